@@ -1,0 +1,27 @@
+{
+  # The addon is built in two parts so that each instruction-set level is compiled with
+  # its own flags: the baseline (AVX2 + FMA + F16C) and the AVX-512 kernels, which are
+  # only ever called after a run-time CPU check (native/src/kernels/dispatch.cc).
+  "target_defaults": {
+    "cflags_cc!": ["-fno-exceptions", "-std=gnu++17"],
+    "cflags!": ["-fno-exceptions"],
+    "cflags_cc": ["-std=c++20", "-O3", "-fexceptions", "-fno-math-errno", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/src"],
+    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED"]
+  },
+  "targets": [
+    {
+      "target_name": "prism_kernels_avx512",
+      "type": "static_library",
+      "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels').filter(f => /_avx512\\.cc$/.test(f)).map(f => 'native/src/kernels/' + f).join(' ')\")"],
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-fPIC"]
+    },
+    {
+      "target_name": "prism_native",
+      "dependencies": ["prism_kernels_avx512"],
+      "sources": ["<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_avx512\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")"],
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-pthread"],
+      "ldflags": ["-pthread"]
+    }
+  ]
+}

@@ -1,0 +1,276 @@
+/**
+ * The whole native surface of Prism. Nothing else imports the addon: every function the
+ * C++ core exports is declared (and typed) here, and native errors are turned into typed
+ * JS errors in `errors.ts`.
+ *
+ * Handles are opaque branded types: JS code can pass them back, never look inside.
+ * Plans and results cross the boundary as typed arrays, not per-token JS objects.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// ---------------------------------------------------------------------------------------
+// Opaque handles
+// ---------------------------------------------------------------------------------------
+
+/** A loaded model (weights mmapped or converted). Freed by `disposeModel` or by GC. */
+export interface ModelHandle {
+  readonly __brand: 'prism.Model';
+}
+/** A KV-cache pool + scratch buffers + thread pool bound to one model. */
+export interface ContextHandle {
+  readonly __brand: 'prism.Context';
+}
+
+// ---------------------------------------------------------------------------------------
+// Model description
+// ---------------------------------------------------------------------------------------
+
+export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+
+export interface ModelInfo {
+  /** File (GGUF) or directory (Hugging Face safetensors) the model came from. */
+  readonly path: string;
+  readonly format: 'gguf' | 'safetensors';
+  readonly architecture: Architecture;
+  /** `general.name` for GGUF, the directory name for safetensors. */
+  readonly name: string;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly intermediateSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  /** Trained context length (`*.context_length` / `max_position_embeddings`). */
+  readonly contextLength: number;
+  readonly ropeTheta: number;
+  readonly rmsNormEps: number;
+  /** Output head shares the token-embedding matrix. */
+  readonly tiedEmbeddings: boolean;
+  /** Bytes of weights read to decode one token (all layers + output head): the roofline's denominator. */
+  readonly weightBytes: number;
+  /** Count of tensors per storage type, e.g. { Q4_1: 210, F32: 61, Q8_0: 1 }. */
+  readonly tensorTypes: Readonly<Record<string, number>>;
+}
+
+/** A GGUF metadata value as read from the file; arrays of strings/numbers become JS arrays. */
+export type GgufValue = number | bigint | string | boolean | GgufValue[];
+
+// ---------------------------------------------------------------------------------------
+// Step plan and result (one mixed batch: prefill chunks + decode tokens)
+// ---------------------------------------------------------------------------------------
+
+/**
+ * One forward step over S sequences and T tokens in total. Every per-sequence array has
+ * length S; `*Offsets` arrays have length S+1 (CSR layout). Sequence s owns tokens
+ * `tokens[seqTokenOffsets[s] .. seqTokenOffsets[s+1])` — a prefill chunk (which may start
+ * after an already-cached prefix) or a single decode token — at absolute positions
+ * `positions[...]`, and the KV blocks `blockTables[blockTableOffsets[s] .. blockTableOffsets[s+1])`
+ * that cover positions 0 .. (last position of the step). Block b holds positions
+ * [b*blockSize, (b+1)*blockSize) of that sequence. The step writes K/V of the new tokens into
+ * those blocks and attends over every earlier position of the sequence.
+ */
+export interface StepPlan {
+  readonly tokens: Int32Array;
+  readonly positions: Int32Array;
+  readonly seqTokenOffsets: Int32Array;
+  readonly blockTableOffsets: Int32Array;
+  readonly blockTables: Int32Array;
+  /** KV block copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
+  readonly blockCopies?: Int32Array;
+
+  // --- sampling (applied to the last token of each sequence with sample[s] = 1) ---
+  readonly sample: Uint8Array;
+  /** <= 0 means greedy (argmax). */
+  readonly temperature: Float32Array;
+  /** 0 means no top-k cut. */
+  readonly topK: Int32Array;
+  /** >= 1 means no top-p cut. */
+  readonly topP: Float32Array;
+  /** 1 means off (HF/CTRL-style: logit>0 ? logit/p : logit*p over penaltyTokens). */
+  readonly repetitionPenalty: Float32Array;
+  /** 0 means off (OpenAI-style, subtracted once per distinct token in penaltyTokens). */
+  readonly presencePenalty: Float32Array;
+  /** 0 means off (OpenAI-style, subtracted per occurrence in penaltyTokens). */
+  readonly frequencyPenalty: Float32Array;
+  /** Token history that the three penalties look at (prompt + generated), CSR by sequence. */
+  readonly penaltyTokenOffsets: Int32Array;
+  readonly penaltyTokens: Int32Array;
+  /**
+   * Per-request seed and the number of tokens that request sampled before this step. The
+   * random stream is a pure function of (seed, counter), so the same seed and prompt give
+   * the same tokens whatever else is in the batch.
+   */
+  readonly seeds: BigUint64Array;
+  readonly sampleCounters: Int32Array;
+  /** Row of `allowedMask` for sequence s, or -1 for no constraint. */
+  readonly allowedMaskRows: Int32Array;
+  /** Rows of ceil(vocabSize/32) words; bit (t & 31) of word (t >> 5) set = token t allowed. */
+  readonly allowedMask: Int32Array;
+  /** -1: no logprobs; 0: logprob of the chosen token; n > 0: also the top-n alternatives. */
+  readonly topLogprobs: Int32Array;
+  /**
+   * 'none' (default): no logits returned. 'last': the (raw, pre-penalty) logits of the last
+   * token of every sequence, [S × V]. 'all': of every token in the step, [T × V] (for tests
+   * and prompt logprobs).
+   */
+  readonly returnLogits?: 'none' | 'last' | 'all';
+}
+
+export interface StepResult {
+  /** Sampled token per sequence; -1 where sample[s] = 0. */
+  readonly tokens: Int32Array;
+  /** Log-probability of the sampled token (after penalties/temperature/mask); NaN where not asked. */
+  readonly logprobs: Float32Array;
+  /** Row stride of the two top-logprob arrays (= max topLogprobs[s] in the plan, ≥ 0). */
+  readonly topLogprobsStride: number;
+  /** [S × stride] token ids of the top alternatives, -1 padded. */
+  readonly topLogprobIds: Int32Array;
+  /** [S × stride] their log-probabilities, NaN padded. */
+  readonly topLogprobValues: Float32Array;
+  /** Present when the plan asked for logits. */
+  readonly logits?: Float32Array;
+}
+
+export interface ContextOptions {
+  /** Number of KV blocks in the pool. */
+  readonly kvBlocks: number;
+  /** Tokens per KV block. */
+  readonly blockSize: number;
+  /** Upper bound on T (tokens per step); sizes the scratch buffers once. */
+  readonly maxBatchTokens: number;
+  /** Upper bound on S (sequences per step). */
+  readonly maxSeqs: number;
+  /** Threads of the context's own pool (including the stepping thread); default: cores. */
+  readonly threads?: number;
+}
+
+export interface ContextInfo {
+  readonly kvBlocks: number;
+  readonly blockSize: number;
+  readonly kvBytes: number;
+  readonly threads: number;
+  /** Kernel family chosen at run time: 'avx512' | 'avx2' | 'reference'. */
+  readonly isa: string;
+}
+
+export interface CpuFeatures {
+  readonly avx2: boolean;
+  readonly fma: boolean;
+  readonly f16c: boolean;
+  readonly avx512f: boolean;
+  readonly avx512bw: boolean;
+  readonly avx512vl: boolean;
+  readonly avx512vnni: boolean;
+  readonly avx512bf16: boolean;
+  /** What the kernels use: 'avx512' | 'avx2' | 'reference' (PRISM_ISA overrides). */
+  readonly selected: string;
+}
+
+/** Kernel storage types (GGML numbering names). */
+export type TensorType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K';
+
+// ---------------------------------------------------------------------------------------
+// The addon's raw exports
+// ---------------------------------------------------------------------------------------
+
+interface NativeAddon {
+  readGgufMetadata(path: string): Record<string, GgufValue>;
+  loadModel(path: string, onProgress: ((fraction: number) => void) | undefined): Promise<ModelHandle>;
+  modelInfo(model: ModelHandle): ModelInfo;
+  disposeModel(model: ModelHandle): void;
+  createContext(model: ModelHandle, options: ContextOptions): ContextHandle;
+  contextInfo(ctx: ContextHandle): ContextInfo;
+  disposeContext(ctx: ContextHandle): void;
+  step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
+  cpuFeatures(): CpuFeatures;
+  /** Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`. */
+  matmulForTest(
+    type: TensorType,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+    isa: string,
+  ): Float32Array;
+  /** Kernel test hook: quantize a float matrix [rows × cols] into `type` storage (reference quantizer). */
+  quantizeForTest(type: TensorType, values: Float32Array, rows: number, cols: number): Uint8Array;
+  /** Kernel test hook: dequantize `type` storage into floats. */
+  dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
+  /** Streams `bytes` of memory `passes` times with all cores; returns GB/s (for the roofline). */
+  measureMemoryBandwidth(bytes: number, passes: number): number;
+}
+
+function findAddon(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  // Source tree (tsx) is native/, compiled tree is dist/native/.
+  for (const root of [join(here, '..'), join(here, '..', '..')]) {
+    for (const kind of ['Release', 'Debug']) {
+      const candidate = join(root, 'build', kind, 'prism_native.node');
+      if (existsSync(candidate)) return candidate;
+    }
+  }
+  throw new Error('prism native addon not built: run `npm install` (it compiles native/ with node-gyp)');
+}
+
+const addon = createRequire(import.meta.url)(findAddon()) as NativeAddon;
+
+// ---------------------------------------------------------------------------------------
+// Public API (thin wrappers so that native errors become typed errors in one place)
+// ---------------------------------------------------------------------------------------
+
+import { wrapNativeError } from './errors.js';
+
+export function readGgufMetadata(path: string): Record<string, GgufValue> {
+  return wrapNativeError(() => addon.readGgufMetadata(path));
+}
+
+export async function loadModel(
+  path: string,
+  onProgress?: (fraction: number) => void,
+): Promise<ModelHandle> {
+  return wrapNativeError(() => addon.loadModel(path, onProgress));
+}
+
+export function modelInfo(model: ModelHandle): ModelInfo {
+  return addon.modelInfo(model);
+}
+
+export function disposeModel(model: ModelHandle): void {
+  addon.disposeModel(model);
+}
+
+export function createContext(model: ModelHandle, options: ContextOptions): ContextHandle {
+  return wrapNativeError(() => addon.createContext(model, options));
+}
+
+export function contextInfo(ctx: ContextHandle): ContextInfo {
+  return addon.contextInfo(ctx);
+}
+
+export function disposeContext(ctx: ContextHandle): void {
+  addon.disposeContext(ctx);
+}
+
+/** Runs one mixed batch off the JS thread. At most one step per context may be in flight. */
+export function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
+  return wrapNativeError(() => addon.step(ctx, plan));
+}
+
+export function cpuFeatures(): CpuFeatures {
+  return addon.cpuFeatures();
+}
+
+export function measureMemoryBandwidth(bytes = 256 * 1024 * 1024, passes = 5): number {
+  return addon.measureMemoryBandwidth(bytes, passes);
+}
+
+export const kernelTestHooks = {
+  matmul: addon.matmulForTest.bind(addon),
+  quantize: addon.quantizeForTest.bind(addon),
+  dequantize: addon.dequantizeForTest.bind(addon),
+};

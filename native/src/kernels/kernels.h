@@ -1,0 +1,90 @@
+// Kernel contract between the model code (forward.cc, owned by the model/forward-pass work)
+// and the matmul/quantization kernels (kernels/*.cc). Shapes are stated where declared.
+//
+// Storage types follow GGML's numbering so GGUF tensors map 1:1. Weight matrices are stored
+// row-major as GGUF stores them: `rows` output features, each row `cols` input features
+// packed in blocks of the type (e.g. Q4_1: 32 values per 20-byte block).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "thread_pool.h"
+
+namespace prism {
+
+enum class TensorType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q8_0 = 8,
+  Q4_K = 12,
+  Q6_K = 14,
+  BF16 = 30,
+};
+
+// Values per block and bytes per block of each storage type (F32/F16/BF16: block of 1).
+int64_t typeBlockValues(TensorType t);
+size_t typeBlockBytes(TensorType t);
+// Bytes of one row of `cols` values; throws std::invalid_argument if cols is not a multiple
+// of the block size.
+size_t typeRowBytes(TensorType t, int64_t cols);
+const char* typeName(TensorType t);
+bool typeFromName(const std::string& name, TensorType* out);
+// True for the types this build can compute with.
+bool typeSupported(uint32_t ggmlType);
+
+// A linear layer's weight, ready for the kernels. Created once at load time by
+// prepareLinear(); `data` points either into the mmapped file (zero copy) or into `owned`
+// (when the kernels repack rows into an interleaved layout they prefer, or convert a type).
+struct LinearWeight {
+  TensorType type = TensorType::F32;  // type of the stored data (after any conversion)
+  int64_t rows = 0;                   // output features
+  int64_t cols = 0;                   // input features
+  const uint8_t* data = nullptr;
+  int layout = 0;  // 0 = GGUF row-major; other values private to the kernels
+  std::vector<uint8_t> owned;
+  size_t bytes = 0;  // bytes of weight data read per use (for the roofline)
+};
+
+// Builds a LinearWeight for a GGUF/safetensors tensor [rows × cols] of `type` at `data`.
+// The source bytes stay valid for the life of the model (mmap), so zero copy is allowed.
+LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols);
+
+// Per-context scratch the kernels may use (activation quantization buffers etc.). Sized once
+// by reserve() for the largest (n, cols) the context will run; matmul() never allocates.
+class KernelScratch {
+ public:
+  void reserve(int64_t maxRows, int64_t maxCols, int threads);
+  uint8_t* bytes(size_t n);  // returns a buffer of at least n bytes (already reserved)
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+// y[t * ldy + r] = sum_k W[r][k] * x[t * ldx + k]   for t in [0, n), r in [0, W.rows)
+// x: n rows of W.cols floats. Runs on all threads of `pool` (called from the pool's owner
+// thread). No allocation.
+void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+            ThreadPool& pool, KernelScratch& scratch);
+
+// Dequantizes row `row` of a [rows × cols] matrix of `type` at `data` into `out` (cols floats).
+// Used for embedding lookups.
+void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t row, float* out);
+
+// Instruction-set family in use: "avx512", "avx2" or "reference". Chosen once from CPUID;
+// the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one.
+const char* selectedIsa();
+
+// Test hooks (exposed through native.ts): run the kernel of a given ISA on a plain row-major
+// weight buffer, and the reference (de)quantizers.
+void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols,
+                   const float* x, int64_t n, float* y, const std::string& isa);
+void quantizeReference(TensorType type, const float* values, int64_t rows, int64_t cols,
+                       uint8_t* out);
+void dequantizeReference(TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                         float* out);
+
+}  // namespace prism
