@@ -1,0 +1,34 @@
+/**
+ * The engine's one error taxonomy (TGI-router style). Every failure the engine reports is
+ * an EngineError with one of these codes; the gRPC service maps codes to gRPC status codes
+ * and each HTTP gateway family maps them to its own status and body, each in one place.
+ */
+export type EngineErrorCode =
+  /** The request is malformed or out of range (gRPC INVALID_ARGUMENT, HTTP 422/400). */
+  | 'INVALID_ARGUMENT'
+  /** Unknown model, adapter or request id (gRPC NOT_FOUND, HTTP 404). */
+  | 'NOT_FOUND'
+  /** The waiting queue is full (gRPC RESOURCE_EXHAUSTED, HTTP 429). */
+  | 'RESOURCE_EXHAUSTED'
+  /** The engine is stopping or not ready (gRPC UNAVAILABLE, HTTP 503). */
+  | 'UNAVAILABLE'
+  /** The request was cancelled (gRPC CANCELLED). */
+  | 'CANCELLED'
+  /** Generation itself failed (gRPC INTERNAL, HTTP 424). */
+  | 'GENERATION_FAILED';
+
+export class EngineError extends Error {
+  override readonly name = 'EngineError';
+  constructor(
+    readonly code: EngineErrorCode,
+    message: string,
+    /** The request field the error is about, dotted path (e.g. "params.top_p"), when there is one. */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+export function invalidArgument(field: string, rule: string): EngineError {
+  return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field);
+}
