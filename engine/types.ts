@@ -119,3 +119,77 @@ export interface FinishEvent {
 }
 
 export type GenerateEvent = TokenEvent | FinishEvent;
+
+/** A cumulative histogram snapshot (Prometheus style: counts[i] = observations <= bounds[i]; last = +Inf). */
+export interface HistogramSnapshot {
+  readonly bounds: readonly number[];
+  readonly counts: readonly number[];
+  readonly sum: number;
+  readonly count: number;
+}
+
+/** Engine state for observability (what the `Status` RPC returns). Times in seconds. */
+export interface EngineStatus {
+  readonly running: number;
+  readonly waiting: number;
+  readonly freeBlocks: number;
+  readonly totalBlocks: number;
+  readonly blockSize: number;
+  readonly maxBatchSize: number;
+  readonly stopping: boolean;
+  readonly requestsReceived: number;
+  readonly requestsSucceeded: number;
+  readonly requestsFailed: number;
+  readonly promptTokens: number;
+  readonly generationTokens: number;
+  /** Prefix-cache lookups and hits, in prompt tokens. */
+  readonly prefixCacheQueries: number;
+  readonly prefixCacheHits: number;
+  readonly preemptions: number;
+  readonly ttft: HistogramSnapshot;
+  readonly interTokenLatency: HistogramSnapshot;
+  readonly e2eLatency: HistogramSnapshot;
+  readonly promptTokensPerRequest: HistogramSnapshot;
+  readonly generationTokensPerRequest: HistogramSnapshot;
+  /** Averages over the latest 1000 finished requests (MindIE /metrics-json), seconds. */
+  readonly recentAvgTtft: number;
+  readonly recentAvgInterToken: number;
+}
+
+/** Static facts about the served model and limits. */
+export interface EngineInfo {
+  readonly modelName: string;
+  readonly modelPath: string;
+  readonly architecture: string;
+  readonly vocabSize: number;
+  readonly contextLength: number;
+  readonly maxSeqLen: number;
+  readonly maxInputTokenLen: number;
+  readonly maxNewTokensCap: number;
+  readonly maxBatchSize: number;
+  readonly maxPrefillTokens: number;
+  readonly blockSize: number;
+  readonly prefixCache: boolean;
+  readonly dtype: string;
+  readonly startedAt: number;
+}
+
+/**
+ * The engine as its callers see it — implemented in-process by engine/engine-core.ts and over
+ * gRPC by the engine client, so gateways and the CLI don't care which one they hold.
+ * Errors are EngineErrors (engine/errors.ts): thrown from the calls, or from the iterator.
+ */
+export interface Engine {
+  generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
+  /** Cancels a live request; false when no such request is live. */
+  cancel(requestId: string): Promise<boolean>;
+  tokenize(text: string, addSpecialTokens?: boolean): Promise<number[]>;
+  /** Text of each token, and of the whole sequence. */
+  detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }>;
+  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string>;
+  status(): Promise<EngineStatus>;
+  info(): Promise<EngineInfo>;
+  /** Stop admitting requests (new ones fail UNAVAILABLE); resolves when running and queued ones finished. */
+  drain(): Promise<void>;
+  close(): Promise<void>;
+}
