@@ -1,0 +1,275 @@
+/**
+ * The one mapping between the engine's in-process records (engine/types.ts) and the gRPC
+ * messages (gen/, from proto/prism/engine/v1/engine.proto), both directions: the server
+ * turns requests into engine records and events into messages, the client the reverse.
+ *
+ * Only the shape is checked here (a prompt is present, a chat role is one of four); every
+ * range is validated by the engine itself, so gRPC and in-process callers get the same errors.
+ */
+import * as pb from '../../gen/prism/engine/v1/engine.js';
+import { invalidArgument } from '../errors.js';
+import type {
+  ChatMessage,
+  EngineInfo,
+  EngineStatus,
+  FinishEvent,
+  FinishReason,
+  GenerateEvent,
+  GenerateRequest,
+  HistogramSnapshot,
+  PromptInput,
+  SamplingParams,
+  TokenEvent,
+  TokenLogprob,
+} from '../types.js';
+
+const CHAT_ROLES: ReadonlySet<string> = new Set(['system', 'user', 'assistant', 'tool']);
+
+// ---------------------------------------------------------------------------------------
+// Requests: engine → proto (client side) and proto → engine (server side)
+// ---------------------------------------------------------------------------------------
+
+function chatMessageToProto(m: ChatMessage): pb.ChatMessage {
+  return pb.ChatMessage.fromPartial({
+    role: m.role,
+    content: m.content,
+    toolCalls: (m.toolCalls ?? []).map((c) => ({ id: c.id, type: c.type, function: { ...c.function } })),
+    toolCallId: m.toolCallId,
+    name: m.name,
+  });
+}
+
+export function chatMessagesToProto(messages: readonly ChatMessage[]): pb.ChatMessage[] {
+  return messages.map(chatMessageToProto);
+}
+
+export function chatMessagesFromProto(messages: readonly pb.ChatMessage[], field: string): ChatMessage[] {
+  return messages.map((m, i) => {
+    const at = `${field}[${i}]`;
+    if (!CHAT_ROLES.has(m.role)) {
+      throw invalidArgument(`${at}.role`, `must be one of system, user, assistant, tool; got '${m.role}'`);
+    }
+    const toolCalls = m.toolCalls.map((c, j) => {
+      if (c.type !== 'function') throw invalidArgument(`${at}.tool_calls[${j}].type`, `must be 'function', got '${c.type}'`);
+      if (!c.function) throw invalidArgument(`${at}.tool_calls[${j}].function`, 'is required');
+      return { id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } };
+    });
+    return {
+      role: m.role as ChatMessage['role'],
+      content: m.content,
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      ...(m.toolCallId !== undefined ? { toolCallId: m.toolCallId } : {}),
+      ...(m.name !== undefined ? { name: m.name } : {}),
+    };
+  });
+}
+
+/** Drops keys whose value is undefined, so "absent" stays absent on the engine side. */
+function defined<T extends object>(record: T): T {
+  return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as T;
+}
+
+function paramsToProto(p: SamplingParams): pb.SamplingParams {
+  return pb.SamplingParams.fromPartial({
+    ...p,
+    stop: p.stop ? [...p.stop] : [],
+    stopTokenIds: p.stopTokenIds ? [...p.stopTokenIds] : [],
+  });
+}
+
+function paramsFromProto(p: pb.SamplingParams | undefined): SamplingParams {
+  if (!p) return {};
+  const { stop, stopTokenIds, ...scalars } = p;
+  return defined({
+    ...scalars,
+    stop: stop.length > 0 ? stop : undefined,
+    stopTokenIds: stopTokenIds.length > 0 ? stopTokenIds : undefined,
+  });
+}
+
+export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
+  const prompt = r.prompt;
+  let promptPb: pb.GenerateRequest['prompt'];
+  switch (prompt.kind) {
+    case 'text':
+      promptPb = { $case: 'text', text: { text: prompt.text, addSpecialTokens: prompt.addSpecialTokens } };
+      break;
+    case 'tokens':
+      promptPb = { $case: 'tokens', tokens: { ids: [...prompt.ids] } };
+      break;
+    case 'chat':
+      promptPb = {
+        $case: 'chat',
+        chat: { messages: chatMessagesToProto(prompt.messages), addGenerationPrompt: prompt.addGenerationPrompt },
+      };
+      break;
+  }
+  return pb.GenerateRequest.fromPartial({ requestId: r.requestId ?? '', prompt: promptPb, params: paramsToProto(r.params) });
+}
+
+export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest {
+  let prompt: PromptInput;
+  switch (r.prompt?.$case) {
+    case 'text':
+      prompt = defined({ kind: 'text', text: r.prompt.text.text, addSpecialTokens: r.prompt.text.addSpecialTokens });
+      break;
+    case 'tokens':
+      prompt = { kind: 'tokens', ids: r.prompt.tokens.ids };
+      break;
+    case 'chat':
+      prompt = defined({
+        kind: 'chat',
+        messages: chatMessagesFromProto(r.prompt.chat.messages, 'prompt.chat.messages'),
+        addGenerationPrompt: r.prompt.chat.addGenerationPrompt,
+      });
+      break;
+    default:
+      throw invalidArgument('prompt', 'one of text, tokens or chat is required');
+  }
+  return { ...(r.requestId !== '' ? { requestId: r.requestId } : {}), prompt, params: paramsFromProto(r.params) };
+}
+
+// ---------------------------------------------------------------------------------------
+// Events: engine → proto (server side) and proto → engine (client side)
+// ---------------------------------------------------------------------------------------
+
+const FINISH_TO_PROTO: Record<FinishReason, pb.FinishReason> = {
+  stop: pb.FinishReason.FINISH_REASON_STOP,
+  length: pb.FinishReason.FINISH_REASON_LENGTH,
+  cancelled: pb.FinishReason.FINISH_REASON_CANCELLED,
+  error: pb.FinishReason.FINISH_REASON_ERROR,
+};
+
+function finishReasonFromProto(r: pb.FinishReason): FinishReason {
+  switch (r) {
+    case pb.FinishReason.FINISH_REASON_STOP:
+      return 'stop';
+    case pb.FinishReason.FINISH_REASON_LENGTH:
+      return 'length';
+    case pb.FinishReason.FINISH_REASON_CANCELLED:
+      return 'cancelled';
+    default:
+      // An unknown reason from a newer server is reported as an error, never guessed.
+      return 'error';
+  }
+}
+
+function logprobToProto(l: TokenLogprob): pb.TokenLogprob {
+  return { tokenId: l.tokenId, text: l.text, logprob: l.logprob, top: l.top.map((t) => ({ ...t })) };
+}
+
+function logprobFromProto(l: pb.TokenLogprob): TokenLogprob {
+  return { tokenId: l.tokenId, text: l.text, logprob: l.logprob, top: l.top };
+}
+
+export function tokenEventToProto(e: TokenEvent): pb.TokenEvent {
+  return {
+    requestId: e.requestId,
+    index: e.index,
+    tokenIds: [...e.tokenIds],
+    text: e.text,
+    logprobs: (e.logprobs ?? []).map(logprobToProto),
+  };
+}
+
+export function finishEventToProto(e: FinishEvent): pb.FinishEvent {
+  return {
+    requestId: e.requestId,
+    index: e.index,
+    reason: FINISH_TO_PROTO[e.reason],
+    text: e.text,
+    tokenIds: [...e.tokenIds],
+    cumulativeLogprob: e.cumulativeLogprob,
+    usage: { ...e.usage },
+    timings: { ...e.timings },
+    seed: e.seed,
+    error: e.error,
+  };
+}
+
+export function eventToProto(e: GenerateEvent): pb.GenerateStreamResponse {
+  return e.type === 'token'
+    ? { event: { $case: 'token', token: tokenEventToProto(e) } }
+    : { event: { $case: 'finish', finish: finishEventToProto(e) } };
+}
+
+export function tokenEventFromProto(e: pb.TokenEvent): TokenEvent {
+  return {
+    type: 'token',
+    requestId: e.requestId,
+    index: e.index,
+    tokenIds: e.tokenIds,
+    text: e.text,
+    ...(e.logprobs.length > 0 ? { logprobs: e.logprobs.map(logprobFromProto) } : {}),
+  };
+}
+
+export function finishEventFromProto(e: pb.FinishEvent): FinishEvent {
+  return {
+    type: 'finish',
+    requestId: e.requestId,
+    index: e.index,
+    reason: finishReasonFromProto(e.reason),
+    text: e.text,
+    tokenIds: e.tokenIds,
+    cumulativeLogprob: e.cumulativeLogprob,
+    usage: e.usage ?? { promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0 },
+    timings: e.timings ?? { queueMs: 0, prefillMs: 0, decodeMs: 0, ttftMs: 0 },
+    seed: e.seed,
+    ...(e.error !== undefined ? { error: e.error } : {}),
+  };
+}
+
+/** Undefined for an empty message (a newer server's event kind this client does not know). */
+export function eventFromProto(m: pb.GenerateStreamResponse): GenerateEvent | undefined {
+  switch (m.event?.$case) {
+    case 'token':
+      return tokenEventFromProto(m.event.token);
+    case 'finish':
+      return finishEventFromProto(m.event.finish);
+    default:
+      return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Status and info
+// ---------------------------------------------------------------------------------------
+
+function histogramToProto(h: HistogramSnapshot): pb.Histogram {
+  return { bounds: [...h.bounds], counts: [...h.counts], sum: h.sum, count: h.count };
+}
+
+function histogramFromProto(h: pb.Histogram | undefined): HistogramSnapshot {
+  return h ?? { bounds: [], counts: [], sum: 0, count: 0 };
+}
+
+export function statusToProto(s: EngineStatus): pb.StatusResponse {
+  return {
+    ...s,
+    ttft: histogramToProto(s.ttft),
+    interTokenLatency: histogramToProto(s.interTokenLatency),
+    e2eLatency: histogramToProto(s.e2eLatency),
+    promptTokensPerRequest: histogramToProto(s.promptTokensPerRequest),
+    generationTokensPerRequest: histogramToProto(s.generationTokensPerRequest),
+  };
+}
+
+export function statusFromProto(s: pb.StatusResponse): EngineStatus {
+  return {
+    ...s,
+    ttft: histogramFromProto(s.ttft),
+    interTokenLatency: histogramFromProto(s.interTokenLatency),
+    e2eLatency: histogramFromProto(s.e2eLatency),
+    promptTokensPerRequest: histogramFromProto(s.promptTokensPerRequest),
+    generationTokensPerRequest: histogramFromProto(s.generationTokensPerRequest),
+  };
+}
+
+export function infoToProto(i: EngineInfo): pb.InfoResponse {
+  return { ...i };
+}
+
+export function infoFromProto(i: pb.InfoResponse): EngineInfo {
+  return { ...i };
+}

@@ -1,0 +1,63 @@
+/**
+ * EngineError codes ⇄ gRPC status codes, in one place for both sides of the wire. The
+ * offending request field travels in trailing metadata so the client can rebuild the same
+ * EngineError the in-process engine would have thrown.
+ */
+import { Metadata, status as Status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
+import { EngineError, type EngineErrorCode } from '../errors.js';
+
+/** Trailing-metadata key carrying EngineError.field. */
+export const ERROR_FIELD_KEY = 'prism-error-field';
+
+const TO_GRPC: Record<EngineErrorCode, Status> = {
+  INVALID_ARGUMENT: Status.INVALID_ARGUMENT,
+  NOT_FOUND: Status.NOT_FOUND,
+  RESOURCE_EXHAUSTED: Status.RESOURCE_EXHAUSTED,
+  UNAVAILABLE: Status.UNAVAILABLE,
+  CANCELLED: Status.CANCELLED,
+  GENERATION_FAILED: Status.INTERNAL,
+};
+
+/** What the server sends for an error thrown by the engine (or by the request mapping). */
+export function toGrpcStatus(err: unknown): Partial<StatusObject> {
+  if (err instanceof EngineError) {
+    const metadata = new Metadata();
+    if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
+    return { code: TO_GRPC[err.code], details: err.message, metadata };
+  }
+  // Not an engine error: a bug. Report it as INTERNAL with its message, never a stack.
+  const message = err instanceof Error ? err.message : String(err);
+  return { code: Status.INTERNAL, details: `internal error: ${message}`, metadata: new Metadata() };
+}
+
+function engineCodeOf(code: Status): EngineErrorCode {
+  switch (code) {
+    case Status.INVALID_ARGUMENT:
+    case Status.OUT_OF_RANGE:
+      return 'INVALID_ARGUMENT';
+    case Status.NOT_FOUND:
+      return 'NOT_FOUND';
+    case Status.RESOURCE_EXHAUSTED:
+      return 'RESOURCE_EXHAUSTED';
+    // The engine is unreachable, stopping, or did not answer in time: all "try later".
+    case Status.UNAVAILABLE:
+    case Status.DEADLINE_EXCEEDED:
+      return 'UNAVAILABLE';
+    case Status.CANCELLED:
+      return 'CANCELLED';
+    default:
+      return 'GENERATION_FAILED';
+  }
+}
+
+/** What the client throws for a failed call. */
+export function fromGrpcError(err: unknown): EngineError {
+  if (err instanceof EngineError) return err;
+  const e = err as Partial<ServiceError>;
+  if (typeof e?.code !== 'number') {
+    return new EngineError('GENERATION_FAILED', err instanceof Error ? err.message : String(err));
+  }
+  const field = e.metadata?.get(ERROR_FIELD_KEY)[0];
+  const message = e.details || e.message || `gRPC status ${e.code}`;
+  return new EngineError(engineCodeOf(e.code), message, typeof field === 'string' ? field : undefined);
+}
