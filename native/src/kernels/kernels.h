@@ -78,6 +78,10 @@ void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t r
 // the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one.
 const char* selectedIsa();
 
+// Streams `bytes` of memory `passes` times on all threads of `pool`; returns the best pass's
+// read bandwidth in GB/s (the roofline's denominator). Allocates: not for the hot path.
+double measureMemoryBandwidth(size_t bytes, int passes, ThreadPool& pool);
+
 // Test hooks (exposed through native.ts): run the kernel of a given ISA on a plain row-major
 // weight buffer, and the reference (de)quantizers.
 void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols,

@@ -1,0 +1,135 @@
+// Correctness harness for the kernels outside the addon (the addon's tests in
+// native/kernels.test.ts cover the same ground through the JS hooks):
+//   kernels_check matmul                              every type × supported ISA vs reference
+//   kernels_check quant TYPE ROWS COLS in.f32 out.bin      reference quantizer on a file
+//   kernels_check dequant TYPE ROWS COLS in.bin out.f32    reference dequantizer on a file
+// check_gguf.py drives the last two against the Python gguf package.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+using namespace prism;
+
+namespace {
+
+std::vector<char> readFile(const char* path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "cannot read %s\n", path);
+    std::exit(2);
+  }
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void writeFile(const char* path, const void* data, size_t n) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+TensorType parseType(const char* name) {
+  TensorType t;
+  if (!typeFromName(name, &t)) {
+    std::fprintf(stderr, "unknown type %s\n", name);
+    std::exit(2);
+  }
+  return t;
+}
+
+// Max over (t, r) of |y - yref| / (|W_r| · |x_t|): the error relative to the scale of the dot.
+int checkMatmul() {
+  const TensorType types[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
+                              TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K};
+  std::vector<std::string> isas = {"reference", "avx2"};
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512bf16"))
+    isas.push_back("avx512");
+  std::mt19937 rng(42);
+  std::normal_distribution<float> normal(0, 1);
+  int failures = 0;
+  for (TensorType type : types) {
+    int64_t bv = typeBlockValues(type) == 1 ? 32 : typeBlockValues(type);
+    for (int64_t rows : {1, 5, 67}) {
+      for (int64_t cols : {bv, bv * 3, bv * 18}) {
+        for (int64_t n : {1, 3, 17, 64}) {
+          std::vector<float> w(rows * cols), x(n * cols);
+          for (auto& v : w) v = normal(rng);
+          for (auto& v : x) v = normal(rng);
+          std::vector<uint8_t> q(typeRowBytes(type, cols) * rows);
+          quantizeReference(type, w.data(), rows, cols, q.data());
+          std::vector<float> wd(rows * cols);
+          dequantizeReference(type, q.data(), rows, cols, wd.data());
+          std::vector<double> yref(n * rows), rowNorm(rows), xNorm(n);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t k = 0; k < cols; ++k) rowNorm[r] += double(wd[r * cols + k]) * wd[r * cols + k];
+            rowNorm[r] = std::sqrt(rowNorm[r]);
+          }
+          for (int64_t t = 0; t < n; ++t) {
+            for (int64_t k = 0; k < cols; ++k) xNorm[t] += double(x[t * cols + k]) * x[t * cols + k];
+            xNorm[t] = std::sqrt(xNorm[t]);
+            for (int64_t r = 0; r < rows; ++r) {
+              double acc = 0;
+              for (int64_t k = 0; k < cols; ++k) acc += double(wd[r * cols + k]) * x[t * cols + k];
+              yref[t * rows + r] = acc;
+            }
+          }
+          for (const auto& isa : isas) {
+            std::vector<float> y(n * rows, NAN);
+            matmulForTest(type, q.data(), rows, cols, x.data(), n, y.data(), isa);
+            double worst = 0;
+            for (int64_t t = 0; t < n; ++t)
+              for (int64_t r = 0; r < rows; ++r) {
+                double e = std::fabs(y[t * rows + r] - yref[t * rows + r]) / (rowNorm[r] * xNorm[t] + 1e-30);
+                if (!(e == e)) e = 1e9;  // NaN: never written
+                worst = std::max(worst, e);
+              }
+            double limit = isa == "reference" ? 1e-5 : 1e-2;
+            if (worst > limit) {
+              std::printf("FAIL %s %s rows=%ld cols=%ld n=%ld rel.err=%.3g\n", typeName(type), isa.c_str(),
+                          long(rows), long(cols), long(n), worst);
+              ++failures;
+            }
+          }
+        }
+      }
+    }
+    std::printf("%-5s checked\n", typeName(type));
+  }
+  std::printf("isas: ");
+  for (const auto& i : isas) std::printf("%s ", i.c_str());
+  std::printf("\n%s (%d failures)\n", failures ? "FAILED" : "ok", failures);
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string cmd = argc > 1 ? argv[1] : "matmul";
+  if (cmd == "matmul") return checkMatmul();
+  if ((cmd == "quant" || cmd == "dequant") && argc == 7) {
+    TensorType type = parseType(argv[2]);
+    int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);
+    auto in = readFile(argv[5]);
+    size_t qbytes = typeRowBytes(type, cols) * rows;
+    if (cmd == "quant") {
+      if (in.size() != size_t(rows * cols) * 4) return std::fprintf(stderr, "bad input size\n"), 2;
+      std::vector<uint8_t> out(qbytes);
+      quantizeReference(type, reinterpret_cast<const float*>(in.data()), rows, cols, out.data());
+      writeFile(argv[6], out.data(), out.size());
+    } else {
+      if (in.size() != qbytes) return std::fprintf(stderr, "bad input size\n"), 2;
+      std::vector<float> out(rows * cols);
+      dequantizeReference(type, reinterpret_cast<const uint8_t*>(in.data()), rows, cols, out.data());
+      writeFile(argv[6], out.data(), out.size() * 4);
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "usage: kernels_check [matmul | quant|dequant TYPE ROWS COLS IN OUT]\n");
+  return 2;
+}

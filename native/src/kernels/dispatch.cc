@@ -1,0 +1,191 @@
+// Run-time kernel selection: CPUID (+ the PRISM_ISA override) picks the highest instruction
+// set family once; matmul() routes each call to that family's kernel, falling back to the
+// next lower one for weights a family does not handle. Also: prepareLinear, KernelScratch,
+// the test entry point and the memory-bandwidth probe.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/internal.h"
+
+namespace prism {
+
+using namespace kernels;
+
+namespace {
+
+enum class Isa { Reference = 0, Avx2 = 1, Avx512 = 2 };
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Reference:
+      return "reference";
+  }
+  return "reference";
+}
+
+bool parseIsa(const std::string& name, Isa* out) {
+  if (name == "avx512") *out = Isa::Avx512;
+  else if (name == "avx2") *out = Isa::Avx2;
+  else if (name == "reference") *out = Isa::Reference;
+  else return false;
+  return true;
+}
+
+Isa bestSupportedIsa() {
+  if (cpuHasAvx512()) return Isa::Avx512;
+  if (cpuHasAvx2()) return Isa::Avx2;
+  return Isa::Reference;
+}
+
+// The chosen family, or an error message when PRISM_ISA is malformed (reported on use, so
+// the process does not die at load time and the message reaches the caller).
+struct Selection {
+  Isa isa = Isa::Reference;
+  std::string error;
+};
+
+const Selection& selection() {
+  static const Selection s = [] {
+    Selection sel;
+    sel.isa = bestSupportedIsa();
+    if (const char* env = std::getenv("PRISM_ISA"); env != nullptr && *env != '\0') {
+      Isa forced;
+      if (!parseIsa(env, &forced)) {
+        sel.error = std::string("PRISM_ISA must be one of avx512, avx2, reference; got '") + env + "'";
+      } else {
+        // Only a lower family can be forced: asking for more than the CPU has keeps the best.
+        sel.isa = std::min(forced, sel.isa);
+      }
+    }
+    return sel;
+  }();
+  return s;
+}
+
+Isa currentIsa() {
+  const Selection& s = selection();
+  if (!s.error.empty()) throw std::invalid_argument(s.error);
+  return s.isa;
+}
+
+void runMatmul(Isa isa, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+               int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
+  if (n <= 0 || W.rows == 0) return;
+  if (isa >= Isa::Avx512 && matmulAvx512(W, x, n, ldx, y, ldy, pool, scratch)) return;
+  if (isa >= Isa::Avx2 && matmulAvx2(W, x, n, ldx, y, ldy, pool, scratch)) return;
+  matmulReference(W, x, n, ldx, y, ldy, pool);
+}
+
+}  // namespace
+
+namespace kernels {
+
+bool cpuHasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+
+bool cpuHasAvx512() {
+  static const bool has = cpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+}  // namespace kernels
+
+const char* selectedIsa() { return isaName(currentIsa()); }
+
+LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols) {
+  if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
+  if (cols <= 0) throw std::invalid_argument("prepareLinear: cols must be > 0");
+  LinearWeight w;
+  w.type = type;
+  w.rows = rows;
+  w.cols = cols;
+  w.data = data;
+  w.layout = 0;
+  w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
+  return w;
+}
+
+void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
+  if (maxRows < 0 || maxCols < 0) throw std::invalid_argument("KernelScratch::reserve: negative size");
+  size_t need = quantizedActivationBytes(maxRows, maxCols);
+  if (buf_.size() < need) buf_.resize(need);
+}
+
+uint8_t* KernelScratch::bytes(size_t n) {
+  // Sized by reserve(); growing here is a safety net for a caller that under-reserved (it
+  // allocates once, outside any parallel region), not the normal path.
+  if (buf_.size() < n) buf_.resize(n);
+  return buf_.data();
+}
+
+void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+            ThreadPool& pool, KernelScratch& scratch) {
+  runMatmul(currentIsa(), W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols, const float* x,
+                   int64_t n, float* y, const std::string& isa) {
+  Isa wanted;
+  if (!parseIsa(isa, &wanted)) {
+    throw std::invalid_argument("isa must be one of avx512, avx2, reference; got '" + isa + "'");
+  }
+  if (wanted > bestSupportedIsa()) {
+    throw std::invalid_argument(std::string("isa ") + isa + " is not supported by this CPU");
+  }
+  if (n < 0) throw std::invalid_argument("n must be >= 0");
+  LinearWeight W = prepareLinear(type, weights, rows, cols);
+  // One shared pool for the tests (several threads, so the work splitting is exercised);
+  // the mutex keeps concurrent callers from re-entering it.
+  static std::mutex mutex;
+  static ThreadPool pool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 4u)));
+  std::lock_guard<std::mutex> lock(mutex);
+  KernelScratch scratch;
+  scratch.reserve(n, cols, pool.size());
+  runMatmul(wanted, W, x, n, cols, y, rows, pool, scratch);
+}
+
+double measureMemoryBandwidth(size_t bytes, int passes, ThreadPool& pool) {
+  if (bytes < 4096 || passes < 1) throw std::invalid_argument("measureMemoryBandwidth: bytes >= 4096, passes >= 1");
+  size_t count = bytes / sizeof(float) / 32 * 32;
+  std::vector<float> buf(count, 1.0f);
+  std::vector<float> sinks(static_cast<size_t>(pool.size()) * 16);
+  double best = 1e30;
+  for (int p = 0; p < passes; ++p) {
+    auto start = std::chrono::steady_clock::now();
+    auto task = [&](int thread, int threads) {
+      size_t chunks = count / 32;
+      size_t begin = chunks * thread / threads * 32, end = chunks * (thread + 1) / threads * 32;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (size_t i = begin; i < end; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(&buf[i]));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(&buf[i + 8]));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(&buf[i + 16]));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(&buf[i + 24]));
+      }
+      __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+      // Written out so the loads are not optimised away.
+      sinks[static_cast<size_t>(thread) * 16] += _mm256_cvtss_f32(s);
+    };
+    pool.run(TaskRef(task));
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::min(best, secs);
+  }
+  return static_cast<double>(count * sizeof(float)) / best / 1e9;
+}
+
+}  // namespace prism

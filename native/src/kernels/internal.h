@@ -1,0 +1,85 @@
+// Private declarations shared by the kernel files (types, reference code, per-ISA kernels).
+//
+// Everything defined in this header is `static inline`: it is included both by files built
+// for AVX2 and by *_avx512.cc, and a shared (ODR-merged) inline copy compiled with AVX-512
+// flags could otherwise be picked by the linker for the AVX2 path.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernels.h"
+
+namespace prism::kernels {
+
+// Raw GGML block layouts (sizes are asserted in types.cc).
+constexpr int kQK = 32;    // values per Q4_0 / Q4_1 / Q8_0 block
+constexpr int kQKK = 256;  // values per K-quant super-block
+constexpr size_t kQ4_0Bytes = 2 + 16;
+constexpr size_t kQ4_1Bytes = 2 + 2 + 16;
+constexpr size_t kQ8_0Bytes = 2 + 32;
+constexpr size_t kQ4_KBytes = 2 + 2 + 12 + 128;
+constexpr size_t kQ6_KBytes = 128 + 64 + 16 + 2;
+
+static inline float f16ToF32(uint16_t h) { return _cvtsh_ss(h); }
+static inline uint16_t f32ToF16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+static inline float bf16ToF32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t loadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Q4_K: 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes (GGML's
+// get_scale_min_k4).
+static inline void q4kScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Activations quantized to 8 bits in blocks of 32 (Q8_0-like): for token t, qs[t*cols ..]
+// holds cols int8 values, d[t*blocks + b] the block scale and s[t*blocks + b] = d * (sum of
+// the block's 32 int8 values) — the term a weight type with a per-block offset (Q4_1's min,
+// Q4_0's -8, Q4_K's min) multiplies.
+struct QuantizedActivations {
+  int8_t* qs = nullptr;
+  float* d = nullptr;
+  float* s = nullptr;
+  int64_t n = 0;
+  int64_t cols = 0;
+  int64_t blocks = 0;
+};
+
+// Bytes of scratch the block-32 activation quantization of n × cols needs.
+static inline size_t quantizedActivationBytes(int64_t n, int64_t cols) {
+  int64_t blocks = (cols + kQK - 1) / kQK;
+  return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK + 2 * sizeof(float) * blocks) + 64;
+}
+
+// Reference implementations (reference.cc).
+void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                     int64_t ldy, ThreadPool& pool);
+
+// Per-ISA kernels: return false when they do not handle this weight (type/layout), so the
+// dispatcher falls back to the next lower ISA.
+bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
+bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                  int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
+
+// What the CPU reports (dispatch.cc).
+bool cpuHasAvx2();
+bool cpuHasAvx512();
+
+}  // namespace prism::kernels
