@@ -1,0 +1,494 @@
+/**
+ * The in-process engine: implements `Engine` (engine/types.ts) over the scheduler, the block
+ * manager and a runner. One step loop keeps at most one native step in flight; between steps
+ * it reaps cancelled sequences, schedules, and turns sampled tokens into events (incremental
+ * detokenization, stop conditions, timings). Data flows one way per step:
+ * engine → scheduler → runner → scheduler.postprocess → events.
+ *
+ * Loading a model (native + tokenizer) lives in engine/load-engine.ts; this file has no
+ * native dependency of its own, only the `Runner` it is given.
+ */
+import { randomUUID } from 'node:crypto';
+import { BlockManager } from './block-manager.js';
+import { EngineMetrics } from './engine-metrics.js';
+import { EngineError, invalidArgument } from './errors.js';
+import { EventQueue } from './event-queue.js';
+import type { ResolvedEngineOptions } from './options.js';
+import { checkTokenIds, promptTokens, renderChat, type EngineTokenizer } from './prompt.js';
+import { Sequence } from './request-state.js';
+import type { Runner, StepOutput } from './runner.js';
+import { resolveParams, type ResolvedParams } from './sampling-params.js';
+import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import { StopStringMatcher } from './stop-strings.js';
+import type {
+  ChatMessage,
+  Engine,
+  EngineInfo,
+  EngineStatus,
+  FinishEvent,
+  FinishReason,
+  GenerateEvent,
+  GenerateRequest,
+  TokenLogprob,
+} from './types.js';
+
+export interface EngineCoreDeps {
+  readonly runner: Runner;
+  readonly tokenizer: EngineTokenizer;
+  readonly options: ResolvedEngineOptions;
+  readonly info: EngineInfo;
+  /** Chat template that replaces the model's own (contents of chatTemplatePath). */
+  readonly chatTemplate?: string;
+  /** Frees native resources once the loop has stopped. */
+  readonly dispose?: () => void;
+}
+
+/** Output of one choice (sequence index) of a request. */
+interface ChoiceOutput {
+  readonly index: number;
+  readonly seed: number;
+  readonly detok: { push(id: number): string; flush(): string };
+  readonly stopper: StopStringMatcher;
+  text: string;
+  readonly tokenIds: number[];
+  readonly logprobs: TokenLogprob[];
+  cumulativeLogprob: number;
+  lastTokenAt: number;
+  gapSumMs: number;
+  gaps: number;
+  reason: FinishReason | null;
+  error?: string;
+}
+
+interface LiveRequest {
+  readonly id: string;
+  readonly params: ResolvedParams;
+  readonly promptLen: number;
+  readonly maxNew: number;
+  readonly arrival: number;
+  readonly queue: EventQueue<GenerateEvent>;
+  readonly seqs: Sequence[];
+  readonly choices: ChoiceOutput[];
+  /** best_of > n: events are held back until the best n are known. */
+  readonly buffered: boolean;
+  firstScheduled: number;
+  firstToken: number;
+  cachedPromptTokens: number;
+  detachSignal: () => void;
+}
+
+const ms = () => performance.now();
+
+export class EngineCore implements Engine {
+  private readonly scheduler: Scheduler;
+  private readonly blocks: BlockManager;
+  private readonly metrics = new EngineMetrics();
+  private readonly requests = new Map<string, LiveRequest>();
+  private readonly eos: ReadonlySet<number>;
+  private loop: Promise<void> | null = null;
+  private stopping = false;
+  private closed = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(private readonly deps: EngineCoreDeps) {
+    const o = deps.options;
+    this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
+    this.scheduler = new Scheduler(o, this.blocks, (parent, child) => this.forked(parent, child));
+    this.eos = new Set(deps.tokenizer.eosTokenIds);
+  }
+
+  // ---------------------------------------------------------------------------- requests
+
+  generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
+    try {
+      return this.submit(request, signal);
+    } catch (e) {
+      const failed = new EventQueue<GenerateEvent>();
+      failed.end(e);
+      return failed;
+    }
+  }
+
+  private submit(request: GenerateRequest, signal?: AbortSignal): EventQueue<GenerateEvent> {
+    if (this.stopping || this.closed) throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
+    if (request === null || typeof request !== 'object') throw invalidArgument('request', 'must be an object');
+    const o = this.deps.options;
+    const tok = this.deps.tokenizer;
+    const id = request.requestId ?? randomUUID();
+    if (typeof id !== 'string' || id.length === 0 || id.length > 256) throw invalidArgument('request_id', 'must be a string of 1 to 256 characters');
+    if (this.requests.has(id)) throw invalidArgument('request_id', `'${id}' is already in use by a live request`);
+    const params = resolveParams(request.params ?? {}, { vocabSize: tok.vocabSize, maxNewTokensCap: o.maxIterTimes, maxN: o.maxN });
+    const prompt = promptTokens(tok, request.prompt, params.truncate, o, this.deps.chatTemplate);
+    if (this.scheduler.waiting.length >= o.maxQueueSize) {
+      throw new EngineError('RESOURCE_EXHAUSTED', `server is overloaded: ${this.scheduler.waiting.length} requests are waiting (maxQueueSize ${o.maxQueueSize}); retry later`);
+    }
+    const maxNew = Math.min(params.maxNewTokens, o.maxSeqLen - prompt.length);
+    const queue = new EventQueue<GenerateEvent>(() => void this.cancel(id));
+    const choices = Array.from({ length: params.bestOf }, (_, i): ChoiceOutput => ({
+      index: i,
+      seed: params.seed + i,
+      detok: tok.createDetokenizer({ skipSpecialTokens: params.skipSpecialTokens }),
+      stopper: new StopStringMatcher(params.stop, params.includeStopStrInOutput),
+      text: '',
+      tokenIds: [],
+      logprobs: [],
+      cumulativeLogprob: 0,
+      lastTokenAt: 0,
+      gapSumMs: 0,
+      gaps: 0,
+      reason: null,
+    }));
+    const sampling = {
+      temperature: params.temperature,
+      topK: params.topK,
+      topP: params.topP,
+      repetitionPenalty: params.repetitionPenalty,
+      presencePenalty: params.presencePenalty,
+      frequencyPenalty: params.frequencyPenalty,
+      seed: BigInt(params.seed),
+      // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
+      topLogprobs: params.logprobs ? params.topLogprobs : 0,
+    };
+    const seq = new Sequence(id, 0, prompt, sampling, ms(), params.bestOf > 1 ? params.bestOf : 0);
+    const req: LiveRequest = {
+      id,
+      params,
+      promptLen: prompt.length,
+      maxNew,
+      arrival: seq.arrival,
+      queue,
+      seqs: [seq],
+      choices,
+      buffered: params.bestOf > params.n,
+      firstScheduled: -1,
+      firstToken: -1,
+      cachedPromptTokens: 0,
+      detachSignal: () => {},
+    };
+    this.requests.set(id, req);
+    this.metrics.requestsReceived++;
+    this.metrics.promptTokens += prompt.length;
+    this.scheduler.add(seq);
+    if (signal) {
+      const onAbort = () => void this.cancel(id);
+      if (signal.aborted) queueMicrotask(onAbort);
+      else {
+        signal.addEventListener('abort', onAbort, { once: true });
+        req.detachSignal = () => signal.removeEventListener('abort', onAbort);
+      }
+    }
+    this.kick();
+    return queue;
+  }
+
+  async cancel(requestId: string): Promise<boolean> {
+    const req = this.requests.get(requestId);
+    if (!req) return false;
+    for (const c of req.choices) if (c.reason === null) c.reason = 'cancelled';
+    this.dropSequences(req);
+    this.finalize(req);
+    return true;
+  }
+
+  /** Marks a request's sequences aborted; frees at once those not inside the running step. */
+  private dropSequences(req: LiveRequest): void {
+    for (const s of req.seqs) {
+      s.aborted = true;
+      if (!s.inFlight && s.status !== 'finished') this.scheduler.finish(s);
+    }
+  }
+
+  private forked(parent: Sequence, child: Sequence): void {
+    const req = this.requests.get(parent.requestId);
+    if (!req || parent.aborted) child.aborted = true;
+    req?.seqs.push(child);
+  }
+
+  // ---------------------------------------------------------------------------- step loop
+
+  private kick(): void {
+    if (this.loop) return;
+    this.loop = this.run().finally(() => {
+      this.loop = null;
+      if (this.scheduler.hasWork && !this.closed) this.kick();
+    });
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      this.reapAborted();
+      if (!this.scheduler.hasWork) return;
+      const runningBefore = this.scheduler.running.length;
+      const batch = this.scheduler.schedule();
+      if (batch.items.length === 0) {
+        if (this.scheduler.running.length !== runningBefore) continue; // admissions that only forked
+        this.failUnschedulable();
+        continue;
+      }
+      const now = ms();
+      for (const { seq } of batch.items) {
+        seq.inFlight = true;
+        const req = this.requests.get(seq.requestId);
+        if (req && req.firstScheduled < 0) req.firstScheduled = now;
+      }
+      let out: StepOutput;
+      try {
+        out = await this.deps.runner.step(batch);
+      } catch (e) {
+        this.failBatch(batch, e);
+        continue;
+      } finally {
+        for (const { seq } of batch.items) seq.inFlight = false;
+      }
+      this.scheduler.postprocess(batch, out.tokens);
+      this.emitTokens(batch, out);
+      // Let I/O (new requests, cancellations, stream consumers) run between steps.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  private reapAborted(): void {
+    for (const list of [this.scheduler.running, this.scheduler.waiting]) {
+      for (const s of list.filter((x) => x.aborted)) this.scheduler.finish(s);
+    }
+  }
+
+  /** Nothing could be scheduled with nothing running: the head request can never fit. */
+  private failUnschedulable(): void {
+    const head = this.scheduler.waiting[0];
+    const req = head && this.requests.get(head.requestId);
+    if (!req) {
+      if (head) this.scheduler.finish(head);
+      return;
+    }
+    this.failRequest(req, `request needs more KV blocks than the pool has (${this.blocks.numBlocks} blocks of ${this.blocks.blockSize})`);
+  }
+
+  private failBatch(batch: ScheduledBatch, e: unknown): void {
+    const message = `generation failed: ${e instanceof Error ? e.message : String(e)}`;
+    const ids = new Set(batch.items.map((i) => i.seq.requestId));
+    for (const id of ids) {
+      const req = this.requests.get(id);
+      if (req) this.failRequest(req, message);
+    }
+  }
+
+  private failRequest(req: LiveRequest, message: string): void {
+    for (const c of req.choices) {
+      if (c.reason === null) {
+        c.reason = 'error';
+        c.error = message;
+      }
+    }
+    this.dropSequences(req);
+    this.finalize(req);
+  }
+
+  // ---------------------------------------------------------------------------- outputs
+
+  private emitTokens(batch: ScheduledBatch, out: StepOutput): void {
+    const now = ms();
+    batch.items.forEach((item, k) => {
+      if (!item.sample || item.seq.aborted) return;
+      const seq = item.seq;
+      const req = this.requests.get(seq.requestId);
+      if (!req) return;
+      const c = req.choices[seq.index];
+      if (c.reason !== null) return;
+      const token = out.tokens[k];
+      const logprob = out.logprobs[k];
+      if (req.firstToken < 0) {
+        req.firstToken = now;
+        req.cachedPromptTokens = Math.max(0, seq.cachedPromptTokens);
+        this.metrics.ttft.observe((now - req.arrival) / 1000);
+      }
+      if (c.tokenIds.length > 0) {
+        this.metrics.interToken.observe((now - c.lastTokenAt) / 1000);
+        c.gapSumMs += now - c.lastTokenAt;
+        c.gaps++;
+      }
+      c.lastTokenAt = now;
+      c.tokenIds.push(token);
+      if (Number.isFinite(logprob)) c.cumulativeLogprob += logprob;
+      this.metrics.generationTokens++;
+
+      let reason: FinishReason | null = null;
+      let delta = '';
+      let byStopString = false;
+      if ((!req.params.ignoreEos && this.eos.has(token)) || req.params.stopTokenIds.has(token)) {
+        reason = 'stop'; // the stop token itself adds no text
+      } else {
+        const r = c.stopper.push(c.detok.push(token));
+        delta = r.text;
+        if (r.stopped) reason = 'stop';
+        byStopString = r.stopped;
+      }
+      if (reason === null && (c.tokenIds.length >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen)) reason = 'length';
+      if (reason !== null && !byStopString) {
+        // End of the sequence: release what the detokenizer and the stop matcher held back
+        // (text after a stop string, by contrast, is dropped).
+        const tail = c.stopper.push(c.detok.flush());
+        delta += tail.text;
+        if (!tail.stopped) delta += c.stopper.flush();
+      }
+      c.text += delta;
+      const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
+      if (lp) c.logprobs.push(lp);
+      if (!req.buffered) {
+        req.queue.push({
+          type: 'token',
+          requestId: req.id,
+          index: c.index,
+          tokenIds: [token],
+          text: delta,
+          ...(lp ? { logprobs: [lp] } : {}),
+        });
+      }
+      if (reason !== null) {
+        c.reason = reason;
+        this.scheduler.finish(seq);
+        if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
+      }
+    });
+  }
+
+  private tokenLogprob(token: number, logprob: number, out: StepOutput, k: number): TokenLogprob {
+    const tok = this.deps.tokenizer;
+    const top: { tokenId: number; text: string; logprob: number }[] = [];
+    const stride = out.topLogprobsStride;
+    for (let j = 0; j < stride; j++) {
+      const id = out.topLogprobIds[k * stride + j];
+      if (id < 0) break;
+      top.push({ tokenId: id, text: tok.tokenText(id), logprob: out.topLogprobValues[k * stride + j] });
+    }
+    return { tokenId: token, text: tok.tokenText(token), logprob, top };
+  }
+
+  /** Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. */
+  private finalize(req: LiveRequest): void {
+    if (!this.requests.has(req.id)) return;
+    this.requests.delete(req.id);
+    req.detachSignal();
+    const end = ms();
+    const first = req.firstToken >= 0 ? req.firstToken : end;
+    const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
+    const timings = {
+      queueMs: scheduled - req.arrival,
+      prefillMs: first - scheduled,
+      decodeMs: end - first,
+      ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
+    };
+    let chosen = req.choices;
+    if (req.buffered) {
+      chosen = [...req.choices].sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob).slice(0, req.params.n);
+    }
+    let generated = 0;
+    chosen.forEach((c, j) => {
+      const index = req.buffered ? j : c.index;
+      generated += c.tokenIds.length;
+      if (req.buffered && c.tokenIds.length > 0) {
+        req.queue.push({
+          type: 'token',
+          requestId: req.id,
+          index,
+          tokenIds: c.tokenIds,
+          text: c.text,
+          ...(req.params.logprobs ? { logprobs: c.logprobs } : {}),
+        });
+      }
+      const finish: FinishEvent = {
+        type: 'finish',
+        requestId: req.id,
+        index,
+        reason: c.reason ?? 'cancelled',
+        text: c.text,
+        tokenIds: c.tokenIds,
+        cumulativeLogprob: c.cumulativeLogprob,
+        usage: { promptTokens: req.promptLen, completionTokens: c.tokenIds.length, cachedPromptTokens: req.cachedPromptTokens },
+        timings,
+        seed: c.seed,
+        ...(c.error !== undefined ? { error: c.error } : {}),
+      };
+      req.queue.push(finish);
+    });
+    req.queue.end();
+    const gaps = req.choices.reduce((n, c) => n + c.gaps, 0);
+    this.metrics.finished({
+      ok: req.choices.every((c) => c.reason !== 'error'),
+      ttft: req.firstToken >= 0 ? timings.ttftMs / 1000 : null,
+      interToken: gaps > 0 ? req.choices.reduce((s, c) => s + c.gapSumMs, 0) / gaps / 1000 : null,
+      e2e: (end - req.arrival) / 1000,
+      promptTokens: req.promptLen,
+      generationTokens: generated,
+    });
+    if (this.requests.size === 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  // ---------------------------------------------------------------------------- the rest of Engine
+
+  async tokenize(text: string, addSpecialTokens = true): Promise<number[]> {
+    if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
+    return this.deps.tokenizer.encode(text, { addSpecialTokens });
+  }
+
+  async detokenize(ids: readonly number[], skipSpecialTokens = false): Promise<{ text: string; tokens: string[] }> {
+    const tok = this.deps.tokenizer;
+    const checked = checkTokenIds(ids, tok.vocabSize, 'ids');
+    return { text: tok.decode(checked, { skipSpecialTokens }), tokens: checked.map((id) => tok.tokenText(id)) };
+  }
+
+  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
+    return renderChat(this.deps.tokenizer, messages, addGenerationPrompt, this.deps.chatTemplate, 'messages');
+  }
+
+  async status(): Promise<EngineStatus> {
+    const m = this.metrics;
+    return {
+      running: this.scheduler.running.length,
+      waiting: this.scheduler.waiting.length,
+      freeBlocks: this.blocks.freeBlocks,
+      totalBlocks: this.blocks.numBlocks,
+      blockSize: this.blocks.blockSize,
+      maxBatchSize: this.deps.options.maxBatchSize,
+      stopping: this.stopping,
+      requestsReceived: m.requestsReceived,
+      requestsSucceeded: m.requestsSucceeded,
+      requestsFailed: m.requestsFailed,
+      promptTokens: m.promptTokens,
+      generationTokens: m.generationTokens,
+      prefixCacheQueries: this.blocks.queries,
+      prefixCacheHits: this.blocks.hits,
+      preemptions: this.scheduler.preemptions,
+      ttft: m.ttft.snapshot(),
+      interTokenLatency: m.interToken.snapshot(),
+      e2eLatency: m.e2e.snapshot(),
+      promptTokensPerRequest: m.promptTokensPerRequest.snapshot(),
+      generationTokensPerRequest: m.generationTokensPerRequest.snapshot(),
+      recentAvgTtft: m.recentTtft.mean,
+      recentAvgInterToken: m.recentInterToken.mean,
+    };
+  }
+
+  async info(): Promise<EngineInfo> {
+    return this.deps.info;
+  }
+
+  drain(): Promise<void> {
+    this.stopping = true;
+    if (this.requests.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.stopping = true;
+    this.closed = true;
+    for (const id of [...this.requests.keys()]) await this.cancel(id);
+    while (this.loop) await this.loop;
+    this.deps.dispose?.();
+  }
+}

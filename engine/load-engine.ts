@@ -1,0 +1,76 @@
+/**
+ * Builds the in-process engine from a model path: loads the weights (native), the tokenizer
+ * (engine/tokenizer/), sizes the KV pool from the options, and wires the native runner into
+ * EngineCore. This is the one place the engine core meets the native addon.
+ */
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename } from 'node:path';
+import { createContext, disposeContext, disposeModel, loadModel, modelInfo } from '../native/native.js';
+import { EngineCore } from './engine-core.js';
+import { EngineError } from './errors.js';
+import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './options.js';
+import { NativeRunner } from './runner.js';
+import { loadTokenizer } from './tokenizer/index.js';
+
+export interface LoadEngineHooks {
+  /** Model loading progress in [0, 1]. */
+  readonly onProgress?: (fraction: number) => void;
+}
+
+export async function loadEngine(modelPath: string, options: EngineOptions = {}, hooks: LoadEngineHooks = {}): Promise<EngineCore> {
+  const o = resolveEngineOptions(options);
+  let chatTemplate: string | undefined;
+  if (o.chatTemplatePath !== undefined) {
+    try {
+      chatTemplate = readFileSync(o.chatTemplatePath, 'utf8');
+    } catch (e) {
+      throw new EngineError('INVALID_ARGUMENT', `chatTemplatePath: cannot read ${o.chatTemplatePath}: ${(e as Error).message}`, 'chatTemplatePath');
+    }
+  }
+  const [model, tokenizer] = await Promise.all([loadModel(modelPath, hooks.onProgress), loadTokenizer(modelPath)]);
+  const m = modelInfo(model);
+  if (o.maxSeqLen > m.contextLength) {
+    process.emitWarning(`maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`);
+  }
+  const kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+  let ctx;
+  try {
+    ctx = createContext(model, {
+      kvBlocks,
+      blockSize: o.cacheBlockSize,
+      maxBatchTokens: o.maxPrefillTokens,
+      maxSeqs: o.maxBatchSize,
+      threads: o.threads ?? availableParallelism(),
+    });
+  } catch (e) {
+    disposeModel(model);
+    throw e;
+  }
+  return new EngineCore({
+    runner: new NativeRunner(ctx),
+    tokenizer,
+    options: o,
+    chatTemplate,
+    info: {
+      modelName: o.modelName ?? (m.name || basename(modelPath)),
+      modelPath,
+      architecture: m.architecture,
+      vocabSize: m.vocabSize,
+      contextLength: m.contextLength,
+      maxSeqLen: o.maxSeqLen,
+      maxInputTokenLen: o.maxInputTokenLen,
+      maxNewTokensCap: o.maxIterTimes,
+      maxBatchSize: o.maxBatchSize,
+      maxPrefillTokens: o.maxPrefillTokens,
+      blockSize: o.cacheBlockSize,
+      prefixCache: o.prefixCache,
+      dtype: Object.entries(m.tensorTypes).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown',
+      startedAt: Date.now(),
+    },
+    dispose: () => {
+      disposeContext(ctx);
+      disposeModel(model);
+    },
+  });
+}

@@ -1,0 +1,146 @@
+/**
+ * The engine core's one configuration record (nano-vllm's `Config`). Field names and defaults
+ * follow MindIE's config.json (ScheduleConfig / ModelDeployConfig, see
+ * shared/reference/mindie-compat.md §2); config/ maps a loaded config.json onto it, the CLI
+ * builds it from flags. `resolveEngineOptions` fills defaults and checks every bound once.
+ */
+import { EngineError } from './errors.js';
+
+/** How an over-long prompt is handled (MindIE `truncation`): 0 error, -1 cut the right end, 1 cut the left end. */
+export type TruncationMode = 0 | -1 | 1;
+
+export interface EngineOptions {
+  /** Most sequences running at once (ScheduleConfig.maxBatchSize). */
+  readonly maxBatchSize?: number;
+  /** Token budget of one step, shared by decode tokens and prefill chunks. */
+  readonly maxPrefillTokens?: number;
+  /** Most sequences doing prefill in one step; 0 or absent = maxBatchSize. */
+  readonly maxPrefillBatchSize?: number;
+  /** Tokens per KV block. */
+  readonly cacheBlockSize?: number;
+  /** KV blocks in the pool; when absent derived from `kvCacheBytes`. */
+  readonly kvBlocks?: number;
+  /** Memory budget for the KV cache when `kvBlocks` is absent (default 1 GiB). */
+  readonly kvCacheBytes?: number;
+  /** Prompt + generated tokens of one sequence. */
+  readonly maxSeqLen?: number;
+  /** Longest prompt; the effective limit is min(maxInputTokenLen, maxSeqLen - 1). */
+  readonly maxInputTokenLen?: number;
+  readonly truncation?: TruncationMode;
+  /** Caps max_new_tokens (ScheduleConfig.maxIterTimes). */
+  readonly maxIterTimes?: number;
+  /** Bounded waiting queue; past it requests fail RESOURCE_EXHAUSTED. */
+  readonly maxQueueSize?: number;
+  /** Largest n / best_of (ScheduleConfig.maxN). */
+  readonly maxN?: number;
+  readonly prefixCache?: boolean;
+  /** A `.jinja` file that replaces the model's own chat template. */
+  readonly chatTemplatePath?: string;
+  /** Threads of the native context (default: the machine's cores). */
+  readonly threads?: number;
+  /** Served model name (default: the model's own name). */
+  readonly modelName?: string;
+}
+
+export interface ResolvedEngineOptions {
+  readonly maxBatchSize: number;
+  readonly maxPrefillTokens: number;
+  readonly maxPrefillBatchSize: number;
+  readonly cacheBlockSize: number;
+  readonly kvBlocks: number | undefined;
+  readonly kvCacheBytes: number;
+  readonly maxSeqLen: number;
+  /** Already min(maxInputTokenLen, maxSeqLen - 1). */
+  readonly maxInputTokenLen: number;
+  readonly truncation: TruncationMode;
+  readonly maxIterTimes: number;
+  readonly maxQueueSize: number;
+  readonly maxN: number;
+  readonly prefixCache: boolean;
+  readonly chatTemplatePath: string | undefined;
+  readonly threads: number | undefined;
+  readonly modelName: string | undefined;
+}
+
+export const ENGINE_DEFAULTS = {
+  maxBatchSize: 200,
+  maxPrefillTokens: 8192,
+  cacheBlockSize: 128,
+  kvCacheBytes: 1 << 30,
+  maxSeqLen: 2560,
+  maxInputTokenLen: 2048,
+  truncation: 0 as TruncationMode,
+  maxIterTimes: 512,
+  maxN: 128,
+  prefixCache: true,
+} as const;
+
+function bad(field: string, rule: string): EngineError {
+  return new EngineError('INVALID_ARGUMENT', `engine option ${field}: ${rule}`, field);
+}
+
+function int(options: EngineOptions, field: keyof EngineOptions, fallback: number, min: number, max: number): number {
+  const v = options[field];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(field, `must be an integer, got ${String(v)}`);
+  if (v < min || v > max) throw bad(field, `must be in [${min}, ${max}], got ${v}`);
+  return v;
+}
+
+export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngineOptions {
+  const d = ENGINE_DEFAULTS;
+  const maxBatchSize = int(options, 'maxBatchSize', d.maxBatchSize, 1, 819200);
+  const maxPrefillTokens = int(options, 'maxPrefillTokens', d.maxPrefillTokens, 1, 4194304);
+  const prefillBatch = int(options, 'maxPrefillBatchSize', 0, 0, maxBatchSize);
+  const cacheBlockSize = int(options, 'cacheBlockSize', d.cacheBlockSize, 1, 128);
+  const kvBlocks = options.kvBlocks === undefined ? undefined : int(options, 'kvBlocks', 0, 1, 1 << 24);
+  const kvCacheBytes = int(options, 'kvCacheBytes', d.kvCacheBytes, 1 << 20, Number.MAX_SAFE_INTEGER);
+  const maxSeqLen = int(options, 'maxSeqLen', d.maxSeqLen, 2, 4194304);
+  const maxInputTokenLen = int(options, 'maxInputTokenLen', d.maxInputTokenLen, 1, 4194304);
+  const maxIterTimes = int(options, 'maxIterTimes', d.maxIterTimes, 1, maxSeqLen);
+  const maxQueueSize = int(options, 'maxQueueSize', Math.max(2 * maxBatchSize, 64), 1, 1 << 24);
+  const maxN = int(options, 'maxN', Math.min(d.maxN, maxBatchSize), 1, maxBatchSize);
+  const truncation = options.truncation ?? d.truncation;
+  if (truncation !== 0 && truncation !== -1 && truncation !== 1) {
+    throw bad('truncation', `must be 0 (error), -1 (cut the right end) or 1 (cut the left end), got ${String(truncation)}`);
+  }
+  if (options.prefixCache !== undefined && typeof options.prefixCache !== 'boolean') {
+    throw bad('prefixCache', 'must be a boolean');
+  }
+  const threads = options.threads === undefined ? undefined : int(options, 'threads', 1, 1, 1024);
+  const effectiveInput = Math.min(maxInputTokenLen, maxSeqLen - 1);
+  if (kvBlocks !== undefined && kvBlocks * cacheBlockSize < maxSeqLen) {
+    throw bad('kvBlocks', `${kvBlocks} blocks of ${cacheBlockSize} tokens cannot hold one sequence of maxSeqLen ${maxSeqLen}`);
+  }
+  return {
+    maxBatchSize,
+    maxPrefillTokens,
+    maxPrefillBatchSize: prefillBatch === 0 ? maxBatchSize : prefillBatch,
+    cacheBlockSize,
+    kvBlocks,
+    kvCacheBytes,
+    maxSeqLen,
+    maxInputTokenLen: effectiveInput,
+    truncation,
+    maxIterTimes,
+    maxQueueSize,
+    maxN,
+    prefixCache: options.prefixCache ?? d.prefixCache,
+    chatTemplatePath: options.chatTemplatePath,
+    threads,
+    modelName: options.modelName,
+  };
+}
+
+/**
+ * KV blocks that fit a byte budget: K and V, every layer, F16 storage (2 bytes per element),
+ * at least enough for one sequence of maxSeqLen so no single request can deadlock the pool.
+ */
+export function kvBlocksForBudget(
+  o: ResolvedEngineOptions,
+  model: { numLayers: number; numKvHeads: number; headDim: number },
+): number {
+  const bytesPerBlock = 2 * model.numLayers * model.numKvHeads * model.headDim * 2 * o.cacheBlockSize;
+  const fit = Math.floor(o.kvCacheBytes / bytesPerBlock);
+  return Math.max(fit, Math.ceil(o.maxSeqLen / o.cacheBlockSize) + 1);
+}

@@ -1,0 +1,171 @@
+/**
+ * The scheduler (vLLM v1 style, nano-vllm size): two queues and one `schedule()`. Each step
+ * has one token budget (`maxPrefillTokens`) shared by decode tokens and prefill chunks.
+ * Running sequences go first (a decode costs 1 token, an unfinished prefill takes what the
+ * budget leaves, so a long prompt is chunked and never stalls decodes); then waiting ones in
+ * arrival order, starting on their cached prefix. When the pool runs out of blocks, the
+ * newest running sequence is preempted: its blocks are freed, it goes back to the front of
+ * the queue and is recomputed later (prompt + what it generated so far: the same tokens).
+ */
+import type { BlockCopy, BlockManager } from './block-manager.js';
+import { Sequence } from './request-state.js';
+
+export interface ScheduledSeq {
+  readonly seq: Sequence;
+  /** First position computed in this step, and how many tokens. */
+  readonly start: number;
+  readonly numNew: number;
+  /** Sample a token after the last one (the sequence reaches the end of its known tokens). */
+  readonly sample: boolean;
+}
+
+export interface ScheduledBatch {
+  readonly items: readonly ScheduledSeq[];
+  readonly copies: readonly BlockCopy[];
+  readonly numTokens: number;
+}
+
+export interface SchedulerLimits {
+  readonly maxBatchSize: number;
+  readonly maxPrefillTokens: number;
+  readonly maxPrefillBatchSize: number;
+}
+
+const U64 = (1n << 64n) - 1n;
+
+export class Scheduler {
+  readonly waiting: Sequence[] = [];
+  readonly running: Sequence[] = [];
+  preemptions = 0;
+
+  constructor(
+    private readonly limits: SchedulerLimits,
+    readonly blocks: BlockManager,
+    /** Told about each sequence a fork creates (the engine tracks its output). */
+    private readonly onFork: (parent: Sequence, child: Sequence) => void = () => {},
+  ) {}
+
+  add(seq: Sequence): void {
+    seq.status = 'waiting';
+    this.waiting.push(seq);
+  }
+
+  get hasWork(): boolean {
+    return this.waiting.length > 0 || this.running.length > 0;
+  }
+
+  /** Running slots, counting the copies that pending forks will add. */
+  private get slotsUsed(): number {
+    let n = this.running.length;
+    for (const s of this.running) if (s.forkInto > 1) n += s.forkInto - 1;
+    return n;
+  }
+
+  schedule(): ScheduledBatch {
+    const B = this.blocks.blockSize;
+    const items: ScheduledSeq[] = [];
+    const copies: BlockCopy[] = [];
+    let budget = this.limits.maxPrefillTokens;
+    let prefills = 0;
+    let preempted = false;
+
+    for (let i = 0; i < this.running.length && budget > 0; i++) {
+      const seq = this.running[i];
+      const n = Math.min(seq.numPending, budget);
+      if (n <= 0) continue;
+      if (seq.inPrefill && prefills >= this.limits.maxPrefillBatchSize) continue;
+      let fits = true;
+      while (this.blocks.blocksNeeded(seq, n) > this.blocks.freeBlocks) {
+        const victim = this.running[this.running.length - 1];
+        this.preempt(victim);
+        preempted = true;
+        if (victim === seq) {
+          fits = false;
+          break;
+        }
+      }
+      if (!fits) break;
+      const prefill = seq.inPrefill;
+      const copy = this.blocks.allocate(seq, n);
+      if (copy) copies.push(copy);
+      items.push({ seq, start: seq.numComputed, numNew: n, sample: seq.numComputed + n === seq.tokens.length });
+      budget -= n;
+      if (prefill) prefills++;
+    }
+
+    // Admit waiting sequences only when nothing had to be preempted (vLLM v1).
+    while (!preempted && this.waiting.length > 0 && budget > 0 && prefills < this.limits.maxPrefillBatchSize) {
+      const seq = this.waiting[0];
+      if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
+      const cached = this.blocks.findCachedPrefix(seq);
+      const computedAfter = cached.blocks.length * B;
+      const n = Math.min(seq.computeTarget - computedAfter, budget);
+      const needed = Math.ceil((computedAfter + n) / B) - cached.blocks.length;
+      if (needed > this.blocks.freeAfterTaking(cached.blocks)) break;
+      this.waiting.shift();
+      this.blocks.admit(seq, cached);
+      if (seq.cachedPromptTokens < 0) seq.cachedPromptTokens = Math.min(seq.numComputed, seq.promptLen);
+      seq.status = 'running';
+      this.running.push(seq);
+      if (n <= 0) {
+        this.fork(seq); // the cache already covers all but the last prompt token
+        continue;
+      }
+      const copy = this.blocks.allocate(seq, n);
+      if (copy) copies.push(copy);
+      items.push({ seq, start: seq.numComputed, numNew: n, sample: seq.numComputed + n === seq.tokens.length });
+      budget -= n;
+      prefills++;
+    }
+    return { items, copies, numTokens: this.limits.maxPrefillTokens - budget };
+  }
+
+  /** Applies a finished step: advances computed counts, keys full blocks, appends sampled tokens, forks. */
+  postprocess(batch: ScheduledBatch, sampled: Int32Array): void {
+    batch.items.forEach((item, k) => {
+      const seq = item.seq;
+      if (seq.status !== 'running') return;
+      seq.numComputed += item.numNew;
+      this.blocks.registerFull(seq);
+      if (item.sample) seq.tokens.push(sampled[k]);
+      else if (seq.forkInto > 1 && seq.numPending === 0) this.fork(seq);
+    });
+  }
+
+  /** Removes a sequence for good and frees its blocks. */
+  finish(seq: Sequence): void {
+    remove(this.running, seq) || remove(this.waiting, seq);
+    this.blocks.free(seq);
+    seq.status = 'finished';
+  }
+
+  private preempt(seq: Sequence): void {
+    remove(this.running, seq);
+    this.blocks.free(seq);
+    seq.status = 'waiting';
+    this.waiting.unshift(seq);
+    this.preemptions++;
+  }
+
+  private fork(parent: Sequence): void {
+    const k = parent.forkInto;
+    parent.forkInto = 0;
+    const prompt = parent.tokens.slice(0, parent.promptLen);
+    for (let i = 1; i < k; i++) {
+      const sampling = { ...parent.sampling, seed: (parent.sampling.seed + BigInt(i)) & U64 };
+      const child = new Sequence(parent.requestId, parent.index + i, prompt, sampling, parent.arrival, 0, parent.cacheExtra);
+      child.cachedPromptTokens = parent.cachedPromptTokens;
+      this.blocks.fork(parent, child);
+      child.status = 'running';
+      this.running.push(child);
+      this.onFork(parent, child);
+    }
+  }
+}
+
+function remove<T>(list: T[], item: T): boolean {
+  const i = list.indexOf(item);
+  if (i < 0) return false;
+  list.splice(i, 1);
+  return true;
+}

@@ -1,0 +1,99 @@
+/**
+ * Turns a scheduled batch into the native StepPlan: flat typed arrays in CSR layout (see
+ * native/native.ts), no per-token JS objects. Pure, so it is tested without the addon.
+ */
+import type { StepPlan } from '../native/native.js';
+import type { ScheduledBatch } from './scheduler.js';
+
+export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPlan {
+  const S = batch.items.length;
+  let T = 0;
+  let blockCount = 0;
+  let penaltyCount = 0;
+  for (const { seq, start, numNew } of batch.items) {
+    T += numNew;
+    blockCount += Math.ceil((start + numNew) / blockSize);
+    if (hasPenalty(seq.sampling)) penaltyCount += start + numNew;
+  }
+  const tokens = new Int32Array(T);
+  const positions = new Int32Array(T);
+  const seqTokenOffsets = new Int32Array(S + 1);
+  const blockTableOffsets = new Int32Array(S + 1);
+  const blockTables = new Int32Array(blockCount);
+  const penaltyTokenOffsets = new Int32Array(S + 1);
+  const penaltyTokens = new Int32Array(penaltyCount);
+  const sample = new Uint8Array(S);
+  const temperature = new Float32Array(S);
+  const topK = new Int32Array(S);
+  const topP = new Float32Array(S);
+  const repetitionPenalty = new Float32Array(S);
+  const presencePenalty = new Float32Array(S);
+  const frequencyPenalty = new Float32Array(S);
+  const seeds = new BigUint64Array(S);
+  const sampleCounters = new Int32Array(S);
+  const allowedMaskRows = new Int32Array(S).fill(-1);
+  const topLogprobs = new Int32Array(S);
+
+  let t = 0;
+  let b = 0;
+  let p = 0;
+  batch.items.forEach(({ seq, start, numNew, sample: doSample }, s) => {
+    for (let i = 0; i < numNew; i++, t++) {
+      tokens[t] = seq.tokens[start + i];
+      positions[t] = start + i;
+    }
+    seqTokenOffsets[s + 1] = t;
+    const nBlocks = Math.ceil((start + numNew) / blockSize);
+    if (seq.blockTable.length < nBlocks) {
+      throw new Error(`sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`);
+    }
+    for (let i = 0; i < nBlocks; i++) blockTables[b++] = seq.blockTable[i];
+    blockTableOffsets[s + 1] = b;
+    const sp = seq.sampling;
+    if (hasPenalty(sp)) for (let i = 0; i < start + numNew; i++) penaltyTokens[p++] = seq.tokens[i];
+    penaltyTokenOffsets[s + 1] = p;
+    sample[s] = doSample ? 1 : 0;
+    temperature[s] = sp.temperature;
+    topK[s] = sp.topK;
+    topP[s] = sp.topP;
+    repetitionPenalty[s] = sp.repetitionPenalty;
+    presencePenalty[s] = sp.presencePenalty;
+    frequencyPenalty[s] = sp.frequencyPenalty;
+    seeds[s] = sp.seed;
+    sampleCounters[s] = seq.numOutput;
+    topLogprobs[s] = doSample ? sp.topLogprobs : -1;
+  });
+
+  const copies = new Int32Array(batch.copies.length * 2);
+  batch.copies.forEach((c, i) => {
+    copies[2 * i] = c.src;
+    copies[2 * i + 1] = c.dst;
+  });
+
+  return {
+    tokens,
+    positions,
+    seqTokenOffsets,
+    blockTableOffsets,
+    blockTables,
+    ...(copies.length > 0 ? { blockCopies: copies } : {}),
+    sample,
+    temperature,
+    topK,
+    topP,
+    repetitionPenalty,
+    presencePenalty,
+    frequencyPenalty,
+    penaltyTokenOffsets,
+    penaltyTokens,
+    seeds,
+    sampleCounters,
+    allowedMaskRows,
+    allowedMask: new Int32Array(0),
+    topLogprobs,
+  };
+}
+
+function hasPenalty(sp: { repetitionPenalty: number; presencePenalty: number; frequencyPenalty: number }): boolean {
+  return sp.repetitionPenalty !== 1 || sp.presencePenalty !== 0 || sp.frequencyPenalty !== 0;
+}
