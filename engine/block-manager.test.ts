@@ -1,0 +1,130 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BlockManager, type KvSequence } from './block-manager.js';
+
+function seq(tokens: number[], extra = ''): KvSequence {
+  return { tokens, numComputed: 0, blockTable: [], blockKeys: [], cowPending: false, cacheExtra: extra };
+}
+
+/** Admits, allocates and "computes" a whole sequence, keying its full blocks. */
+function run(bm: BlockManager, s: KvSequence): number {
+  const cached = bm.findCachedPrefix(s);
+  bm.admit(s, cached);
+  const hit = s.numComputed;
+  bm.allocate(s, s.tokens.length - s.numComputed);
+  s.numComputed = s.tokens.length;
+  bm.registerFull(s);
+  return hit;
+}
+
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
+test('spec example: 164 shared tokens with block size 128 reuse 128', () => {
+  const bm = new BlockManager(16, 128, true);
+  const shared = range(164);
+  const a = seq([...shared, ...range(50, 5000)]);
+  assert.equal(run(bm, a), 0);
+  const b = seq([...shared, ...range(70, 9000)]);
+  assert.equal(run(bm, b), 128);
+  assert.equal(b.blockTable[0], a.blockTable[0]);
+  assert.equal(bm.refCount(a.blockTable[0]), 2);
+  assert.equal(bm.queries, 214 + 234);
+  assert.equal(bm.hits, 128);
+});
+
+test('the last prompt token is always computed', () => {
+  const bm = new BlockManager(8, 4, true);
+  run(bm, seq(range(8)));
+  // Same 8 tokens: both blocks are cached, but only 4 may be reused (7 = 8 - 1 → one full block).
+  assert.equal(run(bm, seq(range(8))), 4);
+  assert.equal(run(bm, seq(range(9))), 8);
+});
+
+test('a lookup checks stored tokens, not only the key', () => {
+  const bm = new BlockManager(8, 4, true);
+  const real = BlockManager.blockKey;
+  try {
+    BlockManager.blockKey = () => 'same-key-for-everything'; // force collisions
+    run(bm, seq([1, 2, 3, 4, 5]));
+    assert.equal(bm.findCachedPrefix(seq([1, 2, 3, 4, 9])).blocks.length, 1);
+    assert.equal(bm.findCachedPrefix(seq([9, 9, 9, 9, 9])).blocks.length, 0);
+  } finally {
+    BlockManager.blockKey = real;
+  }
+});
+
+test('extra (adapter identity) isolates the cache', () => {
+  const bm = new BlockManager(8, 4, true);
+  run(bm, seq(range(9), 'lora-a'));
+  assert.equal(bm.findCachedPrefix(seq(range(9), 'lora-b')).blocks.length, 0);
+  assert.equal(bm.findCachedPrefix(seq(range(9), 'lora-a')).blocks.length, 2);
+});
+
+test('freed blocks keep their key; the tail is evicted before the prefix (LRU)', () => {
+  const bm = new BlockManager(4, 4, true);
+  const a = seq(range(13)); // 3 full blocks + 1 partial
+  run(bm, a);
+  assert.equal(bm.freeBlocks, 0);
+  const table = a.blockTable.slice();
+  bm.free(a);
+  assert.equal(bm.freeBlocks, 4);
+  // Revived from the free list with refcount 1.
+  const again = seq(range(13));
+  assert.equal(run(bm, again), 12);
+  assert.deepEqual(again.blockTable.slice(0, 3), table.slice(0, 3));
+  bm.free(again);
+  // Two fresh allocations take the unkeyed partial block first, then the tail block (2).
+  const other = seq(range(8, 100));
+  bm.admit(other, { blocks: [], keys: [] });
+  bm.allocate(other, 8);
+  assert.deepEqual(other.blockTable, [table[3], table[2]]);
+  assert.equal(bm.findCachedPrefix(seq(range(13))).blocks.length, 2);
+});
+
+test('ref counts: shared blocks stay allocated until the last user frees them', () => {
+  const bm = new BlockManager(8, 4, true);
+  const a = seq(range(9));
+  const b = seq(range(9));
+  run(bm, a);
+  run(bm, b);
+  const shared = a.blockTable[0];
+  assert.equal(bm.refCount(shared), 2);
+  bm.free(a);
+  assert.equal(bm.refCount(shared), 1);
+  // a's unshared blocks went back; b still holds 3 blocks (2 shared-then-its-own + partial).
+  assert.equal(bm.freeBlocks, 8 - b.blockTable.length);
+  bm.free(b);
+  assert.equal(bm.freeBlocks, 8);
+  assert.throws(() => bm.allocate(seq(range(40)), 40), /exhausted/);
+});
+
+test('fork shares full blocks and copies the partial last block on first write', () => {
+  const bm = new BlockManager(8, 4, false);
+  const parent = seq(range(7));
+  bm.admit(parent, { blocks: [], keys: [] });
+  bm.allocate(parent, 6);
+  parent.numComputed = 6; // all but the last prompt token
+  const child = seq(range(7));
+  bm.fork(parent, child);
+  assert.equal(child.cowPending, true);
+  assert.deepEqual(child.blockTable, parent.blockTable);
+  assert.equal(bm.blocksNeeded(child, 1), 1);
+  const copy = bm.allocate(child, 1);
+  assert.ok(copy);
+  assert.equal(copy.src, parent.blockTable[1]);
+  assert.equal(child.blockTable[1], copy.dst);
+  assert.equal(child.blockTable[0], parent.blockTable[0]);
+  assert.equal(bm.refCount(parent.blockTable[0]), 2);
+  assert.equal(bm.refCount(parent.blockTable[1]), 1);
+  bm.free(child);
+  bm.free(parent);
+  assert.equal(bm.freeBlocks, 8);
+});
+
+test('with the prefix cache off nothing is reused or counted', () => {
+  const bm = new BlockManager(8, 4, false);
+  run(bm, seq(range(9)));
+  assert.equal(run(bm, seq(range(9))), 0);
+  assert.equal(bm.queries, 0);
+  assert.equal(bm.hits, 0);
+});

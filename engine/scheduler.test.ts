@@ -1,0 +1,145 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BlockManager } from './block-manager.js';
+import { Sequence, type SequenceSampling } from './request-state.js';
+import { Scheduler, type SchedulerLimits } from './scheduler.js';
+import { PagedKvSim } from './testing/paged-kv-sim.js';
+import { buildStepPlan } from './step-plan.js';
+
+const greedy: SequenceSampling = {
+  temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, seed: 0n, topLogprobs: 0,
+};
+const sampled = (seed: bigint): SequenceSampling => ({ ...greedy, temperature: 0.8, seed });
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => (from + i) % 997);
+
+interface Setup {
+  kvBlocks: number;
+  blockSize: number;
+  limits?: Partial<SchedulerLimits>;
+  prefixCache?: boolean;
+}
+
+/** Runs sequences to `maxNew` tokens each; returns outputs by "requestId/index" and the scheduler. */
+function drive(setup: Setup, seqs: Sequence[], maxNew: number, onStep?: (s: Scheduler, n: number) => void) {
+  const limits = { maxBatchSize: 64, maxPrefillTokens: 64, maxPrefillBatchSize: 64, ...setup.limits };
+  const bm = new BlockManager(setup.kvBlocks, setup.blockSize, setup.prefixCache ?? true);
+  const all: Sequence[] = [...seqs];
+  const sched = new Scheduler(limits, bm, (_p, c) => all.push(c));
+  const sim = new PagedKvSim(setup.kvBlocks, setup.blockSize);
+  for (const s of seqs) sched.add(s);
+  let steps = 0;
+  while (sched.hasWork) {
+    const batch = sched.schedule();
+    assert.ok(batch.numTokens <= limits.maxPrefillTokens, 'token budget');
+    assert.ok(sched.running.length <= limits.maxBatchSize, 'batch size');
+    assert.ok(batch.items.filter((i) => i.start < i.seq.tokens.length - 1).length <= limits.maxPrefillBatchSize, 'prefill batch');
+    if (batch.items.length === 0) continue; // an admission that only forked
+    const out = sim.run(buildStepPlan(batch, setup.blockSize));
+    sched.postprocess(batch, out.tokens);
+    for (const item of batch.items) if (item.sample && item.seq.numOutput >= maxNew) sched.finish(item.seq);
+    onStep?.(sched, steps);
+    steps++;
+    assert.ok(steps < 10000, 'no progress');
+  }
+  assert.equal(bm.freeBlocks, setup.kvBlocks, 'every block returned');
+  const out = new Map<string, number[]>();
+  for (const s of all) out.set(`${s.requestId}/${s.index}`, s.tokens.slice(s.promptLen));
+  return { out, sched, bm, steps };
+}
+
+function requests(count: number, sampling: (i: number) => SequenceSampling, promptLen = (i: number) => 6 + i) {
+  return Array.from({ length: count }, (_, i) => new Sequence(`r${i}`, 0, range(promptLen(i), i * 31), sampling(i), i));
+}
+
+test('batched run equals one-by-one runs (greedy and seeded)', () => {
+  const mk = () => requests(6, (i) => (i % 2 ? sampled(BigInt(100 + i)) : greedy));
+  const together = drive({ kvBlocks: 64, blockSize: 4 }, mk(), 12).out;
+  for (const s of mk()) {
+    const alone = drive({ kvBlocks: 64, blockSize: 4 }, [s], 12).out;
+    assert.deepEqual(alone.get(`${s.requestId}/0`), together.get(`${s.requestId}/0`));
+  }
+});
+
+test('preemption with a tiny pool gives the same tokens as an unpreempted run', () => {
+  const mk = () => requests(5, (i) => (i % 2 ? sampled(BigInt(7 + i)) : greedy), (i) => 5 + 3 * i);
+  const big = drive({ kvBlocks: 200, blockSize: 4 }, mk(), 20);
+  const tiny = drive({ kvBlocks: 12, blockSize: 4 }, mk(), 20); // one sequence needs up to 9 blocks
+  assert.equal(big.sched.preemptions, 0);
+  assert.ok(tiny.sched.preemptions > 0, 'the tiny pool must preempt');
+  assert.deepEqual(tiny.out, big.out);
+});
+
+test('decode never stalls behind a long prompt: it is chunked under the token budget', () => {
+  const short = new Sequence('short', 0, range(3), greedy, 0);
+  const long = new Sequence('long', 0, range(200, 50), greedy, 1);
+  const decodeSteps: number[] = [];
+  drive({ kvBlocks: 80, blockSize: 4, limits: { maxPrefillTokens: 16 } }, [short, long], 30, (s, n) => {
+    if (short.status === 'running' && short.numOutput > 0) decodeSteps.push(n);
+  });
+  // From its first token until it finished, the short request produced a token every step.
+  const gaps = decodeSteps.slice(1).map((n, i) => n - decodeSteps[i]);
+  assert.ok(gaps.every((g) => g === 1), `decode stalled: ${gaps}`);
+  assert.equal(long.numOutput, 30);
+});
+
+test('waiting requests are admitted in arrival order, at most maxBatchSize running', () => {
+  const seqs = requests(10, () => greedy);
+  const order: string[] = [];
+  drive({ kvBlocks: 64, blockSize: 4, limits: { maxBatchSize: 3 } }, seqs, 4, (s) => {
+    for (const q of s.running) if (!order.includes(q.requestId)) order.push(q.requestId);
+  });
+  assert.deepEqual(order, seqs.map((s) => s.requestId));
+});
+
+test('maxPrefillBatchSize caps prefills per step', () => {
+  const seqs = requests(8, () => greedy);
+  const { steps } = drive({ kvBlocks: 64, blockSize: 4, limits: { maxPrefillBatchSize: 2 } }, seqs, 3);
+  assert.ok(steps >= 4);
+});
+
+test('prefix cache: a repeated prompt reuses whole blocks and gives the same tokens', () => {
+  const prompt = range(23, 400);
+  const first = drive({ kvBlocks: 64, blockSize: 4 }, [new Sequence('a', 0, prompt, greedy, 0)], 8);
+  const bm = new BlockManager(64, 4, true);
+  const sched = new Scheduler({ maxBatchSize: 8, maxPrefillTokens: 64, maxPrefillBatchSize: 8 }, bm);
+  const sim = new PagedKvSim(64, 4);
+  const outs: number[][] = [];
+  for (const id of ['cold', 'warm']) {
+    const s = new Sequence(id, 0, prompt, greedy, 0);
+    sched.add(s);
+    while (s.status !== 'finished') {
+      const batch = sched.schedule();
+      sched.postprocess(batch, sim.run(buildStepPlan(batch, 4)).tokens);
+      if (s.numOutput >= 8) sched.finish(s);
+    }
+    outs.push(s.tokens.slice(s.promptLen));
+    if (id === 'warm') assert.equal(s.cachedPromptTokens, 20); // 23 prompt tokens → 5 full blocks of 4
+    else assert.equal(s.cachedPromptTokens, 0);
+  }
+  assert.deepEqual(outs[0], first.out.get('a/0'));
+  assert.deepEqual(outs[1], outs[0]);
+  assert.equal(bm.hits, 20);
+});
+
+test('best_of: one prefill, then forks with their own seeds that share the prompt blocks', () => {
+  const parent = new Sequence('f', 0, range(11, 3), sampled(42n), 0, 3);
+  const { out, bm } = drive({ kvBlocks: 32, blockSize: 4, prefixCache: false }, [parent], 6);
+  assert.equal(out.size, 3);
+  const [a, b, c] = ['f/0', 'f/1', 'f/2'].map((k) => out.get(k)!);
+  assert.notDeepEqual(a, b);
+  assert.notDeepEqual(b, c);
+  assert.equal(bm.freeBlocks, 32);
+  // Each fork equals an independent run with seed 42 + index.
+  for (let i = 0; i < 3; i++) {
+    const alone = drive({ kvBlocks: 32, blockSize: 4 }, [new Sequence('x', 0, range(11, 3), sampled(42n + BigInt(i)), 0)], 6).out;
+    assert.deepEqual(out.get(`f/${i}`), alone.get('x/0'));
+  }
+});
+
+test('best_of forks survive preemption in a tiny pool', () => {
+  const mk = () => [new Sequence('f', 0, range(9, 3), sampled(5n), 0, 4), ...requests(2, () => greedy)];
+  const big = drive({ kvBlocks: 100, blockSize: 4 }, mk(), 16);
+  const tiny = drive({ kvBlocks: 9, blockSize: 4 }, mk(), 16);
+  assert.ok(tiny.sched.preemptions > 0);
+  assert.deepEqual(tiny.out, big.out);
+});

@@ -1,0 +1,82 @@
+/**
+ * Test-only runner: a paged-KV *simulator* standing in for the native core in unit tests of
+ * the scheduler and the engine core. It executes real StepPlans (engine/step-plan.ts): it
+ * applies block copies, writes each token into the slot its block table names, and "attends"
+ * by reading the whole context back out of the blocks. The next token is a hash of what it
+ * read (plus seed and counter when sampling), so any block-table, sharing, copy or eviction
+ * bug changes the output — and an unpreempted run must match a preempted one exactly.
+ */
+import type { StepPlan } from '../../native/native.js';
+import type { Runner, StepOutput } from '../runner.js';
+import type { ScheduledBatch } from '../scheduler.js';
+import { buildStepPlan } from '../step-plan.js';
+
+export class PagedKvSim implements Runner {
+  readonly slots: Int32Array;
+  steps = 0;
+  plans: StepPlan[] = [];
+  /** Delay of each step in ms (lets tests cancel while a step is in flight). */
+  delayMs = 0;
+  /** Make the next step throw (to test generation failures). */
+  failNext: string | null = null;
+
+  constructor(
+    readonly kvBlocks: number,
+    readonly blockSize: number,
+    readonly vocabSize = 1000,
+    private readonly keepPlans = false,
+  ) {
+    this.slots = new Int32Array(kvBlocks * blockSize).fill(-1);
+  }
+
+  async step(batch: ScheduledBatch): Promise<StepOutput> {
+    const plan = buildStepPlan(batch, this.blockSize);
+    if (this.keepPlans) this.plans.push(plan);
+    if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));
+    else await Promise.resolve();
+    if (this.failNext !== null) {
+      const m = this.failNext;
+      this.failNext = null;
+      throw new Error(m);
+    }
+    return this.run(plan);
+  }
+
+  run(plan: StepPlan): StepOutput {
+    this.steps++;
+    const B = this.blockSize;
+    const c = plan.blockCopies ?? new Int32Array(0);
+    for (let i = 0; i < c.length; i += 2) this.slots.copyWithin(c[i + 1] * B, c[i] * B, (c[i] + 1) * B);
+    const S = plan.sample.length;
+    const tokens = new Int32Array(S).fill(-1);
+    const logprobs = new Float32Array(S).fill(NaN);
+    for (let s = 0; s < S; s++) {
+      const table = plan.blockTables.subarray(plan.blockTableOffsets[s], plan.blockTableOffsets[s + 1]);
+      const slot = (pos: number) => {
+        const b = Math.floor(pos / B);
+        if (b >= table.length) throw new RangeError(`position ${pos} beyond block table of ${table.length}`);
+        return table[b] * B + (pos % B);
+      };
+      let last = -1;
+      for (let t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t++) {
+        this.slots[slot(plan.positions[t])] = plan.tokens[t];
+        last = plan.positions[t];
+      }
+      if (!plan.sample[s]) continue;
+      // "Attention": read the whole context back from the paged cache.
+      let h = 2166136261;
+      for (let pos = 0; pos <= last; pos++) {
+        const v = this.slots[slot(pos)];
+        if (v < 0) throw new Error(`position ${pos} read before it was written`);
+        h = Math.imul(h ^ v, 16777619) >>> 0;
+      }
+      if (plan.temperature[s] > 0) {
+        h = Math.imul(h ^ Number(plan.seeds[s] & 0xffffffffn), 16777619) >>> 0;
+        h = Math.imul(h ^ plan.sampleCounters[s], 16777619) >>> 0;
+      }
+      tokens[s] = h % this.vocabSize;
+      logprobs[s] = -((h >>> 8) % 1000) / 100;
+    }
+    return { tokens, logprobs, topLogprobsStride: 0, topLogprobIds: new Int32Array(0), topLogprobValues: new Float32Array(0) };
+  }
+}
