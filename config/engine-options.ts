@@ -1,0 +1,68 @@
+/**
+ * The resolved config.json mapped onto the engine core's one options record
+ * (engine/options.ts). The engine validates the values again; this only translates names.
+ */
+import { dirname, isAbsolute, resolve } from 'node:path';
+import type { EngineOptions } from '../engine/options.js';
+import { ConfigError } from './load.js';
+import type { ResolvedConfig } from './types.js';
+
+const GIB = 1024 * 1024 * 1024;
+const MODEL = 'BackendConfig.ModelDeployConfig.ModelConfig[0]';
+
+/** Paths in config.json are relative to the file's own folder. */
+function fromConfigDir(config: ResolvedConfig, path: string): string {
+  if (isAbsolute(path) || config.source === undefined) return resolve(path);
+  return resolve(dirname(config.source), path);
+}
+
+/**
+ * The chat template file of `ModelConfig[0].models.<model_type>.chat_template`: the entry for
+ * `modelType` when given and present, else the only entry that sets one.
+ */
+export function chatTemplatePath(config: ResolvedConfig, modelType?: string): string | undefined {
+  const models = config.file.BackendConfig.ModelDeployConfig.ModelConfig[0].models ?? {};
+  if (modelType !== undefined && models[modelType]?.chat_template) {
+    return fromConfigDir(config, models[modelType].chat_template);
+  }
+  const set = Object.entries(models).filter(([, m]) => m.chat_template !== '');
+  if (set.length === 0) return undefined;
+  if (set.length > 1) {
+    throw new ConfigError(config.source ?? '(defaults)', [
+      `${MODEL}.models: chat_template is set for several model types (${set.map(([k]) => k).join(', ')}) ` +
+        `and none matches this model's type${modelType ? ` '${modelType}'` : ''}`,
+    ]);
+  }
+  return fromConfigDir(config, set[0][1].chat_template);
+}
+
+/** The model to serve from `ModelConfig[0].modelWeightPath`, when the file names one. */
+export function modelPathFromConfig(config: ResolvedConfig): string | undefined {
+  const path = config.file.BackendConfig.ModelDeployConfig.ModelConfig[0].modelWeightPath;
+  return path === undefined ? undefined : fromConfigDir(config, path);
+}
+
+export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: string): EngineOptions {
+  const { ModelDeployConfig: deploy, ScheduleConfig: sched } = config.file.BackendConfig;
+  const model = deploy.ModelConfig[0];
+  const template = chatTemplatePath(config, modelType);
+  return {
+    maxBatchSize: sched.maxBatchSize,
+    maxPrefillTokens: sched.maxPrefillTokens,
+    maxPrefillBatchSize: sched.maxPrefillBatchSize,
+    cacheBlockSize: sched.cacheBlockSize,
+    maxSeqLen: deploy.maxSeqLen,
+    maxInputTokenLen: deploy.maxInputTokenLen,
+    truncation: deploy.truncation,
+    maxIterTimes: sched.maxIterTimes,
+    maxN: sched.maxN,
+    // MindIE: maxLinkNum requests run, twice that many wait; the rest are refused.
+    maxQueueSize: 2 * config.file.ServerConfig.maxLinkNum,
+    prefixCache: config.plugins.prefixCache,
+    // On CPU the "NPU memory" budget is the KV cache's; -1 (automatic) leaves the engine default.
+    ...(model.npuMemSize > 0 ? { kvCacheBytes: model.npuMemSize * GIB } : {}),
+    ...(template !== undefined ? { chatTemplatePath: template } : {}),
+    // Without a file the served name is the model's own; with one it is modelName, as in MindIE.
+    ...(config.source !== undefined ? { modelName: model.modelName } : {}),
+  };
+}
