@@ -1,0 +1,374 @@
+/**
+ * Engine benchmark: Prism's native core vs llama.cpp (node-llama-cpp's prebuilt CPU binary)
+ * on the same GGUF, the same token ids and the same thread count, in one run.
+ *
+ *   npm run bench:engine [-- --model PATH --json --runs N --update-docs ...]   (--help lists all)
+ *
+ * Measures (tok/s, medians of --runs runs after --warmup warm-up runs, the two engines
+ * interleaved run by run so that drift on a shared machine hits both alike):
+ *   single-stream decode, aggregate decode of --sequences concurrent sequences, and prefill
+ *   of one --prefill-tokens prompt; the Prism/llama.cpp ratio of each; the decode roofline
+ *   (measured memory bandwidth ÷ weight bytes per token); and the greedy continuations of
+ *   three chat prompts side by side.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Template } from '@huggingface/jinja';
+import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
+import { commonPrefixLength, median, ratio } from './stats.js';
+import { describeCommit, describeMachine } from './engine/environment.js';
+import { LlamaCppEngine } from './engine/llamacpp.js';
+import { loadNative, PrismEngine } from './engine/prism.js';
+import { CHAT_QUESTIONS, PASSAGE, tokenWindow } from './engine/prompts.js';
+import {
+  ENGINE_NAMES,
+  renderMarkdown,
+  renderText,
+  replaceDocSection,
+  type Continuation,
+  type EngineBenchReport,
+  type EngineName,
+  type MeasureResult,
+  type Roofline,
+} from './engine/report.js';
+import type { BenchEngine } from './engine/types.js';
+
+const HELP = `Usage: npm run bench:engine [-- options]
+
+Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) side by side.
+
+  --model PATH          GGUF file (default: the default model, fetched when absent)
+  --engine WHICH        both | prism | llama.cpp (default both; the other side's column stays empty)
+  --threads N           threads for both engines (default 2)
+  --runs N              measured runs per measure and engine, median reported (default 3)
+  --warmup N            warm-up runs per measure and engine, not reported (default 1)
+  --sequences N         concurrent sequences of the aggregate measure (default 32)
+  --prompt-tokens N     prompt length of the decode measures (default 32)
+  --new-tokens N        tokens generated per sequence in the decode measures (default 128)
+  --prefill-tokens N    length of the prefill prompt (default 512)
+  --block-size N        Prism KV block size in tokens (default 128, the engine's cacheBlockSize)
+  --json                print the result record as JSON instead of the table
+  --markdown            print the docs/benchmarks.md section body instead of the table
+  --update-docs         also rewrite the generated part of the Engine section of docs/benchmarks.md
+  --help                this text
+`;
+
+interface Args {
+  modelPath?: string;
+  engines: EngineName[];
+  threads: number;
+  runs: number;
+  warmup: number;
+  sequences: number;
+  promptTokens: number;
+  newTokens: number;
+  prefillTokens: number;
+  blockSize: number;
+  output: 'table' | 'json' | 'markdown';
+  updateDocs: boolean;
+}
+
+function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new RangeError(`--${name} must be an integer ≥ ${min}, got '${value}'`);
+  return n;
+}
+
+export function parseBenchArgs(argv: string[]): Args | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      model: { type: 'string' },
+      engine: { type: 'string' },
+      threads: { type: 'string' },
+      runs: { type: 'string' },
+      warmup: { type: 'string' },
+      sequences: { type: 'string' },
+      'prompt-tokens': { type: 'string' },
+      'new-tokens': { type: 'string' },
+      'prefill-tokens': { type: 'string' },
+      'block-size': { type: 'string' },
+      json: { type: 'boolean' },
+      markdown: { type: 'boolean' },
+      'update-docs': { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) return 'help';
+  const engine = values.engine ?? 'both';
+  if (engine !== 'both' && !(ENGINE_NAMES as readonly string[]).includes(engine)) {
+    throw new RangeError(`--engine must be one of both, ${ENGINE_NAMES.join(', ')}; got '${engine}'`);
+  }
+  if (values.json && values.markdown)
+    throw new RangeError('--json and --markdown are exclusive: pick one output');
+  return {
+    modelPath: values.model,
+    engines: engine === 'both' ? [...ENGINE_NAMES] : [engine as EngineName],
+    threads: positiveInt('threads', values.threads, 2),
+    runs: positiveInt('runs', values.runs, 3),
+    warmup: positiveInt('warmup', values.warmup, 1, 0),
+    sequences: positiveInt('sequences', values.sequences, 32),
+    promptTokens: positiveInt('prompt-tokens', values['prompt-tokens'], 32),
+    newTokens: positiveInt('new-tokens', values['new-tokens'], 128, 2),
+    prefillTokens: positiveInt('prefill-tokens', values['prefill-tokens'], 512),
+    blockSize: positiveInt('block-size', values['block-size'], 128),
+    output: values.json ? 'json' : values.markdown ? 'markdown' : 'table',
+    updateDocs: values['update-docs'] ?? false,
+  };
+}
+
+const log = (line: string) => process.stderr.write(line + '\n');
+
+/**
+ * Runs `measure` on every engine: warm-ups first, then `runs` rounds, alternating which
+ * engine goes first each round. Returns tok/s per engine.
+ */
+async function interleaved(
+  label: string,
+  engines: BenchEngine[],
+  runs: number,
+  warmup: number,
+  measure: (engine: BenchEngine) => Promise<number>,
+): Promise<MeasureResult> {
+  const results: Partial<Record<EngineName, number[]>> = {};
+  for (let round = -warmup; round < runs; round++) {
+    const order = round % 2 === 0 ? engines : [...engines].reverse();
+    for (const engine of order) {
+      const tokPerSec = await measure(engine);
+      const tag = round < 0 ? 'warm-up' : `run ${round + 1}/${runs}`;
+      log(`  ${label} · ${engine.name} · ${tag}: ${tokPerSec.toFixed(1)} tok/s`);
+      if (round >= 0) (results[engine.name as EngineName] ??= []).push(tokPerSec);
+      // Let the other engine's worker threads go idle before it is the other one's turn.
+      await sleep(200);
+    }
+  }
+  const medians: Partial<Record<EngineName, number>> = {};
+  for (const [name, values] of Object.entries(results)) medians[name as EngineName] = median(values);
+  return { label, runs: results, median: medians, ratio: ratio(medians.prism, medians['llama.cpp']) };
+}
+
+function expectTokens(
+  engine: string,
+  what: string,
+  generated: readonly (readonly number[])[],
+  count: number,
+): void {
+  generated.forEach((seq, i) => {
+    if (seq.length !== count)
+      throw new Error(`${engine} ${what}: sequence ${i} produced ${seq.length} tokens, expected ${count}`);
+  });
+}
+
+async function main(argv: string[]): Promise<void> {
+  const parsed = parseBenchArgs(argv);
+  if (parsed === 'help') {
+    process.stdout.write(HELP);
+    return;
+  }
+  const args = parsed;
+  const root = projectRoot();
+  const modelPath = args.modelPath ?? ensureDefaultModel(log);
+
+  const chatTokensBudget = 256; // chat prompt (system line + question) + 32 new tokens
+  const maxContext = Math.max(args.prefillTokens + 1, args.promptTokens + args.newTokens, chatTokensBudget);
+  const aggregateContext = args.promptTokens + args.newTokens;
+
+  // llama.cpp is loaded even when only Prism is measured: its tokenizer makes the ids.
+  log(`loading ${relative(process.cwd(), modelPath) || modelPath} into llama.cpp ...`);
+  const llama = await LlamaCppEngine.load({
+    modelPath,
+    threads: args.threads,
+    maxSeqs: args.sequences,
+    maxContext,
+    aggregateContext,
+    aggregateBatch: args.sequences * args.promptTokens,
+  });
+
+  let prism: PrismEngine | undefined;
+  let native: Awaited<ReturnType<typeof loadNative>> | undefined;
+  if (args.engines.includes('prism')) {
+    try {
+      native = await loadNative();
+    } catch (e) {
+      throw new Error(
+        `${(e as Error).message}. Build it first, or run only the llama.cpp half with --engine llama.cpp.`,
+      );
+    }
+    log('loading the same file into Prism ...');
+    prism = await PrismEngine.load(native, {
+      modelPath,
+      threads: args.threads,
+      maxSeqs: args.sequences,
+      blockSize: args.blockSize,
+      maxContext,
+      aggregateContext,
+      maxBatchTokens: Math.max(args.prefillTokens, args.sequences * args.promptTokens),
+    });
+  }
+  const engines: BenchEngine[] = [];
+  if (args.engines.includes('llama.cpp')) engines.push(llama);
+  if (prism) engines.push(prism);
+
+  try {
+    const tokenize = (text: string) => llama.tokenize(text, false);
+    const singlePrompt = tokenWindow(tokenize, PASSAGE, 0, args.promptTokens);
+    // Distinct prompts (windows 16 tokens apart), so no two sequences do identical work.
+    const aggregatePrompts = Array.from({ length: args.sequences }, (_, i) =>
+      tokenWindow(tokenize, PASSAGE, 7 + i * 16, args.promptTokens),
+    );
+    const prefillPrompt = tokenWindow(tokenize, PASSAGE, 3, args.prefillTokens);
+
+    log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
+    const singleDecode = await interleaved(
+      'single-stream decode',
+      engines,
+      args.runs,
+      args.warmup,
+      async (engine) => {
+        const t = await engine.decodeSingle(singlePrompt, args.newTokens);
+        expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
+        return (t.decodedTokens / t.decodeMs) * 1000;
+      },
+    );
+
+    log(`aggregate decode: ${args.sequences} sequences × ${args.newTokens} new tokens`);
+    const aggregateDecode = await interleaved(
+      `aggregate decode, ${args.sequences} sequences`,
+      engines,
+      args.runs,
+      args.warmup,
+      async (engine) => {
+        const t = await engine.decodeAggregate(aggregatePrompts, args.newTokens);
+        expectTokens(engine.name, 'aggregate decode', t.generated, args.newTokens);
+        return (t.decodedTokens / t.decodeMs) * 1000;
+      },
+    );
+
+    log(`prefill: one ${args.prefillTokens}-token prompt`);
+    const prefill = await interleaved(
+      `prefill, ${args.prefillTokens}-token prompt`,
+      engines,
+      args.runs,
+      args.warmup,
+      async (engine) => {
+        const t = await engine.prefill(prefillPrompt);
+        if (t.firstToken < 0) throw new Error(`${engine.name} prefill sampled no token`);
+        return (t.promptTokens / t.prefillMs) * 1000;
+      },
+    );
+
+    let roofline: Roofline | undefined;
+    if (native && prism) {
+      log('measuring memory bandwidth ...');
+      const bandwidthGBs = native.measureMemoryBandwidth();
+      const weightBytes = prism.info.weightBytes;
+      const tokPerSec = (bandwidthGBs * 1e9) / weightBytes;
+      const percent: Partial<Record<EngineName, number>> = {};
+      for (const [name, value] of Object.entries(singleDecode.median)) {
+        percent[name as EngineName] = (value / tokPerSec) * 100;
+      }
+      roofline = { bandwidthGBs, weightBytes, tokPerSec, percent };
+    }
+
+    log('greedy continuations ...');
+    const continuations = await greedyContinuations(llama, engines);
+
+    const skipped: Partial<Record<EngineName, string>> = {};
+    for (const name of ENGINE_NAMES)
+      if (!args.engines.includes(name)) skipped[name] = `not asked for (--engine ${args.engines[0]})`;
+
+    const report: EngineBenchReport = {
+      date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+      commit: describeCommit(root),
+      machine: describeMachine(),
+      command: ['npm run bench:engine', ...(argv.length ? ['--', ...argv] : [])].join(' '),
+      model: {
+        path: relative(root, modelPath).startsWith('..') ? modelPath : relative(root, modelPath),
+        name: prism?.info.name,
+        weightBytes: prism?.info.weightBytes,
+      },
+      settings: {
+        threads: args.threads,
+        runs: args.runs,
+        warmupRuns: args.warmup,
+        promptTokens: args.promptTokens,
+        newTokens: args.newTokens,
+        sequences: args.sequences,
+        prefillTokens: args.prefillTokens,
+        tokenizer:
+          "llama.cpp's tokenizer (node-llama-cpp, from the GGUF's vocabulary) makes the ids; both engines get the same ids",
+      },
+      engines: Object.fromEntries(engines.map((e) => [e.name, e.describe()])),
+      skipped,
+      measures: { singleDecode, aggregateDecode, prefill },
+      roofline,
+      continuations,
+    };
+
+    if (args.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    else if (args.output === 'markdown') process.stdout.write(renderMarkdown(report) + '\n');
+    else process.stdout.write(renderText(report) + '\n');
+
+    if (args.updateDocs) {
+      const docPath = join(root, 'docs', 'benchmarks.md');
+      writeFileSync(docPath, replaceDocSection(readFileSync(docPath, 'utf8'), renderMarkdown(report)));
+      log(`updated ${relative(process.cwd(), docPath)}`);
+    }
+  } finally {
+    for (const engine of [prism, llama]) await engine?.dispose();
+  }
+}
+
+/** The chat questions rendered with the model's own template, continued greedily by every engine. */
+async function greedyContinuations(llama: LlamaCppEngine, engines: BenchEngine[]): Promise<Continuation[]> {
+  const source = llama.chatTemplate();
+  if (!source) throw new Error('the model file has no tokenizer.chat_template; the continuations need one');
+  const template = new Template(source);
+  const stop = llama.stopTokens();
+  const out: Continuation[] = [];
+  for (const question of CHAT_QUESTIONS) {
+    const text = template.render({
+      messages: [{ role: 'user', content: question }],
+      add_generation_prompt: true,
+      bos_token: '',
+      eos_token: '',
+    });
+    const prompt = llama.tokenize(text, true);
+    const ids: Partial<Record<EngineName, number[]>> = {};
+    const texts: Partial<Record<EngineName, string>> = {};
+    for (const engine of engines) {
+      const generated = await engine.greedy(prompt, 32, stop);
+      ids[engine.name as EngineName] = generated;
+      texts[engine.name as EngineName] = llama.detokenize(generated);
+    }
+    const a = ids['llama.cpp'];
+    const b = ids.prism;
+    out.push({
+      question,
+      promptTokens: prompt.length,
+      ids,
+      text: texts,
+      ...(a && b
+        ? {
+            identical: a.length === b.length && commonPrefixLength(a, b) === a.length,
+            commonPrefix: commonPrefixLength(a, b),
+          }
+        : {}),
+    });
+  }
+  return out;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main(process.argv.slice(2)).catch((e: unknown) => {
+    process.stderr.write(`bench:engine: ${(e as Error).message}\n`);
+    process.exitCode = 1;
+  });
+}

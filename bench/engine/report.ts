@@ -1,0 +1,216 @@
+/**
+ * The engine benchmark's result record and its two renderings: a plain-text table for the
+ * terminal and a Markdown section for docs/benchmarks.md. No measuring happens here.
+ */
+import { fmt } from '../stats.js';
+
+export const ENGINE_NAMES = ['llama.cpp', 'prism'] as const;
+export type EngineName = (typeof ENGINE_NAMES)[number];
+
+export interface MeasureResult {
+  readonly label: string;
+  /** tok/s of every measured run (warm-up excluded), per engine that ran. */
+  readonly runs: Partial<Record<EngineName, number[]>>;
+  readonly median: Partial<Record<EngineName, number>>;
+  /** prism ÷ llama.cpp of the medians (NaN when one side did not run). */
+  readonly ratio: number;
+}
+
+export interface Roofline {
+  readonly bandwidthGBs: number;
+  readonly weightBytes: number;
+  /** bandwidth ÷ weight bytes: the single-stream decode rate if only weight reads counted. */
+  readonly tokPerSec: number;
+  /** Each engine's single-stream decode median as a percentage of `tokPerSec`. */
+  readonly percent: Partial<Record<EngineName, number>>;
+}
+
+export interface Continuation {
+  readonly question: string;
+  readonly promptTokens: number;
+  readonly ids: Partial<Record<EngineName, number[]>>;
+  readonly text: Partial<Record<EngineName, string>>;
+  readonly identical?: boolean;
+  readonly commonPrefix?: number;
+}
+
+export interface EngineBenchReport {
+  readonly date: string;
+  readonly commit: string;
+  readonly machine: string;
+  readonly command: string;
+  readonly model: { readonly path: string; readonly name?: string; readonly weightBytes?: number };
+  readonly settings: {
+    readonly threads: number;
+    readonly runs: number;
+    readonly warmupRuns: number;
+    readonly promptTokens: number;
+    readonly newTokens: number;
+    readonly sequences: number;
+    readonly prefillTokens: number;
+    readonly tokenizer: string;
+  };
+  readonly engines: Partial<Record<EngineName, Record<string, string | number | boolean>>>;
+  readonly skipped: Partial<Record<EngineName, string>>;
+  readonly measures: {
+    readonly singleDecode: MeasureResult;
+    readonly aggregateDecode: MeasureResult;
+    readonly prefill: MeasureResult;
+  };
+  readonly roofline?: Roofline;
+  readonly continuations: readonly Continuation[];
+}
+
+const ratioText = (r: number) => (Number.isNaN(r) ? '—' : `${r.toFixed(2)}×`);
+
+function measures(report: EngineBenchReport): MeasureResult[] {
+  return [report.measures.singleDecode, report.measures.aggregateDecode, report.measures.prefill];
+}
+
+/** Terminal rendering. */
+export function renderText(report: EngineBenchReport): string {
+  const lines: string[] = [];
+  const header = [
+    'measure (tok/s, median)',
+    'llama.cpp',
+    'prism',
+    'prism/llama.cpp',
+    'runs llama.cpp | prism',
+  ];
+  const rows = measures(report).map((m) => [
+    m.label,
+    fmt(m.median['llama.cpp']),
+    fmt(m.median.prism),
+    ratioText(m.ratio),
+    `${(m.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(' ') || '—'} | ${(m.runs.prism ?? []).map((v) => fmt(v)).join(' ') || '—'}`,
+  ]);
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
+  const line = (cells: string[]) =>
+    cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
+  lines.push(`model: ${report.model.path}${report.model.name ? ` (${report.model.name})` : ''}`);
+  lines.push(
+    `threads: ${report.settings.threads}; medians of ${report.settings.runs} runs after ${report.settings.warmupRuns} warm-up`,
+  );
+  lines.push('');
+  lines.push(line(header));
+  lines.push(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) lines.push(line(r));
+  lines.push('');
+  if (report.roofline) {
+    const rf = report.roofline;
+    lines.push(
+      `decode roofline: ${rf.bandwidthGBs.toFixed(1)} GB/s ÷ ${(rf.weightBytes / 1e6).toFixed(1)} MB/token = ${rf.tokPerSec.toFixed(0)} tok/s;` +
+        ` llama.cpp ${fmt(rf.percent['llama.cpp'])}%, prism ${fmt(rf.percent.prism)}% of it`,
+    );
+  } else {
+    lines.push('decode roofline: not measured (needs the Prism native core)');
+  }
+  for (const [name, why] of Object.entries(report.skipped)) lines.push(`${name}: skipped — ${why}`);
+  lines.push('');
+  for (const c of report.continuations) {
+    const agreement =
+      c.identical === undefined
+        ? ''
+        : c.identical
+          ? ' [identical]'
+          : ` [differ after ${c.commonPrefix} common tokens]`;
+    lines.push(`Q: ${c.question}${agreement}`);
+    for (const name of ENGINE_NAMES) {
+      if (c.text[name] !== undefined) lines.push(`  ${name.padEnd(9)}: ${JSON.stringify(c.text[name])}`);
+    }
+  }
+  lines.push('');
+  for (const [name, details] of Object.entries(report.engines)) {
+    lines.push(
+      `${name}: ${Object.entries(details)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const escapeCell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, '↵');
+
+/** Markdown rendering: the body of the "Engine" section of docs/benchmarks.md. */
+export function renderMarkdown(report: EngineBenchReport): string {
+  const s = report.settings;
+  const out: string[] = [];
+  out.push(`- Date: ${report.date}`);
+  out.push(`- Commit: \`${report.commit}\``);
+  out.push(`- Machine: ${report.machine}`);
+  out.push(`- Command: \`${report.command}\``);
+  out.push(
+    `- Model: \`${report.model.path}\`${report.model.name ? ` (${report.model.name})` : ''}` +
+      (report.model.weightBytes
+        ? `, ${(report.model.weightBytes / 1e6).toFixed(1)} MB of weights read per token`
+        : ''),
+  );
+  out.push(
+    `- Settings: ${s.threads} threads; single stream = ${s.newTokens} new tokens after a ${s.promptTokens}-token prompt` +
+      ` (decode only: the ${s.newTokens - 1} steps after the first token); aggregate = ${s.sequences} sequences` +
+      ` × ${s.newTokens} new tokens (decode phase only); prefill = one ${s.prefillTokens}-token prompt up to its first token;` +
+      ` greedy; medians of ${s.runs} runs after ${s.warmupRuns} warm-up, the two engines interleaved run by run.`,
+  );
+  out.push(`- Token ids: ${s.tokenizer}`);
+  out.push('');
+  out.push('| measure (tok/s, median) | llama.cpp | Prism | Prism / llama.cpp | runs (llama.cpp; Prism) |');
+  out.push('|---|---:|---:|---:|---|');
+  for (const m of measures(report)) {
+    const runs = `${(m.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'}; ${(m.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`;
+    out.push(
+      `| ${m.label} | ${fmt(m.median['llama.cpp'])} | ${fmt(m.median.prism)} | ${ratioText(m.ratio)} | ${runs} |`,
+    );
+  }
+  out.push('');
+  if (report.roofline) {
+    const rf = report.roofline;
+    out.push(
+      `Decode roofline: measured memory bandwidth ${rf.bandwidthGBs.toFixed(1)} GB/s ÷ ${(rf.weightBytes / 1e6).toFixed(1)} MB of` +
+        ` weights per token = **${rf.tokPerSec.toFixed(0)} tok/s** single-stream upper bound; llama.cpp reaches` +
+        ` ${fmt(rf.percent['llama.cpp'])}% of it, Prism ${fmt(rf.percent.prism)}%.`,
+    );
+  } else {
+    out.push('Decode roofline: not measured (it needs the Prism native core).');
+  }
+  for (const [name, why] of Object.entries(report.skipped)) out.push(`\n${name} did not run: ${why}`);
+  out.push('');
+  out.push('Greedy continuations (chat template applied, at most 32 tokens):');
+  out.push('');
+  out.push('| question | llama.cpp | Prism | same tokens? |');
+  out.push('|---|---|---|---|');
+  for (const c of report.continuations) {
+    const same =
+      c.identical === undefined ? '—' : c.identical ? 'identical' : `first ${c.commonPrefix} tokens agree`;
+    out.push(
+      `| ${escapeCell(c.question)} | ${escapeCell(c.text['llama.cpp'] ?? '—')} | ${escapeCell(c.text.prism ?? '—')} | ${same} |`,
+    );
+  }
+  out.push('');
+  out.push('Engine details:');
+  out.push('');
+  for (const [name, details] of Object.entries(report.engines)) {
+    out.push(
+      `- ${name}: ${Object.entries(details)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join('; ')}`,
+    );
+  }
+  return out.join('\n');
+}
+
+/** Markers around the generated part of the engine section, so re-runs replace only it. */
+export const DOC_BEGIN = '<!-- bench:engine:begin (generated by `npm run bench:engine -- --update-docs`) -->';
+export const DOC_END = '<!-- bench:engine:end -->';
+
+/** Replaces the text between the markers of `doc` with `body`; errors when the markers are missing. */
+export function replaceDocSection(doc: string, body: string): string {
+  const begin = doc.indexOf(DOC_BEGIN);
+  const end = doc.indexOf(DOC_END);
+  if (begin < 0 || end < begin) {
+    throw new Error(
+      'docs/benchmarks.md has no engine-benchmark markers; add the two marker comments to its Engine section',
+    );
+  }
+  return doc.slice(0, begin + DOC_BEGIN.length) + '\n' + body + '\n' + doc.slice(end);
+}

@@ -1,0 +1,43 @@
+/**
+ * Small statistics helpers shared by the benchmarks: medians over repeated runs and the
+ * ratio/percentage formatting the reports print. Kept apart from any engine so that the
+ * gRPC and HTTP benchmarks can reuse them.
+ */
+
+/** Median of a non-empty list (mean of the two middle values for an even count). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) throw new RangeError('median: needs at least one value');
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Smallest and largest value, for showing the spread next to a median. */
+export function range(values: readonly number[]): { min: number; max: number } {
+  if (values.length === 0) throw new RangeError('range: needs at least one value');
+  return { min: Math.min(...values), max: Math.max(...values) };
+}
+
+/** `numerator / denominator`, or NaN when either side is missing or the denominator is 0. */
+export function ratio(numerator: number | undefined, denominator: number | undefined): number {
+  if (numerator === undefined || denominator === undefined || denominator === 0) return NaN;
+  return numerator / denominator;
+}
+
+/** Fixed-point number for a table cell; '—' for NaN/undefined. */
+export function fmt(value: number | undefined, digits = 1): string {
+  return value === undefined || Number.isNaN(value) ? '—' : value.toFixed(digits);
+}
+
+/** Number of leading elements two sequences share. */
+export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** Nanosecond clock read as milliseconds (monotonic; not affected by wall-clock changes). */
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
