@@ -1,11 +1,308 @@
-// AVX2 kernels (baseline build flags). Fast paths come next; until then every weight falls
-// back to the reference kernel.
+// AVX2 matmul kernels (baseline build: AVX2 + FMA + F16C).
+//
+// Quantized weights: the activations are quantized once per call to int8 blocks of 32
+// (QuantizedActivations), then each tile of R weight rows × T tokens runs integer dot
+// products per block (maddubs + madd), scaled to f32 and accumulated in f32. A weight block
+// is unpacked once per tile and reused for T tokens; an activation block is reused for R
+// rows. Decode (n ≤ 2) streams each weight row exactly once; larger n splits rows (or
+// tokens) across threads and walks tokens in cache-sized chunks.
+//
+// Float weights (F32/F16/BF16): the same R × T tiling with f32 FMAs, converting the weights
+// on the fly (F16C / bf16 shift); activations stay f32.
+#include <algorithm>
+
 #include "kernels/internal.h"
+#include "kernels/quant_blocks_x86.h"
 
 namespace prism::kernels {
+namespace {
 
-bool matmulAvx2(const LinearWeight&, const float*, int64_t, int64_t, float*, int64_t, ThreadPool&,
-                KernelScratch&) {
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int hsumI32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// Quantizes rows [t0, t1) of x (cols a multiple of 32) into `qa`: per block of 32,
+// d = max|x| / 127, q = round(x / d), s = d * Σq.
+void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations& qa) {
+  const __m256 signMask = _mm256_set1_ps(-0.0f);
+  const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * ldx;
+    int8_t* q = qa.qs + t * qa.cols;
+    for (int64_t b = 0; b < qa.blocks; ++b) {
+      const float* p = xt + b * kQK;
+      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+             v3 = _mm256_loadu_ps(p + 24);
+      __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
+                               _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      float amax = _mm_cvtss_f32(m4);
+      float d = amax / 127.0f;
+      __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
+      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      int sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+      // packs work within 128-bit lanes; the permute restores the original order.
+      __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+      packed = _mm256_permutevar8x32_epi32(packed, perm);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), packed);
+      qa.d[t * qa.blocks + b] = d;
+      qa.s[t * qa.blocks + b] = d * static_cast<float>(sum);
+    }
+  }
+}
+
+// Integer dot of one 32-value block: 8 int32 partial sums.
+template <class Dec>
+inline __m256i blockDot(__m256i w, __m256i wAbs, __m256i x, __m256i intScales) {
+  __m256i p16;
+  if constexpr (Dec::kSigned) {
+    p16 = _mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w));
+  } else {
+    p16 = _mm256_maddubs_epi16(w, x);
+  }
+  if constexpr (Dec::kIntScales) return _mm256_madd_epi16(p16, intScales);
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+// One tile: rows [r0, r0+R) × tokens [t0, t0+T).
+template <class Dec, int R, int T>
+void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivations& qa, int64_t r0, int64_t t0,
+               float* y, int64_t ldy) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int64_t blocks = qa.blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i x[T];
+    __m256 dx[T];
+    for (int t = 0; t < T; ++t) {
+      x[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qa.qs + (t0 + t) * qa.cols + b * kQK));
+      dx[t] = _mm256_set1_ps(qa.d[(t0 + t) * blocks + b]);
+    }
+    for (int r = 0; r < R; ++r) {
+      __m256i w = Dec::weights(rows[r], b);
+      __m256i wAbs = Dec::kSigned ? _mm256_sign_epi8(w, w) : w;
+      __m256i isc;
+      if constexpr (Dec::kIntScales) isc = Dec::intScales(rows[r], b);
+      else isc = _mm256_setzero_si256();
+      __m256 dw = _mm256_set1_ps(Dec::scale(rows[r], b));
+      for (int t = 0; t < T; ++t) {
+        __m256 dot = _mm256_cvtepi32_ps(blockDot<Dec>(w, wAbs, x[t], isc));
+        acc[r][t] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw, dx[t]), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float mins[T] = {};
+    if constexpr (Dec::kHasMin) {
+      // Per-block offset times the activation block sum, in a separate pass so the main loop
+      // keeps its registers for the vector accumulators.
+      for (int64_t b = 0; b < blocks; ++b) {
+        float m = Dec::minTerm(rows[r], b);
+        for (int t = 0; t < T; ++t) mins[t] += m * qa.s[(t0 + t) * blocks + b];
+      }
+    }
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + mins[t];
+  }
+}
+
+// Largest row/token tile sizes. 4 rows × 2 tokens keeps 8 accumulators + 4 weight blocks +
+// activations within the 16 ymm registers.
+constexpr int kRowTile = 4;
+constexpr int kTokenTile = 2;
+// Tokens walked per pass over a row tile, so the quantized activations of one pass stay in
+// L1/L2 while the tile's weight rows are reused.
+constexpr int64_t kTokenChunk = 64;
+
+template <class Dec, int R>
+void quantRows(const LinearWeight& W, size_t rowBytes, const QuantizedActivations& qa, int64_t r0,
+               int64_t t0, int64_t t1, float* y, int64_t ldy) {
+  int64_t t = t0;
+  for (; t + kTokenTile <= t1; t += kTokenTile) quantTile<Dec, R, kTokenTile>(W, rowBytes, qa, r0, t, y, ldy);
+  for (; t < t1; ++t) quantTile<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
+}
+
+// Rows [rb, re) × tokens [tb, te) on the calling thread.
+template <class Dec>
+void quantRange(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
+                int64_t te, float* y, int64_t ldy) {
+  size_t rowBytes = typeRowBytes(W.type, W.cols);
+  for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
+    int64_t c1 = std::min(te, c0 + kTokenChunk);
+    int64_t r = rb;
+    for (; r + kRowTile <= re; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+    for (; r < re; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+  }
+}
+
+// Splits rows (in whole row tiles) across threads when there are enough of them, otherwise
+// tokens; the owner quantizes small activation batches itself (a second parallel region
+// costs more than quantizing one or two tokens).
+template <class Dec>
+void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                 ThreadPool& pool, KernelScratch& scratch) {
+  QuantizedActivations qa;
+  qa.n = n;
+  qa.cols = W.cols;
+  qa.blocks = W.cols / kQK;
+  uint8_t* buf = scratch.bytes(quantizedActivationBytes(n, W.cols));
+  qa.qs = reinterpret_cast<int8_t*>(buf);
+  qa.d = reinterpret_cast<float*>(buf + ((static_cast<size_t>(n * W.cols) + 63) & ~size_t(63)));
+  qa.s = qa.d + n * qa.blocks;
+  if (n <= 4) {
+    quantizeActivations(x, ldx, 0, n, qa);
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeActivations(x, ldx, t0, t1, qa); });
+  }
+  const int threads = pool.size();
+  const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
+  if (rowTiles >= 4 * threads || n < 2 * threads) {
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
+      if (rb < re) quantRange<Dec>(W, qa, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantRange<Dec>(W, qa, 0, W.rows, t0, t1, y, ldy); });
+  }
+}
+
+// ---- float weights ---------------------------------------------------------------------
+
+struct ConvF32 {
+  static __m256 load(const uint8_t* row, int64_t k) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k); }
+  static float one(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+};
+struct ConvF16 {
+  static __m256 load(const uint8_t* row, int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+  }
+  static float one(const uint8_t* row, int64_t k) { return f16ToF32(loadU16(row + 2 * k)); }
+};
+struct ConvBF16 {
+  static __m256 load(const uint8_t* row, int64_t k) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static float one(const uint8_t* row, int64_t k) { return bf16ToF32(loadU16(row + 2 * k)); }
+};
+
+template <class Conv, int R, int T>
+void floatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
+               float* y, int64_t ldy) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int64_t cols = W.cols, vecCols = cols & ~int64_t(7);
+  for (int64_t k = 0; k < vecCols; k += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * ldx + k);
+    for (int r = 0; r < R; ++r) {
+      __m256 w = Conv::load(rows[r], k);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(w, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float s = hsum(acc[r][t]);
+      for (int64_t k = vecCols; k < cols; ++k) s += Conv::one(rows[r], k) * x[(t0 + t) * ldx + k];
+      y[(t0 + t) * ldy + r0 + r] = s;
+    }
+  }
+}
+
+// Float tiles: 4 rows × 3 tokens = 12 accumulators + 3 activation vectors + 1 weight.
+constexpr int kFloatTokenTile = 3;
+
+template <class Conv>
+void floatRange(const LinearWeight& W, const float* x, int64_t ldx, int64_t rb, int64_t re, int64_t tb,
+                int64_t te, float* y, int64_t ldy) {
+  size_t rowBytes = typeRowBytes(W.type, W.cols);
+  for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
+    int64_t c1 = std::min(te, c0 + kTokenChunk);
+    for (int64_t r = rb; r < re;) {
+      int rt = re - r >= kRowTile ? kRowTile : 1;
+      int64_t t = c0;
+      if (rt == kRowTile) {
+        for (; t + kFloatTokenTile <= c1; t += kFloatTokenTile)
+          floatTile<Conv, kRowTile, kFloatTokenTile>(W, rowBytes, x, ldx, r, t, y, ldy);
+        for (; t < c1; ++t) floatTile<Conv, kRowTile, 1>(W, rowBytes, x, ldx, r, t, y, ldy);
+      } else {
+        for (; t + kFloatTokenTile <= c1; t += kFloatTokenTile)
+          floatTile<Conv, 1, kFloatTokenTile>(W, rowBytes, x, ldx, r, t, y, ldy);
+        for (; t < c1; ++t) floatTile<Conv, 1, 1>(W, rowBytes, x, ldx, r, t, y, ldy);
+      }
+      r += rt;
+    }
+  }
+}
+
+template <class Conv>
+void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                 ThreadPool& pool) {
+  const int threads = pool.size();
+  const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
+  if (rowTiles >= 4 * threads || n < 2 * threads) {
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
+      if (rb < re) floatRange<Conv>(W, x, ldx, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { floatRange<Conv>(W, x, ldx, 0, W.rows, t0, t1, y, ldy); });
+  }
+}
+
+}  // namespace
+
+bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout != 0) return false;
+  switch (W.type) {
+    case TensorType::Q4_0:
+      quantMatmul<DecQ4_0>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q4_1:
+      quantMatmul<DecQ4_1>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q8_0:
+      quantMatmul<DecQ8_0>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q4_K:
+      quantMatmul<DecQ4_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q6_K:
+      quantMatmul<DecQ6_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::F32:
+      floatMatmul<ConvF32>(W, x, n, ldx, y, ldy, pool);
+      return true;
+    case TensorType::F16:
+      floatMatmul<ConvF16>(W, x, n, ldx, y, ldy, pool);
+      return true;
+    case TensorType::BF16:
+      floatMatmul<ConvBF16>(W, x, n, ldx, y, ldy, pool);
+      return true;
+  }
   return false;
 }
 
