@@ -245,14 +245,15 @@ function histogramFromProto(h: pb.Histogram | undefined): HistogramSnapshot {
 }
 
 export function statusToProto(s: EngineStatus): pb.StatusResponse {
-  return {
+  // fromPartial: a field the engine leaves out becomes its zero value instead of failing to encode.
+  return pb.StatusResponse.fromPartial({
     ...s,
     ttft: histogramToProto(s.ttft),
     interTokenLatency: histogramToProto(s.interTokenLatency),
     e2eLatency: histogramToProto(s.e2eLatency),
     promptTokensPerRequest: histogramToProto(s.promptTokensPerRequest),
     generationTokensPerRequest: histogramToProto(s.generationTokensPerRequest),
-  };
+  });
 }
 
 export function statusFromProto(s: pb.StatusResponse): EngineStatus {
@@ -267,7 +268,7 @@ export function statusFromProto(s: pb.StatusResponse): EngineStatus {
 }
 
 export function infoToProto(i: EngineInfo): pb.InfoResponse {
-  return { ...i };
+  return pb.InfoResponse.fromPartial(i);
 }
 
 export function infoFromProto(i: pb.InfoResponse): EngineInfo {

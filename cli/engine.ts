@@ -1,0 +1,162 @@
+/**
+ * `prism engine`: run the engine alone behind its gRPC API (prism.engine.v1.Engine, plus
+ * grpc.health.v1 and server reflection). Loads config.json (or the defaults), builds the
+ * in-process engine core, serves until SIGINT/SIGTERM, then drains and exits 0.
+ */
+import { parseArgs } from 'node:util';
+import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
+import { ConfigError, loadConfig } from '../config/load.js';
+import type { ResolvedConfig } from '../config/types.js';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { loadEngine } from '../engine/load-engine.js';
+import { parseListenAddress } from '../engine/service/listen-address.js';
+import { startEngineServer } from '../engine/service/server.js';
+
+export const DEFAULT_LISTEN = '127.0.0.1:50051';
+
+export const help = `usage: prism engine [options]
+
+Runs the engine alone and serves its gRPC API (prism.engine.v1.Engine), the standard gRPC
+health service (grpc.health.v1.Health) and server reflection (for grpcurl).
+
+options:
+  --model PATH          GGUF file or Hugging Face model directory (default: the config's
+                        ModelConfig[0].modelWeightPath, else SmolLM2-135M-Instruct, fetched
+                        into models/ on first use)
+  --config FILE         MindIE-style config.json (see config/README.md); without it the
+                        defaults apply and the prefix cache is on
+  --listen ADDRESS      HOST:PORT, [IPv6]:PORT or unix:PATH (default ${DEFAULT_LISTEN};
+                        port 0 picks a free port)
+  --threads N           compute threads (default: the machine's cores)
+  -h, --help            show this help
+
+SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
+UNAVAILABLE, running and queued requests finish, then it exits 0 (a second signal exits at once).
+
+exit codes: 0 stopped cleanly, 1 failed to start, 2 bad arguments or config.`;
+
+class UsageError extends Error {}
+
+interface EngineArgs {
+  readonly model?: string;
+  readonly config?: string;
+  readonly listen: string;
+  readonly threads?: number;
+}
+
+export function parseEngineArgs(argv: string[]): EngineArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        model: { type: 'string' },
+        config: { type: 'string' },
+        listen: { type: 'string' },
+        threads: { type: 'string' },
+      },
+    }));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const listen = values.listen ?? DEFAULT_LISTEN;
+  try {
+    parseListenAddress(listen);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  let threads: number | undefined;
+  if (values.threads !== undefined) {
+    threads = Number(values.threads);
+    if (!/^\d+$/.test(values.threads) || threads < 1 || threads > 1024) {
+      throw new UsageError(`--threads: must be an integer in [1, 1024], got '${values.threads}'`);
+    }
+  }
+  if (values.model === '') throw new UsageError('--model: must not be empty');
+  return { model: values.model, config: values.config, listen, ...(threads !== undefined ? { threads } : {}) };
+}
+
+function log(line: string): void {
+  process.stderr.write(`prism engine: ${line}\n`);
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let args: EngineArgs;
+  let config: ResolvedConfig;
+  try {
+    args = parseEngineArgs(argv);
+    config = loadConfig(args.config);
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof ConfigError) {
+      log(`${e.message}\nRun \`prism engine --help\` for the options.`);
+      return 2;
+    }
+    throw e;
+  }
+  for (const w of config.warnings) log(`config: ${w}`);
+
+  let options;
+  try {
+    options = { ...engineOptionsFromConfig(config), ...(args.threads !== undefined ? { threads: args.threads } : {}) };
+  } catch (e) {
+    log((e as Error).message);
+    return 2;
+  }
+  const modelPath = args.model ?? modelPathFromConfig(config) ?? ensureDefaultModel(log);
+
+  const t0 = performance.now();
+  const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
+  let engine;
+  try {
+    engine = await loadEngine(modelPath, options);
+  } catch (e) {
+    log(`cannot load ${modelPath}: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    clearTimeout(slow);
+  }
+
+  let server;
+  try {
+    server = await startEngineServer(engine, { listen: args.listen, log });
+  } catch (e) {
+    log((e as Error).message);
+    await engine.close();
+    return 1;
+  }
+  const info = await engine.info();
+  log(
+    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
+      `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
+      `config ${config.source ?? 'defaults'}]`,
+  );
+
+  const running = server;
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      signals += 1;
+      if (signals > 1) {
+        log(`${signal} again: exiting without waiting`);
+        process.exit(1);
+      }
+      log(`${signal}: draining (running and queued requests finish; new ones get UNAVAILABLE)`);
+      running.shutdown().then(
+        () => {
+          log('stopped');
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+          resolve(0);
+        },
+        (e: unknown) => {
+          log(`shutdown failed: ${(e as Error).message}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}
