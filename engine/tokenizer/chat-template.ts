@@ -1,0 +1,97 @@
+/**
+ * Chat templates: the model's Jinja template (from tokenizer_config.json, chat_template.jinja
+ * or the GGUF `tokenizer.chat_template`) rendered with `@huggingface/jinja`, with the same
+ * variables transformers' `apply_chat_template` passes: `messages`, `add_generation_prompt`,
+ * `bos_token`, `eos_token`, `tools` (`raise_exception` and `strftime_now`, which Llama 3.x
+ * templates call, are built into the renderer). Any template failure is an INVALID_ARGUMENT EngineError that says what
+ * went wrong, since it is the request's messages that the template rejected (or the
+ * configured template that is broken) — never a crash.
+ */
+import { Template } from '@huggingface/jinja';
+import { EngineError } from '../errors.js';
+import type { ChatMessage } from '../types.js';
+
+/**
+ * Used when a model ships no chat template: plain ChatML (`<|im_start|>role\n...<|im_end|>\n`),
+ * the format most small instruct models and many servers (e.g. vLLM's docs, llama.cpp's
+ * `chatml`) fall back to. Documented in the engine's README section on chat.
+ */
+export const FALLBACK_CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}" +
+  "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+export interface ChatTemplateOptions {
+  readonly addGenerationPrompt?: boolean;
+  readonly tools?: readonly unknown[];
+  readonly bosToken?: string | null;
+  readonly eosToken?: string | null;
+}
+
+/** Parsed templates by source text: parsing is the expensive part and a server renders the same few. */
+const compiled = new Map<string, Template>();
+const MAX_COMPILED = 16;
+
+function compile(source: string): Template {
+  let template = compiled.get(source);
+  if (template) return template;
+  try {
+    template = new Template(source);
+  } catch (error) {
+    throw new EngineError('INVALID_ARGUMENT', `chat template: cannot parse the template: ${messageOf(error)}`, 'chat_template');
+  }
+  if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
+  compiled.set(source, template);
+  return template;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Tool-call arguments as the templates expect them: a JSON object when the string holds one (as vLLM passes them). */
+function toolArguments(text: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;
+  } catch {
+    // not JSON: pass the text through
+  }
+  return text;
+}
+
+/** engine ChatMessage → the dict shape Hugging Face templates read. */
+function templateMessage(message: ChatMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = { role: message.role, content: message.content };
+  if (message.name !== undefined) out.name = message.name;
+  if (message.toolCallId !== undefined) out.tool_call_id = message.toolCallId;
+  if (message.toolCalls && message.toolCalls.length > 0) {
+    out.tool_calls = message.toolCalls.map((call) => ({
+      id: call.id,
+      type: call.type,
+      function: { name: call.function.name, arguments: toolArguments(call.function.arguments) },
+    }));
+  }
+  return out;
+}
+
+export function renderChatTemplate(
+  source: string,
+  messages: readonly ChatMessage[],
+  options: ChatTemplateOptions = {},
+): string {
+  const template = compile(source);
+  try {
+    return template.render({
+      messages: messages.map(templateMessage),
+      add_generation_prompt: options.addGenerationPrompt ?? false,
+      bos_token: options.bosToken ?? '',
+      eos_token: options.eosToken ?? '',
+      // transformers passes None when there are no tools; templates test `tools is not none`.
+      tools: options.tools && options.tools.length > 0 ? options.tools : null,
+      documents: null,
+    });
+  } catch (error) {
+    if (error instanceof EngineError) throw error;
+    throw new EngineError('INVALID_ARGUMENT', `chat template: ${messageOf(error)}`, 'messages');
+  }
+}

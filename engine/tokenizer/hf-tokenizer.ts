@@ -1,0 +1,215 @@
+/**
+ * The one Tokenizer implementation: a tokenizer.json document run by Hugging Face
+ * `tokenizers` (Node binding), whatever the source (an HF directory's file, or one built from
+ * a GGUF vocabulary). Encoding goes through `SyncEncoder` (the binding's encode is async);
+ * decoding runs on the calling thread with the tokenizer's own decoder over a token-string
+ * table, which is what the library's `decode` does, synchronously.
+ */
+import { Tokenizer as NativeTokenizer, type Decoder } from 'tokenizers';
+import { invalidArgument } from '../errors.js';
+import type { ChatMessage } from '../types.js';
+import { FALLBACK_CHATML_TEMPLATE, renderChatTemplate } from './chat-template.js';
+import { Detokenizer, type IncrementalDetokenizer } from './detokenizer.js';
+import { SyncEncoder } from './sync-encoder.js';
+
+export interface Tokenizer {
+  /** Size of the vocabulary: ids 0..vocabSize-1 (added tokens included). */
+  readonly vocabSize: number;
+  readonly bosTokenId: number | null;
+  /** Ids that end generation: eos, plus end-of-turn tokens such as <|im_end|> / <|eot_id|>. */
+  readonly eosTokenIds: readonly number[];
+  /** Whether `encode(text)` (with special tokens) starts with BOS. */
+  readonly addBosToken: boolean;
+  /** The model's own template; null when it has none (applyChatTemplate then uses plain ChatML). */
+  readonly chatTemplate: string | null;
+  /** Special tokens written in the text (e.g. "<|im_start|>") become their ids. */
+  encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
+  /** Human text of one token as it reads inside a sequence (e.g. " Hello"), for logprobs. */
+  tokenText(id: number): string;
+  isSpecial(id: number): boolean;
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options?: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; template?: string },
+  ): string;
+  createDetokenizer(options?: { skipSpecialTokens?: boolean }): IncrementalDetokenizer;
+}
+
+/** Facts about the tokenizer that tokenizer.json does not hold (from tokenizer_config.json / GGUF keys). */
+export interface TokenizerFacts {
+  /** BOS/EOS as an id, or as the token's text (tokenizer_config.json names them by text). */
+  readonly bosToken: number | string | null;
+  readonly eosToken: number | string | null;
+  /** Further ids that end generation (generation_config eos ids, GGUF eot/eom). */
+  readonly extraEosTokenIds: readonly number[];
+  readonly chatTemplate: string | null;
+}
+
+/** Tokens that end a turn in common chat formats: they stop generation when the template uses them. */
+const END_OF_TURN_TOKENS = [
+  '<|im_end|>',
+  '<|eot_id|>',
+  '<|eom_id|>',
+  '<|end|>',
+  '<end_of_turn>',
+  '<|end_of_turn|>',
+  '<|END_OF_TURN_TOKEN|>',
+  '<|return|>',
+];
+
+interface AddedTokenJson {
+  readonly id: number;
+  readonly content: string;
+  readonly special?: boolean;
+}
+
+export class HfTokenizer implements Tokenizer {
+  readonly vocabSize: number;
+  readonly bosTokenId: number | null;
+  readonly eosTokenIds: readonly number[];
+  readonly addBosToken: boolean;
+  readonly chatTemplate: string | null;
+
+  /** id → token string (model vocabulary and added tokens); undefined for holes. */
+  private readonly tokens: (string | undefined)[];
+  private readonly special: Set<number>;
+  private readonly decoder: Decoder | null;
+  private readonly textCache = new Map<number, string>();
+  /** A plain token decoded before the one asked about in tokenText (see there). */
+  private anchorId: number | null = null;
+
+  private constructor(
+    native: NativeTokenizer,
+    private readonly encoder: SyncEncoder,
+    addedTokens: readonly AddedTokenJson[],
+    facts: TokenizerFacts,
+  ) {
+    const vocab = native.getVocab(true);
+    let maxId = -1;
+    for (const id of Object.values(vocab)) maxId = Math.max(maxId, id);
+    this.tokens = new Array<string | undefined>(maxId + 1);
+    for (const [token, id] of Object.entries(vocab)) this.tokens[id] = token;
+    this.vocabSize = maxId + 1;
+    this.special = new Set(addedTokens.filter((t) => t.special).map((t) => t.id));
+    this.decoder = native.getDecoder();
+    const resolve = (token: number | string | null): number | null => {
+      if (token === null) return null;
+      if (typeof token === 'number') return token >= 0 && token < this.vocabSize ? token : null;
+      return vocab[token] ?? null;
+    };
+    this.bosTokenId = resolve(facts.bosToken);
+    const eosTokenId = resolve(facts.eosToken);
+    this.chatTemplate = facts.chatTemplate;
+
+    const eos = new Set<number>();
+    if (eosTokenId !== null) eos.add(eosTokenId);
+    for (const id of facts.extraEosTokenIds) if (id >= 0 && id < this.vocabSize) eos.add(id);
+    if (facts.chatTemplate !== null) {
+      for (const text of END_OF_TURN_TOKENS) {
+        const id = vocab[text];
+        if (id !== undefined && this.special.has(id) && facts.chatTemplate.includes(text)) eos.add(id);
+      }
+    }
+    this.eosTokenIds = [...eos];
+
+    const probe = Array.from(encoder.encode('a', true));
+    const plain = Array.from(encoder.encode('a', false));
+    this.addBosToken = this.bosTokenId !== null && probe[0] === this.bosTokenId && plain[0] !== this.bosTokenId;
+    this.anchorId = plain.length === 1 && !this.special.has(plain[0]) ? plain[0] : null;
+  }
+
+  /** Builds a tokenizer from a tokenizer.json document (as text). */
+  static async create(tokenizerJson: string, facts: TokenizerFacts, source: string): Promise<HfTokenizer> {
+    let parsed: { added_tokens?: AddedTokenJson[] };
+    try {
+      parsed = JSON.parse(tokenizerJson) as typeof parsed;
+    } catch (error) {
+      throw new Error(`${source}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
+    }
+    let native: NativeTokenizer;
+    try {
+      native = NativeTokenizer.fromString(tokenizerJson);
+    } catch (error) {
+      throw new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
+    }
+    const encoder = await SyncEncoder.start(tokenizerJson);
+    return new HfTokenizer(native, encoder, parsed.added_tokens ?? [], facts);
+  }
+
+  encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {
+    if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
+    return Array.from(this.encoder.encode(text, options.addSpecialTokens ?? true));
+  }
+
+  decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+        throw invalidArgument(`ids[${i}]`, `token id ${id} is not in the vocabulary [0, ${this.vocabSize})`);
+      }
+    }
+    return this.decodeLenient(ids, options.skipSpecialTokens ?? false);
+  }
+
+  /** decode() without the range check: unknown ids are dropped, as the library's decode does. */
+  private decodeLenient(ids: readonly number[], skipSpecialTokens: boolean): string {
+    const pieces: string[] = [];
+    for (const id of ids) {
+      const token = this.tokens[id];
+      if (token === undefined) continue;
+      if (skipSpecialTokens && this.special.has(id)) continue;
+      pieces.push(token);
+    }
+    if (pieces.length === 0) return '';
+    return this.decoder ? this.decoder.decode(pieces) : pieces.join(' ');
+  }
+
+  tokenText(id: number): string {
+    const cached = this.textCache.get(id);
+    if (cached !== undefined) return cached;
+    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+      throw invalidArgument('id', `token id ${id} is not in the vocabulary [0, ${this.vocabSize})`);
+    }
+    // Decoded after a plain anchor token, so that decoders that treat the first token of a
+    // sequence specially (SentencePiece strips its leading space) show the token as it reads
+    // mid-sequence: "▁Hello" → " Hello".
+    let text: string;
+    if (this.anchorId !== null) {
+      const anchor = this.decodeLenient([this.anchorId], false);
+      const both = this.decodeLenient([this.anchorId, id], false);
+      text = both.startsWith(anchor) ? both.slice(anchor.length) : this.decodeLenient([id], false);
+    } else {
+      text = this.decodeLenient([id], false);
+    }
+    this.textCache.set(id, text);
+    return text;
+  }
+
+  isSpecial(id: number): boolean {
+    return this.special.has(id);
+  }
+
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; template?: string } = {},
+  ): string {
+    if (!Array.isArray(messages)) throw invalidArgument('messages', 'must be an array of chat messages');
+    const source = options.template ?? this.chatTemplate ?? FALLBACK_CHATML_TEMPLATE;
+    return renderChatTemplate(source, messages, {
+      addGenerationPrompt: options.addGenerationPrompt,
+      tools: options.tools,
+      bosToken: this.bosTokenId !== null ? (this.tokens[this.bosTokenId] ?? null) : null,
+      eosToken: this.eosTokenIds.length > 0 ? (this.tokens[this.eosTokenIds[0]] ?? null) : null,
+    });
+  }
+
+  createDetokenizer(options: { skipSpecialTokens?: boolean } = {}): IncrementalDetokenizer {
+    const skip = options.skipSpecialTokens ?? false;
+    return new Detokenizer((ids) => this.decodeLenient(ids, skip));
+  }
+
+  /** Stops the encode worker (it never keeps the process alive; this frees it early). */
+  close(): void {
+    this.encoder.close();
+  }
+}

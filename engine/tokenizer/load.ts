@@ -1,0 +1,129 @@
+/**
+ * Finds a model's tokenizer: a Hugging Face directory (tokenizer.json + tokenizer_config.json,
+ * generation_config.json, chat_template.jinja) or a GGUF file's embedded vocabulary.
+ */
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GgufValue } from '../../native/native.js';
+import { ggufTokenizerSpec } from './gguf-vocab.js';
+import { HfTokenizer, type Tokenizer } from './hf-tokenizer.js';
+
+export async function loadTokenizer(modelPath: string): Promise<Tokenizer> {
+  if (typeof modelPath !== 'string' || modelPath.length === 0) {
+    throw new Error('model path: must be a non-empty string');
+  }
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(modelPath).isDirectory();
+  } catch {
+    throw new Error(`model path ${modelPath}: no such file or directory`);
+  }
+  if (isDirectory) return loadHfDirectory(modelPath);
+  if (!hasGgufMagic(modelPath)) {
+    throw new Error(`model path ${modelPath}: not a GGUF file (no GGUF magic) and not a Hugging Face directory`);
+  }
+  // Imported here, not at the top: the native addon is only needed for GGUF files.
+  const { readGgufMetadata } = await import('../../native/native.js');
+  return tokenizerFromGgufMetadata(readGgufMetadata(modelPath), modelPath);
+}
+
+/** Builds the tokenizer of a GGUF file from its metadata (as `readGgufMetadata` returns it). */
+export async function tokenizerFromGgufMetadata(meta: Record<string, GgufValue>, source: string): Promise<HfTokenizer> {
+  const spec = ggufTokenizerSpec(meta, source);
+  return HfTokenizer.create(
+    spec.tokenizerJson,
+    {
+      bosToken: spec.bosTokenId,
+      eosToken: spec.eosTokenId,
+      extraEosTokenIds: spec.endOfTurnIds,
+      chatTemplate: spec.chatTemplate,
+    },
+    source,
+  );
+}
+
+function hasGgufMagic(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const magic = Buffer.alloc(4);
+    return readSync(fd, magic, 0, 4, 0) === 4 && magic.toString('latin1') === 'GGUF';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readJson(path: string): Record<string, unknown> | null {
+  if (!existsSync(path)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Error(`${path}: not valid JSON: ${(error as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${path}: must hold a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** tokenizer_config.json spells a special token as its text or as an AddedToken object {content}. */
+function tokenText(value: unknown, path: string, key: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') {
+    return (value as { content: string }).content;
+  }
+  throw new Error(`${path}: ${key} must be a string or an object with "content"`);
+}
+
+/** `chat_template` is a string, or a list of named templates of which "default" is the one used for chat. */
+function chatTemplateOf(value: unknown, path: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) {
+    const named = value as { name?: unknown; template?: unknown }[];
+    const chosen = named.find((t) => t && t.name === 'default') ?? named[0];
+    if (chosen && typeof chosen.template === 'string') return chosen.template;
+  }
+  throw new Error(`${path}: chat_template must be a string or a list of {name, template}`);
+}
+
+function idList(value: unknown): number[] {
+  if (typeof value === 'number' && Number.isInteger(value)) return [value];
+  if (Array.isArray(value)) return value.filter((v): v is number => typeof v === 'number' && Number.isInteger(v));
+  return [];
+}
+
+async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
+  const tokenizerPath = join(dir, 'tokenizer.json');
+  if (!existsSync(tokenizerPath)) {
+    throw new Error(`${dir}: no tokenizer.json (a Hugging Face model directory needs one; slow-tokenizer-only directories are not supported)`);
+  }
+  const configPath = join(dir, 'tokenizer_config.json');
+  const config = readJson(configPath) ?? {};
+  const generationPath = join(dir, 'generation_config.json');
+  const generation = readJson(generationPath) ?? {};
+
+  // Where transformers looks, in its order of precedence: a separate .jinja file, then
+  // chat_template.json, then tokenizer_config.json.
+  let chatTemplate: string | null = null;
+  const jinjaPath = join(dir, 'chat_template.jinja');
+  const templateJsonPath = join(dir, 'chat_template.json');
+  if (existsSync(jinjaPath)) chatTemplate = readFileSync(jinjaPath, 'utf8');
+  else if (existsSync(templateJsonPath)) chatTemplate = chatTemplateOf(readJson(templateJsonPath)?.chat_template, templateJsonPath);
+  else chatTemplate = chatTemplateOf(config.chat_template, configPath);
+
+  const bosText = tokenText(config.bos_token, configPath, 'bos_token');
+  const eosText = tokenText(config.eos_token, configPath, 'eos_token');
+  const generationEos = idList(generation.eos_token_id);
+  const generationBos = idList(generation.bos_token_id);
+
+  return HfTokenizer.create(
+    readFileSync(tokenizerPath, 'utf8'),
+    {
+      bosToken: bosText ?? generationBos[0] ?? null,
+      eosToken: eosText ?? generationEos[0] ?? null,
+      extraEosTokenIds: generationEos,
+      chatTemplate,
+    },
+    dir,
+  );
+}
