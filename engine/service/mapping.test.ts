@@ -1,0 +1,160 @@
+/**
+ * The engine ⇄ proto mapping and the error-code mapping, through real protobuf bytes:
+ * what the client sends is what the server hands the engine, and back.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { Metadata, status as Status } from '@grpc/grpc-js';
+import * as pb from '../../gen/prism/engine/v1/engine.js';
+import { EngineError, type EngineErrorCode } from '../errors.js';
+import type { FinishEvent, GenerateRequest, TokenEvent } from '../types.js';
+import {
+  eventFromProto,
+  eventToProto,
+  generateRequestFromProto,
+  generateRequestToProto,
+  statusFromProto,
+  statusToProto,
+} from './mapping.js';
+import { fromGrpcError, toGrpcStatus } from './status-codes.js';
+
+function overTheWire(r: GenerateRequest): GenerateRequest {
+  const bytes = pb.GenerateRequest.encode(generateRequestToProto(r)).finish();
+  return generateRequestFromProto(pb.GenerateRequest.decode(bytes));
+}
+
+describe('requests', () => {
+  test('every prompt form and every parameter survives the wire; absent stays absent', () => {
+    const full: GenerateRequest = {
+      requestId: 'r-1',
+      prompt: { kind: 'text', text: 'héllo ✓', addSpecialTokens: false },
+      params: {
+        maxNewTokens: 7,
+        temperature: 0.7,
+        topK: 40,
+        topP: 0.9,
+        repetitionPenalty: 1.1,
+        presencePenalty: -0.5,
+        frequencyPenalty: 0.25,
+        seed: 2 ** 40 + 3,
+        doSample: false,
+        stop: ['\n\n', 'END'],
+        stopTokenIds: [2, 3],
+        ignoreEos: true,
+        logprobs: true,
+        topLogprobs: 5,
+        n: 2,
+        bestOf: 3,
+        truncate: 100,
+        skipSpecialTokens: false,
+        includeStopStrInOutput: true,
+      },
+    };
+    assert.deepEqual(overTheWire(full), full);
+    // 0.1 in float32 would come back as 0.10000000149; the proto uses double.
+    assert.equal(overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { topP: 0.1 } }).params.topP, 0.1);
+    assert.deepEqual(overTheWire({ prompt: { kind: 'tokens', ids: [1, 2, 3] }, params: {} }), { prompt: { kind: 'tokens', ids: [1, 2, 3] }, params: {} });
+    assert.deepEqual(overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { temperature: 0, topK: 0, doSample: false } }).params, { temperature: 0, topK: 0, doSample: false });
+    const chat: GenerateRequest = {
+      prompt: {
+        kind: 'chat',
+        addGenerationPrompt: false,
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'assistant', content: '', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+          { role: 'tool', content: '42', toolCallId: 'c1', name: 'f' },
+        ],
+      },
+      params: {},
+    };
+    assert.deepEqual(overTheWire(chat), chat);
+  });
+
+  test('shape errors name the field', () => {
+    assert.throws(() => generateRequestFromProto(pb.GenerateRequest.fromPartial({})), (e: unknown) => e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === 'prompt');
+    const badRole = pb.GenerateRequest.fromPartial({ prompt: { $case: 'chat', chat: { messages: [{ role: 'user' }, { role: 'robot' }] } } });
+    assert.throws(() => generateRequestFromProto(badRole), /prompt\.chat\.messages\[1\]\.role: must be one of system, user, assistant, tool; got 'robot'/);
+    const badTool = pb.GenerateRequest.fromPartial({ prompt: { $case: 'chat', chat: { messages: [{ role: 'assistant', toolCalls: [{ id: 'x', type: 'web' }] }] } } });
+    assert.throws(() => generateRequestFromProto(badTool), /tool_calls\[0\]\.type: must be 'function'/);
+  });
+});
+
+describe('events and status', () => {
+  const overWire = (m: pb.GenerateStreamResponse) => eventFromProto(pb.GenerateStreamResponse.decode(pb.GenerateStreamResponse.encode(m).finish()));
+
+  test('token and finish events round-trip', () => {
+    const token: TokenEvent = {
+      type: 'token',
+      requestId: 'r',
+      index: 1,
+      tokenIds: [5, 6],
+      text: 'ab',
+      logprobs: [
+        { tokenId: 5, text: 'a', logprob: -0.5, top: [{ tokenId: 9, text: 'z', logprob: -1.25 }] },
+        { tokenId: 6, text: 'b', logprob: -0.125, top: [] },
+      ],
+    };
+    assert.deepEqual(overWire(eventToProto(token)), token);
+    const plain: TokenEvent = { type: 'token', requestId: 'r', index: 0, tokenIds: [1], text: '' };
+    assert.deepEqual(overWire(eventToProto(plain)), plain);
+    for (const reason of ['stop', 'length', 'cancelled', 'error'] as const) {
+      const finish: FinishEvent = {
+        type: 'finish',
+        requestId: 'r',
+        index: 0,
+        reason,
+        text: 'ab',
+        tokenIds: [5, 6],
+        cumulativeLogprob: -0.625,
+        usage: { promptTokens: 10, completionTokens: 2, cachedPromptTokens: 8 },
+        timings: { queueMs: 1.5, prefillMs: 2.5, decodeMs: 3.5, ttftMs: 4.5 },
+        seed: 2 ** 52 + 1,
+        ...(reason === 'error' ? { error: 'boom' } : {}),
+      };
+      assert.deepEqual(overWire(eventToProto(finish)), finish);
+    }
+    assert.equal(overWire({ event: undefined }), undefined);
+  });
+
+  test('status round-trips with its histograms', () => {
+    const h = { bounds: [0.1, 1], counts: [1, 2, 3], sum: 1.75, count: 3 };
+    const s = {
+      running: 1, waiting: 2, freeBlocks: 3, totalBlocks: 4, blockSize: 16, maxBatchSize: 8, stopping: false,
+      requestsReceived: 5, requestsSucceeded: 4, requestsFailed: 1, promptTokens: 100, generationTokens: 50,
+      prefixCacheQueries: 64, prefixCacheHits: 32, preemptions: 1, ttft: h, interTokenLatency: h, e2eLatency: h,
+      promptTokensPerRequest: h, generationTokensPerRequest: h, recentAvgTtft: 0.05, recentAvgInterToken: 0.02,
+    };
+    assert.deepEqual(statusFromProto(pb.StatusResponse.decode(pb.StatusResponse.encode(statusToProto(s)).finish())), s);
+  });
+});
+
+describe('error codes', () => {
+  const pairs: [EngineErrorCode, Status][] = [
+    ['INVALID_ARGUMENT', Status.INVALID_ARGUMENT],
+    ['NOT_FOUND', Status.NOT_FOUND],
+    ['RESOURCE_EXHAUSTED', Status.RESOURCE_EXHAUSTED],
+    ['UNAVAILABLE', Status.UNAVAILABLE],
+    ['CANCELLED', Status.CANCELLED],
+    ['GENERATION_FAILED', Status.INTERNAL],
+  ];
+  for (const [code, grpcCode] of pairs) {
+    test(`${code} ⇄ ${Status[grpcCode]}, message and field kept`, () => {
+      const st = toGrpcStatus(new EngineError(code, 'params.top_p: must be in (0, 1]', 'params.top_p'));
+      assert.equal(st.code, grpcCode);
+      assert.equal(st.details, 'params.top_p: must be in (0, 1]');
+      const back = fromGrpcError(Object.assign(new Error('x'), { code: st.code, details: st.details, metadata: st.metadata }));
+      assert.equal(back.code, code);
+      assert.equal(back.message, 'params.top_p: must be in (0, 1]');
+      assert.equal(back.field, 'params.top_p');
+    });
+  }
+  test('non-engine errors are INTERNAL without a stack; transport codes map to the nearest engine code', () => {
+    const st = toGrpcStatus(new TypeError('x is undefined'));
+    assert.equal(st.code, Status.INTERNAL);
+    assert.equal(st.details, 'internal error: x is undefined');
+    const mk = (code: Status) => fromGrpcError(Object.assign(new Error('m'), { code, details: 'd', metadata: new Metadata() })).code;
+    assert.equal(mk(Status.DEADLINE_EXCEEDED), 'UNAVAILABLE');
+    assert.equal(mk(Status.UNKNOWN), 'GENERATION_FAILED');
+    assert.equal(mk(Status.OUT_OF_RANGE), 'INVALID_ARGUMENT');
+  });
+});
