@@ -19,7 +19,18 @@ function prism(...args: string[]) {
 test('--help documents every flag', () => {
   const r = prism('--help');
   assert.equal(r.status, 0);
-  for (const flag of ['--model', '--prompt', '--chat', '--max-tokens', '--temperature', '--top-p', '--top-k', '--seed', '--stats', '--help']) {
+  for (const flag of [
+    '--model',
+    '--prompt',
+    '--chat',
+    '--max-tokens',
+    '--temperature',
+    '--top-p',
+    '--top-k',
+    '--seed',
+    '--stats',
+    '--help',
+  ]) {
     assert.ok(r.stdout.includes(flag), flag);
     assert.ok(help.includes(flag));
   }
@@ -41,7 +52,17 @@ test('bad flags: a clear error and exit 2', () => {
 
 test('argument parsing defaults', () => {
   const a = parseGenerateArgs(['--prompt', 'hi', '--chat', '--seed', '5']);
-  assert.deepEqual(a, { model: undefined, prompt: 'hi', chat: true, maxTokens: 256, temperature: 0, topP: undefined, topK: undefined, seed: 5, stats: false });
+  assert.deepEqual(a, {
+    model: undefined,
+    prompt: 'hi',
+    chat: true,
+    maxTokens: 256,
+    temperature: 0,
+    topP: undefined,
+    topK: undefined,
+    seed: 5,
+    stats: false,
+  });
 });
 
 test('generates with the default model, streams text and prints --stats', () => {
@@ -52,8 +73,28 @@ test('generates with the default model, streams text and prints --stats', () => 
   assert.match(r.stderr, /load: \d+ ms/);
   assert.match(r.stderr, /prefill [\d.]+ tok\/s/);
   assert.match(r.stderr, /decode [\d.]+ tok\/s/);
-  const chat = prism('--chat', '--prompt', 'Say hello.', '--max-tokens', '8', '--temperature', '0.7', '--seed', '3');
+  const chat = prism(
+    '--chat',
+    '--prompt',
+    'Say hello.',
+    '--max-tokens',
+    '8',
+    '--temperature',
+    '0.7',
+    '--seed',
+    '3',
+  );
   assert.equal(chat.status, 0, chat.stderr);
-  const again = prism('--chat', '--prompt', 'Say hello.', '--max-tokens', '8', '--temperature', '0.7', '--seed', '3');
+  const again = prism(
+    '--chat',
+    '--prompt',
+    'Say hello.',
+    '--max-tokens',
+    '8',
+    '--temperature',
+    '0.7',
+    '--seed',
+    '3',
+  );
   assert.equal(again.stdout, chat.stdout, 'same seed, same text');
 });

@@ -40,7 +40,13 @@ interface Args {
   stats: boolean;
 }
 
-function number(name: string, raw: string | undefined, integer: boolean, check: (v: number) => boolean, rule: string): number | undefined {
+function number(
+  name: string,
+  raw: string | undefined,
+  integer: boolean,
+  check: (v: number) => boolean,
+  rule: string,
+): number | undefined {
   if (raw === undefined) return undefined;
   const v = Number(raw);
   if (raw.trim() === '' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || !check(v)) {
@@ -75,11 +81,25 @@ export function parseGenerateArgs(argv: string[]): Args {
     model: values.model,
     prompt: values.prompt,
     chat: values.chat ?? false,
-    maxTokens: number('max-tokens', values['max-tokens'], true, (v) => v >= 1, 'must be an integer >= 1') ?? 256,
-    temperature: number('temperature', values.temperature, false, (v) => v >= 0 && v <= 100, 'must be a number in [0, 100]') ?? 0,
+    maxTokens:
+      number('max-tokens', values['max-tokens'], true, (v) => v >= 1, 'must be an integer >= 1') ?? 256,
+    temperature:
+      number(
+        'temperature',
+        values.temperature,
+        false,
+        (v) => v >= 0 && v <= 100,
+        'must be a number in [0, 100]',
+      ) ?? 0,
     topP: number('top-p', values['top-p'], false, (v) => v > 0 && v <= 1, 'must be a number in (0, 1]'),
     topK: number('top-k', values['top-k'], true, (v) => v >= 0, 'must be an integer >= 0'),
-    seed: number('seed', values.seed, true, (v) => v >= 0 && v <= Number.MAX_SAFE_INTEGER, 'must be a non-negative integer'),
+    seed: number(
+      'seed',
+      values.seed,
+      true,
+      (v) => v >= 0 && v <= Number.MAX_SAFE_INTEGER,
+      'must be a non-negative integer',
+    ),
     stats: values.stats ?? false,
   };
 }
@@ -116,7 +136,8 @@ export async function run(argv: string[]): Promise<number> {
   let args: Args;
   try {
     args = parseGenerateArgs(argv);
-    if (args.prompt === undefined && process.stdin.isTTY) throw new UsageError('--prompt is required (or pipe the prompt into stdin)');
+    if (args.prompt === undefined && process.stdin.isTTY)
+      throw new UsageError('--prompt is required (or pipe the prompt into stdin)');
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     process.stderr.write(`prism generate: ${e.message}\nRun \`prism generate --help\` for the options.\n`);
@@ -131,11 +152,15 @@ export async function run(argv: string[]): Promise<number> {
   try {
     // Loaded here, not at the top: --help and argument errors must not need the native addon.
     const { loadEngine } = await import('../engine/load-engine.js');
-    engine = await loadEngine(modelPath, {
-      maxBatchSize: 4,
-      maxIterTimes: Math.min(2560, Math.max(512, args.maxTokens)),
-      kvCacheBytes: 256 << 20,
-    }, { onProgress: progress.onProgress });
+    engine = await loadEngine(
+      modelPath,
+      {
+        maxBatchSize: 4,
+        maxIterTimes: Math.min(2560, Math.max(512, args.maxTokens)),
+        kvCacheBytes: 256 << 20,
+      },
+      { onProgress: progress.onProgress },
+    );
   } catch (e) {
     progress.done();
     process.stderr.write(`prism generate: cannot load ${modelPath}: ${(e as Error).message}\n`);
@@ -145,7 +170,9 @@ export async function run(argv: string[]): Promise<number> {
   const loadMs = performance.now() - t0;
 
   const request: GenerateRequest = {
-    prompt: args.chat ? { kind: 'chat', messages: [{ role: 'user', content: prompt }] } : { kind: 'text', text: prompt },
+    prompt: args.chat
+      ? { kind: 'chat', messages: [{ role: 'user', content: prompt }] }
+      : { kind: 'text', text: prompt },
     params: {
       maxNewTokens: args.maxTokens,
       temperature: args.temperature,
@@ -177,7 +204,8 @@ export async function run(argv: string[]): Promise<number> {
     const t = finish.timings;
     const u = finish.usage;
     const prefillTps = t.prefillMs > 0 ? (u.promptTokens - u.cachedPromptTokens) / (t.prefillMs / 1000) : 0;
-    const decodeTps = t.decodeMs > 0 && u.completionTokens > 1 ? (u.completionTokens - 1) / (t.decodeMs / 1000) : 0;
+    const decodeTps =
+      t.decodeMs > 0 && u.completionTokens > 1 ? (u.completionTokens - 1) / (t.decodeMs / 1000) : 0;
     process.stderr.write(
       [
         `load: ${loadMs.toFixed(0)} ms`,

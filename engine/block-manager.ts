@@ -49,8 +49,10 @@ export class BlockManager {
   private freeCount = 0;
 
   constructor(numBlocks: number, blockSize: number, prefixCache: boolean) {
-    if (!Number.isInteger(numBlocks) || numBlocks < 1) throw new RangeError(`numBlocks must be >= 1, got ${numBlocks}`);
-    if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be >= 1, got ${blockSize}`);
+    if (!Number.isInteger(numBlocks) || numBlocks < 1)
+      throw new RangeError(`numBlocks must be >= 1, got ${numBlocks}`);
+    if (!Number.isInteger(blockSize) || blockSize < 1)
+      throw new RangeError(`blockSize must be >= 1, got ${blockSize}`);
     this.numBlocks = numBlocks;
     this.blockSize = blockSize;
     this.prefixCache = prefixCache;
@@ -130,7 +132,8 @@ export class BlockManager {
   /** Grows the table for `numNew` more tokens; returns the block copy a pending copy-on-write needs. */
   allocate(seq: KvSequence, numNew: number): BlockCopy | null {
     const need = this.blocksNeeded(seq, numNew);
-    if (need > this.freeCount) throw new Error(`KV pool exhausted: need ${need} blocks, ${this.freeCount} free`);
+    if (need > this.freeCount)
+      throw new Error(`KV pool exhausted: need ${need} blocks, ${this.freeCount} free`);
     let copy: BlockCopy | null = null;
     if (seq.cowPending) {
       const last = seq.blockTable.length - 1;

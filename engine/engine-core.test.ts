@@ -8,10 +8,25 @@ import { PagedKvSim } from './testing/paged-kv-sim.js';
 import type { EngineInfo, FinishEvent, GenerateEvent, GenerateRequest } from './types.js';
 
 function engine(opts: EngineOptions = {}, kvBlocks = 64, blockSize = 4) {
-  const options = resolveEngineOptions({ cacheBlockSize: blockSize, maxSeqLen: 200, maxInputTokenLen: 100, kvBlocks, ...opts });
+  const options = resolveEngineOptions({
+    cacheBlockSize: blockSize,
+    maxSeqLen: 200,
+    maxInputTokenLen: 100,
+    kvBlocks,
+    ...opts,
+  });
   const sim = new PagedKvSim(kvBlocks, blockSize, 100);
   const info = { modelName: 'sim' } as EngineInfo;
-  return { core: new EngineCore({ runner: sim, tokenizer: new CharTokenizer(), options, info, chatTemplate: opts.chatTemplatePath }), sim };
+  return {
+    core: new EngineCore({
+      runner: sim,
+      tokenizer: new CharTokenizer(),
+      options,
+      info,
+      chatTemplate: opts.chatTemplatePath,
+    }),
+    sim,
+  };
 }
 
 async function collect(it: AsyncIterable<GenerateEvent>) {
@@ -19,7 +34,8 @@ async function collect(it: AsyncIterable<GenerateEvent>) {
   for await (const e of it) events.push(e);
   const finishes = events.filter((e): e is FinishEvent => e.type === 'finish');
   const streamed = new Map<number, string>();
-  for (const e of events) if (e.type === 'token') streamed.set(e.index, (streamed.get(e.index) ?? '') + e.text);
+  for (const e of events)
+    if (e.type === 'token') streamed.set(e.index, (streamed.get(e.index) ?? '') + e.text);
   return { events, finishes, streamed };
 }
 
@@ -30,7 +46,10 @@ const req = (text: string, params: GenerateRequest['params'] = {}, requestId?: s
 });
 
 async function rejects(it: AsyncIterable<GenerateEvent>, code: string, pattern: RegExp) {
-  await assert.rejects(collect(it), (e: unknown) => e instanceof EngineError && e.code === code && pattern.test(e.message));
+  await assert.rejects(
+    collect(it),
+    (e: unknown) => e instanceof EngineError && e.code === code && pattern.test(e.message),
+  );
 }
 
 test('streamed deltas add up to the final text; usage and timings are reported', async () => {
@@ -60,7 +79,10 @@ test('concurrent greedy requests give the same text as one by one', async () => 
   const alone: string[] = [];
   for (const p of prompts) alone.push((await collect(core.generate(req(p)))).finishes[0].text);
   const together = await Promise.all(prompts.map((p) => collect(core.generate(req(p)))));
-  assert.deepEqual(together.map((r) => r.finishes[0].text), alone);
+  assert.deepEqual(
+    together.map((r) => r.finishes[0].text),
+    alone,
+  );
   await core.close();
 });
 
@@ -162,12 +184,35 @@ test('malformed requests are INVALID_ARGUMENT naming the field and rule', async 
     [{ doSample: 'yes' as unknown as boolean }, /params\.do_sample: must be a boolean/],
   ];
   for (const [params, pattern] of cases) {
-    await rejects(core.generate({ prompt: { kind: 'text', text: 'x' }, params }), 'INVALID_ARGUMENT', pattern);
+    await rejects(
+      core.generate({ prompt: { kind: 'text', text: 'x' }, params }),
+      'INVALID_ARGUMENT',
+      pattern,
+    );
   }
-  await rejects(core.generate({ prompt: { kind: 'tokens', ids: [1, 2, 400] }, params: {} }), 'INVALID_ARGUMENT', /prompt\.ids\[2\]/);
-  await rejects(core.generate({ prompt: { kind: 'tokens', ids: [] }, params: {} }), 'INVALID_ARGUMENT', /prompt: must not be empty/);
-  await rejects(core.generate({ prompt: { kind: 'chat', messages: [{ role: 'robot', content: 'x' }] } as never, params: {} }), 'INVALID_ARGUMENT', /prompt\.messages\[0\]\.role/);
-  await rejects(core.generate({ prompt: { kind: 'image' } as never, params: {} }), 'INVALID_ARGUMENT', /prompt\.kind/);
+  await rejects(
+    core.generate({ prompt: { kind: 'tokens', ids: [1, 2, 400] }, params: {} }),
+    'INVALID_ARGUMENT',
+    /prompt\.ids\[2\]/,
+  );
+  await rejects(
+    core.generate({ prompt: { kind: 'tokens', ids: [] }, params: {} }),
+    'INVALID_ARGUMENT',
+    /prompt: must not be empty/,
+  );
+  await rejects(
+    core.generate({
+      prompt: { kind: 'chat', messages: [{ role: 'robot', content: 'x' }] } as never,
+      params: {},
+    }),
+    'INVALID_ARGUMENT',
+    /prompt\.messages\[0\]\.role/,
+  );
+  await rejects(
+    core.generate({ prompt: { kind: 'image' } as never, params: {} }),
+    'INVALID_ARGUMENT',
+    /prompt\.kind/,
+  );
   const live = core.generate(req('dup', {}, 'same-id'));
   await rejects(core.generate(req('dup', {}, 'same-id')), 'INVALID_ARGUMENT', /request_id/);
   await collect(live);
@@ -177,7 +222,11 @@ test('malformed requests are INVALID_ARGUMENT naming the field and rule', async 
 test('over-long prompts: error naming the limit and numbers, or truncation', async () => {
   const long = 'x'.repeat(150); // 151 tokens with BOS
   const { core } = engine();
-  await rejects(core.generate(req(long)), 'INVALID_ARGUMENT', /151 tokens, more than maxInputTokenLen \(100\)/);
+  await rejects(
+    core.generate(req(long)),
+    'INVALID_ARGUMENT',
+    /151 tokens, more than maxInputTokenLen \(100\)/,
+  );
   const truncated = (await collect(core.generate(req(long, { truncate: 50 })))).finishes[0];
   assert.equal(truncated.usage.promptTokens, 50);
   await core.close();
@@ -244,7 +293,11 @@ test('preemption in a tiny pool: same outputs, counted in status', async () => {
   const prompts = ['first prompt', 'second prompt!', 'third prompt here', 'fourth'];
   const run = async (kvBlocks: number) => {
     const { core } = engine({ maxSeqLen: 60, maxInputTokenLen: 30, prefixCache: false }, kvBlocks);
-    const r = await Promise.all(prompts.map((p, i) => collect(core.generate(req(p, { maxNewTokens: 40, temperature: i % 2 ? 0.8 : 0, seed: i })))));
+    const r = await Promise.all(
+      prompts.map((p, i) =>
+        collect(core.generate(req(p, { maxNewTokens: 40, temperature: i % 2 ? 0.8 : 0, seed: i }))),
+      ),
+    );
     const st = await core.status();
     await core.close();
     return { texts: r.map((x) => x.finishes[0].text), preemptions: st.preemptions };
@@ -259,11 +312,22 @@ test('preemption in a tiny pool: same outputs, counted in status', async () => {
 test('chat prompts use the template; template errors are INVALID_ARGUMENT', async () => {
   const { core } = engine();
   assert.equal(await core.applyChatTemplate([{ role: 'user', content: 'hi' }]), '[user]hi[assistant]');
-  const f = (await collect(core.generate({ prompt: { kind: 'chat', messages: [{ role: 'user', content: 'hi' }] }, params: { maxNewTokens: 3 } }))).finishes[0];
+  const f = (
+    await collect(
+      core.generate({
+        prompt: { kind: 'chat', messages: [{ role: 'user', content: 'hi' }] },
+        params: { maxNewTokens: 3 },
+      }),
+    )
+  ).finishes[0];
   assert.equal(f.usage.promptTokens, '[user]hi[assistant]'.length);
   await core.close();
   const { core: broken } = engine({ chatTemplatePath: 'broken' });
-  await rejects(broken.generate({ prompt: { kind: 'chat', messages: [{ role: 'user', content: 'hi' }] }, params: {} }), 'INVALID_ARGUMENT', /chat template failed/);
+  await rejects(
+    broken.generate({ prompt: { kind: 'chat', messages: [{ role: 'user', content: 'hi' }] }, params: {} }),
+    'INVALID_ARGUMENT',
+    /chat template failed/,
+  );
   await broken.close();
 });
 

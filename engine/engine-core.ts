@@ -110,17 +110,28 @@ export class EngineCore implements Engine {
   }
 
   private submit(request: GenerateRequest, signal?: AbortSignal): EventQueue<GenerateEvent> {
-    if (this.stopping || this.closed) throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
-    if (request === null || typeof request !== 'object') throw invalidArgument('request', 'must be an object');
+    if (this.stopping || this.closed)
+      throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
+    if (request === null || typeof request !== 'object')
+      throw invalidArgument('request', 'must be an object');
     const o = this.deps.options;
     const tok = this.deps.tokenizer;
     const id = request.requestId ?? randomUUID();
-    if (typeof id !== 'string' || id.length === 0 || id.length > 256) throw invalidArgument('request_id', 'must be a string of 1 to 256 characters');
-    if (this.requests.has(id)) throw invalidArgument('request_id', `'${id}' is already in use by a live request`);
-    const params = resolveParams(request.params ?? {}, { vocabSize: tok.vocabSize, maxNewTokensCap: o.maxIterTimes, maxN: o.maxN });
+    if (typeof id !== 'string' || id.length === 0 || id.length > 256)
+      throw invalidArgument('request_id', 'must be a string of 1 to 256 characters');
+    if (this.requests.has(id))
+      throw invalidArgument('request_id', `'${id}' is already in use by a live request`);
+    const params = resolveParams(request.params ?? {}, {
+      vocabSize: tok.vocabSize,
+      maxNewTokensCap: o.maxIterTimes,
+      maxN: o.maxN,
+    });
     const prompt = promptTokens(tok, request.prompt, params.truncate, o, this.deps.chatTemplate);
     if (this.scheduler.waiting.length >= o.maxQueueSize) {
-      throw new EngineError('RESOURCE_EXHAUSTED', `server is overloaded: ${this.scheduler.waiting.length} requests are waiting (maxQueueSize ${o.maxQueueSize}); retry later`);
+      throw new EngineError(
+        'RESOURCE_EXHAUSTED',
+        `server is overloaded: ${this.scheduler.waiting.length} requests are waiting (maxQueueSize ${o.maxQueueSize}); retry later`,
+      );
     }
     const maxNew = Math.min(params.maxNewTokens, o.maxSeqLen - prompt.length);
     const queue = new EventQueue<GenerateEvent>(() => void this.cancel(id));
@@ -261,7 +272,10 @@ export class EngineCore implements Engine {
       if (head) this.scheduler.finish(head);
       return;
     }
-    this.failRequest(req, `request needs more KV blocks than the pool has (${this.blocks.numBlocks} blocks of ${this.blocks.blockSize})`);
+    this.failRequest(
+      req,
+      `request needs more KV blocks than the pool has (${this.blocks.numBlocks} blocks of ${this.blocks.blockSize})`,
+    );
   }
 
   private failBatch(batch: ScheduledBatch, e: unknown): void {
@@ -323,7 +337,11 @@ export class EngineCore implements Engine {
         if (r.stopped) reason = 'stop';
         byStopString = r.stopped;
       }
-      if (reason === null && (c.tokenIds.length >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen)) reason = 'length';
+      if (
+        reason === null &&
+        (c.tokenIds.length >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen)
+      )
+        reason = 'length';
       if (reason !== null && !byStopString) {
         // End of the sequence: release what the detokenizer and the stop matcher held back
         // (text after a stop string, by contrast, is dropped).
@@ -380,7 +398,9 @@ export class EngineCore implements Engine {
     };
     let chosen = req.choices;
     if (req.buffered) {
-      chosen = [...req.choices].sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob).slice(0, req.params.n);
+      chosen = [...req.choices]
+        .sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob)
+        .slice(0, req.params.n);
     }
     let generated = 0;
     chosen.forEach((c, j) => {
@@ -404,7 +424,11 @@ export class EngineCore implements Engine {
         text: c.text,
         tokenIds: c.tokenIds,
         cumulativeLogprob: c.cumulativeLogprob,
-        usage: { promptTokens: req.promptLen, completionTokens: c.tokenIds.length, cachedPromptTokens: req.cachedPromptTokens },
+        usage: {
+          promptTokens: req.promptLen,
+          completionTokens: c.tokenIds.length,
+          cachedPromptTokens: req.cachedPromptTokens,
+        },
         timings,
         seed: c.seed,
         ...(c.error !== undefined ? { error: c.error } : {}),
@@ -435,10 +459,16 @@ export class EngineCore implements Engine {
     return this.deps.tokenizer.encode(text, { addSpecialTokens });
   }
 
-  async detokenize(ids: readonly number[], skipSpecialTokens = false): Promise<{ text: string; tokens: string[] }> {
+  async detokenize(
+    ids: readonly number[],
+    skipSpecialTokens = false,
+  ): Promise<{ text: string; tokens: string[] }> {
     const tok = this.deps.tokenizer;
     const checked = checkTokenIds(ids, tok.vocabSize, 'ids');
-    return { text: tok.decode(checked, { skipSpecialTokens }), tokens: checked.map((id) => tok.tokenText(id)) };
+    return {
+      text: tok.decode(checked, { skipSpecialTokens }),
+      tokens: checked.map((id) => tok.tokenText(id)),
+    };
   }
 
   async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {

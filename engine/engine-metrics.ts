@@ -71,7 +71,14 @@ export class EngineMetrics {
   readonly recentInterToken = new RecentAverage();
 
   /** Records one finished request (times in seconds; interToken is its mean gap, or null with < 2 tokens). */
-  finished(r: { ok: boolean; ttft: number | null; interToken: number | null; e2e: number; promptTokens: number; generationTokens: number }): void {
+  finished(r: {
+    ok: boolean;
+    ttft: number | null;
+    interToken: number | null;
+    e2e: number;
+    promptTokens: number;
+    generationTokens: number;
+  }): void {
     if (r.ok) this.requestsSucceeded++;
     else this.requestsFailed++;
     this.e2e.observe(r.e2e);

@@ -18,20 +18,33 @@ export interface LoadEngineHooks {
   readonly onProgress?: (fraction: number) => void;
 }
 
-export async function loadEngine(modelPath: string, options: EngineOptions = {}, hooks: LoadEngineHooks = {}): Promise<EngineCore> {
+export async function loadEngine(
+  modelPath: string,
+  options: EngineOptions = {},
+  hooks: LoadEngineHooks = {},
+): Promise<EngineCore> {
   const o = resolveEngineOptions(options);
   let chatTemplate: string | undefined;
   if (o.chatTemplatePath !== undefined) {
     try {
       chatTemplate = readFileSync(o.chatTemplatePath, 'utf8');
     } catch (e) {
-      throw new EngineError('INVALID_ARGUMENT', `chatTemplatePath: cannot read ${o.chatTemplatePath}: ${(e as Error).message}`, 'chatTemplatePath');
+      throw new EngineError(
+        'INVALID_ARGUMENT',
+        `chatTemplatePath: cannot read ${o.chatTemplatePath}: ${(e as Error).message}`,
+        'chatTemplatePath',
+      );
     }
   }
-  const [model, tokenizer] = await Promise.all([loadModel(modelPath, hooks.onProgress), loadTokenizer(modelPath)]);
+  const [model, tokenizer] = await Promise.all([
+    loadModel(modelPath, hooks.onProgress),
+    loadTokenizer(modelPath),
+  ]);
   const m = modelInfo(model);
   if (o.maxSeqLen > m.contextLength) {
-    process.emitWarning(`maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`);
+    process.emitWarning(
+      `maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`,
+    );
   }
   const kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
   let ctx;

@@ -79,7 +79,13 @@ function bad(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `engine option ${field}: ${rule}`, field);
 }
 
-function int(options: EngineOptions, field: keyof EngineOptions, fallback: number, min: number, max: number): number {
+function int(
+  options: EngineOptions,
+  field: keyof EngineOptions,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const v = options[field];
   if (v === undefined) return fallback;
   if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(field, `must be an integer, got ${String(v)}`);
@@ -102,7 +108,10 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
   const maxN = int(options, 'maxN', Math.min(d.maxN, maxBatchSize), 1, maxBatchSize);
   const truncation = options.truncation ?? d.truncation;
   if (truncation !== 0 && truncation !== -1 && truncation !== 1) {
-    throw bad('truncation', `must be 0 (error), -1 (cut the right end) or 1 (cut the left end), got ${String(truncation)}`);
+    throw bad(
+      'truncation',
+      `must be 0 (error), -1 (cut the right end) or 1 (cut the left end), got ${String(truncation)}`,
+    );
   }
   if (options.prefixCache !== undefined && typeof options.prefixCache !== 'boolean') {
     throw bad('prefixCache', 'must be a boolean');
@@ -110,7 +119,10 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
   const threads = options.threads === undefined ? undefined : int(options, 'threads', 1, 1, 1024);
   const effectiveInput = Math.min(maxInputTokenLen, maxSeqLen - 1);
   if (kvBlocks !== undefined && kvBlocks * cacheBlockSize < maxSeqLen) {
-    throw bad('kvBlocks', `${kvBlocks} blocks of ${cacheBlockSize} tokens cannot hold one sequence of maxSeqLen ${maxSeqLen}`);
+    throw bad(
+      'kvBlocks',
+      `${kvBlocks} blocks of ${cacheBlockSize} tokens cannot hold one sequence of maxSeqLen ${maxSeqLen}`,
+    );
   }
   return {
     maxBatchSize,

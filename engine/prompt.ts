@@ -15,19 +15,30 @@ export interface EngineTokenizer {
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   tokenText(id: number): string;
-  applyChatTemplate(messages: readonly ChatMessage[], options?: { addGenerationPrompt?: boolean; template?: string }): string;
-  createDetokenizer(options?: { skipSpecialTokens?: boolean }): { push(id: number): string; flush(): string; readonly text: string };
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options?: { addGenerationPrompt?: boolean; template?: string },
+  ): string;
+  createDetokenizer(options?: { skipSpecialTokens?: boolean }): {
+    push(id: number): string;
+    flush(): string;
+    readonly text: string;
+  };
 }
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
 
 export function checkMessages(messages: unknown, field: string): readonly ChatMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) throw invalidArgument(field, 'must be a non-empty list of messages');
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw invalidArgument(field, 'must be a non-empty list of messages');
   messages.forEach((m: unknown, i) => {
     const msg = m as Partial<ChatMessage> | null;
     if (msg === null || typeof msg !== 'object') throw invalidArgument(`${field}[${i}]`, 'must be an object');
     if (typeof msg.role !== 'string' || !ROLES.has(msg.role)) {
-      throw invalidArgument(`${field}[${i}].role`, `must be one of system, user, assistant, tool, got ${JSON.stringify(msg.role)}`);
+      throw invalidArgument(
+        `${field}[${i}].role`,
+        `must be one of system, user, assistant, tool, got ${JSON.stringify(msg.role)}`,
+      );
     }
     if (typeof msg.content !== 'string') throw invalidArgument(`${field}[${i}].content`, 'must be a string');
   });
@@ -43,7 +54,10 @@ export function renderChat(
 ): string {
   const checked = checkMessages(messages, field);
   try {
-    return tok.applyChatTemplate(checked, { addGenerationPrompt, ...(template !== undefined ? { template } : {}) });
+    return tok.applyChatTemplate(checked, {
+      addGenerationPrompt,
+      ...(template !== undefined ? { template } : {}),
+    });
   } catch (e) {
     throw invalidArgument(field, `chat template failed: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -53,7 +67,10 @@ export function checkTokenIds(ids: unknown, vocabSize: number, field: string): n
   if (!Array.isArray(ids)) throw invalidArgument(field, 'must be a list of token ids');
   ids.forEach((id: unknown, i) => {
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= vocabSize) {
-      throw invalidArgument(`${field}[${i}]`, `must be a token id in [0, ${vocabSize}), got ${JSON.stringify(id)}`);
+      throw invalidArgument(
+        `${field}[${i}]`,
+        `must be a token id in [0, ${vocabSize}), got ${JSON.stringify(id)}`,
+      );
     }
   });
   return ids as number[];
@@ -71,7 +88,8 @@ export function promptTokens(
   limits: PromptLimits,
   chatTemplate: string | undefined,
 ): number[] {
-  if (prompt === null || typeof prompt !== 'object') throw invalidArgument('prompt', 'must be one of text, tokens, chat');
+  if (prompt === null || typeof prompt !== 'object')
+    throw invalidArgument('prompt', 'must be one of text, tokens, chat');
   let ids: number[];
   switch (prompt.kind) {
     case 'text':
@@ -88,7 +106,10 @@ export function promptTokens(
       break;
     }
     default:
-      throw invalidArgument('prompt.kind', `must be text, tokens or chat, got ${JSON.stringify((prompt as { kind: unknown }).kind)}`);
+      throw invalidArgument(
+        'prompt.kind',
+        `must be text, tokens or chat, got ${JSON.stringify((prompt as { kind: unknown }).kind)}`,
+      );
   }
   if (ids.length === 0) throw invalidArgument('prompt', 'must not be empty (0 tokens)');
   if (truncate !== undefined && ids.length > truncate) ids = ids.slice(ids.length - truncate);

@@ -9,7 +9,10 @@ import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan } from './step-plan.js';
 
 /** The part of a native StepResult the engine reads. */
-export type StepOutput = Pick<StepResult, 'tokens' | 'logprobs' | 'topLogprobsStride' | 'topLogprobIds' | 'topLogprobValues'>;
+export type StepOutput = Pick<
+  StepResult,
+  'tokens' | 'logprobs' | 'topLogprobsStride' | 'topLogprobIds' | 'topLogprobValues'
+>;
 
 export interface Runner {
   readonly blockSize: number;

@@ -38,7 +38,11 @@ test('each bad field is named with its rule', () => {
   for (const [params, field, rule] of bad) {
     assert.throws(
       () => resolveParams(params, limits),
-      (e: unknown) => e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === field && rule.test(e.message),
+      (e: unknown) =>
+        e instanceof EngineError &&
+        e.code === 'INVALID_ARGUMENT' &&
+        e.field === field &&
+        rule.test(e.message),
       field,
     );
   }

@@ -47,7 +47,8 @@ type Rule = [check: (v: number) => boolean, rule: string];
 
 function num(value: unknown, field: string, fallback: number, integer: boolean, ...rules: Rule[]): number {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalidArgument(field, `must be a finite number, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw invalidArgument(field, `must be a finite number, got ${JSON.stringify(value)}`);
   if (integer && !Number.isInteger(value)) throw invalidArgument(field, `must be an integer, got ${value}`);
   for (const [check, rule] of rules) if (!check(value)) throw invalidArgument(field, `${rule}, got ${value}`);
   return value;
@@ -55,7 +56,8 @@ function num(value: unknown, field: string, fallback: number, integer: boolean, 
 
 function bool(value: unknown, field: string, fallback: boolean): boolean {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'boolean') throw invalidArgument(field, `must be a boolean, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'boolean')
+    throw invalidArgument(field, `must be a boolean, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -63,33 +65,116 @@ const r = (check: (v: number) => boolean, rule: string): Rule => [check, rule];
 
 export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedParams {
   if (p === null || typeof p !== 'object') throw invalidArgument('params', 'must be an object');
-  const maxNewTokens = num(p.maxNewTokens, 'params.max_new_tokens', limits.maxNewTokensCap, true, r((v) => v >= 1, 'must be >= 1'));
+  const maxNewTokens = num(
+    p.maxNewTokens,
+    'params.max_new_tokens',
+    limits.maxNewTokensCap,
+    true,
+    r((v) => v >= 1, 'must be >= 1'),
+  );
   const doSample = bool(p.doSample, 'params.do_sample', true);
-  let temperature = num(p.temperature, 'params.temperature', 1, false, r((v) => v >= 0, 'must be >= 0'), r((v) => v <= 100, 'must be <= 100'));
+  let temperature = num(
+    p.temperature,
+    'params.temperature',
+    1,
+    false,
+    r((v) => v >= 0, 'must be >= 0'),
+    r((v) => v <= 100, 'must be <= 100'),
+  );
   if (!doSample) temperature = 0;
-  const topK = num(p.topK, 'params.top_k', 0, true, r((v) => v >= 0, 'must be >= 0 (0 = off)'));
-  const topP = num(p.topP, 'params.top_p', 1, false, r((v) => v > 0 && v <= 1, 'must be in (0, 1]'));
-  const repetitionPenalty = num(p.repetitionPenalty, 'params.repetition_penalty', 1, false, r((v) => v > 0, 'must be > 0'), r((v) => v <= 10, 'must be <= 10'));
-  const presencePenalty = num(p.presencePenalty, 'params.presence_penalty', 0, false, r((v) => v >= -2 && v <= 2, 'must be in [-2, 2]'));
-  const frequencyPenalty = num(p.frequencyPenalty, 'params.frequency_penalty', 0, false, r((v) => v >= -2 && v <= 2, 'must be in [-2, 2]'));
-  const seed = num(p.seed, 'params.seed', -1, true, r((v) => v >= 0 && v <= MAX_SEED, `must be in [0, ${MAX_SEED}]`));
-  const topLogprobs = num(p.topLogprobs, 'params.top_logprobs', 0, true, r((v) => v >= 0 && v <= MAX_TOP_LOGPROBS, `must be in [0, ${MAX_TOP_LOGPROBS}]`));
+  const topK = num(
+    p.topK,
+    'params.top_k',
+    0,
+    true,
+    r((v) => v >= 0, 'must be >= 0 (0 = off)'),
+  );
+  const topP = num(
+    p.topP,
+    'params.top_p',
+    1,
+    false,
+    r((v) => v > 0 && v <= 1, 'must be in (0, 1]'),
+  );
+  const repetitionPenalty = num(
+    p.repetitionPenalty,
+    'params.repetition_penalty',
+    1,
+    false,
+    r((v) => v > 0, 'must be > 0'),
+    r((v) => v <= 10, 'must be <= 10'),
+  );
+  const presencePenalty = num(
+    p.presencePenalty,
+    'params.presence_penalty',
+    0,
+    false,
+    r((v) => v >= -2 && v <= 2, 'must be in [-2, 2]'),
+  );
+  const frequencyPenalty = num(
+    p.frequencyPenalty,
+    'params.frequency_penalty',
+    0,
+    false,
+    r((v) => v >= -2 && v <= 2, 'must be in [-2, 2]'),
+  );
+  const seed = num(
+    p.seed,
+    'params.seed',
+    -1,
+    true,
+    r((v) => v >= 0 && v <= MAX_SEED, `must be in [0, ${MAX_SEED}]`),
+  );
+  const topLogprobs = num(
+    p.topLogprobs,
+    'params.top_logprobs',
+    0,
+    true,
+    r((v) => v >= 0 && v <= MAX_TOP_LOGPROBS, `must be in [0, ${MAX_TOP_LOGPROBS}]`),
+  );
   const logprobs = bool(p.logprobs, 'params.logprobs', false) || (p.topLogprobs ?? 0) > 0;
-  const n = num(p.n, 'params.n', 1, true, r((v) => v >= 1 && v <= limits.maxN, `must be in [1, ${limits.maxN}]`));
-  const bestOf = num(p.bestOf, 'params.best_of', n, true, r((v) => v >= n, `must be >= n (${n})`), r((v) => v <= limits.maxN, `must be <= ${limits.maxN}`));
-  const truncate = p.truncate === undefined || p.truncate === null ? undefined : num(p.truncate, 'params.truncate', 0, true, r((v) => v >= 1, 'must be >= 1'));
+  const n = num(
+    p.n,
+    'params.n',
+    1,
+    true,
+    r((v) => v >= 1 && v <= limits.maxN, `must be in [1, ${limits.maxN}]`),
+  );
+  const bestOf = num(
+    p.bestOf,
+    'params.best_of',
+    n,
+    true,
+    r((v) => v >= n, `must be >= n (${n})`),
+    r((v) => v <= limits.maxN, `must be <= ${limits.maxN}`),
+  );
+  const truncate =
+    p.truncate === undefined || p.truncate === null
+      ? undefined
+      : num(
+          p.truncate,
+          'params.truncate',
+          0,
+          true,
+          r((v) => v >= 1, 'must be >= 1'),
+        );
 
   const stop = p.stop ?? [];
   if (!Array.isArray(stop)) throw invalidArgument('params.stop', 'must be a list of strings');
-  if (stop.length > MAX_STOP_STRINGS) throw invalidArgument('params.stop', `at most ${MAX_STOP_STRINGS} stop strings, got ${stop.length}`);
+  if (stop.length > MAX_STOP_STRINGS)
+    throw invalidArgument('params.stop', `at most ${MAX_STOP_STRINGS} stop strings, got ${stop.length}`);
   stop.forEach((s, i) => {
-    if (typeof s !== 'string' || s.length === 0) throw invalidArgument(`params.stop[${i}]`, 'must be a non-empty string');
+    if (typeof s !== 'string' || s.length === 0)
+      throw invalidArgument(`params.stop[${i}]`, 'must be a non-empty string');
   });
   const stopIds = p.stopTokenIds ?? [];
   if (!Array.isArray(stopIds)) throw invalidArgument('params.stop_token_ids', 'must be a list of token ids');
   stopIds.forEach((id, i) => {
     if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= limits.vocabSize) {
-      throw invalidArgument(`params.stop_token_ids[${i}]`, `must be a token id in [0, ${limits.vocabSize}), got ${JSON.stringify(id)}`);
+      throw invalidArgument(
+        `params.stop_token_ids[${i}]`,
+        `must be a token id in [0, ${limits.vocabSize}), got ${JSON.stringify(id)}`,
+      );
     }
   });
 

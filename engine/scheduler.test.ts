@@ -7,7 +7,14 @@ import { PagedKvSim } from './testing/paged-kv-sim.js';
 import { buildStepPlan } from './step-plan.js';
 
 const greedy: SequenceSampling = {
-  temperature: 0, topK: 0, topP: 1, repetitionPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, seed: 0n, topLogprobs: 0,
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  repetitionPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  seed: 0n,
+  topLogprobs: 0,
 };
 const sampled = (seed: bigint): SequenceSampling => ({ ...greedy, temperature: 0.8, seed });
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => (from + i) % 997);
@@ -32,7 +39,10 @@ function drive(setup: Setup, seqs: Sequence[], maxNew: number, onStep?: (s: Sche
     const batch = sched.schedule();
     assert.ok(batch.numTokens <= limits.maxPrefillTokens, 'token budget');
     assert.ok(sched.running.length <= limits.maxBatchSize, 'batch size');
-    assert.ok(batch.items.filter((i) => i.start < i.seq.tokens.length - 1).length <= limits.maxPrefillBatchSize, 'prefill batch');
+    assert.ok(
+      batch.items.filter((i) => i.start < i.seq.tokens.length - 1).length <= limits.maxPrefillBatchSize,
+      'prefill batch',
+    );
     if (batch.items.length === 0) continue; // an admission that only forked
     const out = sim.run(buildStepPlan(batch, setup.blockSize));
     sched.postprocess(batch, out.tokens);
@@ -47,8 +57,15 @@ function drive(setup: Setup, seqs: Sequence[], maxNew: number, onStep?: (s: Sche
   return { out, sched, bm, steps };
 }
 
-function requests(count: number, sampling: (i: number) => SequenceSampling, promptLen = (i: number) => 6 + i) {
-  return Array.from({ length: count }, (_, i) => new Sequence(`r${i}`, 0, range(promptLen(i), i * 31), sampling(i), i));
+function requests(
+  count: number,
+  sampling: (i: number) => SequenceSampling,
+  promptLen = (i: number) => 6 + i,
+) {
+  return Array.from(
+    { length: count },
+    (_, i) => new Sequence(`r${i}`, 0, range(promptLen(i), i * 31), sampling(i), i),
+  );
 }
 
 test('batched run equals one-by-one runs (greedy and seeded)', () => {
@@ -61,7 +78,12 @@ test('batched run equals one-by-one runs (greedy and seeded)', () => {
 });
 
 test('preemption with a tiny pool gives the same tokens as an unpreempted run', () => {
-  const mk = () => requests(5, (i) => (i % 2 ? sampled(BigInt(7 + i)) : greedy), (i) => 5 + 3 * i);
+  const mk = () =>
+    requests(
+      5,
+      (i) => (i % 2 ? sampled(BigInt(7 + i)) : greedy),
+      (i) => 5 + 3 * i,
+    );
   const big = drive({ kvBlocks: 200, blockSize: 4 }, mk(), 20);
   const tiny = drive({ kvBlocks: 12, blockSize: 4 }, mk(), 20); // one sequence needs up to 9 blocks
   assert.equal(big.sched.preemptions, 0);
@@ -78,7 +100,10 @@ test('decode never stalls behind a long prompt: it is chunked under the token bu
   });
   // From its first token until it finished, the short request produced a token every step.
   const gaps = decodeSteps.slice(1).map((n, i) => n - decodeSteps[i]);
-  assert.ok(gaps.every((g) => g === 1), `decode stalled: ${gaps}`);
+  assert.ok(
+    gaps.every((g) => g === 1),
+    `decode stalled: ${gaps}`,
+  );
   assert.equal(long.numOutput, 30);
 });
 
@@ -88,7 +113,10 @@ test('waiting requests are admitted in arrival order, at most maxBatchSize runni
   drive({ kvBlocks: 64, blockSize: 4, limits: { maxBatchSize: 3 } }, seqs, 4, (s) => {
     for (const q of s.running) if (!order.includes(q.requestId)) order.push(q.requestId);
   });
-  assert.deepEqual(order, seqs.map((s) => s.requestId));
+  assert.deepEqual(
+    order,
+    seqs.map((s) => s.requestId),
+  );
 });
 
 test('maxPrefillBatchSize caps prefills per step', () => {
@@ -113,7 +141,8 @@ test('prefix cache: a repeated prompt reuses whole blocks and gives the same tok
       if (s.numOutput >= 8) sched.finish(s);
     }
     outs.push(s.tokens.slice(s.promptLen));
-    if (id === 'warm') assert.equal(s.cachedPromptTokens, 20); // 23 prompt tokens → 5 full blocks of 4
+    if (id === 'warm')
+      assert.equal(s.cachedPromptTokens, 20); // 23 prompt tokens → 5 full blocks of 4
     else assert.equal(s.cachedPromptTokens, 0);
   }
   assert.deepEqual(outs[0], first.out.get('a/0'));
@@ -131,7 +160,11 @@ test('best_of: one prefill, then forks with their own seeds that share the promp
   assert.equal(bm.freeBlocks, 32);
   // Each fork equals an independent run with seed 42 + index.
   for (let i = 0; i < 3; i++) {
-    const alone = drive({ kvBlocks: 32, blockSize: 4 }, [new Sequence('x', 0, range(11, 3), sampled(42n + BigInt(i)), 0)], 6).out;
+    const alone = drive(
+      { kvBlocks: 32, blockSize: 4 },
+      [new Sequence('x', 0, range(11, 3), sampled(42n + BigInt(i)), 0)],
+      6,
+    ).out;
     assert.deepEqual(out.get(`f/${i}`), alone.get('x/0'));
   }
 });

@@ -88,13 +88,23 @@ export class Scheduler {
       const prefill = seq.inPrefill;
       const copy = this.blocks.allocate(seq, n);
       if (copy) copies.push(copy);
-      items.push({ seq, start: seq.numComputed, numNew: n, sample: seq.numComputed + n === seq.tokens.length });
+      items.push({
+        seq,
+        start: seq.numComputed,
+        numNew: n,
+        sample: seq.numComputed + n === seq.tokens.length,
+      });
       budget -= n;
       if (prefill) prefills++;
     }
 
     // Admit waiting sequences only when nothing had to be preempted (vLLM v1).
-    while (!preempted && this.waiting.length > 0 && budget > 0 && prefills < this.limits.maxPrefillBatchSize) {
+    while (
+      !preempted &&
+      this.waiting.length > 0 &&
+      budget > 0 &&
+      prefills < this.limits.maxPrefillBatchSize
+    ) {
       const seq = this.waiting[0];
       if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
       const cached = this.blocks.findCachedPrefix(seq);
@@ -113,7 +123,12 @@ export class Scheduler {
       }
       const copy = this.blocks.allocate(seq, n);
       if (copy) copies.push(copy);
-      items.push({ seq, start: seq.numComputed, numNew: n, sample: seq.numComputed + n === seq.tokens.length });
+      items.push({
+        seq,
+        start: seq.numComputed,
+        numNew: n,
+        sample: seq.numComputed + n === seq.tokens.length,
+      });
       budget -= n;
       prefills++;
     }
@@ -134,7 +149,7 @@ export class Scheduler {
 
   /** Removes a sequence for good and frees its blocks. */
   finish(seq: Sequence): void {
-    remove(this.running, seq) || remove(this.waiting, seq);
+    if (!remove(this.running, seq)) remove(this.waiting, seq);
     this.blocks.free(seq);
     seq.status = 'finished';
   }
@@ -153,7 +168,15 @@ export class Scheduler {
     const prompt = parent.tokens.slice(0, parent.promptLen);
     for (let i = 1; i < k; i++) {
       const sampling = { ...parent.sampling, seed: (parent.sampling.seed + BigInt(i)) & U64 };
-      const child = new Sequence(parent.requestId, parent.index + i, prompt, sampling, parent.arrival, 0, parent.cacheExtra);
+      const child = new Sequence(
+        parent.requestId,
+        parent.index + i,
+        prompt,
+        sampling,
+        parent.arrival,
+        0,
+        parent.cacheExtra,
+      );
       child.cachedPromptTokens = parent.cachedPromptTokens;
       this.blocks.fork(parent, child);
       child.status = 'running';

@@ -3,7 +3,16 @@ import assert from 'node:assert/strict';
 import { Sequence } from './request-state.js';
 import { buildStepPlan } from './step-plan.js';
 
-const sampling = { temperature: 0.5, topK: 40, topP: 0.9, repetitionPenalty: 1.1, presencePenalty: 0, frequencyPenalty: 0, seed: 7n, topLogprobs: 2 };
+const sampling = {
+  temperature: 0.5,
+  topK: 40,
+  topP: 0.9,
+  repetitionPenalty: 1.1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  seed: 7n,
+  topLogprobs: 2,
+};
 
 test('CSR layout: a prefill chunk and a decode token in one plan', () => {
   const a = new Sequence('a', 0, [1, 2, 3, 4, 5, 6], { ...sampling, repetitionPenalty: 1 }, 0);

@@ -45,7 +45,9 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     seqTokenOffsets[s + 1] = t;
     const nBlocks = Math.ceil((start + numNew) / blockSize);
     if (seq.blockTable.length < nBlocks) {
-      throw new Error(`sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`);
+      throw new Error(
+        `sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`,
+      );
     }
     for (let i = 0; i < nBlocks; i++) blockTables[b++] = seq.blockTable[i];
     blockTableOffsets[s + 1] = b;
@@ -94,6 +96,10 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
   };
 }
 
-function hasPenalty(sp: { repetitionPenalty: number; presencePenalty: number; frequencyPenalty: number }): boolean {
+function hasPenalty(sp: {
+  repetitionPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+}): boolean {
   return sp.repetitionPenalty !== 1 || sp.presencePenalty !== 0 || sp.frequencyPenalty !== 0;
 }

@@ -27,7 +27,10 @@ test('a false start is released once it cannot be a stop string', () => {
 
 test('the earliest of several stop strings wins; include_stop_str keeps it', () => {
   assert.deepEqual(feed(new StopStringMatcher(['END', 'x']), ['abxcdEND']), { out: 'ab', stopped: true });
-  assert.deepEqual(feed(new StopStringMatcher(['END'], true), ['ab', 'E', 'N', 'Dzz']), { out: 'abEND', stopped: true });
+  assert.deepEqual(feed(new StopStringMatcher(['END'], true), ['ab', 'E', 'N', 'Dzz']), {
+    out: 'abEND',
+    stopped: true,
+  });
 });
 
 test('held text is flushed when generation ends otherwise; no stops means pass-through', () => {

@@ -15,7 +15,14 @@ let engine: EngineCore;
 const model = ensureDefaultModel();
 
 before(async () => {
-  engine = await loadEngine(model, { maxBatchSize: 16, maxPrefillTokens: 1024, kvCacheBytes: 96 << 20, maxSeqLen: 1024, maxInputTokenLen: 600, threads: 2 });
+  engine = await loadEngine(model, {
+    maxBatchSize: 16,
+    maxPrefillTokens: 1024,
+    kvCacheBytes: 96 << 20,
+    maxSeqLen: 1024,
+    maxInputTokenLen: 600,
+    threads: 2,
+  });
 });
 after(async () => {
   await engine?.close();
@@ -58,7 +65,13 @@ test('many concurrent greedy streams give the same text as one by one', async ()
 test('a prefix-cached request gives the same tokens as a cold one and reports cached tokens', async () => {
   const system = 'You are a careful assistant. '.repeat(30);
   const request = (q: string): GenerateRequest => ({
-    prompt: { kind: 'chat', messages: [{ role: 'system', content: system }, { role: 'user', content: q }] },
+    prompt: {
+      kind: 'chat',
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: q },
+      ],
+    },
     params: { temperature: 0, maxNewTokens: 16 },
   });
   const before = await engine.status();
@@ -77,12 +90,18 @@ test('a prefix-cached request gives the same tokens as a cold one and reports ca
 });
 
 test('the same seed gives the same sampled text alone and in a busy batch', async () => {
-  const seeded: GenerateRequest = { prompt: { kind: 'text', text: 'Write a word:' }, params: { temperature: 0.9, topP: 0.95, seed: 4242, maxNewTokens: 20, ignoreEos: true } };
+  const seeded: GenerateRequest = {
+    prompt: { kind: 'text', text: 'Write a word:' },
+    params: { temperature: 0.9, topP: 0.95, seed: 4242, maxNewTokens: 20, ignoreEos: true },
+  };
   const alone = await run(engine, seeded);
   const busy = await Promise.all([
     run(engine, { ...greedy(prompts[1]) }),
     run(engine, seeded),
-    run(engine, { prompt: { kind: 'text', text: 'Write a word:' }, params: { temperature: 0.9, seed: 7, maxNewTokens: 20 } }),
+    run(engine, {
+      prompt: { kind: 'text', text: 'Write a word:' },
+      params: { temperature: 0.9, seed: 7, maxNewTokens: 20 },
+    }),
     run(engine, greedy(prompts[2])),
   ]);
   assert.deepEqual(busy[1].finish.tokenIds, alone.finish.tokenIds);
@@ -109,16 +128,38 @@ test('cancellation stops the stream and frees its blocks', async () => {
 
 test('over-long prompts and malformed params are INVALID_ARGUMENT naming the limit or field', async () => {
   const long = 'word '.repeat(800);
-  await assert.rejects(run(engine, greedy(long)), (e: unknown) => e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && /more than maxInputTokenLen \(600\)/.test(e.message));
-  const t = await run(engine, { ...greedy(long, 4), params: { temperature: 0, maxNewTokens: 4, truncate: 100 } });
+  await assert.rejects(
+    run(engine, greedy(long)),
+    (e: unknown) =>
+      e instanceof EngineError &&
+      e.code === 'INVALID_ARGUMENT' &&
+      /more than maxInputTokenLen \(600\)/.test(e.message),
+  );
+  const t = await run(engine, {
+    ...greedy(long, 4),
+    params: { temperature: 0, maxNewTokens: 4, truncate: 100 },
+  });
   assert.equal(t.finish.usage.promptTokens, 100);
-  await assert.rejects(run(engine, { prompt: { kind: 'text', text: 'x' }, params: { topK: -3 } }), (e: unknown) => e instanceof EngineError && e.field === 'params.top_k');
-  await assert.rejects(run(engine, { prompt: { kind: 'tokens', ids: [1, 10_000_000] }, params: {} }), (e: unknown) => e instanceof EngineError && e.field === 'prompt.ids[1]');
+  await assert.rejects(
+    run(engine, { prompt: { kind: 'text', text: 'x' }, params: { topK: -3 } }),
+    (e: unknown) => e instanceof EngineError && e.field === 'params.top_k',
+  );
+  await assert.rejects(
+    run(engine, { prompt: { kind: 'tokens', ids: [1, 10_000_000] }, params: {} }),
+    (e: unknown) => e instanceof EngineError && e.field === 'prompt.ids[1]',
+  );
 });
 
 test('preemption in a tiny pool gives the same tokens as an unpreempted run', async () => {
   // 12 blocks of 16 tokens; four requests of ~10 + 64 tokens need ~20 blocks together.
-  const tiny = await loadEngine(model, { cacheBlockSize: 16, kvBlocks: 12, maxSeqLen: 192, maxBatchSize: 8, prefixCache: false, threads: 2 });
+  const tiny = await loadEngine(model, {
+    cacheBlockSize: 16,
+    kvBlocks: 12,
+    maxSeqLen: 192,
+    maxBatchSize: 8,
+    prefixCache: false,
+    threads: 2,
+  });
   try {
     const reqs = prompts.slice(0, 4).map((p, i): GenerateRequest => ({
       prompt: { kind: 'text', text: p },
@@ -136,7 +177,10 @@ test('preemption in a tiny pool gives the same tokens as an unpreempted run', as
 });
 
 test('n copies share the prompt and each finishes with its own seed', async () => {
-  const r = await run(engine, { prompt: { kind: 'text', text: 'A short poem:' }, params: { temperature: 1, seed: 5, n: 3, maxNewTokens: 12 } });
+  const r = await run(engine, {
+    prompt: { kind: 'text', text: 'A short poem:' },
+    params: { temperature: 1, seed: 5, n: 3, maxNewTokens: 12 },
+  });
   const finishes = r.events.filter((e): e is FinishEvent => e.type === 'finish');
   assert.deepEqual(finishes.map((f) => f.index).sort(), [0, 1, 2]);
   assert.deepEqual(finishes.map((f) => f.seed).sort(), [5, 6, 7]);

@@ -28,10 +28,16 @@ export class CharTokenizer implements EngineTokenizer {
   }
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
-    return ids.filter((id) => !(options.skipSpecialTokens && id >= 95)).map((id) => this.tokenText(id)).join('');
+    return ids
+      .filter((id) => !(options.skipSpecialTokens && id >= 95))
+      .map((id) => this.tokenText(id))
+      .join('');
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], options: { addGenerationPrompt?: boolean; template?: string } = {}): string {
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    options: { addGenerationPrompt?: boolean; template?: string } = {},
+  ): string {
     if (options.template === 'broken') throw new Error('template error: unexpected end');
     const body = messages.map((m) => `[${m.role}]${m.content}`).join('');
     return options.addGenerationPrompt === false ? body : body + '[assistant]';

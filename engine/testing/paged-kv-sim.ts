@@ -77,6 +77,12 @@ export class PagedKvSim implements Runner {
       tokens[s] = h % this.vocabSize;
       logprobs[s] = -((h >>> 8) % 1000) / 100;
     }
-    return { tokens, logprobs, topLogprobsStride: 0, topLogprobIds: new Int32Array(0), topLogprobValues: new Float32Array(0) };
+    return {
+      tokens,
+      logprobs,
+      topLogprobsStride: 0,
+      topLogprobIds: new Int32Array(0),
+      topLogprobValues: new Float32Array(0),
+    };
   }
 }
