@@ -1,0 +1,253 @@
+/**
+ * Kernel tests through the addon's test hooks: every storage type × every instruction-set
+ * family this CPU supports, against the f32 product of the dequantized weights; the
+ * reference (de)quantizers' round-trip error; and dequantization checked bit for bit against
+ * the Python `gguf` package on the same bytes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
+
+const TYPES: readonly TensorType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K'];
+const BLOCK: Record<TensorType, number> = {
+  F32: 1,
+  F16: 1,
+  BF16: 1,
+  Q8_0: 32,
+  Q4_0: 32,
+  Q4_1: 32,
+  Q4_K: 256,
+  Q6_K: 256,
+};
+
+/** Families the CPU can run (the kernels refuse the others). */
+function supportedIsas(): string[] {
+  const f = cpuFeatures();
+  const isas = ['reference'];
+  if (f.avx2 && f.fma && f.f16c) isas.push('avx2');
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni && f.avx512bf16) isas.push('avx512');
+  return isas;
+}
+
+/** Deterministic normal-ish values (sum of uniforms) so failures reproduce. */
+function randomMatrix(count: number, seed: number, scale = 1): Float32Array {
+  let s = seed >>> 0 || 1;
+  const next = () => {
+    s ^= s << 13;
+    s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    s >>>= 0;
+    return s / 0x100000000;
+  };
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i++) out[i] = (next() + next() + next() + next() - 2) * scale;
+  return out;
+}
+
+function norms(m: Float32Array, rows: number, cols: number): Float64Array {
+  const out = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    for (let k = 0; k < cols; k++) s += m[r * cols + k]! * m[r * cols + k]!;
+    out[r] = Math.sqrt(s);
+  }
+  return out;
+}
+
+/**
+ * Largest |y - x·Wᵀ| over all outputs, relative to |W_r|·|x_t| (the scale of that dot
+ * product), with W the dequantized weights and the product in f64.
+ */
+function worstRelativeError(
+  y: Float32Array,
+  w: Float32Array,
+  x: Float32Array,
+  rows: number,
+  cols: number,
+  n: number,
+): number {
+  const wn = norms(w, rows, cols);
+  const xn = norms(x, n, cols);
+  let worst = 0;
+  for (let t = 0; t < n; t++) {
+    for (let r = 0; r < rows; r++) {
+      let acc = 0;
+      for (let k = 0; k < cols; k++) acc += w[r * cols + k]! * x[t * cols + k]!;
+      const e = Math.abs(y[t * rows + r]! - acc) / (wn[r]! * xn[t]! + 1e-30);
+      worst = Math.max(worst, Number.isNaN(e) ? Infinity : e);
+    }
+  }
+  return worst;
+}
+
+/**
+ * Tolerance per (type, isa): the reference kernel computes in f32 on the dequantized
+ * weights; the fast quantized kernels round the activations to int8 per 32 values (error
+ * ~ 1/254 of each block's max, largely averaging out over a row), and AVX-512's BF16 kernel
+ * rounds them to bf16.
+ */
+function tolerance(type: TensorType, isa: string): number {
+  if (isa === 'reference') return 1e-5;
+  if (type === 'F32' || type === 'F16' || (type === 'BF16' && isa !== 'avx512')) return 1e-5;
+  return 1e-2;
+}
+
+for (const isa of supportedIsas()) {
+  test(`matmul (${isa}) matches the dequantized f32 product for every type and awkward shapes`, () => {
+    let seed = 1;
+    for (const type of TYPES) {
+      const block = BLOCK[type];
+      // Float types also get column counts that are not a multiple of the vector width.
+      const colChoices = block === 1 ? [8, 37, 200] : [block, block * 3, block === 32 ? 576 : 512];
+      for (const rows of [1, 5, 67]) {
+        for (const cols of colChoices) {
+          for (const n of [1, 3, 17, 64]) {
+            const w = randomMatrix(rows * cols, seed++);
+            const x = randomMatrix(n * cols, seed++, 3);
+            const q = kernelTestHooks.quantize(type, w, rows, cols);
+            const wd = kernelTestHooks.dequantize(type, q, rows, cols);
+            const y = kernelTestHooks.matmul(type, q, rows, cols, x, n, isa);
+            assert.equal(y.length, rows * n);
+            const err = worstRelativeError(y, wd, x, rows, cols, n);
+            assert.ok(
+              err < tolerance(type, isa),
+              `${type} ${isa} rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
+            );
+          }
+        }
+      }
+    }
+  });
+}
+
+test('matmul handles zero weights and zero activations without NaN', () => {
+  for (const isa of supportedIsas()) {
+    for (const type of TYPES) {
+      const cols = BLOCK[type] === 1 ? 64 : BLOCK[type] * 2;
+      const zeros = new Float32Array(5 * cols);
+      const q = kernelTestHooks.quantize(type, zeros, 5, cols);
+      const x = randomMatrix(3 * cols, 99);
+      const fromZeroWeights = kernelTestHooks.matmul(type, q, 5, cols, x, 3, isa);
+      assert.ok(
+        fromZeroWeights.length === 15 && fromZeroWeights.every((v) => v === 0),
+        `${type} ${isa}: zero weights give ${Array.from(fromZeroWeights).slice(0, 4).join(',')}`,
+      );
+      const w = kernelTestHooks.quantize(type, randomMatrix(5 * cols, 7), 5, cols);
+      const y = kernelTestHooks.matmul(type, w, 5, cols, new Float32Array(3 * cols), 3, isa);
+      assert.ok(
+        y.every((v) => v === 0),
+        `${type} ${isa}: zero activations give ${Array.from(y).slice(0, 4).join(',')}`,
+      );
+    }
+  }
+});
+
+test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {
+  const q = kernelTestHooks.quantize('Q8_0', randomMatrix(64, 3), 2, 32);
+  const x = randomMatrix(32, 4);
+  assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'sse9'), /isa/);
+  if (!supportedIsas().includes('avx512')) {
+    assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'avx512'), /not supported/);
+  }
+  assert.throws(() => kernelTestHooks.quantize('Q4_1', randomMatrix(40, 5), 1, 40), /multiple of 32/);
+});
+
+/** Max |x - deq(q(x))| over a row relative to the row's max |x|, per type. */
+const ROUND_TRIP_BOUND: Record<TensorType, number> = {
+  F32: 0,
+  F16: 1e-3,
+  BF16: 8e-3,
+  Q8_0: 1 / 127 + 1e-4, // half a step of max/127 plus f16 rounding of d
+  Q4_0: 1 / 8 + 1e-3, // half a step of max/8
+  Q4_1: 1 / 15 + 1e-3, // half a step of (max-min)/15 ≤ 2·max/15
+  Q4_K: 0.2, // 6-bit scales and mins on top of 4-bit values
+  Q6_K: 0.05,
+};
+
+test('quantize → dequantize round trip stays within each type’s error bound', () => {
+  const rows = 6;
+  const cols = 512;
+  for (const type of TYPES) {
+    const x = randomMatrix(rows * cols, 11, 5);
+    const back = kernelTestHooks.dequantize(type, kernelTestHooks.quantize(type, x, rows, cols), rows, cols);
+    for (let r = 0; r < rows; r++) {
+      let maxAbs = 0;
+      let maxErr = 0;
+      for (let k = 0; k < cols; k++) {
+        maxAbs = Math.max(maxAbs, Math.abs(x[r * cols + k]!));
+        maxErr = Math.max(maxErr, Math.abs(x[r * cols + k]! - back[r * cols + k]!));
+      }
+      assert.ok(maxErr <= ROUND_TRIP_BOUND[type] * maxAbs, `${type} row ${r}: error ${maxErr / maxAbs}`);
+    }
+  }
+});
+
+// Dequantizes every file it is given with gguf.quants and writes the f32 result next to it;
+// also quantizes the source floats where gguf has a quantizer for the type.
+const PYTHON_GGUF = `
+import sys, numpy as np
+from gguf import GGMLQuantizationType as T, quants
+d, types, rows, cols = sys.argv[1], sys.argv[2].split(','), int(sys.argv[3]), int(sys.argv[4])
+for name in types:
+    q = np.fromfile(f"{d}/{name}.q", dtype=np.uint8).reshape(rows, -1)
+    quants.dequantize(q, T[name]).astype(np.float32).tofile(f"{d}/{name}.deq")
+    try:
+        x = np.fromfile(f"{d}/{name}.f32", dtype=np.float32).reshape(rows, cols)
+        np.ascontiguousarray(quants.quantize(x, T[name])).view(np.uint8).tofile(f"{d}/{name}.pyq")
+    except NotImplementedError:
+        pass
+`;
+
+test('dequantization is bit-exact with the Python gguf package; quantization matches where gguf has a quantizer', (t) => {
+  const probe = spawnSync('python3', ['-c', 'import gguf, numpy'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    t.skip('python3 with the gguf package is not available');
+    return;
+  }
+  const rows = 5;
+  const cols = 512;
+  const dir = mkdtempSync(join(tmpdir(), 'prism-kernels-'));
+  try {
+    const quantized = new Map<TensorType, Uint8Array>();
+    for (const [i, type] of TYPES.entries()) {
+      const x = randomMatrix(rows * cols, 100 + i, 2);
+      x.fill(0, 0, 40); // an all-zero block
+      const q = kernelTestHooks.quantize(type, x, rows, cols);
+      quantized.set(type, q);
+      writeFileSync(join(dir, `${type}.f32`), x);
+      writeFileSync(join(dir, `${type}.q`), q);
+    }
+    const run = spawnSync('python3', ['-c', PYTHON_GGUF, dir, TYPES.join(','), String(rows), String(cols)], {
+      encoding: 'utf8',
+    });
+    assert.equal(run.status, 0, run.stderr);
+    for (const type of TYPES) {
+      const ours = new Uint32Array(kernelTestHooks.dequantize(type, quantized.get(type)!, rows, cols).buffer);
+      const theirsBytes = readFileSync(join(dir, `${type}.deq`));
+      const theirs = new Uint32Array(theirsBytes.buffer, theirsBytes.byteOffset, theirsBytes.byteLength / 4);
+      assert.equal(ours.length, theirs.length, type);
+      const firstDiff = ours.findIndex((v, i) => v !== theirs[i]);
+      assert.equal(firstDiff, -1, `${type}: dequantized value ${firstDiff} differs from gguf's`);
+      let pyq: Buffer | undefined;
+      try {
+        pyq = readFileSync(join(dir, `${type}.pyq`));
+      } catch {
+        pyq = undefined; // gguf has no quantizer for this type (the K-quants)
+      }
+      if (pyq !== undefined) {
+        assert.ok(
+          Buffer.from(quantized.get(type)!).equals(pyq),
+          `${type}: quantized bytes differ from gguf's`,
+        );
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
