@@ -133,6 +133,12 @@ export interface StepResult {
   readonly topLogprobValues: Float32Array;
   /** Present when the plan asked for logits. */
   readonly logits?: Float32Array;
+  /**
+   * Present only when some sequence could not be sampled (e.g. its allowed-token mask
+   * excludes every token): errors[s] is the reason, null for the sequences that succeeded.
+   * Such a sequence has tokens[s] = -1; the other sequences' results are valid.
+   */
+  readonly errors?: ReadonlyArray<string | null>;
 }
 
 export interface ContextOptions {
@@ -256,8 +262,12 @@ export function disposeContext(ctx: ContextHandle): void {
   addon.disposeContext(ctx);
 }
 
-/** Runs one mixed batch off the JS thread. At most one step per context may be in flight. */
-export function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
+/**
+ * Runs one mixed batch off the JS thread. At most one step per context may be in flight.
+ * A plan that breaks a rule rejects (TypeError/RangeError naming the field) rather than
+ * throwing synchronously, so callers handle every failure the same way.
+ */
+export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
   return wrapNativeError(() => addon.step(ctx, plan));
 }
 

@@ -1,0 +1,82 @@
+// An inference context: the paged KV cache, a thread pool and every scratch buffer a step
+// needs, all sized once at creation for (maxBatchTokens, maxSeqs), bound to one model.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "model.h"
+#include "sampler.h"
+#include "step_plan.h"
+#include "thread_pool.h"
+
+namespace prism {
+
+struct ContextOptionsData {
+  int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
+  int threads = 1;
+};
+
+class Context {
+ public:
+  Context(std::shared_ptr<Model> model, const ContextOptionsData& opts);
+
+  // Runs one validated plan (see addon validation) on the calling thread + the pool.
+  void step(const StepPlanData& plan, StepResultData& out);
+
+  const std::shared_ptr<Model>& model() const { return model_; }
+  const ContextOptionsData& options() const { return opts_; }
+  size_t kvBytes() const { return (kCache_.size() + vCache_.size()) * sizeof(uint16_t); }
+  int threads() const { return pool_.size(); }
+
+  // The plan/result buffers the addon fills and reads (reused step after step).
+  StepPlanData plan;
+  StepResultData result;
+  std::atomic<bool> busy{false};
+
+ private:
+  // Runs f(begin, end, thread) over [0, count): inline when the work is small (decode's
+  // per-token vector ops), else split across the pool.
+  template <typename F>
+  void forRange(int64_t count, int64_t workPerItem, F&& f);
+  void copyBlocks(const StepPlanData& plan);
+  void embed(const StepPlanData& plan);
+  void ropeTables(const StepPlanData& plan);
+  void layer(int64_t l, const StepPlanData& plan);
+  void attention(int64_t l, const StepPlanData& plan);
+  void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
+  void outputHead(const StepPlanData& plan, StepResultData& out);
+  void sampleAll(const StepPlanData& plan, StepResultData& out);
+
+  uint16_t* kAt(int64_t layer, int64_t block, int64_t kvHead) {
+    return kCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
+  }
+  uint16_t* vAt(int64_t layer, int64_t block, int64_t kvHead) {
+    return vCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
+  }
+
+  std::shared_ptr<Model> model_;
+  const ModelConfig& cfg_;
+  ContextOptionsData opts_;
+  ThreadPool pool_;
+  KernelScratch scratch_;
+  int64_t qDim_, kvDim_, qkvDim_;
+
+  // KV cache in F16: [layer][block][kvHead][slot][headDim] for K and for V.
+  std::vector<uint16_t> kCache_, vCache_;
+  // Activations, [maxBatchTokens × width].
+  std::vector<float> x_, xn_, qkv_, attn_, gu_, act_, tmp_;
+  std::vector<float> ropeCos_, ropeSin_;  // [maxBatchTokens × headDim/2]
+  std::vector<float> invFreq_;            // [headDim/2]
+  std::vector<int32_t> tokenSeq_;         // sequence of each token of the step
+  std::vector<int32_t> outRows_;          // tokens whose logits are computed
+  std::vector<int32_t> seqOutRow_;        // per sequence: row of its last token in logits_, -1 if none
+  std::vector<float> xSel_;               // [maxBatchTokens × hidden]
+  std::vector<float> logits_;             // [rows × vocab]
+  std::vector<std::vector<float>> attnScratch_;  // per thread: scores [blockSize] + acc [headDim]
+  std::vector<SamplerScratch> samplerScratch_;   // per thread
+};
+
+}  // namespace prism

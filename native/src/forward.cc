@@ -1,0 +1,362 @@
+// The forward pass of one step: embeddings → N × (attention block, SwiGLU MLP) → final
+// norm → output head for the rows that need logits → sampling. Runs on the stepping thread
+// (pool thread 0) with the context's pool; allocates nothing for plans within the limits
+// the context was sized for (a 'all'-logits step grows the logits buffer once).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "context.h"
+#include "simd.h"
+
+namespace prism {
+
+Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
+    : model_(std::move(model)), cfg_(model_->cfg), opts_(opts), pool_(opts.threads) {
+  const ModelConfig& c = cfg_;
+  const int64_t T = opts.maxBatchTokens, hd = c.headDim;
+  qDim_ = c.heads * hd;
+  kvDim_ = c.kvHeads * hd;
+  qkvDim_ = qDim_ + 2 * kvDim_;
+  const size_t kvElems = static_cast<size_t>(c.layers * opts.kvBlocks * c.kvHeads * opts.blockSize * hd);
+  kCache_.assign(kvElems, 0);
+  vCache_.assign(kvElems, 0);
+  x_.resize(T * c.hidden);
+  xn_.resize(T * std::max(c.hidden, qDim_));
+  qkv_.resize(T * qkvDim_);
+  attn_.resize(T * qDim_);
+  gu_.resize(T * 2 * c.intermediate);
+  act_.resize(T * c.intermediate);
+  tmp_.resize(T * c.hidden);
+  ropeCos_.resize(T * hd / 2);
+  ropeSin_.resize(T * hd / 2);
+  invFreq_.resize(hd / 2);
+  for (int64_t i = 0; i < hd / 2; i++) {
+    double f = 1.0 / std::pow(c.ropeTheta, 2.0 * static_cast<double>(i) / static_cast<double>(hd));
+    if (!c.ropeFreqFactors.empty()) f /= c.ropeFreqFactors[i];
+    invFreq_[i] = static_cast<float>(f);
+  }
+  tokenSeq_.resize(T);
+  outRows_.reserve(T);
+  seqOutRow_.resize(opts.maxSeqs);
+  xSel_.resize(T * c.hidden);
+  logits_.resize(opts.maxSeqs * c.vocab);
+  attnScratch_.resize(pool_.size());
+  for (auto& s : attnScratch_) s.resize(opts.blockSize + hd);
+  samplerScratch_.resize(pool_.size());
+  for (auto& s : samplerScratch_) s.reserve(c.vocab);
+  scratch_.reserve(T, std::max(model_->maxLinearCols, c.hidden), pool_.size());
+
+  // Plan buffers: reserve the worst case so steady-state steps never reallocate.
+  plan.tokens.reserve(T);
+  plan.positions.reserve(T);
+  for (auto* v : {&plan.seqTokenOffsets, &plan.blockTableOffsets, &plan.penaltyTokenOffsets})
+    v->reserve(opts.maxSeqs + 1);
+  for (auto* v : {&plan.topK, &plan.sampleCounters, &plan.allowedMaskRows, &plan.topLogprobs}) v->reserve(opts.maxSeqs);
+  for (auto* v : {&plan.temperature, &plan.topP, &plan.repetitionPenalty, &plan.presencePenalty, &plan.frequencyPenalty})
+    v->reserve(opts.maxSeqs);
+  plan.sample.reserve(opts.maxSeqs);
+  plan.seeds.reserve(opts.maxSeqs);
+  result.tokens.reserve(opts.maxSeqs);
+  result.logprobs.reserve(opts.maxSeqs);
+  result.errors.reserve(opts.maxSeqs);
+}
+
+template <typename F>
+void Context::forRange(int64_t count, int64_t workPerItem, F&& f) {
+  if (count <= 0) return;
+  if (pool_.size() == 1 || count == 1 || count * workPerItem < 16384) {
+    f(int64_t{0}, count, 0);
+    return;
+  }
+  auto task = [&](int i, int n) {
+    int64_t begin = count * i / n, end = count * (i + 1) / n;
+    if (begin < end) f(begin, end, i);
+  };
+  pool_.run(TaskRef(task));
+}
+
+void Context::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {
+  for (const auto& p : g.parts) matmul(p.w, x, n, g.inFeatures, y + p.outOffset, ldy, pool_, scratch_);
+}
+
+void Context::copyBlocks(const StepPlanData& plan) {
+  const size_t per = static_cast<size_t>(cfg_.kvHeads * opts_.blockSize * cfg_.headDim);
+  for (size_t k = 0; k + 1 < plan.blockCopies.size(); k += 2) {
+    int64_t src = plan.blockCopies[k], dst = plan.blockCopies[k + 1];
+    if (src == dst) continue;
+    for (int64_t l = 0; l < cfg_.layers; l++) {
+      std::memcpy(kAt(l, dst, 0), kAt(l, src, 0), per * sizeof(uint16_t));
+      std::memcpy(vAt(l, dst, 0), vAt(l, src, 0), per * sizeof(uint16_t));
+    }
+  }
+}
+
+void Context::embed(const StepPlanData& plan) {
+  const int64_t D = cfg_.hidden;
+  forRange(plan.T, D * 4, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) dequantizeRow(model_->embedType, model_->embedData, D, plan.tokens[t], &x_[t * D]);
+  });
+}
+
+void Context::ropeTables(const StepPlanData& plan) {
+  const int64_t half = cfg_.headDim / 2;
+  forRange(plan.T, half * 16, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) {
+      const double pos = plan.positions[t];
+      for (int64_t i = 0; i < half; i++) {
+        // Angle in double: positions up to millions times frequencies near 1 lose the
+        // fractional part in float.
+        double a = pos * static_cast<double>(invFreq_[i]);
+        ropeCos_[t * half + i] = static_cast<float>(std::cos(a));
+        ropeSin_[t * half + i] = static_cast<float>(std::sin(a));
+      }
+    }
+  });
+}
+
+namespace {
+
+// Rotates one head vector in place.
+inline void rope(float* v, const float* cs, const float* sn, int64_t hd, bool neox) {
+  const int64_t half = hd / 2;
+  if (neox) {
+    int64_t i = 0;
+    for (; i + 8 <= half; i += 8) {
+      __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + half + i);
+      __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+      _mm256_storeu_ps(v + i, _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+      _mm256_storeu_ps(v + half + i, _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));
+    }
+    for (; i < half; i++) {
+      float a = v[i], b = v[half + i];
+      v[i] = a * cs[i] - b * sn[i];
+      v[half + i] = a * sn[i] + b * cs[i];
+    }
+  } else {
+    for (int64_t i = 0; i < half; i++) {
+      float a = v[2 * i], b = v[2 * i + 1];
+      v[2 * i] = a * cs[i] - b * sn[i];
+      v[2 * i + 1] = a * sn[i] + b * cs[i];
+    }
+  }
+}
+
+}  // namespace
+
+void Context::layer(int64_t l, const StepPlanData& plan) {
+  const LayerWeights& L = model_->layers[l];
+  const int64_t T = plan.T, D = cfg_.hidden, hd = cfg_.headDim, I = cfg_.intermediate;
+  const float eps = static_cast<float>(cfg_.eps);
+
+  forRange(T, D, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) simd::rmsNorm(&x_[t * D], L.attnNorm.data(), &xn_[t * D], D, eps);
+  });
+  linear(L.qkv, xn_.data(), T, qkv_.data(), qkvDim_);
+
+  // Bias, q/k norm, RoPE, 1/sqrt(d) folded into q; K/V written into the paged cache.
+  const float qScale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const bool neox = cfg_.ropeNeox;
+  forRange(T, qkvDim_ * 4, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) {
+      float* row = &qkv_[t * qkvDim_];
+      if (!L.qkvBias.empty()) simd::addInPlace(row, L.qkvBias.data(), qkvDim_);
+      const float* cs = &ropeCos_[t * (hd / 2)];
+      const float* sn = &ropeSin_[t * (hd / 2)];
+      for (int64_t h = 0; h < cfg_.heads + cfg_.kvHeads; h++) {
+        float* v = row + h * hd;
+        const bool isQ = h < cfg_.heads;
+        if (!L.qNorm.empty()) simd::rmsNorm(v, isQ ? L.qNorm.data() : L.kNorm.data(), v, hd, eps);
+        rope(v, cs, sn, hd, neox);
+        if (isQ)
+          for (int64_t i = 0; i < hd; i++) v[i] *= qScale;
+      }
+      const int32_t pos = plan.positions[t];
+      const int32_t s = tokenSeq_[t];
+      const int32_t block = plan.blockTables[plan.blockTableOffsets[s] + pos / opts_.blockSize];
+      const int64_t slot = pos % opts_.blockSize;
+      for (int64_t g = 0; g < cfg_.kvHeads; g++) {
+        const float* k = row + qDim_ + g * hd;
+        const float* v = row + qDim_ + kvDim_ + g * hd;
+        uint16_t* kd = kAt(l, block, g) + slot * hd;
+        uint16_t* vd = vAt(l, block, g) + slot * hd;
+        for (int64_t i = 0; i < hd; i += 8) {
+          simd::storeHalf8(kd + i, _mm256_loadu_ps(k + i));
+          simd::storeHalf8(vd + i, _mm256_loadu_ps(v + i));
+        }
+      }
+    }
+  });
+
+  attention(l, plan);
+  linear(L.o, attn_.data(), T, tmp_.data(), D);
+  forRange(T, D, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) {
+      simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
+      simd::rmsNorm(&x_[t * D], L.ffnNorm.data(), &xn_[t * D], D, eps);
+    }
+  });
+  linear(L.gateUp, xn_.data(), T, gu_.data(), 2 * I);
+  forRange(T, I * 4, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) simd::swiglu(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
+  });
+  linear(L.down, act_.data(), T, tmp_.data(), D);
+  forRange(T, D, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
+  });
+}
+
+// Causal attention over the paged cache, one (token, query head) per work item, with an
+// online softmax over one block of positions at a time (so scratch is one block of scores).
+void Context::attention(int64_t l, const StepPlanData& plan) {
+  const int64_t hd = cfg_.headDim, H = cfg_.heads, group = cfg_.heads / cfg_.kvHeads, bs = opts_.blockSize;
+  const int64_t items = static_cast<int64_t>(plan.T) * H;
+  // Work per item grows with the position: estimate with the step's largest one.
+  int64_t maxPos = 0;
+  for (int32_t t = 0; t < plan.T; t++) maxPos = std::max<int64_t>(maxPos, plan.positions[t]);
+  forRange(items, (maxPos + 1) * hd, [&](int64_t b, int64_t e, int thread) {
+    float* scores = attnScratch_[thread].data();
+    float* acc = scores + bs;
+    for (int64_t it = b; it < e; it++) {
+      const int64_t t = it / H, h = it % H, g = h / group;
+      const float* q = &qkv_[t * qkvDim_ + h * hd];
+      const int32_t s = tokenSeq_[t];
+      const int32_t* table = &plan.blockTables[plan.blockTableOffsets[s]];
+      const int64_t nPos = static_cast<int64_t>(plan.positions[t]) + 1;
+      float m = -INFINITY, sum = 0;
+      std::fill(acc, acc + hd, 0.0f);
+      for (int64_t blk = 0; blk * bs < nPos; blk++) {
+        const int64_t n = std::min(bs, nPos - blk * bs);
+        const uint16_t* K = kAt(l, table[blk], g);
+        const uint16_t* V = vAt(l, table[blk], g);
+        __m256 vmax = _mm256_set1_ps(-INFINITY);
+        for (int64_t j = 0; j < n; j++) {
+          const uint16_t* kr = K + j * hd;
+          __m256 d0 = _mm256_setzero_ps(), d1 = _mm256_setzero_ps();
+          int64_t i = 0;
+          for (; i + 16 <= hd; i += 16) {
+            d0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), simd::loadHalf8(kr + i), d0);
+            d1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), simd::loadHalf8(kr + i + 8), d1);
+          }
+          for (; i < hd; i += 8) d0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), simd::loadHalf8(kr + i), d0);
+          scores[j] = simd::hsum(_mm256_add_ps(d0, d1));
+        }
+        float bmax = -INFINITY;
+        for (int64_t j = 0; j < n; j++) bmax = std::max(bmax, scores[j]);
+        (void)vmax;
+        const float newMax = std::max(m, bmax);
+        const float corr = std::exp(m - newMax);  // exp(-inf) = 0 on the first block
+        int64_t j = 0;
+        const __m256 vm = _mm256_set1_ps(newMax);
+        __m256 vs = _mm256_setzero_ps();
+        for (; j + 8 <= n; j += 8) {
+          __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vm));
+          _mm256_storeu_ps(scores + j, w);
+          vs = _mm256_add_ps(vs, w);
+        }
+        float bsum = simd::hsum(vs);
+        for (; j < n; j++) {
+          scores[j] = std::exp(scores[j] - newMax);
+          bsum += scores[j];
+        }
+        sum = sum * corr + bsum;
+        m = newMax;
+        const __m256 vc = _mm256_set1_ps(corr);
+        for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vc));
+        for (j = 0; j < n; j++) {
+          const __m256 w = _mm256_set1_ps(scores[j]);
+          const uint16_t* vr = V + j * hd;
+          for (int64_t i = 0; i < hd; i += 8)
+            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(w, simd::loadHalf8(vr + i), _mm256_loadu_ps(acc + i)));
+        }
+      }
+      float* out = &attn_[t * qDim_ + h * hd];
+      const __m256 inv = _mm256_set1_ps(1.0f / sum);
+      for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), inv));
+    }
+  });
+}
+
+void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
+  const int64_t D = cfg_.hidden, V = cfg_.vocab, S = plan.S;
+  outRows_.clear();
+  if (plan.returnLogits == ReturnLogits::All) {
+    for (int32_t t = 0; t < plan.T; t++) outRows_.push_back(t);
+    for (int64_t s = 0; s < S; s++) seqOutRow_[s] = plan.seqTokenOffsets[s + 1] - 1;
+  } else {
+    for (int64_t s = 0; s < S; s++) {
+      const bool need = plan.returnLogits == ReturnLogits::Last || plan.sample[s] || plan.topLogprobs[s] >= 0;
+      seqOutRow_[s] = need ? static_cast<int32_t>(outRows_.size()) : -1;
+      if (need) outRows_.push_back(plan.seqTokenOffsets[s + 1] - 1);
+    }
+  }
+  const int64_t R = static_cast<int64_t>(outRows_.size());
+  out.logits = nullptr;
+  out.logitRows = 0;
+  if (R == 0) return;
+  const float eps = static_cast<float>(cfg_.eps);
+  forRange(R, D, [&](int64_t b, int64_t e, int) {
+    for (int64_t r = b; r < e; r++) simd::rmsNorm(&x_[outRows_[r] * D], model_->outputNorm.data(), &xSel_[r * D], D, eps);
+  });
+  if (static_cast<size_t>(R * V) > logits_.size()) logits_.resize(R * V);  // only for 'all'
+  linear(model_->output, xSel_.data(), R, logits_.data(), V);
+  if (plan.returnLogits != ReturnLogits::None) {
+    out.logits = logits_.data();
+    out.logitRows = plan.returnLogits == ReturnLogits::All ? plan.T : S;
+  }
+}
+
+void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
+  const int64_t S = plan.S, V = cfg_.vocab, words = (V + 31) / 32;
+  int32_t stride = 0;
+  for (int64_t s = 0; s < S; s++) stride = std::max(stride, plan.topLogprobs[s]);
+  out.topStride = stride;
+  out.tokens.assign(S, -1);
+  out.logprobs.assign(S, NAN);
+  out.topIds.assign(S * stride, -1);
+  out.topValues.assign(S * stride, NAN);
+  out.errors.resize(S);
+  for (auto& e : out.errors) e.clear();
+  out.anyError = false;
+  forRange(S, V, [&](int64_t b, int64_t e, int thread) {
+    for (int64_t s = b; s < e; s++) {
+      if (!plan.sample[s] && plan.topLogprobs[s] < 0) continue;
+      SampleParams p;
+      p.temperature = plan.temperature[s];
+      p.topK = plan.topK[s];
+      p.topP = plan.topP[s];
+      p.repetitionPenalty = plan.repetitionPenalty[s];
+      p.presencePenalty = plan.presencePenalty[s];
+      p.frequencyPenalty = plan.frequencyPenalty[s];
+      p.penaltyTokens = plan.penaltyTokens.data() + plan.penaltyTokenOffsets[s];
+      p.penaltyCount = plan.penaltyTokenOffsets[s + 1] - plan.penaltyTokenOffsets[s];
+      p.allowedMask = plan.allowedMaskRows[s] >= 0
+                          ? reinterpret_cast<const uint32_t*>(plan.allowedMask.data()) + plan.allowedMaskRows[s] * words
+                          : nullptr;
+      p.seed = plan.seeds[s];
+      p.counter = static_cast<uint64_t>(plan.sampleCounters[s]);
+      p.topLogprobs = plan.topLogprobs[s];
+      SampleOutcome o;
+      sampleToken(&logits_[seqOutRow_[s] * V], V, p, samplerScratch_[thread], o, &out.topIds[s * stride],
+                  &out.topValues[s * stride]);
+      out.tokens[s] = plan.sample[s] ? o.token : -1;
+      out.logprobs[s] = o.logprob;
+      if (!o.error.empty()) out.errors[s] = o.error;
+    }
+  });
+  for (int64_t s = 0; s < S; s++)
+    if (!out.errors[s].empty()) out.anyError = true;
+}
+
+void Context::step(const StepPlanData& plan, StepResultData& out) {
+  for (int32_t s = 0; s < plan.S; s++)
+    for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t++) tokenSeq_[t] = s;
+  copyBlocks(plan);
+  embed(plan);
+  ropeTables(plan);
+  for (int64_t l = 0; l < cfg_.layers; l++) layer(l, plan);
+  outputHead(plan, out);
+  sampleAll(plan, out);
+}
+
+}  // namespace prism

@@ -1,0 +1,178 @@
+// Builds the Model from a format reader's ModelConfig + TensorSet: checks every tensor's
+// presence, shape and type against the architecture, converts norm/bias vectors to f32,
+// and prepares linear weights for the kernels (fusing Q/K/V and gate/up when they share a
+// storage type, so a layer makes 4 matmul calls instead of 7).
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "format_error.h"
+#include "gguf.h"
+#include "model.h"
+
+namespace prism {
+
+const char* archName(Arch a) {
+  switch (a) {
+    case Arch::Llama: return "llama";
+    case Arch::Qwen2: return "qwen2";
+    case Arch::Qwen3: return "qwen3";
+  }
+  return "?";
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(Model& m, TensorSet& set) : m_(m), set_(set) {}
+
+  std::string display(const std::string& name) const {
+    auto it = set_.originalNames.find(name);
+    return it == set_.originalNames.end() ? name : it->second;
+  }
+  [[noreturn]] void fail(const std::string& name, const std::string& reason) const {
+    throw FormatError(set_.file, display(name), reason);
+  }
+  static std::string shapeText(const std::vector<int64_t>& d) {
+    std::string s = "[";
+    for (size_t k = 0; k < d.size(); k++) s += (k ? ", " : "") + std::to_string(d[k]);
+    return s + "]";
+  }
+
+  const SourceTensor& get(const std::string& name, std::vector<int64_t> dims) const {
+    auto it = set_.tensors.find(name);
+    if (it == set_.tensors.end()) fail(name, "missing tensor required by the " + std::string(archName(m_.cfg.arch)) + " architecture");
+    const SourceTensor& t = it->second;
+    if (t.dims != dims)
+      fail(name, "shape " + shapeText(t.dims) + " does not match the architecture's " + shapeText(dims) +
+                     " (innermost dimension first)");
+    if (!typeSupported(t.type)) fail(name, "unsupported tensor type " + ggmlTypeName(t.type));
+    return t;
+  }
+  bool has(const std::string& name) const { return set_.tensors.count(name) != 0; }
+
+  std::vector<float> vec(const std::string& name, int64_t n) {
+    const SourceTensor& t = get(name, {n});
+    TensorType type = static_cast<TensorType>(t.type);
+    if (type != TensorType::F32 && type != TensorType::F16 && type != TensorType::BF16)
+      fail(name, "norm/bias vectors must be F32, F16 or BF16, not " + ggmlTypeName(t.type));
+    std::vector<float> out(n);
+    dequantizeRow(type, t.data, n, 0, out.data());
+    for (float v : out)
+      if (!std::isfinite(v)) fail(name, "holds a non-finite value");
+    m_.weightBytes += static_cast<double>(t.bytes);
+    return out;
+  }
+
+  // One linear layer from several tensors [rows_i × cols], outputs side by side.
+  LinearGroup linear(const std::vector<std::pair<std::string, int64_t>>& parts, int64_t cols) {
+    LinearGroup g;
+    g.inFeatures = cols;
+    std::vector<const SourceTensor*> ts;
+    bool sameType = true;
+    for (const auto& [name, rows] : parts) {
+      ts.push_back(&get(name, {cols, rows}));
+      sameType = sameType && ts.back()->type == ts.front()->type;
+      g.outFeatures += rows;
+    }
+    m_.maxLinearCols = std::max(m_.maxLinearCols, cols);
+    TensorType type = static_cast<TensorType>(ts.front()->type);
+    try {
+      if (parts.size() > 1 && sameType) {
+        std::vector<uint8_t>& buf = m_.ownedBytes.emplace_back();
+        size_t total = 0;
+        for (auto* t : ts) total += t->bytes;
+        buf.resize(total);
+        size_t at = 0;
+        for (auto* t : ts) {
+          std::memcpy(buf.data() + at, t->data, t->bytes);
+          at += t->bytes;
+        }
+        g.parts.push_back({prepareLinear(type, buf.data(), g.outFeatures, cols), 0});
+      } else {
+        int64_t off = 0;
+        for (size_t k = 0; k < parts.size(); k++) {
+          g.parts.push_back({prepareLinear(static_cast<TensorType>(ts[k]->type), ts[k]->data, parts[k].second, cols), off});
+          off += parts[k].second;
+        }
+      }
+    } catch (const std::exception& e) {
+      fail(parts.front().first, std::string("cannot prepare weights: ") + e.what());
+    }
+    for (auto& p : g.parts)
+      m_.weightBytes += p.w.bytes ? static_cast<double>(p.w.bytes)
+                                  : static_cast<double>(typeRowBytes(p.w.type, cols) * p.w.rows);
+    return g;
+  }
+
+ private:
+  Model& m_;
+  TensorSet& set_;
+};
+
+void build(Model& m, TensorSet& set, const ProgressFn& progress) {
+  ModelConfig& c = m.cfg;
+  Builder b(m, set);
+  if (c.headDim % 8 != 0 || c.headDim > 512)
+    throw FormatError(set.file, "", "head dim " + std::to_string(c.headDim) + " must be a multiple of 8 and at most 512");
+  if (c.heads % c.kvHeads != 0)
+    throw FormatError(set.file, "", "attention head count " + std::to_string(c.heads) +
+                                        " is not a multiple of the KV head count " + std::to_string(c.kvHeads));
+  auto emb = set.tensors.find("token_embd.weight");
+  if (emb == set.tensors.end()) b.fail("token_embd.weight", "missing token embedding");
+  if (emb->second.dims.size() != 2 || emb->second.dims[0] != c.hidden)
+    b.fail("token_embd.weight", "shape " + Builder::shapeText(emb->second.dims) + " does not match hidden size " +
+                                    std::to_string(c.hidden));
+  c.vocab = emb->second.dims[1];
+  b.get("token_embd.weight", {c.hidden, c.vocab});
+  m.embedType = static_cast<TensorType>(emb->second.type);
+  m.embedData = emb->second.data;
+
+  for (const auto& [name, t] : set.tensors) m.tensorTypes[ggmlTypeName(t.type)]++;
+
+  const int64_t D = c.hidden, hd = c.headDim, qDim = c.heads * hd, kvDim = c.kvHeads * hd;
+  m.layers.resize(c.layers);
+  for (int64_t l = 0; l < c.layers; l++) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights& L = m.layers[l];
+    L.attnNorm = b.vec(p + "attn_norm.weight", D);
+    L.ffnNorm = b.vec(p + "ffn_norm.weight", D);
+    L.qkv = b.linear({{p + "attn_q.weight", qDim}, {p + "attn_k.weight", kvDim}, {p + "attn_v.weight", kvDim}}, D);
+    if (c.arch == Arch::Qwen2) {
+      auto q = b.vec(p + "attn_q.bias", qDim), k = b.vec(p + "attn_k.bias", kvDim), v = b.vec(p + "attn_v.bias", kvDim);
+      L.qkvBias = q;
+      L.qkvBias.insert(L.qkvBias.end(), k.begin(), k.end());
+      L.qkvBias.insert(L.qkvBias.end(), v.begin(), v.end());
+    } else if (b.has(p + "attn_q.bias")) {
+      b.fail(p + "attn_q.bias", std::string("unexpected bias for the ") + archName(c.arch) + " architecture");
+    }
+    if (c.arch == Arch::Qwen3) {
+      L.qNorm = b.vec(p + "attn_q_norm.weight", hd);
+      L.kNorm = b.vec(p + "attn_k_norm.weight", hd);
+    }
+    L.o = b.linear({{p + "attn_output.weight", D}}, qDim);
+    L.gateUp = b.linear({{p + "ffn_gate.weight", c.intermediate}, {p + "ffn_up.weight", c.intermediate}}, D);
+    L.down = b.linear({{p + "ffn_down.weight", D}}, c.intermediate);
+    if (progress) progress(static_cast<double>(l + 1) / static_cast<double>(c.layers + 1));
+  }
+  m.outputNorm = b.vec("output_norm.weight", D);
+  c.tiedEmbeddings = !b.has("output.weight");
+  m.output = b.linear({{c.tiedEmbeddings ? "token_embd.weight" : "output.weight", c.vocab}}, D);
+  if (progress) progress(1.0);
+}
+
+}  // namespace
+
+std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress) {
+  auto m = std::make_shared<Model>();
+  TensorSet set;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) readSafetensorsModel(path, m->cfg, set);
+  else readGgufModel(path, m->cfg, set);
+  m->maps = set.maps;
+  build(*m, set, progress);
+  return m;
+}
+
+}  // namespace prism

@@ -1,0 +1,105 @@
+// The in-memory model: hyperparameters plus weights ready for the kernels. GGUF files and
+// Hugging Face safetensors directories are both read into a TensorSet under GGUF tensor
+// names, then one builder (model.cc) checks shapes against the architecture and prepares
+// the weights, so the forward pass knows only this structure.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "mapped_file.h"
+
+namespace prism {
+
+enum class Arch { Llama, Qwen2, Qwen3 };
+const char* archName(Arch a);
+
+struct ModelConfig {
+  Arch arch = Arch::Llama;
+  std::string name;
+  std::string path;
+  std::string format;  // "gguf" | "safetensors"
+  int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;
+  int64_t contextLength = 0;
+  double ropeTheta = 10000.0;
+  double eps = 1e-5;
+  // RoPE pairing: NeoX/rotate_half pairs (i, i + d/2); otherwise adjacent pairs (2i, 2i+1)
+  // as llama.cpp's GGUF llama files expect (their Q/K rows were permuted at conversion).
+  bool ropeNeox = false;
+  // Scaling of the rotary frequencies: inverse frequency i is divided by ropeFreqFactors[i]
+  // (llama3 / linear scaling); empty means 1.
+  std::vector<float> ropeFreqFactors;
+  bool tiedEmbeddings = false;
+};
+
+// A tensor as stored in a file, under its GGUF name, dims innermost first.
+struct SourceTensor {
+  uint32_t type = 0;  // GGML type id
+  std::vector<int64_t> dims;
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
+struct TensorSet {
+  std::string file;  // for error messages: the model file or directory
+  std::map<std::string, SourceTensor> tensors;
+  std::vector<std::shared_ptr<MappedFile>> maps;  // keep the mmaps alive
+  // Tensor names that the file actually used (e.g. HF names), for error messages.
+  std::map<std::string, std::string> originalNames;
+};
+
+// A linear layer made of one or more weights whose outputs land side by side in one output
+// row (fused QKV / gate-up when the parts share a storage type: one kernel call).
+struct LinearGroup {
+  struct Part {
+    LinearWeight w;
+    int64_t outOffset = 0;
+  };
+  std::vector<Part> parts;
+  int64_t outFeatures = 0;
+  int64_t inFeatures = 0;
+};
+
+struct LayerWeights {
+  std::vector<float> attnNorm, ffnNorm;
+  std::vector<float> qNorm, kNorm;  // qwen3: per-head RMSNorm weights [headDim]
+  std::vector<float> qkvBias;       // qwen2: [q | k | v] bias, empty when absent
+  LinearGroup qkv;                  // out: [q (heads*hd) | k (kvHeads*hd) | v (kvHeads*hd)]
+  LinearGroup o;
+  LinearGroup gateUp;  // out: [gate (I) | up (I)]
+  LinearGroup down;
+};
+
+struct Model {
+  ModelConfig cfg;
+  std::vector<std::shared_ptr<MappedFile>> maps;
+  std::deque<std::vector<uint8_t>> ownedBytes;  // fused weight copies (stable addresses)
+  TensorType embedType = TensorType::F32;
+  const uint8_t* embedData = nullptr;
+  std::vector<float> outputNorm;
+  LinearGroup output;
+  std::vector<LayerWeights> layers;
+  std::map<std::string, int> tensorTypes;
+  double weightBytes = 0;
+  int64_t maxLinearCols = 0;
+};
+
+using ProgressFn = std::function<void(double)>;
+
+// Reads a GGUF file or a safetensors directory (chosen by what `path` is). Throws FormatError.
+std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress);
+
+// Format readers (gguf_model.cc, safetensors_model.cc): config + tensors under GGUF names.
+void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set);
+void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& set);
+
+// llama3-style frequency factors from HF rope_scaling (shared by both readers' tests).
+std::vector<float> llama3FreqFactors(int64_t headDim, double theta, double factor, double lowFreqFactor,
+                                     double highFreqFactor, double originalContext);
+
+}  // namespace prism

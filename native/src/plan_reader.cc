@@ -1,0 +1,149 @@
+#include "plan_reader.h"
+
+#include <cmath>
+#include <string>
+
+namespace prism {
+namespace {
+
+[[noreturn]] void rangeError(Napi::Env env, const std::string& field, const std::string& rule) {
+  throw Napi::RangeError::New(env, "plan." + field + ": " + rule);
+}
+
+// Copies a typed array field into `dst` after checking its element type (and length when
+// `expected` >= 0). Missing optional fields leave `dst` empty.
+template <typename T>
+void copyField(Napi::Env env, Napi::Object plan, const char* field, napi_typedarray_type type, const char* typeName,
+               int64_t expected, std::vector<T>& dst, bool optional = false) {
+  Napi::Value v = plan.Get(field);
+  if (v.IsUndefined() && optional) {
+    dst.clear();
+    return;
+  }
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type)
+    throw Napi::TypeError::New(env, std::string("plan.") + field + " must be a " + typeName);
+  Napi::TypedArray a = v.As<Napi::TypedArray>();
+  const size_t n = a.ElementLength();
+  if (expected >= 0 && static_cast<int64_t>(n) != expected)
+    rangeError(env, field, "length " + std::to_string(n) + " must be " + std::to_string(expected));
+  const T* src = reinterpret_cast<const T*>(static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset());
+  dst.assign(src, src + n);
+}
+
+// CSR offsets: length S+1, start at 0, non-decreasing (strictly when `strict`), end at `total`.
+void checkOffsets(Napi::Env env, const char* field, const std::vector<int32_t>& o, int64_t total, bool strict) {
+  if (o[0] != 0) rangeError(env, field, "must start at 0");
+  for (size_t k = 1; k < o.size(); k++) {
+    if (o[k] < o[k - 1] || (strict && o[k] == o[k - 1]))
+      rangeError(env, std::string(field) + "[" + std::to_string(k) + "]",
+                 strict ? "offsets must increase (every sequence needs at least one token)"
+                        : "offsets must not decrease");
+  }
+  if (o.back() != total)
+    rangeError(env, field, "last offset " + std::to_string(o.back()) + " must equal " + std::to_string(total));
+}
+
+}  // namespace
+
+void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlanData& p) {
+  const ContextOptionsData& opt = ctx.options();
+  const int64_t V = ctx.model()->cfg.vocab;
+  const auto I32 = napi_int32_array, F32 = napi_float32_array;
+
+  copyField(env, plan, "tokens", I32, "Int32Array", -1, p.tokens);
+  const int64_t T = static_cast<int64_t>(p.tokens.size());
+  if (T < 1) rangeError(env, "tokens", "must hold at least one token");
+  if (T > opt.maxBatchTokens)
+    rangeError(env, "tokens", "length " + std::to_string(T) + " exceeds the context's maxBatchTokens " +
+                                  std::to_string(opt.maxBatchTokens));
+  for (int64_t t = 0; t < T; t++)
+    if (p.tokens[t] < 0 || p.tokens[t] >= V)
+      rangeError(env, "tokens[" + std::to_string(t) + "]", "token id " + std::to_string(p.tokens[t]) +
+                                                             " must be in [0, " + std::to_string(V) + ")");
+  copyField(env, plan, "positions", I32, "Int32Array", T, p.positions);
+  copyField(env, plan, "seqTokenOffsets", I32, "Int32Array", -1, p.seqTokenOffsets);
+  const int64_t S = static_cast<int64_t>(p.seqTokenOffsets.size()) - 1;
+  if (S < 1) rangeError(env, "seqTokenOffsets", "must have length S+1 with S >= 1");
+  if (S > opt.maxSeqs)
+    rangeError(env, "seqTokenOffsets", std::to_string(S) + " sequences exceed the context's maxSeqs " +
+                                           std::to_string(opt.maxSeqs));
+  checkOffsets(env, "seqTokenOffsets", p.seqTokenOffsets, T, true);
+  copyField(env, plan, "blockTableOffsets", I32, "Int32Array", S + 1, p.blockTableOffsets);
+  copyField(env, plan, "blockTables", I32, "Int32Array", -1, p.blockTables);
+  checkOffsets(env, "blockTableOffsets", p.blockTableOffsets, static_cast<int64_t>(p.blockTables.size()), false);
+  for (size_t k = 0; k < p.blockTables.size(); k++)
+    if (p.blockTables[k] < 0 || p.blockTables[k] >= opt.kvBlocks)
+      rangeError(env, "blockTables[" + std::to_string(k) + "]", "block id " + std::to_string(p.blockTables[k]) +
+                                                                   " must be in [0, kvBlocks=" + std::to_string(opt.kvBlocks) + ")");
+  for (int64_t s = 0; s < S; s++) {
+    const int64_t capacity = static_cast<int64_t>(p.blockTableOffsets[s + 1] - p.blockTableOffsets[s]) * opt.blockSize;
+    for (int32_t t = p.seqTokenOffsets[s]; t < p.seqTokenOffsets[s + 1]; t++) {
+      const int32_t pos = p.positions[t];
+      const std::string f = "positions[" + std::to_string(t) + "]";
+      if (pos < 0) rangeError(env, f, "must be >= 0");
+      if (pos >= capacity)
+        rangeError(env, f, "position " + std::to_string(pos) + " is not covered by sequence " + std::to_string(s) +
+                               "'s block table (" + std::to_string(capacity) + " slots)");
+      if (t > p.seqTokenOffsets[s] && pos != p.positions[t - 1] + 1)
+        rangeError(env, f, "positions of one sequence's tokens must be consecutive");
+    }
+  }
+  copyField(env, plan, "blockCopies", I32, "Int32Array", -1, p.blockCopies, true);
+  if (p.blockCopies.size() % 2 != 0) rangeError(env, "blockCopies", "must hold [src, dst] pairs (even length)");
+  for (size_t k = 0; k < p.blockCopies.size(); k++)
+    if (p.blockCopies[k] < 0 || p.blockCopies[k] >= opt.kvBlocks)
+      rangeError(env, "blockCopies[" + std::to_string(k) + "]", "block id must be in [0, kvBlocks)");
+
+  copyField(env, plan, "sample", napi_uint8_array, "Uint8Array", S, p.sample);
+  copyField(env, plan, "temperature", F32, "Float32Array", S, p.temperature);
+  copyField(env, plan, "topK", I32, "Int32Array", S, p.topK);
+  copyField(env, plan, "topP", F32, "Float32Array", S, p.topP);
+  copyField(env, plan, "repetitionPenalty", F32, "Float32Array", S, p.repetitionPenalty);
+  copyField(env, plan, "presencePenalty", F32, "Float32Array", S, p.presencePenalty);
+  copyField(env, plan, "frequencyPenalty", F32, "Float32Array", S, p.frequencyPenalty);
+  copyField(env, plan, "seeds", napi_biguint64_array, "BigUint64Array", S, p.seeds);
+  copyField(env, plan, "sampleCounters", I32, "Int32Array", S, p.sampleCounters);
+  copyField(env, plan, "allowedMaskRows", I32, "Int32Array", S, p.allowedMaskRows);
+  copyField(env, plan, "allowedMask", I32, "Int32Array", -1, p.allowedMask);
+  copyField(env, plan, "topLogprobs", I32, "Int32Array", S, p.topLogprobs);
+  copyField(env, plan, "penaltyTokenOffsets", I32, "Int32Array", S + 1, p.penaltyTokenOffsets);
+  copyField(env, plan, "penaltyTokens", I32, "Int32Array", -1, p.penaltyTokens);
+  checkOffsets(env, "penaltyTokenOffsets", p.penaltyTokenOffsets, static_cast<int64_t>(p.penaltyTokens.size()), false);
+  for (size_t k = 0; k < p.penaltyTokens.size(); k++)
+    if (p.penaltyTokens[k] < 0 || p.penaltyTokens[k] >= V)
+      rangeError(env, "penaltyTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
+  const int64_t words = (V + 31) / 32;
+  if (p.allowedMask.size() % words != 0)
+    rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));
+  const int64_t maskRows = static_cast<int64_t>(p.allowedMask.size()) / words;
+  for (int64_t s = 0; s < S; s++) {
+    const std::string i = "[" + std::to_string(s) + "]";
+    if (p.sample[s] > 1) rangeError(env, "sample" + i, "must be 0 or 1");
+    if (!std::isfinite(p.temperature[s])) rangeError(env, "temperature" + i, "must be finite");
+    if (p.topK[s] < 0) rangeError(env, "topK" + i, "must be >= 0 (0 = no cut)");
+    if (!(p.topP[s] > 0) || !std::isfinite(p.topP[s])) rangeError(env, "topP" + i, "must be > 0 (>= 1 = no cut)");
+    if (!(p.repetitionPenalty[s] > 0) || !std::isfinite(p.repetitionPenalty[s]))
+      rangeError(env, "repetitionPenalty" + i, "must be finite and > 0 (1 = off)");
+    if (!std::isfinite(p.presencePenalty[s])) rangeError(env, "presencePenalty" + i, "must be finite");
+    if (!std::isfinite(p.frequencyPenalty[s])) rangeError(env, "frequencyPenalty" + i, "must be finite");
+    if (p.sampleCounters[s] < 0) rangeError(env, "sampleCounters" + i, "must be >= 0");
+    if (p.allowedMaskRows[s] < -1 || p.allowedMaskRows[s] >= maskRows)
+      rangeError(env, "allowedMaskRows" + i, "must be -1 or a row of allowedMask (< " + std::to_string(maskRows) + ")");
+    if (p.topLogprobs[s] < -1 || p.topLogprobs[s] > std::min<int64_t>(V, 1024))
+      rangeError(env, "topLogprobs" + i, "must be in [-1, " + std::to_string(std::min<int64_t>(V, 1024)) + "]");
+  }
+
+  p.returnLogits = ReturnLogits::None;
+  Napi::Value rl = plan.Get("returnLogits");
+  if (!rl.IsUndefined()) {
+    std::string s = rl.IsString() ? rl.As<Napi::String>().Utf8Value() : "";
+    if (s == "none") p.returnLogits = ReturnLogits::None;
+    else if (s == "last") p.returnLogits = ReturnLogits::Last;
+    else if (s == "all") p.returnLogits = ReturnLogits::All;
+    else throw Napi::TypeError::New(env, "plan.returnLogits must be 'none', 'last' or 'all'");
+  }
+  p.T = static_cast<int32_t>(T);
+  p.S = static_cast<int32_t>(S);
+}
+
+}  // namespace prism

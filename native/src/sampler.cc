@@ -1,0 +1,151 @@
+#include "sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace prism {
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// log(sum(exp(z))) over the whole row (the normaliser of the processed distribution).
+double logSumExp(const float* z, int64_t n, float maxZ) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) sum += std::exp(static_cast<double>(z[i] - maxZ));
+  return maxZ + std::log(sum);
+}
+
+}  // namespace
+
+double uniformFromSeed(uint64_t seed, uint64_t counter) {
+  uint64_t r = splitmix64(splitmix64(seed) ^ splitmix64(counter + 0x632BE59BD9B4E019ull));
+  return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerScratch& s, SampleOutcome& out,
+                 int32_t* topIds, float* topValues) {
+  float* z = s.z.data();
+  std::copy(logits, logits + V, z);
+
+  // Penalties over the token history (counts kept zero between calls: undone below).
+  if (p.penaltyCount > 0 && (p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f)) {
+    int32_t* counts = s.counts.data();
+    for (int64_t k = 0; k < p.penaltyCount; k++) counts[p.penaltyTokens[k]]++;
+    for (int64_t k = 0; k < p.penaltyCount; k++) {
+      int32_t t = p.penaltyTokens[k];
+      int32_t c = counts[t];
+      if (c == 0) continue;  // already applied for this distinct token
+      float v = z[t];
+      if (p.repetitionPenalty != 1.0f) v = v > 0 ? v / p.repetitionPenalty : v * p.repetitionPenalty;
+      v -= p.presencePenalty + p.frequencyPenalty * static_cast<float>(c);
+      z[t] = v;
+      counts[t] = 0;
+    }
+  }
+  if (p.allowedMask) {
+    for (int64_t t = 0; t < V; t++)
+      if (!((p.allowedMask[t >> 5] >> (t & 31)) & 1u)) z[t] = kNegInf;
+  }
+  const bool greedy = !(p.temperature > 0.0f);
+  if (!greedy && p.temperature != 1.0f) {
+    const float inv = 1.0f / p.temperature;
+    for (int64_t t = 0; t < V; t++) z[t] *= inv;
+  }
+  int64_t best = 0;
+  for (int64_t t = 1; t < V; t++)
+    if (z[t] > z[best]) best = t;
+  const float maxZ = z[best];
+  if (!(maxZ > kNegInf)) {
+    out.token = -1;
+    out.logprob = std::numeric_limits<float>::quiet_NaN();
+    out.error = "no token is allowed: the allowed-token mask (after penalties) excludes the whole vocabulary";
+    return;
+  }
+
+  int32_t chosen = static_cast<int32_t>(best);
+  if (!greedy && p.topK != 1) {
+    // Candidates: the top-k (or, for top-p alone, a top-256 guess widened to the whole
+    // vocabulary only if those do not reach p) in descending order.
+    int32_t* idx = s.idx.data();
+    int64_t nAllowed = 0;
+    for (int64_t t = 0; t < V; t++)
+      if (z[t] > kNegInf) idx[nAllowed++] = static_cast<int32_t>(t);
+    auto byLogit = [z](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); };
+    int64_t k = p.topK > 0 ? std::min<int64_t>(p.topK, nAllowed) : nAllowed;
+    const bool useTopP = p.topP < 1.0f;
+    int64_t n = k;
+    if (!useTopP) {
+      if (k < nAllowed) std::nth_element(idx, idx + k, idx + nAllowed, byLogit);
+    } else {
+      double total = 0;
+      for (int64_t t = 0; t < nAllowed; t++) total += std::exp(static_cast<double>(z[idx[t]] - maxZ));
+      int64_t guess = p.topK <= 0 ? std::min<int64_t>(256, nAllowed) : k;
+      for (;;) {
+        if (guess < nAllowed) std::nth_element(idx, idx + guess, idx + nAllowed, byLogit);
+        std::sort(idx, idx + guess, byLogit);
+        double cum = 0;
+        int64_t cut = guess;
+        bool reached = false;
+        for (int64_t t = 0; t < guess; t++) {
+          cum += std::exp(static_cast<double>(z[idx[t]] - maxZ)) / total;
+          if (cum >= p.topP) {
+            cut = t + 1;
+            reached = true;
+            break;
+          }
+        }
+        if (!reached && guess < k) {
+          guess = k;  // the guess was too small: sort every candidate
+          continue;
+        }
+        n = cut;
+        break;
+      }
+    }
+    {
+      // Draw within the kept candidates (renormalised).
+      double kept = 0;
+      for (int64_t t = 0; t < n; t++) kept += std::exp(static_cast<double>(z[idx[t]] - maxZ));
+      double u = uniformFromSeed(p.seed, p.counter) * kept;
+      chosen = idx[n - 1];
+      double acc = 0;
+      for (int64_t t = 0; t < n; t++) {
+        acc += std::exp(static_cast<double>(z[idx[t]] - maxZ));
+        if (u < acc) {
+          chosen = idx[t];
+          break;
+        }
+      }
+    }
+  }
+  out.token = chosen;
+  if (p.topLogprobs >= 0) {
+    const double lse = logSumExp(z, V, maxZ);
+    out.logprob = static_cast<float>(z[chosen] - lse);
+    if (p.topLogprobs > 0) {
+      int32_t* idx = s.idx.data();
+      int64_t n = 0;
+      for (int64_t t = 0; t < V; t++)
+        if (z[t] > kNegInf) idx[n++] = static_cast<int32_t>(t);
+      int64_t k = std::min<int64_t>(p.topLogprobs, n);
+      auto byLogit = [z](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); };
+      std::partial_sort(idx, idx + k, idx + n, byLogit);
+      for (int64_t t = 0; t < k; t++) {
+        topIds[t] = idx[t];
+        topValues[t] = static_cast<float>(z[idx[t]] - lse);
+      }
+    }
+  } else {
+    out.logprob = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+}  // namespace prism

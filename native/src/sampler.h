@@ -1,0 +1,46 @@
+// Per-sequence sampling from one row of logits: penalties, allowed-token mask,
+// temperature, top-k, top-p, then a draw from a counter-based RNG so the same
+// (seed, counter) always gives the same token whatever else is in the batch.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct SamplerScratch {
+  std::vector<float> z;         // processed logits [vocab]
+  std::vector<int32_t> idx;     // candidate ids [vocab]
+  std::vector<int32_t> counts;  // penalty token counts [vocab], kept all-zero between uses
+  void reserve(int64_t vocab) {
+    z.resize(vocab);
+    idx.resize(vocab);
+    counts.assign(vocab, 0);
+  }
+};
+
+struct SampleParams {
+  float temperature = 0, topP = 1, repetitionPenalty = 1, presencePenalty = 0, frequencyPenalty = 0;
+  int32_t topK = 0;
+  const int32_t* penaltyTokens = nullptr;
+  int64_t penaltyCount = 0;
+  const uint32_t* allowedMask = nullptr;  // ceil(vocab/32) words, or null
+  uint64_t seed = 0;
+  uint64_t counter = 0;
+  int32_t topLogprobs = -1;
+};
+
+struct SampleOutcome {
+  int32_t token = -1;
+  float logprob = 0;
+  std::string error;
+};
+
+// topIds/topValues: `topLogprobs` slots (when > 0) to fill, best first.
+void sampleToken(const float* logits, int64_t vocab, const SampleParams& p, SamplerScratch& s, SampleOutcome& out,
+                 int32_t* topIds, float* topValues);
+
+// The RNG: a uniform double in [0, 1) from (seed, counter) (splitmix64 of both).
+double uniformFromSeed(uint64_t seed, uint64_t counter);
+
+}  // namespace prism

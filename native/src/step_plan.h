@@ -1,0 +1,37 @@
+// One step's plan, copied out of the JS typed arrays into buffers the context owns (their
+// capacity is reserved at context creation, so steady-state decode does not allocate), and
+// the step's results.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+enum class ReturnLogits { None = 0, Last = 1, All = 2 };
+
+struct StepPlanData {
+  int32_t T = 0, S = 0;
+  std::vector<int32_t> tokens, positions, seqTokenOffsets, blockTableOffsets, blockTables, blockCopies;
+  std::vector<uint8_t> sample;
+  std::vector<float> temperature, topP, repetitionPenalty, presencePenalty, frequencyPenalty;
+  std::vector<int32_t> topK, penaltyTokenOffsets, penaltyTokens, sampleCounters, allowedMaskRows, allowedMask,
+      topLogprobs;
+  std::vector<uint64_t> seeds;
+  ReturnLogits returnLogits = ReturnLogits::None;
+};
+
+struct StepResultData {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  int32_t topStride = 0;
+  std::vector<int32_t> topIds;
+  std::vector<float> topValues;
+  std::vector<std::string> errors;  // per sequence; empty string = fine
+  bool anyError = false;
+  // Logits asked for by the plan: [rows × vocab] with rows = S ('last') or T ('all').
+  float* logits = nullptr;
+  int64_t logitRows = 0;
+};
+
+}  // namespace prism
