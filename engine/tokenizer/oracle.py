@@ -3,7 +3,7 @@
 Reads one JSON request on stdin and writes one JSON answer on stdout:
   {"model": DIR, "gguf_file": NAME|null,          # AutoTokenizer.from_pretrained(DIR[, gguf_file=NAME])
    "tokenizer_json": PATH|null,                    # or a bare tokenizers.Tokenizer.from_file(PATH)
-   "strings": [...], "id_lists": [[...], ...], "conversations": [{"messages": [...], "add_generation_prompt": bool}]}
+   "strings": [...], "id_lists": [[...], ...], "conversations": [{"messages": [...], "add_generation_prompt": bool, "tools": [...]|null}]}
 answer: {"encode": [{"with_special": [...], "without_special": [...]}],
          "decode": [{"keep": str, "skip": str}],   # for each id list
          "chat": [str | {"error": str}]}
@@ -83,7 +83,10 @@ def main():
             try:
                 answer["chat"].append(
                     tok.apply_chat_template(
-                        conv["messages"], tokenize=False, add_generation_prompt=conv["add_generation_prompt"]
+                        conv["messages"],
+                        tools=conv.get("tools"),
+                        tokenize=False,
+                        add_generation_prompt=conv["add_generation_prompt"],
                     )
                 )
             except Exception as error:  # a template's raise_exception
