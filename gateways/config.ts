@@ -1,0 +1,164 @@
+/**
+ * What the gateways need from config.json's ServerConfig (and a few ModelDeployConfig /
+ * ScheduleConfig facts they report), as one resolved record. `gatewayConfigFromMindie` maps a
+ * parsed MindIE-style config.json onto it; `defaultGatewayConfig` is what `prism serve` uses
+ * without a config file (plain HTTP on 127.0.0.1).
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+
+export interface TlsConfig {
+  /** PEM server certificate (chain). */
+  readonly certFile: string;
+  /** PEM private key, possibly encrypted. */
+  readonly keyFile: string;
+  /** A file holding the key's passphrase (first line), when the key is encrypted. */
+  readonly keyPassphraseFile?: string;
+  /** CA certificates that client certificates must chain to; non-empty = mutual TLS. */
+  readonly caFiles: readonly string[];
+  /** Certificate revocation lists checked against client certificates. */
+  readonly crlFiles: readonly string[];
+}
+
+export interface ListenerConfig {
+  readonly host: string;
+  readonly port: number;
+  /** Absent: plain HTTP. */
+  readonly tls?: TlsConfig;
+}
+
+export interface GatewayConfig {
+  readonly service: ListenerConfig;
+  readonly management: ListenerConfig;
+  readonly metrics: ListenerConfig;
+  /** Largest accepted request body in bytes (ServerConfig.maxRequestLength, in MB there). */
+  readonly maxRequestBytes: number;
+  /** Streams carry the whole text so far instead of deltas (ServerConfig.fullTextEnabled; native/KServe streams). */
+  readonly fullTextEnabled: boolean;
+  /** Upper bound N of `/health/timed-N`, seconds. */
+  readonly healthTimedMaxSeconds: number;
+  /** Facts reported by /v2/models/{m}/config and /v2 (from ModelConfig / ScheduleConfig). */
+  readonly model: {
+    readonly modelInstanceType: string;
+    readonly worldSize: number;
+    readonly cpuMemSize: number;
+    readonly npuMemSize: number;
+  };
+  readonly schedule: {
+    readonly maxIterTimes: number;
+    readonly maxPrefillBatchSize: number;
+    readonly prefillPolicyType: number;
+    readonly decodePolicyType: number;
+  };
+}
+
+const MB = 1024 * 1024;
+
+export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayConfig {
+  return {
+    service: { host, port },
+    management: { host, port: port + 1 },
+    metrics: { host, port: port + 2 },
+    maxRequestBytes: 40 * MB,
+    fullTextEnabled: false,
+    healthTimedMaxSeconds: 600,
+    model: { modelInstanceType: 'Standard', worldSize: 1, cpuMemSize: 0, npuMemSize: -1 },
+    schedule: { maxIterTimes: 512, maxPrefillBatchSize: 0, prefillPolicyType: 0, decodePolicyType: 0 },
+  };
+}
+
+/** The parts of a MindIE config.json read here (config/ validates the whole file). */
+export interface MindieConfigLike {
+  readonly ServerConfig?: Record<string, unknown>;
+  readonly BackendConfig?: {
+    readonly ModelDeployConfig?: { readonly ModelConfig?: readonly Record<string, unknown>[] } & Record<string, unknown>;
+    readonly ScheduleConfig?: Record<string, unknown>;
+  };
+}
+
+function num(v: unknown, fallback: number): number {
+  return typeof v === 'number' && Number.isFinite(v) ? v : fallback;
+}
+function str(v: unknown, fallback: string): string {
+  return typeof v === 'string' ? v : fallback;
+}
+function strList(v: unknown, fallback: readonly string[]): readonly string[] {
+  return Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fallback;
+}
+
+/**
+ * TLS files of one listener. MindIE names the fields with a per-listener prefix: `tls…` for the
+ * service listener, `managementTls…`, `metricsTls…`; CA path is shared (`tlsCaPath`), as is the
+ * CRL path unless the prefixed one is set. Relative paths are resolved against `baseDir`
+ * (MindIE resolves them against its install directory; Prism uses the config file's folder).
+ */
+function tlsOf(sc: Record<string, unknown>, prefix: 'tls' | 'managementTls' | 'metricsTls', baseDir: string): TlsConfig {
+  const at = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
+  const defaults = {
+    tls: { ca: ['ca.pem'], cert: 'security/certs/server.pem', pk: 'security/keys/server.key.pem', crl: ['server_crl.pem'] },
+    managementTls: {
+      ca: ['management_ca.pem'],
+      cert: 'security/certs/management/server.pem',
+      pk: 'security/keys/management/server.key.pem',
+      crl: ['server_crl.pem'],
+    },
+    metricsTls: {
+      ca: ['metrics_ca.pem'],
+      cert: 'security/certs/metrics/server.pem',
+      pk: 'security/keys/metrics/server.key.pem',
+      crl: ['server_crl.pem'],
+    },
+  }[prefix];
+  const caPath = str(sc.tlsCaPath, 'security/ca/');
+  const crlPath = str(sc[`${prefix}CrlPath`], str(sc.tlsCrlPath, 'security/certs/'));
+  const caKey = prefix === 'tls' ? 'tlsCaFile' : `${prefix}CaFile`;
+  const pwd = sc[`${prefix}PkPwd`];
+  return {
+    certFile: at(str(sc[`${prefix}Cert`], defaults.cert)),
+    keyFile: at(str(sc[`${prefix}Pk`], defaults.pk)),
+    keyPassphraseFile: typeof pwd === 'string' && pwd !== '' ? at(pwd) : undefined,
+    caFiles: strList(sc[caKey], defaults.ca).map((f) => at(resolve(at(caPath), f))),
+    crlFiles: strList(sc[`${prefix}CrlFiles`], defaults.crl).map((f) => at(resolve(at(crlPath), f))),
+  };
+}
+
+/**
+ * Maps a (validated) MindIE config.json onto the gateway record. `httpsEnabled` defaults to
+ * true as in MindIE: a config file that does not turn it off must provide the certificates.
+ */
+export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string): GatewayConfig {
+  const sc = cfg.ServerConfig ?? {};
+  const d = defaultGatewayConfig();
+  const https = sc.httpsEnabled !== false;
+  const mc = cfg.BackendConfig?.ModelDeployConfig?.ModelConfig?.[0] ?? {};
+  const sch = cfg.BackendConfig?.ScheduleConfig ?? {};
+  const host = process.env.MIES_CONTAINER_IP || str(sc.ipAddress, '127.0.0.1');
+  const mgmtHost = process.env.MIES_CONTAINER_MANAGEMENT_IP || str(sc.managementIpAddress, '127.0.0.2');
+  return {
+    service: { host, port: num(sc.port, 1025), tls: https ? tlsOf(sc, 'tls', baseDir) : undefined },
+    management: { host: mgmtHost, port: num(sc.managementPort, 1026), tls: https ? tlsOf(sc, 'managementTls', baseDir) : undefined },
+    // MindIE serves metrics on the management address.
+    metrics: { host: mgmtHost, port: num(sc.metricsPort, 1027), tls: https ? tlsOf(sc, 'metricsTls', baseDir) : undefined },
+    maxRequestBytes: num(sc.maxRequestLength, 40) * MB,
+    fullTextEnabled: sc.fullTextEnabled === true,
+    healthTimedMaxSeconds: d.healthTimedMaxSeconds,
+    model: {
+      modelInstanceType: str(mc.modelInstanceType, 'Standard'),
+      worldSize: num(mc.worldSize, 1),
+      cpuMemSize: num(mc.cpuMemSize, 0),
+      npuMemSize: num(mc.npuMemSize, -1),
+    },
+    schedule: {
+      maxIterTimes: num(sch.maxIterTimes, 512),
+      maxPrefillBatchSize: num(sch.maxPrefillBatchSize, 0),
+      prefillPolicyType: num(sch.prefillPolicyType, 0),
+      decodePolicyType: num(sch.decodePolicyType, 0),
+    },
+  };
+}
+
+/** Reads a config.json and maps it (the caller validates it with config/ first). */
+export function gatewayConfigFromFile(path: string): GatewayConfig {
+  const raw = JSON.parse(readFileSync(path, 'utf-8')) as MindieConfigLike;
+  return gatewayConfigFromMindie(raw, resolve(path, '..'));
+}

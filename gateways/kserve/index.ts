@@ -1,0 +1,318 @@
+/**
+ * KServe v2 / Triton-style family (service listener): server and model metadata, token
+ * inference on UINT32 tensors, text generate / generate_stream, and stopInfer by request id.
+ * Error bodies are MindIE's `{"error", "error_type"}`.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { basename } from 'node:path';
+import type { GenerateRequest, SamplingParams } from '../../engine/types.js';
+import { readJsonBody } from '../shared/body.js';
+import { collect, events, newRequestId } from '../shared/engine-calls.js';
+import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
+import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
+import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { compileSchema } from '../shared/schema.js';
+import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+
+const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
+const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+
+/** MindIE/TGI-style sampling parameters carried by KServe and native requests. */
+export const parametersSchema = nullable({
+  type: 'object',
+  properties: {
+    temperature: nullable({ type: 'number', exclusiveMinimum: 0 }),
+    top_k: nullable({ type: 'integer', minimum: 0 }),
+    top_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
+    do_sample: nullable({ type: 'boolean' }),
+    seed: nullable({ type: 'integer', minimum: 0 }),
+    repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
+    frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
+    presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
+    max_new_tokens: nullable({ type: 'integer', minimum: 1 }),
+    stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] }),
+    stop_token_ids: nullable({ type: 'array', items: { type: 'integer', minimum: 0 } }),
+    ignore_eos: nullable({ type: 'boolean' }),
+    skip_special_tokens: nullable({ type: 'boolean' }),
+    include_stop_str_in_output: nullable({ type: 'boolean' }),
+    details: nullable({ type: 'boolean' }),
+    typical_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
+    watermark: nullable({ type: 'boolean' }),
+    priority: nullable({ type: 'integer', minimum: 1, maximum: 5 }),
+    timeout: nullable({ type: 'integer', minimum: 1 }),
+    truncate: nullable({ type: 'integer', minimum: 1 }),
+    batch_size: nullable({ type: 'integer', minimum: 1 }),
+  },
+});
+
+export interface MindieParameters {
+  temperature?: number | null;
+  top_k?: number | null;
+  top_p?: number | null;
+  do_sample?: boolean | null;
+  seed?: number | null;
+  repetition_penalty?: number | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  max_new_tokens?: number | null;
+  stop?: string | string[] | null;
+  stop_token_ids?: number[] | null;
+  ignore_eos?: boolean | null;
+  skip_special_tokens?: boolean | null;
+  include_stop_str_in_output?: boolean | null;
+  details?: boolean | null;
+  typical_p?: number | null;
+  watermark?: boolean | null;
+  priority?: number | null;
+  timeout?: number | null;
+  truncate?: number | null;
+}
+
+const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
+
+/**
+ * MindIE parameters → engine sampling params. `priority` is accepted (the engine schedules
+ * FCFS, as MindIE's only policy); `timeout` (seconds) is enforced by the gateway, which cancels.
+ */
+export function mindieSampling(p: MindieParameters, field: string): SamplingParams {
+  if (p.watermark) throw notSupported(`${field}.watermark`, 'watermarking');
+  if (p.typical_p != null && p.typical_p < 1) throw notSupported(`${field}.typical_p`, 'typical sampling');
+  const stop = d(p.stop);
+  return {
+    maxNewTokens: d(p.max_new_tokens),
+    temperature: d(p.temperature),
+    topK: p.top_k === 0 ? undefined : d(p.top_k),
+    topP: d(p.top_p),
+    // MindIE: do_sample false (or absent with no sampling parameter) is greedy.
+    doSample: p.do_sample ?? (p.temperature != null || p.top_k != null || p.top_p != null),
+    seed: d(p.seed),
+    repetitionPenalty: d(p.repetition_penalty),
+    frequencyPenalty: d(p.frequency_penalty),
+    presencePenalty: d(p.presence_penalty),
+    stop: stop === undefined ? undefined : typeof stop === 'string' ? [stop] : stop,
+    stopTokenIds: d(p.stop_token_ids),
+    ignoreEos: d(p.ignore_eos),
+    skipSpecialTokens: d(p.skip_special_tokens),
+    includeStopStrInOutput: d(p.include_stop_str_in_output),
+    truncate: d(p.truncate),
+  };
+}
+
+/** A signal that fires when the client leaves or the request's own `timeout` (seconds) passes. */
+export function requestSignal(ctx: Context, timeoutSeconds: number | null | undefined): AbortSignal {
+  const gone = clientGoneSignal(ctx);
+  return timeoutSeconds ? AbortSignal.any([gone, AbortSignal.timeout(timeoutSeconds * 1000)]) : gone;
+}
+
+function checkModel(gw: GatewayContext, name: string): void {
+  if (name !== gw.info.modelName) throw new HttpError('not_found', `Model ${name} not found.`, 'model_name');
+}
+
+// ------------------------------------------------------------------------------ /infer
+
+const tensorSchema = {
+  type: 'object',
+  required: ['inputs'],
+  properties: {
+    id: { type: 'string', pattern: ID_PATTERN },
+    inputs: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 1,
+      items: {
+        type: 'object',
+        required: ['name', 'shape', 'datatype', 'data'],
+        properties: {
+          name: { type: 'string' },
+          shape: { type: 'array', minItems: 1, maxItems: 2, items: { type: 'integer', minimum: 1 } },
+          datatype: { const: 'UINT32' },
+          data: { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: 4294967295 } },
+          parameters: parametersSchema,
+        },
+      },
+    },
+    outputs: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+    parameters: parametersSchema,
+  },
+};
+
+interface TensorBody {
+  id?: string;
+  inputs: { name: string; shape: number[]; datatype: 'UINT32'; data: number[]; parameters?: MindieParameters | null }[];
+  outputs?: { name: string }[];
+  parameters?: MindieParameters | null;
+}
+
+const validateTensor = compileSchema<TensorBody>(tensorSchema);
+
+async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
+  checkModel(gw, model);
+  const body = validateTensor(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const input = body.inputs[0];
+  const shape = input.shape;
+  if (shape.length === 2 && shape[0] !== 1) throw invalid('inputs[0].shape', 'must be [n] or [1, n] (batch size 1)');
+  const n = shape[shape.length - 1];
+  if (n !== input.data.length) throw invalid('inputs[0].shape', `declares ${n} tokens but data holds ${input.data.length}`);
+  if (body.outputs && body.outputs.length !== body.inputs.length) throw invalid('outputs', 'must have as many entries as inputs');
+  // Parameters at top level (the docs) or on the input (MindIE's code): both accepted.
+  const params = body.parameters ?? input.parameters ?? {};
+  assertAccepting(gw);
+  const id = body.id ?? newRequestId('infer');
+  const request: GenerateRequest = { requestId: id, prompt: { kind: 'tokens', ids: input.data }, params: mindieSampling(params, 'parameters') };
+  const answer = await collect(gw, request, requestSignal(ctx, params.timeout));
+  const ids = answer.choices[0].tokenIds;
+  ctx.body = {
+    id,
+    model_name: model,
+    outputs: [{ name: body.outputs?.[0]?.name ?? 'output0', shape: [1, ids.length], datatype: 'UINT32', data: ids }],
+  };
+}
+
+// ------------------------------------------------------------------------------ /generate, /generate_stream
+
+const textSchema = {
+  type: 'object',
+  required: ['text_input'],
+  properties: { id: { type: 'string', pattern: ID_PATTERN }, text_input: { type: 'string', minLength: 1 }, parameters: parametersSchema },
+};
+
+interface TextBody {
+  id?: string;
+  text_input: string;
+  parameters?: MindieParameters | null;
+}
+
+const validateText = compileSchema<TextBody>(textSchema);
+
+async function handleGenerate(gw: GatewayContext, ctx: Context, model: string, stream: boolean): Promise<void> {
+  checkModel(gw, model);
+  const body = validateText(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const params = body.parameters ?? {};
+  assertAccepting(gw);
+  const id = body.id ?? newRequestId('gen');
+  const request: GenerateRequest = { requestId: id, prompt: { kind: 'text', text: body.text_input }, params: mindieSampling(params, 'parameters') };
+  const signal = requestSignal(ctx, params.timeout);
+  const head = { ...(body.id ? { id: body.id } : {}), model_name: model, model_version: null };
+  if (!stream) {
+    const answer = await collect(gw, request, signal);
+    const c = answer.choices[0];
+    ctx.body = {
+      ...head,
+      text_output: c.text,
+      ...(params.details
+        ? { details: { finish_reason: c.finish.reason, generated_tokens: c.tokenIds.length, first_token_cost: c.finish.timings.ttftMs, decode_cost: c.finish.timings.decodeMs } }
+        : {}),
+    };
+    return;
+  }
+  const it = events(gw, request, signal)[Symbol.asyncIterator]();
+  const first = await it.next();
+  const sse = new SseWriter(ctx);
+  let full = '';
+  let generated = 0;
+  try {
+    for (let r = first; !r.done; r = await it.next()) {
+      const ev = r.value;
+      if (ev.type === 'token') {
+        full += ev.text;
+        generated += ev.tokenIds.length;
+        if (ev.text === '') continue;
+        sse.data({ ...head, text_output: gw.config.fullTextEnabled ? full : ev.text, ...(params.details ? { details: { generated_tokens: generated } } : {}) });
+      } else {
+        sse.data({
+          ...head,
+          text_output: gw.config.fullTextEnabled ? full : '',
+          details: {
+            finish_reason: ev.reason,
+            generated_tokens: ev.tokenIds.length,
+            batch_size: 1,
+            queue_wait_time: ev.timings.queueMs,
+          },
+          prefill_time: ev.timings.prefillMs,
+          decode_time: ev.timings.decodeMs,
+        });
+      }
+    }
+  } catch (err) {
+    if (!signal.aborted) sse.data(mindieErrorFormat(toHttpError(err)).body);
+  } finally {
+    sse.end();
+  }
+}
+
+// ------------------------------------------------------------------------------ /stopInfer
+
+const validateStop = compileSchema<{ id: string }>({
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: ID_PATTERN } },
+});
+
+async function handleStopInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
+  checkModel(gw, model);
+  const body = validateStop(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  if (!(await gw.engine.cancel(body.id))) throw new HttpError('not_found', `RequestId is ${body.id} not found.`, 'id');
+  ctx.body = { id: body.id };
+}
+
+// ------------------------------------------------------------------------------ metadata
+
+function serverMetadata(gw: GatewayContext): object {
+  return {
+    name: 'Prism',
+    version: gw.version,
+    extensions: {
+      max_iter_times: gw.config.schedule.maxIterTimes,
+      prefill_policy_type: gw.config.schedule.prefillPolicyType,
+      decode_policy_type: gw.config.schedule.decodePolicyType,
+      max_prefill_batch_size: gw.config.schedule.maxPrefillBatchSize || gw.info.maxBatchSize,
+      max_prefill_tokens: gw.info.maxPrefillTokens,
+    },
+  };
+}
+
+function modelMetadata(gw: GatewayContext, model: string): object {
+  return {
+    name: model,
+    platform: 'Prism',
+    inputs: [{ name: 'input0', shape: [-1], datatype: 'UINT32' }],
+    outputs: [{ name: 'output0', shape: [-1], datatype: 'UINT32' }],
+  };
+}
+
+function modelConfig(gw: GatewayContext, model: string): object {
+  const m = gw.config.model;
+  return {
+    model_name: model,
+    input_datatype: 'UINT32',
+    output_datatype: 'UINT32',
+    max_seq_len: gw.info.maxSeqLen,
+    npu_mem_size: m.npuMemSize === 0 ? -1 : m.npuMemSize,
+    cpu_mem_size: m.cpuMemSize,
+    world_size: m.worldSize,
+    model_weight_path: basename(gw.info.modelPath),
+    model_instance_type: m.modelInstanceType,
+  };
+}
+
+export function kserveRouter(gw: GatewayContext): Router {
+  const router = new Router();
+  const boundary = errorBoundary(mindieErrorFormat);
+  router.get('/v2', boundary, (ctx) => {
+    ctx.body = serverMetadata(gw);
+  });
+  router.get('/v2/models/:model', boundary, (ctx) => {
+    checkModel(gw, ctx.params.model);
+    ctx.body = modelMetadata(gw, ctx.params.model);
+  });
+  router.get('/v2/models/:model/config', boundary, (ctx) => {
+    checkModel(gw, ctx.params.model);
+    ctx.body = modelConfig(gw, ctx.params.model);
+  });
+  router.post('/v2/models/:model/infer', boundary, (ctx) => handleInfer(gw, ctx, ctx.params.model));
+  router.post('/v2/models/:model/generate', boundary, (ctx) => handleGenerate(gw, ctx, ctx.params.model, false));
+  router.post('/v2/models/:model/generate_stream', boundary, (ctx) => handleGenerate(gw, ctx, ctx.params.model, true));
+  router.post('/v2/models/:model/stopInfer', boundary, (ctx) => handleStopInfer(gw, ctx, ctx.params.model));
+  return router;
+}

@@ -1,0 +1,129 @@
+/**
+ * MindIE's self-developed inference routes (service listener): POST /infer (text, or a list of
+ * text parts), POST /infer_token (token ids), and POST /v1/tokenizer (count tokens).
+ */
+import type { Context } from 'koa';
+import type { GenerateRequest, PromptInput } from '../../engine/types.js';
+import { readJsonBody } from '../shared/body.js';
+import { collect, events, newRequestId } from '../shared/engine-calls.js';
+import { mindieErrorFormat } from '../shared/error-boundary.js';
+import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
+import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { compileSchema } from '../shared/schema.js';
+import { SseWriter } from '../shared/sse.js';
+import { mindieSampling, parametersSchema, requestSignal, type MindieParameters } from '../kserve/index.js';
+
+/** Largest token id /infer_token accepts (MindIE's bound). */
+const MAX_TOKEN_ID = 1048576;
+
+const inferSchema = {
+  type: 'object',
+  properties: {
+    inputs: {
+      anyOf: [
+        { type: 'string', minLength: 1 },
+        {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'image_url'] }, text: { type: 'string' } } },
+        },
+      ],
+    },
+    input_id: { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: MAX_TOKEN_ID } },
+    stream: { type: 'boolean' },
+    parameters: parametersSchema,
+  },
+};
+
+interface InferBody {
+  inputs?: string | { type: 'text' | 'image_url'; text?: string }[];
+  input_id?: number[];
+  stream?: boolean;
+  parameters?: MindieParameters | null;
+}
+
+const validateInfer = compileSchema<InferBody>(inferSchema);
+
+function promptOf(body: InferBody, tokenRoute: boolean): PromptInput {
+  if (body.inputs !== undefined && body.input_id !== undefined) throw invalid('inputs', 'Input conflict.');
+  if (tokenRoute) {
+    if (body.input_id === undefined) throw invalid('input_id', 'Not found inputs.');
+    return { kind: 'tokens', ids: body.input_id };
+  }
+  if (body.inputs === undefined) throw invalid('inputs', 'Not found inputs.');
+  if (typeof body.inputs === 'string') return { kind: 'text', text: body.inputs };
+  const text = body.inputs
+    .map((part, i) => {
+      if (part.type !== 'text') throw notSupported(`inputs[${i}].type`, `multimodal input '${part.type}'`);
+      if (typeof part.text !== 'string') throw invalid(`inputs[${i}].text`, 'must be a string');
+      return part.text;
+    })
+    .join('');
+  if (text === '') throw invalid('inputs', 'must hold some text');
+  return { kind: 'text', text };
+}
+
+export async function handleNativeInfer(gw: GatewayContext, ctx: Context, tokenRoute: boolean): Promise<void> {
+  const body = validateInfer(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const prompt = promptOf(body, tokenRoute);
+  const params = body.parameters ?? {};
+  assertAccepting(gw);
+  const request: GenerateRequest = { requestId: newRequestId('infer'), prompt, params: mindieSampling(params, 'parameters') };
+  const signal = requestSignal(ctx, params.timeout);
+  if (!body.stream) {
+    const answer = await collect(gw, request, signal);
+    const c = answer.choices[0];
+    ctx.body = {
+      generated_text: c.text,
+      ...(params.details
+        ? { details: { finish_reason: c.finish.reason, generated_tokens: c.tokenIds.length, generated_token_ids: c.tokenIds, seed: c.finish.seed } }
+        : {}),
+    };
+    return;
+  }
+  const it = events(gw, request, signal)[Symbol.asyncIterator]();
+  const first = await it.next();
+  const sse = new SseWriter(ctx);
+  let full = '';
+  try {
+    for (let r = first; !r.done; r = await it.next()) {
+      const ev = r.value;
+      if (ev.type === 'token') {
+        full += ev.text;
+        sse.data({
+          prefill_time: null,
+          decode_time: null,
+          token: { id: ev.tokenIds, text: gw.config.fullTextEnabled ? full : ev.text },
+        });
+      } else {
+        sse.data({
+          prefill_time: ev.timings.prefillMs,
+          decode_time: ev.timings.decodeMs,
+          generated_text: ev.text,
+          details: params.details ? { finish_reason: ev.reason, generated_tokens: ev.tokenIds.length, seed: ev.seed } : null,
+          token: { id: [], text: null },
+        });
+      }
+    }
+  } catch (err) {
+    if (!signal.aborted) sse.data(mindieErrorFormat(toHttpError(err)).body);
+  } finally {
+    sse.end();
+  }
+}
+
+const validateTokenizer = compileSchema<{ inputs: string; do_decode?: boolean }>({
+  type: 'object',
+  required: ['inputs'],
+  properties: { inputs: { type: 'string', minLength: 1 }, do_decode: { type: 'boolean' } },
+});
+
+export async function handleTokenizer(gw: GatewayContext, ctx: Context): Promise<void> {
+  const body = validateTokenizer(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const ids = await gw.engine.tokenize(body.inputs, true);
+  if (ids.length > gw.info.maxInputTokenLen) {
+    throw new HttpError('validation', `inputs: token length must be in (0, ${gw.info.maxInputTokenLen}], but got ${ids.length}`, 'inputs');
+  }
+  const tokens = body.do_decode === false ? [] : (await gw.engine.detokenize(ids, false)).tokens;
+  ctx.body = { token_number: ids.length, tokens };
+}

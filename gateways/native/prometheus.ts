@@ -1,0 +1,136 @@
+/**
+ * GET /metrics: the engine's counters, gauges and histograms (EngineStatus, read once per
+ * scrape) in Prometheus text format through prom-client, under MindIE's names and under
+ * vLLM's `vllm:` names, each with the `model_name` label.
+ */
+import { Registry } from 'prom-client';
+import type { EngineStatus, HistogramSnapshot } from '../../engine/types.js';
+
+type Kind = 'counter' | 'gauge' | 'histogram';
+
+interface MetricValue {
+  value: number;
+  labels: Record<string, string | number>;
+  metricName?: string;
+}
+
+interface Definition {
+  readonly names: readonly string[];
+  readonly help: string;
+  readonly type: Kind;
+  readonly read: (s: EngineStatus, rates: Rates) => number | HistogramSnapshot;
+}
+
+interface Rates {
+  readonly promptTokensPerS: number;
+  readonly generationTokensPerS: number;
+}
+
+const kvUsage = (s: EngineStatus): number => (s.totalBlocks > 0 ? 1 - s.freeBlocks / s.totalBlocks : 0);
+
+const definitions: readonly Definition[] = [
+  { names: ['request_received_total'], help: 'Requests received by the engine.', type: 'counter', read: (s) => s.requestsReceived },
+  { names: ['request_success_total', 'vllm:request_success_total'], help: 'Requests finished successfully.', type: 'counter', read: (s) => s.requestsSucceeded },
+  { names: ['request_failed_total'], help: 'Requests that failed.', type: 'counter', read: (s) => s.requestsFailed },
+  { names: ['num_preemptions_total', 'vllm:num_preemptions_total'], help: 'Preemptions (recomputed later).', type: 'counter', read: (s) => s.preemptions },
+  { names: ['prompt_tokens_total', 'vllm:prompt_tokens_total'], help: 'Prompt tokens processed.', type: 'counter', read: (s) => s.promptTokens },
+  { names: ['generation_tokens_total', 'vllm:generation_tokens_total'], help: 'Tokens generated.', type: 'counter', read: (s) => s.generationTokens },
+  { names: ['vllm:prefix_cache_queries_total'], help: 'Prompt tokens looked up in the prefix cache.', type: 'counter', read: (s) => s.prefixCacheQueries },
+  { names: ['vllm:prefix_cache_hits_total'], help: 'Prompt tokens found in the prefix cache.', type: 'counter', read: (s) => s.prefixCacheHits },
+  { names: ['num_requests_running', 'vllm:num_requests_running'], help: 'Requests running.', type: 'gauge', read: (s) => s.running },
+  { names: ['num_requests_waiting', 'vllm:num_requests_waiting'], help: 'Requests waiting.', type: 'gauge', read: (s) => s.waiting },
+  // Preempted sequences are recomputed, never swapped to host memory.
+  { names: ['num_requests_swapped'], help: 'Requests swapped to host memory (always 0: preemption recomputes).', type: 'gauge', read: () => 0 },
+  { names: ['avg_prompt_throughput_toks_per_s'], help: 'Prompt tokens per second since the previous scrape.', type: 'gauge', read: (_s, r) => r.promptTokensPerS },
+  { names: ['avg_generation_throughput_toks_per_s'], help: 'Generated tokens per second since the previous scrape.', type: 'gauge', read: (_s, r) => r.generationTokensPerS },
+  {
+    names: ['failed_request_perc'],
+    help: 'Failed requests as a fraction of received ones.',
+    type: 'gauge',
+    read: (s) => (s.requestsReceived > 0 ? s.requestsFailed / s.requestsReceived : 0),
+  },
+  { names: ['npu_cache_usage_perc', 'vllm:gpu_cache_usage_perc', 'vllm:kv_cache_usage_perc'], help: 'KV cache blocks in use (fraction; the device here is the CPU).', type: 'gauge', read: kvUsage },
+  { names: ['cpu_cache_usage_perc'], help: 'Host swap-space KV blocks in use (no swap space: 0).', type: 'gauge', read: () => 0 },
+  {
+    names: ['npu_prefix_cache_hit_rate'],
+    help: 'Prefix cache hit rate in prompt tokens (1 = 100%).',
+    type: 'gauge',
+    read: (s) => (s.prefixCacheQueries > 0 ? s.prefixCacheHits / s.prefixCacheQueries : 0),
+  },
+  { names: ['time_to_first_token_seconds', 'vllm:time_to_first_token_seconds'], help: 'Time to first token.', type: 'histogram', read: (s) => s.ttft },
+  {
+    names: ['time_per_output_token_seconds', 'vllm:time_per_output_token_seconds', 'vllm:inter_token_latency_seconds'],
+    help: 'Time between output tokens.',
+    type: 'histogram',
+    read: (s) => s.interTokenLatency,
+  },
+  { names: ['e2e_request_latency_seconds', 'vllm:e2e_request_latency_seconds'], help: 'End-to-end request latency.', type: 'histogram', read: (s) => s.e2eLatency },
+  { names: ['request_prompt_tokens', 'vllm:request_prompt_tokens'], help: 'Prompt tokens per request.', type: 'histogram', read: (s) => s.promptTokensPerRequest },
+  { names: ['request_generation_tokens', 'vllm:request_generation_tokens'], help: 'Generated tokens per request.', type: 'histogram', read: (s) => s.generationTokensPerRequest },
+];
+
+function histogramValues(name: string, h: HistogramSnapshot, labels: Record<string, string>): MetricValue[] {
+  const out: MetricValue[] = [];
+  let sawInf = false;
+  h.counts.forEach((count, i) => {
+    const bound = h.bounds[i];
+    const le = bound === undefined || bound === Infinity ? '+Inf' : bound;
+    if (le === '+Inf') sawInf = true;
+    out.push({ metricName: `${name}_bucket`, labels: { ...labels, le }, value: count });
+  });
+  if (!sawInf) out.push({ metricName: `${name}_bucket`, labels: { ...labels, le: '+Inf' }, value: h.count });
+  out.push({ metricName: `${name}_sum`, labels, value: h.sum });
+  out.push({ metricName: `${name}_count`, labels, value: h.count });
+  return out;
+}
+
+export class PrometheusExporter {
+  readonly registry = new Registry();
+  private status: EngineStatus | undefined;
+  private rates: Rates = { promptTokensPerS: 0, generationTokensPerS: 0 };
+  private previous: { at: number; prompt: number; generation: number } | undefined;
+
+  constructor(modelName: string) {
+    const labels = { model_name: modelName };
+    for (const def of definitions) {
+      for (const name of def.names) {
+        this.registry.registerMetric({
+          name,
+          help: def.help,
+          type: def.type,
+          get: () => {
+            const s = this.status!;
+            const v = def.read(s, this.rates);
+            return {
+              name,
+              help: def.help,
+              type: def.type,
+              aggregator: 'sum',
+              values: typeof v === 'number' ? [{ value: v, labels }] : histogramValues(name, v, labels),
+            };
+          },
+          // prom-client's registry calls reset() only through resetMetrics(); nothing to reset here.
+          reset: () => {},
+        } as never);
+      }
+    }
+  }
+
+  /** The text exposition of one engine status snapshot. */
+  async render(status: EngineStatus, now = Date.now()): Promise<string> {
+    if (this.previous && now > this.previous.at) {
+      const dt = (now - this.previous.at) / 1000;
+      this.rates = {
+        promptTokensPerS: (status.promptTokens - this.previous.prompt) / dt,
+        generationTokensPerS: (status.generationTokens - this.previous.generation) / dt,
+      };
+    }
+    this.previous = { at: now, prompt: status.promptTokens, generation: status.generationTokens };
+    this.status = status;
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * POST /v1/chat/completions: OpenAI chat request → one engine request with a chat prompt
+ * (the engine renders the model's chat template) → chat.completion or chat.completion.chunk SSE.
+ */
+import type { Context } from 'koa';
+import type { ChatMessage, GenerateRequest, TokenLogprob } from '../../engine/types.js';
+import { readJsonBody } from '../shared/body.js';
+import { collect, events, newRequestId } from '../shared/engine-calls.js';
+import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { compileSchema } from '../shared/schema.js';
+import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { openaiErrorBody } from './errors.js';
+import { openaiFinishReason, openaiUsage, samplingSchemaProperties, toSamplingParams, type SamplingFields } from './sampling.js';
+
+const contentPart = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { type: 'string' }, text: { type: 'string' } },
+};
+
+const chatSchema = {
+  type: 'object',
+  required: ['messages'],
+  properties: {
+    ...samplingSchemaProperties,
+    messages: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['role'],
+        properties: {
+          role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+          content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
+          name: { type: 'string' },
+          tool_call_id: { type: 'string' },
+          tool_calls: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['id', 'function'],
+              properties: {
+                id: { type: 'string' },
+                type: { const: 'function' },
+                function: {
+                  type: 'object',
+                  required: ['name', 'arguments'],
+                  properties: { name: { type: 'string' }, arguments: { type: 'string' } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    logprobs: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
+    top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
+    tools: { anyOf: [{ type: 'array' }, { type: 'null' }] },
+    tool_choice: {},
+    response_format: { anyOf: [{ type: 'object', required: ['type'], properties: { type: { type: 'string' } } }, { type: 'null' }] },
+  },
+};
+
+interface ChatBody extends SamplingFields {
+  messages: {
+    role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+    content?: string | null | { type: string; text?: string }[];
+    name?: string;
+    tool_call_id?: string;
+    tool_calls?: { id: string; type?: 'function'; function: { name: string; arguments: string } }[];
+  }[];
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  tools?: unknown[] | null;
+  tool_choice?: unknown;
+  response_format?: { type: string } | null;
+}
+
+const validateChat = compileSchema<ChatBody>(chatSchema);
+
+function toMessages(body: ChatBody): ChatMessage[] {
+  return body.messages.map((m, i) => {
+    let content = '';
+    if (typeof m.content === 'string') content = m.content;
+    else if (Array.isArray(m.content)) {
+      content = m.content
+        .map((part, j) => {
+          if (part.type !== 'text' || typeof part.text !== 'string') {
+            throw notSupported(`messages[${i}].content[${j}].type`, `content part type '${part.type}' (only 'text')`);
+          }
+          return part.text;
+        })
+        .join('');
+    }
+    return {
+      // OpenAI's newer `developer` role is the system prompt of chat templates.
+      role: m.role === 'developer' ? 'system' : m.role,
+      content,
+      name: m.name,
+      toolCallId: m.tool_call_id,
+      toolCalls: m.tool_calls?.map((c) => ({ id: c.id, type: 'function' as const, function: c.function })),
+    };
+  });
+}
+
+/** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
+function refuseUnsupported(body: ChatBody): void {
+  if (body.tools && body.tools.length > 0) throw notSupported('tools', 'function calling');
+  if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none') {
+    throw notSupported('tool_choice', 'function calling');
+  }
+  if (body.response_format && body.response_format.type !== 'text') {
+    throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
+  }
+  if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
+}
+
+export function chatLogprobs(list: readonly TokenLogprob[]): object {
+  return {
+    content: list.map((t) => ({
+      token: t.text,
+      logprob: t.logprob,
+      bytes: [...Buffer.from(t.text, 'utf-8')],
+      top_logprobs: t.top.map((a) => ({ token: a.text, logprob: a.logprob, bytes: [...Buffer.from(a.text, 'utf-8')] })),
+    })),
+  };
+}
+
+export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
+  const body = validateChat(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const model = resolveModel(gw, body.model);
+  refuseUnsupported(body);
+  assertAccepting(gw);
+  const id = newRequestId('chatcmpl');
+  const request: GenerateRequest = {
+    requestId: id,
+    prompt: { kind: 'chat', messages: toMessages(body) },
+    params: toSamplingParams(body, {
+      logprobs: body.logprobs ?? undefined,
+      topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
+    }),
+  };
+  const created = Math.floor(Date.now() / 1000);
+  const signal = clientGoneSignal(ctx);
+
+  if (!body.stream) {
+    const answer = await collect(gw, request, signal);
+    ctx.body = {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: answer.choices.map((c) => ({
+        index: c.index,
+        message: { role: 'assistant', content: c.text, tool_calls: [] },
+        logprobs: body.logprobs ? chatLogprobs(c.logprobs) : null,
+        finish_reason: openaiFinishReason(c.finish.reason),
+      })),
+      usage: openaiUsage(answer.usage),
+    };
+    return;
+  }
+
+  const includeUsage = body.stream_options?.include_usage === true;
+  const base = { id, object: 'chat.completion.chunk', created, model };
+  const chunk = (choices: object[], usage?: object): object =>
+    includeUsage ? { ...base, choices, usage: usage ?? null } : { ...base, choices };
+  // Fetch the first event before committing to a 200 stream, so that request errors
+  // (validation by the engine, overload, unknown model) still get a proper status code.
+  const it = events(gw, request, signal)[Symbol.asyncIterator]();
+  const first = await it.next();
+  const sse = new SseWriter(ctx);
+  const n = request.params.n ?? 1;
+  for (let i = 0; i < n; i++) {
+    sse.data(chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
+  }
+  const finishes: { completionTokens: number; promptTokens: number; cachedPromptTokens: number }[] = [];
+  try {
+    for (let r = first; !r.done; r = await it.next()) {
+      const ev = r.value;
+      if (ev.type === 'token') {
+        if (ev.text === '' && !ev.logprobs?.length) continue;
+        sse.data(
+          chunk([
+            {
+              index: ev.index,
+              delta: { content: ev.text },
+              logprobs: body.logprobs && ev.logprobs ? chatLogprobs(ev.logprobs) : null,
+              finish_reason: null,
+            },
+          ]),
+        );
+      } else {
+        finishes.push(ev.usage);
+        sse.data(chunk([{ index: ev.index, delta: {}, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]));
+      }
+    }
+    if (includeUsage) {
+      const usage = {
+        promptTokens: finishes[0]?.promptTokens ?? 0,
+        cachedPromptTokens: finishes[0]?.cachedPromptTokens ?? 0,
+        completionTokens: finishes.reduce((s, u) => s + u.completionTokens, 0),
+      };
+      sse.data({ ...base, choices: [], usage: openaiUsage(usage) });
+    }
+    sse.data('[DONE]');
+  } catch (err) {
+    if (!signal.aborted) sse.data(openaiErrorBody(toHttpError(err)));
+  } finally {
+    sse.end();
+  }
+}
+

@@ -1,0 +1,195 @@
+/**
+ * POST /v1/completions: a prompt (text or token ids; a list of them runs one engine request per
+ * prompt, choices numbered prompt-major as OpenAI does) → text_completion or its SSE chunks.
+ */
+import type { Context } from 'koa';
+import type { Engine, GenerateRequest, PromptInput, TokenLogprob, Usage } from '../../engine/types.js';
+import { readJsonBody } from '../shared/body.js';
+import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
+import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { compileSchema } from '../shared/schema.js';
+import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { openaiErrorBody } from './errors.js';
+import { openaiFinishReason, openaiUsage, samplingSchemaProperties, toSamplingParams, type SamplingFields } from './sampling.js';
+
+const tokenList = { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0 } };
+
+const completionSchema = {
+  type: 'object',
+  required: ['prompt'],
+  properties: {
+    ...samplingSchemaProperties,
+    prompt: {
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', minItems: 1, maxItems: 64, items: { type: 'string' } },
+        tokenList,
+        { type: 'array', minItems: 1, maxItems: 64, items: tokenList },
+      ],
+    },
+    echo: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
+    logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
+    best_of: { anyOf: [{ type: 'integer', minimum: 1, maximum: 128 }, { type: 'null' }] },
+    suffix: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    response_format: { anyOf: [{ type: 'object', required: ['type'], properties: { type: { type: 'string' } } }, { type: 'null' }] },
+  },
+};
+
+interface CompletionBody extends SamplingFields {
+  prompt: string | string[] | number[] | number[][];
+  echo?: boolean | null;
+  logprobs?: number | null;
+  best_of?: number | null;
+  suffix?: string | null;
+  response_format?: { type: string } | null;
+}
+
+const validateCompletion = compileSchema<CompletionBody>(completionSchema);
+
+function prompts(p: CompletionBody['prompt']): PromptInput[] {
+  if (typeof p === 'string') return [{ kind: 'text', text: p }];
+  if (p.every((x) => typeof x === 'number')) return [{ kind: 'tokens', ids: p as number[] }];
+  return (p as (string | number[])[]).map((x) => (typeof x === 'string' ? { kind: 'text', text: x } : { kind: 'tokens', ids: x }));
+}
+
+async function promptText(engine: Engine, p: PromptInput): Promise<string> {
+  if (p.kind === 'text') return p.text;
+  if (p.kind === 'tokens') return (await engine.detokenize(p.ids, false)).text;
+  return '';
+}
+
+/** The legacy completions logprobs object. `offset` is where the generated text starts. */
+function completionLogprobs(list: readonly TokenLogprob[], offset: number): object {
+  const textOffset: number[] = [];
+  let at = offset;
+  for (const t of list) {
+    textOffset.push(at);
+    at += t.text.length;
+  }
+  return {
+    tokens: list.map((t) => t.text),
+    token_logprobs: list.map((t) => t.logprob),
+    top_logprobs: list.map((t) => Object.fromEntries(t.top.map((a) => [a.text, a.logprob]))),
+    text_offset: textOffset,
+  };
+}
+
+export async function handleCompletions(gw: GatewayContext, ctx: Context): Promise<void> {
+  const body = validateCompletion(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const model = resolveModel(gw, body.model);
+  if (body.suffix) throw notSupported('suffix', 'insertion (suffix)');
+  if (body.response_format && body.response_format.type !== 'text') {
+    throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
+  }
+  if (body.stream && body.best_of && body.best_of !== (body.n ?? 1)) {
+    throw invalid('best_of', 'must equal n when stream is true');
+  }
+  assertAccepting(gw);
+  const id = newRequestId('cmpl');
+  const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+  const params = toSamplingParams(body, {
+    logprobs: wantLogprobs || undefined,
+    topLogprobs: wantLogprobs && body.logprobs! > 0 ? body.logprobs! : undefined,
+    bestOf: body.best_of ?? undefined,
+  });
+  const inputs = prompts(body.prompt);
+  const n = params.n ?? 1;
+  const requests: GenerateRequest[] = inputs.map((prompt, i) => ({
+    requestId: inputs.length === 1 ? id : `${id}-${i}`,
+    prompt,
+    params,
+  }));
+  const echoes = body.echo ? await Promise.all(inputs.map((p) => promptText(gw.engine, p))) : inputs.map(() => '');
+  const created = Math.floor(Date.now() / 1000);
+  // One failing prompt (or the client leaving) cancels the requests of the other prompts.
+  const failed = new AbortController();
+  const signal = AbortSignal.any([clientGoneSignal(ctx), failed.signal]);
+
+  if (!body.stream) {
+    const answers: CollectedAnswer[] = await Promise.all(requests.map((r) => collect(gw, r, signal))).catch((err: unknown) => {
+      failed.abort();
+      throw err;
+    });
+    const usage: Usage = {
+      promptTokens: answers.reduce((s, a) => s + a.usage.promptTokens, 0),
+      completionTokens: answers.reduce((s, a) => s + a.usage.completionTokens, 0),
+      cachedPromptTokens: answers.reduce((s, a) => s + a.usage.cachedPromptTokens, 0),
+    };
+    ctx.body = {
+      id,
+      object: 'text_completion',
+      created,
+      model,
+      choices: answers.flatMap((a, pi) =>
+        a.choices.map((c) => ({
+          index: pi * n + c.index,
+          text: echoes[pi] + c.text,
+          logprobs: wantLogprobs ? completionLogprobs(c.logprobs, echoes[pi].length) : null,
+          finish_reason: openaiFinishReason(c.finish.reason),
+        })),
+      ),
+      usage: openaiUsage(usage),
+    };
+    return;
+  }
+
+  const includeUsage = body.stream_options?.include_usage === true;
+  const base = { id, object: 'text_completion', created, model };
+  const chunk = (choices: object[]): object => (includeUsage ? { ...base, choices, usage: null } : { ...base, choices });
+  // Start every prompt's request; wait for the first prompt's first event before answering
+  // 200 so that errors found up front (engine validation, overload) keep their status codes.
+  const iterators = requests.map((r) => events(gw, r, signal)[Symbol.asyncIterator]());
+  const firsts = await Promise.all(iterators.map((it) => it.next())).catch((err: unknown) => {
+    failed.abort();
+    throw err;
+  });
+  const sse = new SseWriter(ctx);
+  const usages = new Map<number, Usage>();
+  const completionTokens = { total: 0 };
+  const echoed = new Set<number>();
+  try {
+    await Promise.all(
+      iterators.map(async (it, pi) => {
+        for (let r = firsts[pi]; !r.done; r = await it.next()) {
+          const ev = r.value;
+          const index = pi * n + ev.index;
+          const prefix = body.echo && !echoed.has(index) ? (echoed.add(index), echoes[pi]) : '';
+          if (ev.type === 'token') {
+            if (ev.text === '' && prefix === '' && !ev.logprobs?.length) continue;
+            sse.data(
+              chunk([
+                {
+                  index,
+                  text: prefix + ev.text,
+                  logprobs: wantLogprobs && ev.logprobs ? completionLogprobs(ev.logprobs, 0) : null,
+                  finish_reason: null,
+                },
+              ]),
+            );
+          } else {
+            // The prompt counts once per request; completions add up over its sequences.
+            if (!usages.has(pi)) usages.set(pi, ev.usage);
+            completionTokens.total += ev.usage.completionTokens;
+            sse.data(chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]));
+          }
+        }
+      }),
+    );
+    if (includeUsage) {
+      const usage = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: completionTokens.total };
+      for (const u of usages.values()) {
+        usage.promptTokens += u.promptTokens;
+        usage.cachedPromptTokens += u.cachedPromptTokens;
+      }
+      sse.data({ ...base, choices: [], usage: openaiUsage(usage) });
+    }
+    sse.data('[DONE]');
+  } catch (err) {
+    const clientGone = signal.aborted;
+    failed.abort();
+    if (!clientGone) sse.data(openaiErrorBody(toHttpError(err)));
+  } finally {
+    sse.end();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Assembles the gateways: each family's routers mounted on the listener mindie-compat.md §1.0
+ * gives it (service / management / metrics; health routes also on the service listener), one
+ * Koa app per distinct address, with tracing, `/versions/{v}` rejection and a 404 fallback.
+ */
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Engine } from '../engine/types.js';
+import type { GatewayConfig, ListenerConfig } from './config.js';
+import { kserveRouter } from './kserve/index.js';
+import { healthRouter, loraRouter } from './management/index.js';
+import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
+import { openaiRouter } from './openai/index.js';
+import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
+import { startListener, type RunningListener } from './shared/listener.js';
+import { tracingMiddleware } from './shared/tracing.js';
+import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
+
+export const PRISM_VERSION = '0.1.0';
+
+type ListenerName = 'service' | 'management' | 'metrics';
+
+function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
+  switch (listener) {
+    case 'service':
+      return [openaiRouter(gw), tgiRouter(gw), kserveRouter(gw), nativeServiceRouter(gw), healthRouter(gw), tgiInfoRouter(gw)];
+    case 'management':
+      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter()];
+    case 'metrics':
+      return [metricsRouter(gw)];
+  }
+}
+
+/** MindIE accepts `/versions/{v}` in the path shape but does not support it. */
+const versionsRejected: Koa.Middleware = async (ctx, next) => {
+  if (/\/versions\/[^/]+/.test(ctx.path)) {
+    ctx.status = 404;
+    ctx.body = { error: 'versions are not supported: remove /versions/{model_version} from the path', error_type: 'NotFoundError' };
+    return;
+  }
+  await next();
+};
+
+const notFound: Koa.Middleware = async (ctx, next) => {
+  await next();
+  if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+    ctx.status = 404;
+    ctx.body = { error: `no route for ${ctx.method} ${ctx.path}`, error_type: 'NotFoundError' };
+  }
+};
+
+/** One Koa app serving the routers of the given listeners (several when their addresses coincide). */
+export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[]): Koa {
+  const app = new Koa();
+  app.silent = true;
+  app.use(tracingMiddleware());
+  app.use(notFound);
+  app.use(versionsRejected);
+  for (const name of listeners) {
+    for (const router of routersFor(gw, name)) {
+      app.use(router.routes());
+      app.use(router.allowedMethods());
+    }
+  }
+  return app;
+}
+
+export interface RunningGateway {
+  readonly context: GatewayContext;
+  readonly listeners: readonly RunningListener[];
+  /** URL of a listener by name (its own, or the shared one it was merged into). */
+  url(name: ListenerName): string;
+  close(): Promise<void>;
+}
+
+export interface StartGatewayOptions {
+  readonly engine: Engine;
+  readonly config: GatewayConfig;
+  readonly state?: GatewayState;
+}
+
+const key = (l: ListenerConfig): string => `${l.host}:${l.port}`;
+
+/**
+ * Starts the listeners. Listeners configured on the same address share one server (and the
+ * first one's TLS settings); port 0 always gets its own server.
+ */
+export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
+  const info = await options.engine.info();
+  const gw: GatewayContext = {
+    engine: options.engine,
+    config: options.config,
+    info,
+    state: options.state ?? new GatewayState(),
+    version: PRISM_VERSION,
+  };
+  const groups = new Map<string, { cfg: ListenerConfig; names: ListenerName[] }>();
+  for (const name of ['service', 'management', 'metrics'] as const) {
+    const cfg = options.config[name];
+    const k = cfg.port === 0 ? `${name}:0` : key(cfg);
+    const group = groups.get(k);
+    if (group) group.names.push(name);
+    else groups.set(k, { cfg, names: [name] });
+  }
+  const started: RunningListener[] = [];
+  const urls = new Map<ListenerName, string>();
+  try {
+    for (const { cfg, names } of groups.values()) {
+      const app = buildApp(gw, names);
+      const l = await startListener(names.join('+'), cfg, app.callback());
+      started.push(l);
+      for (const n of names) urls.set(n, l.url);
+    }
+  } catch (err) {
+    await Promise.all(started.map((l) => l.close()));
+    throw err;
+  }
+  return {
+    context: gw,
+    listeners: started,
+    url: (name) => urls.get(name)!,
+    close: async () => {
+      await Promise.all(started.map((l) => l.close()));
+    },
+  };
+}

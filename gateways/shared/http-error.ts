@@ -1,0 +1,59 @@
+/**
+ * One gateway-side error record. Handlers throw HttpError (or let EngineErrors through);
+ * each API family turns it into its own status code and body in exactly one place
+ * (its `errors.ts`), so the status of a failure is decided here and the shape there.
+ */
+import { EngineError, type EngineErrorCode } from '../../engine/errors.js';
+
+/** What went wrong, independent of the family's wording. */
+export type ErrorKind =
+  | 'validation' // malformed or out-of-range request (TGI/MindIE 422, OpenAI 400)
+  | 'bad_json' // the body is not JSON at all
+  | 'too_large' // body longer than ServerConfig.maxRequestLength (413)
+  | 'not_found' // unknown model / request id / route (404)
+  | 'overloaded' // the engine's queue is full (429)
+  | 'unavailable' // stopping or not ready (503)
+  | 'generation' // generation itself failed (424)
+  | 'not_supported' // a feature this build does not have (501)
+  | 'internal'; // a bug: reported as such, never used for bad input (500)
+
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** The request field at fault, dotted (e.g. "parameters.top_p"). */
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+
+const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
+  INVALID_ARGUMENT: 'validation',
+  NOT_FOUND: 'not_found',
+  RESOURCE_EXHAUSTED: 'overloaded',
+  UNAVAILABLE: 'unavailable',
+  // A cancelled request has nobody left to answer; if one is answered, it was stopped early.
+  CANCELLED: 'generation',
+  GENERATION_FAILED: 'generation',
+};
+
+/** Any thrown value → HttpError. Unknown exceptions are bugs: logged, reported as `internal`. */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof EngineError) return new HttpError(kindOfEngineCode[err.code], err.message, err.field);
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`prism gateway: unexpected error: ${err instanceof Error ? (err.stack ?? message) : message}\n`);
+  return new HttpError('internal', 'internal error while handling the request');
+}
+
+export function invalid(field: string, rule: string): HttpError {
+  return new HttpError('validation', `${field}: ${rule}`, field);
+}
+
+/** A request field asking for a feature this build lacks: the client's request cannot be served (4xx). */
+export function notSupported(field: string, what: string): HttpError {
+  return new HttpError('validation', `${field}: ${what} is not supported by this server`, field);
+}

@@ -1,0 +1,78 @@
+/**
+ * One HTTP or HTTPS listener per ServerConfig address. HTTPS with CA files configured is
+ * mutual TLS: the client must present a certificate chaining to one of those CAs (and not on
+ * a configured CRL), otherwise the TLS handshake is refused before any HTTP is read.
+ */
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { ListenerConfig, TlsConfig } from '../config.js';
+
+function readFile(path: string, what: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+/** Builds Node TLS server options from the configured files; every failure names the file. */
+export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<string, unknown> {
+  const passphrase = tls.keyPassphraseFile
+    ? readFile(tls.keyPassphraseFile, `${listenerName} TLS key passphrase`).toString('utf-8').split(/\r?\n/)[0]
+    : undefined;
+  const mutual = tls.caFiles.length > 0;
+  return {
+    cert: readFile(tls.certFile, `${listenerName} TLS certificate`),
+    key: readFile(tls.keyFile, `${listenerName} TLS private key`),
+    passphrase,
+    ca: mutual ? tls.caFiles.map((f) => readFile(f, `${listenerName} TLS CA`)) : undefined,
+    crl: tls.crlFiles.length > 0 ? tls.crlFiles.map((f) => readFile(f, `${listenerName} TLS CRL`)) : undefined,
+    requestCert: mutual,
+    rejectUnauthorized: mutual,
+    minVersion: 'TLSv1.2',
+  };
+}
+
+export interface RunningListener {
+  readonly name: string;
+  readonly server: Server;
+  /** `http://host:port` or `https://host:port`, with the bound port. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Starts a listener; resolves once bound. Port 0 picks a free port (tests). */
+export async function startListener(name: string, cfg: ListenerConfig, handler: RequestListener): Promise<RunningListener> {
+  let server: Server;
+  if (cfg.tls) {
+    const options = tlsServerOptions(cfg.tls, name);
+    try {
+      server = createHttpsServer(options, handler) as unknown as Server;
+    } catch (err) {
+      // e.g. a wrong passphrase or a key that does not match the certificate.
+      throw new Error(`${name} TLS setup failed: ${(err as Error).message}`);
+    }
+  } else {
+    server = createHttpServer(handler);
+  }
+  // Streams can be long; idle keep-alive sockets are closed by Node's defaults.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err) => reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)));
+    server.listen(cfg.port, cfg.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
+  return {
+    name,
+    server,
+    url: `${cfg.tls ? 'https' : 'http'}://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,193 @@
+/**
+ * TGI routes: POST /generate (with `inputs`), /generate_stream, POST / (either, by `stream`),
+ * GET /info. Responses follow TGI's router: `generated_text` + optional `details`, and SSE
+ * frames `{index, token, top_tokens, generated_text, details}` where the last token's frame
+ * carries the full text and details.
+ */
+import type { Context } from 'koa';
+import type { FinishEvent, TokenLogprob } from '../../engine/types.js';
+import { collect, events, newRequestId } from '../shared/engine-calls.js';
+import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
+import { invalid, toHttpError } from '../shared/http-error.js';
+import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { tgiErrorBody } from './errors.js';
+import { tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
+
+/** TGI distinguishes an EOS stop from a stop-sequence stop. */
+async function tgiFinishReason(gw: GatewayContext, body: TgiBody, f: FinishEvent): Promise<string> {
+  if (f.reason === 'length') return 'length';
+  if (f.reason !== 'stop') return f.reason;
+  const stops = body.parameters?.stop ?? [];
+  if (stops.length === 0) return 'eos_token';
+  // The finish text excludes the stop string; the generated ids still hold it.
+  const { text } = await gw.engine.detokenize(f.tokenIds, false);
+  return stops.some((s) => text.includes(s)) ? 'stop_sequence' : 'eos_token';
+}
+
+function tokenOf(t: TokenLogprob | undefined, id: number, text: string): object {
+  return { id, text, logprob: t?.logprob ?? null, special: false };
+}
+
+function topTokens(t: TokenLogprob | undefined): object[] {
+  return (t?.top ?? []).map((a) => ({ id: a.tokenId, text: a.text, logprob: a.logprob, special: false }));
+}
+
+async function prefillTokens(gw: GatewayContext, inputs: string): Promise<object[]> {
+  const ids = await gw.engine.tokenize(inputs, true);
+  const { tokens } = await gw.engine.detokenize(ids, false);
+  // Prompt logprobs are not computed by the engine: reported as null, as MindIE does.
+  return ids.map((id, i) => ({ id, text: tokens[i] ?? '', logprob: null }));
+}
+
+export async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
+  assertAccepting(gw);
+  const request = toEngineRequest(gw, body, newRequestId('tgi'), false);
+  const p = body.parameters ?? {};
+  const answer = await collect(gw, request, clientGoneSignal(ctx));
+  const c = answer.choices[0];
+  const prefix = p.return_full_text ? body.inputs : '';
+  const out: Record<string, unknown> = { generated_text: prefix + c.text };
+  if (p.details) {
+    const tokens = c.tokenIds.map((id, i) => tokenOf(c.logprobs[i], id, c.logprobs[i]?.text ?? ''));
+    out.details = {
+      finish_reason: await tgiFinishReason(gw, body, c.finish),
+      generated_tokens: c.tokenIds.length,
+      seed: tgiSamples(p) ? c.finish.seed : null,
+      prefill: p.decoder_input_details ? await prefillTokens(gw, body.inputs) : [],
+      tokens,
+      ...(p.top_n_tokens ? { top_tokens: c.logprobs.map(topTokens) } : {}),
+      prompt_tokens: answer.usage.promptTokens,
+    };
+  }
+  return out;
+}
+
+export async function handleGenerate(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
+  const body = validateTgi(raw);
+  ctx.body = await generateOnce(gw, ctx, body);
+}
+
+/** Resolves to the next event if it is already waiting (same tick), else to `undefined`. */
+function readyOrUndefined<T>(p: Promise<T>): Promise<T | undefined> {
+  return Promise.race([p, new Promise<undefined>((r) => setImmediate(() => r(undefined)))]);
+}
+
+export async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
+  assertAccepting(gw);
+  const request = toEngineRequest(gw, body, newRequestId('tgi'), true);
+  const p = body.parameters ?? {};
+  const signal = clientGoneSignal(ctx);
+  const it = events(gw, request, signal)[Symbol.asyncIterator]();
+  let pending = it.next();
+  // The first event decides between an HTTP error status and a 200 stream.
+  await pending;
+  const sse = new SseWriter(ctx);
+  let index = 0;
+  let text = p.return_full_text ? body.inputs : '';
+  /** The newest token frame, held back only while the finish event may follow in the same tick. */
+  let held: Record<string, unknown> | undefined;
+  let lastId = 0;
+  try {
+    for (;;) {
+      let r = held ? await readyOrUndefined(pending) : await pending;
+      if (r === undefined) {
+        sse.data(held);
+        held = undefined;
+        r = await pending;
+      }
+      if (r.done) break;
+      pending = it.next();
+      const ev = r.value;
+      if (ev.type === 'token') {
+        if (held) sse.data(held);
+        held = undefined;
+        // One frame per token id; a multi-id event (a UTF-8 character split over tokens)
+        // carries its text on the last id.
+        ev.tokenIds.forEach((id, k) => {
+          const last = k === ev.tokenIds.length - 1;
+          const lp = ev.logprobs?.[k];
+          const frame = {
+            index: ++index,
+            token: tokenOf(lp, id, last ? ev.text : ''),
+            ...(p.top_n_tokens ? { top_tokens: topTokens(lp) } : {}),
+            generated_text: null,
+            details: null,
+          };
+          lastId = id;
+          if (last) held = frame;
+          else sse.data(frame);
+        });
+        text += ev.text;
+      } else {
+        const details = {
+          finish_reason: await tgiFinishReason(gw, body, ev),
+          generated_tokens: ev.tokenIds.length,
+          seed: tgiSamples(p) ? ev.seed : null,
+          input_length: ev.usage.promptTokens,
+        };
+        const frame =
+          held ??
+          // No token frame to close (nothing generated in this tick): an empty special token.
+          { index: ++index, token: { id: lastId, text: '', logprob: null, special: true }, generated_text: null, details: null };
+        sse.data({ ...frame, generated_text: text, details });
+        held = undefined;
+      }
+    }
+    if (held) sse.data(held);
+  } catch (err) {
+    if (!signal.aborted) sse.data(tgiErrorBody(toHttpError(err)));
+  } finally {
+    sse.end();
+  }
+}
+
+export async function handleGenerateStream(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
+  await generateStream(gw, ctx, validateTgi(raw));
+}
+
+/** POST /: `stream` true → SSE as /generate_stream; false → `[ /generate answer ]`. */
+export async function handleRoot(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
+  if (raw !== null && typeof raw === 'object' && 'stream' in raw && typeof (raw as { stream: unknown }).stream !== 'boolean') {
+    throw invalid('stream', 'Stream must be boolean type.');
+  }
+  const body = validateTgi(raw);
+  if (body.stream) return generateStream(gw, ctx, body);
+  ctx.body = [await generateOnce(gw, ctx, body)];
+}
+
+export function handleInfo(gw: GatewayContext, ctx: Context): void {
+  const i = gw.info;
+  ctx.body = {
+    model_id: i.modelName,
+    model_sha: null,
+    model_dtype: i.dtype,
+    model_device_type: 'cpu',
+    model_pipeline_tag: 'text-generation',
+    max_concurrent_requests: i.maxBatchSize,
+    max_best_of: 128,
+    max_stop_sequences: 16,
+    max_input_length: i.maxInputTokenLen,
+    max_input_tokens: i.maxInputTokenLen,
+    max_total_tokens: i.maxSeqLen,
+    waiting_served_ratio: null,
+    max_batch_total_tokens: i.maxPrefillTokens,
+    max_waiting_tokens: null,
+    validation_workers: null,
+    max_client_batch_size: 1,
+    router: 'prism',
+    version: gw.version,
+    sha: null,
+    docker_label: null,
+    // MindIE's /info nests the model facts too (mindie-compat.md §1.11).
+    models: [
+      {
+        model_device_type: 'cpu',
+        model_dtype: i.dtype,
+        model_id: i.modelName,
+        model_pipeline_tag: 'text-generation',
+        model_sha: null,
+        max_total_tokens: i.maxSeqLen,
+      },
+    ],
+  };
+}

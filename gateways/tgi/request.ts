@@ -1,0 +1,123 @@
+/**
+ * The TGI request body (`{"inputs", "parameters", "stream"}`), its schema and its mapping onto
+ * one engine request. TGI semantics: greedy unless `do_sample` or a sampling warper
+ * (temperature ≠ 1, top_k, top_p < 1) is set; `temperature` and `top_p` are open intervals.
+ */
+import type { GenerateRequest } from '../../engine/types.js';
+import { resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { invalid, notSupported } from '../shared/http-error.js';
+import { compileSchema } from '../shared/schema.js';
+
+const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+
+export const tgiSchema = {
+  type: 'object',
+  required: ['inputs'],
+  properties: {
+    inputs: { type: 'string', minLength: 1 },
+    stream: { type: 'boolean' },
+    parameters: nullable({
+      type: 'object',
+      properties: {
+        adapter_id: nullable({ type: 'string' }),
+        best_of: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
+        decoder_input_details: { type: 'boolean' },
+        details: { type: 'boolean' },
+        do_sample: { type: 'boolean' },
+        frequency_penalty: nullable({ type: 'number', exclusiveMinimum: -2, maximum: 2 }),
+        grammar: {},
+        max_new_tokens: nullable({ type: 'integer', minimum: 1 }),
+        repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
+        return_full_text: nullable({ type: 'boolean' }),
+        seed: nullable({ type: 'integer', minimum: 0 }),
+        stop: nullable({ type: 'array', items: { type: 'string', minLength: 1 }, maxItems: 16 }),
+        temperature: nullable({ type: 'number', exclusiveMinimum: 0 }),
+        top_k: nullable({ type: 'integer', minimum: 1 }),
+        top_n_tokens: nullable({ type: 'integer', minimum: 0, maximum: 20 }),
+        top_p: nullable({ type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 1 }),
+        truncate: nullable({ type: 'integer', minimum: 1 }),
+        typical_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
+        watermark: { type: 'boolean' },
+      },
+    }),
+  },
+};
+
+export interface TgiParameters {
+  adapter_id?: string | null;
+  best_of?: number | null;
+  decoder_input_details?: boolean;
+  details?: boolean;
+  do_sample?: boolean;
+  frequency_penalty?: number | null;
+  grammar?: unknown;
+  max_new_tokens?: number | null;
+  repetition_penalty?: number | null;
+  return_full_text?: boolean | null;
+  seed?: number | null;
+  stop?: string[] | null;
+  temperature?: number | null;
+  top_k?: number | null;
+  top_n_tokens?: number | null;
+  top_p?: number | null;
+  truncate?: number | null;
+  typical_p?: number | null;
+  watermark?: boolean;
+}
+
+export interface TgiBody {
+  inputs: string;
+  stream?: boolean;
+  parameters?: TgiParameters | null;
+}
+
+export const validateTgi = compileSchema<TgiBody>(tgiSchema);
+
+const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
+
+/** Whether TGI would sample for these parameters. */
+export function tgiSamples(p: TgiParameters): boolean {
+  return (
+    p.do_sample === true ||
+    (p.temperature != null && p.temperature !== 1) ||
+    p.top_k != null ||
+    (p.top_p != null && p.top_p < 1) ||
+    (p.best_of != null && p.best_of > 1)
+  );
+}
+
+export function toEngineRequest(gw: GatewayContext, body: TgiBody, requestId: string, streaming: boolean): GenerateRequest {
+  const p = body.parameters ?? {};
+  // adapter_id names an adapter; this build serves none, so only the base model's name is valid.
+  if (p.adapter_id) resolveModel(gw, p.adapter_id, 'parameters.adapter_id');
+  if (p.grammar !== undefined && p.grammar !== null) throw notSupported('parameters.grammar', 'grammar-constrained generation');
+  if (p.watermark) throw notSupported('parameters.watermark', 'watermarking');
+  if (p.typical_p != null && p.typical_p < 1) throw notSupported('parameters.typical_p', 'typical sampling');
+  const samples = tgiSamples(p);
+  const bestOf = d(p.best_of) ?? 1;
+  if (bestOf > 1 && !samples) throw invalid('parameters.best_of', 'best_of > 1 requires sampling (do_sample or a sampling parameter)');
+  if (bestOf > 1 && p.seed != null) throw invalid('parameters.seed', 'must not be set together with best_of > 1');
+  if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
+  const details = p.details === true || streaming;
+  return {
+    requestId,
+    prompt: { kind: 'text', text: body.inputs },
+    params: {
+      maxNewTokens: d(p.max_new_tokens),
+      doSample: samples,
+      temperature: d(p.temperature),
+      topK: d(p.top_k),
+      topP: d(p.top_p),
+      repetitionPenalty: d(p.repetition_penalty),
+      frequencyPenalty: d(p.frequency_penalty),
+      seed: d(p.seed),
+      stop: d(p.stop),
+      truncate: d(p.truncate),
+      bestOf: bestOf > 1 ? bestOf : undefined,
+      n: 1,
+      // Per-token logprobs feed `details.tokens` (and stream frames).
+      logprobs: details || undefined,
+      topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,
+    },
+  };
+}
