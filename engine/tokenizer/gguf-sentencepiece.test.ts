@@ -110,3 +110,11 @@ test('tokenText keeps the space a ▁ piece stands for', () => {
   assert.equal(tokenizer.decode([hello]), 'Hello');
   assert.equal(tokenizer.tokenText(hello), ' Hello');
 });
+
+test('a vocabulary without a chat template falls back to plain ChatML', () => {
+  assert.equal(tokenizer.chatTemplate, null);
+  assert.equal(
+    tokenizer.applyChatTemplate([{ role: 'user', content: 'Hi' }], { addGenerationPrompt: true }),
+    '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n',
+  );
+});
