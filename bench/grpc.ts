@@ -1,0 +1,311 @@
+/**
+ * `npm run bench:grpc`: the engine as its callers see it — `prism engine` in its own process,
+ * driven over gRPC (unix socket) by the engine client from this one.
+ *
+ * 1. Load levels: at concurrency 1, 4, 16, 64, that many greedy streams start together, each
+ *    with its own prompt (distinct from the first token, so the prefix cache cannot help);
+ *    output tok/s = generated tokens ÷ wall time of the level; TTFT = request sent → first
+ *    token event; inter-token = gap between token events ÷ tokens in the event.
+ * 2. Prefix cache: TTFT of a 2,000-token prompt whose first 1,900 tokens are cached (an
+ *    earlier request with the same 1,900 tokens and another tail) vs the same-length prompt
+ *    cold; medians over --runs, each run with prefixes never seen before.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { connectEngine, type GrpcEngineClient } from '../engine/service/client.js';
+import type { GenerateRequest } from '../engine/types.js';
+import { median } from './stats.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+const help = `usage: npm run bench:grpc [-- options]
+
+Benchmarks the engine through its gRPC API (prism engine in a child process, unix socket).
+
+options:
+  --model PATH        model (default: SmolLM2-135M-Instruct)
+  --levels LIST       concurrency levels (default 1,4,16,64)
+  --tokens N          new tokens per request in the load levels (default 32)
+  --prompt-tokens N   prompt length in the load levels (default 32)
+  --runs N            runs of the prefix-cache measurement (default 3)
+  --json              print the results as JSON instead of a table
+  --update-docs       also rewrite the gRPC engine section of docs/benchmarks.md
+  --help              this text`;
+
+interface LevelResult {
+  readonly concurrency: number;
+  readonly requests: number;
+  readonly outputTokens: number;
+  readonly wallS: number;
+  readonly outputTokPerS: number;
+  readonly ttftP50Ms: number;
+  readonly ttftP99Ms: number;
+  readonly itlP50Ms: number;
+  readonly itlP99Ms: number;
+}
+
+interface PrefixResult {
+  readonly promptTokens: number;
+  readonly cachedPrefixTokens: number;
+  readonly reportedCachedTokens: number;
+  readonly coldTtftMs: number;
+  readonly warmTtftMs: number;
+  readonly speedup: number;
+}
+
+interface Report {
+  readonly model: string;
+  readonly date: string;
+  readonly newTokens: number;
+  readonly promptTokens: number;
+  readonly levels: LevelResult[];
+  readonly prefix: PrefixResult;
+}
+
+/** Nearest-rank percentile. */
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+interface StreamTiming {
+  readonly ttftMs: number;
+  readonly gapsMs: number[];
+  readonly tokens: number;
+  readonly cachedPromptTokens: number;
+}
+
+/** Runs one request over the stream and times it from the client's side. */
+async function timedStream(client: GrpcEngineClient, request: GenerateRequest): Promise<StreamTiming> {
+  const t0 = performance.now();
+  let first = NaN;
+  let last = 0;
+  let tokens = 0;
+  let cached = 0;
+  const gaps: number[] = [];
+  for await (const e of client.generate(request)) {
+    if (e.type === 'token' && e.tokenIds.length > 0) {
+      const now = performance.now();
+      if (tokens === 0) first = now - t0;
+      else for (let i = 0; i < e.tokenIds.length; i++) gaps.push((now - last) / e.tokenIds.length);
+      tokens += e.tokenIds.length;
+      last = now;
+    } else if (e.type === 'finish') {
+      if (e.reason === 'error') throw new Error(`request failed: ${e.error ?? 'unknown error'}`);
+      cached = e.usage.cachedPromptTokens;
+    }
+  }
+  return { ttftMs: first, gapsMs: gaps, tokens, cachedPromptTokens: cached };
+}
+
+/** `count` token ids of pseudo-random words seeded by `tag`: two tags share no run of tokens. */
+async function promptIds(client: GrpcEngineClient, tag: string, count: number): Promise<number[]> {
+  const words = ['river', 'stone', 'lantern', 'orbit', 'meadow', 'cipher', 'harbor', 'violet', 'summit', 'echo', 'maple', 'quartz'];
+  // FNV-1a of the tag seeds a xorshift32 stream of word choices.
+  let state = 2166136261;
+  for (const ch of tag) state = Math.imul(state ^ ch.charCodeAt(0), 16777619) >>> 0;
+  const next = (): number => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    return state;
+  };
+  let text = `${tag}.`;
+  let ids: number[] = [];
+  while (ids.length < count) {
+    // Grow in chunks and tokenize once per chunk (one RPC each), until long enough.
+    for (let j = 0; j < 200; j++) text += ` ${words[next() % words.length]}${next() % 97}`;
+    ids = await client.tokenize(text, false);
+  }
+  return ids.slice(0, count);
+}
+
+async function loadLevel(client: GrpcEngineClient, concurrency: number, newTokens: number, promptTokens: number, salt: string): Promise<LevelResult> {
+  const prompts = await Promise.all(Array.from({ length: concurrency }, (_, i) => promptIds(client, `Request ${salt}-${concurrency}-${i}`, promptTokens)));
+  const t0 = performance.now();
+  const timings = await Promise.all(
+    prompts.map((ids) =>
+      timedStream(client, { prompt: { kind: 'tokens', ids }, params: { temperature: 0, maxNewTokens: newTokens, ignoreEos: true } }),
+    ),
+  );
+  const wallS = (performance.now() - t0) / 1000;
+  const outputTokens = timings.reduce((s, t) => s + t.tokens, 0);
+  const ttfts = timings.map((t) => t.ttftMs);
+  const gaps = timings.flatMap((t) => t.gapsMs);
+  return {
+    concurrency,
+    requests: concurrency,
+    outputTokens,
+    wallS,
+    outputTokPerS: outputTokens / wallS,
+    ttftP50Ms: percentile(ttfts, 50),
+    ttftP99Ms: percentile(ttfts, 99),
+    itlP50Ms: percentile(gaps, 50),
+    itlP99Ms: percentile(gaps, 99),
+  };
+}
+
+async function prefixCache(client: GrpcEngineClient, runs: number, salt: string): Promise<PrefixResult> {
+  const PROMPT = 2000;
+  const PREFIX = 1900;
+  const cold: number[] = [];
+  const warm: number[] = [];
+  let reported = 0;
+  const oneToken = (ids: number[]): GenerateRequest => ({ prompt: { kind: 'tokens', ids }, params: { temperature: 0, maxNewTokens: 1, ignoreEos: true } });
+  for (let r = 0; r < runs; r++) {
+    const a = await promptIds(client, `Document ${salt}-${r}-A`, PROMPT);
+    const b = await promptIds(client, `Document ${salt}-${r}-B`, PROMPT);
+    // Cold: prompt A, never seen. It also caches A's first 1,900 tokens for the warm run.
+    cold.push((await timedStream(client, oneToken(a))).ttftMs);
+    // Warm: A's 1,900-token prefix with another 100-token tail (from B).
+    const t = await timedStream(client, oneToken([...a.slice(0, PREFIX), ...b.slice(PREFIX)]));
+    warm.push(t.ttftMs);
+    reported = t.cachedPromptTokens;
+  }
+  const coldMs = median(cold);
+  const warmMs = median(warm);
+  return { promptTokens: PROMPT, cachedPrefixTokens: PREFIX, reportedCachedTokens: reported, coldTtftMs: coldMs, warmTtftMs: warmMs, speedup: coldMs / warmMs };
+}
+
+/** Starts `prism engine` on a unix socket and waits until it answers. */
+async function startEngine(modelPath: string, socket: string): Promise<{ child: ChildProcess; client: GrpcEngineClient }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), 'engine', '--model', modelPath, '--listen', `unix:${socket}`], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`prism engine exited with ${code}`))));
+  const client = connectEngine(`unix:${socket}`);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      await Promise.race([client.info(), exited]);
+      return { child, client };
+    } catch (e) {
+      if (Date.now() > deadline || child.exitCode !== null) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+const f = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
+
+function renderTable(r: Report): string {
+  const lines = [
+    `gRPC engine benchmark: ${r.model}, ${r.promptTokens}-token prompts, ${r.newTokens} new tokens each, greedy`,
+    '',
+    '| concurrency | output tok/s | TTFT p50 ms | TTFT p99 ms | inter-token p50 ms | inter-token p99 ms |',
+    '|---:|---:|---:|---:|---:|---:|',
+    ...r.levels.map((l) => `| ${l.concurrency} | ${f(l.outputTokPerS)} | ${f(l.ttftP50Ms)} | ${f(l.ttftP99Ms)} | ${f(l.itlP50Ms)} | ${f(l.itlP99Ms)} |`),
+    '',
+    `| ${r.prefix.promptTokens}-token prompt | TTFT ms (median) |`,
+    '|---|---:|',
+    `| cold | ${f(r.prefix.coldTtftMs)} |`,
+    `| first ${r.prefix.cachedPrefixTokens} tokens cached (engine reused ${r.prefix.reportedCachedTokens}) | ${f(r.prefix.warmTtftMs)} |`,
+    `| speed-up (target ≥ 5×) | ${f(r.prefix.speedup, 1)}× |`,
+  ];
+  return lines.join('\n');
+}
+
+const BEGIN = '<!-- bench:grpc:begin (generated by `npm run bench:grpc -- --update-docs`) -->';
+const END = '<!-- bench:grpc:end -->';
+const SECTION_INTRO = `## gRPC engine
+
+The engine as its callers see it: \`prism engine\` in its own process (default config: block
+size 128, prefix cache on), driven over gRPC on a unix socket by the engine client
+(\`engine/service/client.ts\`) from the benchmark process. Load levels: N greedy streams start
+together, each with its own prompt (distinct from the first token, so nothing is
+prefix-cached); output tok/s = generated tokens ÷ wall time of the level; TTFT = request sent
+→ first token event; inter-token = gap between token events. Prefix cache: TTFT (one new
+token) of a 2,000-token prompt whose first 1,900 tokens were cached by an earlier request,
+vs the same length cold; medians.
+
+Reproduce: \`npm run bench:grpc\` (table), \`-- --json\`, \`-- --update-docs\` (rewrites the
+part between the markers below).
+`;
+
+function updateDocs(table: string, r: Report): string {
+  const path = join(root, 'docs', 'benchmarks.md');
+  const doc = readFileSync(path, 'utf8');
+  const body = `${BEGIN}\n\nMeasured ${r.date}.\n\n${table}\n${END}`;
+  const start = doc.indexOf('<!-- bench:grpc:begin');
+  const end = doc.indexOf(END);
+  const next =
+    start >= 0 && end > start ? doc.slice(0, start) + body + doc.slice(end + END.length) : `${doc.trimEnd()}\n\n${SECTION_INTRO}\n${body}\n`;
+  writeFileSync(path, next);
+  return path;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      model: { type: 'string' },
+      levels: { type: 'string', default: '1,4,16,64' },
+      tokens: { type: 'string', default: '32' },
+      'prompt-tokens': { type: 'string', default: '32' },
+      runs: { type: 'string', default: '3' },
+      json: { type: 'boolean', default: false },
+      'update-docs': { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(help + '\n');
+    return 0;
+  }
+  const positive = (name: string, raw: string): number => {
+    const v = Number(raw);
+    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}: must be a positive integer, got '${raw}'`);
+    return v;
+  };
+  const levels = values.levels.split(',').map((l) => positive('levels', l.trim()));
+  const newTokens = positive('tokens', values.tokens);
+  const promptTokens = positive('prompt-tokens', values['prompt-tokens']);
+  const runs = positive('runs', values.runs);
+  const modelPath = values.model ?? ensureDefaultModel();
+
+  const dir = mkdtempSync(join(tmpdir(), 'prism-bench-grpc-'));
+  const { child, client } = await startEngine(modelPath, join(dir, 'engine.sock'));
+  const salt = Date.now().toString(36);
+  try {
+    const info = await client.info();
+    // Warm-up: the first step pays one-time costs (thread start, page faults of the weights).
+    await timedStream(client, { prompt: { kind: 'text', text: 'Warm-up.' }, params: { temperature: 0, maxNewTokens: 4, ignoreEos: true } });
+    const levelResults: LevelResult[] = [];
+    for (const c of levels) {
+      process.stderr.write(`bench:grpc: concurrency ${c} ...\n`);
+      levelResults.push(await loadLevel(client, c, newTokens, promptTokens, salt));
+    }
+    process.stderr.write('bench:grpc: prefix cache (2,000-token prompts) ...\n');
+    const prefix = await prefixCache(client, runs, salt);
+    const report: Report = { model: info.modelName, date: new Date().toISOString().slice(0, 10), newTokens, promptTokens, levels: levelResults, prefix };
+    const table = renderTable(report);
+    process.stdout.write((values.json ? JSON.stringify(report, null, 2) : table) + '\n');
+    if (values['update-docs']) process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, report))}\n`);
+    return 0;
+  } finally {
+    await client.close();
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`bench:grpc: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);
