@@ -217,18 +217,26 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   int64_t defCtx = 4096;
   cfg.contextLength = cfgInt(c, configPath, "max_position_embeddings", 1, 1ll << 24, &defCtx);
   cfg.eps = cfgNum(c, configPath, "rms_norm_eps", 1e-6, 0, 1);
-  cfg.ropeTheta = cfgNum(c, configPath, "rope_theta", 10000.0, 1, 1e12);
+  // Rotary settings: transformers < 5 writes `rope_theta` + `rope_scaling`; transformers 5
+  // writes one `rope_parameters` object holding rope_theta, rope_type and the scaling keys.
+  const JsonValue* ropeParams = c.get("rope_parameters");
+  if (ropeParams && ropeParams->kind != JsonValue::Kind::Null && !ropeParams->isObject())
+    throw FormatError(configPath, "", "'rope_parameters' must be an object or null");
+  if (ropeParams && !ropeParams->isObject()) ropeParams = nullptr;
+  cfg.ropeTheta = cfgNum(ropeParams ? *ropeParams : c, configPath, "rope_theta",
+                         cfgNum(c, configPath, "rope_theta", 10000.0, 1, 1e12), 1, 1e12);
   cfg.ropeNeox = true;  // HF checkpoints use rotate_half for every supported architecture
   const JsonValue* tie = c.get("tie_word_embeddings");
   if (tie && tie->kind != JsonValue::Kind::Bool && tie->kind != JsonValue::Kind::Null)
     throw FormatError(configPath, "", "'tie_word_embeddings' must be a boolean");
   bool tied = tie && tie->kind == JsonValue::Kind::Bool && tie->b;
 
-  if (const JsonValue* rs = c.get("rope_scaling"); rs && rs->kind != JsonValue::Kind::Null) {
+  const JsonValue* rs = ropeParams ? ropeParams : c.get("rope_scaling");
+  if (rs && rs->kind != JsonValue::Kind::Null) {
     if (!rs->isObject()) throw FormatError(configPath, "", "'rope_scaling' must be an object or null");
     const JsonValue* rt = rs->get("rope_type");
     if (!rt) rt = rs->get("type");
-    std::string kind = rt && rt->isString() ? rt->str : "";
+    std::string kind = rt && rt->isString() ? rt->str : "default";
     double factor = cfgNum(*rs, configPath, "factor", 1.0, 1e-6, 1e6);
     if (kind == "llama3") {
       cfg.ropeFreqFactors = llama3FreqFactors(
@@ -238,7 +246,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     } else if (kind == "linear") {
       cfg.ropeFreqFactors.assign(cfg.headDim / 2, static_cast<float>(factor));
     } else if (kind != "default") {
-      throw FormatError(configPath, "", "unsupported rope_scaling type '" + kind + "' (supported: linear, llama3)");
+      throw FormatError(configPath, "", "unsupported rope scaling type '" + kind + "' (supported: default, linear, llama3)");
     }
   }
 
