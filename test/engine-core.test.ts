@@ -36,7 +36,7 @@ async function run(e: EngineCore, request: GenerateRequest) {
   return { finish, streamed, events };
 }
 
-const greedy = (text: string, maxNewTokens = 24): GenerateRequest => ({
+const greedy = (text: string, maxNewTokens = 16): GenerateRequest => ({
   prompt: { kind: 'text', text },
   params: { temperature: 0, maxNewTokens, ignoreEos: true },
 });
@@ -63,7 +63,7 @@ test('many concurrent greedy streams give the same text as one by one', async ()
 });
 
 test('a prefix-cached request gives the same tokens as a cold one and reports cached tokens', async () => {
-  const system = 'You are a careful assistant. '.repeat(30);
+  const system = 'You are a careful assistant. '.repeat(60);
   const request = (q: string): GenerateRequest => ({
     prompt: {
       kind: 'chat',
@@ -151,11 +151,11 @@ test('over-long prompts and malformed params are INVALID_ARGUMENT naming the lim
 });
 
 test('preemption in a tiny pool gives the same tokens as an unpreempted run', async () => {
-  // 12 blocks of 16 tokens; four requests of ~10 + 64 tokens need ~20 blocks together.
+  // 8 blocks of 16 tokens; four requests of ~10 + 40 tokens need ~16 blocks together.
   const tiny = await loadEngine(model, {
     cacheBlockSize: 16,
-    kvBlocks: 12,
-    maxSeqLen: 192,
+    kvBlocks: 8,
+    maxSeqLen: 128,
     maxBatchSize: 8,
     prefixCache: false,
     threads: 2,
@@ -163,7 +163,7 @@ test('preemption in a tiny pool gives the same tokens as an unpreempted run', as
   try {
     const reqs = prompts.slice(0, 4).map((p, i): GenerateRequest => ({
       prompt: { kind: 'text', text: p },
-      params: { temperature: i % 2 ? 0.8 : 0, seed: 99 + i, maxNewTokens: 64, ignoreEos: true },
+      params: { temperature: i % 2 ? 0.8 : 0, seed: 99 + i, maxNewTokens: 40, ignoreEos: true },
     }));
     const results = await Promise.all(reqs.map((r) => run(tiny, r)));
     assert.ok((await tiny.status()).preemptions > 0, 'the pool must be small enough to preempt');
