@@ -16,6 +16,7 @@
  * added tokens: both are matched whole in the text, as llama.cpp does.
  */
 import type { GgufValue } from '../../native/native.js';
+import type { AddedTokenJson } from './hf-tokenizer.js';
 import { byteLevelPreTokenizerJson, preTokenizerFamily } from './pre-tokenizers.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
@@ -24,6 +25,10 @@ export const TokenType = { normal: 1, unknown: 2, control: 3, userDefined: 4, un
 /** What the rest of the tokenizer needs besides the tokenizer.json document. */
 export interface GgufTokenizerSpec {
   readonly tokenizerJson: string;
+  /** The document's added tokens (control and user-defined tokens). */
+  readonly addedTokens: readonly AddedTokenJson[];
+  /** id → token text. */
+  readonly tokens: readonly string[];
   readonly vocabSize: number;
   readonly bosTokenId: number | null;
   readonly eosTokenId: number | null;
@@ -105,15 +110,23 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
   const scoreOf = new Map<string, number>();
   tokens.forEach((t, i) => scoreOf.set(t, scores[i]));
   for (const [token, score] of scoreOf) {
-    const chars = Array.from(token);
+    let total = 0;
+    for (const _ of token) total++;
     const local: (typeof merges)[number][] = [];
-    for (let i = 1; i < chars.length; i++) {
-      const left = chars.slice(0, i).join('');
-      const right = chars.slice(i).join('');
-      if (vocab.has(left) && vocab.has(right)) local.push({ left, right, score, leftLen: i, rightLen: chars.length - i });
+    let leftLen = 0;
+    // Split points at code-point boundaries (Python slices strings by code point).
+    for (let pos = 0; pos < token.length; ) {
+      pos += token.codePointAt(pos)! > 0xffff ? 2 : 1;
+      leftLen++;
+      if (pos >= token.length) break;
+      const left = token.slice(0, pos);
+      const right = token.slice(pos);
+      if (vocab.has(left) && vocab.has(right)) local.push({ left, right, score, leftLen, rightLen: total - leftLen });
     }
-    local.sort((a, b) => vocab.get(a.left)! - vocab.get(b.left)! || vocab.get(a.right)! - vocab.get(b.right)!);
-    merges.push(...local);
+    if (local.length > 1) {
+      local.sort((a, b) => vocab.get(a.left)! - vocab.get(b.left)! || vocab.get(a.right)! - vocab.get(b.right)!);
+    }
+    for (const m of local) merges.push(m);
   }
   merges.sort((a, b) => b.score - a.score || b.leftLen - a.leftLen || b.rightLen - a.rightLen);
   return merges.map((m) => [m.left, m.right]);
@@ -169,7 +182,7 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
   const addEos = getBool(meta, 'tokenizer.ggml.add_eos_token', source) ?? false;
   const chatTemplate = getString(meta, 'tokenizer.chat_template', source, false) ?? null;
 
-  const addedTokens: object[] = [];
+  const addedTokens: (AddedTokenJson & Record<string, unknown>)[] = [];
   const addToken = (id: number, special: boolean) =>
     addedTokens.push({
       id,
@@ -272,6 +285,8 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
   };
   return {
     tokenizerJson: JSON.stringify(document),
+    addedTokens,
+    tokens,
     vocabSize,
     bosTokenId: bosId,
     eosTokenId: eosId,

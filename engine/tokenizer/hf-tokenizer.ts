@@ -57,10 +57,29 @@ const END_OF_TURN_TOKENS = [
   '<|return|>',
 ];
 
-interface AddedTokenJson {
+export interface AddedTokenJson {
   readonly id: number;
   readonly content: string;
   readonly special?: boolean;
+}
+
+/** A tokenizer.json document, plus what its builder already knows (saves parsing it again). */
+export interface TokenizerDocument {
+  readonly json: string;
+  /** The document's `added_tokens`; read from `json` when absent. */
+  readonly addedTokens?: readonly AddedTokenJson[];
+  /** id → token text for every id; asked from the library when absent. */
+  readonly tokens?: readonly string[];
+}
+
+/** id → token text (model vocabulary and added tokens) as the library sees it; undefined for holes. */
+function tokenTable(native: NativeTokenizer): (string | undefined)[] {
+  const vocab = native.getVocab(true);
+  let maxId = -1;
+  for (const id of Object.values(vocab)) maxId = Math.max(maxId, id);
+  const tokens = new Array<string | undefined>(maxId + 1);
+  for (const [token, id] of Object.entries(vocab)) tokens[id] = token;
+  return tokens;
 }
 
 export class HfTokenizer implements Tokenizer {
@@ -81,21 +100,21 @@ export class HfTokenizer implements Tokenizer {
   private constructor(
     native: NativeTokenizer,
     private readonly encoder: SyncEncoder,
-    addedTokens: readonly AddedTokenJson[],
+    doc: TokenizerDocument,
     facts: TokenizerFacts,
   ) {
-    const vocab = native.getVocab(true);
-    let maxId = -1;
-    for (const id of Object.values(vocab)) maxId = Math.max(maxId, id);
-    this.tokens = new Array<string | undefined>(maxId + 1);
-    for (const [token, id] of Object.entries(vocab)) this.tokens[id] = token;
-    this.vocabSize = maxId + 1;
-    this.special = new Set(addedTokens.filter((t) => t.special).map((t) => t.id));
+    this.tokens = doc.tokens ? [...doc.tokens] : tokenTable(native);
+    this.vocabSize = this.tokens.length;
+    this.special = new Set((doc.addedTokens ?? []).filter((t) => t.special).map((t) => t.id));
     this.decoder = native.getDecoder();
+    const idOf = (text: string): number | null => {
+      const id = this.tokens.indexOf(text);
+      return id >= 0 ? id : null;
+    };
     const resolve = (token: number | string | null): number | null => {
       if (token === null) return null;
       if (typeof token === 'number') return token >= 0 && token < this.vocabSize ? token : null;
-      return vocab[token] ?? null;
+      return idOf(token);
     };
     this.bosTokenId = resolve(facts.bosToken);
     const eosTokenId = resolve(facts.eosToken);
@@ -106,8 +125,8 @@ export class HfTokenizer implements Tokenizer {
     for (const id of facts.extraEosTokenIds) if (id >= 0 && id < this.vocabSize) eos.add(id);
     if (facts.chatTemplate !== null) {
       for (const text of END_OF_TURN_TOKENS) {
-        const id = vocab[text];
-        if (id !== undefined && this.special.has(id) && facts.chatTemplate.includes(text)) eos.add(id);
+        const id = idOf(text);
+        if (id !== null && this.special.has(id) && facts.chatTemplate.includes(text)) eos.add(id);
       }
     }
     this.eosTokenIds = [...eos];
@@ -118,22 +137,29 @@ export class HfTokenizer implements Tokenizer {
     this.anchorId = plain.length === 1 && !this.special.has(plain[0]) ? plain[0] : null;
   }
 
-  /** Builds a tokenizer from a tokenizer.json document (as text). */
-  static async create(tokenizerJson: string, facts: TokenizerFacts, source: string): Promise<HfTokenizer> {
-    let parsed: { added_tokens?: AddedTokenJson[] };
-    try {
-      parsed = JSON.parse(tokenizerJson) as typeof parsed;
-    } catch (error) {
-      throw new Error(`${source}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
+  /** Builds a tokenizer from a tokenizer.json document. */
+  static async create(doc: TokenizerDocument, facts: TokenizerFacts, source: string): Promise<HfTokenizer> {
+    let addedTokens = doc.addedTokens;
+    if (!addedTokens) {
+      try {
+        addedTokens = (JSON.parse(doc.json) as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
+      } catch (error) {
+        throw new Error(`${source}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
+      }
     }
+    // The worker builds its copy while this thread builds the decoding one.
+    const encoder = SyncEncoder.start(doc.json);
     let native: NativeTokenizer;
     try {
-      native = NativeTokenizer.fromString(tokenizerJson);
+      native = NativeTokenizer.fromString(doc.json);
     } catch (error) {
+      void encoder.then(
+        (e) => e.close(),
+        () => undefined,
+      );
       throw new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
     }
-    const encoder = await SyncEncoder.start(tokenizerJson);
-    return new HfTokenizer(native, encoder, parsed.added_tokens ?? [], facts);
+    return new HfTokenizer(native, await encoder, { ...doc, addedTokens }, facts);
   }
 
   encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {

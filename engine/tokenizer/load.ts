@@ -31,7 +31,7 @@ export async function loadTokenizer(modelPath: string): Promise<Tokenizer> {
 export async function tokenizerFromGgufMetadata(meta: Record<string, GgufValue>, source: string): Promise<HfTokenizer> {
   const spec = ggufTokenizerSpec(meta, source);
   return HfTokenizer.create(
-    spec.tokenizerJson,
+    { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens },
     {
       bosToken: spec.bosTokenId,
       eosToken: spec.eosTokenId,
@@ -117,7 +117,7 @@ async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
   const generationBos = idList(generation.bos_token_id);
 
   return HfTokenizer.create(
-    readFileSync(tokenizerPath, 'utf8'),
+    { json: readFileSync(tokenizerPath, 'utf8') },
     {
       bosToken: bosText ?? generationBos[0] ?? null,
       eosToken: eosText ?? generationEos[0] ?? null,
