@@ -162,3 +162,49 @@ export function gatewayConfigFromFile(path: string): GatewayConfig {
   const raw = JSON.parse(readFileSync(path, 'utf-8')) as MindieConfigLike;
   return gatewayConfigFromMindie(raw, resolve(path, '..'));
 }
+
+/** Command-line overrides of the listener addresses. */
+export interface ListenerOverrides {
+  readonly host?: string;
+  readonly port?: number;
+  readonly managementPort?: number;
+  readonly metricsPort?: number;
+}
+
+/**
+ * The gateway record for a run: from the config file when there is one (`source` set), else
+ * plain HTTP with management and metrics next to the service port on the same host. Flags win.
+ * Binding 0.0.0.0 needs ServerConfig.allowAllZeroIpListening, as in MindIE.
+ */
+export function resolveGatewayConfig(
+  file: MindieConfigLike,
+  source: string | undefined,
+  flags: ListenerOverrides,
+): GatewayConfig {
+  const fromFile = gatewayConfigFromMindie(file, source ? resolve(source, '..') : process.cwd());
+  let cfg: GatewayConfig = fromFile;
+  if (source === undefined) {
+    const host = flags.host ?? '127.0.0.1';
+    const port = flags.port ?? fromFile.service.port;
+    cfg = {
+      ...fromFile,
+      service: { host, port },
+      management: { host, port: flags.managementPort ?? port + 1 },
+      metrics: { host, port: flags.metricsPort ?? port + 2 },
+    };
+  } else {
+    cfg = {
+      ...fromFile,
+      service: { ...fromFile.service, ...(flags.host ? { host: flags.host } : {}), ...(flags.port !== undefined ? { port: flags.port } : {}) },
+      management: { ...fromFile.management, ...(flags.managementPort !== undefined ? { port: flags.managementPort } : {}) },
+      metrics: { ...fromFile.metrics, ...(flags.metricsPort !== undefined ? { port: flags.metricsPort } : {}) },
+    };
+  }
+  const allowZero = file.ServerConfig?.allowAllZeroIpListening === true;
+  for (const [name, l] of [['service', cfg.service], ['management', cfg.management], ['metrics', cfg.metrics]] as const) {
+    if ((l.host === '0.0.0.0' || l.host === '::') && !allowZero) {
+      throw new Error(`${name} listener: binding ${l.host} needs ServerConfig.allowAllZeroIpListening = true`);
+    }
+  }
+  return cfg;
+}

@@ -1,0 +1,111 @@
+/**
+ * `prism serve`: the engine and the HTTP gateways in one process. The gateways still reach the
+ * engine through its gRPC API, over a private unix socket, exactly as a separate
+ * `prism gateway` would — one code path for the single-box and the multi-box deployment.
+ */
+import { basename } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { loadEngine } from '../engine/load-engine.js';
+import { GrpcEngineClient } from '../engine/service/client.js';
+import { startEngineServer } from '../engine/service/server.js';
+import { traceMetadata } from '../gateways/shared/tracing.js';
+import { isUsageProblem, listenerHelp, listenerOptions, loadConfigs, parseFlags, serveUntilStopped, UsageError, type LoadedConfigs } from '../gateways/serve-loop.js';
+
+export const help = `usage: prism serve [options]
+
+Runs the engine and the HTTP gateways (OpenAI, TGI, vLLM, KServe v2, native/MindIE, management,
+Prometheus metrics). The gateways talk to the engine over gRPC on a private unix socket.
+
+options:
+  --model PATH          GGUF file or Hugging Face model directory (default: the config's
+                        ModelConfig[0].modelWeightPath, else SmolLM2-135M-Instruct, fetched
+                        into models/ on first use)
+  --model-name NAME     served model name (default: ModelConfig[0].modelName with a config
+                        file, else the model file's name without .gguf)
+${listenerHelp}
+  --engine-socket PATH  the engine's unix socket (default: a fresh one in the temp folder)
+  --threads N           compute threads (default: the machine's cores)
+  -h, --help            show this help
+
+Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
+503, running and queued ones finish, then it exits 0.
+Tracing: OpenTelemetry spans are exported (OTLP/HTTP) when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+
+exit codes: 0 stopped cleanly, 1 failed to start, 2 bad arguments or config.`;
+
+function log(line: string): void {
+  process.stderr.write(`prism serve: ${line}\n`);
+}
+
+/** A served name that fits every family's URL rules: the file name without `.gguf`. */
+function defaultModelName(modelPath: string): string {
+  return basename(modelPath).replace(/\.gguf$/i, '');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  let values;
+  let loaded: LoadedConfigs;
+  let threads: number | undefined;
+  try {
+    values = parseFlags(argv, {
+      ...listenerOptions,
+      model: { type: 'string' },
+      'model-name': { type: 'string' },
+      'engine-socket': { type: 'string' },
+      threads: { type: 'string' },
+    });
+    if (values.threads !== undefined) {
+      threads = Number(values.threads);
+      if (!/^\d+$/.test(values.threads) || threads < 1 || threads > 1024) {
+        throw new UsageError(`--threads: must be an integer in [1, 1024], got '${values.threads}'`);
+      }
+    }
+    if (values.model === '') throw new UsageError('--model: must not be empty');
+    loaded = loadConfigs(values);
+  } catch (e) {
+    if (isUsageProblem(e) || (e instanceof Error && /listener/.test(e.message))) {
+      log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
+      return 2;
+    }
+    throw e;
+  }
+  for (const w of loaded.config.warnings) log(`config: ${w}`);
+  const modelPath = values.model ?? modelPathFromConfig(loaded.config) ?? ensureDefaultModel(log);
+  let options;
+  try {
+    options = engineOptionsFromConfig(loaded.config);
+  } catch (e) {
+    log((e as Error).message);
+    return 2;
+  }
+  const modelName = values['model-name'] ?? options.modelName ?? defaultModelName(modelPath);
+  let engine;
+  const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
+  try {
+    engine = await loadEngine(modelPath, { ...options, modelName, ...(threads !== undefined ? { threads } : {}) });
+  } catch (e) {
+    log(`cannot load ${modelPath}: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    clearTimeout(slow);
+  }
+  const socket = values['engine-socket'] ?? join(tmpdir(), `prism-engine-${process.pid}.sock`);
+  let server;
+  try {
+    server = await startEngineServer(engine, { listen: `unix:${socket}`, log });
+  } catch (e) {
+    log((e as Error).message);
+    await engine.close();
+    return 1;
+  }
+  const client = new GrpcEngineClient(server.address, { metadata: traceMetadata });
+  log(`engine: ${modelName} (${modelPath}) on ${server.address}`);
+  const running = server;
+  return serveUntilStopped('serve', client, loaded.gateway, async () => {
+    await client.close();
+    await running.shutdown();
+  }, log);
+}

@@ -1,0 +1,149 @@
+/**
+ * Several engines behind one `Engine` (`prism gateway --engine A,B,...`): each new request goes
+ * to the engine with the fewest requests in flight from this gateway; an engine that refuses
+ * with UNAVAILABLE before producing anything (down, draining) is skipped for the next one.
+ * Cancel goes to the engine that holds the request.
+ */
+import { randomUUID } from 'node:crypto';
+import { EngineError } from '../engine/errors.js';
+import type { ChatMessage, Engine, EngineInfo, EngineStatus, GenerateEvent, GenerateRequest, HistogramSnapshot } from '../engine/types.js';
+
+interface Member {
+  readonly engine: Engine;
+  inFlight: number;
+}
+
+function sumHistograms(list: readonly HistogramSnapshot[]): HistogramSnapshot {
+  const first = list[0];
+  const sameBounds = list.every((h) => h.bounds.length === first.bounds.length && h.bounds.every((b, i) => b === first.bounds[i]));
+  if (!sameBounds) return first;
+  return {
+    bounds: first.bounds,
+    counts: first.counts.map((_, i) => list.reduce((s, h) => s + h.counts[i], 0)),
+    sum: list.reduce((s, h) => s + h.sum, 0),
+    count: list.reduce((s, h) => s + h.count, 0),
+  };
+}
+
+export class EnginePool implements Engine {
+  private readonly members: Member[];
+  private readonly owner = new Map<string, Member>();
+  private next = 0;
+
+  constructor(engines: readonly Engine[]) {
+    if (engines.length === 0) throw new Error('EnginePool: at least one engine is needed');
+    this.members = engines.map((engine) => ({ engine, inFlight: 0 }));
+  }
+
+  /** Members by preference: fewest in flight first, ties in rotating order. */
+  private ranked(): Member[] {
+    const start = this.next++ % this.members.length;
+    const rotated = [...this.members.slice(start), ...this.members.slice(0, start)];
+    return rotated.sort((a, b) => a.inFlight - b.inFlight);
+  }
+
+  /** Runs `call` on members in turn until one does not fail with UNAVAILABLE. */
+  private async any<T>(call: (e: Engine) => Promise<T>): Promise<T> {
+    let last: unknown;
+    for (const m of this.ranked()) {
+      try {
+        return await call(m.engine);
+      } catch (err) {
+        if (!(err instanceof EngineError && err.code === 'UNAVAILABLE')) throw err;
+        last = err;
+      }
+    }
+    throw last;
+  }
+
+  async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
+    const req: GenerateRequest = request.requestId ? request : { ...request, requestId: randomUUID() };
+    const id = req.requestId!;
+    let lastErr: unknown;
+    for (const m of this.ranked()) {
+      m.inFlight++;
+      this.owner.set(id, m);
+      let produced = false;
+      try {
+        for await (const ev of m.engine.generate(req, signal)) {
+          produced = true;
+          yield ev;
+        }
+        return;
+      } catch (err) {
+        // Fail over only when this engine produced nothing and refused as unavailable.
+        if (produced || !(err instanceof EngineError && err.code === 'UNAVAILABLE')) throw err;
+        lastErr = err;
+      } finally {
+        m.inFlight--;
+        if (this.owner.get(id) === m) this.owner.delete(id);
+      }
+    }
+    throw lastErr;
+  }
+
+  async cancel(requestId: string): Promise<boolean> {
+    const m = this.owner.get(requestId);
+    if (m) return m.engine.cancel(requestId);
+    const results = await Promise.allSettled(this.members.map((x) => x.engine.cancel(requestId)));
+    return results.some((r) => r.status === 'fulfilled' && r.value);
+  }
+
+  tokenize(text: string, addSpecialTokens?: boolean): Promise<number[]> {
+    return this.any((e) => e.tokenize(text, addSpecialTokens));
+  }
+
+  detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }> {
+    return this.any((e) => e.detokenize(ids, skipSpecialTokens));
+  }
+
+  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  }
+
+  info(): Promise<EngineInfo> {
+    return this.any((e) => e.info());
+  }
+
+  /** The sum over the engines that answer (capacities and counters add up). */
+  async status(): Promise<EngineStatus> {
+    const settled = await Promise.allSettled(this.members.map((m) => m.engine.status()));
+    const list = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    if (list.length === 0) throw new EngineError('UNAVAILABLE', 'no engine answered the status request');
+    const sum = (f: (s: EngineStatus) => number): number => list.reduce((a, s) => a + f(s), 0);
+    const finished = sum((s) => s.e2eLatency.count) || 1;
+    return {
+      running: sum((s) => s.running),
+      waiting: sum((s) => s.waiting),
+      freeBlocks: sum((s) => s.freeBlocks),
+      totalBlocks: sum((s) => s.totalBlocks),
+      blockSize: list[0].blockSize,
+      maxBatchSize: sum((s) => s.maxBatchSize),
+      stopping: list.every((s) => s.stopping),
+      requestsReceived: sum((s) => s.requestsReceived),
+      requestsSucceeded: sum((s) => s.requestsSucceeded),
+      requestsFailed: sum((s) => s.requestsFailed),
+      promptTokens: sum((s) => s.promptTokens),
+      generationTokens: sum((s) => s.generationTokens),
+      prefixCacheQueries: sum((s) => s.prefixCacheQueries),
+      prefixCacheHits: sum((s) => s.prefixCacheHits),
+      preemptions: sum((s) => s.preemptions),
+      ttft: sumHistograms(list.map((s) => s.ttft)),
+      interTokenLatency: sumHistograms(list.map((s) => s.interTokenLatency)),
+      e2eLatency: sumHistograms(list.map((s) => s.e2eLatency)),
+      promptTokensPerRequest: sumHistograms(list.map((s) => s.promptTokensPerRequest)),
+      generationTokensPerRequest: sumHistograms(list.map((s) => s.generationTokensPerRequest)),
+      // Weighted by finished requests.
+      recentAvgTtft: sum((s) => s.recentAvgTtft * s.e2eLatency.count) / finished,
+      recentAvgInterToken: sum((s) => s.recentAvgInterToken * s.e2eLatency.count) / finished,
+    };
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.members.map((m) => m.engine.drain()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.members.map((m) => m.engine.close()));
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * What `prism serve` and `prism gateway` share: listener flags, the gateway config, and a
+ * run loop that serves until SIGINT/SIGTERM or /stopService, then stops gracefully.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig } from '../config/load.js';
+import type { ResolvedConfig } from '../config/types.js';
+import type { Engine } from '../engine/types.js';
+import { resolveGatewayConfig, type GatewayConfig, type MindieConfigLike } from './config.js';
+import { startGateway, type RunningGateway } from './server.js';
+import { GatewayState } from './shared/gateway-context.js';
+import { initTracing, shutdownTracing } from './shared/tracing.js';
+
+export class UsageError extends Error {}
+
+export const listenerHelp = `  --config FILE         MindIE-style config.json (ServerConfig: addresses, ports, TLS, limits;
+                        see docs/api.md); without it: plain HTTP on --host
+  --host H              service address (default 127.0.0.1, or ServerConfig.ipAddress)
+  --port P              service port (default 1025, or ServerConfig.port; 0 = any free port)
+  --management-port P   management port (default port+1, or ServerConfig.managementPort)
+  --metrics-port P      metrics port (default port+2, or ServerConfig.metricsPort)`;
+
+export const listenerOptions = {
+  config: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'management-port': { type: 'string' },
+  'metrics-port': { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+export function portFlag(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d{1,5}$/.test(value) || n > 65535) throw new UsageError(`${flag}: must be a port in [0, 65535], got '${value}'`);
+  return n;
+}
+
+export interface LoadedConfigs {
+  readonly config: ResolvedConfig;
+  readonly gateway: GatewayConfig;
+}
+
+export function loadConfigs(values: Record<string, string | boolean | undefined>): LoadedConfigs {
+  const config = loadConfig(values.config as string | undefined);
+  const gateway = resolveGatewayConfig(config.file as unknown as MindieConfigLike, config.source, {
+    host: values.host as string | undefined,
+    port: portFlag(values.port as string | undefined, '--port'),
+    managementPort: portFlag(values['management-port'] as string | undefined, '--management-port'),
+    metricsPort: portFlag(values['metrics-port'] as string | undefined, '--metrics-port'),
+  });
+  return { config, gateway };
+}
+
+export function isUsageProblem(e: unknown): boolean {
+  return e instanceof UsageError || e instanceof ConfigError;
+}
+
+/**
+ * Starts the gateway on `engine` and serves until a signal or /stopService; then drains and
+ * calls `shutdown` (which stops what the caller started). Resolves to the exit code.
+ */
+export async function serveUntilStopped(
+  name: string,
+  engine: Engine,
+  gatewayConfig: GatewayConfig,
+  shutdown: () => Promise<void>,
+  log: (line: string) => void,
+): Promise<number> {
+  initTracing({ serviceName: `prism-${name}` });
+  const state = new GatewayState();
+  let gateway: RunningGateway;
+  try {
+    gateway = await startGateway({ engine, config: gatewayConfig, state });
+  } catch (e) {
+    log((e as Error).message);
+    await shutdown();
+    return 1;
+  }
+  for (const l of gateway.listeners) log(`${l.name} listener on ${l.url}`);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async (why: string): Promise<void> => {
+      if (stopping) return;
+      stopping = true;
+      log(`${why}: draining (running and queued requests finish; new ones get 503)`);
+      state.stopping = true;
+      try {
+        await engine.drain();
+        await gateway.close();
+        await shutdown();
+        await shutdownTracing();
+        log('stopped');
+        resolve(0);
+      } catch (e) {
+        log(`shutdown failed: ${(e as Error).message}`);
+        resolve(1);
+      }
+    };
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (++signals > 1) {
+        log(`${signal} again: exiting without waiting`);
+        process.exit(1);
+      }
+      void stop(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    state.once('stopped', () => void stop('/stopService'));
+  });
+}

@@ -1,0 +1,111 @@
+/**
+ * Test harness for the gateway tests: the real engine (default model, small KV pool) behind
+ * its real gRPC server on a unix socket, the gRPC client as the gateways' engine — the same
+ * path `prism serve` takes — and the gateways on free ports (plain HTTP unless `config` says).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { loadEngine } from '../engine/load-engine.js';
+import { GrpcEngineClient } from '../engine/service/client.js';
+import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
+import type { Engine } from '../engine/types.js';
+import { defaultGatewayConfig, type GatewayConfig } from '../gateways/config.js';
+import { startGateway, type RunningGateway } from '../gateways/server.js';
+import { traceMetadata } from '../gateways/shared/tracing.js';
+
+export const MODEL_NAME = 'smollm2-test';
+
+export interface Harness {
+  readonly gateway: RunningGateway;
+  readonly client: GrpcEngineClient;
+  readonly engine: Engine;
+  /** Service listener URL. */
+  readonly url: string;
+  readonly managementUrl: string;
+  readonly metricsUrl: string;
+  close(): Promise<void>;
+}
+
+export function freePortConfig(overrides: Partial<GatewayConfig> = {}): GatewayConfig {
+  const base = defaultGatewayConfig('127.0.0.1', 0);
+  return { ...base, management: { host: '127.0.0.1', port: 0 }, metrics: { host: '127.0.0.1', port: 0 }, ...overrides };
+}
+
+export async function startHarness(config: GatewayConfig = freePortConfig()): Promise<Harness> {
+  const engine = await loadEngine(ensureDefaultModel(), {
+    modelName: MODEL_NAME,
+    maxSeqLen: 1024,
+    maxInputTokenLen: 768,
+    kvCacheBytes: 64 << 20,
+    maxBatchSize: 16,
+    threads: 2,
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'prism-gw-test-'));
+  let server: RunningEngineServer | undefined;
+  try {
+    server = await startEngineServer(engine, { listen: `unix:${join(dir, 'engine.sock')}`, log: () => {} });
+    const client = new GrpcEngineClient(server.address, { metadata: traceMetadata });
+    const gateway = await startGateway({ engine: client, config });
+    const running = server;
+    return {
+      gateway,
+      client,
+      engine,
+      url: gateway.url('service'),
+      managementUrl: gateway.url('management'),
+      metricsUrl: gateway.url('metrics'),
+      close: async () => {
+        await gateway.close();
+        await client.close();
+        await running.shutdown();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    if (server) await server.shutdown();
+    else await engine.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text, headers: res.headers };
+}
+
+export async function getJson(url: string): Promise<{ status: number; json: any; text: string }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text };
+}
+
+/** Waits until the engine reports nothing running or waiting (or fails after `ms`). */
+export async function waitIdle(engine: Engine, ms = 10000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const s = await engine.status();
+    if (s.running === 0 && s.waiting === 0) return;
+    if (Date.now() > until) throw new Error(`engine still busy: ${s.running} running, ${s.waiting} waiting`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The OpenAI family through the official `openai` npm SDK (and raw HTTP for what the SDK
+ * cannot send), against the real engine behind gRPC.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { MODEL_NAME, postJson, startHarness, waitIdle, type Harness } from './gateways-harness.js';
+
+let h: Harness;
+let client: OpenAI;
+
+before(async () => {
+  h = await startHarness();
+  client = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+});
+after(async () => {
+  await h?.close();
+});
+
+const question = [{ role: 'user' as const, content: 'Name three colors.' }];
+
+describe('chat completions', () => {
+  test('non-streaming answer with usage', async () => {
+    const r = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 12, temperature: 0 });
+    assert.equal(r.object, 'chat.completion');
+    assert.equal(r.model, MODEL_NAME);
+    assert.equal(r.choices.length, 1);
+    assert.equal(r.choices[0].message.role, 'assistant');
+    assert.ok(r.choices[0].message.content && r.choices[0].message.content.length > 0);
+    assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+    assert.ok(r.usage!.prompt_tokens > 5);
+    assert.ok(r.usage!.completion_tokens > 0 && r.usage!.completion_tokens <= 12);
+    assert.equal(r.usage!.total_tokens, r.usage!.prompt_tokens + r.usage!.completion_tokens);
+    assert.equal(typeof r.usage!.prompt_tokens_details!.cached_tokens, 'number');
+  });
+
+  test('streaming with include_usage reproduces the greedy answer, then [DONE]', async () => {
+    const whole = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 16, temperature: 0 });
+    const stream = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: question,
+      max_tokens: 16,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      chunks++;
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      if (chunk.choices.length > 0) {
+        assert.equal(chunk.usage, null);
+        text += chunk.choices[0].delta.content ?? '';
+        finish = chunk.choices[0].finish_reason ?? finish;
+      } else usage = chunk.usage;
+    }
+    assert.ok(chunks > 3);
+    assert.equal(text, whole.choices[0].message.content);
+    assert.equal(finish, whole.choices[0].finish_reason);
+    assert.deepEqual(usage, whole.usage);
+  });
+
+  test('a repeated long prompt reports cached prompt tokens (whole KV blocks)', async () => {
+    const system = 'You are a careful assistant. '.repeat(40);
+    const messages = [{ role: 'system' as const, content: system }, ...question];
+    const first = await client.chat.completions.create({ model: MODEL_NAME, messages, max_tokens: 2, temperature: 0 });
+    const second = await client.chat.completions.create({ model: MODEL_NAME, messages, max_tokens: 2, temperature: 0 });
+    assert.ok(first.usage!.prompt_tokens > 128);
+    const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
+    assert.ok(cached >= 128, `cached_tokens ${cached}`);
+    assert.equal(cached % 128, 0);
+  });
+
+  test('n, seed and logprobs', async () => {
+    const a = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: question,
+      max_tokens: 6,
+      temperature: 1,
+      seed: 42,
+      n: 2,
+      logprobs: true,
+      top_logprobs: 2,
+    });
+    const b = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 6, temperature: 1, seed: 42, n: 2 });
+    assert.equal(a.choices.length, 2);
+    assert.deepEqual(
+      a.choices.map((c) => c.message.content),
+      b.choices.map((c) => c.message.content),
+    );
+    const lp = a.choices[0].logprobs!.content!;
+    assert.ok(lp.length > 0);
+    assert.equal(lp.map((t) => t.token).join(''), a.choices[0].message.content);
+    for (const t of lp) {
+      assert.ok(t.logprob <= 0);
+      assert.equal(t.top_logprobs.length, 2);
+    }
+    assert.equal(b.choices[0].logprobs, null);
+  });
+
+  test('stop strings end the answer before the stop text', async () => {
+    const r = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: [{ role: 'user', content: 'Count from 1 to 10, separated by commas.' }],
+      max_tokens: 40,
+      temperature: 0,
+      stop: ['5'],
+    });
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    assert.ok(!r.choices[0].message.content!.includes('5'));
+  });
+});
+
+describe('completions', () => {
+  test('text prompt, echo and logprobs', async () => {
+    const r = await client.completions.create({ model: MODEL_NAME, prompt: 'The capital of France is', max_tokens: 5, temperature: 0, logprobs: 2, echo: true });
+    assert.equal(r.object, 'text_completion');
+    const c = r.choices[0];
+    assert.ok(c.text.startsWith('The capital of France is'));
+    assert.equal(c.logprobs!.tokens!.length, r.usage!.completion_tokens);
+    assert.equal(c.logprobs!.top_logprobs!.length, r.usage!.completion_tokens);
+    assert.equal(c.logprobs!.text_offset![0], 'The capital of France is'.length);
+  });
+
+  test('several prompts, streamed and not, agree', async () => {
+    const prompts = ['Once upon a time', 'The sky is'];
+    const whole = await client.completions.create({ model: MODEL_NAME, prompt: prompts, max_tokens: 6, temperature: 0 });
+    assert.equal(whole.choices.length, 2);
+    const stream = await client.completions.create({ model: MODEL_NAME, prompt: prompts, max_tokens: 6, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const texts = ['', ''];
+    let usage: OpenAI.CompletionUsage | undefined | null;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) texts[c.index] += c.text;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.deepEqual(texts, whole.choices.sort((a, b) => a.index - b.index).map((c) => c.text));
+    assert.deepEqual(usage, whole.usage);
+  });
+
+  test('token-id prompt equals the same text prompt', async () => {
+    const ids = await h.client.tokenize('Hello, my name is', true);
+    const a = await client.completions.create({ model: MODEL_NAME, prompt: ids, max_tokens: 5, temperature: 0 });
+    const b = await client.completions.create({ model: MODEL_NAME, prompt: 'Hello, my name is', max_tokens: 5, temperature: 0 });
+    assert.equal(a.choices[0].text, b.choices[0].text);
+  });
+});
+
+describe('models', () => {
+  test('list and retrieve', async () => {
+    const list = await client.models.list();
+    assert.deepEqual(
+      list.data.map((m) => m.id),
+      [MODEL_NAME],
+    );
+    const m = await client.models.retrieve(MODEL_NAME);
+    assert.equal(m.id, MODEL_NAME);
+    await assert.rejects(client.models.retrieve('nope'), OpenAI.NotFoundError);
+  });
+});
+
+describe('errors', () => {
+  test('out-of-range and wrong-type fields are 400 naming the field', async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: MODEL_NAME, messages: question, temperature: 5 }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as { param: string }).param === 'temperature' && /temperature/.test(err.message),
+    );
+    const r = await postJson(`${h.url}/v1/chat/completions`, { model: MODEL_NAME, messages: 'hi' });
+    assert.equal(r.status, 400);
+    assert.equal(r.json.error.param, 'messages');
+    assert.equal(r.json.error.type, 'invalid_request_error');
+  });
+
+  test('unknown model is 404, unsupported features 400, malformed JSON 400', async () => {
+    await assert.rejects(client.chat.completions.create({ model: 'other-model', messages: question }), OpenAI.NotFoundError);
+    await assert.rejects(
+      client.chat.completions.create({
+        model: MODEL_NAME,
+        messages: question,
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      }),
+      OpenAI.BadRequestError,
+    );
+    const bad = await postJson(`${h.url}/v1/completions`, '{"prompt": "x", ');
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error.message, /not valid JSON/);
+  });
+
+  test('a prompt longer than the engine accepts is a 400 from the engine', async () => {
+    await assert.rejects(
+      client.completions.create({ model: MODEL_NAME, prompt: 'word '.repeat(2000), max_tokens: 1 }),
+      OpenAI.BadRequestError,
+    );
+  });
+
+  test('an oversized body is 413 without being read whole', async () => {
+    const r = await postJson(`${h.url}/v1/completions`, { prompt: 'x'.repeat(41 * 1024 * 1024) });
+    assert.equal(r.status, 413);
+    assert.match(r.json.error.message, /maxRequestLength/);
+  });
+});
+
+test('a client that disconnects mid-stream cancels its engine request', async () => {
+  const controller = new AbortController();
+  const res = await fetch(`${h.url}/v1/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ prompt: 'Write a very long story about a dragon.', max_tokens: 700, temperature: 0, ignore_eos: true, stream: true }),
+    signal: controller.signal,
+  });
+  const reader = res.body!.getReader();
+  await reader.read();
+  const busy = await h.client.status();
+  assert.equal(busy.running, 1);
+  controller.abort();
+  // 700 tokens would take many seconds; cancellation frees the slot at once.
+  await waitIdle(h.client, 3000);
+  const s = await h.client.status();
+  assert.equal(s.freeBlocks, s.totalBlocks);
+});
