@@ -106,7 +106,20 @@ async function timedStream(client: GrpcEngineClient, request: GenerateRequest): 
 
 /** `count` token ids of pseudo-random words seeded by `tag`: two tags share no run of tokens. */
 async function promptIds(client: GrpcEngineClient, tag: string, count: number): Promise<number[]> {
-  const words = ['river', 'stone', 'lantern', 'orbit', 'meadow', 'cipher', 'harbor', 'violet', 'summit', 'echo', 'maple', 'quartz'];
+  const words = [
+    'river',
+    'stone',
+    'lantern',
+    'orbit',
+    'meadow',
+    'cipher',
+    'harbor',
+    'violet',
+    'summit',
+    'echo',
+    'maple',
+    'quartz',
+  ];
   // FNV-1a of the tag seeds a xorshift32 stream of word choices.
   let state = 2166136261;
   for (const ch of tag) state = Math.imul(state ^ ch.charCodeAt(0), 16777619) >>> 0;
@@ -127,12 +140,25 @@ async function promptIds(client: GrpcEngineClient, tag: string, count: number): 
   return ids.slice(0, count);
 }
 
-async function loadLevel(client: GrpcEngineClient, concurrency: number, newTokens: number, promptTokens: number, salt: string): Promise<LevelResult> {
-  const prompts = await Promise.all(Array.from({ length: concurrency }, (_, i) => promptIds(client, `Request ${salt}-${concurrency}-${i}`, promptTokens)));
+async function loadLevel(
+  client: GrpcEngineClient,
+  concurrency: number,
+  newTokens: number,
+  promptTokens: number,
+  salt: string,
+): Promise<LevelResult> {
+  const prompts = await Promise.all(
+    Array.from({ length: concurrency }, (_, i) =>
+      promptIds(client, `Request ${salt}-${concurrency}-${i}`, promptTokens),
+    ),
+  );
   const t0 = performance.now();
   const timings = await Promise.all(
     prompts.map((ids) =>
-      timedStream(client, { prompt: { kind: 'tokens', ids }, params: { temperature: 0, maxNewTokens: newTokens, ignoreEos: true } }),
+      timedStream(client, {
+        prompt: { kind: 'tokens', ids },
+        params: { temperature: 0, maxNewTokens: newTokens, ignoreEos: true },
+      }),
     ),
   );
   const wallS = (performance.now() - t0) / 1000;
@@ -158,7 +184,10 @@ async function prefixCache(client: GrpcEngineClient, runs: number, salt: string)
   const cold: number[] = [];
   const warm: number[] = [];
   let reported = 0;
-  const oneToken = (ids: number[]): GenerateRequest => ({ prompt: { kind: 'tokens', ids }, params: { temperature: 0, maxNewTokens: 1, ignoreEos: true } });
+  const oneToken = (ids: number[]): GenerateRequest => ({
+    prompt: { kind: 'tokens', ids },
+    params: { temperature: 0, maxNewTokens: 1, ignoreEos: true },
+  });
   for (let r = 0; r < runs; r++) {
     const a = await promptIds(client, `Document ${salt}-${r}-A`, PROMPT);
     const b = await promptIds(client, `Document ${salt}-${r}-B`, PROMPT);
@@ -171,16 +200,41 @@ async function prefixCache(client: GrpcEngineClient, runs: number, salt: string)
   }
   const coldMs = median(cold);
   const warmMs = median(warm);
-  return { promptTokens: PROMPT, cachedPrefixTokens: PREFIX, reportedCachedTokens: reported, coldTtftMs: coldMs, warmTtftMs: warmMs, speedup: coldMs / warmMs };
+  return {
+    promptTokens: PROMPT,
+    cachedPrefixTokens: PREFIX,
+    reportedCachedTokens: reported,
+    coldTtftMs: coldMs,
+    warmTtftMs: warmMs,
+    speedup: coldMs / warmMs,
+  };
 }
 
 /** Starts `prism engine` on a unix socket and waits until it answers. */
-async function startEngine(modelPath: string, socket: string): Promise<{ child: ChildProcess; client: GrpcEngineClient }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), 'engine', '--model', modelPath, '--listen', `unix:${socket}`], {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`prism engine exited with ${code}`))));
+async function startEngine(
+  modelPath: string,
+  socket: string,
+): Promise<{ child: ChildProcess; client: GrpcEngineClient }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'cli', 'main.ts'),
+      'engine',
+      '--model',
+      modelPath,
+      '--listen',
+      `unix:${socket}`,
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`prism engine exited with ${code}`))),
+  );
   const client = connectEngine(`unix:${socket}`);
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -202,7 +256,10 @@ function renderTable(r: Report): string {
     '',
     '| concurrency | output tok/s | TTFT p50 ms | TTFT p99 ms | inter-token p50 ms | inter-token p99 ms |',
     '|---:|---:|---:|---:|---:|---:|',
-    ...r.levels.map((l) => `| ${l.concurrency} | ${f(l.outputTokPerS)} | ${f(l.ttftP50Ms)} | ${f(l.ttftP99Ms)} | ${f(l.itlP50Ms)} | ${f(l.itlP99Ms)} |`),
+    ...r.levels.map(
+      (l) =>
+        `| ${l.concurrency} | ${f(l.outputTokPerS)} | ${f(l.ttftP50Ms)} | ${f(l.ttftP99Ms)} | ${f(l.itlP50Ms)} | ${f(l.itlP99Ms)} |`,
+    ),
     '',
     `| ${r.prefix.promptTokens}-token prompt | TTFT ms (median) |`,
     '|---|---:|',
@@ -237,7 +294,9 @@ function updateDocs(table: string, r: Report): string {
   const start = doc.indexOf('<!-- bench:grpc:begin');
   const end = doc.indexOf(END);
   const next =
-    start >= 0 && end > start ? doc.slice(0, start) + body + doc.slice(end + END.length) : `${doc.trimEnd()}\n\n${SECTION_INTRO}\n${body}\n`;
+    start >= 0 && end > start
+      ? doc.slice(0, start) + body + doc.slice(end + END.length)
+      : `${doc.trimEnd()}\n\n${SECTION_INTRO}\n${body}\n`;
   writeFileSync(path, next);
   return path;
 }
@@ -276,7 +335,10 @@ async function main(): Promise<number> {
   try {
     const info = await client.info();
     // Warm-up: the first step pays one-time costs (thread start, page faults of the weights).
-    await timedStream(client, { prompt: { kind: 'text', text: 'Warm-up.' }, params: { temperature: 0, maxNewTokens: 4, ignoreEos: true } });
+    await timedStream(client, {
+      prompt: { kind: 'text', text: 'Warm-up.' },
+      params: { temperature: 0, maxNewTokens: 4, ignoreEos: true },
+    });
     const levelResults: LevelResult[] = [];
     for (const c of levels) {
       process.stderr.write(`bench:grpc: concurrency ${c} ...\n`);
@@ -284,10 +346,18 @@ async function main(): Promise<number> {
     }
     process.stderr.write('bench:grpc: prefix cache (2,000-token prompts) ...\n');
     const prefix = await prefixCache(client, runs, salt);
-    const report: Report = { model: info.modelName, date: new Date().toISOString().slice(0, 10), newTokens, promptTokens, levels: levelResults, prefix };
+    const report: Report = {
+      model: info.modelName,
+      date: new Date().toISOString().slice(0, 10),
+      newTokens,
+      promptTokens,
+      levels: levelResults,
+      prefix,
+    };
     const table = renderTable(report);
     process.stdout.write((values.json ? JSON.stringify(report, null, 2) : table) + '\n');
-    if (values['update-docs']) process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, report))}\n`);
+    if (values['update-docs'])
+      process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, report))}\n`);
     return 0;
   } finally {
     await client.close();

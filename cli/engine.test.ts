@@ -19,22 +19,36 @@ const dir = mkdtempSync(join(tmpdir(), 'prism-cli-engine-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 function prism(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), 'engine', ...args], { cwd: root, encoding: 'utf8' });
+  return spawnSync(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), 'engine', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+  });
 }
 
 test('--help documents every flag', () => {
   const r = prism('--help');
   assert.equal(r.status, 0);
-  for (const flag of ['--model', '--config', '--listen', '--threads', 'SIGTERM', 'unix:PATH']) assert.match(r.stdout, new RegExp(flag));
+  for (const flag of ['--model', '--config', '--listen', '--threads', 'SIGTERM', 'unix:PATH'])
+    assert.match(r.stdout, new RegExp(flag));
 });
 
 test('argument errors exit 2 naming the flag and the rule', () => {
-  assert.throws(() => parseEngineArgs(['--listen', 'nowhere']), /--listen: must be HOST:PORT, \[IPv6\]:PORT or unix:PATH, got 'nowhere'/);
-  assert.throws(() => parseEngineArgs(['--listen', '127.0.0.1:70000']), /--listen: port must be in \[0, 65535\]/);
+  assert.throws(
+    () => parseEngineArgs(['--listen', 'nowhere']),
+    /--listen: must be HOST:PORT, \[IPv6\]:PORT or unix:PATH, got 'nowhere'/,
+  );
+  assert.throws(
+    () => parseEngineArgs(['--listen', '127.0.0.1:70000']),
+    /--listen: port must be in \[0, 65535\]/,
+  );
   assert.throws(() => parseEngineArgs(['--listen', 'unix:']), /unix socket path is empty/);
   assert.throws(() => parseEngineArgs(['--threads', '0']), /--threads: must be an integer in \[1, 1024\]/);
   assert.throws(() => parseEngineArgs(['--bogus']), /Unknown option '--bogus'/);
-  assert.deepEqual(parseEngineArgs(['--listen', '[::1]:0']), { model: undefined, config: undefined, listen: '[::1]:0' });
+  assert.deepEqual(parseEngineArgs(['--listen', '[::1]:0']), {
+    model: undefined,
+    config: undefined,
+    listen: '[::1]:0',
+  });
   const r = prism('--listen', 'nowhere');
   assert.equal(r.status, 2);
   assert.match(r.stderr, /prism engine: --listen: must be HOST:PORT/);
@@ -42,7 +56,10 @@ test('argument errors exit 2 naming the flag and the rule', () => {
 
 test('an invalid config file exits 2 listing each problem', () => {
   const bad = join(dir, 'bad.json');
-  writeFileSync(bad, JSON.stringify({ BackendConfig: { ScheduleConfig: { cacheBlockSize: 256, maxBatchSzie: 1 } } }));
+  writeFileSync(
+    bad,
+    JSON.stringify({ BackendConfig: { ScheduleConfig: { cacheBlockSize: 256, maxBatchSzie: 1 } } }),
+  );
   const r = prism('--config', bad);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /BackendConfig\.ScheduleConfig\.cacheBlockSize: must be <= 128, got 256/);
@@ -56,16 +73,41 @@ test('serves on a unix socket with a config file, then stops cleanly on SIGTERM'
     config,
     JSON.stringify({
       BackendConfig: {
-        ModelDeployConfig: { maxSeqLen: 1024, maxInputTokenLen: 512, ModelConfig: [{ modelName: 'tiny-chat', modelWeightPath: model, npuMemSize: 1 }] },
-        ScheduleConfig: { cacheBlockSize: 32, maxBatchSize: 8, maxPrefillBatchSize: 8, maxN: 8, maxPrefillTokens: 1024, maxIterTimes: 256, enablePrefixCache: true },
+        ModelDeployConfig: {
+          maxSeqLen: 1024,
+          maxInputTokenLen: 512,
+          ModelConfig: [{ modelName: 'tiny-chat', modelWeightPath: model, npuMemSize: 1 }],
+        },
+        ScheduleConfig: {
+          cacheBlockSize: 32,
+          maxBatchSize: 8,
+          maxPrefillBatchSize: 8,
+          maxN: 8,
+          maxPrefillTokens: 1024,
+          maxIterTimes: 256,
+          enablePrefixCache: true,
+        },
       },
     }),
   );
   const socket = join(dir, 'engine.sock');
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli', 'main.ts'), 'engine', '--config', config, '--listen', `unix:${socket}`], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'cli', 'main.ts'),
+      'engine',
+      '--config',
+      config,
+      '--listen',
+      `unix:${socket}`,
+    ],
+    {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -83,7 +125,10 @@ test('serves on a unix socket with a config file, then stops cleanly on SIGTERM'
     assert.equal(info.maxBatchSize, 8);
     assert.equal(info.prefixCache, false, 'a config file without plugin_params has the prefix cache off');
     let text = '';
-    for await (const e of client.generate({ prompt: { kind: 'text', text: 'Hello' }, params: { temperature: 0, maxNewTokens: 3, ignoreEos: true } })) {
+    for await (const e of client.generate({
+      prompt: { kind: 'text', text: 'Hello' },
+      params: { temperature: 0, maxNewTokens: 3, ignoreEos: true },
+    })) {
       if (e.type === 'finish') text = e.text;
     }
     assert.ok(text.length > 0);

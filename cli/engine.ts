@@ -75,7 +75,12 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
-  return { model: values.model, config: values.config, listen, ...(threads !== undefined ? { threads } : {}) };
+  return {
+    model: values.model,
+    config: values.config,
+    listen,
+    ...(threads !== undefined ? { threads } : {}),
+  };
 }
 
 function log(line: string): void {
@@ -99,7 +104,10 @@ export async function run(argv: string[]): Promise<number> {
 
   let options;
   try {
-    options = { ...engineOptionsFromConfig(config), ...(args.threads !== undefined ? { threads: args.threads } : {}) };
+    options = {
+      ...engineOptionsFromConfig(config),
+      ...(args.threads !== undefined ? { threads: args.threads } : {}),
+    };
   } catch (e) {
     log((e as Error).message);
     return 2;

@@ -11,7 +11,14 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { resolveEngineOptions } from '../engine/options.js';
 import { chatTemplatePath, engineOptionsFromConfig, modelPathFromConfig } from './engine-options.js';
-import { ConfigError, defaultConfig, loadConfig, loadConfigFile, MAX_CONFIG_BYTES, validateConfig } from './load.js';
+import {
+  ConfigError,
+  defaultConfig,
+  loadConfig,
+  loadConfigFile,
+  MAX_CONFIG_BYTES,
+  validateConfig,
+} from './load.js';
 import { parsePluginParams } from './plugin-params.js';
 
 const noEnv = { env: {} };
@@ -101,63 +108,178 @@ describe('defaults (mindie-compat.md §2)', () => {
 
 describe('bounds: errors name the JSON path and the rule', () => {
   const cases: [string, unknown, string | RegExp][] = [
-    ['cacheBlockSize > 128', sched({ cacheBlockSize: 256 }), 'BackendConfig.ScheduleConfig.cacheBlockSize: must be <= 128, got 256'],
-    ['cacheBlockSize < 1', sched({ cacheBlockSize: 0 }), /^BackendConfig\.ScheduleConfig\.cacheBlockSize: must be >= 1/],
-    ['maxBatchSize > 819200', sched({ maxBatchSize: 819201 }), /ScheduleConfig\.maxBatchSize: must be <= 819200/],
-    ['maxPrefillTokens > 4194304', sched({ maxPrefillTokens: 4194305 }), /ScheduleConfig\.maxPrefillTokens: must be <= 4194304/],
-    ['maxQueueDelayMicroseconds < 500', sched({ maxQueueDelayMicroseconds: 499 }), /maxQueueDelayMicroseconds: must be >= 500/],
-    ['maxQueueDelayMicroseconds > 1e6', sched({ maxQueueDelayMicroseconds: 1000001 }), /maxQueueDelayMicroseconds: must be <= 1000000/],
-    ['maxFirstTokenWaitTime > 3600000', sched({ maxFirstTokenWaitTime: 3600001 }), /maxFirstTokenWaitTime: must be <= 3600000/],
-    ['prefillTimeMsPerReq > 1000', sched({ prefillTimeMsPerReq: 1001 }), /prefillTimeMsPerReq: must be <= 1000/],
+    [
+      'cacheBlockSize > 128',
+      sched({ cacheBlockSize: 256 }),
+      'BackendConfig.ScheduleConfig.cacheBlockSize: must be <= 128, got 256',
+    ],
+    [
+      'cacheBlockSize < 1',
+      sched({ cacheBlockSize: 0 }),
+      /^BackendConfig\.ScheduleConfig\.cacheBlockSize: must be >= 1/,
+    ],
+    [
+      'maxBatchSize > 819200',
+      sched({ maxBatchSize: 819201 }),
+      /ScheduleConfig\.maxBatchSize: must be <= 819200/,
+    ],
+    [
+      'maxPrefillTokens > 4194304',
+      sched({ maxPrefillTokens: 4194305 }),
+      /ScheduleConfig\.maxPrefillTokens: must be <= 4194304/,
+    ],
+    [
+      'maxQueueDelayMicroseconds < 500',
+      sched({ maxQueueDelayMicroseconds: 499 }),
+      /maxQueueDelayMicroseconds: must be >= 500/,
+    ],
+    [
+      'maxQueueDelayMicroseconds > 1e6',
+      sched({ maxQueueDelayMicroseconds: 1000001 }),
+      /maxQueueDelayMicroseconds: must be <= 1000000/,
+    ],
+    [
+      'maxFirstTokenWaitTime > 3600000',
+      sched({ maxFirstTokenWaitTime: 3600001 }),
+      /maxFirstTokenWaitTime: must be <= 3600000/,
+    ],
+    [
+      'prefillTimeMsPerReq > 1000',
+      sched({ prefillTimeMsPerReq: 1001 }),
+      /prefillTimeMsPerReq: must be <= 1000/,
+    ],
     ['maxN > 8192', sched({ maxN: 8193 }), /ScheduleConfig\.maxN: must be <= 8192/],
-    ['prefillPolicyType must be 0', sched({ prefillPolicyType: 1 }), 'BackendConfig.ScheduleConfig.prefillPolicyType: must be 0, got 1'],
+    [
+      'prefillPolicyType must be 0',
+      sched({ prefillPolicyType: 1 }),
+      'BackendConfig.ScheduleConfig.prefillPolicyType: must be 0, got 1',
+    ],
     ['decodePolicyType must be 0', sched({ decodePolicyType: 2 }), /decodePolicyType: must be 0/],
     ['templateType enum', sched({ templateType: 'Other' }), /templateType: must be one of "Standard", "Mix"/],
     ['integer type', sched({ maxBatchSize: 1.5 }), /ScheduleConfig\.maxBatchSize: must be integer/],
-    ['maxInputTokenLen > 4194304', deploy({ maxInputTokenLen: 4194305 }), /maxInputTokenLen: must be <= 4194304/],
+    [
+      'maxInputTokenLen > 4194304',
+      deploy({ maxInputTokenLen: 4194305 }),
+      /maxInputTokenLen: must be <= 4194304/,
+    ],
     ['maxSeqLen > 0', deploy({ maxSeqLen: 0 }), /ModelDeployConfig\.maxSeqLen: must be >= 1/],
-    ['truncation values', deploy({ truncation: 2 }), /truncation: must be one of true, false, -1, 0, 1, got 2/],
+    [
+      'truncation values',
+      deploy({ truncation: 2 }),
+      /truncation: must be one of true, false, -1, 0, 1, got 2/,
+    ],
     ['port < 1024', { ServerConfig: { port: 80 } }, 'ServerConfig.port: must be >= 1024, got 80'],
-    ['managementPort > 65535', { ServerConfig: { managementPort: 70000 } }, /ServerConfig\.managementPort: must be <= 65535/],
-    ['maxLinkNum > 4096', { ServerConfig: { maxLinkNum: 5000 } }, /ServerConfig\.maxLinkNum: must be <= 4096/],
+    [
+      'managementPort > 65535',
+      { ServerConfig: { managementPort: 70000 } },
+      /ServerConfig\.managementPort: must be <= 65535/,
+    ],
+    [
+      'maxLinkNum > 4096',
+      { ServerConfig: { maxLinkNum: 5000 } },
+      /ServerConfig\.maxLinkNum: must be <= 4096/,
+    ],
     ['tokenTimeout > 3600', { ServerConfig: { tokenTimeout: 3601 } }, /tokenTimeout: must be <= 3600/],
     ['e2eTimeout > 65535', { ServerConfig: { e2eTimeout: 65536 } }, /e2eTimeout: must be <= 65535/],
-    ['maxRequestLength > 100', { ServerConfig: { maxRequestLength: 101 } }, /maxRequestLength: must be <= 100/],
+    [
+      'maxRequestLength > 100',
+      { ServerConfig: { maxRequestLength: 101 } },
+      /maxRequestLength: must be <= 100/,
+    ],
     ['inferMode enum', { ServerConfig: { inferMode: 'x' } }, /inferMode: must be one of "standard", "dmi"/],
-    ['tls file set of 1-3', { ServerConfig: { tlsCaFile: ['a', 'b', 'c', 'd'] } }, /tlsCaFile: must NOT have more than 3 items/],
-    ['npuUsageThreshold > 100', { ServerConfig: { HealthCheckConfig: { npuUsageThreshold: 101 } } }, /HealthCheckConfig\.npuUsageThreshold: must be <= 100/],
-    ['modelInstanceNumber > 10', { BackendConfig: { modelInstanceNumber: 11 } }, /modelInstanceNumber: must be <= 10/],
-    ['tokenizerProcessNumber > 32', { BackendConfig: { tokenizerProcessNumber: 33 } }, /tokenizerProcessNumber: must be <= 32/],
+    [
+      'tls file set of 1-3',
+      { ServerConfig: { tlsCaFile: ['a', 'b', 'c', 'd'] } },
+      /tlsCaFile: must NOT have more than 3 items/,
+    ],
+    [
+      'npuUsageThreshold > 100',
+      { ServerConfig: { HealthCheckConfig: { npuUsageThreshold: 101 } } },
+      /HealthCheckConfig\.npuUsageThreshold: must be <= 100/,
+    ],
+    [
+      'modelInstanceNumber > 10',
+      { BackendConfig: { modelInstanceNumber: 11 } },
+      /modelInstanceNumber: must be <= 10/,
+    ],
+    [
+      'tokenizerProcessNumber > 32',
+      { BackendConfig: { tokenizerProcessNumber: 33 } },
+      /tokenizerProcessNumber: must be <= 32/,
+    ],
     ['Version is 1.0.0', { Version: '2.0.0' }, 'Version: must be "1.0.0", got "2.0.0"'],
-    ['modelName charset', model({ modelName: 'my model' }), /ModelConfig\[0\]\.modelName: must be 1-256 letters/],
-    ['modelName cannot end with .', model({ modelName: 'model.' }), /ModelConfig\[0\]\.modelName: must be 1-256 letters/],
+    [
+      'modelName charset',
+      model({ modelName: 'my model' }),
+      /ModelConfig\[0\]\.modelName: must be 1-256 letters/,
+    ],
+    [
+      'modelName cannot end with .',
+      model({ modelName: 'model.' }),
+      /ModelConfig\[0\]\.modelName: must be 1-256 letters/,
+    ],
     ['modelName length', model({ modelName: 'a'.repeat(257) }), /ModelConfig\[0\]\.modelName: must be 1-256/],
     ['npuMemSize >= -1', model({ npuMemSize: -2 }), /ModelConfig\[0\]\.npuMemSize: must be >= -1/],
     ['backendType enum', model({ backendType: 'cuda' }), /backendType: must be one of "atb", "torch"/],
-    ['plugin_params is a string', model({ plugin_params: { plugin_type: 'prefix_cache' } }), /plugin_params: must be string/],
-    ['LoraModules name', deploy({ LoraModules: [{ name: '_x', path: '/a', baseModelName: 'm' }] }), /LoraModules\[0\]\.name: must be 1-256 letters, digits, '-' or '_'/],
-    ['LoraModules absolute path', deploy({ LoraModules: [{ name: 'x', path: 'rel', baseModelName: 'm' }] }), /LoraModules\[0\]\.path: must be an absolute path/],
-    ['LoraModules required fields', deploy({ LoraModules: [{ name: 'x' }] }), 'BackendConfig.ModelDeployConfig.LoraModules[0].path: is required'],
+    [
+      'plugin_params is a string',
+      model({ plugin_params: { plugin_type: 'prefix_cache' } }),
+      /plugin_params: must be string/,
+    ],
+    [
+      'LoraModules name',
+      deploy({ LoraModules: [{ name: '_x', path: '/a', baseModelName: 'm' }] }),
+      /LoraModules\[0\]\.name: must be 1-256 letters, digits, '-' or '_'/,
+    ],
+    [
+      'LoraModules absolute path',
+      deploy({ LoraModules: [{ name: 'x', path: 'rel', baseModelName: 'm' }] }),
+      /LoraModules\[0\]\.path: must be an absolute path/,
+    ],
+    [
+      'LoraModules required fields',
+      deploy({ LoraModules: [{ name: 'x' }] }),
+      'BackendConfig.ModelDeployConfig.LoraModules[0].path: is required',
+    ],
   ];
   for (const [name, json, expected] of cases) test(name, () => assertIssue(json, expected));
 
   test('values at the bounds are accepted', () => {
     assert.deepEqual(issuesOf(sched({ cacheBlockSize: 128, maxQueueDelayMicroseconds: 500 })), []);
-    assert.deepEqual(issuesOf(sched({ cacheBlockSize: 16, maxBatchSize: 819200, maxPrefillBatchSize: 0 })), []);
+    assert.deepEqual(
+      issuesOf(sched({ cacheBlockSize: 16, maxBatchSize: 819200, maxPrefillBatchSize: 0 })),
+      [],
+    );
     assert.deepEqual(issuesOf({ ServerConfig: { port: 1024, managementPort: 65535 } }), []);
     assert.deepEqual(issuesOf(deploy({ truncation: true })), []);
   });
 
   test('unknown fields at every level', () => {
     assertIssue({ Foo: 1 }, 'Foo: unknown field (not in the config schema)');
-    assertIssue({ ServerConfig: { prot: 1025 } }, 'ServerConfig.prot: unknown field (not in the config schema)');
-    assertIssue(sched({ maxBatchSzie: 1 }), 'BackendConfig.ScheduleConfig.maxBatchSzie: unknown field (not in the config schema)');
-    assertIssue(model({ foo: 1 }), 'BackendConfig.ModelDeployConfig.ModelConfig[0].foo: unknown field (not in the config schema)');
-    assertIssue(model({ models: { llama: { chat_tmpl: 'x' } } }), 'BackendConfig.ModelDeployConfig.ModelConfig[0].models.llama.chat_tmpl: unknown field (not in the config schema)');
+    assertIssue(
+      { ServerConfig: { prot: 1025 } },
+      'ServerConfig.prot: unknown field (not in the config schema)',
+    );
+    assertIssue(
+      sched({ maxBatchSzie: 1 }),
+      'BackendConfig.ScheduleConfig.maxBatchSzie: unknown field (not in the config schema)',
+    );
+    assertIssue(
+      model({ foo: 1 }),
+      'BackendConfig.ModelDeployConfig.ModelConfig[0].foo: unknown field (not in the config schema)',
+    );
+    assertIssue(
+      model({ models: { llama: { chat_tmpl: 'x' } } }),
+      'BackendConfig.ModelDeployConfig.ModelConfig[0].models.llama.chat_tmpl: unknown field (not in the config schema)',
+    );
   });
 
   test('every problem is reported at once', () => {
-    const issues = issuesOf({ Foo: 1, ServerConfig: { port: 1 }, BackendConfig: { ScheduleConfig: { cacheBlockSize: 999 } } });
+    const issues = issuesOf({
+      Foo: 1,
+      ServerConfig: { port: 1 },
+      BackendConfig: { ScheduleConfig: { cacheBlockSize: 999 } },
+    });
     assert.equal(issues.length, 3, issues.join('\n'));
   });
 
@@ -168,34 +290,86 @@ describe('bounds: errors name the JSON path and the rule', () => {
 
 describe('cross-field rules', () => {
   test('maxPrefillTokens >= maxInputTokenLen (effective)', () => {
-    assertIssue(sched({ maxPrefillTokens: 1024 }), /ScheduleConfig\.maxPrefillTokens: must be >= BackendConfig\.ModelDeployConfig\.maxInputTokenLen \(effective 2048 .*got 1024/);
+    assertIssue(
+      sched({ maxPrefillTokens: 1024 }),
+      /ScheduleConfig\.maxPrefillTokens: must be >= BackendConfig\.ModelDeployConfig\.maxInputTokenLen \(effective 2048 .*got 1024/,
+    );
     // The effective input limit is min(maxInputTokenLen, maxSeqLen - 1).
-    assert.deepEqual(issuesOf({ BackendConfig: { ScheduleConfig: { maxPrefillTokens: 1023, maxIterTimes: 512 }, ModelDeployConfig: { maxSeqLen: 1024, maxInputTokenLen: 4096 } } }), []);
+    assert.deepEqual(
+      issuesOf({
+        BackendConfig: {
+          ScheduleConfig: { maxPrefillTokens: 1023, maxIterTimes: 512 },
+          ModelDeployConfig: { maxSeqLen: 1024, maxInputTokenLen: 4096 },
+        },
+      }),
+      [],
+    );
   });
   test('maxPrefillBatchSize <= maxBatchSize', () => {
-    assertIssue(sched({ maxBatchSize: 10, maxPrefillBatchSize: 11, maxN: 10 }), 'BackendConfig.ScheduleConfig.maxPrefillBatchSize: must be <= BackendConfig.ScheduleConfig.maxBatchSize (10), got 11');
+    assertIssue(
+      sched({ maxBatchSize: 10, maxPrefillBatchSize: 11, maxN: 10 }),
+      'BackendConfig.ScheduleConfig.maxPrefillBatchSize: must be <= BackendConfig.ScheduleConfig.maxBatchSize (10), got 11',
+    );
   });
   test('maxIterTimes <= maxSeqLen', () => {
-    assertIssue({ BackendConfig: { ScheduleConfig: { maxIterTimes: 3000 } } }, /ScheduleConfig\.maxIterTimes: must be <= BackendConfig\.ModelDeployConfig\.maxSeqLen \(2560\), got 3000/);
+    assertIssue(
+      { BackendConfig: { ScheduleConfig: { maxIterTimes: 3000 } } },
+      /ScheduleConfig\.maxIterTimes: must be <= BackendConfig\.ModelDeployConfig\.maxSeqLen \(2560\), got 3000/,
+    );
   });
   test('maxN <= maxBatchSize', () => {
-    assertIssue(sched({ maxBatchSize: 8, maxPrefillBatchSize: 8 }), /ScheduleConfig\.maxN: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(8\), got 128/);
+    assertIssue(
+      sched({ maxBatchSize: 8, maxPrefillBatchSize: 8 }),
+      /ScheduleConfig\.maxN: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(8\), got 128/,
+    );
   });
   test('maxPreemptCount <= maxBatchSize and needs cpuMemSize', () => {
-    assertIssue(sched({ maxPreemptCount: 300 }), /maxPreemptCount: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(200\), got 300/);
-    assertIssue(sched({ maxPreemptCount: 1 }), /maxPreemptCount: > 0 requires BackendConfig\.ModelDeployConfig\.ModelConfig\[0\]\.cpuMemSize > 0/);
-    assert.deepEqual(issuesOf({ BackendConfig: { ScheduleConfig: { maxPreemptCount: 1 }, ModelDeployConfig: { ModelConfig: [{ cpuMemSize: 4 }] } } }), []);
+    assertIssue(
+      sched({ maxPreemptCount: 300 }),
+      /maxPreemptCount: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(200\), got 300/,
+    );
+    assertIssue(
+      sched({ maxPreemptCount: 1 }),
+      /maxPreemptCount: > 0 requires BackendConfig\.ModelDeployConfig\.ModelConfig\[0\]\.cpuMemSize > 0/,
+    );
+    assert.deepEqual(
+      issuesOf({
+        BackendConfig: {
+          ScheduleConfig: { maxPreemptCount: 1 },
+          ModelDeployConfig: { ModelConfig: [{ cpuMemSize: 4 }] },
+        },
+      }),
+      [],
+    );
   });
   test('all-zero listen address needs allowAllZeroIpListening', () => {
-    assertIssue({ ServerConfig: { ipAddress: '0.0.0.0' } }, /ServerConfig\.ipAddress: binding all interfaces \(0\.0\.0\.0\) requires ServerConfig\.allowAllZeroIpListening = true/);
+    assertIssue(
+      { ServerConfig: { ipAddress: '0.0.0.0' } },
+      /ServerConfig\.ipAddress: binding all interfaces \(0\.0\.0\.0\) requires ServerConfig\.allowAllZeroIpListening = true/,
+    );
     assert.deepEqual(issuesOf({ ServerConfig: { ipAddress: '0.0.0.0', allowAllZeroIpListening: true } }), []);
   });
   test('features Prism does not have are refused, not ignored', () => {
-    assertIssue(deploy({ ModelConfig: [{}, {}] }), /ModelConfig: a Prism engine serves exactly one model, got 2 entries/);
-    assertIssue(deploy({ LoraModules: [{ name: 'a', path: '/x', baseModelName: 'llama_65b' }] }), /LoraModules: LoRA adapters are not supported/);
-    assertIssue({ ServerConfig: { inferMode: 'dmi' } }, /ServerConfig\.inferMode: 'dmi' \(split prefill\/decode\) is not supported/);
-    assertIssue({ BackendConfig: { multiNodesInferEnabled: true } }, /multiNodesInferEnabled: multi-node inference is not supported/);
-    assertIssue({ BackendConfig: { modelInstanceNumber: 2 } }, /modelInstanceNumber: one Prism engine runs one model instance/);
+    assertIssue(
+      deploy({ ModelConfig: [{}, {}] }),
+      /ModelConfig: a Prism engine serves exactly one model, got 2 entries/,
+    );
+    assertIssue(
+      deploy({ LoraModules: [{ name: 'a', path: '/x', baseModelName: 'llama_65b' }] }),
+      /LoraModules: LoRA adapters are not supported/,
+    );
+    assertIssue(
+      { ServerConfig: { inferMode: 'dmi' } },
+      /ServerConfig\.inferMode: 'dmi' \(split prefill\/decode\) is not supported/,
+    );
+    assertIssue(
+      { BackendConfig: { multiNodesInferEnabled: true } },
+      /multiNodesInferEnabled: multi-node inference is not supported/,
+    );
+    assertIssue(
+      { BackendConfig: { modelInstanceNumber: 2 } },
+      /modelInstanceNumber: one Prism engine runs one model instance/,
+    );
     assertIssue(model({ modelInstanceType: 'StandardMock' }), /modelInstanceType: 'StandardMock'/);
   });
 });
@@ -203,36 +377,72 @@ describe('cross-field rules', () => {
 describe('plugin_params', () => {
   const at = 'P';
   test('prefix_cache, alone and comma-joined with mtp', () => {
-    assert.deepEqual(parsePluginParams('{"plugin_type":"prefix_cache"}', at).plugins, { prefixCache: true, mtp: false });
+    assert.deepEqual(parsePluginParams('{"plugin_type":"prefix_cache"}', at).plugins, {
+      prefixCache: true,
+      mtp: false,
+    });
     const both = parsePluginParams('{"plugin_type":"mtp,prefix_cache","num_speculative_tokens":1}', at);
     assert.deepEqual(both.errors, []);
     assert.deepEqual(both.plugins, { prefixCache: true, mtp: true, numSpeculativeTokens: 1 });
     assert.match(both.warnings[0], /'mtp' is accepted for compatibility but has no effect/);
-    assert.deepEqual(parsePluginParams('{"plugin_type":" prefix_cache , mtp "}', at).plugins.prefixCache, true);
+    assert.deepEqual(
+      parsePluginParams('{"plugin_type":" prefix_cache , mtp "}', at).plugins.prefixCache,
+      true,
+    );
   });
   test('absent or empty object: no plugins', () => {
     assert.deepEqual(parsePluginParams(undefined, at).plugins, { prefixCache: false, mtp: false });
-    assert.deepEqual(parsePluginParams('{}', at), { plugins: { prefixCache: false, mtp: false }, errors: [], warnings: [] });
+    assert.deepEqual(parsePluginParams('{}', at), {
+      plugins: { prefixCache: false, mtp: false },
+      errors: [],
+      warnings: [],
+    });
   });
   test('unknown plugin names are rejected clearly', () => {
-    assert.deepEqual(parsePluginParams('{"plugin_type":"la,prefix_cache"}', at).errors, ["P.plugin_type: unknown plugin 'la' (supported: prefix_cache, mtp)"]);
+    assert.deepEqual(parsePluginParams('{"plugin_type":"la,prefix_cache"}', at).errors, [
+      "P.plugin_type: unknown plugin 'la' (supported: prefix_cache, mtp)",
+    ]);
     assert.match(parsePluginParams('{"plugin_type":"prefix_cache,"}', at).errors[0], /empty plugin name/);
-    assert.match(parsePluginParams('{"plugin_type":"prefix_cache,prefix_cache"}', at).errors[0], /listed twice/);
+    assert.match(
+      parsePluginParams('{"plugin_type":"prefix_cache,prefix_cache"}', at).errors[0],
+      /listed twice/,
+    );
   });
   test('malformed values', () => {
-    assert.match(parsePluginParams('{plugin_type:prefix_cache}', at).errors[0], /^P: must be a JSON object encoded as a string/);
+    assert.match(
+      parsePluginParams('{plugin_type:prefix_cache}', at).errors[0],
+      /^P: must be a JSON object encoded as a string/,
+    );
     assert.match(parsePluginParams('"prefix_cache"', at).errors[0], /^P: must encode a JSON object/);
     assert.match(parsePluginParams('{"plugin_type":1}', at).errors[0], /^P\.plugin_type: must be a string/);
-    assert.match(parsePluginParams('{"plugin_type":"prefix_cache","extra":1}', at).errors[0], /^P\.extra: unknown key/);
-    assert.match(parsePluginParams('{"num_speculative_tokens":1}', at).errors.join('\n'), /P\.plugin_type: is required/);
+    assert.match(
+      parsePluginParams('{"plugin_type":"prefix_cache","extra":1}', at).errors[0],
+      /^P\.extra: unknown key/,
+    );
+    assert.match(
+      parsePluginParams('{"num_speculative_tokens":1}', at).errors.join('\n'),
+      /P\.plugin_type: is required/,
+    );
   });
   test('num_speculative_tokens', () => {
-    assert.match(parsePluginParams('{"plugin_type":"mtp","num_speculative_tokens":0}', at).errors[0], /num_speculative_tokens: must be an integer in \[1, 16\], got 0/);
-    assert.match(parsePluginParams('{"plugin_type":"mtp","num_speculative_tokens":1.5}', at).errors[0], /must be an integer/);
-    assert.match(parsePluginParams('{"plugin_type":"prefix_cache","num_speculative_tokens":2}', at).errors[0], /only applies with plugin 'mtp'/);
+    assert.match(
+      parsePluginParams('{"plugin_type":"mtp","num_speculative_tokens":0}', at).errors[0],
+      /num_speculative_tokens: must be an integer in \[1, 16\], got 0/,
+    );
+    assert.match(
+      parsePluginParams('{"plugin_type":"mtp","num_speculative_tokens":1.5}', at).errors[0],
+      /must be an integer/,
+    );
+    assert.match(
+      parsePluginParams('{"plugin_type":"prefix_cache","num_speculative_tokens":2}', at).errors[0],
+      /only applies with plugin 'mtp'/,
+    );
   });
   test('through the loader: the field path is named', () => {
-    assertIssue(model({ plugin_params: '{"plugin_type":"turbo"}' }), "BackendConfig.ModelDeployConfig.ModelConfig[0].plugin_params.plugin_type: unknown plugin 'turbo' (supported: prefix_cache, mtp)");
+    assertIssue(
+      model({ plugin_params: '{"plugin_type":"turbo"}' }),
+      "BackendConfig.ModelDeployConfig.ModelConfig[0].plugin_params.plugin_type: unknown plugin 'turbo' (supported: prefix_cache, mtp)",
+    );
     const c = validateConfig(model({ plugin_params: '{"plugin_type":"prefix_cache"}' }), 't.json', noEnv);
     assert.equal(c.plugins.prefixCache, true);
   });
@@ -240,7 +450,16 @@ describe('plugin_params', () => {
     const on = validateConfig(sched({ enablePrefixCache: true }), 't.json', noEnv);
     assert.equal(on.plugins.prefixCache, false, 'the deprecated flag must not turn the cache on');
     assert.match(on.warnings.join('\n'), /enablePrefixCache is deprecated and ignored/);
-    const off = validateConfig({ BackendConfig: { ScheduleConfig: { enablePrefixCache: false }, ModelDeployConfig: { ModelConfig: [{ plugin_params: '{"plugin_type":"prefix_cache"}' }] } } }, 't.json', noEnv);
+    const off = validateConfig(
+      {
+        BackendConfig: {
+          ScheduleConfig: { enablePrefixCache: false },
+          ModelDeployConfig: { ModelConfig: [{ plugin_params: '{"plugin_type":"prefix_cache"}' }] },
+        },
+      },
+      't.json',
+      noEnv,
+    );
     assert.equal(off.plugins.prefixCache, true, 'nor turn it off');
   });
 });
@@ -249,7 +468,10 @@ describe('files', () => {
   test('size must be in (0, 10 MB]', () => {
     const empty = join(tmp, 'empty.json');
     writeFileSync(empty, '');
-    assert.throws(() => loadConfigFile(empty), (e: unknown) => e instanceof ConfigError && /size must be in \(0, 10 MB\].*got 0 bytes/.test(e.message));
+    assert.throws(
+      () => loadConfigFile(empty),
+      (e: unknown) => e instanceof ConfigError && /size must be in \(0, 10 MB\].*got 0 bytes/.test(e.message),
+    );
     const big = join(tmp, 'big.json');
     writeFileSync(big, `{"LogConfig":{"logPath":"x"}}${' '.repeat(MAX_CONFIG_BYTES)}`);
     assert.throws(() => loadConfigFile(big), /size must be in \(0, 10 MB\]/);
@@ -264,10 +486,15 @@ describe('files', () => {
     const example = fileURLToPath(new URL('./example.config.json', import.meta.url));
     const c = loadConfigFile(example, noEnv);
     assert.equal(c.plugins.prefixCache, true);
-    assert.equal(modelPathFromConfig(c), fileURLToPath(new URL('../models/SmolLM2-135M-Instruct.Q4_1.gguf', import.meta.url)));
+    assert.equal(
+      modelPathFromConfig(c),
+      fileURLToPath(new URL('../models/SmolLM2-135M-Instruct.Q4_1.gguf', import.meta.url)),
+    );
   });
   test('environment overrides the listen addresses (and is validated)', () => {
-    const c = validateConfig({}, 't.json', { env: { MIES_CONTAINER_IP: '10.0.0.5', MIES_CONTAINER_MANAGEMENT_IP: '10.0.0.6' } });
+    const c = validateConfig({}, 't.json', {
+      env: { MIES_CONTAINER_IP: '10.0.0.5', MIES_CONTAINER_MANAGEMENT_IP: '10.0.0.6' },
+    });
     assert.equal(c.file.ServerConfig.ipAddress, '10.0.0.5');
     assert.equal(c.file.ServerConfig.managementIpAddress, '10.0.0.6');
     assert.match(issuesOf({}, { MIES_CONTAINER_IP: '0.0.0.0' }).join('\n'), /allowAllZeroIpListening/);
@@ -286,9 +513,23 @@ describe('mapping to EngineOptions', () => {
             maxSeqLen: 4096,
             maxInputTokenLen: 3000,
             truncation: true,
-            ModelConfig: [{ modelName: 'm1', npuMemSize: 2, plugin_params: '{"plugin_type":"prefix_cache"}', models: { llama: { chat_template: 'tmpl.jinja' } } }],
+            ModelConfig: [
+              {
+                modelName: 'm1',
+                npuMemSize: 2,
+                plugin_params: '{"plugin_type":"prefix_cache"}',
+                models: { llama: { chat_template: 'tmpl.jinja' } },
+              },
+            ],
           },
-          ScheduleConfig: { cacheBlockSize: 64, maxBatchSize: 16, maxPrefillBatchSize: 4, maxPrefillTokens: 4096, maxIterTimes: 1024, maxN: 8 },
+          ScheduleConfig: {
+            cacheBlockSize: 64,
+            maxBatchSize: 16,
+            maxPrefillBatchSize: 4,
+            maxPrefillTokens: 4096,
+            maxIterTimes: 1024,
+            maxN: 8,
+          },
         },
       }),
     );
@@ -319,11 +560,21 @@ describe('mapping to EngineOptions', () => {
     assert.equal(o.prefixCache, true);
     assert.equal(o.modelName, undefined, 'no file: the model keeps its own name');
     const r = resolveEngineOptions(o);
-    assert.deepEqual([r.maxBatchSize, r.maxPrefillTokens, r.cacheBlockSize, r.maxSeqLen, r.maxInputTokenLen, r.maxIterTimes], [200, 8192, 128, 2560, 2048, 512]);
+    assert.deepEqual(
+      [r.maxBatchSize, r.maxPrefillTokens, r.cacheBlockSize, r.maxSeqLen, r.maxInputTokenLen, r.maxIterTimes],
+      [200, 8192, 128, 2560, 2048, 512],
+    );
   });
   test('chat_template: several model types need the served one to match', () => {
-    const c = validateConfig(model({ models: { llama: { chat_template: '/a.jinja' }, qwen2: { chat_template: '/b.jinja' } } }), '/etc/x.json', noEnv);
+    const c = validateConfig(
+      model({ models: { llama: { chat_template: '/a.jinja' }, qwen2: { chat_template: '/b.jinja' } } }),
+      '/etc/x.json',
+      noEnv,
+    );
     assert.equal(chatTemplatePath(c, 'qwen2'), '/b.jinja');
-    assert.throws(() => chatTemplatePath(c, 'qwen3'), /chat_template is set for several model types \(llama, qwen2\)/);
+    assert.throws(
+      () => chatTemplatePath(c, 'qwen3'),
+      /chat_template is set for several model types \(llama, qwen2\)/,
+    );
   });
 });

@@ -24,7 +24,9 @@ export function checkCrossFieldRules(c: PrismConfigFile): RuleResult {
 
   // --- lengths -----------------------------------------------------------------------
   if (d.maxSeqLen < 2) {
-    errors.push(`${DEPLOY}.maxSeqLen: must be >= 2 so a prompt of at least one token and one new token fit, got ${d.maxSeqLen}`);
+    errors.push(
+      `${DEPLOY}.maxSeqLen: must be >= 2 so a prompt of at least one token and one new token fit, got ${d.maxSeqLen}`,
+    );
   }
   const effectiveInput = Math.min(d.maxInputTokenLen, d.maxSeqLen - 1);
   if (s.maxPrefillTokens < effectiveInput) {
@@ -34,56 +36,78 @@ export function checkCrossFieldRules(c: PrismConfigFile): RuleResult {
     );
   }
   if (s.maxIterTimes > d.maxSeqLen) {
-    errors.push(`${SCHED}.maxIterTimes: must be <= ${DEPLOY}.maxSeqLen (${d.maxSeqLen}), got ${s.maxIterTimes}`);
+    errors.push(
+      `${SCHED}.maxIterTimes: must be <= ${DEPLOY}.maxSeqLen (${d.maxSeqLen}), got ${s.maxIterTimes}`,
+    );
   }
 
   // --- batch sizes ---------------------------------------------------------------------
   if (s.maxPrefillBatchSize > s.maxBatchSize) {
-    errors.push(`${SCHED}.maxPrefillBatchSize: must be <= ${SCHED}.maxBatchSize (${s.maxBatchSize}), got ${s.maxPrefillBatchSize}`);
+    errors.push(
+      `${SCHED}.maxPrefillBatchSize: must be <= ${SCHED}.maxBatchSize (${s.maxBatchSize}), got ${s.maxPrefillBatchSize}`,
+    );
   }
   if (s.maxN > s.maxBatchSize) {
     errors.push(`${SCHED}.maxN: must be <= ${SCHED}.maxBatchSize (${s.maxBatchSize}), got ${s.maxN}`);
   }
   if (s.maxPreemptCount > s.maxBatchSize) {
-    errors.push(`${SCHED}.maxPreemptCount: must be <= ${SCHED}.maxBatchSize (${s.maxBatchSize}), got ${s.maxPreemptCount}`);
+    errors.push(
+      `${SCHED}.maxPreemptCount: must be <= ${SCHED}.maxBatchSize (${s.maxBatchSize}), got ${s.maxPreemptCount}`,
+    );
   }
   if (s.maxPreemptCount > 0) {
     d.ModelConfig.forEach((m, i) => {
       if (m.cpuMemSize <= 0) {
-        errors.push(`${SCHED}.maxPreemptCount: > 0 requires ${DEPLOY}.ModelConfig[${i}].cpuMemSize > 0 (swap space), got cpuMemSize ${m.cpuMemSize}`);
+        errors.push(
+          `${SCHED}.maxPreemptCount: > 0 requires ${DEPLOY}.ModelConfig[${i}].cpuMemSize > 0 (swap space), got cpuMemSize ${m.cpuMemSize}`,
+        );
       }
     });
   }
   if (s.cacheBlockSize % 16 !== 0) {
-    warnings.push(`${SCHED}.cacheBlockSize: ${s.cacheBlockSize} is not a multiple of 16 (MindIE recommends multiples of 16)`);
+    warnings.push(
+      `${SCHED}.cacheBlockSize: ${s.cacheBlockSize} is not a multiple of 16 (MindIE recommends multiples of 16)`,
+    );
   }
 
   // --- listeners -----------------------------------------------------------------------
   for (const field of ['ipAddress', 'managementIpAddress'] as const) {
     if (ALL_ZERO.has(server[field]) && !server.allowAllZeroIpListening) {
-      errors.push(`ServerConfig.${field}: binding all interfaces (${server[field]}) requires ServerConfig.allowAllZeroIpListening = true`);
+      errors.push(
+        `ServerConfig.${field}: binding all interfaces (${server[field]}) requires ServerConfig.allowAllZeroIpListening = true`,
+      );
     }
   }
 
   // --- one model, no adapters (yet) ----------------------------------------------------
   if (d.ModelConfig.length !== 1) {
-    errors.push(`${DEPLOY}.ModelConfig: a Prism engine serves exactly one model, got ${d.ModelConfig.length} entries`);
+    errors.push(
+      `${DEPLOY}.ModelConfig: a Prism engine serves exactly one model, got ${d.ModelConfig.length} entries`,
+    );
   }
   d.ModelConfig.forEach((m, i) => {
     if (m.modelInstanceType === 'StandardMock') {
-      errors.push(`${DEPLOY}.ModelConfig[${i}].modelInstanceType: 'StandardMock' (a mock model) is not supported by Prism; use 'Standard'`);
+      errors.push(
+        `${DEPLOY}.ModelConfig[${i}].modelInstanceType: 'StandardMock' (a mock model) is not supported by Prism; use 'Standard'`,
+      );
     }
   });
   if (d.LoraModules.length > 0) {
-    errors.push(`${DEPLOY}.LoraModules: LoRA adapters are not supported by this Prism version; remove the entries`);
+    errors.push(
+      `${DEPLOY}.LoraModules: LoRA adapters are not supported by this Prism version; remove the entries`,
+    );
   }
   if (d.maxLoras > 0 || d.maxLoraRank > 0) {
-    warnings.push(`${DEPLOY}.maxLoras/maxLoraRank: LoRA adapters are not supported by this Prism version; the values are ignored`);
+    warnings.push(
+      `${DEPLOY}.maxLoras/maxLoraRank: LoRA adapters are not supported by this Prism version; the values are ignored`,
+    );
   }
 
   // --- deployment modes Prism does not have --------------------------------------------
   if (server.inferMode === 'dmi') {
-    errors.push(`ServerConfig.inferMode: 'dmi' (split prefill/decode) is not supported by Prism; use 'standard'`);
+    errors.push(
+      `ServerConfig.inferMode: 'dmi' (split prefill/decode) is not supported by Prism; use 'standard'`,
+    );
   }
   if (c.BackendConfig.modelInstanceNumber > 1) {
     errors.push(
@@ -92,7 +116,9 @@ export function checkCrossFieldRules(c: PrismConfigFile): RuleResult {
     );
   }
   if (c.BackendConfig.multiNodesInferEnabled) {
-    errors.push(`BackendConfig.multiNodesInferEnabled: multi-node inference is not supported by Prism; set it to false`);
+    errors.push(
+      `BackendConfig.multiNodesInferEnabled: multi-node inference is not supported by Prism; set it to false`,
+    );
   }
   if (s.enablePrefixCache !== undefined) {
     warnings.push(

@@ -27,13 +27,21 @@ export class ConfigError extends Error {
 
 let validator: ValidateFunction | undefined;
 function validate(): ValidateFunction {
-  validator ??= new Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: true }).compile(configSchema);
+  validator ??= new Ajv({ allErrors: true, useDefaults: true, verbose: true, strict: true }).compile(
+    configSchema,
+  );
   return validator;
 }
 
 /** `/BackendConfig/ModelDeployConfig/ModelConfig/0/modelName` → `BackendConfig.ModelDeployConfig.ModelConfig[0].modelName`. */
 function jsonPath(pointer: string, child?: string): string {
-  const parts = pointer === '' ? [] : pointer.slice(1).split('/').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts =
+    pointer === ''
+      ? []
+      : pointer
+          .slice(1)
+          .split('/')
+          .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (child !== undefined) parts.push(child);
   let out = '';
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
@@ -47,7 +55,8 @@ function shown(value: unknown): string {
 
 /** Patterns as a reader would state them. */
 const PATTERN_RULES: Record<string, string> = {
-  [MODEL_NAME_PATTERN]: "must be 1-256 letters, digits, '-', '.' or '_', not starting or ending with '-', '.' or '_'",
+  [MODEL_NAME_PATTERN]:
+    "must be 1-256 letters, digits, '-', '.' or '_', not starting or ending with '-', '.' or '_'",
   [ADAPTER_NAME_PATTERN]: "must be 1-256 letters, digits, '-' or '_', not starting or ending with '-' or '_'",
   '^/': 'must be an absolute path',
 };
@@ -82,7 +91,8 @@ function applyEnvironment(json: Record<string, unknown>, env: NodeJS.ProcessEnv)
     if (value === undefined || value === '') continue;
     const server = json.ServerConfig;
     if (server === undefined) json.ServerConfig = { [field]: value };
-    else if (typeof server === 'object' && server !== null && !Array.isArray(server)) (server as Record<string, unknown>)[field] = value;
+    else if (typeof server === 'object' && server !== null && !Array.isArray(server))
+      (server as Record<string, unknown>)[field] = value;
   }
 }
 
@@ -101,7 +111,9 @@ export function validateConfig(json: unknown, source: string, options: ValidateO
   if (!check(json)) {
     throw new ConfigError(source, (check.errors ?? []).map(describe));
   }
-  const raw = json as PrismConfigFile & { BackendConfig: { ModelDeployConfig: { truncation: boolean | number } } };
+  const raw = json as PrismConfigFile & {
+    BackendConfig: { ModelDeployConfig: { truncation: boolean | number } };
+  };
   // MindIE accepts booleans for truncation: true = cut from the right (-1), false = error (0).
   const t = raw.BackendConfig.ModelDeployConfig.truncation;
   if (typeof t === 'boolean') raw.BackendConfig.ModelDeployConfig.truncation = t ? -1 : 0;
@@ -140,7 +152,9 @@ export function loadConfigFile(path: string, options: ValidateOptions = {}): Res
     throw new ConfigError(source, [`(file): cannot read: ${(e as Error).message}`]);
   }
   if (size === 0 || size > MAX_CONFIG_BYTES) {
-    throw new ConfigError(source, [`(file): size must be in (0, 10 MB] (${MAX_CONFIG_BYTES} bytes), got ${size} bytes`]);
+    throw new ConfigError(source, [
+      `(file): size must be in (0, 10 MB] (${MAX_CONFIG_BYTES} bytes), got ${size} bytes`,
+    ]);
   }
   let json: unknown;
   try {

@@ -34,12 +34,15 @@ export function parsePluginParams(raw: string | undefined, at: string): ParsedPl
     return { plugins: none, errors, warnings };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    errors.push(`${at}: must encode a JSON object (${EXAMPLE}), got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`);
+    errors.push(
+      `${at}: must encode a JSON object (${EXAMPLE}), got ${Array.isArray(value) ? 'an array' : JSON.stringify(value)}`,
+    );
     return { plugins: none, errors, warnings };
   }
   const obj = value as Record<string, unknown>;
   for (const key of Object.keys(obj)) {
-    if (!KNOWN_KEYS.has(key)) errors.push(`${at}.${key}: unknown key (allowed: ${[...KNOWN_KEYS].join(', ')})`);
+    if (!KNOWN_KEYS.has(key))
+      errors.push(`${at}.${key}: unknown key (allowed: ${[...KNOWN_KEYS].join(', ')})`);
   }
 
   const names = new Set<string>();
@@ -47,7 +50,9 @@ export function parsePluginParams(raw: string | undefined, at: string): ParsedPl
   if (type === undefined) {
     if (Object.keys(obj).length > 0) errors.push(`${at}.plugin_type: is required`);
   } else if (typeof type !== 'string') {
-    errors.push(`${at}.plugin_type: must be a string of comma-joined plugin names, got ${JSON.stringify(type)}`);
+    errors.push(
+      `${at}.plugin_type: must be a string of comma-joined plugin names, got ${JSON.stringify(type)}`,
+    );
   } else {
     for (const part of type.split(',')) {
       const name = part.trim();
@@ -67,7 +72,9 @@ export function parsePluginParams(raw: string | undefined, at: string): ParsedPl
   const nst = obj.num_speculative_tokens;
   if (nst !== undefined) {
     if (typeof nst !== 'number' || !Number.isInteger(nst) || nst < 1 || nst > MAX_SPECULATIVE_TOKENS) {
-      errors.push(`${at}.num_speculative_tokens: must be an integer in [1, ${MAX_SPECULATIVE_TOKENS}], got ${JSON.stringify(nst)}`);
+      errors.push(
+        `${at}.num_speculative_tokens: must be an integer in [1, ${MAX_SPECULATIVE_TOKENS}], got ${JSON.stringify(nst)}`,
+      );
     } else if (!names.has('mtp')) {
       errors.push(`${at}.num_speculative_tokens: only applies with plugin 'mtp' in plugin_type`);
     } else {
@@ -77,7 +84,9 @@ export function parsePluginParams(raw: string | undefined, at: string): ParsedPl
   if (names.has('mtp')) {
     // MTP only changes speed (drafted tokens are verified), never the output; Prism's
     // models have no MTP heads, so the plugin is accepted for compatibility and has no effect.
-    warnings.push(`${at}: plugin 'mtp' is accepted for compatibility but has no effect (Prism does not implement multi-token prediction)`);
+    warnings.push(
+      `${at}: plugin 'mtp' is accepted for compatibility but has no effect (Prism does not implement multi-token prediction)`,
+    );
   }
   return {
     plugins: {

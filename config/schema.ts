@@ -23,7 +23,11 @@ const num = (def: number | undefined, minimum: number, maximum?: number): Schema
 });
 const bool = (def?: boolean): Schema => ({ type: 'boolean', ...(def !== undefined ? { default: def } : {}) });
 /** File paths: MindIE caps them at 4096 characters. */
-const path = (def?: string): Schema => ({ type: 'string', maxLength: 4096, ...(def !== undefined ? { default: def } : {}) });
+const path = (def?: string): Schema => ({
+  type: 'string',
+  maxLength: 4096,
+  ...(def !== undefined ? { default: def } : {}),
+});
 /** TLS file lists: a set of 1–3 names. */
 const fileSet = (def?: string[]): Schema => ({
   type: 'array',
@@ -131,7 +135,11 @@ const modelConfig: Schema = {
     async_scheduler_wait_time: num(undefined, 0),
     /** A JSON object encoded as a string (checked by plugin-params.ts). */
     plugin_params: { type: 'string', maxLength: 65536 },
-    models: { type: 'object', additionalProperties: modelTypeOptions, propertyNames: { pattern: '^[A-Za-z0-9_.-]{1,128}$' } },
+    models: {
+      type: 'object',
+      additionalProperties: modelTypeOptions,
+      propertyNames: { pattern: '^[A-Za-z0-9_.-]{1,128}$' },
+    },
   },
 };
 

@@ -92,7 +92,11 @@ export class GrpcEngineClient implements Engine {
 
   /** One unary call with the tracking, metadata and error mapping every RPC shares. */
   private unary<Req, Res>(
-    method: (req: Req, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: Res) => void) => grpc.ClientUnaryCall,
+    method: (
+      req: Req,
+      md: grpc.Metadata,
+      cb: (err: grpc.ServiceError | null, res: Res) => void,
+    ) => grpc.ClientUnaryCall,
     request: Req,
   ): Promise<Res> {
     this.admit();
@@ -150,11 +154,17 @@ export class GrpcEngineClient implements Engine {
   }
 
   async tokenize(text: string, addSpecialTokens?: boolean): Promise<number[]> {
-    const res = await this.unary<pb.TokenizeRequest, pb.TokenizeResponse>(this.client.tokenize, { text, addSpecialTokens });
+    const res = await this.unary<pb.TokenizeRequest, pb.TokenizeResponse>(this.client.tokenize, {
+      text,
+      addSpecialTokens,
+    });
     return res.ids;
   }
 
-  async detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }> {
+  async detokenize(
+    ids: readonly number[],
+    skipSpecialTokens?: boolean,
+  ): Promise<{ text: string; tokens: string[] }> {
     const res = await this.unary<pb.DetokenizeRequest, pb.DetokenizeResponse>(this.client.detokenize, {
       ids: [...ids],
       skipSpecialTokens,

@@ -25,14 +25,20 @@ function files(dir: string, base = dir, out: string[] = []): string[] {
 test('gen/ is what scripts/gen-proto.mjs makes from proto/', () => {
   const out = mkdtempSync(join(tmpdir(), 'prism-gen-'));
   try {
-    const r = spawnSync(process.execPath, [join(root, 'scripts', 'gen-proto.mjs'), out], { cwd: root, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(root, 'scripts', 'gen-proto.mjs'), out], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, `gen-proto failed:\n${r.stdout}\n${r.stderr}`);
     const fresh = files(out);
     assert.ok(fresh.length > 0, 'the generator wrote nothing');
     assert.deepEqual(files(join(root, 'gen')), fresh, 'gen/ has different files: run `npm run gen:proto`');
     for (const f of fresh) {
       const committed = readFileSync(join(root, 'gen', f), 'utf8');
-      assert.ok(committed === readFileSync(join(out, f), 'utf8'), `gen/${f} is stale or edited by hand: run \`npm run gen:proto\``);
+      assert.ok(
+        committed === readFileSync(join(out, f), 'utf8'),
+        `gen/${f} is stale or edited by hand: run \`npm run gen:proto\``,
+      );
     }
   } finally {
     rmSync(out, { recursive: true, force: true });

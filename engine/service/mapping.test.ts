@@ -52,16 +52,32 @@ describe('requests', () => {
     };
     assert.deepEqual(overTheWire(full), full);
     // 0.1 in float32 would come back as 0.10000000149; the proto uses double.
-    assert.equal(overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { topP: 0.1 } }).params.topP, 0.1);
-    assert.deepEqual(overTheWire({ prompt: { kind: 'tokens', ids: [1, 2, 3] }, params: {} }), { prompt: { kind: 'tokens', ids: [1, 2, 3] }, params: {} });
-    assert.deepEqual(overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { temperature: 0, topK: 0, doSample: false } }).params, { temperature: 0, topK: 0, doSample: false });
+    assert.equal(
+      overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { topP: 0.1 } }).params.topP,
+      0.1,
+    );
+    assert.deepEqual(overTheWire({ prompt: { kind: 'tokens', ids: [1, 2, 3] }, params: {} }), {
+      prompt: { kind: 'tokens', ids: [1, 2, 3] },
+      params: {},
+    });
+    assert.deepEqual(
+      overTheWire({
+        prompt: { kind: 'text', text: 'x' },
+        params: { temperature: 0, topK: 0, doSample: false },
+      }).params,
+      { temperature: 0, topK: 0, doSample: false },
+    );
     const chat: GenerateRequest = {
       prompt: {
         kind: 'chat',
         addGenerationPrompt: false,
         messages: [
           { role: 'system', content: 'be brief' },
-          { role: 'assistant', content: '', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }] },
+          {
+            role: 'assistant',
+            content: '',
+            toolCalls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+          },
           { role: 'tool', content: '42', toolCallId: 'c1', name: 'f' },
         ],
       },
@@ -71,16 +87,30 @@ describe('requests', () => {
   });
 
   test('shape errors name the field', () => {
-    assert.throws(() => generateRequestFromProto(pb.GenerateRequest.fromPartial({})), (e: unknown) => e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === 'prompt');
-    const badRole = pb.GenerateRequest.fromPartial({ prompt: { $case: 'chat', chat: { messages: [{ role: 'user' }, { role: 'robot' }] } } });
-    assert.throws(() => generateRequestFromProto(badRole), /prompt\.chat\.messages\[1\]\.role: must be one of system, user, assistant, tool; got 'robot'/);
-    const badTool = pb.GenerateRequest.fromPartial({ prompt: { $case: 'chat', chat: { messages: [{ role: 'assistant', toolCalls: [{ id: 'x', type: 'web' }] }] } } });
+    assert.throws(
+      () => generateRequestFromProto(pb.GenerateRequest.fromPartial({})),
+      (e: unknown) => e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === 'prompt',
+    );
+    const badRole = pb.GenerateRequest.fromPartial({
+      prompt: { $case: 'chat', chat: { messages: [{ role: 'user' }, { role: 'robot' }] } },
+    });
+    assert.throws(
+      () => generateRequestFromProto(badRole),
+      /prompt\.chat\.messages\[1\]\.role: must be one of system, user, assistant, tool; got 'robot'/,
+    );
+    const badTool = pb.GenerateRequest.fromPartial({
+      prompt: {
+        $case: 'chat',
+        chat: { messages: [{ role: 'assistant', toolCalls: [{ id: 'x', type: 'web' }] }] },
+      },
+    });
     assert.throws(() => generateRequestFromProto(badTool), /tool_calls\[0\]\.type: must be 'function'/);
   });
 });
 
 describe('events and status', () => {
-  const overWire = (m: pb.GenerateStreamResponse) => eventFromProto(pb.GenerateStreamResponse.decode(pb.GenerateStreamResponse.encode(m).finish()));
+  const overWire = (m: pb.GenerateStreamResponse) =>
+    eventFromProto(pb.GenerateStreamResponse.decode(pb.GenerateStreamResponse.encode(m).finish()));
 
   test('token and finish events round-trip', () => {
     const token: TokenEvent = {
@@ -119,12 +149,33 @@ describe('events and status', () => {
   test('status round-trips with its histograms', () => {
     const h = { bounds: [0.1, 1], counts: [1, 2, 3], sum: 1.75, count: 3 };
     const s = {
-      running: 1, waiting: 2, freeBlocks: 3, totalBlocks: 4, blockSize: 16, maxBatchSize: 8, stopping: false,
-      requestsReceived: 5, requestsSucceeded: 4, requestsFailed: 1, promptTokens: 100, generationTokens: 50,
-      prefixCacheQueries: 64, prefixCacheHits: 32, preemptions: 1, ttft: h, interTokenLatency: h, e2eLatency: h,
-      promptTokensPerRequest: h, generationTokensPerRequest: h, recentAvgTtft: 0.05, recentAvgInterToken: 0.02,
+      running: 1,
+      waiting: 2,
+      freeBlocks: 3,
+      totalBlocks: 4,
+      blockSize: 16,
+      maxBatchSize: 8,
+      stopping: false,
+      requestsReceived: 5,
+      requestsSucceeded: 4,
+      requestsFailed: 1,
+      promptTokens: 100,
+      generationTokens: 50,
+      prefixCacheQueries: 64,
+      prefixCacheHits: 32,
+      preemptions: 1,
+      ttft: h,
+      interTokenLatency: h,
+      e2eLatency: h,
+      promptTokensPerRequest: h,
+      generationTokensPerRequest: h,
+      recentAvgTtft: 0.05,
+      recentAvgInterToken: 0.02,
     };
-    assert.deepEqual(statusFromProto(pb.StatusResponse.decode(pb.StatusResponse.encode(statusToProto(s)).finish())), s);
+    assert.deepEqual(
+      statusFromProto(pb.StatusResponse.decode(pb.StatusResponse.encode(statusToProto(s)).finish())),
+      s,
+    );
   });
 });
 
@@ -142,7 +193,9 @@ describe('error codes', () => {
       const st = toGrpcStatus(new EngineError(code, 'params.top_p: must be in (0, 1]', 'params.top_p'));
       assert.equal(st.code, grpcCode);
       assert.equal(st.details, 'params.top_p: must be in (0, 1]');
-      const back = fromGrpcError(Object.assign(new Error('x'), { code: st.code, details: st.details, metadata: st.metadata }));
+      const back = fromGrpcError(
+        Object.assign(new Error('x'), { code: st.code, details: st.details, metadata: st.metadata }),
+      );
       assert.equal(back.code, code);
       assert.equal(back.message, 'params.top_p: must be in (0, 1]');
       assert.equal(back.field, 'params.top_p');
@@ -152,7 +205,8 @@ describe('error codes', () => {
     const st = toGrpcStatus(new TypeError('x is undefined'));
     assert.equal(st.code, Status.INTERNAL);
     assert.equal(st.details, 'internal error: x is undefined');
-    const mk = (code: Status) => fromGrpcError(Object.assign(new Error('m'), { code, details: 'd', metadata: new Metadata() })).code;
+    const mk = (code: Status) =>
+      fromGrpcError(Object.assign(new Error('m'), { code, details: 'd', metadata: new Metadata() })).code;
     assert.equal(mk(Status.DEADLINE_EXCEEDED), 'UNAVAILABLE');
     assert.equal(mk(Status.UNKNOWN), 'GENERATION_FAILED');
     assert.equal(mk(Status.OUT_OF_RANGE), 'INVALID_ARGUMENT');

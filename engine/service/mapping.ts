@@ -50,9 +50,14 @@ export function chatMessagesFromProto(messages: readonly pb.ChatMessage[], field
       throw invalidArgument(`${at}.role`, `must be one of system, user, assistant, tool; got '${m.role}'`);
     }
     const toolCalls = m.toolCalls.map((c, j) => {
-      if (c.type !== 'function') throw invalidArgument(`${at}.tool_calls[${j}].type`, `must be 'function', got '${c.type}'`);
+      if (c.type !== 'function')
+        throw invalidArgument(`${at}.tool_calls[${j}].type`, `must be 'function', got '${c.type}'`);
       if (!c.function) throw invalidArgument(`${at}.tool_calls[${j}].function`, 'is required');
-      return { id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } };
+      return {
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.function.name, arguments: c.function.arguments },
+      };
     });
     return {
       role: m.role as ChatMessage['role'],
@@ -100,18 +105,29 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
     case 'chat':
       promptPb = {
         $case: 'chat',
-        chat: { messages: chatMessagesToProto(prompt.messages), addGenerationPrompt: prompt.addGenerationPrompt },
+        chat: {
+          messages: chatMessagesToProto(prompt.messages),
+          addGenerationPrompt: prompt.addGenerationPrompt,
+        },
       };
       break;
   }
-  return pb.GenerateRequest.fromPartial({ requestId: r.requestId ?? '', prompt: promptPb, params: paramsToProto(r.params) });
+  return pb.GenerateRequest.fromPartial({
+    requestId: r.requestId ?? '',
+    prompt: promptPb,
+    params: paramsToProto(r.params),
+  });
 }
 
 export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest {
   let prompt: PromptInput;
   switch (r.prompt?.$case) {
     case 'text':
-      prompt = defined({ kind: 'text', text: r.prompt.text.text, addSpecialTokens: r.prompt.text.addSpecialTokens });
+      prompt = defined({
+        kind: 'text',
+        text: r.prompt.text.text,
+        addSpecialTokens: r.prompt.text.addSpecialTokens,
+      });
       break;
     case 'tokens':
       prompt = { kind: 'tokens', ids: r.prompt.tokens.ids };
@@ -126,7 +142,11 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
     default:
       throw invalidArgument('prompt', 'one of text, tokens or chat is required');
   }
-  return { ...(r.requestId !== '' ? { requestId: r.requestId } : {}), prompt, params: paramsFromProto(r.params) };
+  return {
+    ...(r.requestId !== '' ? { requestId: r.requestId } : {}),
+    prompt,
+    params: paramsFromProto(r.params),
+  };
 }
 
 // ---------------------------------------------------------------------------------------

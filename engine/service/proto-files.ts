@@ -16,7 +16,8 @@ export function protoRoot(): string {
     const candidate = join(dir, 'proto');
     if (existsSync(join(candidate, ENGINE_PROTO_RELATIVE))) return candidate;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error(`cannot find proto/${ENGINE_PROTO_RELATIVE} above ${fileURLToPath(import.meta.url)}`);
+    if (parent === dir)
+      throw new Error(`cannot find proto/${ENGINE_PROTO_RELATIVE} above ${fileURLToPath(import.meta.url)}`);
     dir = parent;
   }
 }

@@ -61,7 +61,11 @@ class UndecodableRequest {
 }
 
 function undecodable(r: UndecodableRequest): EngineError {
-  return new EngineError('INVALID_ARGUMENT', `request: cannot decode the protobuf message (${r.reason})`, 'request');
+  return new EngineError(
+    'INVALID_ARGUMENT',
+    `request: cannot decode the protobuf message (${r.reason})`,
+    'request',
+  );
 }
 
 /** The generated service definition with request decoding that cannot throw inside grpc-js. */
@@ -88,7 +92,8 @@ type AnyCall = grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStrea
 /** An AbortSignal that fires when the client cancels the call or its connection drops. */
 function abortOnCancel(call: AnyCall): { signal: AbortSignal; done: () => void } {
   const controller = new AbortController();
-  const onCancel = (): void => controller.abort(new EngineError('CANCELLED', 'the client cancelled the call'));
+  const onCancel = (): void =>
+    controller.abort(new EngineError('CANCELLED', 'the client cancelled the call'));
   if (call.cancelled) onCancel();
   call.on('cancelled', onCancel);
   return { signal: controller.signal, done: () => call.off('cancelled', onCancel) };
@@ -96,15 +101,21 @@ function abortOnCancel(call: AnyCall): { signal: AbortSignal; done: () => void }
 
 function makeHandlers(engine: Engine, log: (line: string) => void): grpc.UntypedServiceImplementation {
   const report = (method: string, err: unknown): void => {
-    if (!(err instanceof EngineError)) log(`engine service: ${method} failed: ${err instanceof Error ? err.stack : String(err)}`);
+    if (!(err instanceof EngineError))
+      log(`engine service: ${method} failed: ${err instanceof Error ? err.stack : String(err)}`);
   };
 
   /** A unary RPC: decode check, run, map errors. */
-  function unary<Req, Res>(method: string, run: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>) {
+  function unary<Req, Res>(
+    method: string,
+    run: (req: Req, call: grpc.ServerUnaryCall<Req, Res>) => Promise<Res>,
+  ) {
     return (call: grpc.ServerUnaryCall<Req, Res>, callback: grpc.sendUnaryData<Res>): void => {
       const request = call.request as unknown;
       const work =
-        request instanceof UndecodableRequest ? Promise.reject(undecodable(request)) : run(request as Req, call);
+        request instanceof UndecodableRequest
+          ? Promise.reject(undecodable(request))
+          : run(request as Req, call);
       work.then(
         (response) => callback(null, response),
         (err: unknown) => {
@@ -132,7 +143,10 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
           list.push(...tokenEventToProto(event).logprobs);
           logprobs.set(event.index, list);
         } else {
-          choices.set(event.index, { finish: finishEventToProto(event), logprobs: logprobs.get(event.index) ?? [] });
+          choices.set(event.index, {
+            finish: finishEventToProto(event),
+            logprobs: logprobs.get(event.index) ?? [],
+          });
         }
       }
     } finally {
@@ -141,12 +155,17 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
     return { requestId, choices: [...choices.entries()].sort(([a], [b]) => a - b).map(([, c]) => c) };
   }
 
-  function generateStream(call: grpc.ServerWritableStream<pb.GenerateRequest, pb.GenerateStreamResponse>): void {
+  function generateStream(
+    call: grpc.ServerWritableStream<pb.GenerateRequest, pb.GenerateStreamResponse>,
+  ): void {
     const request = call.request as unknown;
     const { signal, done } = abortOnCancel(call as AnyCall);
     const run = async (): Promise<void> => {
       if (request instanceof UndecodableRequest) throw undecodable(request);
-      const events: AsyncIterable<GenerateEvent> = engine.generate(generateRequestFromProto(request as pb.GenerateRequest), signal);
+      const events: AsyncIterable<GenerateEvent> = engine.generate(
+        generateRequestFromProto(request as pb.GenerateRequest),
+        signal,
+      );
       for await (const event of events) {
         if (call.cancelled) break; // leaving the loop ends the engine request too
         // Respect the transport's backpressure: a slow reader must not make us buffer a whole answer.
@@ -181,11 +200,15 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
     applyChatTemplate: unary(
       'ApplyChatTemplate',
       async (req: pb.ApplyChatTemplateRequest): Promise<pb.ApplyChatTemplateResponse> => ({
-        text: await engine.applyChatTemplate(chatMessagesFromProto(req.messages, 'messages'), req.addGenerationPrompt),
+        text: await engine.applyChatTemplate(
+          chatMessagesFromProto(req.messages, 'messages'),
+          req.addGenerationPrompt,
+        ),
       }),
     ),
     cancel: unary('Cancel', async (req: pb.CancelRequest): Promise<pb.CancelResponse> => {
-      if (req.requestId === '') throw new EngineError('INVALID_ARGUMENT', 'request_id: is required', 'request_id');
+      if (req.requestId === '')
+        throw new EngineError('INVALID_ARGUMENT', 'request_id: is required', 'request_id');
       return { cancelled: await engine.cancel(req.requestId) };
     }),
     status: unary('Status', async (): Promise<pb.StatusResponse> => statusToProto(await engine.status())),
@@ -214,7 +237,10 @@ function reflectionPackage(): protoLoader.PackageDefinition {
 }
 
 /** Starts serving `engine` on `options.listen`; resolves once the port or socket is bound. */
-export async function startEngineServer(engine: Engine, options: EngineServerOptions): Promise<RunningEngineServer> {
+export async function startEngineServer(
+  engine: Engine,
+  options: EngineServerOptions,
+): Promise<RunningEngineServer> {
   const address = parseListenAddress(options.listen);
   const log = options.log ?? ((line: string) => process.stderr.write(line + '\n'));
   if (address.kind === 'unix') await removeStaleSocket(address.path);
