@@ -1,0 +1,172 @@
+/**
+ * Model loading: the default GGUF model's description, metadata reading, tiny synthetic
+ * GGUF and Hugging Face directories of each supported architecture, handle lifetimes.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  contextInfo,
+  cpuFeatures,
+  createContext,
+  disposeContext,
+  disposeModel,
+  loadModel,
+  modelInfo,
+  readGgufMetadata,
+  step,
+  type ModelHandle,
+  type StepPlan,
+} from './native.js';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { TINY, writeTinyGguf, writeTinyHfDir } from './test-model-files.js';
+
+function greedyPlan(tokens: number[]): StepPlan {
+  const T = tokens.length;
+  return {
+    tokens: Int32Array.from(tokens),
+    positions: Int32Array.from(tokens.map((_, i) => i)),
+    seqTokenOffsets: Int32Array.from([0, T]),
+    blockTableOffsets: Int32Array.from([0, 2]),
+    blockTables: Int32Array.from([1, 0]),
+    sample: Uint8Array.from([1]),
+    temperature: Float32Array.from([0]),
+    topK: Int32Array.from([0]),
+    topP: Float32Array.from([1]),
+    repetitionPenalty: Float32Array.from([1]),
+    presencePenalty: Float32Array.from([0]),
+    frequencyPenalty: Float32Array.from([0]),
+    penaltyTokenOffsets: Int32Array.from([0, 0]),
+    penaltyTokens: new Int32Array(0),
+    seeds: BigUint64Array.from([0n]),
+    sampleCounters: Int32Array.from([0]),
+    allowedMaskRows: Int32Array.from([-1]),
+    allowedMask: new Int32Array(0),
+    topLogprobs: Int32Array.from([-1]),
+    returnLogits: 'all',
+  };
+}
+
+describe('default model', () => {
+  let model: ModelHandle;
+  const path = ensureDefaultModel();
+  before(async () => {
+    const progress: number[] = [];
+    model = await loadModel(path, (f) => progress.push(f));
+    assert.ok(progress.length > 0 && progress[progress.length - 1] === 1, 'progress reaches 1');
+    for (let i = 1; i < progress.length; i++) assert.ok(progress[i]! >= progress[i - 1]!);
+  });
+  after(() => disposeModel(model));
+
+  it('describes SmolLM2-135M', () => {
+    const info = modelInfo(model);
+    assert.equal(info.format, 'gguf');
+    assert.equal(info.architecture, 'llama');
+    assert.equal(info.vocabSize, 49152);
+    assert.equal(info.hiddenSize, 576);
+    assert.equal(info.intermediateSize, 1536);
+    assert.equal(info.numLayers, 30);
+    assert.equal(info.numHeads, 9);
+    assert.equal(info.numKvHeads, 3);
+    assert.equal(info.headDim, 64);
+    assert.equal(info.contextLength, 8192);
+    assert.equal(info.ropeTheta, 100000);
+    assert.ok(Math.abs(info.rmsNormEps - 1e-5) < 1e-9);
+    assert.equal(info.tiedEmbeddings, true);
+    assert.deepEqual(info.tensorTypes, { F32: 61, Q4_1: 210, Q8_0: 1 });
+    // Q4_1 layers (~0.625 B/weight) + the Q8_0 tied head (49152 × 576 × 34/32 bytes).
+    assert.ok(info.weightBytes > 85e6 && info.weightBytes < 110e6, `weightBytes ${info.weightBytes}`);
+  });
+
+  it('reads GGUF metadata with arrays and numbers', () => {
+    const meta = readGgufMetadata(path);
+    assert.equal(meta['general.architecture'], 'llama');
+    assert.equal(meta['llama.block_count'], 30);
+    assert.equal(meta['tokenizer.ggml.pre'], 'smollm');
+    const tokens = meta['tokenizer.ggml.tokens'];
+    assert.ok(Array.isArray(tokens) && tokens.length === 49152 && typeof tokens[0] === 'string');
+    assert.equal(typeof meta['tokenizer.chat_template'], 'string');
+  });
+
+  it('creates contexts and reports them', () => {
+    const ctx = createContext(model, { kvBlocks: 16, blockSize: 32, maxBatchTokens: 64, maxSeqs: 4, threads: 2 });
+    const info = contextInfo(ctx);
+    assert.equal(info.kvBlocks, 16);
+    assert.equal(info.threads, 2);
+    // K and V, F16, 30 layers × 3 KV heads × 64 dims per position.
+    assert.equal(info.kvBytes, 2 * 2 * 30 * 16 * 32 * 3 * 64);
+    assert.equal(info.isa, cpuFeatures().selected);
+    disposeContext(ctx);
+    assert.throws(() => contextInfo(ctx), /disposed/);
+    assert.throws(
+      () => createContext(model, { kvBlocks: 0, blockSize: 32, maxBatchTokens: 64, maxSeqs: 4 }),
+      /options\.kvBlocks/,
+    );
+    assert.throws(() => createContext(model, { kvBlocks: 4, blockSize: 32, maxBatchTokens: 1.5, maxSeqs: 4 }), /maxBatchTokens/);
+  });
+
+  it('reports CPU features', () => {
+    const f = cpuFeatures();
+    assert.equal(typeof f.avx2, 'boolean');
+    assert.ok(['avx512', 'avx2', 'reference'].includes(f.selected));
+  });
+});
+
+describe('tiny models of every architecture', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'prism-models-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a GGUF with quantized weights loads and steps', async () => {
+    for (const type of ['Q8_0', 'Q4_0', 'F16'] as const) {
+      const file = join(dir, `tiny-${type}.gguf`);
+      writeTinyGguf(file, TINY, { weightType: type });
+      const m = await loadModel(file);
+      const info = modelInfo(m);
+      assert.equal(info.vocabSize, TINY.vocab);
+      assert.equal(info.tiedEmbeddings, true);
+      assert.equal(info.name, 'tiny test model');
+      const ctx = createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1, threads: 1 });
+      const r = await step(ctx, greedyPlan([1, 2, 3, 4, 5]));
+      assert.equal(r.logits!.length, 5 * TINY.vocab);
+      assert.ok(r.logits!.every(Number.isFinite));
+      disposeContext(ctx);
+      disposeModel(m);
+      assert.throws(() => modelInfo(m), /disposed/);
+    }
+  });
+
+  for (const arch of ['llama', 'qwen2', 'qwen3'] as const) {
+    for (const dtype of ['F32', 'BF16', 'F16'] as const) {
+      it(`a ${arch} safetensors directory (${dtype}) loads and steps`, async () => {
+        const d = join(dir, `${arch}-${dtype}`);
+        writeTinyHfDir(d, arch, dtype);
+        const m = await loadModel(d);
+        const info = modelInfo(m);
+        assert.equal(info.format, 'safetensors');
+        assert.equal(info.architecture, arch);
+        assert.equal(info.tiedEmbeddings, arch === 'qwen2');
+        assert.deepEqual(Object.keys(info.tensorTypes), [dtype]);
+        const ctx = createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1, threads: 2 });
+        const r = await step(ctx, greedyPlan([3, 1, 4, 1, 5, 9]));
+        assert.ok(r.logits!.every(Number.isFinite));
+        assert.ok(r.tokens[0]! >= 0 && r.tokens[0]! < TINY.vocab);
+        disposeContext(ctx);
+        disposeModel(m);
+      });
+    }
+  }
+
+  it('a context keeps its model alive after disposeModel', async () => {
+    const file = join(dir, 'keep.gguf');
+    writeTinyGguf(file);
+    const m = await loadModel(file);
+    const ctx = createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1, threads: 1 });
+    disposeModel(m);
+    const r = await step(ctx, greedyPlan([1, 2]));
+    assert.ok(r.logits!.every(Number.isFinite));
+    assert.throws(() => createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1 }), /disposed/);
+    disposeContext(ctx);
+  });
+});
