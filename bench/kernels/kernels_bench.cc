@@ -1,6 +1,6 @@
 // Microbenchmark of matmul() on the default model's shapes (SmolLM2-135M: hidden 576,
 // kv 192, MLP 1536, vocab 49152; Q4_1 layers, Q8_0 head) with random weights.
-//   kernels_bench [threads=2] [types=Q4_1]      (PRISM_ISA=avx2|reference to force an ISA)
+//   kernels_bench [threads=2] [layer type=Q4_1] [only n]   (PRISM_ISA=avx2|reference forces an ISA)
 // Prints per shape and n: µs per call, weight GB/s, GFLOP/s; then the matmul-only time of one
 // model step (30 layers + head) and the machine's measured read bandwidth.
 #include <chrono>
@@ -55,6 +55,7 @@ Timing timeMatmul(const LinearWeight& W, const std::vector<float>& x, int64_t n,
 int main(int argc, char** argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   std::string layerType = argc > 2 ? argv[2] : "Q4_1";
+  int64_t onlyN = argc > 3 ? std::atoll(argv[3]) : 0;
   TensorType lt;
   if (!typeFromName(layerType, &lt)) return std::fprintf(stderr, "unknown type %s\n", layerType.c_str()), 2;
   const Shape shapes[] = {{"attn q/o 576x576", 576, 576, 2},  {"attn k/v 192x576", 192, 576, 2},
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
     LinearWeight W = prepareLinear(type, q.data(), s.rows, s.cols);
     for (int i = 0; i < 3; ++i) {
       int64_t n = ns[i];
+      if (onlyN != 0 && n != onlyN) continue;
       std::vector<float> x(n * s.cols), y(n * s.rows);
       for (auto& v : x) v = normal(rng);
       Timing tm = timeMatmul(W, x, n, y, pool, scratch);
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
       else stepTime[i] += t / 1;  // prefill: head once (timed at n=512 below is not used)
     }
   }
+  if (onlyN != 0) return 0;
   std::printf("matmul-only model step: n=1 %.2f ms (%.0f tok/s), n=32 %.2f ms (%.0f tok/s), n=512 %.2f ms (%.0f tok/s)\n",
               stepTime[0] * 1e3, 1 / stepTime[0], stepTime[1] * 1e3, 32 / stepTime[1], stepTime[2] * 1e3,
               512 / stepTime[2]);

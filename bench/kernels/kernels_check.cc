@@ -47,8 +47,9 @@ int checkMatmul() {
   const TensorType types[] = {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0,
                               TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K};
   std::vector<std::string> isas = {"reference", "avx2"};
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512bf16"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vnni"))
     isas.push_back("avx512");
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0, 1);

@@ -98,8 +98,12 @@ bool cpuHasAvx2() {
 bool cpuHasAvx512() {
   static const bool has = cpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-                          __builtin_cpu_supports("avx512bf16");
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+
+bool cpuHasAvx512Bf16() {
+  static const bool has = cpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
   return has;
 }
 
@@ -115,8 +119,17 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
   w.rows = rows;
   w.cols = cols;
   w.data = data;
-  w.layout = 0;
+  w.layout = kLayoutGguf;
   w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
+  if (type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K) {
+    // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
+    // takes one load and two masks, and the per-block offsets become a vector dot product.
+    w.owned.resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
+    repackQ4X(type, data, rows, cols, w.owned.data());
+    w.data = w.owned.data();
+    w.layout = kLayoutQ4X;
+    w.bytes = w.owned.size();
+  }
   return w;
 }
 

@@ -48,6 +48,46 @@ static inline void q4kScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m)
   }
 }
 
+// Private weight layouts (LinearWeight::layout).
+//
+// kLayoutQ4X: Q4_0, Q4_1 and Q4_K rows repacked by prepareLinear into one 4-bit form with
+// f32 per-32 scales, value = d[b] * q + m[b] (Q4_0: m = -8d; Q4_K: d = d·sc_j, m = -dmin·m_j,
+// both exact in f32). Per row: pairs = ceil(blocks/2) groups of 32 bytes where byte i holds
+// value i of block 2p in its low nibble and value i of block 2p+1 in its high nibble (one
+// load + two masks unpack two blocks, no lane shuffles), then d[blocks], then m[blocks].
+// The separate m[] lets the kernels compute Σ_b m[b]·s[b] as a vector dot product.
+constexpr int kLayoutGguf = 0;
+constexpr int kLayoutQ4X = 1;
+
+struct Q4XRow {
+  const uint8_t* nibbles;
+  const float* d;
+  const float* m;
+};
+
+static inline size_t q4xRowBytes(int64_t cols) {
+  int64_t blocks = cols / kQK;
+  return static_cast<size_t>((blocks + 1) / 2) * 32 + static_cast<size_t>(blocks) * 8;
+}
+
+static inline Q4XRow q4xRow(const uint8_t* base, int64_t cols, int64_t row) {
+  const uint8_t* p = base + q4xRowBytes(cols) * static_cast<size_t>(row);
+  int64_t blocks = cols / kQK;
+  const float* d = reinterpret_cast<const float*>(p + static_cast<size_t>((blocks + 1) / 2) * 32);
+  return {p, d, d + blocks};
+}
+
+// The bytes a kernel reads: `owned` when the weight was repacked (robust to a LinearWeight
+// having been copied, which would leave `data` pointing at the original's buffer).
+static inline const uint8_t* weightData(const LinearWeight& W) {
+  return W.owned.empty() ? W.data : W.owned.data();
+}
+
+// Repacks rows of a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4X (repack.cc).
+void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst);
+// Dequantizes one kLayoutQ4X row (reference path).
+void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
+
 // Activations quantized to 8 bits in blocks of 32 (Q8_0-like): for token t, qs[t*cols ..]
 // holds cols int8 values, d[t*blocks + b] the block scale and s[t*blocks + b] = d * (sum of
 // the block's 32 int8 values) — the term a weight type with a per-block offset (Q4_1's min,
@@ -80,6 +120,7 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
 
 // What the CPU reports (dispatch.cc).
 bool cpuHasAvx2();
-bool cpuHasAvx512();
+bool cpuHasAvx512();      // F, BW, VL, DQ and VNNI: the "avx512" family
+bool cpuHasAvx512Bf16();  // ... and BF16 (only the BF16-weight kernel needs it)
 
 }  // namespace prism::kernels

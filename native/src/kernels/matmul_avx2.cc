@@ -2,7 +2,8 @@
 //
 // Quantized weights: the activations are quantized once per call to int8 blocks of 32
 // (QuantizedActivations), then each tile of R weight rows × T tokens runs integer dot
-// products per block (maddubs + madd), scaled to f32 and accumulated in f32. A weight block
+// products per block (maddubs + madd), scaled to f32 and accumulated in f32. 4-bit weights
+// come repacked (kLayoutQ4X, two blocks per 32-byte load); Q8_0 and Q6_K are read in place. A weight block
 // is unpacked once per tile and reused for T tokens; an activation block is reused for R
 // rows. Decode (n ≤ 2) streams each weight row exactly once; larger n splits rows (or
 // tokens) across threads and walks tokens in cache-sized chunks.
@@ -66,15 +67,10 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
   }
 }
 
-// Integer dot of one 32-value block: 8 int32 partial sums.
+// Integer dot of one 32-value block of signed weights: 8 int32 partial sums.
 template <class Dec>
 inline __m256i blockDot(__m256i w, __m256i wAbs, __m256i x, __m256i intScales) {
-  __m256i p16;
-  if constexpr (Dec::kSigned) {
-    p16 = _mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w));
-  } else {
-    p16 = _mm256_maddubs_epi16(w, x);
-  }
+  __m256i p16 = _mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w));
   if constexpr (Dec::kIntScales) return _mm256_madd_epi16(p16, intScales);
   return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
@@ -84,7 +80,7 @@ template <class Dec, int R, int T>
 void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivations& qa, int64_t r0, int64_t t0,
                float* y, int64_t ldy) {
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -98,7 +94,7 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
     }
     for (int r = 0; r < R; ++r) {
       __m256i w = Dec::weights(rows[r], b);
-      __m256i wAbs = Dec::kSigned ? _mm256_sign_epi8(w, w) : w;
+      __m256i wAbs = _mm256_sign_epi8(w, w);
       __m256i isc;
       if constexpr (Dec::kIntScales) isc = Dec::intScales(rows[r], b);
       else isc = _mm256_setzero_si256();
@@ -109,18 +105,8 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    float mins[T] = {};
-    if constexpr (Dec::kHasMin) {
-      // Per-block offset times the activation block sum, in a separate pass so the main loop
-      // keeps its registers for the vector accumulators.
-      for (int64_t b = 0; b < blocks; ++b) {
-        float m = Dec::minTerm(rows[r], b);
-        for (int t = 0; t < T; ++t) mins[t] += m * qa.s[(t0 + t) * blocks + b];
-      }
-    }
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + mins[t];
-  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
 }
 
 // Largest row/token tile sizes. 4 rows × 2 tokens keeps 8 accumulators + 4 weight blocks +
@@ -139,23 +125,26 @@ void quantRows(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
   for (; t < t1; ++t) quantTile<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
 }
 
-// Rows [rb, re) × tokens [tb, te) on the calling thread.
+// Rows [rb, re) × tokens [tb, te) on the calling thread, GGUF-layout blocks.
 template <class Dec>
-void quantRange(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
-                int64_t te, float* y, int64_t ldy) {
-  size_t rowBytes = typeRowBytes(W.type, W.cols);
-  for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
-    int64_t c1 = std::min(te, c0 + kTokenChunk);
-    int64_t r = rb;
-    for (; r + kRowTile <= re; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
-    for (; r < re; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+struct GgufKernel {
+  static constexpr int kRowTile = prism::kernels::kRowTile;
+  static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
+                    int64_t te, float* y, int64_t ldy) {
+    size_t rowBytes = typeRowBytes(W.type, W.cols);
+    for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
+      int64_t c1 = std::min(te, c0 + kTokenChunk);
+      int64_t r = rb;
+      for (; r + kRowTile <= re; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+      for (; r < re; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+    }
   }
-}
+};
 
 // Splits rows (in whole row tiles) across threads when there are enough of them, otherwise
 // tokens; the owner quantizes small activation batches itself (a second parallel region
 // costs more than quantizing one or two tokens).
-template <class Dec>
+template <class Kernel>
 void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                  ThreadPool& pool, KernelScratch& scratch) {
   QuantizedActivations qa;
@@ -172,17 +161,113 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeActivations(x, ldx, t0, t1, qa); });
   }
   const int threads = pool.size();
-  const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
+  constexpr int rt = Kernel::kRowTile;
+  const int64_t rowTiles = (W.rows + rt - 1) / rt;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
     auto task = [&](int i, int nt) {
-      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
-      if (rb < re) quantRange<Dec>(W, qa, rb, re, 0, n, y, ldy);
+      int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
+      if (rb < re) Kernel::range(W, qa, rb, re, 0, n, y, ldy);
     };
     pool.run(TaskRef(task));
   } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantRange<Dec>(W, qa, 0, W.rows, t0, t1, y, ldy); });
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Kernel::range(W, qa, 0, W.rows, t0, t1, y, ldy); });
   }
 }
+
+// ---- 4-bit weights in kLayoutQ4X -----------------------------------------------------
+
+// Σ_b m[b] · s[b]: the per-block offsets (Q4_1 min, Q4_0's -8d, Q4_K's -dmin·m) against
+// the activation block sums, as one vector dot product per (row, token).
+inline float offsetDot(const float* m, const float* s, int64_t blocks) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 8 <= blocks; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + b), _mm256_loadu_ps(s + b), acc);
+  float tail = 0;
+  for (; b < blocks; ++b) tail += m[b] * s[b];
+  return hsum(acc) + tail;
+}
+
+template <int R, int T>
+void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, float* y,
+             int64_t ldy) {
+  Q4XRow rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
+  const int8_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const __m256i lowMask = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t blocks = qa.blocks;
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    for (int r = 0; r < R; ++r) {
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16));
+      __m256i w0 = _mm256_and_si256(v, lowMask);
+      __m256i w1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), lowMask);
+      __m256 d0 = _mm256_set1_ps(rows[r].d[b]);
+      __m256 d1 = _mm256_set1_ps(rows[r].d[b + 1]);
+      for (int t = 0; t < T; ++t) {
+        __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQK));
+        __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQK + kQK));
+        __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(w0, x0), ones);
+        __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(w1, x1), ones);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(d0, _mm256_set1_ps(xd[t][b])), acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(d1, _mm256_set1_ps(xd[t][b + 1])), acc[r][t]);
+      }
+    }
+  }
+  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
+    for (int r = 0; r < R; ++r) {
+      __m256i w0 = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16)), lowMask);
+      __m256 d0 = _mm256_set1_ps(rows[r].d[b]);
+      for (int t = 0; t < T; ++t) {
+        __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQK));
+        __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(w0, x0), ones);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(d0, _mm256_set1_ps(xd[t][b])), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + offsetDot(rows[r].m, qa.s + (t0 + t) * blocks, blocks);
+}
+
+#ifndef PRISM_Q4X_ROWS
+#define PRISM_Q4X_ROWS 4
+#endif
+#ifndef PRISM_Q4X_TOKENS
+#define PRISM_Q4X_TOKENS 2
+#endif
+constexpr int kQ4XRowTile = PRISM_Q4X_ROWS;
+constexpr int kQ4XTokenTile = PRISM_Q4X_TOKENS;
+
+template <int R>
+void q4xRows(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, int64_t t1,
+             float* y, int64_t ldy) {
+  int64_t t = t0;
+  for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
+  for (; t < t1; ++t) q4xTile<R, 1>(weights, cols, qa, r0, t, y, ldy);
+}
+
+struct Q4XKernel {
+  static constexpr int kRowTile = kQ4XRowTile;
+  static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
+                    int64_t te, float* y, int64_t ldy) {
+    const uint8_t* weights = weightData(W);
+    for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
+      int64_t c1 = std::min(te, c0 + kTokenChunk);
+      int64_t r = rb;
+      for (; r + kRowTile <= re; r += kRowTile) q4xRows<kRowTile>(weights, W.cols, qa, r, c0, c1, y, ldy);
+      for (; r < re; ++r) q4xRows<1>(weights, W.cols, qa, r, c0, c1, y, ldy);
+    }
+  }
+};
 
 // ---- float weights ---------------------------------------------------------------------
 
@@ -208,7 +293,7 @@ template <class Conv, int R, int T>
 void floatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
                float* y, int64_t ldy) {
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -276,23 +361,22 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                 ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout != 0) return false;
+  if (W.layout == kLayoutQ4X) {
+    quantMatmul<Q4XKernel>(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout != kLayoutGguf) return false;
   switch (W.type) {
-    case TensorType::Q4_0:
-      quantMatmul<DecQ4_0>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
-    case TensorType::Q4_1:
-      quantMatmul<DecQ4_1>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
     case TensorType::Q8_0:
-      quantMatmul<DecQ8_0>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
-    case TensorType::Q4_K:
-      quantMatmul<DecQ4_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      quantMatmul<GgufKernel<DecQ8_0>>(W, x, n, ldx, y, ldy, pool, scratch);
       return true;
     case TensorType::Q6_K:
-      quantMatmul<DecQ6_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      quantMatmul<GgufKernel<DecQ6_K>>(W, x, n, ldx, y, ldy, pool, scratch);
       return true;
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q4_K:
+      return false;  // prepareLinear always repacks these (kLayoutQ4X)
     case TensorType::F32:
       floatMatmul<ConvF32>(W, x, n, ldx, y, ldy, pool);
       return true;

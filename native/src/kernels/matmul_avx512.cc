@@ -2,9 +2,9 @@
 // when CPUID reports all of those). They are a straightforward widening of the AVX2 kernels
 // in matmul_avx2.cc — same activation quantization, same R × T tiling and work split — so
 // that the two stay easy to compare:
-//   * quantized weights: two 32-value blocks per 512-bit vector, integer dot with VNNI
-//     (_mm512_dpbusd_epi32) instead of maddubs + madd; Q6_K keeps maddubs + madd because its
-//     per-16 integer scales are applied in the madd;
+//   * quantized weights: two 32-value blocks per 512-bit vector (for kLayoutQ4X exactly one
+//     32-byte group), integer dot with VNNI (_mm512_dpbusd_epi32) instead of maddubs + madd;
+//     Q6_K keeps maddubs + madd because its per-16 integer scales are applied in the madd;
 //   * BF16 weights: _mm512_dpbf16_ps with the activations rounded to bf16 on the fly;
 //   * F16 / F32 weights: 16-wide FMAs.
 #include <algorithm>
@@ -73,31 +73,21 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
   }
 }
 
-// Integer dot of 64 values (two blocks): 16 int32 partial sums, lanes 0..7 from the first
-// block, 8..15 from the second.
+// Integer dot of 64 signed weights (two blocks) with activations: 16 int32 partial sums,
+// lanes 0..7 from the first block, 8..15 from the second. The sign of w moves onto x.
 template <class Dec>
 inline __m512i pairDot(__m512i w, __m512i wAbs, __m512i x, __m512i intScales) {
-  if constexpr (Dec::kIntScales) {
-    __m512i xs = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(wAbs, xs), intScales);
-  } else if constexpr (Dec::kSigned) {
-    __m512i xs = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), wAbs, xs);
-  } else {
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
-  }
+  __m512i xs = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+  if constexpr (Dec::kIntScales) return _mm512_madd_epi16(_mm512_maddubs_epi16(wAbs, xs), intScales);
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), wAbs, xs);
 }
 
-// Same for one block (the odd tail), with the 256-bit VNNI forms.
+// Same for one block (the odd tail), with the 256-bit forms.
 template <class Dec>
 inline __m256i blockDot(__m256i w, __m256i wAbs, __m256i x, __m256i intScales) {
-  if constexpr (Dec::kIntScales) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w)), intScales);
-  } else if constexpr (Dec::kSigned) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), wAbs, _mm256_sign_epi8(x, w));
-  } else {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x);
-  }
+  __m256i xs = _mm256_sign_epi8(x, w);
+  if constexpr (Dec::kIntScales) return _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, xs), intScales);
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), wAbs, xs);
 }
 
 inline __m512i join(__m256i lo, __m256i hi) {
@@ -107,11 +97,12 @@ inline __m512 join(__m256 lo, __m256 hi) {
   return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
+// Signed blocks read in place (Q8_0, Q6_K).
 template <class Dec, int R, int T>
-void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivations& qa, int64_t r0, int64_t t0,
-               float* y, int64_t ldy) {
+void ggufTile(const uint8_t* weights, size_t rowBytes, const QuantizedActivations& qa, int64_t r0, int64_t t0,
+              float* y, int64_t ldy) {
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  for (int r = 0; r < R; ++r) rows[r] = weights + rowBytes * static_cast<size_t>(r0 + r);
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -127,7 +118,7 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
     }
     for (int r = 0; r < R; ++r) {
       __m512i w = join(Dec::weights(rows[r], b), Dec::weights(rows[r], b + 1));
-      __m512i wAbs = Dec::kSigned ? _mm512_abs_epi8(w) : w;
+      __m512i wAbs = _mm512_abs_epi8(w);
       __m512i isc;
       if constexpr (Dec::kIntScales) isc = join(Dec::intScales(rows[r], b), Dec::intScales(rows[r], b + 1));
       else isc = _mm512_setzero_si512();
@@ -142,7 +133,7 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
   if (b < blocks) {
     for (int r = 0; r < R; ++r) {
       __m256i w = Dec::weights(rows[r], b);
-      __m256i wAbs = Dec::kSigned ? _mm256_abs_epi8(w) : w;
+      __m256i wAbs = _mm256_abs_epi8(w);
       __m256i isc;
       if constexpr (Dec::kIntScales) isc = Dec::intScales(rows[r], b);
       else isc = _mm256_setzero_si256();
@@ -153,45 +144,121 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
       }
     }
   }
-  for (int r = 0; r < R; ++r) {
-    float mins[T] = {};
-    if constexpr (Dec::kHasMin) {
-      for (int64_t k = 0; k < blocks; ++k) {
-        float m = Dec::minTerm(rows[r], k);
-        for (int t = 0; t < T; ++t) mins[t] += m * qa.s[(t0 + t) * blocks + k];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]) + tail[r][t];
+}
+
+// Σ_b m[b] · s[b] (see matmul_avx2.cc).
+inline float offsetDot(const float* m, const float* s, int64_t blocks) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 16 <= blocks; b += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(m + b), _mm512_loadu_ps(s + b), acc);
+  float tail = 0;
+  for (; b < blocks; ++b) tail += m[b] * s[b];
+  return hsum512(acc) + tail;
+}
+
+// 4-bit weights in kLayoutQ4X: one 32-byte group unpacks to the 64 values of blocks b, b+1,
+// which line up with 64 contiguous activation bytes.
+template <int R, int T>
+void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, float* y,
+             int64_t ldy) {
+  Q4XRow rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
+  const int8_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const __m512i lowMask = _mm512_set1_epi8(0x0F);
+  const int64_t blocks = qa.blocks;
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    __m512i x[T];
+    __m512 dx[T];
+    for (int t = 0; t < T; ++t) {
+      x[t] = _mm512_loadu_si512(xq[t] + b * kQK);
+      dx[t] = join(_mm256_set1_ps(xd[t][b]), _mm256_set1_ps(xd[t][b + 1]));
+    }
+    for (int r = 0; r < R; ++r) {
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16));
+      __m512i w = _mm512_and_si512(join(v, _mm256_srli_epi16(v, 4)), lowMask);
+      __m512 dw = join(_mm256_set1_ps(rows[r].d[b]), _mm256_set1_ps(rows[r].d[b + 1]));
+      for (int t = 0; t < T; ++t) {
+        __m512 dot = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x[t]));
+        acc[r][t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(dw, dx[t]), acc[r][t]);
       }
     }
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]) + tail[r][t] + mins[t];
   }
+  float tail[R][T] = {};
+  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
+    for (int r = 0; r < R; ++r) {
+      __m256i w = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16)),
+                                   _mm256_set1_epi8(0x0F));
+      for (int t = 0; t < T; ++t) {
+        __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQK));
+        int dot = hsumI32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x));
+        tail[r][t] = static_cast<float>(dot) * rows[r].d[b] * xd[t][b];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] =
+          hsum512(acc[r][t]) + tail[r][t] + offsetDot(rows[r].m, qa.s + (t0 + t) * blocks, blocks);
 }
 
 constexpr int kRowTile = 4;
 constexpr int kTokenTile = 4;  // 32 zmm registers: 16 accumulators + weights + activations
 constexpr int64_t kTokenChunk = 64;
 
-template <class Dec, int R>
-void quantRows(const LinearWeight& W, size_t rowBytes, const QuantizedActivations& qa, int64_t r0,
-               int64_t t0, int64_t t1, float* y, int64_t ldy) {
-  int64_t t = t0;
-  for (; t + kTokenTile <= t1; t += kTokenTile) quantTile<Dec, R, kTokenTile>(W, rowBytes, qa, r0, t, y, ldy);
-  for (; t < t1; ++t) quantTile<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
-}
-
-template <class Dec>
-void quantRange(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
-                int64_t te, float* y, int64_t ldy) {
-  size_t rowBytes = typeRowBytes(W.type, W.cols);
+// Walks rows [rb, re) × tokens [tb, te) in token chunks and R × T tiles; Tile<R, T>::run
+// computes one tile.
+template <template <int, int> class Tile>
+void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations& qa, int64_t rb,
+               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy) {
   for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
     int64_t c1 = std::min(te, c0 + kTokenChunk);
     int64_t r = rb;
-    for (; r + kRowTile <= re; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
-    for (; r < re; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+    for (; r + kRowTile <= re; r += kRowTile) {
+      int64_t t = c0;
+      for (; t + kTokenTile <= c1; t += kTokenTile) Tile<kRowTile, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+      for (; t < c1; ++t) Tile<kRowTile, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+    }
+    for (; r < re; ++r) {
+      int64_t t = c0;
+      for (; t + kTokenTile <= c1; t += kTokenTile) Tile<1, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+      for (; t < c1; ++t) Tile<1, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+    }
   }
 }
 
 template <class Dec>
-void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                 ThreadPool& pool, KernelScratch& scratch) {
+struct GgufTile {
+  template <int R, int T>
+  struct Of {
+    static void run(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations& qa, int64_t r0,
+                    int64_t t0, float* y, int64_t ldy) {
+      ggufTile<Dec, R, T>(w, rowBytes, qa, r0, t0, y, ldy);
+    }
+  };
+};
+
+template <int R, int T>
+struct Q4XTile {
+  static void run(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations& qa, int64_t r0, int64_t t0,
+                  float* y, int64_t ldy) {
+    q4xTile<R, T>(w, cols, qa, r0, t0, y, ldy);
+  }
+};
+
+template <template <int, int> class Tile>
+void quantMatmul(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n, int64_t ldx, float* y,
+                 int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   QuantizedActivations qa;
   qa.n = n;
   qa.cols = W.cols;
@@ -205,16 +272,19 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeActivations(x, ldx, t0, t1, qa); });
   }
+  const uint8_t* weights = weightData(W);
   const int threads = pool.size();
   const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
     auto task = [&](int i, int nt) {
       int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
-      if (rb < re) quantRange<Dec>(W, qa, rb, re, 0, n, y, ldy);
+      if (rb < re) walkTiles<Tile>(weights, W.cols, rowBytes, qa, rb, re, 0, n, y, ldy);
     };
     pool.run(TaskRef(task));
   } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantRange<Dec>(W, qa, 0, W.rows, t0, t1, y, ldy); });
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) {
+      walkTiles<Tile>(weights, W.cols, rowBytes, qa, 0, W.rows, t0, t1, y, ldy);
+    });
   }
 }
 
@@ -236,7 +306,7 @@ template <class Conv, int R, int T>
 void floatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
                float* y, int64_t ldy) {
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -264,7 +334,7 @@ template <int R, int T>
 void bf16Tile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
               float* y, int64_t ldy) {
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = W.data + rowBytes * static_cast<size_t>(r0 + r);
+  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -343,23 +413,23 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout != 0) return false;
+  if (W.layout == kLayoutQ4X) {
+    quantMatmul<Q4XTile>(W, 0, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout != kLayoutGguf) return false;
+  const size_t rowBytes = typeRowBytes(W.type, W.cols);
   switch (W.type) {
-    case TensorType::Q4_0:
-      quantMatmul<DecQ4_0>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
-    case TensorType::Q4_1:
-      quantMatmul<DecQ4_1>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
     case TensorType::Q8_0:
-      quantMatmul<DecQ8_0>(W, x, n, ldx, y, ldy, pool, scratch);
-      return true;
-    case TensorType::Q4_K:
-      quantMatmul<DecQ4_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      quantMatmul<GgufTile<DecQ8_0>::Of>(W, rowBytes, x, n, ldx, y, ldy, pool, scratch);
       return true;
     case TensorType::Q6_K:
-      quantMatmul<DecQ6_K>(W, x, n, ldx, y, ldy, pool, scratch);
+      quantMatmul<GgufTile<DecQ6_K>::Of>(W, rowBytes, x, n, ldx, y, ldy, pool, scratch);
       return true;
+    case TensorType::Q4_0:
+    case TensorType::Q4_1:
+    case TensorType::Q4_K:
+      return false;  // prepareLinear always repacks these (kLayoutQ4X)
     case TensorType::F32:
       floatMatmul<ConvF32>(W, x, n, ldx, y, ldy, pool);
       return true;
@@ -367,6 +437,8 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
       floatMatmul<ConvF16>(W, x, n, ldx, y, ldy, pool);
       return true;
     case TensorType::BF16:
+      // CPUs with VNNI but without AVX512-BF16 (Cascade Lake, Ice Lake) use the AVX2 kernel.
+      if (!cpuHasAvx512Bf16()) return false;
       floatMatmul<ConvBF16>(W, x, n, ldx, y, ldy, pool);
       return true;
   }

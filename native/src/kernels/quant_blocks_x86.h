@@ -5,10 +5,11 @@
 // Everything here lives in an anonymous namespace on purpose: this header is compiled into
 // both the AVX2 and the AVX-512 objects, and each must keep its own copy (see internal.h).
 //
-// Dot product convention: activations are int8 (x, signed); weights are either unsigned
-// (0..15 nibbles — used as the unsigned operand of maddubs / dpbusd directly) or signed
-// (Q8_0, Q6_K − 32), in which case the kernels use |w| as the unsigned operand and move the
-// sign onto x. Value of a weight element = scale * w (+ per-block offset `minTerm`).
+// (The 4-bit types are repacked by prepareLinear and have their own kernels: kLayoutQ4X.)
+//
+// Dot product convention: activations are int8 (x, signed); weights are signed (Q8_0,
+// Q6_K − 32), so the kernels use |w| as the unsigned operand of maddubs / dpbusd and move
+// the sign onto x. Value of a weight element = scale * w.
 #pragma once
 #include <immintrin.h>
 
@@ -17,78 +18,19 @@
 namespace prism::kernels {
 namespace {
 
-// Q4_0: value = d * (q - 8); unsigned nibbles, offset -8d per block.
-struct DecQ4_0 {
-  static constexpr bool kSigned = false;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kIntScales = false;
-  static __m256i weights(const uint8_t* row, int64_t b) {
-    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * kQ4_0Bytes + 2));
-    __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  }
-  static float scale(const uint8_t* row, int64_t b) { return f16ToF32(loadU16(row + b * kQ4_0Bytes)); }
-  static float minTerm(const uint8_t* row, int64_t b) { return -8.0f * scale(row, b); }
-};
-
-// Q4_1: value = d * q + m.
-struct DecQ4_1 {
-  static constexpr bool kSigned = false;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kIntScales = false;
-  static __m256i weights(const uint8_t* row, int64_t b) {
-    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * kQ4_1Bytes + 4));
-    __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  }
-  static float scale(const uint8_t* row, int64_t b) { return f16ToF32(loadU16(row + b * kQ4_1Bytes)); }
-  static float minTerm(const uint8_t* row, int64_t b) { return f16ToF32(loadU16(row + b * kQ4_1Bytes + 2)); }
-};
-
 // Q8_0: value = d * q, q signed.
 struct DecQ8_0 {
-  static constexpr bool kSigned = true;
-  static constexpr bool kHasMin = false;
   static constexpr bool kIntScales = false;
   static __m256i weights(const uint8_t* row, int64_t b) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * kQ8_0Bytes + 2));
   }
   static float scale(const uint8_t* row, int64_t b) { return f16ToF32(loadU16(row + b * kQ8_0Bytes)); }
-  static float minTerm(const uint8_t*, int64_t) { return 0; }
-};
-
-// Q4_K: sub-block j of super-block sb: value = d*sc_j * q - dmin*m_j.
-struct DecQ4_K {
-  static constexpr bool kSigned = false;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kIntScales = false;
-  static __m256i weights(const uint8_t* row, int64_t b) {
-    const uint8_t* sb = row + (b / 8) * kQ4_KBytes;
-    int j = static_cast<int>(b % 8);
-    __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sb + 16 + 32 * (j / 2)));
-    if (j & 1) q = _mm256_srli_epi16(q, 4);
-    return _mm256_and_si256(q, _mm256_set1_epi8(0x0F));
-  }
-  static float scale(const uint8_t* row, int64_t b) {
-    const uint8_t* sb = row + (b / 8) * kQ4_KBytes;
-    uint8_t sc, m;
-    q4kScaleMin(static_cast<int>(b % 8), sb + 4, &sc, &m);
-    return f16ToF32(loadU16(sb)) * sc;
-  }
-  static float minTerm(const uint8_t* row, int64_t b) {
-    const uint8_t* sb = row + (b / 8) * kQ4_KBytes;
-    uint8_t sc, m;
-    q4kScaleMin(static_cast<int>(b % 8), sb + 4, &sc, &m);
-    return -f16ToF32(loadU16(sb + 2)) * m;
-  }
 };
 
 // Q6_K: 32-value block j of super-block sb covers two 16-value groups with int8 scales
 // sc_a, sc_b: value = d * sc * (q - 32). The kernels weight the two halves of the integer dot
 // by (sc_a, sc_b) with madd (kIntScales) and use d as the float scale.
 struct DecQ6_K {
-  static constexpr bool kSigned = true;
-  static constexpr bool kHasMin = false;
   static constexpr bool kIntScales = true;
   static __m256i weights(const uint8_t* row, int64_t b) {
     const uint8_t* sb = row + (b / 8) * kQ6_KBytes;
@@ -113,7 +55,6 @@ struct DecQ6_K {
   static float scale(const uint8_t* row, int64_t b) {
     return f16ToF32(loadU16(row + (b / 8) * kQ6_KBytes + 208));
   }
-  static float minTerm(const uint8_t*, int64_t) { return 0; }
 };
 
 }  // namespace

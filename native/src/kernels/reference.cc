@@ -319,7 +319,8 @@ void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t l
     thread_local std::vector<float> row;
     if (row.size() < static_cast<size_t>(W.cols)) row.resize(static_cast<size_t>(W.cols));
     for (int64_t r = begin; r < end; ++r) {
-      dequantizeRow(W.type, W.data, W.cols, r, row.data());
+      if (W.layout == kLayoutQ4X) dequantizeQ4XRow(weightData(W), W.cols, r, row.data());
+      else dequantizeRow(W.type, weightData(W), W.cols, r, row.data());
       for (int64_t t = 0; t < n; ++t) {
         const float* xt = x + t * ldx;
         double acc = 0;
