@@ -12,8 +12,14 @@ test('fallback ChatML template', () => {
     ],
     { addGenerationPrompt: true },
   );
-  assert.equal(out, '<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n');
-  assert.equal(renderChatTemplate(FALLBACK_CHATML_TEMPLATE, [{ role: 'user', content: 'U' }]), '<|im_start|>user\nU<|im_end|>\n');
+  assert.equal(
+    out,
+    '<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n',
+  );
+  assert.equal(
+    renderChatTemplate(FALLBACK_CHATML_TEMPLATE, [{ role: 'user', content: 'U' }]),
+    '<|im_start|>user\nU<|im_end|>\n',
+  );
 });
 
 test('variables: bos_token, eos_token, tools (none when absent), tool calls with object arguments', () => {
@@ -26,16 +32,25 @@ test('variables: bos_token, eos_token, tools (none when absent), tool calls with
     {
       role: 'assistant' as const,
       content: '',
-      toolCalls: [{ id: 'c1', type: 'function' as const, function: { name: 'w', arguments: '{"city":"Oslo"}' } }],
+      toolCalls: [
+        { id: 'c1', type: 'function' as const, function: { name: 'w', arguments: '{"city":"Oslo"}' } },
+      ],
     },
     { role: 'tool' as const, content: 'ok', toolCallId: 'c1' },
   ];
-  assert.equal(renderChatTemplate(template, messages, { bosToken: '<s>', eosToken: '</s>' }), '<s>assistant:[w Oslo]tool:ok(c1)</s>');
-  assert.equal(renderChatTemplate(template, messages, { tools: [{ type: 'function' }] }), 'T1assistant:[w Oslo]tool:ok(c1)');
+  assert.equal(
+    renderChatTemplate(template, messages, { bosToken: '<s>', eosToken: '</s>' }),
+    '<s>assistant:[w Oslo]tool:ok(c1)</s>',
+  );
+  assert.equal(
+    renderChatTemplate(template, messages, { tools: [{ type: 'function' }] }),
+    'T1assistant:[w Oslo]tool:ok(c1)',
+  );
 });
 
 test("raise_exception in a template is an INVALID_ARGUMENT error with the template's message", () => {
-  const template = "{% if messages[0].role != 'user' %}{{ raise_exception('Conversation must start with a user message') }}{% endif %}ok";
+  const template =
+    "{% if messages[0].role != 'user' %}{{ raise_exception('Conversation must start with a user message') }}{% endif %}ok";
   assert.equal(renderChatTemplate(template, [{ role: 'user', content: 'x' }]), 'ok');
   assert.throws(
     () => renderChatTemplate(template, [{ role: 'assistant', content: 'x' }]),
@@ -49,10 +64,16 @@ test("raise_exception in a template is an INVALID_ARGUMENT error with the templa
 test('a broken template is a clear INVALID_ARGUMENT error, not a crash', () => {
   assert.throws(
     () => renderChatTemplate('{% for m in messages %}{{ m.content }', [{ role: 'user', content: 'x' }]),
-    (error: unknown) => error instanceof EngineError && error.code === 'INVALID_ARGUMENT' && /cannot parse the template/.test(error.message),
+    (error: unknown) =>
+      error instanceof EngineError &&
+      error.code === 'INVALID_ARGUMENT' &&
+      /cannot parse the template/.test(error.message),
   );
   assert.throws(
     () => renderChatTemplate('{{ messages[0].content.nope() }}', [{ role: 'user', content: 'x' }]),
-    (error: unknown) => error instanceof EngineError && error.code === 'INVALID_ARGUMENT' && /^chat template: /.test(error.message),
+    (error: unknown) =>
+      error instanceof EngineError &&
+      error.code === 'INVALID_ARGUMENT' &&
+      /^chat template: /.test(error.message),
   );
 });

@@ -37,7 +37,11 @@ function compile(source: string): Template {
   try {
     template = new Template(source);
   } catch (error) {
-    throw new EngineError('INVALID_ARGUMENT', `chat template: cannot parse the template: ${messageOf(error)}`, 'chat_template');
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `chat template: cannot parse the template: ${messageOf(error)}`,
+      'chat_template',
+    );
   }
   if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
   compiled.set(source, template);

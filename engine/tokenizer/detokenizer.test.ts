@@ -42,7 +42,8 @@ test('streaming equals decode(all), and no chunk holds a broken character', () =
       const { chunks, text } = stream(ids, skip);
       const full = tokenizer.decode(ids, { skipSpecialTokens: skip });
       assert.equal(text, full, `stream of ${JSON.stringify(s)} (skip=${skip})`);
-      for (const c of chunks) assert.ok(!c.includes('\uFFFD'), `chunk ${JSON.stringify(c)} of ${JSON.stringify(s)}`);
+      for (const c of chunks)
+        assert.ok(!c.includes('\uFFFD'), `chunk ${JSON.stringify(c)} of ${JSON.stringify(s)}`);
       heldBack += chunks.filter((c) => c === '').length;
     }
   }
@@ -55,7 +56,10 @@ test('a 4-byte character split over byte tokens is emitted once complete', () =>
   assert.ok(ids.length > 1, `🤖 is ${ids.length} tokens`);
   const detok = tokenizer.createDetokenizer();
   const out = ids.map((id) => detok.push(id));
-  assert.deepEqual(out.slice(0, -1).filter((c) => c !== ''), []);
+  assert.deepEqual(
+    out.slice(0, -1).filter((c) => c !== ''),
+    [],
+  );
   assert.equal(out[out.length - 1], '🤖');
   assert.equal(detok.flush(), '');
 });
@@ -104,7 +108,9 @@ test('push() costs O(1) amortised: ids decoded per push stay bounded over 8,000 
   detok.flush();
   const ms = performance.now() - t0;
   assert.equal(detok.text, tokenizer.decode(ids));
-  process.stderr.write(`detokenizer: ${(decoded / ids.length).toFixed(2)} ids decoded per push, ${((ms / ids.length) * 1000).toFixed(1)} µs/token\n`);
+  process.stderr.write(
+    `detokenizer: ${(decoded / ids.length).toFixed(2)} ids decoded per push, ${((ms / ids.length) * 1000).toFixed(1)} µs/token\n`,
+  );
   // Two short windows per push: a handful of ids each (more only while a character is incomplete).
   assert.ok(decoded / ids.length < 8, `${decoded} ids decoded for ${ids.length} pushes`);
 });
@@ -112,7 +118,12 @@ test('push() costs O(1) amortised: ids decoded per push stay bounded over 8,000 
 test('Detokenizer with a SentencePiece-like decoder that strips the first leading space', () => {
   // A minimal decoder with SentencePiece's rule: ▁ is a space, the sequence's first space is dropped.
   const pieces = ['▁Hello', '▁world', '!', '▁again'];
-  const decode = (ids: readonly number[]) => ids.map((i) => pieces[i]).join('').replace(/▁/g, ' ').replace(/^ /, '');
+  const decode = (ids: readonly number[]) =>
+    ids
+      .map((i) => pieces[i])
+      .join('')
+      .replace(/▁/g, ' ')
+      .replace(/^ /, '');
   const detok = new Detokenizer(decode);
   const chunks = [0, 1, 2, 3].map((id) => detok.push(id));
   assert.deepEqual(chunks, ['Hello', ' world', '!', ' again']);

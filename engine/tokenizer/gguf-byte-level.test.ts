@@ -10,7 +10,13 @@ import { test } from 'node:test';
 import { ensureDefaultModel } from '../default-model.js';
 import type { ChatMessage } from '../types.js';
 import type { Tokenizer } from './hf-tokenizer.js';
-import { loadGgufTokenizer, randomIdLists, runOracle, SAMPLE_STRINGS, type OracleAnswer } from './test-helpers.js';
+import {
+  loadGgufTokenizer,
+  randomIdLists,
+  runOracle,
+  SAMPLE_STRINGS,
+  type OracleAnswer,
+} from './test-helpers.js';
 
 const CONVERSATIONS: { messages: ChatMessage[]; add_generation_prompt: boolean }[] = [
   { messages: [{ role: 'user', content: 'What is 2+2?' }], add_generation_prompt: true },
@@ -80,7 +86,11 @@ test('special tokens written in the text are parsed as specials', () => {
 test('decode gives the same text as transformers, keeping and skipping specials', () => {
   idLists.forEach((ids, i) => {
     assert.equal(tokenizer.decode(ids), answer.decode[i].keep, `decode(${JSON.stringify(ids)})`);
-    assert.equal(tokenizer.decode(ids, { skipSpecialTokens: true }), answer.decode[i].skip, `decode skip(${JSON.stringify(ids)})`);
+    assert.equal(
+      tokenizer.decode(ids, { skipSpecialTokens: true }),
+      answer.decode[i].skip,
+      `decode skip(${JSON.stringify(ids)})`,
+    );
   });
   // Round trip on text.
   strings.forEach((s) => assert.equal(tokenizer.decode(tokenizer.encode(s)), s));
@@ -88,7 +98,9 @@ test('decode gives the same text as transformers, keeping and skipping specials'
 
 test('the embedded chat template renders as transformers renders it', () => {
   CONVERSATIONS.forEach((conv, i) => {
-    const ours = tokenizer.applyChatTemplate(conv.messages, { addGenerationPrompt: conv.add_generation_prompt });
+    const ours = tokenizer.applyChatTemplate(conv.messages, {
+      addGenerationPrompt: conv.add_generation_prompt,
+    });
     assert.equal(ours, answer.chat[i]);
   });
 });
@@ -100,7 +112,11 @@ test('token ids match llama.cpp on the same GGUF (node-llama-cpp, vocabulary onl
   try {
     for (const s of strings) {
       // llama.cpp: parse special-token text (as our encode does); this vocabulary adds no BOS.
-      assert.deepEqual(tokenizer.encode(s), Array.from(model.tokenize(s, true)), `llama.cpp tokenize(${JSON.stringify(s)})`);
+      assert.deepEqual(
+        tokenizer.encode(s),
+        Array.from(model.tokenize(s, true)),
+        `llama.cpp tokenize(${JSON.stringify(s)})`,
+      );
     }
   } finally {
     await model.dispose();

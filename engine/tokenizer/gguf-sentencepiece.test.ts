@@ -15,10 +15,24 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { projectRoot } from '../default-model.js';
 import type { Tokenizer } from './hf-tokenizer.js';
-import { loadGgufTokenizer, randomIdLists, removeDir, runOracle, SAMPLE_STRINGS, type OracleAnswer } from './test-helpers.js';
+import {
+  loadGgufTokenizer,
+  randomIdLists,
+  removeDir,
+  runOracle,
+  SAMPLE_STRINGS,
+  type OracleAnswer,
+} from './test-helpers.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const sourceJson = join(projectRoot(), 'node_modules', '@lenml', 'tokenizer-llama2', 'models', 'tokenizer.json');
+const sourceJson = join(
+  projectRoot(),
+  'node_modules',
+  '@lenml',
+  'tokenizer-llama2',
+  'models',
+  'tokenizer.json',
+);
 
 let dir: string;
 let ggufPath: string;
@@ -53,14 +67,21 @@ test('SentencePiece facts: BOS added, ▁ handling, byte fallback', () => {
   assert.equal(tokenizer.encode('Hello')[0], 1);
   // A character outside the vocabulary falls back to its UTF-8 bytes (<0xXX> tokens 3..258).
   const ids = tokenizer.encode('\u{1F9EC}', { addSpecialTokens: false });
-  assert.ok(ids.some((id) => id >= 3 && id < 259), `byte fallback ids in ${ids}`);
+  assert.ok(
+    ids.some((id) => id >= 3 && id < 259),
+    `byte fallback ids in ${ids}`,
+  );
   assert.equal(tokenizer.decode(ids), '\u{1F9EC}');
 });
 
 test('encode matches the original tokenizer.json (Python tokenizers), with and without BOS', () => {
   strings.forEach((s, i) => {
     assert.deepEqual(tokenizer.encode(s), answer.encode[i].with_special, `encode(${JSON.stringify(s)})`);
-    assert.deepEqual(tokenizer.encode(s, { addSpecialTokens: false }), answer.encode[i].without_special, `encode(${JSON.stringify(s)}, no BOS)`);
+    assert.deepEqual(
+      tokenizer.encode(s, { addSpecialTokens: false }),
+      answer.encode[i].without_special,
+      `encode(${JSON.stringify(s)}, no BOS)`,
+    );
   });
 });
 
@@ -100,7 +121,8 @@ test('incremental detokenizer: leading-space rule and byte fallback', () => {
       const full = tokenizer.decode(ids, { skipSpecialTokens });
       assert.equal(chunks.join(''), full, `stream of ${JSON.stringify(s)}`);
       assert.equal(detok.text, full);
-      if (!full.includes('\uFFFD')) for (const c of chunks) assert.ok(!c.includes('\uFFFD'), `chunk ${JSON.stringify(c)}`);
+      if (!full.includes('\uFFFD'))
+        for (const c of chunks) assert.ok(!c.includes('\uFFFD'), `chunk ${JSON.stringify(c)}`);
     }
   }
 });

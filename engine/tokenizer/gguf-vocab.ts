@@ -83,7 +83,8 @@ function getTokenId(meta: Metadata, key: string, source: string, vocabSize: numb
   const value = meta[key];
   if (value === undefined) return null;
   const n = typeof value === 'bigint' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n)) throw new Error(`${field(source, key)}: must be an integer`);
+  if (typeof n !== 'number' || !Number.isInteger(n))
+    throw new Error(`${field(source, key)}: must be an integer`);
   // llama.cpp ignores an out-of-range special id (it warns and keeps its default); so do we.
   if (n < 0 || n >= vocabSize) return null;
   return n;
@@ -115,16 +116,19 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
     const local: (typeof merges)[number][] = [];
     let leftLen = 0;
     // Split points at code-point boundaries (Python slices strings by code point).
-    for (let pos = 0; pos < token.length; ) {
+    for (let pos = 0; pos < token.length;) {
       pos += token.codePointAt(pos)! > 0xffff ? 2 : 1;
       leftLen++;
       if (pos >= token.length) break;
       const left = token.slice(0, pos);
       const right = token.slice(pos);
-      if (vocab.has(left) && vocab.has(right)) local.push({ left, right, score, leftLen, rightLen: total - leftLen });
+      if (vocab.has(left) && vocab.has(right))
+        local.push({ left, right, score, leftLen, rightLen: total - leftLen });
     }
     if (local.length > 1) {
-      local.sort((a, b) => vocab.get(a.left)! - vocab.get(b.left)! || vocab.get(a.right)! - vocab.get(b.right)!);
+      local.sort(
+        (a, b) => vocab.get(a.left)! - vocab.get(b.left)! || vocab.get(a.right)! - vocab.get(b.right)!,
+      );
     }
     for (const m of local) merges.push(m);
   }
@@ -133,7 +137,12 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
 }
 
 /** A TemplateProcessing post-processor adding BOS/EOS, or null when neither is added. */
-function postProcessor(bos: string | null, bosId: number | null, eos: string | null, eosId: number | null): object | null {
+function postProcessor(
+  bos: string | null,
+  bosId: number | null,
+  eos: string | null,
+  eosId: number | null,
+): object | null {
   const single: object[] = [];
   const pair: object[] = [];
   const special: Record<string, object> = {};
@@ -158,16 +167,21 @@ function postProcessor(bos: string | null, bosId: number | null, eos: string | n
 export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizerSpec {
   const model = getString(meta, 'tokenizer.ggml.model', source, true);
   const tokens = getStringArray(meta, 'tokenizer.ggml.tokens', source);
-  if (!tokens || tokens.length === 0) throw new Error(`${field(source, 'tokenizer.ggml.tokens')}: missing or empty`);
+  if (!tokens || tokens.length === 0)
+    throw new Error(`${field(source, 'tokenizer.ggml.tokens')}: missing or empty`);
   const vocabSize = tokens.length;
-  const types = getNumberArray(meta, 'tokenizer.ggml.token_type', source, vocabSize) ?? tokens.map(() => TokenType.normal);
+  const types =
+    getNumberArray(meta, 'tokenizer.ggml.token_type', source, vocabSize) ??
+    tokens.map(() => TokenType.normal);
 
   // llama.cpp requires every token text to be distinct (one id per text).
   const ids = new Map<string, number>();
   tokens.forEach((t, i) => {
     const prev = ids.get(t);
     if (prev !== undefined) {
-      throw new Error(`${field(source, 'tokenizer.ggml.tokens')}: token ${JSON.stringify(t)} appears twice (ids ${prev} and ${i})`);
+      throw new Error(
+        `${field(source, 'tokenizer.ggml.tokens')}: token ${JSON.stringify(t)} appears twice (ids ${prev} and ${i})`,
+      );
     }
     ids.set(t, i);
   });
@@ -198,9 +212,10 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
   let addBos: boolean;
   if (model === 'gpt2') {
     const pre = getString(meta, 'tokenizer.ggml.pre', source, false) ?? 'default';
-    const family = preTokenizerFamily(pre);
+    const family = preTokenizerFamily(pre, source);
     const merges = getStringArray(meta, 'tokenizer.ggml.merges', source);
-    if (!merges) throw new Error(`${field(source, 'tokenizer.ggml.merges')}: missing (byte-level BPE needs its merges)`);
+    if (!merges)
+      throw new Error(`${field(source, 'tokenizer.ggml.merges')}: missing (byte-level BPE needs its merges)`);
     const vocab: Record<string, number> = {};
     tokens.forEach((t, i) => (vocab[t] = i));
     for (let i = 0; i < vocabSize; i++) {
@@ -227,7 +242,10 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
     addBos = explicitAddBos ?? family.defaultAddBos;
   } else if (model === 'llama') {
     const scores = getNumberArray(meta, 'tokenizer.ggml.scores', source, vocabSize);
-    if (!scores) throw new Error(`${field(source, 'tokenizer.ggml.scores')}: missing (a SentencePiece vocabulary needs its scores)`);
+    if (!scores)
+      throw new Error(
+        `${field(source, 'tokenizer.ggml.scores')}: missing (a SentencePiece vocabulary needs its scores)`,
+      );
     const addSpacePrefix = getBool(meta, 'tokenizer.ggml.add_space_prefix', source) ?? true;
     const vocab: Record<string, number> = {};
     tokens.forEach((t, i) => (vocab[t] = i));
@@ -267,7 +285,9 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
     // llama.cpp and transformers add BOS to a SentencePiece vocabulary that does not say otherwise.
     addBos = explicitAddBos ?? true;
   } else {
-    throw new Error(`${field(source, 'tokenizer.ggml.model')}: unsupported tokenizer model '${model}' (supported: gpt2, llama)`);
+    throw new Error(
+      `${field(source, 'tokenizer.ggml.model')}: unsupported tokenizer model '${model}' (supported: gpt2, llama)`,
+    );
   }
 
   const document = {
@@ -299,6 +319,9 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
 /** "left right" → [left, right], split at the first space after the first character (as llama.cpp does). */
 function splitMerge(merge: string, index: number, source: string): [string, string] {
   const pos = merge.indexOf(' ', 1);
-  if (pos < 0) throw new Error(`${field(source, 'tokenizer.ggml.merges')}[${index}]: ${JSON.stringify(merge)} has no space`);
+  if (pos < 0)
+    throw new Error(
+      `${field(source, 'tokenizer.ggml.merges')}[${index}]: ${JSON.stringify(merge)} has no space`,
+    );
   return [merge.slice(0, pos), merge.slice(pos + 1)];
 }

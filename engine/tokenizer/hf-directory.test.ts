@@ -44,7 +44,13 @@ const CONVERSATIONS: { messages: ChatMessage[]; add_generation_prompt: boolean; 
       {
         role: 'assistant',
         content: '',
-        toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }],
+        toolCalls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'get_weather', arguments: '{"city": "Paris"}' },
+          },
+        ],
       },
       { role: 'tool', content: '{"temp_c": 21}', toolCallId: 'call_1' },
     ],
@@ -82,13 +88,21 @@ test.before(async () => {
   copyFileSync(join(qwenFiles, 'tokenizer.json'), join(dir, 'tokenizer.json'));
   copyFileSync(join(qwenFiles, 'tokenizer_config.json'), join(dir, 'tokenizer_config.json'));
   tokenizer = await loadTokenizer(dir);
-  strings = [...SAMPLE_STRINGS, '<think>\nreasoning\n</think>\n\nanswer', '<tool_call>\n{"name": "f"}\n</tool_call>'];
+  strings = [
+    ...SAMPLE_STRINGS,
+    '<think>\nreasoning\n</think>\n\nanswer',
+    '<tool_call>\n{"name": "f"}\n</tool_call>',
+  ];
   idLists = [...strings.map((s) => tokenizer.encode(s)), ...randomIdLists(tokenizer.vocabSize, 8, 24, 7)];
   answer = runOracle({
     model: dir,
     strings,
     id_lists: idLists,
-    conversations: CONVERSATIONS.map((c) => ({ ...c, messages: pythonMessages(c.messages), tools: c.tools ?? null })),
+    conversations: CONVERSATIONS.map((c) => ({
+      ...c,
+      messages: pythonMessages(c.messages),
+      tools: c.tools ?? null,
+    })),
   });
 });
 
@@ -128,9 +142,18 @@ test('directory variants: chat_template.jinja wins, generation_config eos ids jo
   const variant = mkdtempSync(join(tmpdir(), 'prism-tok-variant-'));
   try {
     copyFileSync(join(qwenFiles, 'tokenizer.json'), join(variant, 'tokenizer.json'));
-    writeFileSync(join(variant, 'tokenizer_config.json'), JSON.stringify({ eos_token: { content: '<|im_end|>' }, chat_template: 'ignored' }));
-    writeFileSync(join(variant, 'chat_template.jinja'), '{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}');
-    writeFileSync(join(variant, 'generation_config.json'), JSON.stringify({ eos_token_id: [151645, 151643] }));
+    writeFileSync(
+      join(variant, 'tokenizer_config.json'),
+      JSON.stringify({ eos_token: { content: '<|im_end|>' }, chat_template: 'ignored' }),
+    );
+    writeFileSync(
+      join(variant, 'chat_template.jinja'),
+      '{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}',
+    );
+    writeFileSync(
+      join(variant, 'generation_config.json'),
+      JSON.stringify({ eos_token_id: [151645, 151643] }),
+    );
     const t = await loadTokenizer(variant);
     assert.equal(t.applyChatTemplate([{ role: 'user', content: 'x' }]), '[user]x');
     assert.deepEqual([...t.eosTokenIds].sort(), [151643, 151645]);

@@ -133,7 +133,8 @@ export class HfTokenizer implements Tokenizer {
 
     const probe = Array.from(encoder.encode('a', true));
     const plain = Array.from(encoder.encode('a', false));
-    this.addBosToken = this.bosTokenId !== null && probe[0] === this.bosTokenId && plain[0] !== this.bosTokenId;
+    this.addBosToken =
+      this.bosTokenId !== null && probe[0] === this.bosTokenId && plain[0] !== this.bosTokenId;
     this.anchorId = plain.length === 1 && !this.special.has(plain[0]) ? plain[0] : null;
   }
 
@@ -157,7 +158,9 @@ export class HfTokenizer implements Tokenizer {
         (e) => e.close(),
         () => undefined,
       );
-      throw new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
+      throw new Error(
+        `${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`,
+      );
     }
     return new HfTokenizer(native, await encoder, { ...doc, addedTokens }, facts);
   }

@@ -20,7 +20,9 @@ export async function loadTokenizer(modelPath: string): Promise<Tokenizer> {
   }
   if (isDirectory) return loadHfDirectory(modelPath);
   if (!hasGgufMagic(modelPath)) {
-    throw new Error(`model path ${modelPath}: not a GGUF file (no GGUF magic) and not a Hugging Face directory`);
+    throw new Error(
+      `model path ${modelPath}: not a GGUF file (no GGUF magic) and not a Hugging Face directory`,
+    );
   }
   // Imported here, not at the top: the native addon is only needed for GGUF files.
   const { readGgufMetadata } = await import('../../native/native.js');
@@ -28,7 +30,10 @@ export async function loadTokenizer(modelPath: string): Promise<Tokenizer> {
 }
 
 /** Builds the tokenizer of a GGUF file from its metadata (as `readGgufMetadata` returns it). */
-export async function tokenizerFromGgufMetadata(meta: Record<string, GgufValue>, source: string): Promise<HfTokenizer> {
+export async function tokenizerFromGgufMetadata(
+  meta: Record<string, GgufValue>,
+  source: string,
+): Promise<HfTokenizer> {
   const spec = ggufTokenizerSpec(meta, source);
   return HfTokenizer.create(
     { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens },
@@ -60,7 +65,8 @@ function readJson(path: string): Record<string, unknown> | null {
   } catch (error) {
     throw new Error(`${path}: not valid JSON: ${(error as Error).message}`);
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${path}: must hold a JSON object`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`${path}: must hold a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -88,14 +94,17 @@ function chatTemplateOf(value: unknown, path: string): string | null {
 
 function idList(value: unknown): number[] {
   if (typeof value === 'number' && Number.isInteger(value)) return [value];
-  if (Array.isArray(value)) return value.filter((v): v is number => typeof v === 'number' && Number.isInteger(v));
+  if (Array.isArray(value))
+    return value.filter((v): v is number => typeof v === 'number' && Number.isInteger(v));
   return [];
 }
 
 async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
   const tokenizerPath = join(dir, 'tokenizer.json');
   if (!existsSync(tokenizerPath)) {
-    throw new Error(`${dir}: no tokenizer.json (a Hugging Face model directory needs one; slow-tokenizer-only directories are not supported)`);
+    throw new Error(
+      `${dir}: no tokenizer.json (a Hugging Face model directory needs one; slow-tokenizer-only directories are not supported)`,
+    );
   }
   const configPath = join(dir, 'tokenizer_config.json');
   const config = readJson(configPath) ?? {};
@@ -108,7 +117,8 @@ async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
   const jinjaPath = join(dir, 'chat_template.jinja');
   const templateJsonPath = join(dir, 'chat_template.json');
   if (existsSync(jinjaPath)) chatTemplate = readFileSync(jinjaPath, 'utf8');
-  else if (existsSync(templateJsonPath)) chatTemplate = chatTemplateOf(readJson(templateJsonPath)?.chat_template, templateJsonPath);
+  else if (existsSync(templateJsonPath))
+    chatTemplate = chatTemplateOf(readJson(templateJsonPath)?.chat_template, templateJsonPath);
   else chatTemplate = chatTemplateOf(config.chat_template, configPath);
 
   const bosText = tokenText(config.bos_token, configPath, 'bos_token');

@@ -12,18 +12,18 @@ const GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|
 /** Llama 3's regex (tiktoken cl100k style), with llama.cpp's case-insensitive contractions spelled out. */
 const LLAMA3 =
   "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}" +
-  "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  '| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+';
 
 /** Qwen2's regex: Llama 3's with single digits. */
 const QWEN2 =
   "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}" +
-  "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  '| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+';
 
 /** GPT-4o / Llama 4 (o200k style). */
 const GPT4O =
   "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?" +
   "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?" +
-  "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  '|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+';
 
 export interface PreTokenizerFamily {
   /** Regexes applied in order, each as `Split(..., Isolated)`, before the byte-level mapping. */
@@ -39,16 +39,36 @@ export interface PreTokenizerFamily {
   readonly defaultAddBos: boolean;
 }
 
-const gpt2: PreTokenizerFamily = { splits: [], byteLevelRegex: true, ignoreMerges: false, defaultAddBos: false };
+const gpt2: PreTokenizerFamily = {
+  splits: [],
+  byteLevelRegex: true,
+  ignoreMerges: false,
+  defaultAddBos: false,
+};
 const digitsThenGpt2: PreTokenizerFamily = {
   splits: ['\\p{N}'],
   byteLevelRegex: true,
   ignoreMerges: false,
   defaultAddBos: false,
 };
-const llama3: PreTokenizerFamily = { splits: [LLAMA3], byteLevelRegex: false, ignoreMerges: true, defaultAddBos: true };
-const qwen2: PreTokenizerFamily = { splits: [QWEN2], byteLevelRegex: false, ignoreMerges: false, defaultAddBos: false };
-const gpt4o: PreTokenizerFamily = { splits: [GPT4O], byteLevelRegex: false, ignoreMerges: false, defaultAddBos: false };
+const llama3: PreTokenizerFamily = {
+  splits: [LLAMA3],
+  byteLevelRegex: false,
+  ignoreMerges: true,
+  defaultAddBos: true,
+};
+const qwen2: PreTokenizerFamily = {
+  splits: [QWEN2],
+  byteLevelRegex: false,
+  ignoreMerges: false,
+  defaultAddBos: false,
+};
+const gpt4o: PreTokenizerFamily = {
+  splits: [GPT4O],
+  byteLevelRegex: false,
+  ignoreMerges: false,
+  defaultAddBos: false,
+};
 
 /** `tokenizer.ggml.pre` value → family (names as llama.cpp's converter writes them). */
 const FAMILIES: Readonly<Record<string, PreTokenizerFamily>> = {
@@ -94,11 +114,12 @@ const FAMILIES: Readonly<Record<string, PreTokenizerFamily>> = {
   },
 };
 
-export function preTokenizerFamily(pre: string): PreTokenizerFamily {
+/** `source` (the file) prefixes the error, as every GGUF metadata error does. */
+export function preTokenizerFamily(pre: string, source: string): PreTokenizerFamily {
   const family = Object.hasOwn(FAMILIES, pre) ? FAMILIES[pre] : undefined;
   if (!family) {
     throw new Error(
-      `tokenizer.ggml.pre: unsupported pre-tokenizer '${pre}' (supported: ${Object.keys(FAMILIES).sort().join(', ')})`,
+      `${source}: tokenizer.ggml.pre: unsupported pre-tokenizer '${pre}' (supported: ${Object.keys(FAMILIES).sort().join(', ')})`,
     );
   }
   return family;
@@ -106,7 +127,12 @@ export function preTokenizerFamily(pre: string): PreTokenizerFamily {
 
 /** The `pre_tokenizer` object of a tokenizer.json for a byte-level BPE vocabulary of this family. */
 export function byteLevelPreTokenizerJson(family: PreTokenizerFamily): object {
-  const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: family.byteLevelRegex };
+  const byteLevel = {
+    type: 'ByteLevel',
+    add_prefix_space: false,
+    trim_offsets: true,
+    use_regex: family.byteLevelRegex,
+  };
   if (family.splits.length === 0) return byteLevel;
   return {
     type: 'Sequence',

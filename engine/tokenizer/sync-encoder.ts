@@ -70,7 +70,8 @@ export class SyncEncoder {
       execArgv: [],
     });
     await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) => reject(new Error(`tokenizer worker failed to start: ${error.message}`));
+      const onError = (error: Error) =>
+        reject(new Error(`tokenizer worker failed to start: ${error.message}`));
       worker.once('error', onError);
       worker.once('message', () => {
         worker.off('error', onError);

@@ -25,7 +25,12 @@ export function runOracle(request: Record<string, unknown>): OracleAnswer {
   const out = execFileSync('python3', [join(here, 'oracle.py')], {
     input: JSON.stringify(request),
     maxBuffer: 256 * 1024 * 1024,
-    env: { ...process.env, TRANSFORMERS_VERBOSITY: 'error', HF_HUB_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
+    env: {
+      ...process.env,
+      TRANSFORMERS_VERBOSITY: 'error',
+      HF_HUB_OFFLINE: '1',
+      TOKENIZERS_PARALLELISM: 'false',
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   return JSON.parse(out.toString('utf8')) as OracleAnswer;
@@ -41,7 +46,10 @@ export function nativeAddonBuilt(): boolean {
  * is built, else from the same metadata read by Python's `gguf` package, so that the
  * tokenizer tests do not wait for the native build. Both paths feed `tokenizerFromGgufMetadata`.
  */
-export async function loadGgufTokenizer(path: string, log: (line: string) => void = () => {}): Promise<Tokenizer> {
+export async function loadGgufTokenizer(
+  path: string,
+  log: (line: string) => void = () => {},
+): Promise<Tokenizer> {
   if (nativeAddonBuilt()) return loadTokenizer(path);
   log('native addon not built: reading the GGUF metadata with Python gguf instead of readGgufMetadata');
   const dir = mkdtempSync(join(tmpdir(), 'prism-gguf-meta-'));
