@@ -69,14 +69,20 @@ export class Scheduler {
     let prefills = 0;
     let preempted = false;
 
-    for (let i = 0; i < this.running.length && budget > 0; i++) {
-      const seq = this.running[i];
+    // Decodes before prefill chunks, so a long prompt admitted earlier never takes the
+    // budget a later sequence's next token needs; within each group, admission order.
+    const order = [...this.running.filter((q) => !q.inPrefill), ...this.running.filter((q) => q.inPrefill)];
+    const scheduled = new Set<Sequence>();
+    for (const seq of order) {
+      if (budget <= 0) break;
+      if (seq.status !== 'running') continue; // preempted earlier in this loop
       const n = Math.min(seq.numPending, budget);
       if (n <= 0) continue;
       if (seq.inPrefill && prefills >= this.limits.maxPrefillBatchSize) continue;
       let fits = true;
       while (this.blocks.blocksNeeded(seq, n) > this.blocks.freeBlocks) {
-        const victim = this.running[this.running.length - 1];
+        // The newest running sequence not already in this step's batch.
+        const victim = this.running.findLast((q) => !scheduled.has(q))!;
         this.preempt(victim);
         preempted = true;
         if (victim === seq) {
@@ -94,6 +100,7 @@ export class Scheduler {
         numNew: n,
         sample: seq.numComputed + n === seq.tokens.length,
       });
+      scheduled.add(seq);
       budget -= n;
       if (prefill) prefills++;
     }
