@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { protoPath as healthProtoPath } from 'grpc-health-check';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import * as pb from '../gen/prism/engine/v1/engine.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { EngineError } from '../engine/errors.js';
@@ -103,7 +105,11 @@ function rawUnary(address: string, method: string, body: Buffer): Promise<grpc.S
   });
 }
 
+const spans = new InMemorySpanExporter();
+
 before(async () => {
+  // A tracer provider as \`prism serve\` installs one, to see the engine's server spans.
+  new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }).register();
   dir = mkdtempSync(join(tmpdir(), 'prism-grpc-'));
   engine = await loadEngine(ensureDefaultModel(), {
     cacheBlockSize: BLOCK,
@@ -317,6 +323,33 @@ describe('generation over gRPC', () => {
       assert.ok(c.logprobs.every((l) => l.logprob <= 0));
       assert.equal(c.requestId, res.requestId);
     }
+  });
+});
+
+describe('tracing', () => {
+  test("the engine's server span continues the caller's traceparent", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const parentId = '00f067aa0ba902b7';
+    const traced = connectEngine(server.address, {
+      metadata: () => ({ traceparent: `00-${traceId}-${parentId}-01` }),
+    });
+    await collect(traced.generate(greedy('Trace me', { maxNewTokens: 3 })));
+    await traced.generateAll(greedy('Trace me too', { maxNewTokens: 2 }));
+    await traced.close();
+    const mine = spans.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    assert.deepEqual(mine.map((s) => s.name).sort(), [
+      'prism.engine.v1.Engine/Generate',
+      'prism.engine.v1.Engine/GenerateStream',
+    ]);
+    for (const s of mine) {
+      assert.equal(s.parentSpanContext?.spanId, parentId);
+      assert.equal(s.attributes['gen_ai.response.finish_reasons'], 'length');
+      assert.ok(Number(s.attributes['gen_ai.usage.input_tokens']) > 0);
+    }
+    assert.equal(
+      mine.find((s) => s.name.endsWith('GenerateStream'))?.attributes['gen_ai.usage.output_tokens'],
+      3,
+    );
   });
 });
 

@@ -28,6 +28,7 @@ import {
 } from './mapping.js';
 import { ENGINE_PROTO_RELATIVE, protoRoot } from './proto-files.js';
 import { toGrpcStatus } from './status-codes.js';
+import { startRpcSpan, withSpan } from './tracing.js';
 
 export const ENGINE_SERVICE_NAME = 'prism.engine.v1.Engine';
 
@@ -132,25 +133,31 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
   ): Promise<pb.GenerateResponse> {
     const request = generateRequestFromProto(req);
     const { signal, done } = abortOnCancel(call as AnyCall);
+    const span = startRpcSpan('Generate', call.metadata, request.requestId);
     const choices = new Map<number, pb.Choice>();
     const logprobs = new Map<number, pb.TokenLogprob[]>();
     let requestId = request.requestId ?? '';
     try {
-      for await (const event of engine.generate(request, signal)) {
+      for await (const event of withSpan(span, () => engine.generate(request, signal))) {
         requestId = event.requestId;
         if (event.type === 'token') {
           const list = logprobs.get(event.index) ?? [];
           list.push(...tokenEventToProto(event).logprobs);
           logprobs.set(event.index, list);
         } else {
+          span.finish(event);
           choices.set(event.index, {
             finish: finishEventToProto(event),
             logprobs: logprobs.get(event.index) ?? [],
           });
         }
       }
+    } catch (err) {
+      span.fail(err);
+      throw err;
     } finally {
       done();
+      span.end();
     }
     return { requestId, choices: [...choices.entries()].sort(([a], [b]) => a - b).map(([, c]) => c) };
   }
@@ -160,13 +167,19 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
   ): void {
     const request = call.request as unknown;
     const { signal, done } = abortOnCancel(call as AnyCall);
+    const span = startRpcSpan(
+      'GenerateStream',
+      call.metadata,
+      request instanceof UndecodableRequest ? undefined : (request as pb.GenerateRequest).requestId,
+    );
     const run = async (): Promise<void> => {
       if (request instanceof UndecodableRequest) throw undecodable(request);
-      const events: AsyncIterable<GenerateEvent> = engine.generate(
-        generateRequestFromProto(request as pb.GenerateRequest),
-        signal,
+      const engineRequest = generateRequestFromProto(request as pb.GenerateRequest);
+      const events: AsyncIterable<GenerateEvent> = withSpan(span, () =>
+        engine.generate(engineRequest, signal),
       );
       for await (const event of events) {
+        if (event.type === 'finish') span.finish(event);
         if (call.cancelled) break; // leaving the loop ends the engine request too
         // Respect the transport's backpressure: a slow reader must not make us buffer a whole answer.
         if (!call.write(eventToProto(event))) {
@@ -177,10 +190,13 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
     run().then(
       () => {
         done();
+        span.end();
         if (!call.cancelled) call.end();
       },
       (err: unknown) => {
         done();
+        span.fail(err);
+        span.end();
         report('GenerateStream', err);
         if (!call.cancelled) call.emit('error', toGrpcStatus(err));
       },
