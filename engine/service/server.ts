@@ -264,6 +264,10 @@ export async function startEngineServer(
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    // Ping idle connections so a peer that vanished without closing its socket (host down,
+    // network cut) is noticed and its requests cancelled, instead of holding KV blocks.
+    'grpc.keepalive_time_ms': 60_000,
+    'grpc.keepalive_timeout_ms': 20_000,
   });
   server.addService(guardedService(), makeHandlers(engine, log));
   const health = new HealthImplementation({ '': 'SERVING', [ENGINE_SERVICE_NAME]: 'SERVING' });
