@@ -351,3 +351,35 @@ test('tokenize / detokenize', async () => {
   await assert.rejects(core.detokenize([1, -1]), /ids\[1\]/);
   await core.close();
 });
+
+test('an exception while post-processing fails those requests, not the process', async () => {
+  class Throwing extends CharTokenizer {
+    override createDetokenizer() {
+      return {
+        push: (): string => {
+          throw new Error('detokenizer broke');
+        },
+        flush: () => '',
+        text: '',
+      };
+    }
+  }
+  const options = resolveEngineOptions({
+    cacheBlockSize: 4,
+    maxSeqLen: 200,
+    maxInputTokenLen: 100,
+    kvBlocks: 64,
+  });
+  const core = new EngineCore({
+    runner: new PagedKvSim(64, 4, 100),
+    tokenizer: new Throwing(),
+    options,
+    info: {} as EngineInfo,
+  });
+  const f = (await collect(core.generate(req('x')))).finishes[0];
+  assert.equal(f.reason, 'error');
+  assert.match(f.error ?? '', /detokenizer broke/);
+  const st = await core.status();
+  assert.equal(st.freeBlocks, st.totalBlocks);
+  await core.close();
+});

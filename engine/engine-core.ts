@@ -219,10 +219,22 @@ export class EngineCore implements Engine {
 
   private kick(): void {
     if (this.loop) return;
-    this.loop = this.run().finally(() => {
-      this.loop = null;
-      if (this.scheduler.hasWork && !this.closed) this.kick();
-    });
+    this.loop = this.run()
+      .catch((e: unknown) => this.failAll(e))
+      .finally(() => {
+        this.loop = null;
+        if (this.scheduler.hasWork && !this.closed) this.kick();
+      });
+  }
+
+  /** A bug in the loop itself must not take the process down: fail every live request. */
+  private failAll(e: unknown): void {
+    const message = `engine step loop failed: ${e instanceof Error ? e.message : String(e)}`;
+    for (const req of [...this.requests.values()]) {
+      for (const s of req.seqs) s.inFlight = false;
+      this.failRequest(req, message);
+    }
+    for (const s of [...this.scheduler.running, ...this.scheduler.waiting]) this.scheduler.finish(s);
   }
 
   private async run(): Promise<void> {
@@ -251,8 +263,12 @@ export class EngineCore implements Engine {
       } finally {
         for (const { seq } of batch.items) seq.inFlight = false;
       }
-      this.scheduler.postprocess(batch, out.tokens);
-      this.emitTokens(batch, out);
+      try {
+        this.scheduler.postprocess(batch, out.tokens);
+        this.emitTokens(batch, out);
+      } catch (e) {
+        this.failBatch(batch, e); // e.g. a tokenizer error: fails these requests, not the engine
+      }
       // Let I/O (new requests, cancellations, stream consumers) run between steps.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
