@@ -137,7 +137,7 @@ export function mergesFromScores(tokens: readonly string[], scores: readonly num
 }
 
 /** A TemplateProcessing post-processor adding BOS/EOS, or null when neither is added. */
-function postProcessor(
+export function postProcessor(
   bos: string | null,
   bosId: number | null,
   eos: string | null,

@@ -157,6 +157,24 @@ test('directory variants: chat_template.jinja wins, generation_config eos ids jo
     const t = await loadTokenizer(variant);
     assert.equal(t.applyChatTemplate([{ role: 'user', content: 'x' }]), '[user]x');
     assert.deepEqual([...t.eosTokenIds].sort(), [151643, 151645]);
+    assert.equal(t.addBosToken, false);
+    // add_bos_token / add_eos_token in tokenizer_config.json decide what encode adds (as in transformers).
+    writeFileSync(
+      join(variant, 'tokenizer_config.json'),
+      JSON.stringify({
+        bos_token: '<|endoftext|>',
+        eos_token: '<|im_end|>',
+        add_bos_token: true,
+        add_eos_token: true,
+      }),
+    );
+    const withBos = await loadTokenizer(variant);
+    assert.equal(withBos.addBosToken, true);
+    assert.deepEqual(withBos.encode('hi'), [
+      151643,
+      ...withBos.encode('hi', { addSpecialTokens: false }),
+      151645,
+    ]);
   } finally {
     removeDir(variant);
   }

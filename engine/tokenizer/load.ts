@@ -5,8 +5,8 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GgufValue } from '../../native/native.js';
-import { ggufTokenizerSpec } from './gguf-vocab.js';
-import { HfTokenizer, type Tokenizer } from './hf-tokenizer.js';
+import { ggufTokenizerSpec, postProcessor } from './gguf-vocab.js';
+import { HfTokenizer, type AddedTokenJson, type Tokenizer, type TokenizerDocument } from './hf-tokenizer.js';
 
 export async function loadTokenizer(modelPath: string): Promise<Tokenizer> {
   if (typeof modelPath !== 'string' || modelPath.length === 0) {
@@ -127,7 +127,7 @@ async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
   const generationBos = idList(generation.bos_token_id);
 
   return HfTokenizer.create(
-    { json: readFileSync(tokenizerPath, 'utf8') },
+    withConfiguredSpecialTokens(readFileSync(tokenizerPath, 'utf8'), config, bosText, eosText, tokenizerPath),
     {
       bosToken: bosText ?? generationBos[0] ?? null,
       eosToken: eosText ?? generationEos[0] ?? null,
@@ -136,4 +136,58 @@ async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
     },
     dir,
   );
+}
+
+interface TokenizerJsonShape {
+  added_tokens?: AddedTokenJson[];
+  model?: { vocab?: Record<string, number> | [string, number][] };
+  post_processor?: unknown;
+}
+
+/** A token's id in a tokenizer.json document (added tokens, then the model vocabulary). */
+function idInDocument(doc: TokenizerJsonShape, text: string): number | null {
+  const added = doc.added_tokens?.find((t) => t.content === text);
+  if (added) return added.id;
+  const vocab = doc.model?.vocab;
+  if (Array.isArray(vocab)) {
+    const index = vocab.findIndex((entry) => Array.isArray(entry) && entry[0] === text);
+    return index >= 0 ? index : null;
+  }
+  return vocab && Object.hasOwn(vocab, text) ? vocab[text] : null;
+}
+
+/**
+ * tokenizer_config.json's `add_bos_token` / `add_eos_token`, when present, decide what
+ * encode adds (transformers rebuilds tokenizer.json's post-processor from them, e.g. for a
+ * Llama 2 directory whose tokenizer.json has none); without them tokenizer.json's own
+ * post-processor stands.
+ */
+function withConfiguredSpecialTokens(
+  json: string,
+  config: Record<string, unknown>,
+  bosText: string | null,
+  eosText: string | null,
+  path: string,
+): TokenizerDocument {
+  let doc: TokenizerJsonShape;
+  try {
+    doc = JSON.parse(json) as TokenizerJsonShape;
+  } catch (error) {
+    throw new Error(`${path}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+    throw new Error(`${path}: must hold a JSON object`);
+  const addedTokens = doc.added_tokens ?? [];
+  const addBos = config.add_bos_token;
+  const addEos = config.add_eos_token;
+  if (typeof addBos !== 'boolean' && typeof addEos !== 'boolean') return { json, addedTokens };
+  const bosId = addBos === true && bosText !== null ? idInDocument(doc, bosText) : null;
+  const eosId = addEos === true && eosText !== null ? idInDocument(doc, eosText) : null;
+  doc.post_processor = postProcessor(
+    bosId !== null ? bosText : null,
+    bosId,
+    eosId !== null ? eosText : null,
+    eosId,
+  );
+  return { json: JSON.stringify(doc), addedTokens };
 }
