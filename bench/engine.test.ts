@@ -15,6 +15,7 @@ test('bench:engine defaults follow the issue: 2 threads, 3 runs, 32 × 128 decod
   assert.equal(args.newTokens, 128);
   assert.equal(args.prefillTokens, 512);
   assert.equal(args.output, 'table');
+  assert.deepEqual([...args.measures], ['single', 'aggregate', 'prefill']);
 });
 
 test('bench:engine flags are parsed and bad values named', () => {
@@ -34,4 +35,15 @@ test('bench:engine flags are parsed and bad values named', () => {
   );
   assert.throws(() => parseBenchArgs(['--json', '--markdown']), /exclusive/);
   assert.throws(() => parseBenchArgs(['--bogus']), /Unknown option/);
+  const some = parseBenchArgs(['--measures', 'prefill,single']);
+  assert.ok(
+    some !== 'help' &&
+      some.measures.has('prefill') &&
+      some.measures.has('single') &&
+      !some.measures.has('aggregate'),
+  );
+  assert.throws(
+    () => parseBenchArgs(['--measures', 'single,decode']),
+    /--measures takes a comma-separated subset .* got 'decode'/,
+  );
 });

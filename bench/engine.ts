@@ -49,12 +49,29 @@ Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) sid
   --prompt-tokens N     prompt length of the decode measures (default 32)
   --new-tokens N        tokens generated per sequence in the decode measures (default 128)
   --prefill-tokens N    length of the prefill prompt (default 512)
+  --measures LIST       comma-separated subset of single,aggregate,prefill (default all three)
   --block-size N        Prism KV block size in tokens (default 128, the engine's cacheBlockSize)
   --json                print the result record as JSON instead of the table
   --markdown            print the docs/benchmarks.md section body instead of the table
   --update-docs         also rewrite the generated part of the Engine section of docs/benchmarks.md
   --help                this text
 `;
+
+const MEASURE_NAMES = ['single', 'aggregate', 'prefill'] as const;
+type MeasureName = (typeof MEASURE_NAMES)[number];
+
+function parseMeasures(value: string | undefined): Set<MeasureName> {
+  if (value === undefined) return new Set(MEASURE_NAMES);
+  const names = value.split(',').map((s) => s.trim());
+  for (const name of names) {
+    if (!(MEASURE_NAMES as readonly string[]).includes(name)) {
+      throw new RangeError(
+        `--measures takes a comma-separated subset of ${MEASURE_NAMES.join(',')}; got '${name}'`,
+      );
+    }
+  }
+  return new Set(names as MeasureName[]);
+}
 
 interface Args {
   modelPath?: string;
@@ -67,6 +84,7 @@ interface Args {
   newTokens: number;
   prefillTokens: number;
   blockSize: number;
+  measures: Set<MeasureName>;
   output: 'table' | 'json' | 'markdown';
   updateDocs: boolean;
 }
@@ -95,6 +113,7 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
       'new-tokens': { type: 'string' },
       'prefill-tokens': { type: 'string' },
       'block-size': { type: 'string' },
+      measures: { type: 'string' },
       json: { type: 'boolean' },
       markdown: { type: 'boolean' },
       'update-docs': { type: 'boolean' },
@@ -119,6 +138,7 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
     newTokens: positiveInt('new-tokens', values['new-tokens'], 128, 2),
     prefillTokens: positiveInt('prefill-tokens', values['prefill-tokens'], 512),
     blockSize: positiveInt('block-size', values['block-size'], 128),
+    measures: parseMeasures(values.measures),
     output: values.json ? 'json' : values.markdown ? 'markdown' : 'table',
     updateDocs: values['update-docs'] ?? false,
   };
@@ -225,44 +245,47 @@ async function main(argv: string[]): Promise<void> {
     );
     const prefillPrompt = tokenWindow(tokenize, PASSAGE, 3, args.prefillTokens);
 
-    log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
-    const singleDecode = await interleaved(
-      'single-stream decode',
-      engines,
-      args.runs,
-      args.warmup,
-      async (engine) => {
-        const t = await engine.decodeSingle(singlePrompt, args.newTokens);
-        expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
-        return (t.decodedTokens / t.decodeMs) * 1000;
-      },
-    );
+    const wants = (m: MeasureName) => args.measures.has(m);
+    if (wants('single'))
+      log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
+    const singleDecode = !wants('single')
+      ? undefined
+      : await interleaved('single-stream decode', engines, args.runs, args.warmup, async (engine) => {
+          const t = await engine.decodeSingle(singlePrompt, args.newTokens);
+          expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
+          return (t.decodedTokens / t.decodeMs) * 1000;
+        });
 
-    log(`aggregate decode: ${args.sequences} sequences × ${args.newTokens} new tokens`);
-    const aggregateDecode = await interleaved(
-      `aggregate decode, ${args.sequences} sequences`,
-      engines,
-      args.runs,
-      args.warmup,
-      async (engine) => {
-        const t = await engine.decodeAggregate(aggregatePrompts, args.newTokens);
-        expectTokens(engine.name, 'aggregate decode', t.generated, args.newTokens);
-        return (t.decodedTokens / t.decodeMs) * 1000;
-      },
-    );
+    if (wants('aggregate'))
+      log(`aggregate decode: ${args.sequences} sequences × ${args.newTokens} new tokens`);
+    const aggregateDecode = !wants('aggregate')
+      ? undefined
+      : await interleaved(
+          `aggregate decode, ${args.sequences} sequences`,
+          engines,
+          args.runs,
+          args.warmup,
+          async (engine) => {
+            const t = await engine.decodeAggregate(aggregatePrompts, args.newTokens);
+            expectTokens(engine.name, 'aggregate decode', t.generated, args.newTokens);
+            return (t.decodedTokens / t.decodeMs) * 1000;
+          },
+        );
 
-    log(`prefill: one ${args.prefillTokens}-token prompt`);
-    const prefill = await interleaved(
-      `prefill, ${args.prefillTokens}-token prompt`,
-      engines,
-      args.runs,
-      args.warmup,
-      async (engine) => {
-        const t = await engine.prefill(prefillPrompt);
-        if (t.firstToken < 0) throw new Error(`${engine.name} prefill sampled no token`);
-        return (t.promptTokens / t.prefillMs) * 1000;
-      },
-    );
+    if (wants('prefill')) log(`prefill: one ${args.prefillTokens}-token prompt`);
+    const prefill = !wants('prefill')
+      ? undefined
+      : await interleaved(
+          `prefill, ${args.prefillTokens}-token prompt`,
+          engines,
+          args.runs,
+          args.warmup,
+          async (engine) => {
+            const t = await engine.prefill(prefillPrompt);
+            if (t.firstToken < 0) throw new Error(`${engine.name} prefill sampled no token`);
+            return (t.promptTokens / t.prefillMs) * 1000;
+          },
+        );
 
     let roofline: Roofline | undefined;
     if (native && prism) {
@@ -271,7 +294,7 @@ async function main(argv: string[]): Promise<void> {
       const weightBytes = prism.info.weightBytes;
       const tokPerSec = (bandwidthGBs * 1e9) / weightBytes;
       const percent: Partial<Record<EngineName, number>> = {};
-      for (const [name, value] of Object.entries(singleDecode.median)) {
+      for (const [name, value] of Object.entries(singleDecode?.median ?? {})) {
         percent[name as EngineName] = (value / tokPerSec) * 100;
       }
       roofline = { bandwidthGBs, weightBytes, tokPerSec, percent };

@@ -52,10 +52,11 @@ export interface EngineBenchReport {
   };
   readonly engines: Partial<Record<EngineName, Record<string, string | number | boolean>>>;
   readonly skipped: Partial<Record<EngineName, string>>;
+  /** A measure left out with --measures is absent. */
   readonly measures: {
-    readonly singleDecode: MeasureResult;
-    readonly aggregateDecode: MeasureResult;
-    readonly prefill: MeasureResult;
+    readonly singleDecode?: MeasureResult;
+    readonly aggregateDecode?: MeasureResult;
+    readonly prefill?: MeasureResult;
   };
   readonly roofline?: Roofline;
   readonly continuations: readonly Continuation[];
@@ -64,7 +65,8 @@ export interface EngineBenchReport {
 const ratioText = (r: number) => (Number.isNaN(r) ? '—' : `${r.toFixed(2)}×`);
 
 function measures(report: EngineBenchReport): MeasureResult[] {
-  return [report.measures.singleDecode, report.measures.aggregateDecode, report.measures.prefill];
+  const { singleDecode, aggregateDecode, prefill } = report.measures;
+  return [singleDecode, aggregateDecode, prefill].filter((m): m is MeasureResult => m !== undefined);
 }
 
 /** Terminal rendering. */
