@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BlockManager } from './block-manager.js';
+import { ChoiceOutput } from './choice-output.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
@@ -19,14 +20,12 @@ import { Sequence } from './request-state.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import { StopStringMatcher } from './stop-strings.js';
 import type {
   ChatMessage,
   Engine,
   EngineInfo,
   EngineStatus,
   FinishEvent,
-  FinishReason,
   GenerateEvent,
   GenerateRequest,
   TokenLogprob,
@@ -41,23 +40,6 @@ export interface EngineCoreDeps {
   readonly chatTemplate?: string;
   /** Frees native resources once the loop has stopped. */
   readonly dispose?: () => void;
-}
-
-/** Output of one choice (sequence index) of a request. */
-interface ChoiceOutput {
-  readonly index: number;
-  readonly seed: number;
-  readonly detok: { push(id: number): string; flush(): string };
-  readonly stopper: StopStringMatcher;
-  text: string;
-  readonly tokenIds: number[];
-  readonly logprobs: TokenLogprob[];
-  cumulativeLogprob: number;
-  lastTokenAt: number;
-  gapSumMs: number;
-  gaps: number;
-  reason: FinishReason | null;
-  error?: string;
 }
 
 interface LiveRequest {
@@ -135,20 +117,10 @@ export class EngineCore implements Engine {
     }
     const maxNew = Math.min(params.maxNewTokens, o.maxSeqLen - prompt.length);
     const queue = new EventQueue<GenerateEvent>(() => void this.cancel(id));
-    const choices = Array.from({ length: params.bestOf }, (_, i): ChoiceOutput => ({
-      index: i,
-      seed: params.seed + i,
-      detok: tok.createDetokenizer({ skipSpecialTokens: params.skipSpecialTokens }),
-      stopper: new StopStringMatcher(params.stop, params.includeStopStrInOutput),
-      text: '',
-      tokenIds: [],
-      logprobs: [],
-      cumulativeLogprob: 0,
-      lastTokenAt: 0,
-      gapSumMs: 0,
-      gaps: 0,
-      reason: null,
-    }));
+    const choices = Array.from(
+      { length: params.bestOf },
+      (_, i) => new ChoiceOutput(i, params.seed + i, tok, params, this.eos),
+    );
     const sampling = {
       temperature: params.temperature,
       topK: params.topK,
@@ -332,40 +304,10 @@ export class EngineCore implements Engine {
         req.cachedPromptTokens = Math.max(0, seq.cachedPromptTokens);
         this.metrics.ttft.observe((now - req.arrival) / 1000);
       }
-      if (c.tokenIds.length > 0) {
-        this.metrics.interToken.observe((now - c.lastTokenAt) / 1000);
-        c.gapSumMs += now - c.lastTokenAt;
-        c.gaps++;
-      }
-      c.lastTokenAt = now;
-      c.tokenIds.push(token);
-      if (Number.isFinite(logprob)) c.cumulativeLogprob += logprob;
+      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
+      const { delta, gapMs } = c.accept(token, logprob, now, atLimit);
+      if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
       this.metrics.generationTokens++;
-
-      let reason: FinishReason | null = null;
-      let delta = '';
-      let byStopString = false;
-      if ((!req.params.ignoreEos && this.eos.has(token)) || req.params.stopTokenIds.has(token)) {
-        reason = 'stop'; // the stop token itself adds no text
-      } else {
-        const r = c.stopper.push(c.detok.push(token));
-        delta = r.text;
-        if (r.stopped) reason = 'stop';
-        byStopString = r.stopped;
-      }
-      if (
-        reason === null &&
-        (c.tokenIds.length >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen)
-      )
-        reason = 'length';
-      if (reason !== null && !byStopString) {
-        // End of the sequence: release what the detokenizer and the stop matcher held back
-        // (text after a stop string, by contrast, is dropped).
-        const tail = c.stopper.push(c.detok.flush());
-        delta += tail.text;
-        if (!tail.stopped) delta += c.stopper.flush();
-      }
-      c.text += delta;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
       if (lp) c.logprobs.push(lp);
       if (!req.buffered) {
@@ -378,8 +320,7 @@ export class EngineCore implements Engine {
           ...(lp ? { logprobs: [lp] } : {}),
         });
       }
-      if (reason !== null) {
-        c.reason = reason;
+      if (c.reason !== null) {
         this.scheduler.finish(seq);
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
       }
