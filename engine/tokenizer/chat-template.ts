@@ -12,9 +12,10 @@ import { EngineError } from '../errors.js';
 import type { ChatMessage } from '../types.js';
 
 /**
- * Used when a model ships no chat template: plain ChatML (`<|im_start|>role\n...<|im_end|>\n`),
- * the format most small instruct models and many servers (e.g. vLLM's docs, llama.cpp's
- * `chatml`) fall back to. Documented in the engine's README section on chat.
+ * Used when a model ships no chat template (and none is configured): plain ChatML
+ * (`<|im_start|>role\ncontent<|im_end|>\n`, then `<|im_start|>assistant\n` as the generation
+ * prompt) — the format most small instruct models use and the usual server fallback. A model
+ * trained on another format should be given its template (ModelConfig `chat_template`).
  */
 export const FALLBACK_CHATML_TEMPLATE =
   "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}" +

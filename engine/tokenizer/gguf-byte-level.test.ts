@@ -128,12 +128,19 @@ test('tokenText shows a token as it reads in a sequence', () => {
   const [hello] = tokenizer.encode(' Hello', { addSpecialTokens: false });
   assert.equal(tokenizer.tokenText(hello), ' Hello');
   assert.equal(tokenizer.tokenText(2), '<|im_end|>');
-  assert.throws(() => tokenizer.tokenText(49152), /not in the vocabulary/);
+  assert.equal(tokenizer.tokenText(49152), ''); // a padding row past the vocabulary
+  assert.throws(() => tokenizer.tokenText(-3), /id: must be a token id/);
 });
 
 test('bad input is rejected with a clear error', () => {
-  assert.throws(() => tokenizer.decode([0, -1]), /ids\[1\]: token id -1 is not in the vocabulary/);
-  assert.throws(() => tokenizer.decode([1.5]), /ids\[0\]/);
+  assert.throws(
+    () => tokenizer.decode([0, -1]),
+    /ids\[1\]: must be a token id \(an integer in \[0, 4294967295\]\), got -1/,
+  );
+  assert.throws(() => tokenizer.decode([1.5]), /ids\[0\]: must be a token id/);
+  assert.throws(() => tokenizer.decode('12' as unknown as number[]), /ids: must be an array/);
+  // Ids past the vocabulary (padding rows of the embedding matrix) decode to nothing, as in transformers.
+  assert.equal(tokenizer.decode([19556, 49152, 60000]), 'Hello');
   assert.throws(() => tokenizer.encode(42 as unknown as string), /text: must be a string/);
 });
 

@@ -72,6 +72,17 @@ export interface TokenizerDocument {
   readonly tokens?: readonly string[];
 }
 
+const MAX_TOKEN_ID = 0xffffffff;
+
+function checkId(id: unknown, field: string): void {
+  if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) {
+    throw invalidArgument(
+      field,
+      `must be a token id (an integer in [0, ${MAX_TOKEN_ID}]), got ${String(id)}`,
+    );
+  }
+}
+
 /** id → token text (model vocabulary and added tokens) as the library sees it; undefined for holes. */
 function tokenTable(native: NativeTokenizer): (string | undefined)[] {
   const vocab = native.getVocab(true);
@@ -170,17 +181,18 @@ export class HfTokenizer implements Tokenizer {
     return Array.from(this.encoder.encode(text, options.addSpecialTokens ?? true));
   }
 
+  /**
+   * Ids past the tokenizer's vocabulary decode to nothing, as in transformers: a model's
+   * embedding matrix often has padding rows beyond it (Qwen: 151,936 rows, 151,669 tokens)
+   * that a sampler can pick. Anything that is not a token id at all is rejected.
+   */
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
-    for (let i = 0; i < ids.length; i++) {
-      const id = ids[i];
-      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw invalidArgument(`ids[${i}]`, `token id ${id} is not in the vocabulary [0, ${this.vocabSize})`);
-      }
-    }
+    if (!Array.isArray(ids)) throw invalidArgument('ids', 'must be an array of token ids');
+    for (let i = 0; i < ids.length; i++) checkId(ids[i], `ids[${i}]`);
     return this.decodeLenient(ids, options.skipSpecialTokens ?? false);
   }
 
-  /** decode() without the range check: unknown ids are dropped, as the library's decode does. */
+  /** decode() without the checks: unknown ids are dropped, as the library's decode does. */
   private decodeLenient(ids: readonly number[], skipSpecialTokens: boolean): string {
     const pieces: string[] = [];
     for (const id of ids) {
@@ -196,9 +208,8 @@ export class HfTokenizer implements Tokenizer {
   tokenText(id: number): string {
     const cached = this.textCache.get(id);
     if (cached !== undefined) return cached;
-    if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-      throw invalidArgument('id', `token id ${id} is not in the vocabulary [0, ${this.vocabSize})`);
-    }
+    checkId(id, 'id');
+    if (id >= this.vocabSize) return '';
     // Decoded after a plain anchor token, so that decoders that treat the first token of a
     // sequence specially (SentencePiece strips its leading space) show the token as it reads
     // mid-sequence: "▁Hello" → " Hello".
