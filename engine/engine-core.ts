@@ -86,7 +86,14 @@ export class EngineCore implements Engine {
       return this.submit(request, signal);
     } catch (e) {
       const failed = new EventQueue<GenerateEvent>();
-      failed.end(e);
+      failed.end(
+        e instanceof EngineError
+          ? e
+          : new EngineError(
+              'GENERATION_FAILED',
+              `request failed: ${e instanceof Error ? e.message : String(e)}`,
+            ),
+      );
       return failed;
     }
   }

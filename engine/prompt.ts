@@ -76,6 +76,14 @@ export function checkTokenIds(ids: unknown, vocabSize: number, field: string): n
   return ids as number[];
 }
 
+function encode(tok: EngineTokenizer, text: string, addSpecialTokens: boolean, field: string): number[] {
+  try {
+    return tok.encode(text, { addSpecialTokens });
+  } catch (e) {
+    throw invalidArgument(field, `cannot be tokenized: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 export interface PromptLimits {
   readonly maxInputTokenLen: number;
   readonly truncation: TruncationMode;
@@ -94,7 +102,7 @@ export function promptTokens(
   switch (prompt.kind) {
     case 'text':
       if (typeof prompt.text !== 'string') throw invalidArgument('prompt.text', 'must be a string');
-      ids = tok.encode(prompt.text, { addSpecialTokens: prompt.addSpecialTokens ?? true });
+      ids = encode(tok, prompt.text, prompt.addSpecialTokens ?? true, 'prompt.text');
       break;
     case 'tokens':
       ids = [...checkTokenIds(prompt.ids, tok.vocabSize, 'prompt.ids')];
@@ -102,7 +110,7 @@ export function promptTokens(
     case 'chat': {
       const text = renderChat(tok, prompt.messages, prompt.addGenerationPrompt ?? true, chatTemplate);
       // The template already wrote any BOS / special tokens it wants.
-      ids = tok.encode(text, { addSpecialTokens: false });
+      ids = encode(tok, text, false, 'prompt.messages');
       break;
     }
     default:
