@@ -81,8 +81,7 @@ export function tgiSamples(p: TgiParameters): boolean {
     p.do_sample === true ||
     (p.temperature != null && p.temperature !== 1) ||
     p.top_k != null ||
-    (p.top_p != null && p.top_p < 1) ||
-    (p.best_of != null && p.best_of > 1)
+    (p.top_p != null && p.top_p < 1)
   );
 }
 
