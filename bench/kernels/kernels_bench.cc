@@ -69,6 +69,21 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0, 1);
   std::printf("isa=%s threads=%d layer type=%s\n", selectedIsa(), threads, layerType.c_str());
+  {
+    // Cost of one parallel region with hot workers (a decode step runs ~250 of them).
+    auto empty = [](int, int) {};
+    for (int i = 0; i < 1000; ++i) pool.run(TaskRef(empty));
+    int runs = 0;
+    double elapsed = 0;
+    auto start = std::chrono::steady_clock::now();
+    do {
+      for (int i = 0; i < 100; ++i) pool.run(TaskRef(empty));
+      runs += 100;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while (elapsed < 0.3);
+    double us = elapsed / runs * 1e6;
+    std::printf("empty parallel region (%d threads): %.2f us\n", threads, us);
+  }
   std::printf("%-22s %5s %10s %9s %9s %10s %9s\n", "shape", "n", "us/call", "GB/s", "GFLOP/s", "cpu-us", "cpuGFLOP");
   double stepTime[3] = {0, 0, 0};
   for (const Shape& s : shapes) {

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <stdexcept>
+#include <thread>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -108,11 +111,51 @@ int checkMatmul() {
   return failures ? 1 : 0;
 }
 
+// Thread pool: every index runs exactly once per run(), many runs back to back (hot
+// workers) and after sleeps (cold workers); an exception from the owner's share propagates.
+int checkPool() {
+  int failures = 0;
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    std::vector<int64_t> counts(threads * 16, 0);
+    auto task = [&](int i, int n) {
+      if (n != threads) std::abort();
+      counts[i * 16] += 1;
+    };
+    const int runs = 20000;
+    for (int r = 0; r < runs; ++r) {
+      pool.run(prism::TaskRef(task));
+      if (r % 5000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (int i = 0; i < threads; ++i)
+      if (counts[i * 16] != runs) {
+        std::printf("FAIL pool threads=%d index %d ran %ld times\n", threads, i, long(counts[i * 16]));
+        ++failures;
+      }
+    bool caught = false;
+    auto throwing = [&](int i, int) {
+      if (i == 0) throw std::runtime_error("owner share failed");
+    };
+    try {
+      pool.run(prism::TaskRef(throwing));
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+    if (!caught) {
+      std::printf("FAIL pool threads=%d: exception not propagated\n", threads);
+      ++failures;
+    }
+    pool.run(prism::TaskRef(task));  // still usable afterwards
+  }
+  std::printf("thread pool %s\n", failures ? "FAILED" : "ok");
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "matmul";
-  if (cmd == "matmul") return checkMatmul();
+  if (cmd == "matmul") return checkPool() + checkMatmul() ? 1 : 0;
   if ((cmd == "quant" || cmd == "dequant") && argc == 7) {
     TensorType type = parseType(argv[2]);
     int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);

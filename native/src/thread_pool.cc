@@ -28,8 +28,11 @@ namespace {
 
 // How long a worker (or the owner waiting for workers) spins before sleeping. Long enough
 // to bridge the serial gaps between the parallel regions of one decode step, short enough
-// not to burn a core for long when the engine is idle.
+// not to burn a core for long when the engine is idle. Past kYieldAfter the spinner also
+// yields its core each round: on an oversubscribed machine the thread it waits for may be
+// runnable but not running, and pure spinning would only delay it.
 constexpr auto kSpinTime = std::chrono::microseconds(300);
+constexpr auto kYieldAfter = std::chrono::microseconds(30);
 
 // Spins until pred() holds or kSpinTime has passed; returns pred()'s last value.
 template <typename Pred>
@@ -40,7 +43,9 @@ bool spinUntil(Pred pred) {
       if (pred()) return true;
       PRISM_CPU_RELAX();
     }
-    if (std::chrono::steady_clock::now() - start > kSpinTime) return pred();
+    auto spent = std::chrono::steady_clock::now() - start;
+    if (spent > kSpinTime) return pred();
+    if (spent > kYieldAfter) std::this_thread::yield();
   }
 }
 
@@ -56,41 +61,51 @@ struct ThreadPool::State {
   std::vector<std::thread> workers;
 };
 
-ThreadPool::ThreadPool(int threads) : threads_(threads), state_(new State) {
-  if (threads < 1) {
+ThreadPool::ThreadPool(int threads) : threads_(threads), state_(nullptr) {
+  if (threads < 1) throw std::invalid_argument("ThreadPool: threads must be >= 1");
+  state_ = new State;
+  try {
+    for (int index = 1; index < threads; ++index) state_->workers.emplace_back(workerLoop, state_, index, threads);
+  } catch (...) {
+    // A thread could not be started: stop the ones that were, then report.
+    stopWorkers();
     delete state_;
-    throw std::invalid_argument("ThreadPool: threads must be >= 1");
-  }
-  State* s = state_;
-  for (int index = 1; index < threads; ++index) {
-    s->workers.emplace_back([s, index, threads] {
-      uint32_t seen = 0;
-      for (;;) {
-        auto changed = [&] { return s->generation.load(std::memory_order_acquire) != seen; };
-        if (!spinUntil(changed)) {
-          s->workerSleepers.fetch_add(1, std::memory_order_seq_cst);
-          s->generation.wait(seen, std::memory_order_seq_cst);
-          s->workerSleepers.fetch_sub(1, std::memory_order_relaxed);
-        }
-        seen = s->generation.load(std::memory_order_acquire);
-        if (s->stop) return;
-        (*s->task)(index, threads);
-        if (s->pending.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-            s->ownerSleeping.load(std::memory_order_seq_cst) != 0) {
-          s->pending.notify_one();
-        }
-      }
-    });
+    throw;
   }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stopWorkers() {
   State* s = state_;
   s->stop = true;
   s->generation.fetch_add(1, std::memory_order_seq_cst);
   s->generation.notify_all();
   for (auto& t : s->workers) t.join();
-  delete s;
+  s->workers.clear();
+}
+
+ThreadPool::~ThreadPool() {
+  stopWorkers();
+  delete state_;
+}
+
+void ThreadPool::workerLoop(State* s, int index, int threads) {
+  uint32_t seen = 0;
+  for (;;) {
+    auto changed = [&] { return s->generation.load(std::memory_order_acquire) != seen; };
+    if (!spinUntil(changed)) {
+      s->workerSleepers.fetch_add(1, std::memory_order_seq_cst);
+      s->generation.wait(seen, std::memory_order_seq_cst);
+      s->workerSleepers.fetch_sub(1, std::memory_order_relaxed);
+    }
+    seen = s->generation.load(std::memory_order_acquire);
+    if (s->stop) return;
+    // Tasks must not throw on workers (the kernels do not): an exception here terminates.
+    (*s->task)(index, threads);
+    if (s->pending.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        s->ownerSleeping.load(std::memory_order_seq_cst) != 0) {
+      s->pending.notify_one();
+    }
+  }
 }
 
 void ThreadPool::run(TaskRef task) {
@@ -104,8 +119,19 @@ void ThreadPool::run(TaskRef task) {
   s->generation.fetch_add(1, std::memory_order_seq_cst);  // publishes task and pending
   if (s->workerSleepers.load(std::memory_order_seq_cst) != 0) s->generation.notify_all();
 
-  task(0, threads_);
+  // The workers hold a reference to `task`: even if the owner's share throws, wait for them
+  // before the exception leaves this frame.
+  try {
+    task(0, threads_);
+  } catch (...) {
+    waitForWorkers();
+    throw;
+  }
+  waitForWorkers();
+}
 
+void ThreadPool::waitForWorkers() {
+  State* s = state_;
   auto done = [&] { return s->pending.load(std::memory_order_acquire) == 0; };
   while (!spinUntil(done)) {
     s->ownerSleeping.store(1, std::memory_order_seq_cst);

@@ -46,6 +46,9 @@ class ThreadPool {
 
  private:
   struct State;
+  static void workerLoop(State* s, int index, int threads);
+  void stopWorkers();
+  void waitForWorkers();
   int threads_;
   State* state_;
 };
