@@ -33,7 +33,12 @@ export function freePortConfig(overrides: Partial<GatewayConfig> = {}): GatewayC
   return { ...base, management: { host: '127.0.0.1', port: 0 }, metrics: { host: '127.0.0.1', port: 0 }, ...overrides };
 }
 
-export async function startHarness(config: GatewayConfig = freePortConfig()): Promise<Harness> {
+export interface HarnessOptions {
+  /** Wraps the gRPC client's metadata hook (tests observe what reaches the engine). */
+  readonly metadata?: () => Record<string, string>;
+}
+
+export async function startHarness(config: GatewayConfig = freePortConfig(), options: HarnessOptions = {}): Promise<Harness> {
   const engine = await loadEngine(ensureDefaultModel(), {
     modelName: MODEL_NAME,
     maxSeqLen: 1024,
@@ -46,7 +51,7 @@ export async function startHarness(config: GatewayConfig = freePortConfig()): Pr
   let server: RunningEngineServer | undefined;
   try {
     server = await startEngineServer(engine, { listen: `unix:${join(dir, 'engine.sock')}`, log: () => {} });
-    const client = new GrpcEngineClient(server.address, { metadata: traceMetadata });
+    const client = new GrpcEngineClient(server.address, { metadata: options.metadata ?? traceMetadata });
     const gateway = await startGateway({ engine: client, config });
     const running = server;
     return {
