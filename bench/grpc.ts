@@ -10,9 +10,9 @@
  *    earlier request with the same 1,900 tokens and another tail) vs the same-length prompt
  *    cold; medians over --runs, each run with prefixes never seen before.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,7 @@ options:
   --runs N            runs of the prefix-cache measurement (default 3)
   --json              print the results as JSON instead of a table
   --update-docs       also rewrite the gRPC engine section of docs/benchmarks.md
+  --from-json FILE    render a report saved with --json instead of measuring
   --help              this text`;
 
 interface LevelResult {
@@ -61,6 +62,9 @@ interface PrefixResult {
 interface Report {
   readonly model: string;
   readonly date: string;
+  /** 1-minute load average of the machine when the run ended (other work skews the numbers). */
+  readonly loadAverage?: number;
+  readonly commit?: string;
   readonly newTokens: number;
   readonly promptTokens: number;
   readonly levels: LevelResult[];
@@ -252,7 +256,9 @@ const f = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
 function renderTable(r: Report): string {
   const lines = [
-    `gRPC engine benchmark: ${r.model}, ${r.promptTokens}-token prompts, ${r.newTokens} new tokens each, greedy`,
+    `gRPC engine benchmark: ${r.model}, ${r.promptTokens}-token prompts, ${r.newTokens} new tokens each, greedy` +
+      (r.commit ? `; commit ${r.commit}` : '') +
+      (r.loadAverage !== undefined ? `; machine load average ${r.loadAverage.toFixed(1)} at the end` : ''),
     '',
     '| concurrency | output tok/s | TTFT p50 ms | TTFT p99 ms | inter-token p50 ms | inter-token p99 ms |',
     '|---:|---:|---:|---:|---:|---:|',
@@ -311,11 +317,20 @@ async function main(): Promise<number> {
       runs: { type: 'string', default: '3' },
       json: { type: 'boolean', default: false },
       'update-docs': { type: 'boolean', default: false },
+      'from-json': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(help + '\n');
+    return 0;
+  }
+  if (values['from-json'] !== undefined) {
+    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Report;
+    const table = renderTable(saved);
+    process.stdout.write((values.json ? JSON.stringify(saved, null, 2) : table) + '\n');
+    if (values['update-docs'])
+      process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, saved))}\n`);
     return 0;
   }
   const positive = (name: string, raw: string): number => {
@@ -346,7 +361,13 @@ async function main(): Promise<number> {
     }
     process.stderr.write('bench:grpc: prefix cache (2,000-token prompts) ...\n');
     const prefix = await prefixCache(client, runs, salt);
+    const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).stdout.trim();
     const report: Report = {
+      loadAverage: loadavg()[0],
+      ...(commit ? { commit } : {}),
       model: info.modelName,
       date: new Date().toISOString().slice(0, 10),
       newTokens,
