@@ -36,11 +36,13 @@ export function freePortConfig(overrides: Partial<GatewayConfig> = {}): GatewayC
 export interface HarnessOptions {
   /** Wraps the gRPC client's metadata hook (tests observe what reaches the engine). */
   readonly metadata?: () => Record<string, string>;
+  /** Served model name (default MODEL_NAME). */
+  readonly modelName?: string;
 }
 
 export async function startHarness(config: GatewayConfig = freePortConfig(), options: HarnessOptions = {}): Promise<Harness> {
   const engine = await loadEngine(ensureDefaultModel(), {
-    modelName: MODEL_NAME,
+    modelName: options.modelName ?? MODEL_NAME,
     maxSeqLen: 1024,
     maxInputTokenLen: 768,
     kvCacheBytes: 64 << 20,
