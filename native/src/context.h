@@ -71,11 +71,14 @@ class Context {
   std::vector<float> ropeCos_, ropeSin_;  // [maxBatchTokens × headDim/2]
   std::vector<float> invFreq_;            // [headDim/2]
   std::vector<int32_t> tokenSeq_;         // sequence of each token of the step
+  // Attention work tiles: (first token, count) runs of up to kTile tokens of one sequence.
+  static constexpr int32_t kTile = 8;
+  std::vector<std::pair<int32_t, int32_t>> tiles_;
   std::vector<int32_t> outRows_;          // tokens whose logits are computed
   std::vector<int32_t> seqOutRow_;        // per sequence: row of its last token in logits_, -1 if none
   std::vector<float> xSel_;               // [maxBatchTokens × hidden]
   std::vector<float> logits_;             // [rows × vocab]
-  std::vector<std::vector<float>> attnScratch_;  // per thread: scores [blockSize] + acc [headDim]
+  std::vector<std::vector<float>> attnScratch_;  // per thread: K/V block in f32, scores and accumulators per head
   std::vector<SamplerScratch> samplerScratch_;   // per thread
 };
 

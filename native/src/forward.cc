@@ -42,7 +42,9 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   xSel_.resize(T * c.hidden);
   logits_.resize(opts.maxSeqs * c.vocab);
   attnScratch_.resize(pool_.size());
-  for (auto& s : attnScratch_) s.resize(opts.blockSize + hd);
+  const int64_t group = c.heads / c.kvHeads;
+  for (auto& s : attnScratch_) s.resize(2 * opts.blockSize * hd + opts.blockSize + kTile * group * (hd + 2));
+  tiles_.reserve(T);
   samplerScratch_.resize(pool_.size());
   for (auto& s : samplerScratch_) s.reserve(c.vocab);
   scratch_.reserve(T, std::max(model_->maxLinearCols, c.hidden), pool_.size());
@@ -206,73 +208,124 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   });
 }
 
-// Causal attention over the paged cache, one (token, query head) per work item, with an
-// online softmax over one block of positions at a time (so scratch is one block of scores).
+namespace {
+
+// [sum(a[0]), ..., sum(a[7])] of eight vectors (a transposed horizontal add).
+inline __m256 reduce8(const __m256* a) {
+  __m256 t0 = _mm256_hadd_ps(a[0], a[1]), t1 = _mm256_hadd_ps(a[2], a[3]);
+  __m256 t2 = _mm256_hadd_ps(a[4], a[5]), t3 = _mm256_hadd_ps(a[6], a[7]);
+  __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+inline void halfToFloat(const uint16_t* src, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(dst + i, simd::loadHalf8(src + i));
+}
+
+}  // namespace
+
+// Causal attention over the paged cache. One work item is (tile of up to kTile consecutive
+// tokens of one sequence, KV head): every query head sharing that KV head (GQA group) and
+// every token of the tile is done together, so each cached K/V block is converted from F16
+// once per item and reused kTile × group times (prefill is otherwise bound by re-reading the
+// cache). Softmax is computed online one block of positions at a time (flash-attention
+// style), so scratch is one block of K/V, one block of scores and the tile's accumulators.
 void Context::attention(int64_t l, const StepPlanData& plan) {
-  const int64_t hd = cfg_.headDim, H = cfg_.heads, group = cfg_.heads / cfg_.kvHeads, bs = opts_.blockSize;
-  const int64_t items = static_cast<int64_t>(plan.T) * H;
-  // Work per item grows with the position: estimate with the step's largest one.
+  const int64_t hd = cfg_.headDim, G = cfg_.kvHeads, group = cfg_.heads / cfg_.kvHeads, bs = opts_.blockSize;
+  const int64_t nTiles = static_cast<int64_t>(tiles_.size());
+  const int64_t items = nTiles * G;
   int64_t maxPos = 0;
   for (int32_t t = 0; t < plan.T; t++) maxPos = std::max<int64_t>(maxPos, plan.positions[t]);
-  forRange(items, (maxPos + 1) * hd, [&](int64_t b, int64_t e, int thread) {
-    float* scores = attnScratch_[thread].data();
-    float* acc = scores + bs;
+  forRange(items, (maxPos + 1) * hd * group * kTile, [&](int64_t b, int64_t e, int thread) {
+    float* kf = attnScratch_[thread].data();
+    float* vf = kf + bs * hd;
+    float* sc = vf + bs * hd;                     // [bs]
+    float* acc = sc + bs;                         // [kTile × group × hd]
+    float* mx = acc + kTile * group * hd;         // [kTile × group]
+    float* sum = mx + kTile * group;              // [kTile × group]
     for (int64_t it = b; it < e; it++) {
-      const int64_t t = it / H, h = it % H, g = h / group;
-      const float* q = &qkv_[t * qkvDim_ + h * hd];
-      const int32_t s = tokenSeq_[t];
-      const int32_t* table = &plan.blockTables[plan.blockTableOffsets[s]];
-      const int64_t nPos = static_cast<int64_t>(plan.positions[t]) + 1;
-      float m = -INFINITY, sum = 0;
-      std::fill(acc, acc + hd, 0.0f);
-      for (int64_t blk = 0; blk * bs < nPos; blk++) {
-        const int64_t n = std::min(bs, nPos - blk * bs);
-        const uint16_t* K = kAt(l, table[blk], g);
-        const uint16_t* V = vAt(l, table[blk], g);
-        __m256 vmax = _mm256_set1_ps(-INFINITY);
-        for (int64_t j = 0; j < n; j++) {
-          const uint16_t* kr = K + j * hd;
-          __m256 d0 = _mm256_setzero_ps(), d1 = _mm256_setzero_ps();
-          int64_t i = 0;
-          for (; i + 16 <= hd; i += 16) {
-            d0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), simd::loadHalf8(kr + i), d0);
-            d1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), simd::loadHalf8(kr + i + 8), d1);
+      const int64_t g = it % G;
+      const int32_t t0 = tiles_[it / G].first, nt = tiles_[it / G].second;
+      const int32_t* table = &plan.blockTables[plan.blockTableOffsets[tokenSeq_[t0]]];
+      const int64_t pos0 = plan.positions[t0];
+      const int64_t nPosMax = pos0 + nt;  // positions 0 .. pos0+nt-1
+      const int64_t states = nt * group;
+      std::fill(acc, acc + states * hd, 0.0f);
+      std::fill(mx, mx + states, -INFINITY);
+      std::fill(sum, sum + states, 0.0f);
+      for (int64_t blk = 0; blk * bs < nPosMax; blk++) {
+        const int64_t nBlk = std::min(bs, nPosMax - blk * bs);
+        halfToFloat(kAt(l, table[blk], g), kf, nBlk * hd);
+        halfToFloat(vAt(l, table[blk], g), vf, nBlk * hd);
+        for (int64_t qi = 0; qi < nt; qi++) {
+          // Token t0+qi sees positions 0 .. pos0+qi (causal within the tile).
+          const int64_t n = std::min(nBlk, pos0 + qi + 1 - blk * bs);
+          if (n <= 0) continue;
+          for (int64_t h = 0; h < group; h++) {
+            const int64_t st = qi * group + h;
+            const float* q = &qkv_[(t0 + qi) * qkvDim_ + (g * group + h) * hd];
+            int64_t j = 0;
+            for (; j + 8 <= n; j += 8) {
+              __m256 a[8];
+              for (int r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
+              for (int64_t i = 0; i < hd; i += 8) {
+                const __m256 qv = _mm256_loadu_ps(q + i);
+                for (int r = 0; r < 8; r++) a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + (j + r) * hd + i), a[r]);
+              }
+              _mm256_storeu_ps(sc + j, reduce8(a));
+            }
+            for (; j < n; j++) {
+              __m256 d = _mm256_setzero_ps();
+              for (int64_t i = 0; i < hd; i += 8) d = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kf + j * hd + i), d);
+              sc[j] = simd::hsum(d);
+            }
+            float bmax = -INFINITY;
+            for (j = 0; j < n; j++) bmax = std::max(bmax, sc[j]);
+            const float newMax = std::max(mx[st], bmax);
+            const float corr = std::exp(mx[st] - newMax);  // 0 on the first block (exp(-inf))
+            const __m256 vm = _mm256_set1_ps(newMax);
+            __m256 vs = _mm256_setzero_ps();
+            for (j = 0; j + 8 <= n; j += 8) {
+              __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vm));
+              _mm256_storeu_ps(sc + j, w);
+              vs = _mm256_add_ps(vs, w);
+            }
+            float bsum = simd::hsum(vs);
+            for (; j < n; j++) {
+              sc[j] = std::exp(sc[j] - newMax);
+              bsum += sc[j];
+            }
+            sum[st] = sum[st] * corr + bsum;
+            mx[st] = newMax;
+            float* ah = acc + st * hd;
+            const __m256 vc = _mm256_set1_ps(corr);
+            // Up to 64 floats of the accumulator stay in 8 registers (independent FMA chains).
+            int64_t i0 = 0;
+            for (; i0 + 64 <= hd; i0 += 64) {
+              __m256 v[8];
+              for (int r = 0; r < 8; r++) v[r] = _mm256_mul_ps(_mm256_loadu_ps(ah + i0 + 8 * r), vc);
+              for (j = 0; j < n; j++) {
+                const __m256 w = _mm256_set1_ps(sc[j]);
+                const float* vr = vf + j * hd + i0;
+                for (int r = 0; r < 8; r++) v[r] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vr + 8 * r), v[r]);
+              }
+              for (int r = 0; r < 8; r++) _mm256_storeu_ps(ah + i0 + 8 * r, v[r]);
+            }
+            for (; i0 < hd; i0 += 8) {  // head dims that are not a multiple of 64
+              __m256 v = _mm256_mul_ps(_mm256_loadu_ps(ah + i0), vc);
+              for (j = 0; j < n; j++) v = _mm256_fmadd_ps(_mm256_set1_ps(sc[j]), _mm256_loadu_ps(vf + j * hd + i0), v);
+              _mm256_storeu_ps(ah + i0, v);
+            }
           }
-          for (; i < hd; i += 8) d0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), simd::loadHalf8(kr + i), d0);
-          scores[j] = simd::hsum(_mm256_add_ps(d0, d1));
-        }
-        float bmax = -INFINITY;
-        for (int64_t j = 0; j < n; j++) bmax = std::max(bmax, scores[j]);
-        (void)vmax;
-        const float newMax = std::max(m, bmax);
-        const float corr = std::exp(m - newMax);  // exp(-inf) = 0 on the first block
-        int64_t j = 0;
-        const __m256 vm = _mm256_set1_ps(newMax);
-        __m256 vs = _mm256_setzero_ps();
-        for (; j + 8 <= n; j += 8) {
-          __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vm));
-          _mm256_storeu_ps(scores + j, w);
-          vs = _mm256_add_ps(vs, w);
-        }
-        float bsum = simd::hsum(vs);
-        for (; j < n; j++) {
-          scores[j] = std::exp(scores[j] - newMax);
-          bsum += scores[j];
-        }
-        sum = sum * corr + bsum;
-        m = newMax;
-        const __m256 vc = _mm256_set1_ps(corr);
-        for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(acc + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), vc));
-        for (j = 0; j < n; j++) {
-          const __m256 w = _mm256_set1_ps(scores[j]);
-          const uint16_t* vr = V + j * hd;
-          for (int64_t i = 0; i < hd; i += 8)
-            _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(w, simd::loadHalf8(vr + i), _mm256_loadu_ps(acc + i)));
         }
       }
-      float* out = &attn_[t * qDim_ + h * hd];
-      const __m256 inv = _mm256_set1_ps(1.0f / sum);
-      for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(acc + i), inv));
+      for (int64_t qi = 0; qi < nt; qi++)
+        for (int64_t h = 0; h < group; h++) {
+          const int64_t st = qi * group + h;
+          float* out = &attn_[(t0 + qi) * qDim_ + (g * group + h) * hd];
+          const __m256 inv = _mm256_set1_ps(1.0f / sum[st]);
+          for (int64_t i = 0; i < hd; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(acc + st * hd + i), inv));
+        }
     }
   });
 }
@@ -351,6 +404,10 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
 void Context::step(const StepPlanData& plan, StepResultData& out) {
   for (int32_t s = 0; s < plan.S; s++)
     for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t++) tokenSeq_[t] = s;
+  tiles_.clear();
+  for (int32_t s = 0; s < plan.S; s++)
+    for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t += kTile)
+      tiles_.emplace_back(t, std::min<int32_t>(kTile, plan.seqTokenOffsets[s + 1] - t));
   copyBlocks(plan);
   embed(plan);
   ropeTables(plan);
