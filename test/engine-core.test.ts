@@ -36,7 +36,7 @@ async function run(e: EngineCore, request: GenerateRequest) {
   return { finish, streamed, events };
 }
 
-const greedy = (text: string, maxNewTokens = 16): GenerateRequest => ({
+const greedy = (text: string, maxNewTokens = 12): GenerateRequest => ({
   prompt: { kind: 'text', text },
   params: { temperature: 0, maxNewTokens, ignoreEos: true },
 });
@@ -72,7 +72,7 @@ test('a prefix-cached request gives the same tokens as a cold one and reports ca
         { role: 'user', content: q },
       ],
     },
-    params: { temperature: 0, maxNewTokens: 16 },
+    params: { temperature: 0, maxNewTokens: 8 },
   });
   const before = await engine.status();
   const cold = await run(engine, request('What is 2 + 2?'));
@@ -151,7 +151,7 @@ test('over-long prompts and malformed params are INVALID_ARGUMENT naming the lim
 });
 
 test('preemption in a tiny pool gives the same tokens as an unpreempted run', async () => {
-  // 8 blocks of 16 tokens; four requests of ~10 + 40 tokens need ~16 blocks together.
+  // 8 blocks of 16 tokens; four requests of ~8 + 32 tokens need ~12 blocks together.
   const tiny = await loadEngine(model, {
     cacheBlockSize: 16,
     kvBlocks: 8,
@@ -163,7 +163,7 @@ test('preemption in a tiny pool gives the same tokens as an unpreempted run', as
   try {
     const reqs = prompts.slice(0, 4).map((p, i): GenerateRequest => ({
       prompt: { kind: 'text', text: p },
-      params: { temperature: i % 2 ? 0.8 : 0, seed: 99 + i, maxNewTokens: 40, ignoreEos: true },
+      params: { temperature: i % 2 ? 0.8 : 0, seed: 99 + i, maxNewTokens: 32, ignoreEos: true },
     }));
     const results = await Promise.all(reqs.map((r) => run(tiny, r)));
     assert.ok((await tiny.status()).preemptions > 0, 'the pool must be small enough to preempt');
