@@ -247,6 +247,17 @@ void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& q
 constexpr int kQ4XRowTile = PRISM_Q4X_ROWS;
 constexpr int kQ4XTokenTile = PRISM_Q4X_TOKENS;
 
+// Tokens per pass over a row tile: as many as keep their quantized activations within about
+// half of L1 (~16 KiB), so the R × T tiles re-read them from L1 rather than L2.
+#ifndef PRISM_L1_BUDGET
+#define PRISM_L1_BUDGET 16384
+#endif
+inline int64_t q4xTokenChunk(int64_t cols) {
+  int64_t chunk = PRISM_L1_BUDGET / std::max<int64_t>(cols, 1);
+  chunk = std::clamp<int64_t>(chunk, 4 * kQ4XTokenTile, kTokenChunk);
+  return chunk / kQ4XTokenTile * kQ4XTokenTile;
+}
+
 template <int R>
 void q4xRows(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, int64_t t1,
              float* y, int64_t ldy) {
@@ -260,8 +271,9 @@ struct Q4XKernel {
   static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
                     int64_t te, float* y, int64_t ldy) {
     const uint8_t* weights = weightData(W);
-    for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
-      int64_t c1 = std::min(te, c0 + kTokenChunk);
+    const int64_t chunk = q4xTokenChunk(W.cols);
+    for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+      int64_t c1 = std::min(te, c0 + chunk);
       int64_t r = rb;
       for (; r + kRowTile <= re; r += kRowTile) q4xRows<kRowTile>(weights, W.cols, qa, r, c0, c1, y, ldy);
       for (; r < re; ++r) q4xRows<1>(weights, W.cols, qa, r, c0, c1, y, ldy);
