@@ -4,7 +4,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -135,6 +135,44 @@ describe('tiny models of every architecture', () => {
       disposeModel(m);
       assert.throws(() => modelInfo(m), /disposed/);
     }
+  });
+
+  it('GGUFs with K-quants, Q4_1, BF16 and mixed types per layer load and step', async () => {
+    const wide = { vocab: 64, hidden: 256, heads: 4, kvHeads: 2, inter: 256, layers: 2 };
+    const variants: Array<[string, Parameters<typeof writeTinyGguf>[2]]> = [
+      ['Q4_K', { weightType: 'Q4_K' }],
+      ['Q6_K', { weightType: 'Q6_K' }],
+      ['Q4_1', { weightType: 'Q4_1' }],
+      ['BF16', { weightType: 'BF16' }],
+      // Like Q4_K_M: V and down in Q6_K (Q/K/V cannot be fused), embedding Q8_0.
+      ['mixed', { weightType: 'Q4_K', typeFor: (n) => (/attn_v|ffn_down/.test(n) ? 'Q6_K' : n.startsWith('token_embd') ? 'Q8_0' : undefined) }],
+    ];
+    for (const [label, opts] of variants) {
+      const file = join(dir, `wide-${label}.gguf`);
+      writeTinyGguf(file, wide, opts);
+      const m = await loadModel(file);
+      assert.equal(modelInfo(m).hiddenSize, 256);
+      const ctx = createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1, threads: 2 });
+      const r = await step(ctx, greedyPlan([1, 2, 3]));
+      assert.ok(r.logits!.every(Number.isFinite), `${label}: finite logits`);
+      disposeContext(ctx);
+      disposeModel(m);
+    }
+  });
+
+  it('a safetensors directory with an index file', async () => {
+    const d = join(dir, 'indexed');
+    writeTinyHfDir(d, 'llama');
+    renameSync(join(d, 'model.safetensors'), join(d, 'model-00001-of-00001.safetensors'));
+    const header = readFileSync(join(d, 'model-00001-of-00001.safetensors'));
+    const names = Object.keys(JSON.parse(header.subarray(8, 8 + Number(header.readBigUInt64LE(0))).toString())).filter((k) => k !== '__metadata__');
+    const weightMap = Object.fromEntries(names.map((k) => [k, 'model-00001-of-00001.safetensors']));
+    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    const m = await loadModel(d);
+    assert.equal(modelInfo(m).architecture, 'llama');
+    disposeModel(m);
+    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { x: '../escape.safetensors' } }));
+    await assert.rejects(loadModel(d), /must name a file in the directory/);
   });
 
   for (const arch of ['llama', 'qwen2', 'qwen3'] as const) {

@@ -52,13 +52,17 @@ export interface GgufLayout {
   typeFieldOffset: Record<string, number>;
 }
 
-export function tinyLlamaTensors(shape: TinyShape = TINY, weightType: TensorType = 'Q8_0'): GgufTensorSpec[] {
+export function tinyLlamaTensors(
+  shape: TinyShape = TINY,
+  weightType: TensorType = 'Q8_0',
+  typeFor: (name: string) => TensorType | undefined = () => undefined,
+): GgufTensorSpec[] {
   const { vocab, hidden, heads, kvHeads, inter, layers } = shape;
   const hd = hidden / heads;
   const t: GgufTensorSpec[] = [];
   let seed = 1;
   const add = (name: string, dims: number[], type: TensorType, scale = 0.2) =>
-    t.push({ name, dims, type, values: randomFloats(dims.reduce((a, b) => a * b, 1), seed++, scale) });
+    t.push({ name, dims, type: typeFor(name) ?? type, values: randomFloats(dims.reduce((a, b) => a * b, 1), seed++, scale) });
   add('token_embd.weight', [hidden, vocab], weightType, 1);
   for (let l = 0; l < layers; l++) {
     const p = `blk.${l}.`;
@@ -79,10 +83,16 @@ export function tinyLlamaTensors(shape: TinyShape = TINY, weightType: TensorType
 export function writeTinyGguf(
   path: string,
   shape: TinyShape = TINY,
-  opts: { arch?: string; weightType?: TensorType; extraKv?: Array<[string, number, Buffer]> } = {},
+  opts: {
+    arch?: string;
+    weightType?: TensorType;
+    /** Per-tensor storage type overrides (mixed-type files, like llama.cpp's Q4_K_M). */
+    typeFor?: (name: string) => TensorType | undefined;
+    extraKv?: Array<[string, number, Buffer]>;
+  } = {},
 ): GgufLayout {
   const arch = opts.arch ?? 'llama';
-  const tensors = tinyLlamaTensors(shape, opts.weightType);
+  const tensors = tinyLlamaTensors(shape, opts.weightType, opts.typeFor);
   const parts: Buffer[] = [];
   const u32 = (v: number) => {
     const b = Buffer.alloc(4);

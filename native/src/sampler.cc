@@ -59,14 +59,19 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
     const float inv = 1.0f / p.temperature;
     for (int64_t t = 0; t < V; t++) z[t] *= inv;
   }
-  int64_t best = 0;
-  for (int64_t t = 1; t < V; t++)
-    if (z[t] > z[best]) best = t;
-  const float maxZ = z[best];
-  if (!(maxZ > kNegInf)) {
+  // NaN logits (a broken model) fail the request rather than poisoning the comparisons.
+  int64_t best = -1;
+  float maxZ = kNegInf;
+  bool sawNan = false;
+  for (int64_t t = 0; t < V; t++) {
+    if (std::isnan(z[t])) sawNan = true;
+    else if (z[t] > maxZ) maxZ = z[t], best = t;
+  }
+  if (sawNan || best < 0) {
     out.token = -1;
     out.logprob = std::numeric_limits<float>::quiet_NaN();
-    out.error = "no token is allowed: the allowed-token mask (after penalties) excludes the whole vocabulary";
+    out.error = sawNan ? "the model produced NaN logits: cannot sample"
+                       : "no token is allowed: the allowed-token mask (after penalties) excludes the whole vocabulary";
     return;
   }
 
