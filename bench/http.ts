@@ -1,0 +1,319 @@
+/**
+ * HTTP benchmark: N concurrent streaming chat clients against `prism serve` and, in the same
+ * run, against llama.cpp behind an OpenAI-compatible server (bench/llama-server.ts) on the
+ * same GGUF. Per concurrency level: time to first token (first non-empty content delta),
+ * inter-token latency (gaps between content deltas), p50/p99, and output tok/s (completion
+ * tokens ÷ wall time of the level). Plus the latency the gateway adds over calling the engine's
+ * gRPC API directly (1-token chat requests, alternated, paired differences).
+ *
+ * The two servers run one after the other (never together: the machine has 2 cores), each in
+ * its own process, with the same threads and the same prompts, greedy decoding.
+ *
+ * Usage: npm run bench:http [-- --concurrency 1,8,32 --max-tokens 32 --json --update-docs]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createParser } from 'eventsource-parser';
+import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
+import { GrpcEngineClient } from '../engine/service/client.js';
+
+interface Args {
+  model: string;
+  concurrency: number[];
+  maxTokens: number;
+  overheadRuns: number;
+  threads: number;
+  json: boolean;
+  updateDocs: boolean;
+  skipLlama: boolean;
+}
+
+function parse(): Args {
+  const { values } = parseArgs({
+    options: {
+      model: { type: 'string' },
+      concurrency: { type: 'string', default: '1,8,32' },
+      'max-tokens': { type: 'string', default: '32' },
+      'overhead-runs': { type: 'string', default: '40' },
+      threads: { type: 'string', default: String(availableParallelism()) },
+      json: { type: 'boolean', default: false },
+      'update-docs': { type: 'boolean', default: false },
+      'skip-llama': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(
+      'usage: npm run bench:http [-- --model PATH --concurrency 1,8,32 --max-tokens N --overhead-runs N --threads N --skip-llama --json --update-docs]\n',
+    );
+    process.exit(0);
+  }
+  return {
+    model: values.model ?? ensureDefaultModel(),
+    concurrency: values.concurrency!.split(',').map(Number),
+    maxTokens: Number(values['max-tokens']),
+    overheadRuns: Number(values['overhead-runs']),
+    threads: Number(values.threads),
+    json: values.json!,
+    updateDocs: values['update-docs']!,
+    skipLlama: values['skip-llama']!,
+  };
+}
+
+const log = (line: string): void => void process.stderr.write(`bench:http: ${line}\n`);
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/** Starts a child process and resolves with the URL printed on the line matching `pattern`. */
+function startChild(cmd: string[], pattern: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, cmd, { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer): void => {
+      out += d.toString();
+      const m = out.match(pattern);
+      if (m) resolve({ child, match: m });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${cmd.join(' ')} exited with ${code}:\n${out}`)));
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+interface RequestTiming {
+  ttftMs: number;
+  gapsMs: number[];
+  completionTokens: number;
+}
+
+const topics = ['the sea', 'a mountain', 'a city at night', 'a robot', 'an old library', 'a garden', 'the moon', 'a train journey'];
+
+function promptFor(i: number): { role: 'user'; content: string }[] {
+  return [{ role: 'user', content: `Write a short story about ${topics[i % topics.length]} (story ${i}).` }];
+}
+
+async function streamChat(url: string, model: string, i: number, maxTokens: number): Promise<RequestTiming> {
+  const t0 = performance.now();
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: promptFor(i), max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+  });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let first = NaN;
+  let last = NaN;
+  const gaps: number[] = [];
+  let completion = 0;
+  let chunks = 0;
+  const parser = createParser({
+    onEvent: (e) => {
+      if (e.data === '[DONE]') return;
+      const now = performance.now();
+      const chunk = JSON.parse(e.data) as { choices: { delta: { content?: string } }[]; usage?: { completion_tokens: number } | null };
+      if (chunk.usage) completion = chunk.usage.completion_tokens;
+      const content = chunk.choices[0]?.delta.content;
+      if (!content) return;
+      chunks++;
+      if (Number.isNaN(first)) first = now - t0;
+      else gaps.push(now - last);
+      last = now;
+    },
+  });
+  const decoder = new TextDecoder();
+  for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(c, { stream: true }));
+  return { ttftMs: first, gapsMs: gaps, completionTokens: completion || chunks };
+}
+
+interface LevelResult {
+  server: string;
+  concurrency: number;
+  requests: number;
+  ttftP50: number;
+  ttftP99: number;
+  itlP50: number;
+  itlP99: number;
+  outputTokPerS: number;
+}
+
+async function runLevel(server: string, url: string, model: string, concurrency: number, maxTokens: number): Promise<LevelResult> {
+  // At least 4 requests per level so that concurrency 1 has a median worth the name.
+  const perClient = Math.max(1, Math.ceil(4 / concurrency));
+  const timings: RequestTiming[] = [];
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, c) => {
+      for (let k = 0; k < perClient; k++) timings.push(await streamChat(url, model, c * perClient + k, maxTokens));
+    }),
+  );
+  const wall = (performance.now() - t0) / 1000;
+  const ttft = timings.map((t) => t.ttftMs);
+  const gaps = timings.flatMap((t) => t.gapsMs);
+  return {
+    server,
+    concurrency,
+    requests: timings.length,
+    ttftP50: percentile(ttft, 50),
+    ttftP99: percentile(ttft, 99),
+    itlP50: percentile(gaps, 50),
+    itlP99: percentile(gaps, 99),
+    outputTokPerS: timings.reduce((s, t) => s + t.completionTokens, 0) / wall,
+  };
+}
+
+interface Overhead {
+  runs: number;
+  httpP50Ms: number;
+  grpcP50Ms: number;
+  addedP50Ms: number;
+  addedP99Ms: number;
+}
+
+/** 1-token chat requests through HTTP and straight over gRPC to the same engine, alternated. */
+async function gatewayOverhead(url: string, socket: string, model: string, runs: number): Promise<Overhead> {
+  const client = new GrpcEngineClient(`unix:${socket}`);
+  const messages = [{ role: 'user' as const, content: 'Say hi.' }];
+  const http: number[] = [];
+  const grpc: number[] = [];
+  try {
+    for (let i = 0; i < runs + 3; i++) {
+      let t = performance.now();
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages, max_tokens: 1, temperature: 0 }),
+      });
+      await res.json();
+      const h = performance.now() - t;
+      t = performance.now();
+      for await (const ev of client.generate({ prompt: { kind: 'chat', messages }, params: { maxNewTokens: 1, temperature: 0 } })) void ev;
+      const g = performance.now() - t;
+      // The first rounds warm up connections and caches.
+      if (i >= 3) {
+        http.push(h);
+        grpc.push(g);
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  const diffs = http.map((h, i) => h - grpc[i]);
+  return { runs, httpP50Ms: percentile(http, 50), grpcP50Ms: percentile(grpc, 50), addedP50Ms: percentile(diffs, 50), addedP99Ms: percentile(diffs, 99) };
+}
+
+function table(levels: LevelResult[], overhead: Overhead): string {
+  const f = (n: number, d = 1): string => (Number.isFinite(n) ? n.toFixed(d) : '–');
+  const lines = [
+    '| server | concurrency | requests | TTFT p50 (ms) | TTFT p99 (ms) | inter-token p50 (ms) | inter-token p99 (ms) | output tok/s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...levels.map(
+      (l) => `| ${l.server} | ${l.concurrency} | ${l.requests} | ${f(l.ttftP50)} | ${f(l.ttftP99)} | ${f(l.itlP50)} | ${f(l.itlP99)} | ${f(l.outputTokPerS)} |`,
+    ),
+  ];
+  const ratios = levels
+    .filter((l) => l.server === 'prism')
+    .map((p) => {
+      const q = levels.find((l) => l.server === 'llama.cpp' && l.concurrency === p.concurrency);
+      return q ? `concurrency ${p.concurrency}: ${f(p.outputTokPerS / q.outputTokPerS, 2)}×` : '';
+    })
+    .filter(Boolean);
+  if (ratios.length) lines.push('', `Output tok/s, Prism ÷ llama.cpp: ${ratios.join(', ')}.`);
+  lines.push(
+    '',
+    `Gateway-added latency (1-token chat, HTTP vs direct gRPC to the same engine, ${overhead.runs} alternated pairs): ` +
+      `p50 ${f(overhead.addedP50Ms, 2)} ms, p99 ${f(overhead.addedP99Ms, 2)} ms ` +
+      `(HTTP p50 ${f(overhead.httpP50Ms)} ms, gRPC p50 ${f(overhead.grpcP50Ms)} ms).`,
+  );
+  return lines.join('\n');
+}
+
+const BEGIN = '<!-- bench:http begin -->';
+const END = '<!-- bench:http end -->';
+
+function updateDocs(body: string, args: Args): void {
+  const path = join(projectRoot(), 'docs', 'benchmarks.md');
+  let doc = '';
+  try {
+    doc = readFileSync(path, 'utf-8');
+  } catch {
+    doc = '# Benchmarks\n';
+  }
+  const generated = `${BEGIN}\nMeasured ${new Date().toISOString().slice(0, 10)}, ${args.threads} threads, max_tokens ${args.maxTokens}, greedy, model \`${args.model.split('/').pop()}\`.\n\n${body}\n${END}`;
+  if (doc.includes(BEGIN)) {
+    doc = doc.slice(0, doc.indexOf(BEGIN)) + generated + doc.slice(doc.indexOf(END) + END.length);
+  } else {
+    doc +=
+      `\n## HTTP gateways\n\n` +
+      'N concurrent streaming chat clients (`/v1/chat/completions`, `stream: true`, distinct prompts, greedy) against ' +
+      '`prism serve` (gateways → gRPC over a unix socket → engine) and against llama.cpp behind a small ' +
+      'OpenAI-compatible server (`bench/llama-server.ts`: node-llama-cpp prebuilt CPU binary, one context with one ' +
+      'sequence per concurrent request, batched by node-llama-cpp), one server at a time, same GGUF and threads. ' +
+      'TTFT = time to the first non-empty content delta; inter-token = gaps between content deltas; output tok/s = ' +
+      'completion tokens ÷ wall time of the level. Gateway-added latency: 1-token chat requests through HTTP and ' +
+      'straight over gRPC to the same engine, alternated; the median of the paired differences (target ≤ 1 ms).\n\n' +
+      'Reproduce: `npm run bench:http` (`-- --json`, `-- --update-docs` rewrites the part between the markers).\n\n' +
+      generated +
+      '\n';
+  }
+  writeFileSync(path, doc);
+}
+
+async function main(): Promise<void> {
+  const args = parse();
+  const levels: LevelResult[] = [];
+  const socket = join(tmpdir(), `prism-bench-${process.pid}.sock`);
+  log('starting prism serve ...');
+  const prism = await startChild(
+    ['--import', 'tsx', 'cli/main.ts', 'serve', '--model', args.model, '--model-name', 'bench', '--port', '0', '--engine-socket', socket, '--threads', String(args.threads)],
+    /service listener on (http:\/\/[^\s]+)/,
+  );
+  let overhead: Overhead;
+  try {
+    const url = prism.match[1];
+    for (const c of args.concurrency) {
+      log(`prism: concurrency ${c}`);
+      levels.push(await runLevel('prism', url, 'bench', c, args.maxTokens));
+    }
+    log('prism: gateway-added latency');
+    overhead = await gatewayOverhead(url, socket, 'bench', args.overheadRuns);
+  } finally {
+    await stopChild(prism.child);
+  }
+  if (!args.skipLlama) {
+    log('starting the llama.cpp server ...');
+    const maxC = Math.max(...args.concurrency);
+    const llama = await startChild(
+      ['--import', 'tsx', 'bench/llama-server.ts', '--model', args.model, '--parallel', String(maxC), '--ctx-per-seq', String(256 + args.maxTokens), '--threads', String(args.threads)],
+      /listening (http:\/\/[^\s]+)/,
+    );
+    try {
+      for (const c of args.concurrency) {
+        log(`llama.cpp: concurrency ${c}`);
+        levels.push(await runLevel('llama.cpp', llama.match[1], 'llama.cpp', c, args.maxTokens));
+      }
+    } finally {
+      await stopChild(llama.child);
+    }
+  }
+  const text = table(levels, overhead);
+  if (args.json) process.stdout.write(JSON.stringify({ args, levels, overhead }, null, 2) + '\n');
+  else process.stdout.write(text + '\n');
+  if (args.updateDocs) updateDocs(text, args);
+}
+
+main().catch((err: unknown) => {
+  log((err as Error).stack ?? String(err));
+  process.exit(1);
+});
