@@ -62,6 +62,7 @@ test('vocabulary facts match transformers', () => {
   assert.equal(tokenizer.vocabSize, answer.info!.vocab_size);
   assert.equal(tokenizer.bosTokenId, answer.info!.bos_token_id);
   assert.equal(tokenizer.eosTokenIds[0], answer.info!.eos_token_id);
+  assert.deepEqual(tokenizer.eosTokenIds, [2, 0]); // <|im_end|>, then <|endoftext|> (as llama.cpp stops on both)
   assert.equal(tokenizer.addBosToken, false);
   assert.ok(tokenizer.isSpecial(2) && tokenizer.isSpecial(1) && !tokenizer.isSpecial(100));
   assert.ok(tokenizer.chatTemplate?.includes('<|im_start|>'));

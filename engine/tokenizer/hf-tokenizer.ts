@@ -140,6 +140,10 @@ export class HfTokenizer implements Tokenizer {
         if (id !== null && this.special.has(id) && facts.chatTemplate.includes(text)) eos.add(id);
       }
     }
+    // The end-of-document token ends generation too when it is a special token (llama.cpp
+    // counts it among its end-of-generation ids; Qwen's generation_config lists it).
+    const endOfText = idOf('<|endoftext|>');
+    if (endOfText !== null && this.special.has(endOfText)) eos.add(endOfText);
     this.eosTokenIds = [...eos];
 
     const probe = Array.from(encoder.encode('a', true));
