@@ -31,7 +31,7 @@ export type PromptInput =
 
 /**
  * Generation parameters after gateway validation. Absent fields take the engine defaults
- * (engine/request-defaults.ts); the engine validates ranges again (one place: engine/validate.ts)
+ * (engine/sampling-params.ts); the engine validates ranges again (one place: engine/sampling-params.ts and engine/prompt.ts)
  * so that gRPC callers get the same INVALID_ARGUMENT errors as HTTP callers.
  */
 export interface SamplingParams {
