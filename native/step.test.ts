@@ -224,6 +224,48 @@ describe('native step', () => {
     }
   });
 
+  it('sampled frequencies follow the processed distribution (mask, temperature, top-k, top-p)', async () => {
+    const prompt = [504, 3575, 282];
+    const base = await step(ctx, makePlan([{ tokens: prompt, start: 0, blocks: [60] }], { returnLogits: 'last' }));
+    const logits = base.logits!;
+    const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]!);
+    const top4 = order.slice(0, 4);
+    const words = Math.ceil(V / 32);
+    const mask = new Int32Array(words);
+    for (const t of top4) mask[t >> 5]! |= 1 << (t & 31);
+    const expected = (temperature: number, keep: number) => {
+      const kept = top4.slice(0, keep);
+      const w = kept.map((t) => Math.exp((logits[t]! - logits[kept[0]!]!) / temperature));
+      const sum = w.reduce((a, b) => a + b, 0);
+      return new Map(kept.map((t, i) => [t, w[i]! / sum]));
+    };
+    const configs: Array<[Partial<SeqSpec>, Map<number, number>]> = [
+      [{ temperature: 2, maskRow: 0 }, expected(2, 4)],
+      [{ temperature: 2, maskRow: 0, topK: 2 }, expected(2, 2)],
+    ];
+    for (const [params, probs] of configs) {
+      const counts = new Map<number, number>();
+      const S = 8;
+      const rounds = 25;
+      for (let round = 0; round < rounds; round++) {
+        const seqs: SeqSpec[] = Array.from({ length: S }, (_, s) => ({
+          tokens: prompt,
+          start: 0,
+          blocks: [s],
+          seed: BigInt(round * S + s),
+          ...params,
+        }));
+        const r = await step(ctx, makePlan(seqs, { allowedMask: mask }));
+        for (const t of r.tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
+      }
+      for (const [t, n] of counts) assert.ok(probs.has(t), `token ${t} is outside the kept set`);
+      for (const [t, p] of probs) {
+        const freq = (counts.get(t) ?? 0) / (S * rounds);
+        assert.ok(Math.abs(freq - p) < 0.1, `token ${t}: frequency ${freq.toFixed(3)} vs probability ${p.toFixed(3)}`);
+      }
+    }
+  });
+
   it('top-k = 1 equals greedy; logprobs are consistent', async () => {
     const base = { tokens: PROMPT.slice(0, 9), start: 0, blocks: [5, 6] };
     const g = await step(ctx, makePlan([{ ...base, temperature: 0, topLogprobs: 5 }], { returnLogits: 'last' }));

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "simd.h"
+
 namespace prism {
 namespace {
 
@@ -16,12 +18,24 @@ uint64_t splitmix64(uint64_t x) {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// log(sum(exp(z))) over the whole row (the normaliser of the processed distribution).
-double logSumExp(const float* z, int64_t n, float maxZ) {
+// sum(exp(z - maxZ)) over a whole row, 8 lanes at a time (-inf entries contribute 0).
+// Per-lane partial sums in float, combined in double: a 150k vocabulary stays accurate.
+double sumExp(const float* z, int64_t n, float maxZ) {
+  const __m256 vm = _mm256_set1_ps(maxZ);
   double sum = 0;
-  for (int64_t i = 0; i < n; i++) sum += std::exp(static_cast<double>(z[i] - maxZ));
-  return maxZ + std::log(sum);
+  int64_t i = 0;
+  while (i + 8 <= n) {
+    __m256 acc = _mm256_setzero_ps();
+    const int64_t end = std::min(n, i + 4096) & ~int64_t{7};
+    for (; i + 8 <= end; i += 8) acc = _mm256_add_ps(acc, simd::exp(_mm256_sub_ps(_mm256_loadu_ps(z + i), vm)));
+    sum += simd::hsum(acc);
+  }
+  for (; i < n; i++) sum += std::exp(static_cast<double>(z[i] - maxZ));
+  return sum;
 }
+
+// log(sum(exp(z))) over the whole row (the normaliser of the processed distribution).
+double logSumExp(const float* z, int64_t n, float maxZ) { return maxZ + std::log(sumExp(z, n, maxZ)); }
 
 }  // namespace
 
@@ -77,24 +91,28 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
 
   int32_t chosen = static_cast<int32_t>(best);
   if (!greedy && p.topK != 1) {
-    // Candidates: the top-k (or, for top-p alone, a top-256 guess widened to the whole
-    // vocabulary only if those do not reach p) in descending order.
+    // Candidates: the allowed tokens, cut to the top-k; for top-p, the best 256 of those are
+    // sorted first and the sort widens to every candidate only if they do not reach p.
     int32_t* idx = s.idx.data();
     int64_t nAllowed = 0;
     for (int64_t t = 0; t < V; t++)
       if (z[t] > kNegInf) idx[nAllowed++] = static_cast<int32_t>(t);
     auto byLogit = [z](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); };
+    // Top-k first (as HF and vLLM do): top-p then works on the renormalised top-k.
     int64_t k = p.topK > 0 ? std::min<int64_t>(p.topK, nAllowed) : nAllowed;
+    if (k < nAllowed) std::nth_element(idx, idx + k, idx + nAllowed, byLogit);
     const bool useTopP = p.topP < 1.0f;
     int64_t n = k;
-    if (!useTopP) {
-      if (k < nAllowed) std::nth_element(idx, idx + k, idx + nAllowed, byLogit);
-    } else {
+    if (useTopP) {
       double total = 0;
-      for (int64_t t = 0; t < nAllowed; t++) total += std::exp(static_cast<double>(z[idx[t]] - maxZ));
-      int64_t guess = p.topK <= 0 ? std::min<int64_t>(256, nAllowed) : k;
+      if (k == nAllowed) {
+        total = sumExp(z, V, maxZ);  // every allowed token: one vectorised pass (masked ones add 0)
+      } else {
+        for (int64_t t = 0; t < k; t++) total += std::exp(static_cast<double>(z[idx[t]] - maxZ));
+      }
+      int64_t guess = std::min<int64_t>(256, k);
       for (;;) {
-        if (guess < nAllowed) std::nth_element(idx, idx + guess, idx + nAllowed, byLogit);
+        if (guess < k) std::nth_element(idx, idx + guess, idx + k, byLogit);
         std::sort(idx, idx + guess, byLogit);
         double cum = 0;
         int64_t cut = guess;
@@ -115,7 +133,27 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
         break;
       }
     }
-    {
+    if (n == nAllowed) {
+      // No cut: draw over the whole row in vocabulary order, 8 lanes at a time (masked
+      // tokens weigh exp(-inf) = 0).
+      const double u = uniformFromSeed(p.seed, p.counter) * sumExp(z, V, maxZ);
+      const __m256 vm = _mm256_set1_ps(maxZ);
+      double acc = 0;
+      int64_t t = 0;
+      chosen = static_cast<int32_t>(best);
+      for (; t + 8 <= V; t += 8) {
+        const double chunk = simd::hsum(simd::exp(_mm256_sub_ps(_mm256_loadu_ps(z + t), vm)));
+        if (acc + chunk > u) break;
+        acc += chunk;
+      }
+      for (; t < V; t++) {
+        acc += std::exp(static_cast<double>(z[t] - maxZ));
+        if (u < acc && z[t] > kNegInf) {
+          chosen = static_cast<int32_t>(t);
+          break;
+        }
+      }
+    } else {
       // Draw within the kept candidates (renormalised).
       double kept = 0;
       for (int64_t t = 0; t < n; t++) kept += std::exp(static_cast<double>(z[idx[t]] - maxZ));
