@@ -101,9 +101,13 @@ describe('corrupted GGUF files', () => {
       writeFileSync(path, layout.bytes.subarray(0, cut));
       const err = await tryLoad(path);
       assert.notEqual(err, 'ok', `truncated at ${cut} of ${size} must not load`);
-      if (cut >= layout.dataStart) assert.ok((err as ModelFormatError).tensor, `data truncation at ${cut} names a tensor`);
+      if (cut >= layout.dataStart)
+        assert.ok((err as ModelFormatError).tensor, `data truncation at ${cut} names a tensor`);
       if (cut < layout.tensorInfoStart) {
-        assert.throws(() => readGgufMetadata(path), (e: unknown) => e instanceof ModelFormatError && e.file === path);
+        assert.throws(
+          () => readGgufMetadata(path),
+          (e: unknown) => e instanceof ModelFormatError && e.file === path,
+        );
       }
       rmSync(path);
     }
@@ -143,21 +147,44 @@ describe('corrupted GGUF files', () => {
   });
 
   it('wrong magic and unsupported version', async () => {
-    await expectError(variant('magic.gguf', (b) => (b.write('GGML', 0), b)), /not a GGUF file/);
-    await expectError(variant('v1.gguf', (b) => (b.writeUInt32LE(1, 4), b)), /unsupported GGUF version 1/);
+    await expectError(
+      variant('magic.gguf', (b) => (b.write('GGML', 0), b)),
+      /not a GGUF file/,
+    );
+    await expectError(
+      variant('v1.gguf', (b) => (b.writeUInt32LE(1, 4), b)),
+      /unsupported GGUF version 1/,
+    );
   });
 
   it('absurd tensor and metadata counts', async () => {
-    await expectError(variant('tcount.gguf', (b) => (b.writeBigUInt64LE(1n << 40n, 8), b)), /tensor count/);
-    await expectError(variant('kvcount.gguf', (b) => (b.writeBigUInt64LE(1n << 60n, 16), b)), /metadata count/);
+    await expectError(
+      variant('tcount.gguf', (b) => (b.writeBigUInt64LE(1n << 40n, 8), b)),
+      /tensor count/,
+    );
+    await expectError(
+      variant('kvcount.gguf', (b) => (b.writeBigUInt64LE(1n << 60n, 16), b)),
+      /metadata count/,
+    );
     // First key's string length.
-    await expectError(variant('keylen.gguf', (b) => (b.writeBigUInt64LE(1n << 50n, layout.kvStart), b)), /string length/);
+    await expectError(
+      variant('keylen.gguf', (b) => (b.writeBigUInt64LE(1n << 50n, layout.kvStart), b)),
+      /string length/,
+    );
   });
 
   it('unknown and unsupported tensor types name the tensor', async () => {
     const at = layout.typeFieldOffset['blk.0.attn_q.weight']!;
-    await expectError(variant('type99.gguf', (b) => (b.writeUInt32LE(99, at), b)), /unknown or unsupported tensor type/, 'blk.0.attn_q.weight');
-    await expectError(variant('q5k.gguf', (b) => (b.writeUInt32LE(13, at), b)), /Q5_K/, 'blk.0.attn_q.weight');
+    await expectError(
+      variant('type99.gguf', (b) => (b.writeUInt32LE(99, at), b)),
+      /unknown or unsupported tensor type/,
+      'blk.0.attn_q.weight',
+    );
+    await expectError(
+      variant('q5k.gguf', (b) => (b.writeUInt32LE(13, at), b)),
+      /Q5_K/,
+      'blk.0.attn_q.weight',
+    );
   });
 
   it('dims that do not match the architecture name the tensor', async () => {
@@ -171,8 +198,15 @@ describe('corrupted GGUF files', () => {
 
   it('a tensor offset past the end or overlapping another', async () => {
     const at = layout.typeFieldOffset['blk.0.ffn_up.weight']! + 4;
-    await expectError(variant('offset.gguf', (b) => (b.writeBigUInt64LE(1n << 40n, at), b)), /past the end/, 'blk.0.ffn_up.weight');
-    await expectError(variant('overlap.gguf', (b) => (b.writeBigUInt64LE(0n, at), b)), /overlaps/);
+    await expectError(
+      variant('offset.gguf', (b) => (b.writeBigUInt64LE(1n << 40n, at), b)),
+      /past the end/,
+      'blk.0.ffn_up.weight',
+    );
+    await expectError(
+      variant('overlap.gguf', (b) => (b.writeBigUInt64LE(0n, at), b)),
+      /overlaps/,
+    );
   });
 
   it('an unknown architecture and a missing file', async () => {
@@ -207,7 +241,15 @@ describe('broken Hugging Face directories', () => {
     await expectError(d, /num_hidden_layers/);
 
     d = fresh('hf-arch');
-    writeFileSync(join(d, 'config.json'), JSON.stringify({ ...cfg, num_hidden_layers: 2, model_type: 'gpt_neox', architectures: ['GPTNeoXForCausalLM'] }));
+    writeFileSync(
+      join(d, 'config.json'),
+      JSON.stringify({
+        ...cfg,
+        num_hidden_layers: 2,
+        model_type: 'gpt_neox',
+        architectures: ['GPTNeoXForCausalLM'],
+      }),
+    );
     await expectError(d, /unsupported architecture/);
 
     d = fresh('hf-layers');
@@ -228,12 +270,16 @@ describe('broken Hugging Face directories', () => {
     await cut('st-header', (b) => b.subarray(0, 100), /header length/);
     await cut('st-data', (b) => b.subarray(0, b.length - 10), /outside the data section/);
     await cut('st-json', (b) => (b.write('!', 8), b), /invalid header JSON/);
-    await cut('st-dtype', (b) => {
-      const s = b.toString('latin1');
-      const i = s.indexOf('"dtype":"F32"');
-      b.write('"dtype":"I32"', i, 'latin1');
-      return b;
-    }, /unsupported dtype 'I32'/);
+    await cut(
+      'st-dtype',
+      (b) => {
+        const s = b.toString('latin1');
+        const i = s.indexOf('"dtype":"F32"');
+        b.write('"dtype":"I32"', i, 'latin1');
+        return b;
+      },
+      /unsupported dtype 'I32'/,
+    );
     for (let k = 0; k < 40; k++) {
       const d = fresh(`st-flip-${k}`);
       const file = join(d, 'model.safetensors');

@@ -91,7 +91,13 @@ describe('default model', () => {
   });
 
   it('creates contexts and reports them', () => {
-    const ctx = createContext(model, { kvBlocks: 16, blockSize: 32, maxBatchTokens: 64, maxSeqs: 4, threads: 2 });
+    const ctx = createContext(model, {
+      kvBlocks: 16,
+      blockSize: 32,
+      maxBatchTokens: 64,
+      maxSeqs: 4,
+      threads: 2,
+    });
     const info = contextInfo(ctx);
     assert.equal(info.kvBlocks, 16);
     assert.equal(info.threads, 2);
@@ -104,7 +110,10 @@ describe('default model', () => {
       () => createContext(model, { kvBlocks: 0, blockSize: 32, maxBatchTokens: 64, maxSeqs: 4 }),
       /options\.kvBlocks/,
     );
-    assert.throws(() => createContext(model, { kvBlocks: 4, blockSize: 32, maxBatchTokens: 1.5, maxSeqs: 4 }), /maxBatchTokens/);
+    assert.throws(
+      () => createContext(model, { kvBlocks: 4, blockSize: 32, maxBatchTokens: 1.5, maxSeqs: 4 }),
+      /maxBatchTokens/,
+    );
   });
 
   it('reports CPU features', () => {
@@ -145,7 +154,14 @@ describe('tiny models of every architecture', () => {
       ['Q4_1', { weightType: 'Q4_1' }],
       ['BF16', { weightType: 'BF16' }],
       // Like Q4_K_M: V and down in Q6_K (Q/K/V cannot be fused), embedding Q8_0.
-      ['mixed', { weightType: 'Q4_K', typeFor: (n) => (/attn_v|ffn_down/.test(n) ? 'Q6_K' : n.startsWith('token_embd') ? 'Q8_0' : undefined) }],
+      [
+        'mixed',
+        {
+          weightType: 'Q4_K',
+          typeFor: (n) =>
+            /attn_v|ffn_down/.test(n) ? 'Q6_K' : n.startsWith('token_embd') ? 'Q8_0' : undefined,
+        },
+      ],
     ];
     for (const [label, opts] of variants) {
       const file = join(dir, `wide-${label}.gguf`);
@@ -165,13 +181,21 @@ describe('tiny models of every architecture', () => {
     writeTinyHfDir(d, 'llama');
     renameSync(join(d, 'model.safetensors'), join(d, 'model-00001-of-00001.safetensors'));
     const header = readFileSync(join(d, 'model-00001-of-00001.safetensors'));
-    const names = Object.keys(JSON.parse(header.subarray(8, 8 + Number(header.readBigUInt64LE(0))).toString())).filter((k) => k !== '__metadata__');
+    const names = Object.keys(
+      JSON.parse(header.subarray(8, 8 + Number(header.readBigUInt64LE(0))).toString()),
+    ).filter((k) => k !== '__metadata__');
     const weightMap = Object.fromEntries(names.map((k) => [k, 'model-00001-of-00001.safetensors']));
-    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    writeFileSync(
+      join(d, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }),
+    );
     const m = await loadModel(d);
     assert.equal(modelInfo(m).architecture, 'llama');
     disposeModel(m);
-    writeFileSync(join(d, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { x: '../escape.safetensors' } }));
+    writeFileSync(
+      join(d, 'model.safetensors.index.json'),
+      JSON.stringify({ weight_map: { x: '../escape.safetensors' } }),
+    );
     await assert.rejects(loadModel(d), /must name a file in the directory/);
   });
 
@@ -186,7 +210,13 @@ describe('tiny models of every architecture', () => {
         assert.equal(info.architecture, arch);
         assert.equal(info.tiedEmbeddings, arch === 'qwen2');
         assert.deepEqual(Object.keys(info.tensorTypes), [dtype]);
-        const ctx = createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1, threads: 2 });
+        const ctx = createContext(m, {
+          kvBlocks: 2,
+          blockSize: 8,
+          maxBatchTokens: 16,
+          maxSeqs: 1,
+          threads: 2,
+        });
         const r = await step(ctx, greedyPlan([3, 1, 4, 1, 5, 9]));
         assert.ok(r.logits!.every(Number.isFinite));
         assert.ok(r.tokens[0]! >= 0 && r.tokens[0]! < TINY.vocab);
@@ -204,7 +234,10 @@ describe('tiny models of every architecture', () => {
     disposeModel(m);
     const r = await step(ctx, greedyPlan([1, 2]));
     assert.ok(r.logits!.every(Number.isFinite));
-    assert.throws(() => createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1 }), /disposed/);
+    assert.throws(
+      () => createContext(m, { kvBlocks: 2, blockSize: 8, maxBatchTokens: 16, maxSeqs: 1 }),
+      /disposed/,
+    );
     disposeContext(ctx);
   });
 });

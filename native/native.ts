@@ -235,10 +235,7 @@ export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));
 }
 
-export async function loadModel(
-  path: string,
-  onProgress?: (fraction: number) => void,
-): Promise<ModelHandle> {
+export async function loadModel(path: string, onProgress?: (fraction: number) => void): Promise<ModelHandle> {
   return wrapNativeError(() => addon.loadModel(path, onProgress));
 }
 

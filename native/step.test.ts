@@ -67,7 +67,9 @@ function makePlan(seqs: SeqSpec[], extra: Partial<StepPlan> = {}): StepPlan {
   };
 }
 
-const PROMPT = [504, 3575, 282, 4649, 314, 7042, 30, 378, 3575, 282, 7062, 314, 1801, 30, 378, 3575, 282, 9840, 314];
+const PROMPT = [
+  504, 3575, 282, 4649, 314, 7042, 30, 378, 3575, 282, 7062, 314, 1801, 30, 378, 3575, 282, 9840, 314,
+];
 const BS = 8;
 
 function maxRelDiff(a: Float32Array, b: Float32Array): number {
@@ -107,7 +109,10 @@ describe('native step', () => {
     const rows: Float32Array[] = [];
     let pos = 0;
     for (const n of chunks) {
-      const r = await step(ctx, makePlan([{ tokens: PROMPT.slice(pos, pos + n), start: pos, blocks }], { returnLogits: 'all' }));
+      const r = await step(
+        ctx,
+        makePlan([{ tokens: PROMPT.slice(pos, pos + n), start: pos, blocks }], { returnLogits: 'all' }),
+      );
       assert.ok(r.logits);
       rows.push(r.logits);
       pos += n;
@@ -126,7 +131,10 @@ describe('native step', () => {
     const blocks = [0, 1, 2];
     const whole = await chunkedLogits([PROMPT.length], blocks);
     const chunked = await chunkedLogits([5, 1, 7, 6], blocks);
-    const single = await chunkedLogits(PROMPT.map(() => 1), blocks);
+    const single = await chunkedLogits(
+      PROMPT.map(() => 1),
+      blocks,
+    );
     const shuffled = await chunkedLogits([3, 16], [41, 7, 23]);
     assert.ok(maxRelDiff(whole, chunked) < 1e-3, `chunked differs: ${maxRelDiff(whole, chunked)}`);
     assert.ok(maxRelDiff(whole, single) < 1e-3, `decode differs: ${maxRelDiff(whole, single)}`);
@@ -143,7 +151,14 @@ describe('native step', () => {
       [b, [12, 13]],
       [c, [14]],
     ] as const) {
-      alone.push((await step(ctx, makePlan([{ tokens: [...tokens], start: 0, blocks: [...blocks] }], { returnLogits: 'last' }))).logits!);
+      alone.push(
+        (
+          await step(
+            ctx,
+            makePlan([{ tokens: [...tokens], start: 0, blocks: [...blocks] }], { returnLogits: 'last' }),
+          )
+        ).logits!,
+      );
     }
     const batch = await step(
       ctx,
@@ -173,7 +188,14 @@ describe('native step', () => {
   it('same seed → same tokens alone and in a batch with others', async () => {
     const sampled = async (inBatch: boolean): Promise<number[]> => {
       const out: number[] = [];
-      const seq: SeqSpec = { tokens: PROMPT.slice(0, 6), start: 0, blocks: [40, 41], temperature: 1.3, topP: 0.95, seed: 1234n };
+      const seq: SeqSpec = {
+        tokens: PROMPT.slice(0, 6),
+        start: 0,
+        blocks: [40, 41],
+        temperature: 1.3,
+        topP: 0.95,
+        seed: 1234n,
+      };
       for (let i = 0; i < 6; i++) {
         const seqs: SeqSpec[] = inBatch
           ? [
@@ -226,7 +248,10 @@ describe('native step', () => {
 
   it('sampled frequencies follow the processed distribution (mask, temperature, top-k, top-p)', async () => {
     const prompt = [504, 3575, 282];
-    const base = await step(ctx, makePlan([{ tokens: prompt, start: 0, blocks: [60] }], { returnLogits: 'last' }));
+    const base = await step(
+      ctx,
+      makePlan([{ tokens: prompt, start: 0, blocks: [60] }], { returnLogits: 'last' }),
+    );
     const logits = base.logits!;
     const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]!);
     const top4 = order.slice(0, 4);
@@ -258,17 +283,23 @@ describe('native step', () => {
         const r = await step(ctx, makePlan(seqs, { allowedMask: mask }));
         for (const t of r.tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
       }
-      for (const [t, n] of counts) assert.ok(probs.has(t), `token ${t} is outside the kept set`);
+      for (const t of counts.keys()) assert.ok(probs.has(t), `token ${t} is outside the kept set`);
       for (const [t, p] of probs) {
         const freq = (counts.get(t) ?? 0) / (S * rounds);
-        assert.ok(Math.abs(freq - p) < 0.1, `token ${t}: frequency ${freq.toFixed(3)} vs probability ${p.toFixed(3)}`);
+        assert.ok(
+          Math.abs(freq - p) < 0.1,
+          `token ${t}: frequency ${freq.toFixed(3)} vs probability ${p.toFixed(3)}`,
+        );
       }
     }
   });
 
   it('top-k = 1 equals greedy; logprobs are consistent', async () => {
     const base = { tokens: PROMPT.slice(0, 9), start: 0, blocks: [5, 6] };
-    const g = await step(ctx, makePlan([{ ...base, temperature: 0, topLogprobs: 5 }], { returnLogits: 'last' }));
+    const g = await step(
+      ctx,
+      makePlan([{ ...base, temperature: 0, topLogprobs: 5 }], { returnLogits: 'last' }),
+    );
     for (let seed = 0n; seed < 5n; seed++) {
       const k1 = await step(ctx, makePlan([{ ...base, temperature: 1.5, topK: 1, seed }]));
       assert.equal(k1.tokens[0], g.tokens[0]);
@@ -296,42 +327,129 @@ describe('native step', () => {
   it('repetition penalty changes the greedy choice away from a penalised token', async () => {
     const base = { tokens: [504, 3575, 282, 4649, 314], start: 0, blocks: [7] };
     const plain = await step(ctx, makePlan([{ ...base }]));
-    const pen = await step(ctx, makePlan([{ ...base, penaltyTokens: [plain.tokens[0]!], presencePenalty: 100 }]));
+    const pen = await step(
+      ctx,
+      makePlan([{ ...base, penaltyTokens: [plain.tokens[0]!], presencePenalty: 100 }]),
+    );
     assert.notEqual(pen.tokens[0], plain.tokens[0]);
   });
 
   describe('plan validation', () => {
     const ok = (): StepPlan => makePlan([{ tokens: [1, 2, 3], start: 0, blocks: [0] }]);
     const cases: Array<[string, (p: StepPlan) => StepPlan, RegExp, typeof TypeError | typeof RangeError]> = [
-      ['token id out of vocab', (p) => ({ ...p, tokens: Int32Array.from([1, 2, 999999]) }), /plan\.tokens\[2\]/, RangeError],
-      ['negative token', (p) => ({ ...p, tokens: Int32Array.from([1, -2, 3]) }), /plan\.tokens\[1\]/, RangeError],
-      ['tokens wrong type', (p) => ({ ...p, tokens: [1, 2, 3] as unknown as Int32Array }), /plan\.tokens must be a Int32Array/, TypeError],
-      ['positions length', (p) => ({ ...p, positions: Int32Array.from([0, 1]) }), /plan\.positions/, RangeError],
-      ['negative position', (p) => ({ ...p, positions: Int32Array.from([-1, 0, 1]) }), /plan\.positions\[0\]/, RangeError],
-      ['position beyond block table', (p) => ({ ...p, positions: Int32Array.from([7, 8, 9]) }), /plan\.positions\[1\].*block table/, RangeError],
-      ['non-consecutive positions', (p) => ({ ...p, positions: Int32Array.from([0, 2, 3]) }), /consecutive/, RangeError],
-      ['offsets not ending at T', (p) => ({ ...p, seqTokenOffsets: Int32Array.from([0, 2]) }), /plan\.seqTokenOffsets/, RangeError],
-      ['block id out of range', (p) => ({ ...p, blockTables: Int32Array.from([64]) }), /plan\.blockTables\[0\]/, RangeError],
-      ['too many tokens', (p) => ({ ...p, tokens: new Int32Array(65), positions: new Int32Array(65) }), /maxBatchTokens/, RangeError],
-      ['mask row out of range', (p) => ({ ...p, allowedMaskRows: Int32Array.from([0]) }), /plan\.allowedMaskRows\[0\]/, RangeError],
+      [
+        'token id out of vocab',
+        (p) => ({ ...p, tokens: Int32Array.from([1, 2, 999999]) }),
+        /plan\.tokens\[2\]/,
+        RangeError,
+      ],
+      [
+        'negative token',
+        (p) => ({ ...p, tokens: Int32Array.from([1, -2, 3]) }),
+        /plan\.tokens\[1\]/,
+        RangeError,
+      ],
+      [
+        'tokens wrong type',
+        (p) => ({ ...p, tokens: [1, 2, 3] as unknown as Int32Array }),
+        /plan\.tokens must be a Int32Array/,
+        TypeError,
+      ],
+      [
+        'positions length',
+        (p) => ({ ...p, positions: Int32Array.from([0, 1]) }),
+        /plan\.positions/,
+        RangeError,
+      ],
+      [
+        'negative position',
+        (p) => ({ ...p, positions: Int32Array.from([-1, 0, 1]) }),
+        /plan\.positions\[0\]/,
+        RangeError,
+      ],
+      [
+        'position beyond block table',
+        (p) => ({ ...p, positions: Int32Array.from([7, 8, 9]) }),
+        /plan\.positions\[1\].*block table/,
+        RangeError,
+      ],
+      [
+        'non-consecutive positions',
+        (p) => ({ ...p, positions: Int32Array.from([0, 2, 3]) }),
+        /consecutive/,
+        RangeError,
+      ],
+      [
+        'offsets not ending at T',
+        (p) => ({ ...p, seqTokenOffsets: Int32Array.from([0, 2]) }),
+        /plan\.seqTokenOffsets/,
+        RangeError,
+      ],
+      [
+        'block id out of range',
+        (p) => ({ ...p, blockTables: Int32Array.from([64]) }),
+        /plan\.blockTables\[0\]/,
+        RangeError,
+      ],
+      [
+        'too many tokens',
+        (p) => ({ ...p, tokens: new Int32Array(65), positions: new Int32Array(65) }),
+        /maxBatchTokens/,
+        RangeError,
+      ],
+      [
+        'mask row out of range',
+        (p) => ({ ...p, allowedMaskRows: Int32Array.from([0]) }),
+        /plan\.allowedMaskRows\[0\]/,
+        RangeError,
+      ],
       ['mask length', (p) => ({ ...p, allowedMask: new Int32Array(5) }), /plan\.allowedMask/, RangeError],
       ['topP zero', (p) => ({ ...p, topP: Float32Array.from([0]) }), /plan\.topP\[0\]/, RangeError],
-      ['temperature NaN', (p) => ({ ...p, temperature: Float32Array.from([NaN]) }), /plan\.temperature\[0\]/, RangeError],
-      ['seeds wrong type', (p) => ({ ...p, seeds: Int32Array.from([1]) as unknown as BigUint64Array }), /plan\.seeds/, TypeError],
-      ['penalty token out of vocab', (p) => ({ ...p, penaltyTokenOffsets: Int32Array.from([0, 1]), penaltyTokens: Int32Array.from([V]) }), /plan\.penaltyTokens\[0\]/, RangeError],
-      ['odd block copies', (p) => ({ ...p, blockCopies: Int32Array.from([1]) }), /plan\.blockCopies/, RangeError],
+      [
+        'temperature NaN',
+        (p) => ({ ...p, temperature: Float32Array.from([NaN]) }),
+        /plan\.temperature\[0\]/,
+        RangeError,
+      ],
+      [
+        'seeds wrong type',
+        (p) => ({ ...p, seeds: Int32Array.from([1]) as unknown as BigUint64Array }),
+        /plan\.seeds/,
+        TypeError,
+      ],
+      [
+        'penalty token out of vocab',
+        (p) => ({ ...p, penaltyTokenOffsets: Int32Array.from([0, 1]), penaltyTokens: Int32Array.from([V]) }),
+        /plan\.penaltyTokens\[0\]/,
+        RangeError,
+      ],
+      [
+        'odd block copies',
+        (p) => ({ ...p, blockCopies: Int32Array.from([1]) }),
+        /plan\.blockCopies/,
+        RangeError,
+      ],
       ['bad returnLogits', (p) => ({ ...p, returnLogits: 'some' as 'all' }), /plan\.returnLogits/, TypeError],
     ];
     for (const [name, mutate, message, type] of cases) {
       it(`rejects ${name}`, async () => {
-        await assert.rejects(step(ctx, mutate(ok())), (err: Error) => err instanceof type && message.test(err.message));
+        await assert.rejects(
+          step(ctx, mutate(ok())),
+          (err: Error) => err instanceof type && message.test(err.message),
+        );
       });
     }
     it('rejects a second concurrent step and a disposed context', async () => {
       const first = step(ctx, ok());
       await assert.rejects(step(ctx, ok()), /already running/);
       await first;
-      const other = createContext(model, { kvBlocks: 2, blockSize: 4, maxBatchTokens: 4, maxSeqs: 1, threads: 1 });
+      const other = createContext(model, {
+        kvBlocks: 2,
+        blockSize: 4,
+        maxBatchTokens: 4,
+        maxSeqs: 1,
+        threads: 1,
+      });
       disposeContext(other);
       await assert.rejects(step(other, ok()), /disposed/);
       await assert.rejects(step(model as unknown as ContextHandle, ok()), /must be a context handle/);

@@ -33,7 +33,16 @@ export function randomFloats(n: number, seed: number, scale = 0.2): Float32Array
   return out;
 }
 
-const GGML_TYPE: Record<string, number> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 8, Q4_K: 12, Q6_K: 14, BF16: 30 };
+const GGML_TYPE: Record<string, number> = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q8_0: 8,
+  Q4_K: 12,
+  Q6_K: 14,
+  BF16: 30,
+};
 
 interface GgufTensorSpec {
   name: string;
@@ -62,21 +71,45 @@ export function tinyLlamaTensors(
   const t: GgufTensorSpec[] = [];
   let seed = 1;
   const add = (name: string, dims: number[], type: TensorType, scale = 0.2) =>
-    t.push({ name, dims, type: typeFor(name) ?? type, values: randomFloats(dims.reduce((a, b) => a * b, 1), seed++, scale) });
+    t.push({
+      name,
+      dims,
+      type: typeFor(name) ?? type,
+      values: randomFloats(
+        dims.reduce((a, b) => a * b, 1),
+        seed++,
+        scale,
+      ),
+    });
   add('token_embd.weight', [hidden, vocab], weightType, 1);
   for (let l = 0; l < layers; l++) {
     const p = `blk.${l}.`;
-    t.push({ name: p + 'attn_norm.weight', dims: [hidden], type: 'F32', values: new Float32Array(hidden).fill(1) });
+    t.push({
+      name: p + 'attn_norm.weight',
+      dims: [hidden],
+      type: 'F32',
+      values: new Float32Array(hidden).fill(1),
+    });
     add(p + 'attn_q.weight', [hidden, heads * hd], weightType);
     add(p + 'attn_k.weight', [hidden, kvHeads * hd], weightType);
     add(p + 'attn_v.weight', [hidden, kvHeads * hd], weightType);
     add(p + 'attn_output.weight', [heads * hd, hidden], weightType);
-    t.push({ name: p + 'ffn_norm.weight', dims: [hidden], type: 'F32', values: new Float32Array(hidden).fill(1) });
+    t.push({
+      name: p + 'ffn_norm.weight',
+      dims: [hidden],
+      type: 'F32',
+      values: new Float32Array(hidden).fill(1),
+    });
     add(p + 'ffn_gate.weight', [hidden, inter], weightType);
     add(p + 'ffn_up.weight', [hidden, inter], weightType);
     add(p + 'ffn_down.weight', [inter, hidden], weightType);
   }
-  t.push({ name: 'output_norm.weight', dims: [hidden], type: 'F32', values: new Float32Array(hidden).fill(1) });
+  t.push({
+    name: 'output_norm.weight',
+    dims: [hidden],
+    type: 'F32',
+    values: new Float32Array(hidden).fill(1),
+  });
   return t;
 }
 
@@ -164,7 +197,9 @@ export function writeTinyHfDir(
   const { vocab, hidden, heads, kvHeads, inter, layers } = shape;
   const hd = hidden / heads;
   const config = {
-    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[arch]],
+    architectures: [
+      { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[arch],
+    ],
     model_type: arch,
     hidden_size: hidden,
     num_hidden_layers: layers,
@@ -179,7 +214,10 @@ export function writeTinyHfDir(
     vocab_size: vocab,
   };
   writeFileSync(join(dir, 'config.json'), JSON.stringify(config, null, 2));
-  const tensors: Array<[string, number[]]> = [['model.embed_tokens.weight', [vocab, hidden]], ['model.norm.weight', [hidden]]];
+  const tensors: Array<[string, number[]]> = [
+    ['model.embed_tokens.weight', [vocab, hidden]],
+    ['model.norm.weight', [hidden]],
+  ];
   if (arch !== 'qwen2') tensors.push(['lm_head.weight', [vocab, hidden]]);
   for (let l = 0; l < layers; l++) {
     const p = `model.layers.${l}.`;
@@ -200,7 +238,8 @@ export function writeTinyHfDir(
         [p + 'self_attn.k_proj.bias', [kvHeads * hd]],
         [p + 'self_attn.v_proj.bias', [kvHeads * hd]],
       );
-    if (arch === 'qwen3') tensors.push([p + 'self_attn.q_norm.weight', [hd]], [p + 'self_attn.k_norm.weight', [hd]]);
+    if (arch === 'qwen3')
+      tensors.push([p + 'self_attn.q_norm.weight', [hd]], [p + 'self_attn.k_norm.weight', [hd]]);
   }
   const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
   const datas: Buffer[] = [];
@@ -209,8 +248,12 @@ export function writeTinyHfDir(
   for (const [name, shp] of tensors) {
     const n = shp.reduce((a, b) => a * b, 1);
     const isNorm = name.includes('norm');
-    const values = isNorm ? new Float32Array(n).fill(1) : randomFloats(n, seed++, name.includes('embed') ? 1 : 0.2);
-    const data = Buffer.from(kernelTestHooks.quantize(dtype, values, n / shp[shp.length - 1]!, shp[shp.length - 1]!));
+    const values = isNorm
+      ? new Float32Array(n).fill(1)
+      : randomFloats(n, seed++, name.includes('embed') ? 1 : 0.2);
+    const data = Buffer.from(
+      kernelTestHooks.quantize(dtype, values, n / shp[shp.length - 1]!, shp[shp.length - 1]!),
+    );
     header[name] = { dtype, shape: shp, data_offsets: [offset, offset + data.length] };
     datas.push(data);
     offset += data.length;
