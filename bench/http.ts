@@ -72,7 +72,10 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 /** Starts a child process and resolves with the URL printed on the line matching `pattern`. */
-function startChild(cmd: string[], pattern: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+function startChild(
+  cmd: string[],
+  pattern: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const child = spawn(process.execPath, cmd, { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let out = '';
@@ -99,7 +102,16 @@ interface RequestTiming {
   completionTokens: number;
 }
 
-const topics = ['the sea', 'a mountain', 'a city at night', 'a robot', 'an old library', 'a garden', 'the moon', 'a train journey'];
+const topics = [
+  'the sea',
+  'a mountain',
+  'a city at night',
+  'a robot',
+  'an old library',
+  'a garden',
+  'the moon',
+  'a train journey',
+];
 
 function promptFor(i: number): { role: 'user'; content: string }[] {
   return [{ role: 'user', content: `Write a short story about ${topics[i % topics.length]} (story ${i}).` }];
@@ -110,7 +122,14 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: promptFor(i), max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    body: JSON.stringify({
+      model,
+      messages: promptFor(i),
+      max_tokens: maxTokens,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    }),
   });
   if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
   let first = NaN;
@@ -122,7 +141,10 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
     onEvent: (e) => {
       if (e.data === '[DONE]') return;
       const now = performance.now();
-      const chunk = JSON.parse(e.data) as { choices: { delta: { content?: string } }[]; usage?: { completion_tokens: number } | null };
+      const chunk = JSON.parse(e.data) as {
+        choices: { delta: { content?: string } }[];
+        usage?: { completion_tokens: number } | null;
+      };
       if (chunk.usage) completion = chunk.usage.completion_tokens;
       const content = chunk.choices[0]?.delta.content;
       if (!content) return;
@@ -133,7 +155,8 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
     },
   });
   const decoder = new TextDecoder();
-  for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(c, { stream: true }));
+  for await (const c of res.body as unknown as AsyncIterable<Uint8Array>)
+    parser.feed(decoder.decode(c, { stream: true }));
   return { ttftMs: first, gapsMs: gaps, completionTokens: completion || chunks };
 }
 
@@ -148,14 +171,21 @@ interface LevelResult {
   outputTokPerS: number;
 }
 
-async function runLevel(server: string, url: string, model: string, concurrency: number, maxTokens: number): Promise<LevelResult> {
+async function runLevel(
+  server: string,
+  url: string,
+  model: string,
+  concurrency: number,
+  maxTokens: number,
+): Promise<LevelResult> {
   // At least 4 requests per level so that concurrency 1 has a median worth the name.
   const perClient = Math.max(1, Math.ceil(4 / concurrency));
   const timings: RequestTiming[] = [];
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, c) => {
-      for (let k = 0; k < perClient; k++) timings.push(await streamChat(url, model, c * perClient + k, maxTokens));
+      for (let k = 0; k < perClient; k++)
+        timings.push(await streamChat(url, model, c * perClient + k, maxTokens));
     }),
   );
   const wall = (performance.now() - t0) / 1000;
@@ -198,7 +228,11 @@ async function gatewayOverhead(url: string, socket: string, model: string, runs:
       await res.json();
       const h = performance.now() - t;
       t = performance.now();
-      for await (const ev of client.generate({ prompt: { kind: 'chat', messages }, params: { maxNewTokens: 1, temperature: 0 } })) void ev;
+      for await (const ev of client.generate({
+        prompt: { kind: 'chat', messages },
+        params: { maxNewTokens: 1, temperature: 0 },
+      }))
+        void ev;
       const g = performance.now() - t;
       // The first rounds warm up connections and caches.
       if (i >= 3) {
@@ -210,7 +244,13 @@ async function gatewayOverhead(url: string, socket: string, model: string, runs:
     await client.close();
   }
   const diffs = http.map((h, i) => h - grpc[i]);
-  return { runs, httpP50Ms: percentile(http, 50), grpcP50Ms: percentile(grpc, 50), addedP50Ms: percentile(diffs, 50), addedP99Ms: percentile(diffs, 99) };
+  return {
+    runs,
+    httpP50Ms: percentile(http, 50),
+    grpcP50Ms: percentile(grpc, 50),
+    addedP50Ms: percentile(diffs, 50),
+    addedP99Ms: percentile(diffs, 99),
+  };
 }
 
 function table(levels: LevelResult[], overhead: Overhead): string {
@@ -219,7 +259,8 @@ function table(levels: LevelResult[], overhead: Overhead): string {
     '| server | concurrency | requests | TTFT p50 (ms) | TTFT p99 (ms) | inter-token p50 (ms) | inter-token p99 (ms) | output tok/s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...levels.map(
-      (l) => `| ${l.server} | ${l.concurrency} | ${l.requests} | ${f(l.ttftP50)} | ${f(l.ttftP99)} | ${f(l.itlP50)} | ${f(l.itlP99)} | ${f(l.outputTokPerS)} |`,
+      (l) =>
+        `| ${l.server} | ${l.concurrency} | ${l.requests} | ${f(l.ttftP50)} | ${f(l.ttftP99)} | ${f(l.itlP50)} | ${f(l.itlP99)} | ${f(l.outputTokPerS)} |`,
     ),
   ];
   const ratios = levels
@@ -276,7 +317,22 @@ async function main(): Promise<void> {
   const socket = join(tmpdir(), `prism-bench-${process.pid}.sock`);
   log('starting prism serve ...');
   const prism = await startChild(
-    ['--import', 'tsx', 'cli/main.ts', 'serve', '--model', args.model, '--model-name', 'bench', '--port', '0', '--engine-socket', socket, '--threads', String(args.threads)],
+    [
+      '--import',
+      'tsx',
+      'cli/main.ts',
+      'serve',
+      '--model',
+      args.model,
+      '--model-name',
+      'bench',
+      '--port',
+      '0',
+      '--engine-socket',
+      socket,
+      '--threads',
+      String(args.threads),
+    ],
     /service listener on (http:\/\/[^\s]+)/,
   );
   let overhead: Overhead;
@@ -295,7 +351,19 @@ async function main(): Promise<void> {
     log('starting the llama.cpp server ...');
     const maxC = Math.max(...args.concurrency);
     const llama = await startChild(
-      ['--import', 'tsx', 'bench/llama-server.ts', '--model', args.model, '--parallel', String(maxC), '--ctx-per-seq', String(256 + args.maxTokens), '--threads', String(args.threads)],
+      [
+        '--import',
+        'tsx',
+        'bench/llama-server.ts',
+        '--model',
+        args.model,
+        '--parallel',
+        String(maxC),
+        '--ctx-per-seq',
+        String(256 + args.maxTokens),
+        '--threads',
+        String(args.threads),
+      ],
       /listening (http:\/\/[^\s]+)/,
     );
     try {

@@ -45,7 +45,9 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   return JSON.parse(Buffer.concat(chunks).toString('utf-8'));
 }
 
-export async function startLlamaServer(o: LlamaServerOptions): Promise<{ url: string; close(): Promise<void> }> {
+export async function startLlamaServer(
+  o: LlamaServerOptions,
+): Promise<{ url: string; close(): Promise<void> }> {
   const llama = await getLlama({
     gpu: false,
     build: 'never',
@@ -82,7 +84,11 @@ export async function startLlamaServer(o: LlamaServerOptions): Promise<{ url: st
     try {
       const system = body.messages.find((m) => m.role === 'system')?.content;
       const user = body.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
-      const session = new LlamaChatSession({ contextSequence: sequence, systemPrompt: system, autoDisposeSequence: false });
+      const session = new LlamaChatSession({
+        contextSequence: sequence,
+        systemPrompt: system,
+        autoDisposeSequence: false,
+      });
       let completion = 0;
       if (body.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -94,7 +100,9 @@ export async function startLlamaServer(o: LlamaServerOptions): Promise<{ url: st
         signal: abort.signal,
         stopOnAbortSignal: true,
         onToken: (tokens) => (completion += tokens.length),
-        onTextChunk: body.stream ? (chunk) => res.write(frame([{ index: 0, delta: { content: chunk }, finish_reason: null }])) : undefined,
+        onTextChunk: body.stream
+          ? (chunk) => res.write(frame([{ index: 0, delta: { content: chunk }, finish_reason: null }]))
+          : undefined,
       });
       const finish = completion >= (body.max_tokens ?? 128) ? 'length' : 'stop';
       const usage = { prompt_tokens: 0, completion_tokens: completion, total_tokens: completion };
@@ -129,7 +137,9 @@ export async function startLlamaServer(o: LlamaServerOptions): Promise<{ url: st
     if (req.method === 'POST' && req.url === '/v1/chat/completions') {
       chat(req, res).catch((err: unknown) => {
         if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: (err as Error).message, type: 'invalid_request_error' } }));
+        res.end(
+          JSON.stringify({ error: { message: (err as Error).message, type: 'invalid_request_error' } }),
+        );
       });
       return;
     }

@@ -6,7 +6,16 @@ import { GrpcEngineClient } from '../engine/service/client.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { EnginePool } from '../gateways/engine-pool.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
-import { isUsageProblem, listenerHelp, listenerOptions, loadConfigs, parseFlags, serveUntilStopped, UsageError, type LoadedConfigs } from '../gateways/serve-loop.js';
+import {
+  isUsageProblem,
+  listenerHelp,
+  listenerOptions,
+  loadConfigs,
+  parseFlags,
+  serveUntilStopped,
+  UsageError,
+  type LoadedConfigs,
+} from '../gateways/serve-loop.js';
 
 export const help = `usage: prism gateway --engine ADDR[,ADDR...] [options]
 

@@ -12,7 +12,16 @@ import { loadEngine } from '../engine/load-engine.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
-import { isUsageProblem, listenerHelp, listenerOptions, loadConfigs, parseFlags, serveUntilStopped, UsageError, type LoadedConfigs } from '../gateways/serve-loop.js';
+import {
+  isUsageProblem,
+  listenerHelp,
+  listenerOptions,
+  loadConfigs,
+  parseFlags,
+  serveUntilStopped,
+  UsageError,
+  type LoadedConfigs,
+} from '../gateways/serve-loop.js';
 
 export const help = `usage: prism serve [options]
 
@@ -85,7 +94,11 @@ export async function run(argv: string[]): Promise<number> {
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
-    engine = await loadEngine(modelPath, { ...options, modelName, ...(threads !== undefined ? { threads } : {}) });
+    engine = await loadEngine(modelPath, {
+      ...options,
+      modelName,
+      ...(threads !== undefined ? { threads } : {}),
+    });
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;
@@ -104,8 +117,14 @@ export async function run(argv: string[]): Promise<number> {
   const client = new GrpcEngineClient(server.address, { metadata: traceMetadata });
   log(`engine: ${modelName} (${modelPath}) on ${server.address}`);
   const running = server;
-  return serveUntilStopped('serve', client, loaded.gateway, async () => {
-    await client.close();
-    await running.shutdown();
-  }, log);
+  return serveUntilStopped(
+    'serve',
+    client,
+    loaded.gateway,
+    async () => {
+      await client.close();
+      await running.shutdown();
+    },
+    log,
+  );
 }

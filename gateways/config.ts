@@ -71,7 +71,10 @@ export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayCo
 export interface MindieConfigLike {
   readonly ServerConfig?: Record<string, unknown>;
   readonly BackendConfig?: {
-    readonly ModelDeployConfig?: { readonly ModelConfig?: readonly Record<string, unknown>[] } & Record<string, unknown>;
+    readonly ModelDeployConfig?: { readonly ModelConfig?: readonly Record<string, unknown>[] } & Record<
+      string,
+      unknown
+    >;
     readonly ScheduleConfig?: Record<string, unknown>;
   };
 }
@@ -92,10 +95,19 @@ function strList(v: unknown, fallback: readonly string[]): readonly string[] {
  * CRL path unless the prefixed one is set. Relative paths are resolved against `baseDir`
  * (MindIE resolves them against its install directory; Prism uses the config file's folder).
  */
-function tlsOf(sc: Record<string, unknown>, prefix: 'tls' | 'managementTls' | 'metricsTls', baseDir: string): TlsConfig {
+function tlsOf(
+  sc: Record<string, unknown>,
+  prefix: 'tls' | 'managementTls' | 'metricsTls',
+  baseDir: string,
+): TlsConfig {
   const at = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
   const defaults = {
-    tls: { ca: ['ca.pem'], cert: 'security/certs/server.pem', pk: 'security/keys/server.key.pem', crl: ['server_crl.pem'] },
+    tls: {
+      ca: ['ca.pem'],
+      cert: 'security/certs/server.pem',
+      pk: 'security/keys/server.key.pem',
+      crl: ['server_crl.pem'],
+    },
     managementTls: {
       ca: ['management_ca.pem'],
       cert: 'security/certs/management/server.pem',
@@ -136,9 +148,17 @@ export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string):
   const mgmtHost = process.env.MIES_CONTAINER_MANAGEMENT_IP || str(sc.managementIpAddress, '127.0.0.2');
   return {
     service: { host, port: num(sc.port, 1025), tls: https ? tlsOf(sc, 'tls', baseDir) : undefined },
-    management: { host: mgmtHost, port: num(sc.managementPort, 1026), tls: https ? tlsOf(sc, 'managementTls', baseDir) : undefined },
+    management: {
+      host: mgmtHost,
+      port: num(sc.managementPort, 1026),
+      tls: https ? tlsOf(sc, 'managementTls', baseDir) : undefined,
+    },
     // MindIE serves metrics on the management address.
-    metrics: { host: mgmtHost, port: num(sc.metricsPort, 1027), tls: https ? tlsOf(sc, 'metricsTls', baseDir) : undefined },
+    metrics: {
+      host: mgmtHost,
+      port: num(sc.metricsPort, 1027),
+      tls: https ? tlsOf(sc, 'metricsTls', baseDir) : undefined,
+    },
     maxRequestBytes: num(sc.maxRequestLength, 40) * MB,
     fullTextEnabled: sc.fullTextEnabled === true,
     healthTimedMaxSeconds: d.healthTimedMaxSeconds,
@@ -195,15 +215,31 @@ export function resolveGatewayConfig(
   } else {
     cfg = {
       ...fromFile,
-      service: { ...fromFile.service, ...(flags.host ? { host: flags.host } : {}), ...(flags.port !== undefined ? { port: flags.port } : {}) },
-      management: { ...fromFile.management, ...(flags.managementPort !== undefined ? { port: flags.managementPort } : {}) },
-      metrics: { ...fromFile.metrics, ...(flags.metricsPort !== undefined ? { port: flags.metricsPort } : {}) },
+      service: {
+        ...fromFile.service,
+        ...(flags.host ? { host: flags.host } : {}),
+        ...(flags.port !== undefined ? { port: flags.port } : {}),
+      },
+      management: {
+        ...fromFile.management,
+        ...(flags.managementPort !== undefined ? { port: flags.managementPort } : {}),
+      },
+      metrics: {
+        ...fromFile.metrics,
+        ...(flags.metricsPort !== undefined ? { port: flags.metricsPort } : {}),
+      },
     };
   }
   const allowZero = file.ServerConfig?.allowAllZeroIpListening === true;
-  for (const [name, l] of [['service', cfg.service], ['management', cfg.management], ['metrics', cfg.metrics]] as const) {
+  for (const [name, l] of [
+    ['service', cfg.service],
+    ['management', cfg.management],
+    ['metrics', cfg.metrics],
+  ] as const) {
     if ((l.host === '0.0.0.0' || l.host === '::') && !allowZero) {
-      throw new Error(`${name} listener: binding ${l.host} needs ServerConfig.allowAllZeroIpListening = true`);
+      throw new Error(
+        `${name} listener: binding ${l.host} needs ServerConfig.allowAllZeroIpListening = true`,
+      );
     }
   }
   return cfg;

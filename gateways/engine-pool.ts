@@ -6,7 +6,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
-import type { ChatMessage, Engine, EngineInfo, EngineStatus, GenerateEvent, GenerateRequest, HistogramSnapshot } from '../engine/types.js';
+import type {
+  ChatMessage,
+  Engine,
+  EngineInfo,
+  EngineStatus,
+  GenerateEvent,
+  GenerateRequest,
+  HistogramSnapshot,
+} from '../engine/types.js';
 
 interface Member {
   readonly engine: Engine;
@@ -15,7 +23,9 @@ interface Member {
 
 function sumHistograms(list: readonly HistogramSnapshot[]): HistogramSnapshot {
   const first = list[0];
-  const sameBounds = list.every((h) => h.bounds.length === first.bounds.length && h.bounds.every((b, i) => b === first.bounds[i]));
+  const sameBounds = list.every(
+    (h) => h.bounds.length === first.bounds.length && h.bounds.every((b, i) => b === first.bounds[i]),
+  );
   if (!sameBounds) return first;
   return {
     bounds: first.bounds,
@@ -93,7 +103,10 @@ export class EnginePool implements Engine {
     return this.any((e) => e.tokenize(text, addSpecialTokens));
   }
 
-  detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }> {
+  detokenize(
+    ids: readonly number[],
+    skipSpecialTokens?: boolean,
+  ): Promise<{ text: string; tokens: string[] }> {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 

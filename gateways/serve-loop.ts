@@ -39,7 +39,8 @@ export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(ar
 export function portFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^\d{1,5}$/.test(value) || n > 65535) throw new UsageError(`${flag}: must be a port in [0, 65535], got '${value}'`);
+  if (!/^\d{1,5}$/.test(value) || n > 65535)
+    throw new UsageError(`${flag}: must be a port in [0, 65535], got '${value}'`);
   return n;
 }
 

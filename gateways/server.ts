@@ -23,7 +23,14 @@ type ListenerName = 'service' | 'management' | 'metrics';
 function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
   switch (listener) {
     case 'service':
-      return [openaiRouter(gw), tgiRouter(gw), kserveRouter(gw), nativeServiceRouter(gw), healthRouter(gw), tgiInfoRouter(gw)];
+      return [
+        openaiRouter(gw),
+        tgiRouter(gw),
+        kserveRouter(gw),
+        nativeServiceRouter(gw),
+        healthRouter(gw),
+        tgiInfoRouter(gw),
+      ];
     case 'management':
       return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter()];
     case 'metrics':
@@ -35,7 +42,10 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
 const versionsRejected: Koa.Middleware = async (ctx, next) => {
   if (/\/versions\/[^/]+/.test(ctx.path)) {
     ctx.status = 404;
-    ctx.body = { error: 'versions are not supported: remove /versions/{model_version} from the path', error_type: 'NotFoundError' };
+    ctx.body = {
+      error: 'versions are not supported: remove /versions/{model_version} from the path',
+      error_type: 'NotFoundError',
+    };
     return;
   }
   await next();

@@ -32,15 +32,20 @@ after(async () => {
 
 async function runBlocks(file: string): Promise<void> {
   const blocks = curlBlocks(readFileSync(new URL(`../${file}`, import.meta.url), 'utf-8'));
-  assert.ok(blocks.length > 0, `${file} has no \`\`\`sh curl-test blocks (the curl examples of docs/api.md belong there)`);
+  assert.ok(
+    blocks.length > 0,
+    `${file} has no \`\`\`sh curl-test blocks (the curl examples of docs/api.md belong there)`,
+  );
   for (const block of blocks) {
     const script = block
       .replaceAll('http://127.0.0.1:1025', h.url)
       .replaceAll('http://127.0.0.1:1026', h.managementUrl)
       .replaceAll('http://127.0.0.1:1027', h.metricsUrl);
-    const { stdout } = await run('bash', ['-e', '-o', 'pipefail', '-c', script], { timeout: 120000 }).catch((err: { stderr?: string; code?: number }) => {
-      throw new Error(`example failed (exit ${err.code}): ${block}\n${err.stderr ?? ''}`);
-    });
+    const { stdout } = await run('bash', ['-e', '-o', 'pipefail', '-c', script], { timeout: 120000 }).catch(
+      (err: { stderr?: string; code?: number }) => {
+        throw new Error(`example failed (exit ${err.code}): ${block}\n${err.stderr ?? ''}`);
+      },
+    );
     assert.ok(stdout.trim().length > 0, `example printed nothing: ${block}`);
   }
 }

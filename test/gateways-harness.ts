@@ -30,7 +30,12 @@ export interface Harness {
 
 export function freePortConfig(overrides: Partial<GatewayConfig> = {}): GatewayConfig {
   const base = defaultGatewayConfig('127.0.0.1', 0);
-  return { ...base, management: { host: '127.0.0.1', port: 0 }, metrics: { host: '127.0.0.1', port: 0 }, ...overrides };
+  return {
+    ...base,
+    management: { host: '127.0.0.1', port: 0 },
+    metrics: { host: '127.0.0.1', port: 0 },
+    ...overrides,
+  };
 }
 
 export interface HarnessOptions {
@@ -40,7 +45,10 @@ export interface HarnessOptions {
   readonly modelName?: string;
 }
 
-export async function startHarness(config: GatewayConfig = freePortConfig(), options: HarnessOptions = {}): Promise<Harness> {
+export async function startHarness(
+  config: GatewayConfig = freePortConfig(),
+  options: HarnessOptions = {},
+): Promise<Harness> {
   const engine = await loadEngine(ensureDefaultModel(), {
     modelName: options.modelName ?? MODEL_NAME,
     maxSeqLen: 1024,
@@ -78,14 +86,22 @@ export async function startHarness(config: GatewayConfig = freePortConfig(), opt
   }
 }
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string; headers: Headers }> {
+/** A parsed JSON body of any shape: the assertions themselves state what they expect of it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JsonBody = any;
+
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: JsonBody; text: string; headers: Headers }> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  let json: any;
+  let json: JsonBody;
   try {
     json = JSON.parse(text);
   } catch {
@@ -94,10 +110,10 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   return { status: res.status, json, text, headers: res.headers };
 }
 
-export async function getJson(url: string): Promise<{ status: number; json: any; text: string }> {
+export async function getJson(url: string): Promise<{ status: number; json: JsonBody; text: string }> {
   const res = await fetch(url);
   const text = await res.text();
-  let json: any;
+  let json: JsonBody;
   try {
     json = JSON.parse(text);
   } catch {

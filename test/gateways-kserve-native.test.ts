@@ -52,9 +52,15 @@ describe('KServe v2', () => {
     const out = r.json.outputs[0];
     assert.equal(out.datatype, 'UINT32');
     assert.deepEqual(out.shape, [1, 4]);
-    const native = await postJson(`${h.url}/infer_token`, { input_id: ids, parameters: { max_new_tokens: 4, details: true } });
+    const native = await postJson(`${h.url}/infer_token`, {
+      input_id: ids,
+      parameters: { max_new_tokens: 4, details: true },
+    });
     assert.deepEqual(native.json.details.generated_token_ids, out.data);
-    const text = await postJson(`${h.url}${m}/generate`, { text_input: 'The capital of France is', parameters: { max_new_tokens: 4, details: true } });
+    const text = await postJson(`${h.url}${m}/generate`, {
+      text_input: 'The capital of France is',
+      parameters: { max_new_tokens: 4, details: true },
+    });
     assert.equal(text.json.model_name, MODEL_NAME);
     assert.equal(text.json.text_output, native.json.generated_text);
     assert.equal(text.json.details.generated_tokens, 4);
@@ -62,9 +68,18 @@ describe('KServe v2', () => {
 
   test('/infer input errors are 422 naming the field', async () => {
     const cases: [unknown, RegExp][] = [
-      [{ inputs: [{ name: 'input0', shape: [1, 2], datatype: 'FP32', data: [1, 2] }] }, /inputs\[0\]\.datatype/],
-      [{ inputs: [{ name: 'input0', shape: [1, 3], datatype: 'UINT32', data: [1, 2] }] }, /inputs\[0\]\.shape/],
-      [{ inputs: [{ name: 'input0', shape: [2], datatype: 'UINT32', data: [1, -2] }] }, /inputs\[0\]\.data\[1\]/],
+      [
+        { inputs: [{ name: 'input0', shape: [1, 2], datatype: 'FP32', data: [1, 2] }] },
+        /inputs\[0\]\.datatype/,
+      ],
+      [
+        { inputs: [{ name: 'input0', shape: [1, 3], datatype: 'UINT32', data: [1, 2] }] },
+        /inputs\[0\]\.shape/,
+      ],
+      [
+        { inputs: [{ name: 'input0', shape: [2], datatype: 'UINT32', data: [1, -2] }] },
+        /inputs\[0\]\.data\[1\]/,
+      ],
       [{ id: 'bad id!', inputs: [{ name: 'input0', shape: [1], datatype: 'UINT32', data: [1] }] }, /id/],
       [{ inputs: [] }, /inputs/],
     ];
@@ -77,15 +92,24 @@ describe('KServe v2', () => {
   });
 
   test('/generate_stream SSE, and stopInfer ends a live request early', async () => {
-    const s = await postSse(`${h.url}${m}/generate_stream`, { id: 'gs-1', text_input: 'Hello', parameters: { max_new_tokens: 3 } });
+    const s = await postSse(`${h.url}${m}/generate_stream`, {
+      id: 'gs-1',
+      text_input: 'Hello',
+      parameters: { max_new_tokens: 3 },
+    });
     assert.equal(s.status, 200);
     const frames = s.events.map((e) => JSON.parse(e.data));
     assert.ok(frames.length >= 2);
     assert.equal(frames.at(-1).details.finish_reason, 'length');
     assert.ok(frames.every((f) => f.id === 'gs-1' && f.model_name === MODEL_NAME));
 
-    const long = postJson(`${h.url}${m}/generate`, { id: 'to-stop', text_input: 'Tell me a long story.', parameters: { max_new_tokens: 600, ignore_eos: true } });
-    for (let i = 0; i < 100 && (await h.client.status()).running === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    const long = postJson(`${h.url}${m}/generate`, {
+      id: 'to-stop',
+      text_input: 'Tell me a long story.',
+      parameters: { max_new_tokens: 600, ignore_eos: true },
+    });
+    for (let i = 0; i < 100 && (await h.client.status()).running === 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
     const stop = await postJson(`${h.url}${m}/stopInfer`, { id: 'to-stop' });
     assert.equal(stop.status, 200);
     assert.deepEqual(stop.json, { id: 'to-stop' });
@@ -104,9 +128,16 @@ describe('native', () => {
     assert.equal(a.status, 200);
     assert.equal(typeof a.json.generated_text, 'string');
     assert.equal(a.json.details, undefined);
-    const b = await postJson(`${h.url}/infer`, { inputs: [{ type: 'text', text: 'Hello there' }], parameters: { max_new_tokens: 3 } });
+    const b = await postJson(`${h.url}/infer`, {
+      inputs: [{ type: 'text', text: 'Hello there' }],
+      parameters: { max_new_tokens: 3 },
+    });
     assert.equal(b.json.generated_text, a.json.generated_text);
-    const s = await postSse(`${h.url}/infer`, { inputs: 'Hello there', stream: true, parameters: { max_new_tokens: 3, details: true } });
+    const s = await postSse(`${h.url}/infer`, {
+      inputs: 'Hello there',
+      stream: true,
+      parameters: { max_new_tokens: 3, details: true },
+    });
     const frames = s.events.map((e) => JSON.parse(e.data));
     const last = frames.at(-1);
     assert.equal(last.generated_text, a.json.generated_text);
@@ -152,7 +183,10 @@ describe('native', () => {
     const badTimed = await getJson(`${h.managementUrl}/health/timed-0`);
     assert.equal(badTimed.status, 404);
     assert.match(badTimed.json.error, /Wait time should be in range/);
-    const lora = await postJson(`${h.managementUrl}/v1/load_lora_adapter`, { lora_name: 'a', lora_path: '/x' });
+    const lora = await postJson(`${h.managementUrl}/v1/load_lora_adapter`, {
+      lora_name: 'a',
+      lora_path: '/x',
+    });
     assert.equal(lora.status, 501);
     // Control routes are not on the service listener.
     assert.equal((await fetch(`${h.url}/v1/config`)).status, 404);
@@ -193,8 +227,12 @@ describe('native', () => {
 });
 
 test('/stopService waits for running requests, then new requests get 503', async () => {
-  const running = postJson(`${h.url}/generate`, { inputs: 'Once upon a time', parameters: { max_new_tokens: 8 } });
-  for (let i = 0; i < 100 && (await h.client.status()).running === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  const running = postJson(`${h.url}/generate`, {
+    inputs: 'Once upon a time',
+    parameters: { max_new_tokens: 8 },
+  });
+  for (let i = 0; i < 100 && (await h.client.status()).running === 0; i++)
+    await new Promise((r) => setTimeout(r, 20));
   let stopped = false;
   h.gateway.context.state.once('stopped', () => (stopped = true));
   const stop = fetch(`${h.managementUrl}/stopService`);

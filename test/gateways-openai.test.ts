@@ -22,7 +22,12 @@ const question = [{ role: 'user' as const, content: 'Name three colors.' }];
 
 describe('chat completions', () => {
   test('non-streaming answer with usage', async () => {
-    const r = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 12, temperature: 0 });
+    const r = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: question,
+      max_tokens: 12,
+      temperature: 0,
+    });
     assert.equal(r.object, 'chat.completion');
     assert.equal(r.model, MODEL_NAME);
     assert.equal(r.choices.length, 1);
@@ -36,7 +41,12 @@ describe('chat completions', () => {
   });
 
   test('streaming with include_usage reproduces the greedy answer, then [DONE]', async () => {
-    const whole = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 16, temperature: 0 });
+    const whole = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: question,
+      max_tokens: 16,
+      temperature: 0,
+    });
     const stream = await client.chat.completions.create({
       model: MODEL_NAME,
       messages: question,
@@ -67,8 +77,18 @@ describe('chat completions', () => {
   test('a repeated long prompt reports cached prompt tokens (whole KV blocks)', async () => {
     const system = 'You are a careful assistant. '.repeat(40);
     const messages = [{ role: 'system' as const, content: system }, ...question];
-    const first = await client.chat.completions.create({ model: MODEL_NAME, messages, max_tokens: 2, temperature: 0 });
-    const second = await client.chat.completions.create({ model: MODEL_NAME, messages, max_tokens: 2, temperature: 0 });
+    const first = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages,
+      max_tokens: 2,
+      temperature: 0,
+    });
+    const second = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages,
+      max_tokens: 2,
+      temperature: 0,
+    });
     assert.ok(first.usage!.prompt_tokens > 128);
     const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
     assert.ok(cached >= 128, `cached_tokens ${cached}`);
@@ -86,7 +106,14 @@ describe('chat completions', () => {
       logprobs: true,
       top_logprobs: 2,
     });
-    const b = await client.chat.completions.create({ model: MODEL_NAME, messages: question, max_tokens: 6, temperature: 1, seed: 42, n: 2 });
+    const b = await client.chat.completions.create({
+      model: MODEL_NAME,
+      messages: question,
+      max_tokens: 6,
+      temperature: 1,
+      seed: 42,
+      n: 2,
+    });
     assert.equal(a.choices.length, 2);
     assert.deepEqual(
       a.choices.map((c) => c.message.content),
@@ -117,7 +144,14 @@ describe('chat completions', () => {
 
 describe('completions', () => {
   test('text prompt, echo and logprobs', async () => {
-    const r = await client.completions.create({ model: MODEL_NAME, prompt: 'The capital of France is', max_tokens: 5, temperature: 0, logprobs: 2, echo: true });
+    const r = await client.completions.create({
+      model: MODEL_NAME,
+      prompt: 'The capital of France is',
+      max_tokens: 5,
+      temperature: 0,
+      logprobs: 2,
+      echo: true,
+    });
     assert.equal(r.object, 'text_completion');
     const c = r.choices[0];
     assert.ok(c.text.startsWith('The capital of France is'));
@@ -128,23 +162,48 @@ describe('completions', () => {
 
   test('several prompts, streamed and not, agree', async () => {
     const prompts = ['Once upon a time', 'The sky is'];
-    const whole = await client.completions.create({ model: MODEL_NAME, prompt: prompts, max_tokens: 6, temperature: 0 });
+    const whole = await client.completions.create({
+      model: MODEL_NAME,
+      prompt: prompts,
+      max_tokens: 6,
+      temperature: 0,
+    });
     assert.equal(whole.choices.length, 2);
-    const stream = await client.completions.create({ model: MODEL_NAME, prompt: prompts, max_tokens: 6, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.completions.create({
+      model: MODEL_NAME,
+      prompt: prompts,
+      max_tokens: 6,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const texts = ['', ''];
     let usage: OpenAI.CompletionUsage | undefined | null;
     for await (const chunk of stream) {
       for (const c of chunk.choices) texts[c.index] += c.text;
       if (chunk.usage) usage = chunk.usage;
     }
-    assert.deepEqual(texts, whole.choices.sort((a, b) => a.index - b.index).map((c) => c.text));
+    assert.deepEqual(
+      texts,
+      whole.choices.sort((a, b) => a.index - b.index).map((c) => c.text),
+    );
     assert.deepEqual(usage, whole.usage);
   });
 
   test('token-id prompt equals the same text prompt', async () => {
     const ids = await h.client.tokenize('Hello, my name is', true);
-    const a = await client.completions.create({ model: MODEL_NAME, prompt: ids, max_tokens: 5, temperature: 0 });
-    const b = await client.completions.create({ model: MODEL_NAME, prompt: 'Hello, my name is', max_tokens: 5, temperature: 0 });
+    const a = await client.completions.create({
+      model: MODEL_NAME,
+      prompt: ids,
+      max_tokens: 5,
+      temperature: 0,
+    });
+    const b = await client.completions.create({
+      model: MODEL_NAME,
+      prompt: 'Hello, my name is',
+      max_tokens: 5,
+      temperature: 0,
+    });
     assert.equal(a.choices[0].text, b.choices[0].text);
   });
 });
@@ -166,7 +225,10 @@ describe('errors', () => {
   test('out-of-range and wrong-type fields are 400 naming the field', async () => {
     await assert.rejects(
       client.chat.completions.create({ model: MODEL_NAME, messages: question, temperature: 5 }),
-      (err: unknown) => err instanceof OpenAI.BadRequestError && (err.error as { param: string }).param === 'temperature' && /temperature/.test(err.message),
+      (err: unknown) =>
+        err instanceof OpenAI.BadRequestError &&
+        (err.error as { param: string }).param === 'temperature' &&
+        /temperature/.test(err.message),
     );
     const r = await postJson(`${h.url}/v1/chat/completions`, { model: MODEL_NAME, messages: 'hi' });
     assert.equal(r.status, 400);
@@ -175,7 +237,10 @@ describe('errors', () => {
   });
 
   test('unknown model is 404, unsupported features 400, malformed JSON 400', async () => {
-    await assert.rejects(client.chat.completions.create({ model: 'other-model', messages: question }), OpenAI.NotFoundError);
+    await assert.rejects(
+      client.chat.completions.create({ model: 'other-model', messages: question }),
+      OpenAI.NotFoundError,
+    );
     await assert.rejects(
       client.chat.completions.create({
         model: MODEL_NAME,
@@ -207,7 +272,13 @@ test('a client that disconnects mid-stream cancels its engine request', async ()
   const controller = new AbortController();
   const res = await fetch(`${h.url}/v1/completions`, {
     method: 'POST',
-    body: JSON.stringify({ prompt: 'Write a very long story about a dragon.', max_tokens: 700, temperature: 0, ignore_eos: true, stream: true }),
+    body: JSON.stringify({
+      prompt: 'Write a very long story about a dragon.',
+      max_tokens: 700,
+      temperature: 0,
+      ignore_eos: true,
+      stream: true,
+    }),
     signal: controller.signal,
   });
   const reader = res.body!.getReader();

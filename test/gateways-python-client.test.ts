@@ -17,7 +17,9 @@ after(async () => {
 test('python openai SDK: chat, streamed chat with usage, NotFoundError', async () => {
   let stdout: string;
   try {
-    ({ stdout } = await run('python3', ['test/clients/openai_chat.py', `${h.url}/v1`, MODEL_NAME], { timeout: 240000 }));
+    ({ stdout } = await run('python3', ['test/clients/openai_chat.py', `${h.url}/v1`, MODEL_NAME], {
+      timeout: 240000,
+    }));
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     if (/No module named 'openai'/.test(e.stderr ?? '')) {

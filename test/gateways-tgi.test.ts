@@ -16,7 +16,10 @@ const inputs = 'The capital of France is';
 
 describe('TGI', () => {
   test('/generate with details, and /generate_stream agree token by token', async () => {
-    const r = await postJson(`${h.url}/generate`, { inputs, parameters: { max_new_tokens: 5, details: true, decoder_input_details: true } });
+    const r = await postJson(`${h.url}/generate`, {
+      inputs,
+      parameters: { max_new_tokens: 5, details: true, decoder_input_details: true },
+    });
     assert.equal(r.status, 200);
     const d = r.json.details;
     assert.equal(d.generated_tokens, 5);
@@ -24,7 +27,9 @@ describe('TGI', () => {
     assert.equal(d.seed, null);
     assert.equal(d.tokens.length, 5);
     assert.equal(d.tokens.map((t: { text: string }) => t.text).join(''), r.json.generated_text);
-    assert.ok(d.tokens.every((t: { logprob: number; id: number }) => t.logprob <= 0 && Number.isInteger(t.id)));
+    assert.ok(
+      d.tokens.every((t: { logprob: number; id: number }) => t.logprob <= 0 && Number.isInteger(t.id)),
+    );
     assert.ok(d.prefill.length > 0);
 
     const s = await postSse(`${h.url}/generate_stream`, { inputs, parameters: { max_new_tokens: 5 } });
@@ -45,9 +50,15 @@ describe('TGI', () => {
   });
 
   test('return_full_text, stop sequences, seeded sampling', async () => {
-    const full = await postJson(`${h.url}/generate`, { inputs, parameters: { max_new_tokens: 3, return_full_text: true } });
+    const full = await postJson(`${h.url}/generate`, {
+      inputs,
+      parameters: { max_new_tokens: 3, return_full_text: true },
+    });
     assert.ok(full.json.generated_text.startsWith(inputs));
-    const stop = await postJson(`${h.url}/generate`, { inputs: 'Count: 1, 2, 3,', parameters: { max_new_tokens: 20, stop: [' 5'], details: true } });
+    const stop = await postJson(`${h.url}/generate`, {
+      inputs: 'Count: 1, 2, 3,',
+      parameters: { max_new_tokens: 20, stop: [' 5'], details: true },
+    });
     assert.equal(stop.json.details.finish_reason, 'stop_sequence');
     assert.ok(!stop.json.generated_text.includes(' 5'));
     const p = { max_new_tokens: 6, do_sample: true, temperature: 0.9, seed: 7, details: true };
@@ -104,7 +115,13 @@ describe('TGI', () => {
 
 describe('vLLM /generate', () => {
   test('text list with the prompt prefixed, n sequences', async () => {
-    const r = await postJson(`${h.url}/generate`, { prompt: inputs, max_tokens: 4, n: 2, temperature: 0.8, seed: 3 });
+    const r = await postJson(`${h.url}/generate`, {
+      prompt: inputs,
+      max_tokens: 4,
+      n: 2,
+      temperature: 0.8,
+      seed: 3,
+    });
     assert.equal(r.status, 200);
     assert.equal(r.json.text.length, 2);
     for (const t of r.json.text) assert.ok(t.startsWith(inputs) && t.length > inputs.length);
@@ -112,7 +129,10 @@ describe('vLLM /generate', () => {
 
   test('streaming: NUL-terminated JSON objects with the text so far', async () => {
     const whole = await postJson(`${h.url}/generate`, { prompt: inputs, max_tokens: 4, temperature: 0 });
-    const res = await fetch(`${h.url}/generate`, { method: 'POST', body: JSON.stringify({ prompt: inputs, max_tokens: 4, temperature: 0, stream: true }) });
+    const res = await fetch(`${h.url}/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ prompt: inputs, max_tokens: 4, temperature: 0, stream: true }),
+    });
     const raw = await res.text();
     const parts = raw.split('\0').filter((p) => p !== '');
     assert.ok(parts.length >= 2);

@@ -23,13 +23,54 @@ function ssl(...args: string[]): void {
 }
 
 function makeCa(name: string): void {
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=${name}`);
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name}`,
+  );
 }
 
 function makeCert(name: string, ca: string, ext: string, keyArgs: string[] = ['-nodes']): void {
-  ssl('req', '-newkey', 'rsa:2048', ...keyArgs, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`);
+  ssl(
+    'req',
+    '-newkey',
+    'rsa:2048',
+    ...keyArgs,
+    '-keyout',
+    `${name}.key`,
+    '-out',
+    `${name}.csr`,
+    '-subj',
+    `/CN=${name}`,
+  );
   writeFileSync(join(dir, `${name}.ext`), ext);
-  ssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${ca}.pem`,
+    '-CAkey',
+    `${ca}.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-extfile',
+    `${name}.ext`,
+  );
 }
 
 function tlsConfigFile(): object {
@@ -67,7 +108,10 @@ before(async () => {
   makeCa('ca1');
   makeCa('ca2');
   writeFileSync(join(dir, 'key_pwd.txt'), 'correct horse battery\n');
-  makeCert('server', 'ca1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n', ['-passout', 'pass:correct horse battery']);
+  makeCert('server', 'ca1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n', [
+    '-passout',
+    'pass:correct horse battery',
+  ]);
   const clientExt = 'extendedKeyUsage=clientAuth\n';
   makeCert('client', 'ca1', clientExt);
   makeCert('revoked', 'ca1', clientExt);
@@ -95,7 +139,9 @@ function get(url: string, client?: string): Promise<number> {
       `${url}/health`,
       {
         ca: readFileSync(join(dir, 'ca1.pem')),
-        ...(client ? { cert: readFileSync(join(dir, `${client}.pem`)), key: readFileSync(join(dir, `${client}.key`)) } : {}),
+        ...(client
+          ? { cert: readFileSync(join(dir, `${client}.pem`)), key: readFileSync(join(dir, `${client}.key`)) }
+          : {}),
       },
       (res) => {
         res.resume();
@@ -143,5 +189,8 @@ test('a wrong key passphrase stops the gateway from starting, naming the listene
   await assert.rejects(startGateway({ engine: h.client, config }), /service.*TLS setup failed|TLS/);
   file.ServerConfig.tlsCert = 'missing.pem';
   file.ServerConfig.tlsPkPwd = 'key_pwd.txt';
-  await assert.rejects(startGateway({ engine: h.client, config: gatewayConfigFromMindie(file, dir) }), /TLS certificate: cannot read .*missing\.pem/);
+  await assert.rejects(
+    startGateway({ engine: h.client, config: gatewayConfigFromMindie(file, dir) }),
+    /TLS certificate: cannot read .*missing\.pem/,
+  );
 });

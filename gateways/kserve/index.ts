@@ -132,14 +132,23 @@ const tensorSchema = {
         },
       },
     },
-    outputs: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+    outputs: {
+      type: 'array',
+      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+    },
     parameters: parametersSchema,
   },
 };
 
 interface TensorBody {
   id?: string;
-  inputs: { name: string; shape: number[]; datatype: 'UINT32'; data: number[]; parameters?: MindieParameters | null }[];
+  inputs: {
+    name: string;
+    shape: number[];
+    datatype: 'UINT32';
+    data: number[];
+    parameters?: MindieParameters | null;
+  }[];
   outputs?: { name: string }[];
   parameters?: MindieParameters | null;
 }
@@ -151,21 +160,30 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
   const body = validateTensor(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const input = body.inputs[0];
   const shape = input.shape;
-  if (shape.length === 2 && shape[0] !== 1) throw invalid('inputs[0].shape', 'must be [n] or [1, n] (batch size 1)');
+  if (shape.length === 2 && shape[0] !== 1)
+    throw invalid('inputs[0].shape', 'must be [n] or [1, n] (batch size 1)');
   const n = shape[shape.length - 1];
-  if (n !== input.data.length) throw invalid('inputs[0].shape', `declares ${n} tokens but data holds ${input.data.length}`);
-  if (body.outputs && body.outputs.length !== body.inputs.length) throw invalid('outputs', 'must have as many entries as inputs');
+  if (n !== input.data.length)
+    throw invalid('inputs[0].shape', `declares ${n} tokens but data holds ${input.data.length}`);
+  if (body.outputs && body.outputs.length !== body.inputs.length)
+    throw invalid('outputs', 'must have as many entries as inputs');
   // Parameters at top level (the docs) or on the input (MindIE's code): both accepted.
   const params = body.parameters ?? input.parameters ?? {};
   assertAccepting(gw);
   const id = body.id ?? newRequestId('infer');
-  const request: GenerateRequest = { requestId: id, prompt: { kind: 'tokens', ids: input.data }, params: mindieSampling(params, 'parameters') };
+  const request: GenerateRequest = {
+    requestId: id,
+    prompt: { kind: 'tokens', ids: input.data },
+    params: mindieSampling(params, 'parameters'),
+  };
   const answer = await collect(gw, request, requestSignal(ctx, params.timeout));
   const ids = answer.choices[0].tokenIds;
   ctx.body = {
     id,
     model_name: model,
-    outputs: [{ name: body.outputs?.[0]?.name ?? 'output0', shape: [1, ids.length], datatype: 'UINT32', data: ids }],
+    outputs: [
+      { name: body.outputs?.[0]?.name ?? 'output0', shape: [1, ids.length], datatype: 'UINT32', data: ids },
+    ],
   };
 }
 
@@ -174,7 +192,11 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
 const textSchema = {
   type: 'object',
   required: ['text_input'],
-  properties: { id: { type: 'string', pattern: ID_PATTERN }, text_input: { type: 'string', minLength: 1 }, parameters: parametersSchema },
+  properties: {
+    id: { type: 'string', pattern: ID_PATTERN },
+    text_input: { type: 'string', minLength: 1 },
+    parameters: parametersSchema,
+  },
 };
 
 interface TextBody {
@@ -185,13 +207,22 @@ interface TextBody {
 
 const validateText = compileSchema<TextBody>(textSchema);
 
-async function handleGenerate(gw: GatewayContext, ctx: Context, model: string, stream: boolean): Promise<void> {
+async function handleGenerate(
+  gw: GatewayContext,
+  ctx: Context,
+  model: string,
+  stream: boolean,
+): Promise<void> {
   checkModel(gw, model);
   const body = validateText(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const params = body.parameters ?? {};
   assertAccepting(gw);
   const id = body.id ?? newRequestId('gen');
-  const request: GenerateRequest = { requestId: id, prompt: { kind: 'text', text: body.text_input }, params: mindieSampling(params, 'parameters') };
+  const request: GenerateRequest = {
+    requestId: id,
+    prompt: { kind: 'text', text: body.text_input },
+    params: mindieSampling(params, 'parameters'),
+  };
   const signal = requestSignal(ctx, params.timeout);
   const head = { ...(body.id ? { id: body.id } : {}), model_name: model, model_version: null };
   if (!stream) {
@@ -201,7 +232,14 @@ async function handleGenerate(gw: GatewayContext, ctx: Context, model: string, s
       ...head,
       text_output: c.text,
       ...(params.details
-        ? { details: { finish_reason: c.finish.reason, generated_tokens: c.tokenIds.length, first_token_cost: c.finish.timings.ttftMs, decode_cost: c.finish.timings.decodeMs } }
+        ? {
+            details: {
+              finish_reason: c.finish.reason,
+              generated_tokens: c.tokenIds.length,
+              first_token_cost: c.finish.timings.ttftMs,
+              decode_cost: c.finish.timings.decodeMs,
+            },
+          }
         : {}),
     };
     return;
@@ -218,7 +256,11 @@ async function handleGenerate(gw: GatewayContext, ctx: Context, model: string, s
         full += ev.text;
         generated += ev.tokenIds.length;
         if (ev.text === '') continue;
-        sse.data({ ...head, text_output: gw.config.fullTextEnabled ? full : ev.text, ...(params.details ? { details: { generated_tokens: generated } } : {}) });
+        sse.data({
+          ...head,
+          text_output: gw.config.fullTextEnabled ? full : ev.text,
+          ...(params.details ? { details: { generated_tokens: generated } } : {}),
+        });
       } else {
         sse.data({
           ...head,
@@ -252,7 +294,8 @@ const validateStop = compileSchema<{ id: string }>({
 async function handleStopInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
   checkModel(gw, model);
   const body = validateStop(await readJsonBody(ctx, gw.config.maxRequestBytes));
-  if (!(await gw.engine.cancel(body.id))) throw new HttpError('not_found', `RequestId is ${body.id} not found.`, 'id');
+  if (!(await gw.engine.cancel(body.id)))
+    throw new HttpError('not_found', `RequestId is ${body.id} not found.`, 'id');
   ctx.body = { id: body.id };
 }
 
@@ -311,8 +354,12 @@ export function kserveRouter(gw: GatewayContext): Router {
     ctx.body = modelConfig(gw, ctx.params.model);
   });
   router.post('/v2/models/:model/infer', boundary, (ctx) => handleInfer(gw, ctx, ctx.params.model));
-  router.post('/v2/models/:model/generate', boundary, (ctx) => handleGenerate(gw, ctx, ctx.params.model, false));
-  router.post('/v2/models/:model/generate_stream', boundary, (ctx) => handleGenerate(gw, ctx, ctx.params.model, true));
+  router.post('/v2/models/:model/generate', boundary, (ctx) =>
+    handleGenerate(gw, ctx, ctx.params.model, false),
+  );
+  router.post('/v2/models/:model/generate_stream', boundary, (ctx) =>
+    handleGenerate(gw, ctx, ctx.params.model, true),
+  );
   router.post('/v2/models/:model/stopInfer', boundary, (ctx) => handleStopInfer(gw, ctx, ctx.params.model));
   return router;
 }

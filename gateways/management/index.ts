@@ -54,7 +54,11 @@ async function handleTimed(gw: GatewayContext, ctx: Context, suffix: string | un
   }
   const signal = AbortSignal.timeout(seconds * 1000);
   try {
-    const request = { requestId: newRequestId('health'), prompt: { kind: 'text' as const, text: 'ping' }, params: { maxNewTokens: 1, doSample: false } };
+    const request = {
+      requestId: newRequestId('health'),
+      prompt: { kind: 'text' as const, text: 'ping' },
+      params: { maxNewTokens: 1, doSample: false },
+    };
     for await (const ev of events(gw, request, signal)) {
       if (ev.type === 'finish' && ev.reason === 'cancelled') throw new Error(`no token within ${seconds} s`);
     }
@@ -64,7 +68,9 @@ async function handleTimed(gw: GatewayContext, ctx: Context, suffix: string | un
       ctx.body = { status: 'healthy' };
       return;
     }
-    const reason = signal.aborted ? `the probe produced no token within ${seconds} s` : (err as Error).message;
+    const reason = signal.aborted
+      ? `the probe produced no token within ${seconds} s`
+      : (err as Error).message;
     ctx.status = 500;
     ctx.body = { error: `health check failed: ${reason}`, error_type: 'Incomplete Generation' };
   }
@@ -90,7 +96,8 @@ export function healthRouter(gw: GatewayContext): Router {
   });
   router.get('/v2/models/:model/ready', boundary, (ctx) => {
     if (answeredStopping(gw, ctx)) return;
-    if (ctx.params.model !== gw.info.modelName) throw new HttpError('not_found', `Model ${ctx.params.model} not found.`);
+    if (ctx.params.model !== gw.info.modelName)
+      throw new HttpError('not_found', `Model ${ctx.params.model} not found.`);
     emptyOk(ctx);
   });
   router.get('/health/timed', boundary, (ctx) => handleTimed(gw, ctx, undefined));
@@ -103,7 +110,10 @@ export function loraRouter(): Router {
   const router = new Router();
   const refuse = (ctx: Context): void => {
     ctx.status = 501;
-    ctx.body = { error: 'dynamic LoRA adapters are not supported by this build of the engine', error_type: 'Not Implemented' };
+    ctx.body = {
+      error: 'dynamic LoRA adapters are not supported by this build of the engine',
+      error_type: 'Not Implemented',
+    };
   };
   router.post('/v1/load_lora_adapter', refuse);
   router.post('/v1/unload_lora_adapter', refuse);

@@ -8,7 +8,8 @@ import { HttpError, invalid } from '../shared/http-error.js';
 import { readJsonBody } from '../shared/body.js';
 
 export async function handleSlotCount(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
-  if (model !== gw.info.modelName) throw new HttpError('not_found', `Model ${model} not found.`, 'model_name');
+  if (model !== gw.info.modelName)
+    throw new HttpError('not_found', `Model ${model} not found.`, 'model_name');
   const s = await gw.engine.status();
   ctx.body = {
     total_slots: s.maxBatchSize,
@@ -64,12 +65,22 @@ export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 
  * POST /v{1,2}/role/{role}: roles exist only in PD-disaggregated ("dmi") deployments, which
  * Prism does not have; like MindIE in standard mode it answers 200 with a refusal.
  */
-export async function handleRole(gw: GatewayContext, ctx: Context, version: 1 | 2, role: string): Promise<void> {
+export async function handleRole(
+  gw: GatewayContext,
+  ctx: Context,
+  version: 1 | 2,
+  role: string,
+): Promise<void> {
   const allowed = version === 1 ? ['prefill', 'decode', 'flex'] : ['prefill', 'decode'];
-  if (!allowed.includes(role)) throw new HttpError('not_found', `role: must be one of ${allowed.join(', ')}, got '${role}'`, 'role');
+  if (!allowed.includes(role))
+    throw new HttpError('not_found', `role: must be one of ${allowed.join(', ')}, got '${role}'`, 'role');
   const body = await readJsonBody(ctx, gw.config.maxRequestBytes);
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalid('request body', 'must be a JSON object');
-  ctx.body = { result: "Can't assign DMI role because inferMode is standard (prefill/decode disaggregation is not supported)." };
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalid('request body', 'must be a JSON object');
+  ctx.body = {
+    result:
+      "Can't assign DMI role because inferMode is standard (prefill/decode disaggregation is not supported).",
+  };
 }
 
 /**
@@ -77,7 +88,8 @@ export async function handleRole(gw: GatewayContext, ctx: Context, version: 1 | 
  * answer 200, then let the process stop. `?mode=Force` (SIGKILL of the process group) is refused.
  */
 export async function handleStopService(gw: GatewayContext, ctx: Context): Promise<void> {
-  if (ctx.query.mode !== undefined) throw invalid('mode', `'${String(ctx.query.mode)}' is not supported (only the graceful stop)`);
+  if (ctx.query.mode !== undefined)
+    throw invalid('mode', `'${String(ctx.query.mode)}' is not supported (only the graceful stop)`);
   if (gw.state.stopping) throw new HttpError('unavailable', 'The service has been stopped.');
   gw.state.stopping = true;
   await gw.engine.drain();

@@ -2,7 +2,14 @@
 import Router from '@koa/router';
 import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
-import { handleConfig, handleMetricsJson, handleRole, handleSlotCount, handleStatus, handleStopService } from './control.js';
+import {
+  handleConfig,
+  handleMetricsJson,
+  handleRole,
+  handleSlotCount,
+  handleStatus,
+  handleStopService,
+} from './control.js';
 import { handleNativeInfer, handleTokenizer } from './infer.js';
 import { PrometheusExporter } from './prometheus.js';
 

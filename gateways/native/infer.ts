@@ -25,7 +25,11 @@ const inferSchema = {
         {
           type: 'array',
           minItems: 1,
-          items: { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'image_url'] }, text: { type: 'string' } } },
+          items: {
+            type: 'object',
+            required: ['type'],
+            properties: { type: { enum: ['text', 'image_url'] }, text: { type: 'string' } },
+          },
         },
       ],
     },
@@ -63,12 +67,20 @@ function promptOf(body: InferBody, tokenRoute: boolean): PromptInput {
   return { kind: 'text', text };
 }
 
-export async function handleNativeInfer(gw: GatewayContext, ctx: Context, tokenRoute: boolean): Promise<void> {
+export async function handleNativeInfer(
+  gw: GatewayContext,
+  ctx: Context,
+  tokenRoute: boolean,
+): Promise<void> {
   const body = validateInfer(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const prompt = promptOf(body, tokenRoute);
   const params = body.parameters ?? {};
   assertAccepting(gw);
-  const request: GenerateRequest = { requestId: newRequestId('infer'), prompt, params: mindieSampling(params, 'parameters') };
+  const request: GenerateRequest = {
+    requestId: newRequestId('infer'),
+    prompt,
+    params: mindieSampling(params, 'parameters'),
+  };
   const signal = requestSignal(ctx, params.timeout);
   if (!body.stream) {
     const answer = await collect(gw, request, signal);
@@ -76,7 +88,14 @@ export async function handleNativeInfer(gw: GatewayContext, ctx: Context, tokenR
     ctx.body = {
       generated_text: c.text,
       ...(params.details
-        ? { details: { finish_reason: c.finish.reason, generated_tokens: c.tokenIds.length, generated_token_ids: c.tokenIds, seed: c.finish.seed } }
+        ? {
+            details: {
+              finish_reason: c.finish.reason,
+              generated_tokens: c.tokenIds.length,
+              generated_token_ids: c.tokenIds,
+              seed: c.finish.seed,
+            },
+          }
         : {}),
     };
     return;
@@ -100,7 +119,9 @@ export async function handleNativeInfer(gw: GatewayContext, ctx: Context, tokenR
           prefill_time: ev.timings.prefillMs,
           decode_time: ev.timings.decodeMs,
           generated_text: ev.text,
-          details: params.details ? { finish_reason: ev.reason, generated_tokens: ev.tokenIds.length, seed: ev.seed } : null,
+          details: params.details
+            ? { finish_reason: ev.reason, generated_tokens: ev.tokenIds.length, seed: ev.seed }
+            : null,
           token: { id: [], text: null },
         });
       }
@@ -122,7 +143,11 @@ export async function handleTokenizer(gw: GatewayContext, ctx: Context): Promise
   const body = validateTokenizer(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const ids = await gw.engine.tokenize(body.inputs, true);
   if (ids.length > gw.info.maxInputTokenLen) {
-    throw new HttpError('validation', `inputs: token length must be in (0, ${gw.info.maxInputTokenLen}], but got ${ids.length}`, 'inputs');
+    throw new HttpError(
+      'validation',
+      `inputs: token length must be in (0, ${gw.info.maxInputTokenLen}], but got ${ids.length}`,
+      'inputs',
+    );
   }
   const tokens = body.do_decode === false ? [] : (await gw.engine.detokenize(ids, false)).tokens;
   ctx.body = { token_number: ids.length, tokens };

@@ -11,7 +11,13 @@ import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import { openaiErrorBody } from './errors.js';
-import { openaiFinishReason, openaiUsage, samplingSchemaProperties, toSamplingParams, type SamplingFields } from './sampling.js';
+import {
+  openaiFinishReason,
+  openaiUsage,
+  samplingSchemaProperties,
+  toSamplingParams,
+  type SamplingFields,
+} from './sampling.js';
 
 const contentPart = {
   type: 'object',
@@ -58,7 +64,12 @@ const chatSchema = {
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     tools: { anyOf: [{ type: 'array' }, { type: 'null' }] },
     tool_choice: {},
-    response_format: { anyOf: [{ type: 'object', required: ['type'], properties: { type: { type: 'string' } } }, { type: 'null' }] },
+    response_format: {
+      anyOf: [
+        { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+        { type: 'null' },
+      ],
+    },
   },
 };
 
@@ -87,7 +98,10 @@ function toMessages(body: ChatBody): ChatMessage[] {
       content = m.content
         .map((part, j) => {
           if (part.type !== 'text' || typeof part.text !== 'string') {
-            throw notSupported(`messages[${i}].content[${j}].type`, `content part type '${part.type}' (only 'text')`);
+            throw notSupported(
+              `messages[${i}].content[${j}].type`,
+              `content part type '${part.type}' (only 'text')`,
+            );
           }
           return part.text;
         })
@@ -122,7 +136,11 @@ export function chatLogprobs(list: readonly TokenLogprob[]): object {
       token: t.text,
       logprob: t.logprob,
       bytes: [...Buffer.from(t.text, 'utf-8')],
-      top_logprobs: t.top.map((a) => ({ token: a.text, logprob: a.logprob, bytes: [...Buffer.from(a.text, 'utf-8')] })),
+      top_logprobs: t.top.map((a) => ({
+        token: a.text,
+        logprob: a.logprob,
+        bytes: [...Buffer.from(a.text, 'utf-8')],
+      })),
     })),
   };
 }
@@ -173,7 +191,9 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const sse = new SseWriter(ctx);
   const n = request.params.n ?? 1;
   for (let i = 0; i < n; i++) {
-    sse.data(chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]));
+    sse.data(
+      chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]),
+    );
   }
   const finishes: { completionTokens: number; promptTokens: number; cachedPromptTokens: number }[] = [];
   try {
@@ -193,7 +213,11 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
         );
       } else {
         finishes.push(ev.usage);
-        sse.data(chunk([{ index: ev.index, delta: {}, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]));
+        sse.data(
+          chunk([
+            { index: ev.index, delta: {}, logprobs: null, finish_reason: openaiFinishReason(ev.reason) },
+          ]),
+        );
       }
     }
     if (includeUsage) {
@@ -211,4 +235,3 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
     sse.end();
   }
 }
-

@@ -11,7 +11,13 @@ import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import { openaiErrorBody } from './errors.js';
-import { openaiFinishReason, openaiUsage, samplingSchemaProperties, toSamplingParams, type SamplingFields } from './sampling.js';
+import {
+  openaiFinishReason,
+  openaiUsage,
+  samplingSchemaProperties,
+  toSamplingParams,
+  type SamplingFields,
+} from './sampling.js';
 
 const tokenList = { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0 } };
 
@@ -32,7 +38,12 @@ const completionSchema = {
     logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     best_of: { anyOf: [{ type: 'integer', minimum: 1, maximum: 128 }, { type: 'null' }] },
     suffix: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-    response_format: { anyOf: [{ type: 'object', required: ['type'], properties: { type: { type: 'string' } } }, { type: 'null' }] },
+    response_format: {
+      anyOf: [
+        { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
+        { type: 'null' },
+      ],
+    },
   },
 };
 
@@ -50,7 +61,9 @@ const validateCompletion = compileSchema<CompletionBody>(completionSchema);
 function prompts(p: CompletionBody['prompt']): PromptInput[] {
   if (typeof p === 'string') return [{ kind: 'text', text: p }];
   if (p.every((x) => typeof x === 'number')) return [{ kind: 'tokens', ids: p as number[] }];
-  return (p as (string | number[])[]).map((x) => (typeof x === 'string' ? { kind: 'text', text: x } : { kind: 'tokens', ids: x }));
+  return (p as (string | number[])[]).map((x) =>
+    typeof x === 'string' ? { kind: 'text', text: x } : { kind: 'tokens', ids: x },
+  );
 }
 
 async function promptText(engine: Engine, p: PromptInput): Promise<string> {
@@ -100,17 +113,21 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
     prompt,
     params,
   }));
-  const echoes = body.echo ? await Promise.all(inputs.map((p) => promptText(gw.engine, p))) : inputs.map(() => '');
+  const echoes = body.echo
+    ? await Promise.all(inputs.map((p) => promptText(gw.engine, p)))
+    : inputs.map(() => '');
   const created = Math.floor(Date.now() / 1000);
   // One failing prompt (or the client leaving) cancels the requests of the other prompts.
   const failed = new AbortController();
   const signal = AbortSignal.any([clientGoneSignal(ctx), failed.signal]);
 
   if (!body.stream) {
-    const answers: CollectedAnswer[] = await Promise.all(requests.map((r) => collect(gw, r, signal))).catch((err: unknown) => {
-      failed.abort();
-      throw err;
-    });
+    const answers: CollectedAnswer[] = await Promise.all(requests.map((r) => collect(gw, r, signal))).catch(
+      (err: unknown) => {
+        failed.abort();
+        throw err;
+      },
+    );
     const usage: Usage = {
       promptTokens: answers.reduce((s, a) => s + a.usage.promptTokens, 0),
       completionTokens: answers.reduce((s, a) => s + a.usage.completionTokens, 0),
@@ -136,7 +153,8 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
 
   const includeUsage = body.stream_options?.include_usage === true;
   const base = { id, object: 'text_completion', created, model };
-  const chunk = (choices: object[]): object => (includeUsage ? { ...base, choices, usage: null } : { ...base, choices });
+  const chunk = (choices: object[]): object =>
+    includeUsage ? { ...base, choices, usage: null } : { ...base, choices };
   // Start every prompt's request; wait for the first prompt's first event before answering
   // 200 so that errors found up front (engine validation, overload) keep their status codes.
   const iterators = requests.map((r) => events(gw, r, signal)[Symbol.asyncIterator]());
@@ -171,7 +189,9 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
             // The prompt counts once per request; completions add up over its sequences.
             if (!usages.has(pi)) usages.set(pi, ev.usage);
             completionTokens.total += ev.usage.completionTokens;
-            sse.data(chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]));
+            sse.data(
+              chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
+            );
           }
         }
       }),

@@ -14,9 +14,14 @@ const replyOf: Record<HttpError['kind'], { status: number; type: string; code: s
   internal: { status: 500, type: 'internal_error', code: null },
 };
 
-export function openaiErrorBody(err: HttpError): { error: { message: string; type: string; param: string | null; code: string | null } } {
+export function openaiErrorBody(err: HttpError): {
+  error: { message: string; type: string; param: string | null; code: string | null };
+} {
   const r = replyOf[err.kind];
   return { error: { message: err.message, type: r.type, param: err.field ?? null, code: r.code } };
 }
 
-export const openaiErrorFormat: ErrorFormatter = (err) => ({ status: replyOf[err.kind].status, body: openaiErrorBody(err) });
+export const openaiErrorFormat: ErrorFormatter = (err) => ({
+  status: replyOf[err.kind].status,
+  body: openaiErrorBody(err),
+});

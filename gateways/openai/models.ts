@@ -20,6 +20,7 @@ export function handleListModels(gw: GatewayContext, ctx: Context): void {
 }
 
 export function handleGetModel(gw: GatewayContext, ctx: Context, model: string): void {
-  if (model !== gw.info.modelName) throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
+  if (model !== gw.info.modelName)
+    throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
   ctx.body = modelCard(gw);
 }

@@ -71,7 +71,11 @@ export function toSamplingParams(
   if (b.logit_bias && Object.keys(b.logit_bias).length > 0) throw notSupported('logit_bias', 'logit bias');
   if (b.min_tokens) throw notSupported('min_tokens', 'a minimum token count');
   if (b.stream_options && !b.stream) {
-    throw new HttpError('validation', 'stream_options: is only allowed when stream is true', 'stream_options');
+    throw new HttpError(
+      'validation',
+      'stream_options: is only allowed when stream is true',
+      'stream_options',
+    );
   }
   const stop = def(b.stop);
   return {
@@ -101,7 +105,11 @@ export function openaiFinishReason(reason: string): string {
   return reason === 'cancelled' ? 'abort' : reason;
 }
 
-export function openaiUsage(u: { promptTokens: number; completionTokens: number; cachedPromptTokens: number }): object {
+export function openaiUsage(u: {
+  promptTokens: number;
+  completionTokens: number;
+  cachedPromptTokens: number;
+}): object {
   return {
     prompt_tokens: u.promptTokens,
     completion_tokens: u.completionTokens,

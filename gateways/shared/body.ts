@@ -17,12 +17,17 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   } catch (err) {
     const type = (err as { type?: string }).type;
     if (type === 'entity.too.large') {
-      throw new HttpError('too_large', `request body: must be at most ${limitBytes} bytes (ServerConfig.maxRequestLength)`);
+      throw new HttpError(
+        'too_large',
+        `request body: must be at most ${limitBytes} bytes (ServerConfig.maxRequestLength)`,
+      );
     }
-    if (type === 'request.aborted') throw new HttpError('validation', 'request body: the client aborted the upload');
+    if (type === 'request.aborted')
+      throw new HttpError('validation', 'request body: the client aborted the upload');
     throw new HttpError('validation', `request body: could not be read (${(err as Error).message})`);
   }
-  if (text.trim() === '') throw new HttpError('bad_json', 'request body: must be a JSON value, got an empty body');
+  if (text.trim() === '')
+    throw new HttpError('bad_json', 'request body: must be a JSON value, got an empty body');
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -42,7 +42,11 @@ export function failIfError(ev: FinishEvent): void {
   if (ev.reason === 'error') throw new HttpError('generation', ev.error || 'generation failed');
 }
 
-export async function collect(gw: GatewayContext, request: GenerateRequest, signal: AbortSignal): Promise<CollectedAnswer> {
+export async function collect(
+  gw: GatewayContext,
+  request: GenerateRequest,
+  signal: AbortSignal,
+): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
   for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
@@ -71,7 +75,11 @@ export async function collect(gw: GatewayContext, request: GenerateRequest, sign
 }
 
 /** The events of a streaming request, with `error` finishes turned into HttpErrors. */
-export async function* events(gw: GatewayContext, request: GenerateRequest, signal: AbortSignal): AsyncGenerator<GenerateEvent> {
+export async function* events(
+  gw: GatewayContext,
+  request: GenerateRequest,
+  signal: AbortSignal,
+): AsyncGenerator<GenerateEvent> {
   for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
     if (ev.type === 'finish') failIfError(ev);
     yield ev;

@@ -29,7 +29,6 @@ export class HttpError extends Error {
   }
 }
 
-
 const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
   INVALID_ARGUMENT: 'validation',
   NOT_FOUND: 'not_found',
@@ -45,7 +44,9 @@ export function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof EngineError) return new HttpError(kindOfEngineCode[err.code], err.message, err.field);
   const message = err instanceof Error ? err.message : String(err);
-  process.stderr.write(`prism gateway: unexpected error: ${err instanceof Error ? (err.stack ?? message) : message}\n`);
+  process.stderr.write(
+    `prism gateway: unexpected error: ${err instanceof Error ? (err.stack ?? message) : message}\n`,
+  );
   return new HttpError('internal', 'internal error while handling the request');
 }
 

@@ -13,14 +13,18 @@ function readFile(path: string, what: string): Buffer {
   try {
     return readFileSync(path);
   } catch (err) {
-    throw new Error(`${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
 }
 
 /** Builds Node TLS server options from the configured files; every failure names the file. */
 export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<string, unknown> {
   const passphrase = tls.keyPassphraseFile
-    ? readFile(tls.keyPassphraseFile, `${listenerName} TLS key passphrase`).toString('utf-8').split(/\r?\n/)[0]
+    ? readFile(tls.keyPassphraseFile, `${listenerName} TLS key passphrase`)
+        .toString('utf-8')
+        .split(/\r?\n/)[0]
     : undefined;
   const mutual = tls.caFiles.length > 0;
   return {
@@ -28,7 +32,8 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
     key: readFile(tls.keyFile, `${listenerName} TLS private key`),
     passphrase,
     ca: mutual ? tls.caFiles.map((f) => readFile(f, `${listenerName} TLS CA`)) : undefined,
-    crl: tls.crlFiles.length > 0 ? tls.crlFiles.map((f) => readFile(f, `${listenerName} TLS CRL`)) : undefined,
+    crl:
+      tls.crlFiles.length > 0 ? tls.crlFiles.map((f) => readFile(f, `${listenerName} TLS CRL`)) : undefined,
     requestCert: mutual,
     rejectUnauthorized: mutual,
     minVersion: 'TLSv1.2',
@@ -44,7 +49,11 @@ export interface RunningListener {
 }
 
 /** Starts a listener; resolves once bound. Port 0 picks a free port (tests). */
-export async function startListener(name: string, cfg: ListenerConfig, handler: RequestListener): Promise<RunningListener> {
+export async function startListener(
+  name: string,
+  cfg: ListenerConfig,
+  handler: RequestListener,
+): Promise<RunningListener> {
   let server: Server;
   if (cfg.tls) {
     const options = tlsServerOptions(cfg.tls, name);
@@ -60,7 +69,9 @@ export async function startListener(name: string, cfg: ListenerConfig, handler: 
   // Streams can be long; idle keep-alive sockets are closed by Node's defaults.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (err) => reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)));
+    server.once('error', (err) =>
+      reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)),
+    );
     server.listen(cfg.port, cfg.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;

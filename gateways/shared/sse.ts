@@ -42,7 +42,10 @@ export class SseWriter {
     if (this.isClosed) return;
     const text = typeof payload === 'string' ? payload : JSON.stringify(payload);
     // A payload with newlines needs one `data:` line per line (the SSE framing rule).
-    const lines = text.split('\n').map((l) => `data: ${l}`).join('\n');
+    const lines = text
+      .split('\n')
+      .map((l) => `data: ${l}`)
+      .join('\n');
     this.ctx.res.write(event ? `event: ${event}\n${lines}\n\n` : `${lines}\n\n`);
   }
 

@@ -7,7 +7,15 @@
  * engine request (`prism.generate`, attributes: model, token counts, finish reason), and under
  * it `prism.queue`, `prism.prefill`, `prism.decode`, placed from the engine's own timings.
  */
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Context as OtelContext, type Span } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context as OtelContext,
+  type Span,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -34,7 +42,9 @@ export function initTracing(options: TracingOptions = {}): NodeTracerProvider {
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   }
   provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'prism' }),
+    resource: resourceFromAttributes({
+      'service.name': options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'prism',
+    }),
     spanProcessors: processors,
   });
   // Registers the AsyncLocalStorage context manager and the W3C trace-context propagator.
@@ -60,7 +70,14 @@ export function tracingMiddleware(): Middleware {
     const parent = propagation.extract(context.active(), ctx.headers);
     const span = tracer.startSpan(
       `${ctx.method} ${ctx.path}`,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': ctx.method, 'url.path': ctx.path, 'server.port': ctx.req.socket.localPort ?? 0 } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': ctx.method,
+          'url.path': ctx.path,
+          'server.port': ctx.req.socket.localPort ?? 0,
+        },
+      },
       parent,
     );
     // Ended when the response is done: streams outlive the middleware chain.
@@ -85,7 +102,11 @@ function timingSpans(parentCtx: OtelContext, start: number, f: FinishEvent): voi
     ['prism.decode', start + t.queueMs + t.prefillMs, start + t.queueMs + t.prefillMs + t.decodeMs],
   ];
   for (const [name, from, to] of phases) {
-    const s = tracer.startSpan(name, { startTime: from, attributes: { 'prism.request_id': f.requestId } }, parentCtx);
+    const s = tracer.startSpan(
+      name,
+      { startTime: from, attributes: { 'prism.request_id': f.requestId } },
+      parentCtx,
+    );
     if (name === 'prism.prefill') s.setAttribute('prism.prompt_tokens', f.usage.promptTokens);
     if (name === 'prism.decode') s.setAttribute('prism.completion_tokens', f.usage.completionTokens);
     s.end(to);
@@ -110,7 +131,9 @@ export async function* tracedGenerate(
       'gen_ai.request.model': model,
       'prism.request_id': request.requestId ?? '',
       'prism.prompt_kind': request.prompt.kind,
-      ...(request.params.maxNewTokens !== undefined ? { 'gen_ai.request.max_tokens': request.params.maxNewTokens } : {}),
+      ...(request.params.maxNewTokens !== undefined
+        ? { 'gen_ai.request.max_tokens': request.params.maxNewTokens }
+        : {}),
     },
   });
   const spanCtx = trace.setSpan(context.active(), span);

@@ -18,4 +18,7 @@ export function tgiErrorBody(err: HttpError): { error: string; error_type: strin
   return { error: err.message, error_type: replyOf[err.kind].type };
 }
 
-export const tgiErrorFormat: ErrorFormatter = (err) => ({ status: replyOf[err.kind].status, body: tgiErrorBody(err) });
+export const tgiErrorFormat: ErrorFormatter = (err) => ({
+  status: replyOf[err.kind].status,
+  body: tgiErrorBody(err),
+});

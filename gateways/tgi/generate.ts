@@ -125,10 +125,14 @@ export async function generateStream(gw: GatewayContext, ctx: Context, body: Tgi
           seed: tgiSamples(p) ? ev.seed : null,
           input_length: ev.usage.promptTokens,
         };
-        const frame =
-          held ??
+        const frame = held ??
           // No token frame to close (nothing generated in this tick): an empty special token.
-          { index: ++index, token: { id: lastId, text: '', logprob: null, special: true }, generated_text: null, details: null };
+          {
+            index: ++index,
+            token: { id: lastId, text: '', logprob: null, special: true },
+            generated_text: null,
+            details: null,
+          };
         sse.data({ ...frame, generated_text: text, details });
         held = undefined;
       }
@@ -147,7 +151,12 @@ export async function handleGenerateStream(gw: GatewayContext, ctx: Context, raw
 
 /** POST /: `stream` true → SSE as /generate_stream; false → `[ /generate answer ]`. */
 export async function handleRoot(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
-  if (raw !== null && typeof raw === 'object' && 'stream' in raw && typeof (raw as { stream: unknown }).stream !== 'boolean') {
+  if (
+    raw !== null &&
+    typeof raw === 'object' &&
+    'stream' in raw &&
+    typeof (raw as { stream: unknown }).stream !== 'boolean'
+  ) {
     throw invalid('stream', 'Stream must be boolean type.');
   }
   const body = validateTgi(raw);

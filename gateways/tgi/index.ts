@@ -56,7 +56,9 @@ export function tgiRouter(gw: GatewayContext): Router {
   router.post('/generate_stream', boundary, async (ctx) =>
     handleGenerateStream(gw, ctx, await readJsonBody(ctx, gw.config.maxRequestBytes)),
   );
-  router.post('/', boundary, async (ctx) => handleRoot(gw, ctx, await readJsonBody(ctx, gw.config.maxRequestBytes)));
+  router.post('/', boundary, async (ctx) =>
+    handleRoot(gw, ctx, await readJsonBody(ctx, gw.config.maxRequestBytes)),
+  );
   return router;
 }
 

@@ -85,17 +85,25 @@ export function tgiSamples(p: TgiParameters): boolean {
   );
 }
 
-export function toEngineRequest(gw: GatewayContext, body: TgiBody, requestId: string, streaming: boolean): GenerateRequest {
+export function toEngineRequest(
+  gw: GatewayContext,
+  body: TgiBody,
+  requestId: string,
+  streaming: boolean,
+): GenerateRequest {
   const p = body.parameters ?? {};
   // adapter_id names an adapter; this build serves none, so only the base model's name is valid.
   if (p.adapter_id) resolveModel(gw, p.adapter_id, 'parameters.adapter_id');
-  if (p.grammar !== undefined && p.grammar !== null) throw notSupported('parameters.grammar', 'grammar-constrained generation');
+  if (p.grammar !== undefined && p.grammar !== null)
+    throw notSupported('parameters.grammar', 'grammar-constrained generation');
   if (p.watermark) throw notSupported('parameters.watermark', 'watermarking');
   if (p.typical_p != null && p.typical_p < 1) throw notSupported('parameters.typical_p', 'typical sampling');
   const samples = tgiSamples(p);
   const bestOf = d(p.best_of) ?? 1;
-  if (bestOf > 1 && !samples) throw invalid('parameters.best_of', 'best_of > 1 requires sampling (do_sample or a sampling parameter)');
-  if (bestOf > 1 && p.seed != null) throw invalid('parameters.seed', 'must not be set together with best_of > 1');
+  if (bestOf > 1 && !samples)
+    throw invalid('parameters.best_of', 'best_of > 1 requires sampling (do_sample or a sampling parameter)');
+  if (bestOf > 1 && p.seed != null)
+    throw invalid('parameters.seed', 'must not be set together with best_of > 1');
   if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
   const details = p.details === true || streaming;
   return {
