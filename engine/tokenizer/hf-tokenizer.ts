@@ -70,6 +70,23 @@ export interface TokenizerDocument {
   readonly addedTokens?: readonly AddedTokenJson[];
   /** id → token text for every id; asked from the library when absent. */
   readonly tokens?: readonly string[];
+  /** The document's `decoder` section (null: none); read from `json` when absent. */
+  readonly decoder?: unknown;
+}
+
+/** A tokenizer.json with the given decoder and an empty model: all the decoding side needs. */
+function decoderOnlyDocument(decoder: unknown): string {
+  return JSON.stringify({
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: null,
+    post_processor: null,
+    decoder: decoder ?? null,
+    model: { type: 'BPE', dropout: null, unk_token: null, vocab: {}, merges: [] },
+  });
 }
 
 const MAX_TOKEN_ID = 0xffffffff;
@@ -156,28 +173,40 @@ export class HfTokenizer implements Tokenizer {
   /** Builds a tokenizer from a tokenizer.json document. */
   static async create(doc: TokenizerDocument, facts: TokenizerFacts, source: string): Promise<HfTokenizer> {
     let addedTokens = doc.addedTokens;
-    if (!addedTokens) {
+    let decoderJson = doc.decoder;
+    if (!addedTokens || decoderJson === undefined) {
+      let parsed: { added_tokens?: AddedTokenJson[]; decoder?: unknown };
       try {
-        addedTokens = (JSON.parse(doc.json) as { added_tokens?: AddedTokenJson[] }).added_tokens ?? [];
+        parsed = JSON.parse(doc.json) as typeof parsed;
       } catch (error) {
         throw new Error(`${source}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
       }
+      addedTokens ??= parsed.added_tokens ?? [];
+      decoderJson ??= parsed.decoder ?? null;
     }
-    // The worker builds its copy while this thread builds the decoding one.
+    const rejected = (error: unknown) =>
+      new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
+    // The worker holds the full tokenizer (it encodes). This thread only decodes, which needs
+    // the token table and the decoder: when the table is known, a decoder-only tokenizer
+    // (empty model) is enough, and the vocabulary is not built twice.
     const encoder = SyncEncoder.start(doc.json);
     let native: NativeTokenizer;
     try {
-      native = NativeTokenizer.fromString(doc.json);
+      native = NativeTokenizer.fromString(doc.tokens ? decoderOnlyDocument(decoderJson) : doc.json);
     } catch (error) {
       void encoder.then(
         (e) => e.close(),
         () => undefined,
       );
-      throw new Error(
-        `${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`,
-      );
+      throw rejected(error);
     }
-    return new HfTokenizer(native, await encoder, { ...doc, addedTokens }, facts);
+    let started: SyncEncoder;
+    try {
+      started = await encoder;
+    } catch (error) {
+      throw rejected(error);
+    }
+    return new HfTokenizer(native, started, { ...doc, addedTokens }, facts);
   }
 
   encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {

@@ -36,7 +36,7 @@ export async function tokenizerFromGgufMetadata(
 ): Promise<HfTokenizer> {
   const spec = ggufTokenizerSpec(meta, source);
   return HfTokenizer.create(
-    { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens },
+    { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens, decoder: spec.decoder },
     {
       bosToken: spec.bosTokenId,
       eosToken: spec.eosTokenId,
@@ -140,6 +140,7 @@ async function loadHfDirectory(dir: string): Promise<HfTokenizer> {
 
 interface TokenizerJsonShape {
   added_tokens?: AddedTokenJson[];
+  decoder?: unknown;
   model?: { vocab?: Record<string, number> | [string, number][] };
   post_processor?: unknown;
 }
@@ -178,16 +179,55 @@ function withConfiguredSpecialTokens(
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
     throw new Error(`${path}: must hold a JSON object`);
   const addedTokens = doc.added_tokens ?? [];
+  const tokens = tokenTableOf(doc);
+  const decoder = doc.decoder ?? null;
   const addBos = config.add_bos_token;
   const addEos = config.add_eos_token;
-  if (typeof addBos !== 'boolean' && typeof addEos !== 'boolean') return { json, addedTokens };
+  if (typeof addBos !== 'boolean' && typeof addEos !== 'boolean')
+    return { json, addedTokens, tokens, decoder };
   const bosId = addBos === true && bosText !== null ? idInDocument(doc, bosText) : null;
   const eosId = addEos === true && eosText !== null ? idInDocument(doc, eosText) : null;
-  doc.post_processor = postProcessor(
+  const configured = postProcessor(
     bosId !== null ? bosText : null,
     bosId,
     eosId !== null ? eosText : null,
     eosId,
   );
-  return { json: JSON.stringify(doc), addedTokens };
+  // Nothing to add, and the file's post-processor adds no tokens either (none, or ByteLevel,
+  // which only adjusts offsets): keep the document as it is rather than re-serialize it.
+  const current = doc.post_processor as { type?: string } | null | undefined;
+  if (configured === null && (!current || current.type === 'ByteLevel'))
+    return { json, addedTokens, tokens, decoder };
+  doc.post_processor = configured;
+  return { json: JSON.stringify(doc), addedTokens, tokens, decoder };
+}
+
+/**
+ * id → token text from the document itself (model vocabulary, then added tokens), which is
+ * what the library's getVocab(true) returns, without a 150k-entry round trip through it.
+ * Undefined when the model's vocabulary is not a plain map or list (the library is asked then).
+ */
+function tokenTableOf(doc: TokenizerJsonShape): string[] | undefined {
+  const vocab = doc.model?.vocab;
+  if (!vocab || typeof vocab !== 'object') return undefined;
+  const tokens: string[] = [];
+  if (Array.isArray(vocab)) {
+    // Unigram: [piece, score] pairs, id = position.
+    for (let i = 0; i < vocab.length; i++) {
+      if (!Array.isArray(vocab[i]) || typeof vocab[i][0] !== 'string') return undefined;
+      tokens[i] = vocab[i][0];
+    }
+  } else {
+    for (const [token, id] of Object.entries(vocab)) {
+      if (!Number.isInteger(id) || id < 0) return undefined;
+      tokens[id] = token;
+    }
+  }
+  for (const t of doc.added_tokens ?? []) {
+    if (!Number.isInteger(t.id) || t.id < 0 || typeof t.content !== 'string') return undefined;
+    tokens[t.id] = t.content;
+  }
+  // A hole in the ids: let the library say what it has there.
+  for (let i = 0; i < tokens.length; i++) if (tokens[i] === undefined) return undefined;
+  return tokens;
 }
