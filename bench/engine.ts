@@ -15,6 +15,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Template } from '@huggingface/jinja';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
@@ -245,6 +246,7 @@ async function main(argv: string[]): Promise<void> {
     );
     const prefillPrompt = tokenWindow(tokenize, PASSAGE, 3, args.prefillTokens);
 
+    const loadAtStart = loadavg()[0];
     const wants = (m: MeasureName) => args.measures.has(m);
     if (wants('single'))
       log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
@@ -311,6 +313,7 @@ async function main(argv: string[]): Promise<void> {
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
       commit: describeCommit(root),
       machine: describeMachine(),
+      loadAverage: { start: loadAtStart, end: loadavg()[0] },
       command: ['npm run bench:engine', ...(argv.length ? ['--', ...argv] : [])].join(' '),
       model: {
         path: relative(root, modelPath).startsWith('..') ? modelPath : relative(root, modelPath),

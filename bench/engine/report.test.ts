@@ -20,6 +20,7 @@ const report: EngineBenchReport = {
   date: '2026-11-21T12:00:00Z',
   commit: 'abc1234',
   machine: 'Test CPU, 2 logical cores',
+  loadAverage: { start: 1.25, end: 3 },
   command: 'npm run bench:engine',
   model: { path: 'models/x.gguf', name: 'x', weightBytes: 80e6 },
   settings: {
@@ -64,6 +65,7 @@ test('markdown escapes table cells and carries date, commit and command', () => 
   const md = renderMarkdown(report);
   assert.match(md, /- Commit: `abc1234`/);
   assert.match(md, /- Command: `npm run bench:engine`/);
+  assert.match(md, /load average 1\.3 when the measures started, 3\.0 when they ended/);
   assert.match(md, /\| prefill, 512-token prompt \| 500\.0 \| 500\.0 \| 1\.00× \|/);
   assert.match(md, /\| Q\\\|1 \| a↵b \| a c \| first 1 tokens agree \|/);
 });

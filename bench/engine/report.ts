@@ -38,6 +38,8 @@ export interface EngineBenchReport {
   readonly date: string;
   readonly commit: string;
   readonly machine: string;
+  /** 1-minute load average when the measures started and ended: how busy the shared machine was. */
+  readonly loadAverage: { readonly start: number; readonly end: number };
   readonly command: string;
   readonly model: { readonly path: string; readonly name?: string; readonly weightBytes?: number };
   readonly settings: {
@@ -140,7 +142,10 @@ export function renderMarkdown(report: EngineBenchReport): string {
   const out: string[] = [];
   out.push(`- Date: ${report.date}`);
   out.push(`- Commit: \`${report.commit}\``);
-  out.push(`- Machine: ${report.machine}`);
+  out.push(
+    `- Machine: ${report.machine}; 1-minute load average ${report.loadAverage.start.toFixed(1)} when the measures` +
+      ` started, ${report.loadAverage.end.toFixed(1)} when they ended`,
+  );
   out.push(`- Command: \`${report.command}\``);
   out.push(
     `- Model: \`${report.model.path}\`${report.model.name ? ` (${report.model.name})` : ''}` +
