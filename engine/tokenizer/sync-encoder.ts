@@ -48,13 +48,18 @@ interface EncodeReply {
 export class SyncEncoder {
   private seq = 0;
   private closed = false;
+  /** Why the worker is gone, once it is (seen between calls: events cannot fire while we block). */
+  private failure: string | null = null;
 
   private constructor(
     private readonly worker: Worker,
     private readonly port: MessagePort,
     /** Bumped by the worker after each reply it posts. */
     private readonly counter: Int32Array,
-  ) {}
+  ) {
+    worker.on('error', (error: Error) => (this.failure ??= error.message));
+    worker.on('exit', (code: number) => (this.failure ??= `exited with code ${code}`));
+  }
 
   /** Starts the worker with its own tokenizer built from `tokenizerJson`; resolves once it is ready. */
   static async start(tokenizerJson: string): Promise<SyncEncoder> {
@@ -86,6 +91,7 @@ export class SyncEncoder {
 
   encode(text: string, addSpecialTokens: boolean): Uint32Array {
     if (this.closed) throw new Error('tokenizer is closed');
+    if (this.failure !== null) throw new Error(`tokenizer encode worker is gone (${this.failure})`);
     const seq = ++this.seq;
     this.port.postMessage({ seq, text, addSpecialTokens });
     const deadline = Date.now() + ENCODE_TIMEOUT_MS;
