@@ -203,54 +203,90 @@ async function runLevel(
   };
 }
 
-interface Overhead {
-  runs: number;
+interface PairStats {
+  pairs: number;
   httpP50Ms: number;
   grpcP50Ms: number;
   addedP50Ms: number;
   addedP99Ms: number;
 }
 
-/** 1-token chat requests through HTTP and straight over gRPC to the same engine, alternated. */
-async function gatewayOverhead(url: string, socket: string, model: string, runs: number): Promise<Overhead> {
-  const client = new GrpcEngineClient(`unix:${socket}`);
-  const messages = [{ role: 'user' as const, content: 'Say hi.' }];
-  const http: number[] = [];
-  const grpc: number[] = [];
-  try {
-    for (let i = 0; i < runs + 3; i++) {
-      let t = performance.now();
-      const res = await fetch(`${url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model, messages, max_tokens: 1, temperature: 0 }),
-      });
-      await res.json();
-      const h = performance.now() - t;
-      t = performance.now();
-      for await (const ev of client.generate({
-        prompt: { kind: 'chat', messages },
-        params: { maxNewTokens: 1, temperature: 0 },
-      }))
-        void ev;
-      const g = performance.now() - t;
-      // The first rounds warm up connections and caches.
-      if (i >= 3) {
-        http.push(h);
-        grpc.push(g);
-      }
-    }
-  } finally {
-    await client.close();
-  }
+interface Overhead {
+  /** POST /v1/tokenizer (do_decode false) vs the Tokenize RPC: the HTTP layer alone. */
+  roundTrip: PairStats;
+  /** 1-token chat completions vs GenerateStream of the same chat: includes the engine's work. */
+  chat: PairStats;
+}
+
+function pairStats(http: number[], grpc: number[]): PairStats {
   const diffs = http.map((h, i) => h - grpc[i]);
   return {
-    runs,
+    pairs: http.length,
     httpP50Ms: percentile(http, 50),
     grpcP50Ms: percentile(grpc, 50),
     addedP50Ms: percentile(diffs, 50),
     addedP99Ms: percentile(diffs, 99),
   };
+}
+
+/** Alternates `viaHttp` and `viaGrpc` calls (after warm-up rounds) and pairs their times. */
+async function pairs(
+  runs: number,
+  viaHttp: () => Promise<void>,
+  viaGrpc: () => Promise<void>,
+): Promise<PairStats> {
+  const http: number[] = [];
+  const grpc: number[] = [];
+  for (let i = 0; i < runs + 5; i++) {
+    let t = performance.now();
+    await viaHttp();
+    const h = performance.now() - t;
+    t = performance.now();
+    await viaGrpc();
+    const g = performance.now() - t;
+    if (i >= 5) {
+      http.push(h);
+      grpc.push(g);
+    }
+  }
+  return pairStats(http, grpc);
+}
+
+/** The same requests through the gateway (HTTP) and straight over gRPC to the same engine. */
+async function gatewayOverhead(url: string, socket: string, model: string, runs: number): Promise<Overhead> {
+  const client = new GrpcEngineClient(`unix:${socket}`);
+  const messages = [{ role: 'user' as const, content: 'Say hi.' }];
+  const text = 'How much latency does the HTTP gateway add?';
+  const post = async (path: string, body: unknown): Promise<void> => {
+    const res = await fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status}`);
+    await res.json();
+  };
+  try {
+    const roundTrip = await pairs(
+      runs * 5,
+      () => post('/v1/tokenizer', { inputs: text, do_decode: false }),
+      async () => void (await client.tokenize(text, true)),
+    );
+    const chat = await pairs(
+      runs,
+      () => post('/v1/chat/completions', { model, messages, max_tokens: 1, temperature: 0 }),
+      async () => {
+        for await (const ev of client.generate({
+          prompt: { kind: 'chat', messages },
+          params: { maxNewTokens: 1, temperature: 0 },
+        }))
+          void ev;
+      },
+    );
+    return { roundTrip, chat };
+  } finally {
+    await client.close();
+  }
 }
 
 function table(levels: LevelResult[], overhead: Overhead): string {
@@ -271,11 +307,16 @@ function table(levels: LevelResult[], overhead: Overhead): string {
     })
     .filter(Boolean);
   if (ratios.length) lines.push('', `Output tok/s, Prism ÷ llama.cpp: ${ratios.join(', ')}.`);
+  const row = (what: string, p: PairStats): string =>
+    `| ${what} | ${p.pairs} | ${f(p.httpP50Ms, 2)} | ${f(p.grpcP50Ms, 2)} | ${f(p.addedP50Ms, 2)} | ${f(p.addedP99Ms, 2)} |`;
   lines.push(
     '',
-    `Gateway-added latency (1-token chat, HTTP vs direct gRPC to the same engine, ${overhead.runs} alternated pairs): ` +
-      `p50 ${f(overhead.addedP50Ms, 2)} ms, p99 ${f(overhead.addedP99Ms, 2)} ms ` +
-      `(HTTP p50 ${f(overhead.httpP50Ms)} ms, gRPC p50 ${f(overhead.grpcP50Ms)} ms).`,
+    'Gateway-added latency (the same request through HTTP and straight over gRPC to the same engine, alternated; paired differences):',
+    '',
+    '| request | pairs | HTTP p50 (ms) | gRPC p50 (ms) | added p50 (ms) | added p99 (ms) |',
+    '|---|---:|---:|---:|---:|---:|',
+    row('`POST /v1/tokenizer` vs `Tokenize`', overhead.roundTrip),
+    row('1-token `POST /v1/chat/completions` vs `GenerateStream`', overhead.chat),
   );
   return lines.join('\n');
 }
