@@ -4,6 +4,7 @@
 // the test entry point and the memory-bandwidth probe.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
@@ -46,8 +47,10 @@ Isa bestSupportedIsa() {
   return Isa::Reference;
 }
 
-// The chosen family, or an error message when PRISM_ISA is malformed (reported on use, so
-// the process does not die at load time and the message reaches the caller).
+// The chosen family, and the complaint about a malformed PRISM_ISA if there was one. A bad
+// value must not take the process down (selectedIsa() is called from places that cannot
+// throw, e.g. cpuFeatures()), so it is ignored with a one-time warning on stderr and
+// reported through isaOverrideError() for the caller to surface.
 struct Selection {
   Isa isa = Isa::Reference;
   std::string error;
@@ -61,6 +64,7 @@ const Selection& selection() {
       Isa forced;
       if (!parseIsa(env, &forced)) {
         sel.error = std::string("PRISM_ISA must be one of avx512, avx2, reference; got '") + env + "'";
+        std::fprintf(stderr, "prism: %s; using %s\n", sel.error.c_str(), isaName(sel.isa));
       } else {
         // Only a lower family can be forced: asking for more than the CPU has keeps the best.
         sel.isa = std::min(forced, sel.isa);
@@ -71,11 +75,7 @@ const Selection& selection() {
   return s;
 }
 
-Isa currentIsa() {
-  const Selection& s = selection();
-  if (!s.error.empty()) throw std::invalid_argument(s.error);
-  return s.isa;
-}
+Isa currentIsa() { return selection().isa; }
 
 void runMatmul(Isa isa, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
@@ -110,6 +110,11 @@ bool cpuHasAvx512Bf16() {
 }  // namespace kernels
 
 const char* selectedIsa() { return isaName(currentIsa()); }
+
+const char* isaOverrideError() {
+  const Selection& s = selection();
+  return s.error.empty() ? nullptr : s.error.c_str();
+}
 
 LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");

@@ -48,6 +48,9 @@ struct LinearWeight {
   int layout = 0;  // 0 = GGUF row-major; other values private to the kernels
   std::vector<uint8_t> owned;
   size_t bytes = 0;  // bytes of weight data read per use (for the roofline)
+  // Today: Q4_0 / Q4_1 / Q4_K are always repacked into `owned` (layout 1, f32 scales: 24
+  // bytes per 32 values instead of 18-20); the other types stay zero copy. When `owned` is
+  // non-empty the kernels read it rather than `data`, so a copied LinearWeight stays valid.
 };
 
 // Builds a LinearWeight for a GGUF/safetensors tensor [rows × cols] of `type` at `data`.
@@ -55,7 +58,9 @@ struct LinearWeight {
 LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols);
 
 // Per-context scratch the kernels may use (activation quantization buffers etc.). Sized once
-// by reserve() for the largest (n, cols) the context will run; matmul() never allocates.
+// by reserve() for the largest (n, cols) the context will run; matmul() never allocates
+// (if a call needs more than was reserved, bytes() grows the buffer once, on the calling
+// thread, rather than failing). One KernelScratch per concurrently running matmul.
 class KernelScratch {
  public:
   void reserve(int64_t maxRows, int64_t maxCols, int threads);
@@ -75,8 +80,12 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t row, float* out);
 
 // Instruction-set family in use: "avx512", "avx2" or "reference". Chosen once from CPUID;
-// the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one.
+// the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one. Never
+// throws: a malformed PRISM_ISA is ignored (warning on stderr) and reported below.
 const char* selectedIsa();
+// The complaint about a malformed PRISM_ISA (naming the variable and the allowed values), or
+// nullptr when it is unset or valid — for the caller to turn into an error where it can.
+const char* isaOverrideError();
 
 // Streams `bytes` of memory `passes` times on all threads of `pool`; returns the best pass's
 // read bandwidth in GB/s (the roofline's denominator). Allocates: not for the hot path.
