@@ -60,7 +60,9 @@ function isFresh(manifest: Manifest | undefined): manifest is Manifest {
 }
 
 /** Makes sure the generated fixtures exist and match the generator; returns them. */
-export function ensureFixtures(log: (line: string) => void = (l) => process.stderr.write(l + '\n')): Fixture[] {
+export function ensureFixtures(
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): Fixture[] {
   let manifest = readManifest();
   if (!isFresh(manifest)) {
     // The llama GGUF fixtures copy the default model's tokenizer metadata.

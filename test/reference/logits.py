@@ -13,6 +13,9 @@ in the file given by --jobs:
   {"model": "path/to/file.gguf" | "path/to/hf-dir",
    "ids": [int, ...]          # token ids to run, or
    "text": "..."              # text to tokenize with the model's own tokenizer (no specials),
+   "tokenizer": "path",       # optional: tokenize "text" with this model's tokenizer
+                              #   instead (the llama fixtures share the default model's
+                              #   vocabulary; building a GGUF tokenizer costs seconds)
    "maxTokens": 570,          # optional cap on the tokenized length
    "out": "path/prefix"}
 Output per job: <out>.f32, the raw little-endian float32 logits [T x V] (row t = logits
@@ -29,25 +32,34 @@ import sys
 import time
 from pathlib import Path
 
+# Bump when the numbers this script produces for the same model and ids would change;
+# test/reference/reference.ts keys its cache on it.
+REFERENCE_VERSION = 1
 
-def load(model_path: Path):
+
+def load_model(model_path: Path):
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     kwargs = dict(dtype=torch.float32, attn_implementation='eager')
     if model_path.is_file():
         if model_path.suffix != '.gguf':
             raise SystemExit(f'reference: {model_path} is a file but not a .gguf')
-        where, gguf_file = str(model_path.parent), model_path.name
-        model = AutoModelForCausalLM.from_pretrained(where, gguf_file=gguf_file, **kwargs)
-        tokenizer = lambda: AutoTokenizer.from_pretrained(where, gguf_file=gguf_file)  # noqa: E731
+        model = AutoModelForCausalLM.from_pretrained(str(model_path.parent), gguf_file=model_path.name, **kwargs)
     elif (model_path / 'config.json').exists():
         model = AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
-        tokenizer = lambda: AutoTokenizer.from_pretrained(str(model_path))  # noqa: E731
     else:
         raise SystemExit(f'reference: {model_path} is neither a .gguf file nor a folder with config.json')
     model.eval()
-    return model, tokenizer
+    return model
+
+
+def load_tokenizer(model_path: Path):
+    from transformers import AutoTokenizer
+
+    if model_path.is_file():
+        return AutoTokenizer.from_pretrained(str(model_path.parent), gguf_file=model_path.name)
+    return AutoTokenizer.from_pretrained(str(model_path))
 
 
 def teacher_forced_logits(model, ids: list[int]):
@@ -58,20 +70,23 @@ def teacher_forced_logits(model, ids: list[int]):
     return out.logits[0].to(torch.float32).contiguous().numpy()
 
 
-def run_job(job: dict, cache: dict) -> None:
+def run_job(job: dict, models: dict, tokenizers: dict) -> None:
     import numpy as np
 
     model_path = Path(job['model']).resolve()
     out = Path(job['out'])
     started = time.time()
-    if model_path not in cache:
-        cache.clear()  # one model resident at a time keeps memory flat across many jobs
-        cache[model_path] = load(model_path)
-    model, make_tokenizer = cache[model_path]
+    if model_path not in models:
+        models.clear()  # one model resident at a time keeps memory flat across many jobs
+        models[model_path] = load_model(model_path)
+    model = models[model_path]
     if 'ids' in job:
         ids = [int(i) for i in job['ids']]
     elif 'text' in job:
-        ids = list(make_tokenizer()(job['text'], add_special_tokens=False)['input_ids'])
+        tok_path = Path(job.get('tokenizer') or model_path).resolve()
+        if tok_path not in tokenizers:
+            tokenizers[tok_path] = load_tokenizer(tok_path)
+        ids = list(tokenizers[tok_path](job['text'], add_special_tokens=False)['input_ids'])
     else:
         raise SystemExit('reference: a job needs "ids" or "text"')
     if job.get('maxTokens'):
@@ -107,9 +122,10 @@ def main() -> None:
     import torch
 
     torch.manual_seed(0)
-    cache: dict = {}
+    models: dict = {}
+    tokenizers: dict = {}
     for job in jobs:
-        run_job(job, cache)
+        run_job(job, models, tokenizers)
 
 
 if __name__ == '__main__':
