@@ -176,7 +176,8 @@ describe('native', () => {
     assert.equal(typeof v2.json.resource.totalAvailNpuBlockNum, 'number');
     const role = await postJson(`${h.managementUrl}/v1/role/prefill`, { local: {}, peers: [] });
     assert.equal(role.status, 200);
-    assert.match(role.json.result, /inferMode is standard/);
+    assert.deepEqual(role.json, { result: 'OK' });
+    assert.equal((await getJson(`${h.managementUrl}/v2/status`)).json.service.currentRole, 'prefill');
     assert.equal((await postJson(`${h.managementUrl}/v2/role/flex`, {})).status, 404);
     const timed = await getJson(`${h.managementUrl}/health/timed-30`);
     assert.deepEqual(timed.json, { status: 'healthy' });

@@ -31,7 +31,7 @@ export function handleConfig(gw: GatewayContext, ctx: Context): void {
   };
 }
 
-/** Prism runs prefill and decode in one instance (MindIE "PD mixed"): role `none`, always ready. */
+/** Prism runs prefill and decode in one instance (MindIE "PD mixed"); the role is the one last assigned. */
 export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 | 2): Promise<void> {
   const s = await gw.engine.status();
   const availSlots = Math.max(0, s.maxBatchSize - s.running);
@@ -55,15 +55,16 @@ export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 
     });
   }
   ctx.body = {
-    service: { roleStatus: s.stopping ? 'RoleUnknown' : 'RoleReady', currentRole: 'none' },
+    service: { roleStatus: s.stopping ? 'RoleUnknown' : 'RoleReady', currentRole: gw.state.role },
     resource,
     linkStatus: { peers: [] },
   };
 }
 
 /**
- * POST /v{1,2}/role/{role}: roles exist only in PD-disaggregated ("dmi") deployments, which
- * Prism does not have; like MindIE in standard mode it answers 200 with a refusal.
+ * POST /v{1,2}/role/{role}: records the instance role, reported by /v{1,2}/status. Prism runs
+ * prefill and decode in one instance, so the role changes no scheduling; it is what a
+ * PD-aware router reads back. The body (local / peers devices) must be a JSON object.
  */
 export async function handleRole(
   gw: GatewayContext,
@@ -71,16 +72,15 @@ export async function handleRole(
   version: 1 | 2,
   role: string,
 ): Promise<void> {
-  const allowed = version === 1 ? ['prefill', 'decode', 'flex'] : ['prefill', 'decode'];
-  if (!allowed.includes(role))
+  const allowed = version === 1 ? (['prefill', 'decode', 'flex'] as const) : (['prefill', 'decode'] as const);
+  const known = allowed.find((r) => r === role);
+  if (!known)
     throw new HttpError('not_found', `role: must be one of ${allowed.join(', ')}, got '${role}'`, 'role');
   const body = await readJsonBody(ctx, gw.config.maxRequestBytes);
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw invalid('request body', 'must be a JSON object');
-  ctx.body = {
-    result:
-      "Can't assign DMI role because inferMode is standard (prefill/decode disaggregation is not supported).",
-  };
+  gw.state.role = known;
+  ctx.body = { result: 'OK' };
 }
 
 /**

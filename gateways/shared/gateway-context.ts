@@ -11,6 +11,8 @@ import { HttpError } from './http-error.js';
 export class GatewayState extends EventEmitter {
   /** Set by /stopService: new inference requests get 503 while the engine drains. */
   stopping = false;
+  /** Role assigned through POST /v{1,2}/role/{role}; reported by /v{1,2}/status. */
+  role: 'none' | 'prefill' | 'decode' | 'flex' = 'none';
   /** Emitted once the drain finished; `prism serve` closes the listeners and exits. */
   markStopped(): void {
     this.emit('stopped');

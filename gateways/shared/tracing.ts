@@ -1,12 +1,15 @@
 /**
- * OpenTelemetry for the gateways. A tracer provider is always installed (so `traceparent`
- * from clients is honoured and passed on to the engine in gRPC metadata); spans leave the
- * process only when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set (OTLP/HTTP).
+ * OpenTelemetry for the gateways. Spans are recorded and exported (OTLP/HTTP) only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set. Otherwise tracing is off:
+ * no tracer provider, only the context manager and the W3C propagator, so a client's
+ * `traceparent` still reaches the engine in the gRPC metadata at no measurable cost.
  *
  * Spans: one SERVER span per HTTP request (`POST /v1/chat/completions`), one CLIENT span per
  * engine request (`prism.generate`, attributes: model, token counts, finish reason), and under
  * it `prism.queue`, `prism.prefill`, `prism.decode`, placed from the engine's own timings.
  */
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
   context,
   propagation,
@@ -26,6 +29,7 @@ import type { Engine, FinishEvent, GenerateEvent, GenerateRequest } from '../../
 const TRACER = 'prism-gateway';
 
 let provider: NodeTracerProvider | undefined;
+let initialised = false;
 
 export interface TracingOptions {
   readonly serviceName?: string;
@@ -33,13 +37,22 @@ export interface TracingOptions {
   readonly spanProcessors?: readonly SpanProcessor[];
 }
 
-/** Installs the global tracer provider once per process; later calls return the first one. */
-export function initTracing(options: TracingOptions = {}): NodeTracerProvider {
-  if (provider) return provider;
+/**
+ * Sets up tracing once per process (later calls return what the first one made): a tracer
+ * provider when spans go somewhere, else only context propagation. Returns the provider, if any.
+ */
+export function initTracing(options: TracingOptions = {}): NodeTracerProvider | undefined {
+  if (initialised) return provider;
+  initialised = true;
   const processors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
   if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
     // The exporter reads the endpoint, headers and timeout from the standard OTEL_* variables.
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  }
+  if (processors.length === 0) {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    return undefined;
   }
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
