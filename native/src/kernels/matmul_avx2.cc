@@ -176,10 +176,10 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 // ---- 4-bit weights in kLayoutQ4X -----------------------------------------------------
 
-// Σ_b m[b] · s[b]: the per-block offsets (Q4_1 min, Q4_0's -8d, Q4_K's -dmin·m) against
-// the activation block sums, as one vector dot product per (row, token).
-inline float offsetDot(const float* m, const float* s, int64_t blocks) {
-  __m256 acc = _mm256_setzero_ps();
+// hsum(acc) + Σ_b m[b] · s[b]: adds the per-block offsets (Q4_1 min, Q4_0's -8d, Q4_K's
+// -dmin·m) against the activation block sums into the tile's accumulator, 8 blocks per FMA,
+// so one horizontal sum serves both.
+inline float offsetDotInto(__m256 acc, const float* m, const float* s, int64_t blocks) {
   int64_t b = 0;
   for (; b + 8 <= blocks; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + b), _mm256_loadu_ps(s + b), acc);
   float tail = 0;
@@ -235,7 +235,7 @@ void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& q
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + offsetDot(rows[r].m, qa.s + (t0 + t) * blocks, blocks);
+      y[(t0 + t) * ldy + r0 + r] = offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks);
 }
 
 // 4 rows × 2 tokens: 8 accumulators + 2 unpacked blocks + 2 row scales in 16 registers

@@ -148,9 +148,8 @@ void ggufTile(const uint8_t* weights, size_t rowBytes, const QuantizedActivation
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]) + tail[r][t];
 }
 
-// Σ_b m[b] · s[b] (see matmul_avx2.cc).
-inline float offsetDot(const float* m, const float* s, int64_t blocks) {
-  __m512 acc = _mm512_setzero_ps();
+// hsum(acc) + Σ_b m[b] · s[b] (see matmul_avx2.cc), 16 blocks per FMA.
+inline float offsetDotInto(__m512 acc, const float* m, const float* s, int64_t blocks) {
   int64_t b = 0;
   for (; b + 16 <= blocks; b += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(m + b), _mm512_loadu_ps(s + b), acc);
   float tail = 0;
@@ -208,8 +207,7 @@ void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& q
   }
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      y[(t0 + t) * ldy + r0 + r] =
-          hsum512(acc[r][t]) + tail[r][t] + offsetDot(rows[r].m, qa.s + (t0 + t) * blocks, blocks);
+      y[(t0 + t) * ldy + r0 + r] = offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
 }
 
 constexpr int kRowTile = 4;
