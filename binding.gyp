@@ -7,7 +7,9 @@
     "cflags!": ["-fno-exceptions"],
     "cflags_cc": ["-std=c++20", "-O3", "-fexceptions", "-fno-math-errno", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/src"],
-    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS"]
+    # C++ exceptions on, and every std::exception escaping an export becomes a JS Error
+    # (a safety net: a stray exception must never terminate the process).
+    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"]
   },
   "targets": [
     {
