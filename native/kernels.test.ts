@@ -107,22 +107,25 @@ for (const isa of supportedIsas()) {
       const block = BLOCK[type];
       // Float types also get column counts that are not a multiple of the vector width.
       const colChoices = block === 1 ? [8, 37, 200] : [block, block * 3, block === 32 ? 576 : 512];
+      // Tails of the row/token tiles, odd block counts, and (last) a shape large enough that
+      // the kernels' cache blocking splits the rows into several groups.
+      const shapes: [number, number, number][] = [];
       for (const rows of [1, 5, 67]) {
-        for (const cols of colChoices) {
-          for (const n of [1, 3, 17, 64]) {
-            const w = randomMatrix(rows * cols, seed++);
-            const x = randomMatrix(n * cols, seed++, 3);
-            const q = kernelTestHooks.quantize(type, w, rows, cols);
-            const wd = kernelTestHooks.dequantize(type, q, rows, cols);
-            const y = kernelTestHooks.matmul(type, q, rows, cols, x, n, isa);
-            assert.equal(y.length, rows * n);
-            const err = worstRelativeError(y, wd, x, rows, cols, n);
-            assert.ok(
-              err < tolerance(type, isa),
-              `${type} ${isa} rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
-            );
-          }
-        }
+        for (const cols of colChoices) for (const n of [1, 3, 17, 64]) shapes.push([rows, cols, n]);
+      }
+      shapes.push([301, 1536, 7]);
+      for (const [rows, cols, n] of shapes) {
+        const w = randomMatrix(rows * cols, seed++);
+        const x = randomMatrix(n * cols, seed++, 3);
+        const q = kernelTestHooks.quantize(type, w, rows, cols);
+        const wd = kernelTestHooks.dequantize(type, q, rows, cols);
+        const y = kernelTestHooks.matmul(type, q, rows, cols, x, n, isa);
+        assert.equal(y.length, rows * n);
+        const err = worstRelativeError(y, wd, x, rows, cols, n);
+        assert.ok(
+          err < tolerance(type, isa),
+          `${type} ${isa} rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
+        );
       }
     }
   });

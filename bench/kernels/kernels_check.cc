@@ -4,6 +4,7 @@
 //   kernels_check quant TYPE ROWS COLS in.f32 out.bin      reference quantizer on a file
 //   kernels_check dequant TYPE ROWS COLS in.bin out.f32    reference dequantizer on a file
 // check_gguf.py drives the last two against the Python gguf package.
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,9 +60,16 @@ int checkMatmul() {
   int failures = 0;
   for (TensorType type : types) {
     int64_t bv = typeBlockValues(type) == 1 ? 32 : typeBlockValues(type);
-    for (int64_t rows : {1, 5, 67}) {
-      for (int64_t cols : {bv, bv * 3, bv * 18}) {
-        for (int64_t n : {1, 3, 17, 64}) {
+    // Shapes: tails of the row/token tiles, odd block counts, and (the last one) enough rows
+    // and columns that the kernels' cache blocking splits rows into several groups.
+    std::vector<std::array<int64_t, 3>> shapes;
+    for (int64_t rows : {1, 5, 67})
+      for (int64_t cols : {bv, bv * 3, bv * 18})
+        for (int64_t n : {1, 3, 17, 64}) shapes.push_back({rows, cols, n});
+    shapes.push_back({301, 1536, 37});
+    for (auto [rows, cols, n] : shapes) {
+      {
+        {
           std::vector<float> w(rows * cols), x(n * cols);
           for (auto& v : w) v = normal(rng);
           for (auto& v : x) v = normal(rng);

@@ -107,6 +107,20 @@ static inline size_t quantizedActivationBytes(int64_t n, int64_t cols) {
   return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK + 2 * sizeof(float) * blocks) + 64;
 }
 
+// Cache blocking shared by the quantized kernels: rows are walked in groups whose weights
+// fit in about a quarter of L2 (so every token chunk re-reads them from L2, not L3/DRAM),
+// and tokens in chunks whose int8 activations fit in about half of L1.
+static inline int64_t rowGroupFor(size_t rowBytes, int rowTile) {
+  int64_t rows = static_cast<int64_t>((128u << 10) / (rowBytes ? rowBytes : 1));
+  rows = rows / rowTile * rowTile;
+  return rows > rowTile ? rows : rowTile;
+}
+static inline int64_t tokenChunkFor(int64_t cols, int tokenTile) {
+  int64_t chunk = (16 << 10) / (cols > 0 ? cols : 1);
+  chunk = chunk < 4 * tokenTile ? 4 * tokenTile : (chunk > 64 ? 64 : chunk);
+  return chunk / tokenTile * tokenTile;
+}
+
 // Reference implementations (reference.cc).
 void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                      int64_t ldy, ThreadPool& pool);

@@ -113,8 +113,7 @@ void quantTile(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
 // activations within the 16 ymm registers.
 constexpr int kRowTile = 4;
 constexpr int kTokenTile = 2;
-// Tokens walked per pass over a row tile, so the quantized activations of one pass stay in
-// L1/L2 while the tile's weight rows are reused.
+// Tokens per pass for the float kernels (their activations are f32, 4× the int8 size).
 constexpr int64_t kTokenChunk = 64;
 
 template <class Dec, int R>
@@ -132,11 +131,15 @@ struct GgufKernel {
   static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
                     int64_t te, float* y, int64_t ldy) {
     size_t rowBytes = typeRowBytes(W.type, W.cols);
-    for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
-      int64_t c1 = std::min(te, c0 + kTokenChunk);
-      int64_t r = rb;
-      for (; r + kRowTile <= re; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
-      for (; r < re; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+    const int64_t group = rowGroupFor(rowBytes, kRowTile), chunk = tokenChunkFor(W.cols, kTokenTile);
+    for (int64_t g0 = rb; g0 < re; g0 += group) {
+      int64_t g1 = std::min(re, g0 + group);
+      for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+        int64_t c1 = std::min(te, c0 + chunk);
+        int64_t r = g0;
+        for (; r + kRowTile <= g1; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        for (; r < g1; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+      }
     }
   }
 };
@@ -243,14 +246,6 @@ void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& q
 constexpr int kQ4XRowTile = 4;
 constexpr int kQ4XTokenTile = 2;
 
-// Tokens per pass over a row tile: as many as keep their quantized activations within about
-// half of L1 (~16 KiB), so the R × T tiles re-read them from L1 rather than L2.
-inline int64_t q4xTokenChunk(int64_t cols) {
-  int64_t chunk = 16384 / std::max<int64_t>(cols, 1);
-  chunk = std::clamp<int64_t>(chunk, 4 * kQ4XTokenTile, kTokenChunk);
-  return chunk / kQ4XTokenTile * kQ4XTokenTile;
-}
-
 template <int R>
 void q4xRows(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, int64_t t1,
              float* y, int64_t ldy) {
@@ -264,12 +259,16 @@ struct Q4XKernel {
   static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
                     int64_t te, float* y, int64_t ldy) {
     const uint8_t* weights = weightData(W);
-    const int64_t chunk = q4xTokenChunk(W.cols);
-    for (int64_t c0 = tb; c0 < te; c0 += chunk) {
-      int64_t c1 = std::min(te, c0 + chunk);
-      int64_t r = rb;
-      for (; r + kRowTile <= re; r += kRowTile) q4xRows<kRowTile>(weights, W.cols, qa, r, c0, c1, y, ldy);
-      for (; r < re; ++r) q4xRows<1>(weights, W.cols, qa, r, c0, c1, y, ldy);
+    const int64_t group = rowGroupFor(q4xRowBytes(W.cols), kRowTile);
+    const int64_t chunk = tokenChunkFor(W.cols, kQ4XTokenTile);
+    for (int64_t g0 = rb; g0 < re; g0 += group) {
+      int64_t g1 = std::min(re, g0 + group);
+      for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+        int64_t c1 = std::min(te, c0 + chunk);
+        int64_t r = g0;
+        for (; r + kRowTile <= g1; r += kRowTile) q4xRows<kRowTile>(weights, W.cols, qa, r, c0, c1, y, ldy);
+        for (; r < g1; ++r) q4xRows<1>(weights, W.cols, qa, r, c0, c1, y, ldy);
+      }
     }
   }
 };

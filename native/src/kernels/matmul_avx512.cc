@@ -219,18 +219,23 @@ constexpr int64_t kTokenChunk = 64;
 template <template <int, int> class Tile>
 void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations& qa, int64_t rb,
                int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy) {
-  for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
-    int64_t c1 = std::min(te, c0 + kTokenChunk);
-    int64_t r = rb;
-    for (; r + kRowTile <= re; r += kRowTile) {
-      int64_t t = c0;
-      for (; t + kTokenTile <= c1; t += kTokenTile) Tile<kRowTile, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
-      for (; t < c1; ++t) Tile<kRowTile, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
-    }
-    for (; r < re; ++r) {
-      int64_t t = c0;
-      for (; t + kTokenTile <= c1; t += kTokenTile) Tile<1, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
-      for (; t < c1; ++t) Tile<1, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+  const int64_t group = rowGroupFor(rowBytes, kRowTile), chunk = tokenChunkFor(cols, kTokenTile);
+  for (int64_t g0 = rb; g0 < re; g0 += group) {
+    int64_t g1 = std::min(re, g0 + group);
+    for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+      int64_t c1 = std::min(te, c0 + chunk);
+      int64_t r = g0;
+      for (; r + kRowTile <= g1; r += kRowTile) {
+        int64_t t = c0;
+        for (; t + kTokenTile <= c1; t += kTokenTile)
+          Tile<kRowTile, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+        for (; t < c1; ++t) Tile<kRowTile, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+      }
+      for (; r < g1; ++r) {
+        int64_t t = c0;
+        for (; t + kTokenTile <= c1; t += kTokenTile) Tile<1, kTokenTile>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+        for (; t < c1; ++t) Tile<1, 1>::run(weights, cols, rowBytes, qa, r, t, y, ldy);
+      }
     }
   }
 }
@@ -412,7 +417,7 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
   if (W.layout == kLayoutQ4X) {
-    quantMatmul<Q4XTile>(W, 0, x, n, ldx, y, ldy, pool, scratch);
+    quantMatmul<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
   if (W.layout != kLayoutGguf) return false;
