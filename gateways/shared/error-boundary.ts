@@ -26,7 +26,6 @@ export function errorBoundary(format: ErrorFormatter): Middleware {
       const reply = format(httpErr);
       ctx.status = reply.status;
       ctx.body = reply.body;
-      ctx.set('connection', ctx.get('connection') || 'keep-alive');
     }
   };
 }
