@@ -14,7 +14,8 @@
  *    near-tie that int8 activation quantization legitimately flips: simulating llama.cpp-
  *    style per-32 int8 activations in the float reference flips ~2% of this text's
  *    positions on SmolLM2-135M, every one such a near-tie — see docs/testing.md);
- *  - strict top-1 agreement ≥ 97% (a real bug lands far lower);
+ *  - strict top-1 agreement ≥ 99% on the fixtures, ≥ 95% on the default model (a real bug
+ *    lands far lower);
  *  - mean relative logit error under a bound per weight type (what keeps the near-tie
  *    allowance honest: it cannot grow without this failing).
  */
@@ -43,13 +44,23 @@ const BLOCK_SIZE = 16;
 const MIN_POSITIONS = 512;
 
 /**
- * Bounds on the mean relative logit error. Float reference with llama.cpp-style int8
- * activations simulated in Python gives ~2.7% on SmolLM2 (30 layers) and ~1.1% on the
- * 4-layer fixtures; bf16 activations ~0.3%. The bounds leave room above those.
+ * Bounds on the mean relative logit error, about 2x to 8x what Prism measured (see
+ * docs/testing.md): ~1.2e-4 with float weights (F32/F16/BF16: float activations, F16 KV
+ * cache), ~1.1e-2 with quantized weights (int8 activations; the float reference with
+ * int8 activations simulated in Python gives the same), ~2.9e-2 on the 30-layer default model.
  */
 function relErrorBound(label: string, weightType: string): number {
-  if (label === 'default') return 0.06;
-  return ['F32', 'F16', 'BF16'].includes(weightType) ? 0.03 : 0.04;
+  if (label === 'default') return 0.05;
+  return ['F32', 'F16', 'BF16'].includes(weightType) ? 1e-3 : 0.025;
+}
+
+/**
+ * Strict top-1 floor. The fixtures are built with decisive top-1 margins, so they must
+ * agree at the issue's 99%. On SmolLM2 int8 activations flip ~2-3% of this text's
+ * positions, all near-ties (counted by the ≥ 99% assertion); a real bug lands far lower.
+ */
+function strictTop1Floor(label: string): number {
+  return label === 'default' ? 0.95 : 0.99;
 }
 
 interface Case {
@@ -243,7 +254,11 @@ for (const label of LABELS) {
       withTies >= 0.99,
       `${label}: top-1 agreement ${(withTies * 100).toFixed(2)}% < 99% (near-ties counted)`,
     );
-    assert.ok(strict >= 0.97, `${label}: strict top-1 agreement ${(strict * 100).toFixed(2)}% < 97%`);
+    const floor = strictTop1Floor(label);
+    assert.ok(
+      strict >= floor,
+      `${label}: strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${floor * 100}%`,
+    );
     const bound = relErrorBound(label, c.weightType);
     assert.ok(relMean <= bound, `${label}: mean relative logit error ${relMean.toExponential(2)} > ${bound}`);
   });
