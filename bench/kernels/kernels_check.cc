@@ -68,46 +68,42 @@ int checkMatmul() {
         for (int64_t n : {1, 3, 17, 64}) shapes.push_back({rows, cols, n});
     shapes.push_back({301, 1536, 37});
     for (auto [rows, cols, n] : shapes) {
-      {
-        {
-          std::vector<float> w(rows * cols), x(n * cols);
-          for (auto& v : w) v = normal(rng);
-          for (auto& v : x) v = normal(rng);
-          std::vector<uint8_t> q(typeRowBytes(type, cols) * rows);
-          quantizeReference(type, w.data(), rows, cols, q.data());
-          std::vector<float> wd(rows * cols);
-          dequantizeReference(type, q.data(), rows, cols, wd.data());
-          std::vector<double> yref(n * rows), rowNorm(rows), xNorm(n);
+      std::vector<float> w(rows * cols), x(n * cols);
+      for (auto& v : w) v = normal(rng);
+      for (auto& v : x) v = normal(rng);
+      std::vector<uint8_t> q(typeRowBytes(type, cols) * rows);
+      quantizeReference(type, w.data(), rows, cols, q.data());
+      std::vector<float> wd(rows * cols);
+      dequantizeReference(type, q.data(), rows, cols, wd.data());
+      std::vector<double> yref(n * rows), rowNorm(rows), xNorm(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t k = 0; k < cols; ++k) rowNorm[r] += double(wd[r * cols + k]) * wd[r * cols + k];
+        rowNorm[r] = std::sqrt(rowNorm[r]);
+      }
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t k = 0; k < cols; ++k) xNorm[t] += double(x[t * cols + k]) * x[t * cols + k];
+        xNorm[t] = std::sqrt(xNorm[t]);
+        for (int64_t r = 0; r < rows; ++r) {
+          double acc = 0;
+          for (int64_t k = 0; k < cols; ++k) acc += double(wd[r * cols + k]) * x[t * cols + k];
+          yref[t * rows + r] = acc;
+        }
+      }
+      for (const auto& isa : isas) {
+        std::vector<float> y(n * rows, NAN);
+        matmulForTest(type, q.data(), rows, cols, x.data(), n, y.data(), isa);
+        double worst = 0;
+        for (int64_t t = 0; t < n; ++t)
           for (int64_t r = 0; r < rows; ++r) {
-            for (int64_t k = 0; k < cols; ++k) rowNorm[r] += double(wd[r * cols + k]) * wd[r * cols + k];
-            rowNorm[r] = std::sqrt(rowNorm[r]);
+            double e = std::fabs(y[t * rows + r] - yref[t * rows + r]) / (rowNorm[r] * xNorm[t] + 1e-30);
+            if (!(e == e)) e = 1e9;  // NaN: never written
+            worst = std::max(worst, e);
           }
-          for (int64_t t = 0; t < n; ++t) {
-            for (int64_t k = 0; k < cols; ++k) xNorm[t] += double(x[t * cols + k]) * x[t * cols + k];
-            xNorm[t] = std::sqrt(xNorm[t]);
-            for (int64_t r = 0; r < rows; ++r) {
-              double acc = 0;
-              for (int64_t k = 0; k < cols; ++k) acc += double(wd[r * cols + k]) * x[t * cols + k];
-              yref[t * rows + r] = acc;
-            }
-          }
-          for (const auto& isa : isas) {
-            std::vector<float> y(n * rows, NAN);
-            matmulForTest(type, q.data(), rows, cols, x.data(), n, y.data(), isa);
-            double worst = 0;
-            for (int64_t t = 0; t < n; ++t)
-              for (int64_t r = 0; r < rows; ++r) {
-                double e = std::fabs(y[t * rows + r] - yref[t * rows + r]) / (rowNorm[r] * xNorm[t] + 1e-30);
-                if (!(e == e)) e = 1e9;  // NaN: never written
-                worst = std::max(worst, e);
-              }
-            double limit = isa == "reference" ? 1e-5 : 1e-2;
-            if (worst > limit) {
-              std::printf("FAIL %s %s rows=%ld cols=%ld n=%ld rel.err=%.3g\n", typeName(type), isa.c_str(),
-                          long(rows), long(cols), long(n), worst);
-              ++failures;
-            }
-          }
+        double limit = isa == "reference" ? 1e-5 : 1e-2;
+        if (worst > limit) {
+          std::printf("FAIL %s %s rows=%ld cols=%ld n=%ld rel.err=%.3g\n", typeName(type), isa.c_str(),
+                      long(rows), long(cols), long(n), worst);
+          ++failures;
         }
       }
     }
