@@ -382,9 +382,11 @@ async function main(): Promise<void> {
     for (const c of args.concurrency) {
       log(`prism: concurrency ${c}`);
       levels.push(await runLevel('prism', url, 'bench', c, args.maxTokens));
+      log(JSON.stringify(levels.at(-1)));
     }
     log('prism: gateway-added latency');
     overhead = await gatewayOverhead(url, socket, 'bench', args.overheadRuns);
+    log(JSON.stringify(overhead));
   } finally {
     await stopChild(prism.child);
   }
@@ -411,6 +413,7 @@ async function main(): Promise<void> {
       for (const c of args.concurrency) {
         log(`llama.cpp: concurrency ${c}`);
         levels.push(await runLevel('llama.cpp', llama.match[1], 'llama.cpp', c, args.maxTokens));
+        log(JSON.stringify(levels.at(-1)));
       }
     } finally {
       await stopChild(llama.child);
