@@ -11,6 +11,13 @@ import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } fro
 import { nowMs } from '../stats.js';
 import type { BenchEngine, DecodeTiming, PrefillTiming, TokenIds } from './types.js';
 
+/**
+ * Greedy, and keep going through end-of-generation tokens: node-llama-cpp otherwise ends a
+ * generation at EOS, while the measures need exactly N tokens of every sequence (Prism's
+ * step() does not stop either; `greedy()` applies the stop set itself).
+ */
+const GREEDY = { temperature: 0, yieldEogToken: true } as const;
+
 export interface LlamaCppOptions {
   readonly modelPath: string;
   readonly threads: number;
@@ -110,7 +117,7 @@ export class LlamaCppEngine implements BenchEngine {
     try {
       const generated: number[] = [];
       let firstAt = 0;
-      for await (const token of sequence.evaluate(prompt as Token[], { temperature: 0 })) {
+      for await (const token of sequence.evaluate(prompt as Token[], GREEDY)) {
         generated.push(Number(token));
         if (generated.length === 1) firstAt = nowMs();
         if (generated.length === newTokens) break;
@@ -130,7 +137,7 @@ export class LlamaCppEngine implements BenchEngine {
     }
     const sequences = this.multiSequences.slice(0, prompts.length);
     await Promise.all(sequences.map((s) => s.clearHistory()));
-    const generators = sequences.map((s, i) => s.evaluate(prompts[i] as Token[], { temperature: 0 }));
+    const generators = sequences.map((s, i) => s.evaluate(prompts[i] as Token[], GREEDY));
     const generated: number[][] = prompts.map(() => []);
     // Untimed: every prompt prefilled (node-llama-cpp batches them) up to its first token.
     const first = await Promise.all(generators.map((g) => g.next()));
@@ -158,7 +165,7 @@ export class LlamaCppEngine implements BenchEngine {
   async prefill(prompt: TokenIds): Promise<PrefillTiming> {
     const sequence = await this.freshSingleSequence();
     try {
-      const generator = sequence.evaluate(prompt as Token[], { temperature: 0 });
+      const generator = sequence.evaluate(prompt as Token[], GREEDY);
       const start = nowMs();
       const r = await generator.next();
       const prefillMs = nowMs() - start;
@@ -174,7 +181,7 @@ export class LlamaCppEngine implements BenchEngine {
     const sequence = await this.freshSingleSequence();
     try {
       const out: number[] = [];
-      for await (const token of sequence.evaluate(prompt as Token[], { temperature: 0 })) {
+      for await (const token of sequence.evaluate(prompt as Token[], GREEDY)) {
         if (stopTokens.has(Number(token))) break;
         out.push(Number(token));
         if (out.length === maxTokens) break;
