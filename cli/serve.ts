@@ -3,12 +3,11 @@
  * engine through its gRPC API, over a private unix socket, exactly as a separate
  * `prism gateway` would — one code path for the single-box and the multi-box deployment.
  */
-import { basename } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { loadEngine } from '../engine/load-engine.js';
+import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
@@ -50,10 +49,6 @@ function log(line: string): void {
 }
 
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
-function defaultModelName(modelPath: string): string {
-  return basename(modelPath).replace(/\.gguf$/i, '');
-}
-
 export async function run(argv: string[]): Promise<number> {
   let values;
   let loaded: LoadedConfigs;
@@ -90,7 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     log((e as Error).message);
     return 2;
   }
-  const modelName = values['model-name'] ?? options.modelName ?? defaultModelName(modelPath);
+  const modelName = values['model-name'] ?? options.modelName ?? defaultServedModelName(modelPath);
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {

@@ -13,6 +13,15 @@ import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './o
 import { NativeRunner } from './runner.js';
 import { loadTokenizer } from './tokenizer/index.js';
 
+/**
+ * The served model name without a config file: the model file's name without `.gguf` (or the
+ * directory's name). A GGUF's own `general.name` may hold spaces, which model-name URL path
+ * segments (`[\w\-.]+`) cannot carry.
+ */
+export function defaultServedModelName(modelPath: string): string {
+  return basename(modelPath.replace(/[\\/]+$/, '')).replace(/\.gguf$/i, '');
+}
+
 export interface LoadEngineHooks {
   /** Model loading progress in [0, 1]. */
   readonly onProgress?: (fraction: number) => void;
@@ -66,7 +75,7 @@ export async function loadEngine(
     options: o,
     chatTemplate,
     info: {
-      modelName: o.modelName ?? (m.name || basename(modelPath)),
+      modelName: o.modelName ?? defaultServedModelName(modelPath),
       modelPath,
       architecture: m.architecture,
       vocabSize: m.vocabSize,
