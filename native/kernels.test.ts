@@ -1,6 +1,7 @@
 /**
  * Kernel tests through the addon's test hooks: every storage type × every instruction-set
- * family this CPU supports, against the f32 product of the dequantized weights; the
+ * family this CPU supports × both activation precisions (int8, int16), against the f32
+ * product of the dequantized weights; the
  * reference (de)quantizers' round-trip error; and dequantization checked bit for bit against
  * the Python `gguf` package on the same bytes.
  */
@@ -87,52 +88,79 @@ function worstRelativeError(
   return worst;
 }
 
+const QUANTIZED: ReadonlySet<TensorType> = new Set(['Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K']);
+type Precision = 'int8' | 'int16';
+
 /**
- * Tolerance per (type, isa): the reference kernel computes in f32 on the dequantized
- * weights; the fast quantized kernels round the activations to int8 per 32 values (error
- * ~ 1/254 of each block's max, largely averaging out over a row), and AVX-512's BF16 kernel
- * rounds them to bf16.
+ * Tolerance per (type, isa, precision): the reference kernel computes in f32 on the
+ * dequantized weights; the fast quantized kernels round the activations per 32 values to
+ * int8 (error ~ 1/254 of each block's max, largely averaging out over a row) or to int16
+ * (~1/65534: the bound is 100x tighter, so an int16 request that silently ran the int8
+ * kernel fails), and AVX-512's BF16 kernel rounds them to bf16.
  */
-function tolerance(type: TensorType, isa: string): number {
+function tolerance(type: TensorType, isa: string, precision: Precision): number {
   if (isa === 'reference') return 1e-5;
   if (type === 'F32' || type === 'F16') return 1e-5;
   if (type === 'BF16' && (isa !== 'avx512' || !cpuFeatures().avx512bf16)) return 1e-5;
+  if (QUANTIZED.has(type) && precision === 'int16') return 1e-4;
   return 1e-2;
 }
 
 for (const isa of supportedIsas()) {
-  test(`matmul (${isa}) matches the dequantized f32 product for every type and awkward shapes`, () => {
-    let seed = 1;
-    for (const type of TYPES) {
-      const block = BLOCK[type];
-      // Float types also get column counts that are not a multiple of the vector width.
-      const colChoices = block === 1 ? [8, 37, 200] : [block, block * 3, block === 32 ? 576 : 512];
-      // Tails of the row/token tiles, odd block counts, and (last) a shape large enough that
-      // the kernels' cache blocking splits the rows into several groups.
-      const shapes: [number, number, number][] = [];
-      for (const rows of [1, 5, 67]) {
-        for (const cols of colChoices) for (const n of [1, 3, 17, 64]) shapes.push([rows, cols, n]);
+  for (const precision of ['int8', 'int16'] as const) {
+    test(`matmul (${isa}, ${precision} activations) matches the dequantized f32 product for every type and awkward shapes`, () => {
+      let seed = 1;
+      for (const type of TYPES) {
+        const block = BLOCK[type];
+        // Float types also get column counts that are not a multiple of the vector width.
+        const colChoices = block === 1 ? [8, 37, 200] : [block, block * 3, block === 32 ? 576 : 512];
+        // Tails of the row/token tiles, odd block counts, and (last) a shape large enough that
+        // the kernels' cache blocking splits the rows into several groups.
+        const shapes: [number, number, number][] = [];
+        for (const rows of [1, 5, 67]) {
+          for (const cols of colChoices) for (const n of [1, 3, 17, 64]) shapes.push([rows, cols, n]);
+        }
+        shapes.push([301, 1536, 7]);
+        for (const [rows, cols, n] of shapes) {
+          const w = randomMatrix(rows * cols, seed++);
+          const x = randomMatrix(n * cols, seed++, 3);
+          const q = kernelTestHooks.quantize(type, w, rows, cols);
+          const wd = kernelTestHooks.dequantize(type, q, rows, cols);
+          const y = kernelTestHooks.matmul(type, q, rows, cols, x, n, `${isa}+${precision}`);
+          assert.equal(y.length, rows * n);
+          const err = worstRelativeError(y, wd, x, rows, cols, n);
+          assert.ok(
+            err < tolerance(type, isa, precision),
+            `${type} ${isa} ${precision} rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
+          );
+        }
       }
-      shapes.push([301, 1536, 7]);
-      for (const [rows, cols, n] of shapes) {
-        const w = randomMatrix(rows * cols, seed++);
-        const x = randomMatrix(n * cols, seed++, 3);
-        const q = kernelTestHooks.quantize(type, w, rows, cols);
-        const wd = kernelTestHooks.dequantize(type, q, rows, cols);
-        const y = kernelTestHooks.matmul(type, q, rows, cols, x, n, isa);
-        assert.equal(y.length, rows * n);
-        const err = worstRelativeError(y, wd, x, rows, cols, n);
-        assert.ok(
-          err < tolerance(type, isa),
-          `${type} ${isa} rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
-        );
-      }
-    }
-  });
+    });
+  }
 }
 
+test('int16 activations: exact on integer-valued blocks, and extreme activations do not overflow', () => {
+  // Weights and activations that int16 represents exactly (small integers, block max
+  // 32767·d): the kernels must then agree with the f64 product to f32 rounding. Large
+  // activation magnitudes (1e4) against Q8_0's ±127 and Q6_K's scaled ±32·128 weights
+  // drive the int32 lanes to their largest values.
+  const rows = 9;
+  for (const isa of supportedIsas().filter((i) => i !== 'reference')) {
+    for (const type of QUANTIZED) {
+      const cols = BLOCK[type] * 2;
+      const q = kernelTestHooks.quantize(type, randomMatrix(rows * cols, 5, 4), rows, cols);
+      const wd = kernelTestHooks.dequantize(type, q, rows, cols);
+      const x = randomMatrix(5 * cols, 6, 1e4);
+      for (let i = 0; i < x.length; i += 32) x[i] = i % 64 === 0 ? 1e4 * 7 : -1e4 * 7; // block extremes
+      const y = kernelTestHooks.matmul(type, q, rows, cols, x, 5, `${isa}+int16`);
+      const err = worstRelativeError(y, wd, x, rows, cols, 5);
+      assert.ok(err < 1e-4, `${type} ${isa}+int16 with large activations: relative error ${err}`);
+    }
+  }
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
-  for (const isa of supportedIsas()) {
+  for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {
       const cols = BLOCK[type] === 1 ? 64 : BLOCK[type] * 2;
       const zeros = new Float32Array(5 * cols);
@@ -157,6 +185,8 @@ test('matmul rejects an unknown or unsupported ISA and shapes that do not fit th
   const q = kernelTestHooks.quantize('Q8_0', randomMatrix(64, 3), 2, 32);
   const x = randomMatrix(32, 4);
   assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'sse9'), /isa/);
+  assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'avx2+int4'), /\+int8 or \+int16/);
+  assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'sse9+int16'), /isa/);
   if (!supportedIsas().includes('avx512')) {
     assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'avx512'), /not supported/);
   }

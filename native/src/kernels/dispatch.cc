@@ -116,10 +116,14 @@ const char* isaOverrideError() {
   return s.error.empty() ? nullptr : s.error.c_str();
 }
 
-LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols) {
+LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                           ActivationPrecision precision) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
   if (cols <= 0) throw std::invalid_argument("prepareLinear: cols must be > 0");
+  if (precision != ActivationPrecision::Int8 && precision != ActivationPrecision::Int16)
+    throw std::invalid_argument("prepareLinear: precision must be Int8 or Int16");
   LinearWeight w;
+  w.precision = precision;
   w.type = type;
   w.rows = rows;
   w.cols = cols;
@@ -140,7 +144,8 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
 
 void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   if (maxRows < 0 || maxCols < 0) throw std::invalid_argument("KernelScratch::reserve: negative size");
-  size_t need = quantizedActivationBytes(maxRows, maxCols);
+  // Room for the wider (int16) activations: any weight of the context may use them.
+  size_t need = quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -158,15 +163,24 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 
 void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols, const float* x,
                    int64_t n, float* y, const std::string& isa) {
+  // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision).
+  const size_t plus = isa.find('+');
+  const std::string family = isa.substr(0, plus);
+  ActivationPrecision precision = ActivationPrecision::Int8;
+  if (plus != std::string::npos) {
+    const std::string p = isa.substr(plus + 1);
+    if (p == "int16") precision = ActivationPrecision::Int16;
+    else if (p != "int8") throw std::invalid_argument("isa precision suffix must be +int8 or +int16; got '" + isa + "'");
+  }
   Isa wanted;
-  if (!parseIsa(isa, &wanted)) {
+  if (!parseIsa(family, &wanted)) {
     throw std::invalid_argument("isa must be one of avx512, avx2, reference; got '" + isa + "'");
   }
   if (wanted > bestSupportedIsa()) {
-    throw std::invalid_argument(std::string("isa ") + isa + " is not supported by this CPU");
+    throw std::invalid_argument("isa " + family + " is not supported by this CPU");
   }
   if (n < 0) throw std::invalid_argument("n must be >= 0");
-  LinearWeight W = prepareLinear(type, weights, rows, cols);
+  LinearWeight W = prepareLinear(type, weights, rows, cols, precision);
   // One shared pool for the tests (several threads, so the work splitting is exercised);
   // the mutex keeps concurrent callers from re-entering it.
   static std::mutex mutex;

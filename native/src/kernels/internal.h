@@ -88,23 +88,39 @@ void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, 
 // Dequantizes one kLayoutQ4X row (reference path).
 void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
-// Activations quantized to 8 bits in blocks of 32 (Q8_0-like): for token t, qs[t*cols ..]
-// holds cols int8 values, d[t*blocks + b] the block scale and s[t*blocks + b] = d * (sum of
-// the block's 32 int8 values) — the term a weight type with a per-block offset (Q4_1's min,
-// Q4_0's -8, Q4_K's min) multiplies.
-struct QuantizedActivations {
-  int8_t* qs = nullptr;
+// Activations quantized in blocks of 32 to Q = int8 (ActivationPrecision::Int8, scale
+// max|x|/127) or Q = int16 (Int16, scale max|x|/32767): for token t, qs[t*cols ..] holds cols
+// values, d[t*blocks + b] the block scale and s[t*blocks + b] = d * (sum of the block's 32
+// integer values) — the term a weight type with a per-block offset (Q4_1's min, Q4_0's -8,
+// Q4_K's min) multiplies.
+template <class Q>
+struct BlockActivations {
+  Q* qs = nullptr;
   float* d = nullptr;
   float* s = nullptr;
   int64_t n = 0;
   int64_t cols = 0;
   int64_t blocks = 0;
 };
+using QuantizedActivations = BlockActivations<int8_t>;
+using QuantizedActivations16 = BlockActivations<int16_t>;
 
-// Bytes of scratch the block-32 activation quantization of n × cols needs.
-static inline size_t quantizedActivationBytes(int64_t n, int64_t cols) {
+// Bytes of scratch the block-32 activation quantization of n × cols needs, with values of
+// `valueBytes` bytes (1: int8, 2: int16).
+static inline size_t quantizedActivationBytes(int64_t n, int64_t cols, size_t valueBytes = 1) {
   int64_t blocks = (cols + kQK - 1) / kQK;
-  return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK + 2 * sizeof(float) * blocks) + 64;
+  return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK * valueBytes + 2 * sizeof(float) * blocks) + 64;
+}
+
+// Lays out `qa` (n × cols values, then d, then s) in `buf` of quantizedActivationBytes().
+template <class Q>
+static inline void placeActivations(uint8_t* buf, int64_t n, int64_t cols, BlockActivations<Q>* qa) {
+  qa->n = n;
+  qa->cols = cols;
+  qa->blocks = cols / kQK;
+  qa->qs = reinterpret_cast<Q*>(buf);
+  qa->d = reinterpret_cast<float*>(buf + ((static_cast<size_t>(n * cols) * sizeof(Q) + 63) & ~size_t(63)));
+  qa->s = qa->d + n * qa->blocks;
 }
 
 // Cache blocking shared by the quantized kernels: rows are walked in groups whose weights

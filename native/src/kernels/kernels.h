@@ -37,6 +37,14 @@ bool typeFromName(const std::string& name, TensorType* out);
 // True for the types this build can compute with.
 bool typeSupported(uint32_t ggmlType);
 
+// How a quantized-weight matmul rounds its activations before the integer dot products.
+// Int8: per 32 values, scale max|x|/127, maddubs dot products (llama.cpp's Q8 scheme; the
+// fastest). Int16: per 32 values, scale max|x|/32767, weights widened to int16 and madd dot
+// products — rounding error ~256x smaller (near-f32 logits) for roughly twice the integer
+// work per weight. Float weights (F32/F16/BF16) ignore it: their activations stay f32.
+// Chosen explicitly per weight by the model code, never inferred from the type.
+enum class ActivationPrecision : uint8_t { Int8 = 0, Int16 = 1 };
+
 // A linear layer's weight, ready for the kernels. Created once at load time by
 // prepareLinear(); `data` points either into the mmapped file (zero copy) or into `owned`
 // (when the kernels repack rows into an interleaved layout they prefer, or convert a type).
@@ -48,6 +56,7 @@ struct LinearWeight {
   int layout = 0;  // 0 = GGUF row-major; other values private to the kernels
   std::vector<uint8_t> owned;
   size_t bytes = 0;  // bytes of weight data read per use (for the roofline)
+  ActivationPrecision precision = ActivationPrecision::Int8;
   // Today: Q4_0 / Q4_1 / Q4_K are always repacked into `owned` (layout 1, f32 scales: 24
   // bytes per 32 values instead of 18-20); the other types stay zero copy. When `owned` is
   // non-empty the kernels read it rather than `data`, so a copied LinearWeight stays valid.
@@ -55,7 +64,9 @@ struct LinearWeight {
 
 // Builds a LinearWeight for a GGUF/safetensors tensor [rows × cols] of `type` at `data`.
 // The source bytes stay valid for the life of the model (mmap), so zero copy is allowed.
-LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols);
+// `precision` selects the activation rounding of the quantized kernels (see above).
+LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                           ActivationPrecision precision = ActivationPrecision::Int8);
 
 // Per-context scratch the kernels may use (activation quantization buffers etc.). Sized once
 // by reserve() for the largest (n, cols) the context will run; matmul() never allocates
@@ -92,7 +103,9 @@ const char* isaOverrideError();
 double measureMemoryBandwidth(size_t bytes, int passes, ThreadPool& pool);
 
 // Test hooks (exposed through native.ts): run the kernel of a given ISA on a plain row-major
-// weight buffer, and the reference (de)quantizers.
+// weight buffer, and the reference (de)quantizers. `isa` is a family name, optionally with
+// the activation precision appended: "avx2+int16" (default "+int8"), so the hook reaches
+// both kernel paths through the existing addon signature.
 void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols,
                    const float* x, int64_t n, float* y, const std::string& isa);
 void quantizeReference(TensorType type, const float* values, int64_t rows, int64_t cols,

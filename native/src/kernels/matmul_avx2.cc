@@ -8,6 +8,12 @@
 // rows. Decode (n ≤ 2) streams each weight row exactly once; larger n splits rows (or
 // tokens) across threads and walks tokens in cache-sized chunks.
 //
+// ActivationPrecision::Int16 (chosen per weight): the activations are quantized to int16
+// blocks of 32 instead, the weight block is widened to int16 once per tile and the dot
+// products use madd (int16 × int16 → int32 pairs); same tiling, work split and offset term.
+// Per-lane int32 sums stay below 2^24 (4 products of ≤ 127 × 32767), so the conversion to
+// f32 is exact.
+//
 // Float weights (F32/F16/BF16): the same R × T tiling with f32 FMAs, converting the weights
 // on the fly (F16C / bf16 shift); activations stay f32.
 #include <algorithm>
@@ -61,6 +67,40 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
       __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
       packed = _mm256_permutevar8x32_epi32(packed, perm);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), packed);
+      qa.d[t * qa.blocks + b] = d;
+      qa.s[t * qa.blocks + b] = d * static_cast<float>(sum);
+    }
+  }
+}
+
+// Same blocks at 16 bits: d = max|x| / 32767, q = round(x / d), s = d * Σq.
+void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+  const __m256 signMask = _mm256_set1_ps(-0.0f);
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * ldx;
+    int16_t* q = qa.qs + t * qa.cols;
+    for (int64_t b = 0; b < qa.blocks; ++b) {
+      const float* p = xt + b * kQK;
+      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+             v3 = _mm256_loadu_ps(p + 24);
+      __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
+                               _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      float amax = _mm_cvtss_f32(m4);
+      float d = amax / 32767.0f;
+      __m256 id = _mm256_set1_ps(amax != 0 ? 32767.0f / amax : 0.0f);
+      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      int sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+      // packs works within 128-bit lanes; the 64-bit permute restores the original order.
+      __m256i p01 = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), 0xD8);
+      __m256i p23 = _mm256_permute4x64_epi64(_mm256_packs_epi32(i2, i3), 0xD8);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), p01);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK + 16), p23);
       qa.d[t * qa.blocks + b] = d;
       qa.s[t * qa.blocks + b] = d * static_cast<float>(sum);
     }
@@ -124,21 +164,80 @@ void quantRows(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
   for (; t < t1; ++t) quantTile<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
 }
 
-// Rows [rb, re) × tokens [tb, te) on the calling thread, GGUF-layout blocks.
-template <class Dec>
+// ---- int16 activations, signed GGUF blocks (Q8_0, Q6_K) ---------------------------------
+
+// One tile with int16 activations: each weight block is widened to two vectors of 16 int16
+// (values 0..15, 16..31) once and multiplied (madd) against R × T activation blocks. Q6_K's
+// two per-16 integer scales multiply the two halves' int32 sums.
+template <class Dec, int R, int T>
+void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+                 float* y, int64_t ldy) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const int64_t blocks = qa.blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int r = 0; r < R; ++r) {
+      __m256i w = Dec::weights(rows[r], b);
+      __m256i wa = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
+      __m256i wb = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
+      if constexpr (Dec::kIntScales) {
+        int sa, sb;
+        Dec::halfScales(rows[r], b, &sa, &sb);
+        // Scaling the widened weights keeps one madd per half: |w·sc| ≤ 32·128 fits int16,
+        // and a lane of the two madds summed (4 products ≤ 4096·32767) stays below 2^29
+        // (its f32 conversion rounds at 6e-8 relative, far below the int16 rounding).
+        wa = _mm256_mullo_epi16(wa, _mm256_set1_epi16(static_cast<int16_t>(sa)));
+        wb = _mm256_mullo_epi16(wb, _mm256_set1_epi16(static_cast<int16_t>(sb)));
+      }
+      __m256 dw = _mm256_set1_ps(Dec::scale(rows[r], b));
+      for (int t = 0; t < T; ++t) {
+        const int16_t* xb = qa.qs + (t0 + t) * qa.cols + b * kQK;
+        __m256i p = _mm256_add_epi32(
+            _mm256_madd_epi16(wa, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb))),
+            _mm256_madd_epi16(wb, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + 16))));
+        __m256 dx = _mm256_set1_ps(qa.d[(t0 + t) * blocks + b]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(dw, dx), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
+}
+
+template <class Dec, int R>
+void quantRows16(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
+                 int64_t t0, int64_t t1, float* y, int64_t ldy) {
+  int64_t t = t0;
+  for (; t + kTokenTile <= t1; t += kTokenTile) quantTile16<Dec, R, kTokenTile>(W, rowBytes, qa, r0, t, y, ldy);
+  for (; t < t1; ++t) quantTile16<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
+}
+
+// Rows [rb, re) × tokens [tb, te) on the calling thread, GGUF-layout blocks, with
+// activations of type Value (int8_t or int16_t).
+template <class Dec, class Value = int8_t>
 struct GgufKernel {
+  using Act = BlockActivations<Value>;
   static constexpr int kRowTile = prism::kernels::kRowTile;
-  static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
+  static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb,
                     int64_t te, float* y, int64_t ldy) {
     size_t rowBytes = typeRowBytes(W.type, W.cols);
-    const int64_t group = rowGroupFor(rowBytes, kRowTile), chunk = tokenChunkFor(W.cols, kTokenTile);
+    const int64_t group = rowGroupFor(rowBytes, kRowTile);
+    const int64_t chunk = tokenChunkFor(W.cols * static_cast<int64_t>(sizeof(Value)), kTokenTile);
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       int64_t g1 = std::min(re, g0 + group);
       for (int64_t c0 = tb; c0 < te; c0 += chunk) {
         int64_t c1 = std::min(te, c0 + chunk);
         int64_t r = g0;
-        for (; r + kRowTile <= g1; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
-        for (; r < g1; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        if constexpr (sizeof(Value) == 1) {
+          for (; r + kRowTile <= g1; r += kRowTile) quantRows<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+          for (; r < g1; ++r) quantRows<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        } else {
+          for (; r + kRowTile <= g1; r += kRowTile) quantRows16<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+          for (; r < g1; ++r) quantRows16<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        }
       }
     }
   }
@@ -150,14 +249,9 @@ struct GgufKernel {
 template <class Kernel>
 void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                  ThreadPool& pool, KernelScratch& scratch) {
-  QuantizedActivations qa;
-  qa.n = n;
-  qa.cols = W.cols;
-  qa.blocks = W.cols / kQK;
-  uint8_t* buf = scratch.bytes(quantizedActivationBytes(n, W.cols));
-  qa.qs = reinterpret_cast<int8_t*>(buf);
-  qa.d = reinterpret_cast<float*>(buf + ((static_cast<size_t>(n * W.cols) + 63) & ~size_t(63)));
-  qa.s = qa.d + n * qa.blocks;
+  using Act = typename Kernel::Act;
+  Act qa;
+  placeActivations(scratch.bytes(quantizedActivationBytes(n, W.cols, sizeof(*qa.qs))), n, W.cols, &qa);
   if (n <= 4) {
     quantizeActivations(x, ldx, 0, n, qa);
   } else {
@@ -241,26 +335,90 @@ void q4xTile(const uint8_t* weights, int64_t cols, const QuantizedActivations& q
       y[(t0 + t) * ldy + r0 + r] = offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks);
 }
 
+// The same with int16 activations: a 32-byte group is read as two 16-byte halves, each
+// widened to 16-bit lanes, where a mask gives block b's values and a shift block b+1's (no
+// byte-level unpacking); madd multiplies them against the int16 activations.
+template <int R, int T>
+void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+               float* y, int64_t ldy) {
+  Q4XRow rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
+  const int16_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  const __m256i lowMask = _mm256_set1_epi16(0x0F);
+  auto x16 = [](const int16_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  const int64_t blocks = qa.blocks;
+  int64_t b = 0;
+  for (; b + 2 <= blocks; b += 2) {
+    for (int r = 0; r < R; ++r) {
+      const __m128i* g = reinterpret_cast<const __m128i*>(rows[r].nibbles + b * 16);
+      __m256i lo = _mm256_cvtepu8_epi16(_mm_loadu_si128(g));      // group bytes 0..15
+      __m256i hi = _mm256_cvtepu8_epi16(_mm_loadu_si128(g + 1));  // group bytes 16..31
+      __m256i w0a = _mm256_and_si256(lo, lowMask), w0b = _mm256_and_si256(hi, lowMask);
+      __m256i w1a = _mm256_srli_epi16(lo, 4), w1b = _mm256_srli_epi16(hi, 4);
+      __m256 d0 = _mm256_broadcast_ss(rows[r].d + b);
+      __m256 d1 = _mm256_broadcast_ss(rows[r].d + b + 1);
+      for (int t = 0; t < T; ++t) {
+        const int16_t* xb = xq[t] + b * kQK;
+        __m256i p0 = _mm256_add_epi32(_mm256_madd_epi16(w0a, x16(xb)), _mm256_madd_epi16(w0b, x16(xb + 16)));
+        __m256i p1 = _mm256_add_epi32(_mm256_madd_epi16(w1a, x16(xb + 32)), _mm256_madd_epi16(w1b, x16(xb + 48)));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(d0, _mm256_broadcast_ss(xd[t] + b)), acc[r][t]);
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_mul_ps(d1, _mm256_broadcast_ss(xd[t] + b + 1)), acc[r][t]);
+      }
+    }
+  }
+  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
+    for (int r = 0; r < R; ++r) {
+      const __m128i* g = reinterpret_cast<const __m128i*>(rows[r].nibbles + b * 16);
+      __m256i w0a = _mm256_and_si256(_mm256_cvtepu8_epi16(_mm_loadu_si128(g)), lowMask);
+      __m256i w0b = _mm256_and_si256(_mm256_cvtepu8_epi16(_mm_loadu_si128(g + 1)), lowMask);
+      __m256 d0 = _mm256_set1_ps(rows[r].d[b]);
+      for (int t = 0; t < T; ++t) {
+        const int16_t* xb = xq[t] + b * kQK;
+        __m256i p0 = _mm256_add_epi32(_mm256_madd_epi16(w0a, x16(xb)), _mm256_madd_epi16(w0b, x16(xb + 16)));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_mul_ps(d0, _mm256_set1_ps(xd[t][b])), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] = offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks);
+}
+
 // 4 rows × 2 tokens: 8 accumulators + 2 unpacked blocks + 2 row scales in 16 registers
 // (2 × 4 measured the same; 3 × 3 and 4 × 3 spill and were slower).
 constexpr int kQ4XRowTile = 4;
 constexpr int kQ4XTokenTile = 2;
 
-template <int R>
-void q4xRows(const uint8_t* weights, int64_t cols, const QuantizedActivations& qa, int64_t r0, int64_t t0, int64_t t1,
-             float* y, int64_t ldy) {
+template <int R, class Value>
+void q4xRows(const uint8_t* weights, int64_t cols, const BlockActivations<Value>& qa, int64_t r0, int64_t t0,
+             int64_t t1, float* y, int64_t ldy) {
   int64_t t = t0;
-  for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
-  for (; t < t1; ++t) q4xTile<R, 1>(weights, cols, qa, r0, t, y, ldy);
+  if constexpr (sizeof(Value) == 1) {
+    for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
+    for (; t < t1; ++t) q4xTile<R, 1>(weights, cols, qa, r0, t, y, ldy);
+  } else {
+    for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile16<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
+    for (; t < t1; ++t) q4xTile16<R, 1>(weights, cols, qa, r0, t, y, ldy);
+  }
 }
 
+template <class Value = int8_t>
 struct Q4XKernel {
+  using Act = BlockActivations<Value>;
   static constexpr int kRowTile = kQ4XRowTile;
-  static void range(const LinearWeight& W, const QuantizedActivations& qa, int64_t rb, int64_t re, int64_t tb,
-                    int64_t te, float* y, int64_t ldy) {
+  static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb, int64_t te, float* y,
+                    int64_t ldy) {
     const uint8_t* weights = weightData(W);
     const int64_t group = rowGroupFor(q4xRowBytes(W.cols), kRowTile);
-    const int64_t chunk = tokenChunkFor(W.cols, kQ4XTokenTile);
+    const int64_t chunk = tokenChunkFor(W.cols * static_cast<int64_t>(sizeof(Value)), kQ4XTokenTile);
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       int64_t g1 = std::min(re, g0 + group);
       for (int64_t c0 = tb; c0 < te; c0 += chunk) {
@@ -365,17 +523,21 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                 ThreadPool& pool, KernelScratch& scratch) {
+  const bool wide = W.precision == ActivationPrecision::Int16;
   if (W.layout == kLayoutQ4X) {
-    quantMatmul<Q4XKernel>(W, x, n, ldx, y, ldy, pool, scratch);
+    if (wide) quantMatmul<Q4XKernel<int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+    else quantMatmul<Q4XKernel<int8_t>>(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
   if (W.layout != kLayoutGguf) return false;
   switch (W.type) {
     case TensorType::Q8_0:
-      quantMatmul<GgufKernel<DecQ8_0>>(W, x, n, ldx, y, ldy, pool, scratch);
+      if (wide) quantMatmul<GgufKernel<DecQ8_0, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      else quantMatmul<GgufKernel<DecQ8_0>>(W, x, n, ldx, y, ldy, pool, scratch);
       return true;
     case TensorType::Q6_K:
-      quantMatmul<GgufKernel<DecQ6_K>>(W, x, n, ldx, y, ldy, pool, scratch);
+      if (wide) quantMatmul<GgufKernel<DecQ6_K, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      else quantMatmul<GgufKernel<DecQ6_K>>(W, x, n, ldx, y, ldy, pool, scratch);
       return true;
     case TensorType::Q4_0:
     case TensorType::Q4_1:

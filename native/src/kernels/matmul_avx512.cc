@@ -7,6 +7,9 @@
 //     Q6_K keeps maddubs + madd because its per-16 integer scales are applied in the madd;
 //   * BF16 weights: _mm512_dpbf16_ps with the activations rounded to bf16 on the fly;
 //   * F16 / F32 weights: 16-wide FMAs.
+// Quantized weights with ActivationPrecision::Int16 are not handled here: matmulAvx512
+// returns false for them and the dispatcher runs the AVX2 int16 kernels (every AVX-512 CPU
+// has AVX2), so the int16 numerics are one implementation on every x86 machine.
 #include <algorithm>
 #include <type_traits>
 
@@ -416,6 +419,8 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
+  const bool quantized = W.layout == kLayoutQ4X || W.type == TensorType::Q8_0 || W.type == TensorType::Q6_K;
+  if (quantized && W.precision != ActivationPrecision::Int8) return false;  // AVX2 int16 kernels
   if (W.layout == kLayoutQ4X) {
     quantMatmul<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);
     return true;

@@ -52,6 +52,13 @@ struct DecQ6_K {
     int j = static_cast<int>(b % 8);
     return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
   }
+  // The same two scales as plain integers (the int16-activation kernels).
+  static void halfScales(const uint8_t* row, int64_t b, int* first, int* second) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(row + (b / 8) * kQ6_KBytes + 192);
+    int j = static_cast<int>(b % 8);
+    *first = sc[2 * j];
+    *second = sc[2 * j + 1];
+  }
   static float scale(const uint8_t* row, int64_t b) {
     return f16ToF32(loadU16(row + (b / 8) * kQ6_KBytes + 208));
   }
