@@ -207,11 +207,17 @@ void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivati
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
 }
 
+// Int16 tiles: 2 rows × 4 tokens. Widening a weight block costs more than the int8 unpack,
+// so each widened block serves 4 tokens; 8 accumulators + 2-4 widened halves fit in 16
+// registers (the activations are read straight from L1 by madd).
+constexpr int kRowTile16 = 2;
+constexpr int kTokenTile16 = 4;
+
 template <class Dec, int R>
 void quantRows16(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
                  int64_t t0, int64_t t1, float* y, int64_t ldy) {
   int64_t t = t0;
-  for (; t + kTokenTile <= t1; t += kTokenTile) quantTile16<Dec, R, kTokenTile>(W, rowBytes, qa, r0, t, y, ldy);
+  for (; t + kTokenTile16 <= t1; t += kTokenTile16) quantTile16<Dec, R, kTokenTile16>(W, rowBytes, qa, r0, t, y, ldy);
   for (; t < t1; ++t) quantTile16<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
 }
 
@@ -220,12 +226,13 @@ void quantRows16(const LinearWeight& W, size_t rowBytes, const QuantizedActivati
 template <class Dec, class Value = int8_t>
 struct GgufKernel {
   using Act = BlockActivations<Value>;
-  static constexpr int kRowTile = prism::kernels::kRowTile;
+  static constexpr bool kWide = sizeof(Value) == 2;
+  static constexpr int kRowTile = kWide ? kRowTile16 : prism::kernels::kRowTile;
   static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb,
                     int64_t te, float* y, int64_t ldy) {
     size_t rowBytes = typeRowBytes(W.type, W.cols);
     const int64_t group = rowGroupFor(rowBytes, kRowTile);
-    const int64_t chunk = tokenChunkFor(W.cols * static_cast<int64_t>(sizeof(Value)), kTokenTile);
+    const int64_t chunk = tokenChunkFor(W.cols, kWide ? kTokenTile16 : kTokenTile);
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       int64_t g1 = std::min(re, g0 + group);
       for (int64_t c0 = tb; c0 < te; c0 += chunk) {
@@ -405,7 +412,7 @@ void q4xRows(const uint8_t* weights, int64_t cols, const BlockActivations<Value>
     for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
     for (; t < t1; ++t) q4xTile<R, 1>(weights, cols, qa, r0, t, y, ldy);
   } else {
-    for (; t + kQ4XTokenTile <= t1; t += kQ4XTokenTile) q4xTile16<R, kQ4XTokenTile>(weights, cols, qa, r0, t, y, ldy);
+    for (; t + kTokenTile16 <= t1; t += kTokenTile16) q4xTile16<R, kTokenTile16>(weights, cols, qa, r0, t, y, ldy);
     for (; t < t1; ++t) q4xTile16<R, 1>(weights, cols, qa, r0, t, y, ldy);
   }
 }
@@ -413,12 +420,13 @@ void q4xRows(const uint8_t* weights, int64_t cols, const BlockActivations<Value>
 template <class Value = int8_t>
 struct Q4XKernel {
   using Act = BlockActivations<Value>;
-  static constexpr int kRowTile = kQ4XRowTile;
+  static constexpr bool kWide = sizeof(Value) == 2;
+  static constexpr int kRowTile = kWide ? kRowTile16 : kQ4XRowTile;
   static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb, int64_t te, float* y,
                     int64_t ldy) {
     const uint8_t* weights = weightData(W);
     const int64_t group = rowGroupFor(q4xRowBytes(W.cols), kRowTile);
-    const int64_t chunk = tokenChunkFor(W.cols * static_cast<int64_t>(sizeof(Value)), kQ4XTokenTile);
+    const int64_t chunk = tokenChunkFor(W.cols, kWide ? kTokenTile16 : kQ4XTokenTile);
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       int64_t g1 = std::min(re, g0 + group);
       for (int64_t c0 = tb; c0 < te; c0 += chunk) {
