@@ -193,7 +193,10 @@ interface NativeAddon {
   disposeContext(ctx: ContextHandle): void;
   step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
   cpuFeatures(): CpuFeatures;
-  /** Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`. */
+  /**
+   * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
+   * ("avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations).
+   */
   matmulForTest(
     type: TensorType,
     weights: Uint8Array,
