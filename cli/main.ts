@@ -3,8 +3,14 @@
  * `prism` command line: a dispatcher. Each subcommand lives in its own module (cli/<name>.ts)
  * exporting `run(argv: string[]): Promise<number>` (the exit code) and `help: string`.
  */
-const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number>; help: string }> }> = {
-  generate: { summary: 'generate text with a model, streamed to stdout', load: () => import('./generate.js') },
+const commands: Record<
+  string,
+  { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number>; help: string }> }
+> = {
+  generate: {
+    summary: 'generate text with a model, streamed to stdout',
+    load: () => import('./generate.js'),
+  },
   engine: { summary: 'run the engine alone (gRPC)', load: () => import('./engine.js') },
   serve: { summary: 'run the engine and the HTTP gateways', load: () => import('./serve.js') },
   gateway: { summary: 'run the HTTP gateways against running engines', load: () => import('./gateway.js') },

@@ -45,7 +45,9 @@ function python(): string {
 }
 
 /** Returns the default model's path, downloading it first when absent. */
-export function ensureDefaultModel(log: (line: string) => void = (l) => process.stderr.write(l + '\n')): string {
+export function ensureDefaultModel(
+  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+): string {
   const target = defaultModelPath();
   if (existsSync(target)) return target;
   mkdirSync(modelsDir(), { recursive: true });

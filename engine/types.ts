@@ -185,7 +185,10 @@ export interface Engine {
   cancel(requestId: string): Promise<boolean>;
   tokenize(text: string, addSpecialTokens?: boolean): Promise<number[]>;
   /** Text of each token, and of the whole sequence. */
-  detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }>;
+  detokenize(
+    ids: readonly number[],
+    skipSpecialTokens?: boolean,
+  ): Promise<{ text: string; tokens: string[] }>;
   applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string>;
   status(): Promise<EngineStatus>;
   info(): Promise<EngineInfo>;
