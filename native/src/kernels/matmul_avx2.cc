@@ -42,71 +42,68 @@ inline int hsumI32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// One block of 32 activations scaled to integers in [-qmax, qmax]: d = max|x| / qmax,
+// q = round(x / d) as four vectors of 8 int32 (values 0-7, 8-15, 16-23, 24-31), sum = Σq.
+// The int8 and int16 quantizers below differ only in qmax and in how they pack q.
+struct ScaledBlock {
+  __m256i q[4];
+  float d;
+  int sum;
+};
+
+static inline ScaledBlock scaleBlock(const float* p, float qmax) {
+  const __m256 signMask = _mm256_set1_ps(-0.0f);
+  __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+         v3 = _mm256_loadu_ps(p + 24);
+  __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
+                           _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  float amax = _mm_cvtss_f32(m4);
+  __m256 id = _mm256_set1_ps(amax != 0 ? qmax / amax : 0.0f);
+  ScaledBlock out;
+  out.d = amax / qmax;
+  const __m256 v[4] = {v0, v1, v2, v3};
+  for (int k = 0; k < 4; ++k)
+    out.q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  out.sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(out.q[0], out.q[1]), _mm256_add_epi32(out.q[2], out.q[3])));
+  return out;
+}
+
 // Quantizes rows [t0, t1) of x (cols a multiple of 32) into `qa`: per block of 32,
 // d = max|x| / 127, q = round(x / d), s = d * Σq.
 void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations& qa) {
-  const __m256 signMask = _mm256_set1_ps(-0.0f);
   const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * ldx;
     int8_t* q = qa.qs + t * qa.cols;
     for (int64_t b = 0; b < qa.blocks; ++b) {
-      const float* p = xt + b * kQK;
-      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-             v3 = _mm256_loadu_ps(p + 24);
-      __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
-                               _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      float amax = _mm_cvtss_f32(m4);
-      float d = amax / 127.0f;
-      __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
-      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      int sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+      ScaledBlock blk = scaleBlock(xt + b * kQK, 127.0f);
       // packs work within 128-bit lanes; the permute restores the original order.
-      __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+      __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(blk.q[0], blk.q[1]), _mm256_packs_epi32(blk.q[2], blk.q[3]));
       packed = _mm256_permutevar8x32_epi32(packed, perm);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), packed);
-      qa.d[t * qa.blocks + b] = d;
-      qa.s[t * qa.blocks + b] = d * static_cast<float>(sum);
+      qa.d[t * qa.blocks + b] = blk.d;
+      qa.s[t * qa.blocks + b] = blk.d * static_cast<float>(blk.sum);
     }
   }
 }
 
 // Same blocks at 16 bits: d = max|x| / 32767, q = round(x / d), s = d * Σq.
 void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
-  const __m256 signMask = _mm256_set1_ps(-0.0f);
   for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * ldx;
     int16_t* q = qa.qs + t * qa.cols;
     for (int64_t b = 0; b < qa.blocks; ++b) {
-      const float* p = xt + b * kQK;
-      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-             v3 = _mm256_loadu_ps(p + 24);
-      __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
-                               _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      float amax = _mm_cvtss_f32(m4);
-      float d = amax / 32767.0f;
-      __m256 id = _mm256_set1_ps(amax != 0 ? 32767.0f / amax : 0.0f);
-      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      int sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+      ScaledBlock blk = scaleBlock(xt + b * kQK, 32767.0f);
       // packs works within 128-bit lanes; the 64-bit permute restores the original order.
-      __m256i p01 = _mm256_permute4x64_epi64(_mm256_packs_epi32(i0, i1), 0xD8);
-      __m256i p23 = _mm256_permute4x64_epi64(_mm256_packs_epi32(i2, i3), 0xD8);
+      __m256i p01 = _mm256_permute4x64_epi64(_mm256_packs_epi32(blk.q[0], blk.q[1]), 0xD8);
+      __m256i p23 = _mm256_permute4x64_epi64(_mm256_packs_epi32(blk.q[2], blk.q[3]), 0xD8);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), p01);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK + 16), p23);
-      qa.d[t * qa.blocks + b] = d;
-      qa.s[t * qa.blocks + b] = d * static_cast<float>(sum);
+      qa.d[t * qa.blocks + b] = blk.d;
+      qa.s[t * qa.blocks + b] = blk.d * static_cast<float>(blk.sum);
     }
   }
 }
