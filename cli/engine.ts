@@ -11,6 +11,7 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
+import { traceExportConfigured } from '../engine/service/tracing.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -87,6 +88,18 @@ function log(line: string): void {
   process.stderr.write(`prism engine: ${line}\n`);
 }
 
+/**
+ * With an OTLP endpoint set, the engine exports its own spans (RPC SERVER span, queue /
+ * prefill / decode) as service `prism-engine`, and returns the flush to run at exit. Without
+ * one it registers nothing — no provider, no context manager — and the SDK is never loaded.
+ */
+async function startTracing(): Promise<() => Promise<void>> {
+  if (!traceExportConfigured()) return async () => {};
+  const { initTracing, shutdownTracing } = await import('../gateways/shared/tracing.js');
+  initTracing({ serviceName: 'prism-engine' });
+  return shutdownTracing;
+}
+
 export async function run(argv: string[]): Promise<number> {
   let args: EngineArgs;
   let config: ResolvedConfig;
@@ -113,6 +126,7 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const modelPath = args.model ?? modelPathFromConfig(config) ?? ensureDefaultModel(log);
+  const stopTracing = await startTracing();
 
   const t0 = performance.now();
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
@@ -151,18 +165,21 @@ export async function run(argv: string[]): Promise<number> {
         process.exit(1);
       }
       log(`${signal}: draining (running and queued requests finish; new ones get UNAVAILABLE)`);
-      running.shutdown().then(
-        () => {
-          log('stopped');
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
-          resolve(0);
-        },
-        (e: unknown) => {
-          log(`shutdown failed: ${(e as Error).message}`);
-          resolve(1);
-        },
-      );
+      running
+        .shutdown()
+        .then(stopTracing)
+        .then(
+          () => {
+            log('stopped');
+            process.off('SIGINT', onSignal);
+            process.off('SIGTERM', onSignal);
+            resolve(0);
+          },
+          (e: unknown) => {
+            log(`shutdown failed: ${(e as Error).message}`);
+            resolve(1);
+          },
+        );
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);

@@ -17,6 +17,7 @@ import { EventQueue } from './event-queue.js';
 import type { ResolvedEngineOptions } from './options.js';
 import { checkTokenIds, promptTokens, renderChat, type EngineTokenizer } from './prompt.js';
 import { Sequence } from './request-state.js';
+import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
@@ -57,6 +58,8 @@ interface LiveRequest {
   firstToken: number;
   cachedPromptTokens: number;
   detachSignal: () => void;
+  /** Live queue/prefill/decode tracing spans; undefined when the caller traces nothing. */
+  readonly spans: RequestSpans | undefined;
 }
 
 const ms = () => performance.now();
@@ -154,6 +157,8 @@ export class EngineCore implements Engine {
       firstToken: -1,
       cachedPromptTokens: 0,
       detachSignal: () => {},
+      // Parented to the span active now: the gRPC server submits inside its RPC span.
+      spans: startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival: seq.arrival }),
     };
     this.requests.set(id, req);
     this.metrics.requestsReceived++;
@@ -232,6 +237,7 @@ export class EngineCore implements Engine {
         seq.inFlight = true;
         const req = this.requests.get(seq.requestId);
         if (req && req.firstScheduled < 0) req.firstScheduled = now;
+        req?.spans?.scheduled(now);
       }
       let out: StepOutput;
       try {
@@ -310,6 +316,7 @@ export class EngineCore implements Engine {
         req.firstToken = now;
         req.cachedPromptTokens = Math.max(0, seq.cachedPromptTokens);
         this.metrics.ttft.observe((now - req.arrival) / 1000);
+        req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
       const { delta, gapMs } = c.accept(token, logprob, now, atLimit);
@@ -398,6 +405,11 @@ export class EngineCore implements Engine {
         ...(c.error !== undefined ? { error: c.error } : {}),
       };
       req.queue.push(finish);
+    });
+    req.spans?.finish(end, {
+      reasons: chosen.map((c) => c.reason ?? 'cancelled'),
+      completionTokens: generated,
+      error: chosen.find((c) => c.error !== undefined)?.error,
     });
     req.queue.end();
     const gaps = req.choices.reduce((n, c) => n + c.gaps, 0);

@@ -1,8 +1,9 @@
 /**
  * Engine-side tracing for the generate RPCs: one SERVER span per call that continues the
  * caller's W3C `traceparent`/`tracestate` from gRPC metadata (the engine client sends them
- * through its `metadata` hook). Uses only @opentelemetry/api: with no tracer provider
- * registered in the process (a bare `prism engine`) every call here is a no-op.
+ * through its `metadata` hook). Under it, engine-core records each request's queue / prefill /
+ * decode spans (engine/request-spans.ts). Uses only @opentelemetry/api: with no tracer
+ * provider registered in the process (a bare `prism engine`) every call here is a no-op.
  */
 import {
   context,
@@ -19,6 +20,14 @@ import type { Metadata } from '@grpc/grpc-js';
 import type { FinishEvent } from '../types.js';
 
 const tracer = trace.getTracer('prism-engine');
+
+/**
+ * Whether spans are to be exported (OTLP/HTTP): the standard endpoint variables. Without them
+ * a process registers no tracer provider; `prism engine` then not even a context manager.
+ */
+export function traceExportConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
 
 const metadataGetter: TextMapGetter<Metadata> = {
   keys: (md) => Object.keys(md.getMap()),

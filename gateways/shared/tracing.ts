@@ -4,27 +4,23 @@
  * no tracer provider, only the context manager and the W3C propagator, so a client's
  * `traceparent` still reaches the engine in the gRPC metadata at no measurable cost.
  *
- * Spans: one SERVER span per HTTP request (`POST /v1/chat/completions`), one CLIENT span per
- * engine request (`prism.generate`, attributes: model, token counts, finish reason), and under
- * it `prism.queue`, `prism.prefill`, `prism.decode`, placed from the engine's own timings.
+ * Spans: one SERVER span per HTTP request (`POST /v1/chat/completions`) and one CLIENT span
+ * per engine request (`prism.generate`, attributes: model, token counts, finish reason). The
+ * engine continues the trace from the gRPC metadata: its RPC SERVER span, and under that the
+ * `prism.queue`, `prism.prefill`, `prism.decode` spans it records live (engine/request-spans.ts).
+ * In `prism serve` both sides share this process's one provider; each span is recorded once,
+ * by the side that owns it.
  */
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import {
-  context,
-  propagation,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Context as OtelContext,
-  type Span,
-} from '@opentelemetry/api';
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Middleware } from 'koa';
-import type { Engine, FinishEvent, GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import { traceExportConfigured } from '../../engine/service/tracing.js';
+import type { Engine, GenerateEvent, GenerateRequest } from '../../engine/types.js';
 
 const TRACER = 'prism-gateway';
 
@@ -45,7 +41,7 @@ export function initTracing(options: TracingOptions = {}): NodeTracerProvider | 
   if (initialised) return provider;
   initialised = true;
   const processors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
-  if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+  if (traceExportConfigured()) {
     // The exporter reads the endpoint, headers and timeout from the standard OTEL_* variables.
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   }
@@ -56,7 +52,8 @@ export function initTracing(options: TracingOptions = {}): NodeTracerProvider | 
   }
   provider = new NodeTracerProvider({
     resource: resourceFromAttributes({
-      'service.name': options.serviceName ?? process.env.OTEL_SERVICE_NAME ?? 'prism',
+      // The standard variable wins over the command's default name, as the docs promise.
+      'service.name': process.env.OTEL_SERVICE_NAME || options.serviceName || 'prism',
     }),
     spanProcessors: processors,
   });
@@ -105,27 +102,6 @@ export function tracingMiddleware(): Middleware {
   };
 }
 
-/** Child spans placed after the fact from the engine's timings (milliseconds). */
-function timingSpans(parentCtx: OtelContext, start: number, f: FinishEvent): void {
-  const tracer = trace.getTracer(TRACER);
-  const t = f.timings;
-  const phases: [string, number, number][] = [
-    ['prism.queue', start, start + t.queueMs],
-    ['prism.prefill', start + t.queueMs, start + t.queueMs + t.prefillMs],
-    ['prism.decode', start + t.queueMs + t.prefillMs, start + t.queueMs + t.prefillMs + t.decodeMs],
-  ];
-  for (const [name, from, to] of phases) {
-    const s = tracer.startSpan(
-      name,
-      { startTime: from, attributes: { 'prism.request_id': f.requestId } },
-      parentCtx,
-    );
-    if (name === 'prism.prefill') s.setAttribute('prism.prompt_tokens', f.usage.promptTokens);
-    if (name === 'prism.decode') s.setAttribute('prism.completion_tokens', f.usage.completionTokens);
-    s.end(to);
-  }
-}
-
 /**
  * `engine.generate` inside a CLIENT span: the engine call runs with that span active, so the
  * gRPC client's metadata hook sends its `traceparent` to the engine.
@@ -137,7 +113,6 @@ export async function* tracedGenerate(
   model: string,
 ): AsyncGenerator<GenerateEvent> {
   const tracer = trace.getTracer(TRACER);
-  const start = Date.now();
   const span: Span = tracer.startSpan('prism.generate', {
     kind: SpanKind.CLIENT,
     attributes: {
@@ -170,7 +145,6 @@ export async function* tracedGenerate(
           'prism.cached_prompt_tokens': ev.usage.cachedPromptTokens,
           [`gen_ai.response.finish_reasons`]: ev.reason,
         });
-        if (ev.index === 0) timingSpans(spanCtx, start, ev);
         if (ev.reason === 'error') span.setStatus({ code: SpanStatusCode.ERROR, message: ev.error });
       }
       yield ev;
