@@ -383,3 +383,73 @@ test('an exception while post-processing fails those requests, not the process',
   assert.equal(st.freeBlocks, st.totalBlocks);
   await core.close();
 });
+
+/** A CharTokenizer whose async encodes wait until `release()`: the prompt is "being tokenized". */
+class HeldTokenizer extends CharTokenizer {
+  private held: (() => void)[] = [];
+  override async encodeAsync(text: string, options: { addSpecialTokens?: boolean } = {}): Promise<number[]> {
+    await new Promise<void>((resolve) => this.held.push(resolve));
+    return this.encode(text, options);
+  }
+  get waiting(): number {
+    return this.held.length;
+  }
+  release(): void {
+    for (const r of this.held.splice(0)) r();
+  }
+}
+
+function heldEngine() {
+  const tokenizer = new HeldTokenizer();
+  const options = resolveEngineOptions({
+    cacheBlockSize: 4,
+    maxSeqLen: 200,
+    maxInputTokenLen: 100,
+    kvBlocks: 64,
+  });
+  const core = new EngineCore({
+    runner: new PagedKvSim(64, 4, 100),
+    tokenizer,
+    options,
+    info: { modelName: 'sim' } as EngineInfo,
+  });
+  return { core, tokenizer };
+}
+
+test('prompts are tokenized asynchronously; the id is claimed meanwhile and drain() waits', async () => {
+  const { core, tokenizer } = heldEngine();
+  const first = collect(core.generate(req('abc', { maxNewTokens: 3 }, 'held')));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(tokenizer.waiting, 1);
+  assert.equal((await core.status()).waiting + (await core.status()).running, 0);
+  await rejects(core.generate(req('x', {}, 'held')), 'INVALID_ARGUMENT', /already in use/);
+  let drained = false;
+  const draining = core.drain().then(() => (drained = true));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(drained, false, 'drain() must wait for a request that is still being tokenized');
+  tokenizer.release();
+  const { finishes } = await first;
+  assert.equal(finishes[0].reason, 'length');
+  assert.equal(finishes[0].usage.completionTokens, 3);
+  await draining;
+  await core.close();
+});
+
+test('a stream abandoned while its prompt is tokenized never reaches the scheduler', async () => {
+  const { core, tokenizer } = heldEngine();
+  const it = core.generate(req('abc', {}, 'gone'))[Symbol.asyncIterator]();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(tokenizer.waiting, 1);
+  await it.return?.();
+  tokenizer.release();
+  await new Promise((r) => setImmediate(r));
+  assert.equal((await core.status()).requestsReceived, 0);
+  const status = await core.status();
+  assert.equal(status.waiting + status.running, 0);
+  // The id is free again.
+  const again = collect(core.generate(req('abc', { maxNewTokens: 2 }, 'gone')));
+  await new Promise((r) => setImmediate(r));
+  tokenizer.release();
+  assert.equal((await again).finishes[0].reason, 'length');
+  await core.close();
+});

@@ -43,6 +43,18 @@ export interface EngineCoreDeps {
   readonly dispose?: () => void;
 }
 
+/** A request that passed the checks that need no tokenizer. */
+interface AcceptedRequest {
+  readonly id: string;
+  readonly params: ResolvedParams;
+}
+
+function asEngineError(e: unknown): EngineError {
+  return e instanceof EngineError
+    ? e
+    : new EngineError('GENERATION_FAILED', `request failed: ${e instanceof Error ? e.message : String(e)}`);
+}
+
 interface LiveRequest {
   readonly id: string;
   readonly params: ResolvedParams;
@@ -69,6 +81,8 @@ export class EngineCore implements Engine {
   private readonly blocks: BlockManager;
   private readonly metrics = new EngineMetrics();
   private readonly requests = new Map<string, LiveRequest>();
+  /** Ids of accepted requests whose prompts are being tokenized (not yet in `requests`). */
+  private readonly pendingIds = new Set<string>();
   private readonly eos: ReadonlySet<number>;
   private loop: Promise<void> | null = null;
   private stopping = false;
@@ -84,49 +98,117 @@ export class EngineCore implements Engine {
 
   // ---------------------------------------------------------------------------- requests
 
+  /**
+   * Validates the request at once, then tokenizes its prompt off the JS thread (the
+   * tokenizer's async encode runs on the libuv pool) and admits it. Tokenizing inline would
+   * block the event loop, and with it every other stream's tokens, for milliseconds per
+   * long prompt. Errors, early or late, end the returned stream.
+   */
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent> {
+    const arrival = ms();
+    let accepted: AcceptedRequest;
     try {
-      return this.submit(request, signal);
+      accepted = this.accept(request);
     } catch (e) {
       const failed = new EventQueue<GenerateEvent>();
-      failed.end(
-        e instanceof EngineError
-          ? e
-          : new EngineError(
-              'GENERATION_FAILED',
-              `request failed: ${e instanceof Error ? e.message : String(e)}`,
-            ),
-      );
+      failed.end(asEngineError(e));
       return failed;
     }
+    const { id } = accepted;
+    let abandoned = false;
+    const queue = new EventQueue<GenerateEvent>(() => {
+      abandoned = true;
+      void this.cancel(id);
+    });
+    // Claimed while the prompt is tokenized, so a second live request cannot take the id.
+    this.pendingIds.add(id);
+    // Parented to the span active now: the gRPC server submits inside its RPC span.
+    const spans = startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival });
+    const o = this.deps.options;
+    promptTokens(this.deps.tokenizer, request.prompt, accepted.params.truncate, o, this.deps.chatTemplate)
+      .then((prompt) => {
+        this.pendingIds.delete(id);
+        if (abandoned || this.closed) {
+          // Nobody reads the stream any more: do not start the work at all.
+          spans?.finish(ms(), { reasons: ['cancelled'], completionTokens: 0 });
+          queue.end(new EngineError('CANCELLED', `request '${id}' was cancelled`));
+          this.wakeDrainWaiters();
+          return;
+        }
+        this.admit(accepted, prompt, queue, spans, arrival, signal);
+      })
+      .catch((e: unknown) => {
+        this.pendingIds.delete(id);
+        spans?.finish(ms(), { reasons: ['error'], completionTokens: 0, error: asEngineError(e).message });
+        queue.end(asEngineError(e));
+        this.wakeDrainWaiters();
+      });
+    return queue;
   }
 
-  private submit(request: GenerateRequest, signal?: AbortSignal): EventQueue<GenerateEvent> {
-    if (this.stopping || this.closed)
-      throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
+  /** The checks that need no tokenizer: engine state, request shape, request id, parameters. */
+  private accept(request: GenerateRequest): AcceptedRequest {
+    this.checkAccepting();
     if (request === null || typeof request !== 'object')
       throw invalidArgument('request', 'must be an object');
-    const o = this.deps.options;
     const tok = this.deps.tokenizer;
+    const o = this.deps.options;
     const id = request.requestId ?? randomUUID();
     if (typeof id !== 'string' || id.length === 0 || id.length > 256)
       throw invalidArgument('request_id', 'must be a string of 1 to 256 characters');
-    if (this.requests.has(id))
-      throw invalidArgument('request_id', `'${id}' is already in use by a live request`);
+    this.checkIdFree(id);
     const params = resolveParams(request.params ?? {}, {
       vocabSize: tok.vocabSize,
       maxNewTokensCap: o.maxIterTimes,
       maxN: o.maxN,
     });
-    const prompt = promptTokens(tok, request.prompt, params.truncate, o, this.deps.chatTemplate);
+    this.checkQueueRoom();
+    return { id, params };
+  }
+
+  private checkAccepting(): void {
+    if (this.stopping || this.closed)
+      throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
+  }
+
+  private checkIdFree(id: string): void {
+    if (this.requests.has(id) || this.pendingIds.has(id))
+      throw invalidArgument('request_id', `'${id}' is already in use by a live request`);
+  }
+
+  private checkQueueRoom(): void {
+    const o = this.deps.options;
     if (this.scheduler.waiting.length >= o.maxQueueSize) {
       throw new EngineError(
         'RESOURCE_EXHAUSTED',
         `server is overloaded: ${this.scheduler.waiting.length} requests are waiting (maxQueueSize ${o.maxQueueSize}); retry later`,
       );
     }
+  }
+
+  /** Puts a tokenized request in the scheduler's queue. */
+  private admit(
+    accepted: AcceptedRequest,
+    prompt: number[],
+    queue: EventQueue<GenerateEvent>,
+    spans: RequestSpans | undefined,
+    arrival: number,
+    signal: AbortSignal | undefined,
+  ): void {
+    const { id, params } = accepted;
+    // Not rechecked: `stopping` (a request accepted before drain() still runs, and drain
+    // waits for it). Rechecked: the queue bound, which other requests may have filled.
+    try {
+      this.checkQueueRoom();
+    } catch (e) {
+      spans?.finish(ms(), { reasons: ['error'], completionTokens: 0, error: asEngineError(e).message });
+      queue.end(asEngineError(e));
+      this.wakeDrainWaiters();
+      return;
+    }
+    const o = this.deps.options;
+    const tok = this.deps.tokenizer;
     const maxNew = Math.min(params.maxNewTokens, o.maxSeqLen - prompt.length);
-    const queue = new EventQueue<GenerateEvent>(() => void this.cancel(id));
     const choices = Array.from(
       { length: params.bestOf },
       (_, i) => new ChoiceOutput(i, params.seed + i, tok, params, this.eos),
@@ -142,13 +224,13 @@ export class EngineCore implements Engine {
       // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
       topLogprobs: params.logprobs ? params.topLogprobs : 0,
     };
-    const seq = new Sequence(id, 0, prompt, sampling, ms(), params.bestOf > 1 ? params.bestOf : 0);
+    const seq = new Sequence(id, 0, prompt, sampling, arrival, params.bestOf > 1 ? params.bestOf : 0);
     const req: LiveRequest = {
       id,
       params,
       promptLen: prompt.length,
       maxNew,
-      arrival: seq.arrival,
+      arrival,
       queue,
       seqs: [seq],
       choices,
@@ -157,8 +239,7 @@ export class EngineCore implements Engine {
       firstToken: -1,
       cachedPromptTokens: 0,
       detachSignal: () => {},
-      // Parented to the span active now: the gRPC server submits inside its RPC span.
-      spans: startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival: seq.arrival }),
+      spans,
     };
     this.requests.set(id, req);
     this.metrics.requestsReceived++;
@@ -173,7 +254,6 @@ export class EngineCore implements Engine {
       }
     }
     this.kick();
-    return queue;
   }
 
   async cancel(requestId: string): Promise<boolean> {
@@ -421,18 +501,14 @@ export class EngineCore implements Engine {
       promptTokens: req.promptLen,
       generationTokens: generated,
     });
-    if (this.requests.size === 0) {
-      const waiters = this.drainWaiters;
-      this.drainWaiters = [];
-      for (const w of waiters) w();
-    }
+    this.wakeDrainWaiters();
   }
 
   // ---------------------------------------------------------------------------- the rest of Engine
 
   async tokenize(text: string, addSpecialTokens = true): Promise<number[]> {
     if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
-    return this.deps.tokenizer.encode(text, { addSpecialTokens });
+    return this.deps.tokenizer.encodeAsync(text, { addSpecialTokens });
   }
 
   async detokenize(
@@ -483,9 +559,17 @@ export class EngineCore implements Engine {
     return this.deps.info;
   }
 
+  /** Resolves drain() once no request is live or being tokenized. */
+  private wakeDrainWaiters(): void {
+    if (this.requests.size !== 0 || this.pendingIds.size !== 0) return;
+    const waiters = this.drainWaiters;
+    this.drainWaiters = [];
+    for (const w of waiters) w();
+  }
+
   drain(): Promise<void> {
     this.stopping = true;
-    if (this.requests.size === 0) return Promise.resolve();
+    if (this.requests.size === 0 && this.pendingIds.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 

@@ -13,6 +13,8 @@ export interface EngineTokenizer {
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /** The same ids as `encode`, computed off the JS thread. */
+  encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   tokenText(id: number): string;
   applyChatTemplate(
@@ -76,9 +78,14 @@ export function checkTokenIds(ids: unknown, vocabSize: number, field: string): n
   return ids as number[];
 }
 
-function encode(tok: EngineTokenizer, text: string, addSpecialTokens: boolean, field: string): number[] {
+async function encode(
+  tok: EngineTokenizer,
+  text: string,
+  addSpecialTokens: boolean,
+  field: string,
+): Promise<number[]> {
   try {
-    return tok.encode(text, { addSpecialTokens });
+    return await tok.encodeAsync(text, { addSpecialTokens });
   } catch (e) {
     throw invalidArgument(field, `cannot be tokenized: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -89,20 +96,20 @@ export interface PromptLimits {
   readonly truncation: TruncationMode;
 }
 
-export function promptTokens(
+export async function promptTokens(
   tok: EngineTokenizer,
   prompt: PromptInput,
   truncate: number | undefined,
   limits: PromptLimits,
   chatTemplate: string | undefined,
-): number[] {
+): Promise<number[]> {
   if (prompt === null || typeof prompt !== 'object')
     throw invalidArgument('prompt', 'must be one of text, tokens, chat');
   let ids: number[];
   switch (prompt.kind) {
     case 'text':
       if (typeof prompt.text !== 'string') throw invalidArgument('prompt.text', 'must be a string');
-      ids = encode(tok, prompt.text, prompt.addSpecialTokens ?? true, 'prompt.text');
+      ids = await encode(tok, prompt.text, prompt.addSpecialTokens ?? true, 'prompt.text');
       break;
     case 'tokens':
       ids = [...checkTokenIds(prompt.ids, tok.vocabSize, 'prompt.ids')];
@@ -110,7 +117,7 @@ export function promptTokens(
     case 'chat': {
       const text = renderChat(tok, prompt.messages, prompt.addGenerationPrompt ?? true, chatTemplate);
       // The template already wrote any BOS / special tokens it wants.
-      ids = encode(tok, text, false, 'prompt.messages');
+      ids = await encode(tok, text, false, 'prompt.messages');
       break;
     }
     default:

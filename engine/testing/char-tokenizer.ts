@@ -21,6 +21,10 @@ export class CharTokenizer implements EngineTokenizer {
     return options.addSpecialTokens === false ? ids : [BOS, ...ids];
   }
 
+  encodeAsync(text: string, options: { addSpecialTokens?: boolean } = {}): Promise<number[]> {
+    return Promise.resolve(this.encode(text, options));
+  }
+
   tokenText(id: number): string {
     if (id === BOS) return '<s>';
     if (id === EOS) return '</s>';

@@ -29,8 +29,6 @@ export interface GgufTokenizerSpec {
   readonly addedTokens: readonly AddedTokenJson[];
   /** id → token text. */
   readonly tokens: readonly string[];
-  /** The document's decoder section. */
-  readonly decoder: unknown;
   readonly vocabSize: number;
   readonly bosTokenId: number | null;
   readonly eosTokenId: number | null;
@@ -309,7 +307,6 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
     tokenizerJson: JSON.stringify(document),
     addedTokens,
     tokens,
-    decoder: (body as { decoder: unknown }).decoder,
     vocabSize,
     bosTokenId: bosId,
     eosTokenId: eosId,

@@ -24,6 +24,8 @@ export interface Tokenizer {
   readonly chatTemplate: string | null;
   /** Special tokens written in the text (e.g. "<|im_start|>") become their ids. */
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /** The same ids as `encode`, computed on the libuv pool: the event loop is not blocked meanwhile. */
+  encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   /** Human text of one token as it reads inside a sequence (e.g. " Hello"), for logprobs. */
   tokenText(id: number): string;
@@ -70,23 +72,6 @@ export interface TokenizerDocument {
   readonly addedTokens?: readonly AddedTokenJson[];
   /** id → token text for every id; asked from the library when absent. */
   readonly tokens?: readonly string[];
-  /** The document's `decoder` section (null: none); read from `json` when absent. */
-  readonly decoder?: unknown;
-}
-
-/** A tokenizer.json with the given decoder and an empty model: all the decoding side needs. */
-function decoderOnlyDocument(decoder: unknown): string {
-  return JSON.stringify({
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: [],
-    normalizer: null,
-    pre_tokenizer: null,
-    post_processor: null,
-    decoder: decoder ?? null,
-    model: { type: 'BPE', dropout: null, unk_token: null, vocab: {}, merges: [] },
-  });
 }
 
 const MAX_TOKEN_ID = 0xffffffff;
@@ -126,7 +111,7 @@ export class HfTokenizer implements Tokenizer {
   private anchorId: number | null = null;
 
   private constructor(
-    native: NativeTokenizer,
+    private readonly native: NativeTokenizer,
     private readonly encoder: SyncEncoder,
     doc: TokenizerDocument,
     facts: TokenizerFacts,
@@ -173,26 +158,24 @@ export class HfTokenizer implements Tokenizer {
   /** Builds a tokenizer from a tokenizer.json document. */
   static async create(doc: TokenizerDocument, facts: TokenizerFacts, source: string): Promise<HfTokenizer> {
     let addedTokens = doc.addedTokens;
-    let decoderJson = doc.decoder;
-    if (!addedTokens || decoderJson === undefined) {
-      let parsed: { added_tokens?: AddedTokenJson[]; decoder?: unknown };
+    if (!addedTokens) {
+      let parsed: { added_tokens?: AddedTokenJson[] };
       try {
         parsed = JSON.parse(doc.json) as typeof parsed;
       } catch (error) {
         throw new Error(`${source}: tokenizer.json is not valid JSON: ${(error as Error).message}`);
       }
-      addedTokens ??= parsed.added_tokens ?? [];
-      decoderJson ??= parsed.decoder ?? null;
+      addedTokens = parsed.added_tokens ?? [];
     }
     const rejected = (error: unknown) =>
       new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
-    // The worker holds the full tokenizer (it encodes). This thread only decodes, which needs
-    // the token table and the decoder: when the table is known, a decoder-only tokenizer
-    // (empty model) is enough, and the vocabulary is not built twice.
+    // Two full copies: the worker's serves the synchronous `encode`; this thread's serves
+    // `encodeAsync` (the library's own async encode, on the libuv pool, which the engine uses
+    // so that tokenizing never blocks the event loop) and decoding.
     const encoder = SyncEncoder.start(doc.json);
     let native: NativeTokenizer;
     try {
-      native = NativeTokenizer.fromString(doc.tokens ? decoderOnlyDocument(decoderJson) : doc.json);
+      native = NativeTokenizer.fromString(doc.json);
     } catch (error) {
       void encoder.then(
         (e) => e.close(),
@@ -212,6 +195,14 @@ export class HfTokenizer implements Tokenizer {
   encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {
     if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
     return Array.from(this.encoder.encode(text, options.addSpecialTokens ?? true));
+  }
+
+  async encodeAsync(text: string, options: { addSpecialTokens?: boolean } = {}): Promise<number[]> {
+    if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
+    const encoding = await this.native.encode(text, null, {
+      addSpecialTokens: options.addSpecialTokens ?? true,
+    });
+    return encoding.getIds();
   }
 
   /**

@@ -36,7 +36,7 @@ export async function tokenizerFromGgufMetadata(
 ): Promise<HfTokenizer> {
   const spec = ggufTokenizerSpec(meta, source);
   return HfTokenizer.create(
-    { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens, decoder: spec.decoder },
+    { json: spec.tokenizerJson, addedTokens: spec.addedTokens, tokens: spec.tokens },
     {
       bosToken: spec.bosTokenId,
       eosToken: spec.eosTokenId,
@@ -180,11 +180,9 @@ function withConfiguredSpecialTokens(
     throw new Error(`${path}: must hold a JSON object`);
   const addedTokens = doc.added_tokens ?? [];
   const tokens = tokenTableOf(doc);
-  const decoder = doc.decoder ?? null;
   const addBos = config.add_bos_token;
   const addEos = config.add_eos_token;
-  if (typeof addBos !== 'boolean' && typeof addEos !== 'boolean')
-    return { json, addedTokens, tokens, decoder };
+  if (typeof addBos !== 'boolean' && typeof addEos !== 'boolean') return { json, addedTokens, tokens };
   const bosId = addBos === true && bosText !== null ? idInDocument(doc, bosText) : null;
   const eosId = addEos === true && eosText !== null ? idInDocument(doc, eosText) : null;
   const configured = postProcessor(
@@ -196,10 +194,9 @@ function withConfiguredSpecialTokens(
   // Nothing to add, and the file's post-processor adds no tokens either (none, or ByteLevel,
   // which only adjusts offsets): keep the document as it is rather than re-serialize it.
   const current = doc.post_processor as { type?: string } | null | undefined;
-  if (configured === null && (!current || current.type === 'ByteLevel'))
-    return { json, addedTokens, tokens, decoder };
+  if (configured === null && (!current || current.type === 'ByteLevel')) return { json, addedTokens, tokens };
   doc.post_processor = configured;
-  return { json: JSON.stringify(doc), addedTokens, tokens, decoder };
+  return { json: JSON.stringify(doc), addedTokens, tokens };
 }
 
 /**
