@@ -66,6 +66,11 @@ export class GrpcEngineClient implements Engine {
     private readonly options: EngineClientOptions = {},
   ) {
     this.client = new pb.EngineClient(address, options.credentials ?? grpc.credentials.createInsecure(), {
+      // The client's per-call channelz tracing and retry buffering cost time on every call;
+      // nothing reads channelz, and the engine's calls are not retried (a generate is not
+      // idempotent; the gateway's pool moves on to another engine itself).
+      'grpc.enable_channelz': 0,
+      'grpc.enable_retries': 0,
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       ...options.channelOptions,
