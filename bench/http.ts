@@ -232,22 +232,28 @@ function pairStats(http: number[], grpc: number[]): PairStats {
   };
 }
 
-/** Alternates `viaHttp` and `viaGrpc` calls (after warm-up rounds) and pairs their times. */
+/**
+ * Alternates `viaHttp` and `viaGrpc` calls and pairs their times, after `warmup` unmeasured
+ * rounds: a server runs for hours, so what counts is its code once V8 has optimized it (a
+ * fresh process needs a few thousand requests to get there, and is slower by a millisecond
+ * per request until then).
+ */
 async function pairs(
   runs: number,
+  warmup: number,
   viaHttp: () => Promise<void>,
   viaGrpc: () => Promise<void>,
 ): Promise<PairStats> {
   const http: number[] = [];
   const grpc: number[] = [];
-  for (let i = 0; i < runs + 5; i++) {
+  for (let i = 0; i < runs + warmup; i++) {
     let t = performance.now();
     await viaHttp();
     const h = performance.now() - t;
     t = performance.now();
     await viaGrpc();
     const g = performance.now() - t;
-    if (i >= 5) {
+    if (i >= warmup) {
       http.push(h);
       grpc.push(g);
     }
@@ -313,16 +319,19 @@ async function gatewayOverhead(url: string, socket: string, model: string, runs:
   try {
     const roundTrip = await pairs(
       runs * 5,
+      3000,
       () => poster.post('/v1/tokenizer', { inputs: text, do_decode: false }),
       tokenize,
     );
     const roundTripFetch = await pairs(
       runs * 5,
+      1000,
       () => fetchPost('/v1/tokenizer', { inputs: text, do_decode: false }),
       tokenize,
     );
     const chat = await pairs(
       runs,
+      5,
       () => poster.post('/v1/chat/completions', { model, messages, max_tokens: 1, temperature: 0 }),
       async () => {
         for await (const ev of client.generate({
