@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
+import { describeCommit } from './engine/environment.js';
 
 interface Args {
   model: string;
@@ -395,7 +396,7 @@ function updateDocs(body: string, args: Args): void {
   } catch {
     doc = '# Benchmarks\n';
   }
-  const generated = `${BEGIN}\nMeasured ${new Date().toISOString().slice(0, 10)}, ${args.threads} threads, max_tokens ${args.maxTokens}, greedy, model \`${args.model.split('/').pop()}\`.\n\n${body}\n${END}`;
+  const generated = `${BEGIN}\nMeasured ${new Date().toISOString().slice(0, 10)} at commit ${describeCommit(projectRoot())}, ${args.threads} threads, max_tokens ${args.maxTokens}, greedy, model \`${args.model.split('/').pop()}\`.\n\n${body}\n${END}`;
   if (doc.includes(BEGIN)) {
     doc = doc.slice(0, doc.indexOf(BEGIN)) + generated + doc.slice(doc.indexOf(END) + END.length);
   } else {
