@@ -2,7 +2,6 @@
 // takes part as thread 0; workers spin briefly then sleep, so a decode step with a few
 // hundred parallel regions pays microseconds, not milliseconds, per region.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -41,24 +40,6 @@ class ThreadPool {
     auto task = [&](int i, int n) {
       int64_t begin = count * i / n, end = count * (i + 1) / n;
       if (begin < end) body(begin, end);
-    };
-    run(TaskRef(task));
-  }
-
-  // Splits [0, count) into chunks of `grain` that the threads claim as they go. The cores
-  // are shared with the JS thread (gateways, gRPC) and often with the server's clients: with
-  // a fixed split, a thread that is descheduled mid-region makes the others wait for its
-  // whole share; here they take its remaining chunks instead. One atomic add per chunk.
-  template <typename F>
-  void parallelForDynamic(int64_t count, int64_t grain, F&& body) {
-    if (grain < 1) grain = 1;
-    alignas(64) std::atomic<int64_t> next{0};
-    auto task = [&](int, int) {
-      for (;;) {
-        int64_t begin = next.fetch_add(grain, std::memory_order_relaxed);
-        if (begin >= count) return;
-        body(begin, begin + grain < count ? begin + grain : count);
-      }
     };
     run(TaskRef(task));
   }

@@ -131,17 +131,6 @@ static inline int64_t rowGroupFor(size_t rowBytes, int rowTile) {
   rows = rows / rowTile * rowTile;
   return rows > rowTile ? rows : rowTile;
 }
-// Row tiles per dynamically claimed chunk (ThreadPool::parallelForDynamic): about eight
-// chunks per thread, so a descheduled thread leaves little behind; with many tokens (prefill)
-// no smaller than the L2 row group, so each chunk still reuses its weights across the tokens.
-static inline int64_t rowTileGrain(int64_t rowTiles, int threads, int64_t tokens, size_t rowBytes, int rowTile) {
-  int64_t grain = (rowTiles + 8 * threads - 1) / (8 * threads);
-  if (tokens > 8) {
-    int64_t groupTiles = rowGroupFor(rowBytes, rowTile) / rowTile;
-    if (grain < groupTiles) grain = groupTiles;
-  }
-  return grain > 0 ? grain : 1;
-}
 static inline int64_t tokenChunkFor(int64_t cols, int tokenTile) {
   int64_t chunk = (16 << 10) / (cols > 0 ? cols : 1);
   chunk = chunk < 4 * tokenTile ? 4 * tokenTile : (chunk > 64 ? 64 : chunk);

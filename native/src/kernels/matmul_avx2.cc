@@ -269,10 +269,11 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   constexpr int rt = Kernel::kRowTile;
   const int64_t rowTiles = (W.rows + rt - 1) / rt;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
-    const int64_t grain = rowTileGrain(rowTiles, threads, n, typeRowBytes(W.type, W.cols), rt);
-    pool.parallelForDynamic(rowTiles, grain, [&](int64_t tb, int64_t te) {
-      Kernel::range(W, qa, tb * rt, std::min(W.rows, te * rt), 0, n, y, ldy);
-    });
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
+      if (rb < re) Kernel::range(W, qa, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Kernel::range(W, qa, 0, W.rows, t0, t1, y, ldy); });
   }
@@ -517,10 +518,11 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   const int threads = pool.size();
   const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
-    const int64_t grain = rowTileGrain(rowTiles, threads, n, typeRowBytes(W.type, W.cols), kRowTile);
-    pool.parallelForDynamic(rowTiles, grain, [&](int64_t tb, int64_t te) {
-      floatRange<Conv>(W, x, ldx, tb * kRowTile, std::min(W.rows, te * kRowTile), 0, n, y, ldy);
-    });
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
+      if (rb < re) floatRange<Conv>(W, x, ldx, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { floatRange<Conv>(W, x, ldx, 0, W.rows, t0, t1, y, ldy); });
   }

@@ -282,10 +282,11 @@ void quantMatmul(const LinearWeight& W, size_t rowBytes, const float* x, int64_t
   const int threads = pool.size();
   const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
-    const int64_t grain = rowTileGrain(rowTiles, threads, n, rowBytes, kRowTile);
-    pool.parallelForDynamic(rowTiles, grain, [&](int64_t tb, int64_t te) {
-      walkTiles<Tile>(weights, W.cols, rowBytes, qa, tb * kRowTile, std::min(W.rows, te * kRowTile), 0, n, y, ldy);
-    });
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
+      if (rb < re) walkTiles<Tile>(weights, W.cols, rowBytes, qa, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) {
       walkTiles<Tile>(weights, W.cols, rowBytes, qa, 0, W.rows, t0, t1, y, ldy);
@@ -404,10 +405,11 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   const int threads = pool.size();
   const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
   if (rowTiles >= 4 * threads || n < 2 * threads) {
-    const int64_t grain = rowTileGrain(rowTiles, threads, n, typeRowBytes(W.type, W.cols), kRowTile);
-    pool.parallelForDynamic(rowTiles, grain, [&](int64_t tb, int64_t te) {
-      floatRange<Conv>(W, x, ldx, tb * kRowTile, std::min(W.rows, te * kRowTile), 0, n, y, ldy);
-    });
+    auto task = [&](int i, int nt) {
+      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
+      if (rb < re) floatRange<Conv>(W, x, ldx, rb, re, 0, n, y, ldy);
+    };
+    pool.run(TaskRef(task));
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { floatRange<Conv>(W, x, ldx, 0, W.rows, t0, t1, y, ldy); });
   }
