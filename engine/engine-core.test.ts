@@ -7,7 +7,7 @@ import { CharTokenizer } from './testing/char-tokenizer.js';
 import { PagedKvSim } from './testing/paged-kv-sim.js';
 import type { EngineInfo, FinishEvent, GenerateEvent, GenerateRequest } from './types.js';
 
-function engine(opts: EngineOptions = {}, kvBlocks = 64, blockSize = 4) {
+function engine(opts: EngineOptions = {}, kvBlocks = 64, blockSize = 4, tokenizer = new CharTokenizer()) {
   const options = resolveEngineOptions({
     cacheBlockSize: blockSize,
     maxSeqLen: 200,
@@ -20,7 +20,7 @@ function engine(opts: EngineOptions = {}, kvBlocks = 64, blockSize = 4) {
   return {
     core: new EngineCore({
       runner: sim,
-      tokenizer: new CharTokenizer(),
+      tokenizer,
       options,
       info,
       chatTemplate: opts.chatTemplatePath,
@@ -364,18 +364,7 @@ test('an exception while post-processing fails those requests, not the process',
       };
     }
   }
-  const options = resolveEngineOptions({
-    cacheBlockSize: 4,
-    maxSeqLen: 200,
-    maxInputTokenLen: 100,
-    kvBlocks: 64,
-  });
-  const core = new EngineCore({
-    runner: new PagedKvSim(64, 4, 100),
-    tokenizer: new Throwing(),
-    options,
-    info: {} as EngineInfo,
-  });
+  const { core } = engine({}, 64, 4, new Throwing());
   const f = (await collect(core.generate(req('x')))).finishes[0];
   assert.equal(f.reason, 'error');
   assert.match(f.error ?? '', /detokenizer broke/);
@@ -401,19 +390,7 @@ class HeldTokenizer extends CharTokenizer {
 
 function heldEngine() {
   const tokenizer = new HeldTokenizer();
-  const options = resolveEngineOptions({
-    cacheBlockSize: 4,
-    maxSeqLen: 200,
-    maxInputTokenLen: 100,
-    kvBlocks: 64,
-  });
-  const core = new EngineCore({
-    runner: new PagedKvSim(64, 4, 100),
-    tokenizer,
-    options,
-    info: { modelName: 'sim' } as EngineInfo,
-  });
-  return { core, tokenizer };
+  return { core: engine({}, 64, 4, tokenizer).core, tokenizer };
 }
 
 test('prompts are tokenized asynchronously; the id is claimed meanwhile and drain() waits', async () => {
