@@ -1,7 +1,8 @@
 /**
  * The one Tokenizer implementation: a tokenizer.json document run by Hugging Face
  * `tokenizers` (Node binding), whatever the source (an HF directory's file, or one built from
- * a GGUF vocabulary). Encoding goes through `SyncEncoder` (the binding's encode is async);
+ * a GGUF vocabulary). `encodeAsync` is the binding's own (async) encode; the synchronous
+ * `encode` goes through `SyncEncoder`;
  * decoding runs on the calling thread with the tokenizer's own decoder over a token-string
  * table, which is what the library's `decode` does, synchronously.
  */
@@ -107,14 +108,18 @@ export class HfTokenizer implements Tokenizer {
   private readonly special: Set<number>;
   private readonly decoder: Decoder | null;
   private readonly textCache = new Map<number, string>();
+  /** Serves the synchronous `encode`; started by its first call. */
+  private encoder: SyncEncoder | null = null;
   /** A plain token decoded before the one asked about in tokenText (see there). */
   private anchorId: number | null = null;
 
   private constructor(
     private readonly native: NativeTokenizer,
-    private readonly encoder: SyncEncoder,
+    /** The tokenizer.json the synchronous encoder's worker is built from, when first needed. */
+    private readonly json: string,
     doc: TokenizerDocument,
     facts: TokenizerFacts,
+    probes: { readonly probe: readonly number[]; readonly plain: readonly number[] },
   ) {
     this.tokens = doc.tokens ? [...doc.tokens] : tokenTable(native);
     this.vocabSize = this.tokens.length;
@@ -148,8 +153,7 @@ export class HfTokenizer implements Tokenizer {
     if (endOfText !== null && this.special.has(endOfText)) eos.add(endOfText);
     this.eosTokenIds = [...eos];
 
-    const probe = Array.from(encoder.encode('a', true));
-    const plain = Array.from(encoder.encode('a', false));
+    const { probe, plain } = probes;
     this.addBosToken =
       this.bosTokenId !== null && probe[0] === this.bosTokenId && plain[0] !== this.bosTokenId;
     this.anchorId = plain.length === 1 && !this.special.has(plain[0]) ? plain[0] : null;
@@ -167,33 +171,27 @@ export class HfTokenizer implements Tokenizer {
       }
       addedTokens = parsed.added_tokens ?? [];
     }
-    const rejected = (error: unknown) =>
-      new Error(`${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`);
-    // Two full copies: the worker's serves the synchronous `encode`; this thread's serves
-    // `encodeAsync` (the library's own async encode, on the libuv pool, which the engine uses
-    // so that tokenizing never blocks the event loop) and decoding.
-    const encoder = SyncEncoder.start(doc.json);
     let native: NativeTokenizer;
     try {
       native = NativeTokenizer.fromString(doc.json);
     } catch (error) {
-      void encoder.then(
-        (e) => e.close(),
-        () => undefined,
+      throw new Error(
+        `${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`,
       );
-      throw rejected(error);
     }
-    let started: SyncEncoder;
-    try {
-      started = await encoder;
-    } catch (error) {
-      throw rejected(error);
-    }
-    return new HfTokenizer(native, started, { ...doc, addedTokens }, facts);
+    // How 'a' encodes with and without special tokens tells whether encode adds a BOS.
+    const probes = {
+      probe: (await native.encode('a', null, { addSpecialTokens: true })).getIds(),
+      plain: (await native.encode('a', null, { addSpecialTokens: false })).getIds(),
+    };
+    return new HfTokenizer(native, doc.json, { ...doc, addedTokens }, facts, probes);
   }
 
   encode(text: string, options: { addSpecialTokens?: boolean } = {}): number[] {
     if (typeof text !== 'string') throw invalidArgument('text', 'must be a string');
+    // The worker (a thread with its own copy of the tokenizer) starts on the first call:
+    // the engine encodes asynchronously and never needs it.
+    this.encoder ??= SyncEncoder.open(this.json);
     return Array.from(this.encoder.encode(text, options.addSpecialTokens ?? true));
   }
 
@@ -274,6 +272,6 @@ export class HfTokenizer implements Tokenizer {
 
   /** Stops the encode worker (it never keeps the process alive; this frees it early). */
   close(): void {
-    this.encoder.close();
+    this.encoder?.close();
   }
 }

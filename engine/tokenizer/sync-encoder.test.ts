@@ -30,8 +30,8 @@ const TINY = JSON.stringify({
   model: { type: 'WordLevel', vocab: { '[UNK]': 0, hello: 1, world: 2, '<eos>': 3 }, unk_token: '[UNK]' },
 });
 
-test('synchronous encode through the worker, many calls in a row, with and without special tokens', async () => {
-  const encoder = await SyncEncoder.start(TINY);
+test('synchronous encode through the worker, many calls in a row, with and without special tokens', () => {
+  const encoder = SyncEncoder.open(TINY);
   try {
     for (let i = 0; i < 200; i++) {
       assert.deepEqual(Array.from(encoder.encode('hello world', true)), [1, 2, 3]);
@@ -44,9 +44,12 @@ test('synchronous encode through the worker, many calls in a row, with and witho
   assert.throws(() => encoder.encode('hello', true), /tokenizer is closed/);
 });
 
-test('a document the library rejects fails the start with its reason', async () => {
-  await assert.rejects(
-    SyncEncoder.start('{"model": {"type": "Nope"}}'),
-    /Nope|unknown variant|data did not match/i,
-  );
+test('a document the library rejects fails every encode with its reason', () => {
+  const encoder = SyncEncoder.open('{"model": {"type": "Nope"}}');
+  try {
+    for (let i = 0; i < 2; i++)
+      assert.throws(() => encoder.encode('hello', true), /Nope|unknown variant|data did not match/i);
+  } finally {
+    encoder.close();
+  }
 });

@@ -2,12 +2,17 @@
  * Synchronous `encode` over the Hugging Face `tokenizers` Node binding.
  *
  * Why this exists: the binding only offers `Tokenizer.encode(...) → Promise` (the work runs
- * on the libuv pool), but the engine needs `encode()` to be synchronous (it validates and
- * truncates prompts inline). The main thread cannot wait for its own Promise, so a worker
+ * on the libuv pool), and `Tokenizer.encode` is synchronous for callers that cannot await
+ * (tests, tools; the engine itself uses the async encode). The main thread cannot wait for
+ * its own Promise, so a worker
  * thread owns a second copy of the tokenizer, does the async encode on its own event loop,
  * and the main thread blocks on an `Atomics.wait` until the reply is posted; it then takes
  * the reply off the port with `receiveMessageOnPort` (no event-loop turn needed). Cost: one
  * message round trip (~tens of µs) on top of the encode itself.
+ *
+ * `open` returns at once: requests posted before the worker is up wait in its port, so the
+ * first `encode` also waits for the worker to build its tokenizer. A document the library
+ * rejects is reported by that first `encode` (the worker answers every request with the reason).
  *
  * The worker source is inline (eval) so the same code runs from the TypeScript sources
  * (tsx) and from the compiled `dist/` tree without a separate build step for the worker.
@@ -16,9 +21,15 @@ import { createRequire } from 'node:module';
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
 const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { Tokenizer } = require(workerData.tokenizersPath);
-const tokenizer = Tokenizer.fromString(workerData.tokenizerJson);
+const { workerData } = require('node:worker_threads');
+let tokenizer = null;
+let startError = null;
+try {
+  const { Tokenizer } = require(workerData.tokenizersPath);
+  tokenizer = Tokenizer.fromString(workerData.tokenizerJson);
+} catch (error) {
+  startError = 'the tokenizer could not be built: ' + String(error && error.message ? error.message : error);
+}
 const port = workerData.port;
 const counter = new Int32Array(workerData.counter);
 function reply(message) {
@@ -28,12 +39,12 @@ function reply(message) {
   Atomics.notify(counter, 0);
 }
 port.on('message', (request) => {
+  if (startError !== null) return reply({ seq: request.seq, error: startError });
   tokenizer.encode(request.text, null, { addSpecialTokens: request.addSpecialTokens }).then(
     (encoding) => reply({ seq: request.seq, ids: Uint32Array.from(encoding.getIds()) }),
     (error) => reply({ seq: request.seq, error: String(error && error.message ? error.message : error) }),
   );
 });
-parentPort.postMessage('ready');
 `;
 
 /** How long one encode may take before we give up on the worker (a stuck or dead worker must not hang the server). */
@@ -61,8 +72,8 @@ export class SyncEncoder {
     worker.on('exit', (code: number) => (this.failure ??= `exited with code ${code}`));
   }
 
-  /** Starts the worker with its own tokenizer built from `tokenizerJson`; resolves once it is ready. */
-  static async start(tokenizerJson: string): Promise<SyncEncoder> {
+  /** Starts the worker that builds its own tokenizer from `tokenizerJson` (see the file comment). */
+  static open(tokenizerJson: string): SyncEncoder {
     const require = createRequire(import.meta.url);
     const tokenizersPath = require.resolve('tokenizers');
     const counter = new Int32Array(new SharedArrayBuffer(4));
@@ -73,15 +84,6 @@ export class SyncEncoder {
       transferList: [port2],
       // The tsx loader (inherited execArgv) is not needed for this plain-JS worker.
       execArgv: [],
-    });
-    await new Promise<void>((resolve, reject) => {
-      const onError = (error: Error) =>
-        reject(new Error(`tokenizer worker failed to start: ${error.message}`));
-      worker.once('error', onError);
-      worker.once('message', () => {
-        worker.off('error', onError);
-        resolve();
-      });
     });
     // The worker must never keep the process alive on its own.
     worker.unref();
