@@ -125,24 +125,25 @@ export class EngineCore implements Engine {
     // Parented to the span active now: the gRPC server submits inside its RPC span.
     const spans = startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival });
     const o = this.deps.options;
-    promptTokens(this.deps.tokenizer, request.prompt, accepted.params.truncate, o, this.deps.chatTemplate)
-      .then((prompt) => {
+    promptTokens(
+      this.deps.tokenizer,
+      request.prompt,
+      accepted.params.truncate,
+      o,
+      this.deps.chatTemplate,
+    ).then(
+      (prompt) => {
         this.pendingIds.delete(id);
-        if (abandoned || this.closed) {
-          // Nobody reads the stream any more: do not start the work at all.
-          spans?.finish(ms(), { reasons: ['cancelled'], completionTokens: 0 });
-          queue.end(new EngineError('CANCELLED', `request '${id}' was cancelled`));
-          this.wakeDrainWaiters();
-          return;
-        }
-        this.admit(accepted, prompt, queue, spans, arrival, signal);
-      })
-      .catch((e: unknown) => {
+        // Nobody reads the stream any more: do not start the work at all.
+        if (abandoned || this.closed)
+          this.endUnadmitted(queue, spans, new EngineError('CANCELLED', `request '${id}' was cancelled`));
+        else this.admit(accepted, prompt, queue, spans, arrival, signal);
+      },
+      (e: unknown) => {
         this.pendingIds.delete(id);
-        spans?.finish(ms(), { reasons: ['error'], completionTokens: 0, error: asEngineError(e).message });
-        queue.end(asEngineError(e));
-        this.wakeDrainWaiters();
-      });
+        this.endUnadmitted(queue, spans, asEngineError(e));
+      },
+    );
     return queue;
   }
 
@@ -186,6 +187,18 @@ export class EngineCore implements Engine {
     }
   }
 
+  /** Ends the stream of an accepted request that never reached the scheduler. */
+  private endUnadmitted(
+    queue: EventQueue<GenerateEvent>,
+    spans: RequestSpans | undefined,
+    error: EngineError,
+  ): void {
+    if (error.code === 'CANCELLED') spans?.finish(ms(), { reasons: ['cancelled'], completionTokens: 0 });
+    else spans?.finish(ms(), { reasons: ['error'], completionTokens: 0, error: error.message });
+    queue.end(error);
+    this.wakeDrainWaiters();
+  }
+
   /** Puts a tokenized request in the scheduler's queue. */
   private admit(
     accepted: AcceptedRequest,
@@ -201,9 +214,7 @@ export class EngineCore implements Engine {
     try {
       this.checkQueueRoom();
     } catch (e) {
-      spans?.finish(ms(), { reasons: ['error'], completionTokens: 0, error: asEngineError(e).message });
-      queue.end(asEngineError(e));
-      this.wakeDrainWaiters();
+      this.endUnadmitted(queue, spans, asEngineError(e));
       return;
     }
     const o = this.deps.options;

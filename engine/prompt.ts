@@ -12,8 +12,7 @@ import type { ChatMessage, PromptInput } from './types.js';
 export interface EngineTokenizer {
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
-  encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
-  /** The same ids as `encode`, computed off the JS thread. */
+  /** Computed off the JS thread: a long prompt must not hold up the other streams. */
   encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   tokenText(id: number): string;
