@@ -13,7 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { getLlama, LlamaChatSession, LlamaLogLevel, type LlamaContextSequence } from 'node-llama-cpp';
+import { LlamaChatSession, type LlamaContextSequence } from 'node-llama-cpp';
+import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
 
 export interface LlamaServerOptions {
   readonly modelPath: string;
@@ -48,16 +49,7 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 export async function startLlamaServer(
   o: LlamaServerOptions,
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const llama = await getLlama({
-    gpu: false,
-    build: 'never',
-    usePrebuiltBinaries: true,
-    skipDownload: true,
-    progressLogs: false,
-    maxThreads: o.threads,
-    logLevel: LlamaLogLevel.error,
-  });
-  const model = await llama.loadModel({ modelPath: o.modelPath, gpuLayers: 0 });
+  const { llama, model } = await loadPrebuiltLlamaModel(o.modelPath, o.threads);
   const context = await model.createContext({
     contextSize: o.parallel * o.ctxPerSeq,
     sequences: o.parallel,

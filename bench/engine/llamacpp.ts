@@ -31,6 +31,26 @@ export interface LlamaCppOptions {
   readonly aggregateBatch: number;
 }
 
+/**
+ * llama.cpp as both benchmarks run it (bench/engine, bench/llama-server.ts): node-llama-cpp's
+ * prebuilt CPU binary, never built or downloaded at run time, all layers on the CPU.
+ */
+export async function loadPrebuiltLlamaModel(
+  modelPath: string,
+  threads: number,
+): Promise<{ llama: Llama; model: LlamaModel }> {
+  const llama = await getLlama({
+    gpu: false,
+    build: 'never',
+    usePrebuiltBinaries: true,
+    skipDownload: true,
+    progressLogs: false,
+    maxThreads: threads,
+    logLevel: LlamaLogLevel.error,
+  });
+  return { llama, model: await llama.loadModel({ modelPath, gpuLayers: 0 }) };
+}
+
 export class LlamaCppEngine implements BenchEngine {
   readonly name = 'llama.cpp';
 
@@ -46,16 +66,7 @@ export class LlamaCppEngine implements BenchEngine {
   ) {}
 
   static async load(options: LlamaCppOptions): Promise<LlamaCppEngine> {
-    const llama = await getLlama({
-      gpu: false,
-      build: 'never',
-      usePrebuiltBinaries: true,
-      skipDownload: true,
-      progressLogs: false,
-      maxThreads: options.threads,
-      logLevel: LlamaLogLevel.error,
-    });
-    const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
+    const { llama, model } = await loadPrebuiltLlamaModel(options.modelPath, options.threads);
     const threads = { ideal: options.threads, min: options.threads };
     const single = await model.createContext({
       contextSize: options.maxContext,
