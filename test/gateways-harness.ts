@@ -90,6 +90,18 @@ export async function startHarness(
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JsonBody = any;
 
+/** The reply's text, and its JSON when it is JSON (undefined otherwise: error pages, SSE). */
+async function readReply(res: Response): Promise<{ status: number; json: JsonBody; text: string }> {
+  const text = await res.text();
+  let json: JsonBody;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text };
+}
+
 export async function postJson(
   url: string,
   body: unknown,
@@ -100,26 +112,11 @@ export async function postJson(
     headers: { 'content-type': 'application/json', ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-  const text = await res.text();
-  let json: JsonBody;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text, headers: res.headers };
+  return { ...(await readReply(res)), headers: res.headers };
 }
 
 export async function getJson(url: string): Promise<{ status: number; json: JsonBody; text: string }> {
-  const res = await fetch(url);
-  const text = await res.text();
-  let json: JsonBody;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
+  return readReply(await fetch(url));
 }
 
 /** Waits until the engine reports nothing running or waiting (or fails after `ms`). */
