@@ -35,8 +35,10 @@ function issuesOf(json: unknown, env: NodeJS.ProcessEnv = {}): string[] {
   }
 }
 
-function sched(fields: Record<string, unknown>): unknown {
-  return { BackendConfig: { ScheduleConfig: fields } };
+function sched(fields: Record<string, unknown>, deployFields?: Record<string, unknown>): unknown {
+  return {
+    BackendConfig: { ScheduleConfig: fields, ...(deployFields ? { ModelDeployConfig: deployFields } : {}) },
+  };
 }
 function deploy(fields: Record<string, unknown>): unknown {
   return { BackendConfig: { ModelDeployConfig: fields } };
@@ -291,7 +293,7 @@ describe('bounds: errors name the JSON path and the rule', () => {
 describe('cross-field rules', () => {
   test('maxPrefillTokens >= maxInputTokenLen (effective)', () => {
     assertIssue(
-      sched({ maxPrefillTokens: 1024 }),
+      sched({ maxPrefillTokens: 1024 }, { maxInputTokenLen: 2048 }),
       /ScheduleConfig\.maxPrefillTokens: must be >= BackendConfig\.ModelDeployConfig\.maxInputTokenLen \(effective 2048 .*got 1024/,
     );
     // The effective input limit is min(maxInputTokenLen, maxSeqLen - 1).
@@ -313,19 +315,91 @@ describe('cross-field rules', () => {
   });
   test('maxIterTimes <= maxSeqLen', () => {
     assertIssue(
-      { BackendConfig: { ScheduleConfig: { maxIterTimes: 3000 } } },
+      { BackendConfig: { ScheduleConfig: { maxIterTimes: 3000 }, ModelDeployConfig: { maxSeqLen: 2560 } } },
       /ScheduleConfig\.maxIterTimes: must be <= BackendConfig\.ModelDeployConfig\.maxSeqLen \(2560\), got 3000/,
     );
   });
   test('maxN <= maxBatchSize', () => {
     assertIssue(
-      sched({ maxBatchSize: 8, maxPrefillBatchSize: 8 }),
+      sched({ maxBatchSize: 8, maxPrefillBatchSize: 8, maxN: 128 }),
       /ScheduleConfig\.maxN: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(8\), got 128/,
     );
   });
+});
+
+/**
+ * A field the user did not write never makes a valid file invalid: each default tied to
+ * another field by a cross-field rule is derived from what the user wrote, while the same
+ * value written by the user still trips the rule (the tests above).
+ */
+describe('derived defaults never trip a cross-field rule', () => {
+  function resolved(json: unknown): ReturnType<typeof validateConfig>['file'] {
+    return validateConfig(json, 'test.json', noEnv).file;
+  }
+  test('maxBatchSize alone: maxN = min(128, maxBatchSize), maxPrefillBatchSize = min(50, maxBatchSize)', () => {
+    const s = resolved(sched({ maxBatchSize: 64 })).BackendConfig.ScheduleConfig;
+    assert.deepEqual([s.maxBatchSize, s.maxN, s.maxPrefillBatchSize], [64, 64, 50]);
+    const t = resolved(sched({ maxBatchSize: 8 })).BackendConfig.ScheduleConfig;
+    assert.deepEqual([t.maxBatchSize, t.maxN, t.maxPrefillBatchSize], [8, 8, 8]);
+  });
+  test('maxN, maxPrefillBatchSize or maxPreemptCount above 200 alone: maxBatchSize is raised to hold it', () => {
+    assert.equal(resolved(sched({ maxN: 300 })).BackendConfig.ScheduleConfig.maxBatchSize, 300);
+    assert.equal(
+      resolved(sched({ maxPrefillBatchSize: 250 })).BackendConfig.ScheduleConfig.maxBatchSize,
+      250,
+    );
+    const p = resolved({
+      BackendConfig: {
+        ScheduleConfig: { maxPreemptCount: 400 },
+        ModelDeployConfig: { ModelConfig: [{ cpuMemSize: 4 }] },
+      },
+    }).BackendConfig.ScheduleConfig;
+    assert.equal(p.maxBatchSize, 400);
+  });
+  test('maxSeqLen alone: maxIterTimes = min(512, maxSeqLen)', () => {
+    const c = resolved(deploy({ maxSeqLen: 256 }));
+    assert.equal(c.BackendConfig.ScheduleConfig.maxIterTimes, 256);
+    assert.equal(c.BackendConfig.ModelDeployConfig.maxSeqLen, 256);
+  });
+  test('maxIterTimes alone above 2560: maxSeqLen is raised to hold it', () => {
+    const c = resolved(sched({ maxIterTimes: 3000 }));
+    assert.equal(c.BackendConfig.ModelDeployConfig.maxSeqLen, 3000);
+  });
+  test('maxInputTokenLen (and maxSeqLen) alone: maxPrefillTokens = max(8192, effective input)', () => {
+    const c = resolved(deploy({ maxSeqLen: 32768, maxInputTokenLen: 16384 }));
+    assert.equal(c.BackendConfig.ScheduleConfig.maxPrefillTokens, 16384);
+    assert.equal(
+      resolved(deploy({ maxInputTokenLen: 4096 })).BackendConfig.ScheduleConfig.maxPrefillTokens,
+      8192,
+    );
+  });
+  test('maxPrefillTokens alone below 2048: maxInputTokenLen = min(2048, maxPrefillTokens)', () => {
+    const c = resolved(sched({ maxPrefillTokens: 1024 }));
+    assert.equal(c.BackendConfig.ModelDeployConfig.maxInputTokenLen, 1024);
+  });
+  test('no file value is changed, and an empty file keeps the plain defaults', () => {
+    const c = resolved({});
+    const s = c.BackendConfig.ScheduleConfig;
+    assert.deepEqual(
+      [s.maxBatchSize, s.maxN, s.maxPrefillBatchSize, s.maxIterTimes, s.maxPrefillTokens],
+      [200, 128, 50, 512, 8192],
+    );
+    assert.deepEqual(
+      [c.BackendConfig.ModelDeployConfig.maxSeqLen, c.BackendConfig.ModelDeployConfig.maxInputTokenLen],
+      [2560, 2048],
+    );
+    const w = resolved(sched({ maxBatchSize: 64, maxN: 32 })).BackendConfig.ScheduleConfig;
+    assert.deepEqual([w.maxBatchSize, w.maxN], [64, 32]);
+  });
+  test('maxPreemptCount > 0 still needs cpuMemSize written: swap space has no value to derive', () => {
+    assertIssue(sched({ maxPreemptCount: 1 }), /maxPreemptCount: > 0 requires .*cpuMemSize > 0/);
+  });
+});
+
+describe('cross-field rules (continued)', () => {
   test('maxPreemptCount <= maxBatchSize and needs cpuMemSize', () => {
     assertIssue(
-      sched({ maxPreemptCount: 300 }),
+      sched({ maxPreemptCount: 300, maxBatchSize: 200 }),
       /maxPreemptCount: must be <= BackendConfig\.ScheduleConfig\.maxBatchSize \(200\), got 300/,
     );
     assertIssue(

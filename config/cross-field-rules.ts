@@ -1,7 +1,8 @@
 /**
  * The config rules JSON Schema cannot express: bounds that depend on another field, and
  * features the file can ask for that Prism does not have (rejected clearly, not ignored).
- * Runs after schema validation, so every field is present and in its own range.
+ * Runs after schema validation and derived defaults (derived-defaults.ts), so every field is
+ * present and in its own range, and a rule only fires on a value the user wrote.
  */
 import type { PrismConfigFile } from './types.js';
 

@@ -1,12 +1,14 @@
 /**
  * Loads and validates a MindIE-style config.json: size check, JSON parse, environment
- * overrides, schema (ajv: all errors, defaults filled in), plugin_params, cross-field rules.
+ * overrides, schema (ajv: all errors, defaults filled in), plugin_params, defaults derived from
+ * the fields the user wrote (derived-defaults.ts), cross-field rules.
  * Every problem is reported at once, each naming its JSON path and the rule it breaks.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { checkCrossFieldRules } from './cross-field-rules.js';
+import { applyDerivedDefaults, writtenIn } from './derived-defaults.js';
 import { parsePluginParams } from './plugin-params.js';
 import { ADAPTER_NAME_PATTERN, configSchema, MODEL_NAME_PATTERN } from './schema.js';
 import type { PrismConfigFile, ResolvedConfig } from './types.js';
@@ -107,6 +109,8 @@ export function validateConfig(json: unknown, source: string, options: ValidateO
     throw new ConfigError(source, ['(root): must be a JSON object']);
   }
   applyEnvironment(json as Record<string, unknown>, options.env ?? process.env);
+  // What the user wrote, before the schema fills in defaults (derived defaults need it).
+  const written = writtenIn(structuredClone(json));
   const check = validate();
   if (!check(json)) {
     throw new ConfigError(source, (check.errors ?? []).map(describe));
@@ -129,6 +133,7 @@ export function validateConfig(json: unknown, source: string, options: ValidateO
     issues.push(...p.errors);
     warnings.push(...p.warnings);
   }
+  applyDerivedDefaults(file, written);
   const rules = checkCrossFieldRules(file);
   issues.push(...rules.errors);
   warnings.push(...rules.warnings);
