@@ -50,9 +50,10 @@ export function parseMarkerCalls(text: string, final: boolean, format: MarkerFor
   for (;;) {
     const start = firstOf(text, format.starts, i);
     if (start === null) {
-      let tail = text.slice(i);
+      // Silent markers out first: a complete one must not be mistaken for the start of another.
+      let tail = withoutSilent(text.slice(i), silent);
       if (!final) tail = tail.slice(0, tail.length - heldMarkerTail(tail, [...format.starts, ...silent]));
-      content.tail(withoutSilent(tail, silent), final);
+      content.tail(tail, final);
       break;
     }
     const before = withoutSilent(text.slice(i, start.at), silent);

@@ -16,7 +16,7 @@ import { llama3 } from './parsers/llama3.js';
 import { qwen1_5 } from './parsers/qwen1-5.js';
 import { qwen2_5 } from './parsers/qwen2-5.js';
 import { qwen3 } from './parsers/qwen3.js';
-import { checkGolden } from './testing.js';
+import { checkGolden, replay } from './testing.js';
 
 const ctx = { toolNames: ['get_weather', 'get_time'] };
 const W = { name: 'get_weather', arguments: '{"city": "Paris"}' };
@@ -240,4 +240,56 @@ describe('streaming deltas', () => {
       ['get_weather'],
     );
   });
+});
+
+describe('every family on random mixes of its own syntax', () => {
+  // Pieces of every family's syntax, JSON and prose: whatever a model may write. Streaming
+  // such text must never throw and must add up to the unary parse.
+  const PIECES = [
+    '<tool_call>',
+    '</tool_call>',
+    '{"name": "get_weather", ',
+    '"arguments": {"city": "P"}',
+    '}',
+    '{',
+    '"',
+    '<｜tool▁calls▁begin｜>',
+    '<｜tool▁call▁begin｜>',
+    '<｜tool▁sep｜>',
+    '<｜tool▁call▁end｜>',
+    '<｜tool▁calls▁end｜>',
+    'function',
+    'get_weather',
+    'get_time',
+    '\n',
+    ' ',
+    '```json\n',
+    '```',
+    '<|python_tag|>',
+    '"parameters": {}',
+    ';',
+    '✿FUNCTION✿: ',
+    '✿ARGS✿: ',
+    '✿RESULT✿',
+    '<|assistant|>',
+    '```python\n',
+    "tool_call(city='x')",
+    'Hello',
+    '東京',
+  ];
+  let seed = 12345;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  const families = [chatglm2, chatglm3, glm4, deepseekV3, deepseekV31, llama3, qwen1_5, qwen2_5, qwen3];
+  for (const family of families) {
+    it(family.name, () => {
+      for (let k = 0; k < 150; k++) {
+        const text = Array.from({ length: 1 + rand(12) }, () => PIECES[rand(PIECES.length)]).join('');
+        const expected = family.parse(text, true, ctx);
+        assert.deepEqual(replay(family, ctx, [...text], text), expected, JSON.stringify(text));
+      }
+    });
+  }
 });

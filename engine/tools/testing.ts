@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { ToolCallStream } from './stream.js';
 import type { ParseContext, ParsedOutput, ToolCallDelta, ToolParserFamily } from './types.js';
 
-function replay(
+export function replay(
   family: ToolParserFamily,
   context: ParseContext,
   pieces: readonly string[],

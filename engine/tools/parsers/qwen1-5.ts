@@ -35,7 +35,7 @@ function readCall(text: string, i: number, final: boolean): CallRead {
     // No ✿ARGS✿ after the name: not a call (the block is content up to here).
     return { call: null, end: name === '' ? nameEnd : argsMarker };
   }
-  if (!text.startsWith(FN_ARGS, argsMarker)) return { call: { name, arguments: '' }, end: -1 };
+  if (!text.startsWith(FN_ARGS, argsMarker)) return { call: null, end: -1 };
   const j = skipColon(text, argsMarker + FN_ARGS.length);
   if (j >= text.length) return { call: { name, arguments: final ? '{}' : '' }, end: -1 };
   if (text[j] === '{') {
