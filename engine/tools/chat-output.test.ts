@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ChatOutputStream, type ChatParsing, type ChatResult } from './chat-output.js';
+import type { ChatResult } from '../types.js';
+import { ChatOutputStream, type ChatParsing } from './chat-output.js';
 import { deepseekV3 } from './parsers/deepseek-v3.js';
 import { qwen3 } from './parsers/qwen3.js';
 import { splitReasoning } from './reasoning.js';

@@ -7,7 +7,8 @@
  */
 import { splitReasoning } from './reasoning.js';
 import { ToolCallStream } from './stream.js';
-import type { ToolCall, ToolCallDelta, ToolParserFamily } from './types.js';
+import type { ChatDelta, ChatResult } from '../types.js';
+import type { ToolParserFamily } from './types.js';
 
 export interface ChatParsing {
   /** null: the model does not reason (or the request turned it off). */
@@ -18,20 +19,6 @@ export interface ChatParsing {
     readonly toolNames: readonly string[];
     readonly parallel: boolean;
   } | null;
-}
-
-export interface ChatDelta {
-  readonly content: string;
-  readonly reasoning: string;
-  readonly toolCalls: readonly ToolCallDelta[];
-}
-
-export interface ChatResult {
-  readonly content: string;
-  readonly reasoningContent: string;
-  readonly toolCalls: readonly ToolCall[];
-  /** Tokens generated inside the think block. */
-  readonly reasoningTokens: number;
 }
 
 export class ChatOutputStream {

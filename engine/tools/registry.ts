@@ -46,8 +46,11 @@ export function toolParserByName(name: string): ToolParserFamily | undefined {
  * only for a template that does. Models with no tool format of their own get the hermes
  * family, which the built-in tool template (tool-template.ts) teaches them.
  */
-export function defaultToolParser(architecture: string, template: string | null): ToolParserFamily {
-  const arch = architecture.toLowerCase().replace(/[-.]/g, '_');
+export function defaultToolParser(
+  architecture: string | undefined,
+  template: string | null,
+): ToolParserFamily {
+  const arch = (architecture ?? '').toLowerCase().replace(/[-.]/g, '_');
   const t = template ?? '';
   if (t.includes('✿FUNCTION✿')) return qwen1_5;
   if (/^qwen3/.test(arch)) return qwen3;

@@ -37,16 +37,5 @@ export interface ToolParserFamily {
 }
 
 /** One streamed piece of a tool call, OpenAI `delta.tool_calls[]` shape. */
-export interface ToolCallDelta {
-  readonly index: number;
-  /** Present on the first delta of a call only (with `type` and `function.name`). */
-  readonly id?: string;
-  readonly type?: 'function';
-  readonly function: { readonly name?: string; readonly arguments?: string };
-}
-
-export interface ToolCall {
-  readonly id: string;
-  readonly type: 'function';
-  readonly function: { readonly name: string; readonly arguments: string };
-}
+// The streamed and final call shapes are the engine API's own (engine/types.ts).
+export type { ChatToolCall as ToolCall, ToolCallDelta } from '../types.js';
