@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { EngineCore } from '../engine-core.js';
 import { EngineError } from '../errors.js';
 import { resolveEngineOptions } from '../options.js';
-import type { StepPlan } from '../step-plan.js';
+import type { StepPlan } from '../../native/native.js';
 import { CharTokenizer, EOS } from '../testing/char-tokenizer.js';
 import { PagedKvSim } from '../testing/paged-kv-sim.js';
 import type { EngineInfo, FinishEvent, GenerateEvent, GenerateRequest } from '../types.js';
