@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultToolParser, selectToolParser, TOOL_PARSER_FAMILIES, toolParserByName } from './registry.js';
+import {
+  configuredParserName,
+  defaultToolParser,
+  selectToolParser,
+  TOOL_PARSER_FAMILIES,
+  toolParserByName,
+} from './registry.js';
 
 // MindIE's registered names (mindie-compat.md §4), every one of them.
 const ALIASES: Record<string, string[]> = {
@@ -47,5 +53,16 @@ describe('tool parser registry', () => {
     // SmolLM2: a llama architecture with a ChatML template and no tools → hermes via the built-in template.
     assert.equal(defaultToolParser('llama', '<|im_start|>').name, 'qwen3');
     assert.equal(defaultToolParser('glm4', null).name, 'glm_4');
+  });
+  it('the configured name of the model type that matches the architecture, else the only one', () => {
+    assert.deepEqual(configuredParserName({}, 'qwen3'), {});
+    assert.deepEqual(configuredParserName({ deepseekv2: 'deepseek_v31' }, 'deepseek2'), {
+      name: 'deepseek_v31',
+    });
+    assert.deepEqual(configuredParserName({ qwen3: 'hermes', llama: 'llama3' }, 'qwen3'), { name: 'hermes' });
+    assert.match(
+      configuredParserName({ qwen2: 'a', llama: 'b' }, 'gemma3').warning ?? '',
+      /none of which is this model's 'gemma3'/,
+    );
   });
 });

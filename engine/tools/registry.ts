@@ -99,3 +99,25 @@ export function selectToolParser(
   }
   return { family };
 }
+
+/**
+ * The configured parser name for a model: the `models.<model_type>` entry whose type is the
+ * model's architecture (compared without `_`/`-`), else the only entry; undefined when none
+ * applies (with a warning when entries exist but none matches).
+ */
+export function configuredParserName(
+  byModelType: Readonly<Record<string, string>>,
+  architecture: string,
+): { name?: string; warning?: string } {
+  const entries = Object.entries(byModelType);
+  if (entries.length === 0) return {};
+  const norm = (s: string): string => s.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const match = entries.find(([type]) => norm(type) === norm(architecture));
+  if (match) return { name: match[1] };
+  if (entries.length === 1) return { name: entries[0][1] };
+  return {
+    warning:
+      `tool_call_parser is set for model types ${entries.map(([t]) => t).join(', ')}, ` +
+      `none of which is this model's '${architecture}'; using the model's default parser`,
+  };
+}
