@@ -8,31 +8,13 @@ import { test } from 'node:test';
 import { EngineCore } from '../engine-core.js';
 import { EngineError } from '../errors.js';
 import { resolveEngineOptions } from '../options.js';
-import type { StepPlan } from '../../native/native.js';
-import { CharTokenizer, EOS } from '../testing/char-tokenizer.js';
-import { PagedKvSim } from '../testing/paged-kv-sim.js';
+import { CharTokenizer } from '../testing/char-tokenizer.js';
+import { ScriptedSim } from '../testing/scripted-sim.js';
 import type { EngineInfo, FinishEvent, GenerateEvent, GenerateRequest } from '../types.js';
-
-/** Writes `script` (then EOS), one character token per sampled step, whatever the context. */
-class ScriptedSim extends PagedKvSim {
-  private next = 0;
-  constructor(private readonly script: string) {
-    super(512, 4, 100);
-  }
-  override run(plan: StepPlan) {
-    const out = super.run(plan);
-    for (let s = 0; s < plan.sample.length; s++) {
-      if (!plan.sample[s]) continue;
-      const ch = this.script[this.next++];
-      out.tokens[s] = ch === undefined ? EOS : ch.charCodeAt(0) - 32;
-    }
-    return out;
-  }
-}
 
 function engine(script: string): EngineCore {
   return new EngineCore({
-    runner: new ScriptedSim(script),
+    runner: new ScriptedSim([script]),
     tokenizer: new CharTokenizer(),
     options: resolveEngineOptions({
       cacheBlockSize: 4,
