@@ -5,10 +5,12 @@
  * 135M model does not do without grammar-forced calls (not built yet).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { EngineCore } from '../engine/engine-core.js';
 import { resolveEngineOptions } from '../engine/options.js';
@@ -42,7 +44,7 @@ const messages: OpenAI.ChatCompletionMessageParam[] = [
 ];
 
 /** A served engine whose "model" answers request k with replies[k]. */
-async function serve(replies: string[]) {
+async function serve(replies: string[], chatTemplate?: string) {
   const options = resolveEngineOptions({
     cacheBlockSize: 4,
     maxSeqLen: 4000,
@@ -71,6 +73,7 @@ async function serve(replies: string[]) {
     tokenizer: new CharTokenizer(),
     options,
     info,
+    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
   });
   const dir = mkdtempSync(join(tmpdir(), 'prism-tools-test-'));
   const server = await startEngineServer(core, { listen: `unix:${join(dir, 'engine.sock')}`, log: () => {} });
@@ -182,6 +185,67 @@ test('parallel_tool_calls false keeps the first call', async () => {
       parallel_tool_calls: false,
     });
     assert.deepEqual(callsOf(r.choices[0].message.tool_calls), [['get_weather', '{"city": "Paris"}']]);
+  } finally {
+    await s.close();
+  }
+});
+
+test('Python openai SDK: streamed tool-call deltas accumulate to the unary calls', async () => {
+  const s = await serve([CALL1 + CALL2, CALL1 + CALL2]);
+  try {
+    const run = promisify(execFile);
+    const { stdout } = await run('python3', ['test/clients/openai_tools.py', `${s.url}/v1`, MODEL_NAME], {
+      timeout: 120000,
+    });
+    const r = JSON.parse(stdout) as Record<string, unknown>;
+    const expected = [
+      ['get_weather', '{"city": "Paris"}'],
+      ['get_time', '{"tz": "Europe/Paris"}'],
+    ];
+    assert.deepEqual(r.unary, expected);
+    assert.deepEqual(r.streamed, expected);
+    assert.equal(r.unary_finish, 'tool_calls');
+    assert.equal(r.stream_finish, 'tool_calls');
+    for (const id of r.streamed_ids as string[]) assert.match(id, /^call_/);
+  } finally {
+    await s.close();
+  }
+});
+
+test('reasoning: a <think> block becomes reasoning_content (unary and streamed) and reasoning_tokens', async () => {
+  // The scripted tokenizer renders its own prompt; the template only tells the engine that
+  // the model reasons (it knows </think>), as Qwen3's does.
+  const reply = '<think>Paris is in France.</think>It is sunny.';
+  const s = await serve([reply, reply], '{{ messages }}<think></think>');
+  try {
+    const r = await postJson(`${s.url}/v1/chat/completions`, { model: MODEL_NAME, messages });
+    assert.equal(r.json.choices[0].message.reasoning_content, 'Paris is in France.');
+    assert.equal(r.json.choices[0].message.content, 'It is sunny.');
+    assert.equal(
+      r.json.usage.completion_tokens_details.reasoning_tokens,
+      '<think>Paris is in France.</think>'.length,
+    );
+    const stream = await s.openai.chat.completions.create({
+      model: MODEL_NAME,
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let reasoning = '';
+    let content = '';
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const c of stream) {
+      const d = c.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+      reasoning += d?.reasoning_content ?? '';
+      content += d?.content ?? '';
+      usage = c.usage ?? usage;
+    }
+    assert.equal(reasoning, 'Paris is in France.');
+    assert.equal(content, 'It is sunny.');
+    assert.equal(
+      usage?.completion_tokens_details?.reasoning_tokens,
+      r.json.usage.completion_tokens_details.reasoning_tokens,
+    );
   } finally {
     await s.close();
   }
