@@ -101,3 +101,38 @@ describe('reasoning', () => {
     assert.equal(splitReasoning('<think>abc</thi', false, false).reasoning, 'abc');
   });
 });
+
+describe('reasoning and tools on random mixes', () => {
+  const PIECES = [
+    '<think>',
+    '</think>',
+    '<thi',
+    'nk>',
+    '\n',
+    ' ',
+    'x',
+    '<tool_call>',
+    '{"name": "get_weather"}',
+    '</tool_call>',
+  ];
+  let seed = 99;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % n;
+  };
+  for (const startsInReasoning of [false, true]) {
+    it(`startsInReasoning ${startsInReasoning}: streamed pieces add up to the result at every split`, () => {
+      for (let k = 0; k < 100; k++) {
+        const text = Array.from({ length: 1 + rand(10) }, () => PIECES[rand(PIECES.length)]).join('');
+        const parsing = { reasoning: { startsInReasoning }, tools };
+        const whole = run(parsing, [text]);
+        const chars = run(parsing, [...text]);
+        assert.deepEqual(
+          [chars.content, chars.reasoningContent, chars.toolCalls.map((c) => c.function)],
+          [whole.content, whole.reasoningContent, whole.toolCalls.map((c) => c.function)],
+          JSON.stringify(text),
+        );
+      }
+    });
+  }
+});
