@@ -18,7 +18,7 @@ import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
 import type { ResolvedEngineOptions } from './options.js';
-import { checkTokenIds, promptTokens, renderChat, type EngineTokenizer } from './prompt.js';
+import { checkMessages, checkTokenIds, promptTokens, type EngineTokenizer } from './prompt.js';
 import { Sequence } from './request-state.js';
 import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
@@ -563,7 +563,9 @@ export class EngineCore implements Engine {
   }
 
   async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    return renderChat(this.deps.tokenizer, messages, addGenerationPrompt, this.deps.chatTemplate, 'messages');
+    // The same rendering as a chat request without tools (earlier calls included).
+    checkMessages(messages, 'messages');
+    return this.chat.render({ kind: 'chat', messages, addGenerationPrompt }, 'messages').text;
   }
 
   async status(): Promise<EngineStatus> {

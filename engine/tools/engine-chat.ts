@@ -36,7 +36,7 @@ export class EngineChat {
   }
 
   /** The prompt text, and how the output is parsed (null: returned as is). */
-  render(prompt: ChatPrompt): { text: string; parsing: ChatParsing | null } {
+  render(prompt: ChatPrompt, field = 'prompt.messages'): { text: string; parsing: ChatParsing | null } {
     return renderToolChat(prompt, this.template, this.family, (messages, tools) => {
       try {
         return this.tokenizer.applyChatTemplate(messages, {
@@ -45,10 +45,7 @@ export class EngineChat {
           ...(tools ? { tools } : {}),
         });
       } catch (e) {
-        throw invalidArgument(
-          'prompt.messages',
-          `chat template failed: ${e instanceof Error ? e.message : String(e)}`,
-        );
+        throw invalidArgument(field, `chat template failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
   }

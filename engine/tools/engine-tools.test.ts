@@ -144,3 +144,24 @@ test('the two-step flow: a tool result answered with content', async () => {
   assert.deepEqual(finish.chat?.toolCalls, []);
   await core.close();
 });
+
+test('applyChatTemplate renders earlier calls the way generate does (built-in format for a template without tool_calls)', async () => {
+  const core = engine('');
+  const text = await core.applyChatTemplate([
+    { role: 'user', content: 'hi' },
+    {
+      role: 'assistant',
+      content: '',
+      toolCalls: [
+        { id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Oslo"}' } },
+      ],
+    },
+    { role: 'tool', content: 'sunny', toolCallId: 'c1' },
+  ]);
+  assert.equal(
+    text,
+    '[user]hi[assistant]<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>' +
+      '[user]<tool_response>\nsunny\n</tool_response>[assistant]',
+  );
+  await core.close();
+});
