@@ -330,6 +330,27 @@ describe('function calling on the default model', () => {
     );
   });
 
+  test('n, logprobs and stop work with tools (refused by MindIE with function call)', async () => {
+    const r = await postJson(url(), {
+      model: MODEL_NAME,
+      messages: question,
+      tools,
+      n: 2,
+      logprobs: true,
+      stop: ['\n'],
+      max_tokens: 3,
+      temperature: 0.7,
+      seed: 1,
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.choices.length, 2);
+    for (const c of r.json.choices) {
+      assert.ok(Array.isArray(c.message.tool_calls));
+      assert.ok(c.logprobs.content.length > 0);
+      assert.ok(!c.message.content.includes('\n'));
+    }
+  });
+
   test('function-call requests: JSON deeper than 10 levels and best_of are 400', async () => {
     let deep: object = { type: 'string' };
     for (let i = 0; i < 6; i++) deep = { type: 'object', properties: { x: deep } };
