@@ -31,11 +31,10 @@ export interface ToolParserFamily {
   readonly name: string;
   /** Every name `tool_call_parser` may use for this family (MindIE's registered names). */
   readonly aliases: readonly string[];
-  /** Which models use it, for docs and start-up logs. */
+  /** Which models use it (documentation, and what a reader of the registry sees). */
   readonly models: string;
   parse(text: string, final: boolean, context: ParseContext): ParsedOutput;
 }
 
-/** One streamed piece of a tool call, OpenAI `delta.tool_calls[]` shape. */
 // The streamed and final call shapes are the engine API's own (engine/types.ts).
 export type { ChatToolCall as ToolCall, ToolCallDelta } from '../types.js';
