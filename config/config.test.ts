@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { resolveEngineOptions } from '../engine/options.js';
-import { chatTemplatePath, engineOptionsFromConfig, modelPathFromConfig } from './engine-options.js';
+import {
+  chatTemplatePath,
+  engineOptionsFromConfig,
+  modelPathFromConfig,
+  toolCallParsers,
+} from './engine-options.js';
 import {
   ConfigError,
   defaultConfig,
@@ -592,7 +597,9 @@ describe('mapping to EngineOptions', () => {
                 modelName: 'm1',
                 npuMemSize: 2,
                 plugin_params: '{"plugin_type":"prefix_cache"}',
-                models: { llama: { chat_template: 'tmpl.jinja' } },
+                models: {
+                  llama: { chat_template: 'tmpl.jinja', tool_call_options: { tool_call_parser: 'llama3_1' } },
+                },
               },
             ],
           },
@@ -623,6 +630,7 @@ describe('mapping to EngineOptions', () => {
       prefixCache: true,
       kvCacheBytes: 2 * 1024 ** 3,
       chatTemplatePath: join(tmp, 'tmpl.jinja'),
+      toolCallParsers: { llama: 'llama3_1' },
       modelName: 'm1',
     });
     const r = resolveEngineOptions(o);
@@ -650,5 +658,22 @@ describe('mapping to EngineOptions', () => {
       () => chatTemplatePath(c, 'qwen3'),
       /chat_template is set for several model types \(llama, qwen2\)/,
     );
+  });
+  test('tool_call_parser: every model type that sets one, empty ones left out', () => {
+    const c = validateConfig(
+      model({
+        models: {
+          deepseekv2: {
+            tool_call_options: { tool_call_parser: 'deepseek_v31' },
+            chat_template: '/v31.jinja',
+          },
+          qwen3: { tool_call_options: { tool_call_parser: '' } },
+          llama: {},
+        },
+      }),
+      '/etc/x.json',
+      noEnv,
+    );
+    assert.deepEqual(toolCallParsers(c), { deepseekv2: 'deepseek_v31' });
   });
 });

@@ -36,6 +36,20 @@ export function chatTemplatePath(config: ResolvedConfig, modelType?: string): st
   return fromConfigDir(config, set[0][1].chat_template);
 }
 
+/**
+ * `ModelConfig[0].models.<model_type>.tool_call_options.tool_call_parser`, every entry that
+ * sets one: the engine picks the entry of its model's type once the model is loaded
+ * (engine/tools/registry.ts), since the type is not known before.
+ */
+export function toolCallParsers(config: ResolvedConfig): Record<string, string> {
+  const models = config.file.BackendConfig.ModelDeployConfig.ModelConfig[0].models ?? {};
+  return Object.fromEntries(
+    Object.entries(models)
+      .map(([type, m]) => [type, m.tool_call_options?.tool_call_parser ?? ''] as const)
+      .filter(([, name]) => name !== ''),
+  );
+}
+
 /** The model to serve from `ModelConfig[0].modelWeightPath`, when the file names one. */
 export function modelPathFromConfig(config: ResolvedConfig): string | undefined {
   const path = config.file.BackendConfig.ModelDeployConfig.ModelConfig[0].modelWeightPath;
@@ -46,6 +60,7 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
   const { ModelDeployConfig: deploy, ScheduleConfig: sched } = config.file.BackendConfig;
   const model = deploy.ModelConfig[0];
   const template = chatTemplatePath(config, modelType);
+  const parsers = toolCallParsers(config);
   return {
     maxBatchSize: sched.maxBatchSize,
     maxPrefillTokens: sched.maxPrefillTokens,
@@ -62,6 +77,7 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     // On CPU the "NPU memory" budget is the KV cache's; -1 (automatic) leaves the engine default.
     ...(model.npuMemSize > 0 ? { kvCacheBytes: model.npuMemSize * GIB } : {}),
     ...(template !== undefined ? { chatTemplatePath: template } : {}),
+    ...(Object.keys(parsers).length > 0 ? { toolCallParsers: parsers } : {}),
     // Without a file the served name is the model's own; with one it is modelName, as in MindIE.
     ...(config.source !== undefined ? { modelName: model.modelName } : {}),
   };

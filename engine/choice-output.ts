@@ -7,7 +7,9 @@
 import type { EngineTokenizer } from './prompt.js';
 import type { ResolvedParams } from './sampling-params.js';
 import { StopStringMatcher } from './stop-strings.js';
-import type { FinishReason, TokenLogprob } from './types.js';
+import { mergeChatDeltas } from './tools/engine-chat.js';
+import type { ChatOutputStream } from './tools/chat-output.js';
+import type { ChatDelta, ChatResult, FinishReason, TokenLogprob } from './types.js';
 
 export class ChoiceOutput {
   text = '';
@@ -20,6 +22,8 @@ export class ChoiceOutput {
   lastTokenAt = 0;
   gapSumMs = 0;
   gaps = 0;
+  /** Each gap (ms), for MindIE's `decode_time_arr`. */
+  readonly gapList: number[] = [];
   private readonly detok: { push(id: number): string; flush(): string };
   private readonly stopper: StopStringMatcher;
 
@@ -29,6 +33,8 @@ export class ChoiceOutput {
     tokenizer: EngineTokenizer,
     private readonly params: ResolvedParams,
     private readonly eos: ReadonlySet<number>,
+    /** Parses a chat answer (tools, reasoning); null: the text is the answer. */
+    private readonly chat: ChatOutputStream | null = null,
   ) {
     this.detok = tokenizer.createDetokenizer({ skipSpecialTokens: params.skipSpecialTokens });
     this.stopper = new StopStringMatcher(params.stop, params.includeStopStrInOutput);
@@ -43,11 +49,12 @@ export class ChoiceOutput {
     logprob: number,
     now: number,
     atLimit: boolean,
-  ): { delta: string; gapMs: number | null } {
+  ): { delta: string; gapMs: number | null; chat?: ChatDelta } {
     const gapMs = this.tokenIds.length > 0 ? now - this.lastTokenAt : null;
     if (gapMs !== null) {
       this.gapSumMs += gapMs;
       this.gaps++;
+      this.gapList.push(gapMs);
     }
     this.lastTokenAt = now;
     this.tokenIds.push(token);
@@ -72,6 +79,16 @@ export class ChoiceOutput {
       if (!tail.stopped) delta += this.stopper.flush();
     }
     this.text += delta;
-    return { delta, gapMs };
+    if (this.chat === null) return { delta, gapMs };
+    let chat = this.chat.push(delta);
+    if (this.reason !== null) chat = mergeChatDeltas(chat, this.chat.finish());
+    // A stop after tool calls is a tool_calls finish (a length cut stays a length cut).
+    if (this.reason === 'stop' && this.chat.result().toolCalls.length > 0) this.reason = 'tool_calls';
+    return { delta, gapMs, chat };
+  }
+
+  /** The parsed answer (chat prompts whose output is parsed), else undefined. */
+  chatResult(): ChatResult | undefined {
+    return this.chat?.result();
   }
 }

@@ -11,11 +11,14 @@
 import { randomUUID } from 'node:crypto';
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
+import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
+import { EngineChat, resultAsDelta } from './tools/engine-chat.js';
+import type { ToolParserFamily } from './tools/types.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
 import type { ResolvedEngineOptions } from './options.js';
-import { checkTokenIds, promptTokens, renderChat, type EngineTokenizer } from './prompt.js';
+import { checkMessages, checkTokenIds, promptTokens, type EngineTokenizer } from './prompt.js';
 import { Sequence } from './request-state.js';
 import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
@@ -41,12 +44,16 @@ export interface EngineCoreDeps {
   readonly chatTemplate?: string;
   /** Frees native resources once the loop has stopped. */
   readonly dispose?: () => void;
+  /** The tool-call parser family (engine/tools/registry.ts); default: the model's by architecture and template. */
+  readonly toolParser?: ToolParserFamily;
 }
 
 /** A request that passed the checks that need no tokenizer. */
 interface AcceptedRequest {
   readonly id: string;
   readonly params: ResolvedParams;
+  /** How each choice's chat output is parsed, once the prompt is rendered; null: as is. */
+  parsing: ChatParsing | null;
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -88,12 +95,14 @@ export class EngineCore implements Engine {
   private stopping = false;
   private closed = false;
   private drainWaiters: (() => void)[] = [];
+  private readonly chat: EngineChat;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
     this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
     this.scheduler = new Scheduler(o, this.blocks, (parent, child) => this.forked(parent, child));
     this.eos = new Set(deps.tokenizer.eosTokenIds);
+    this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
   }
 
   // ---------------------------------------------------------------------------- requests
@@ -131,6 +140,11 @@ export class EngineCore implements Engine {
       accepted.params.truncate,
       o,
       this.deps.chatTemplate,
+      (chat) => {
+        const rendered = this.chat.render(chat);
+        accepted.parsing = rendered.parsing;
+        return rendered.text;
+      },
     ).then(
       (prompt) => {
         this.pendingIds.delete(id);
@@ -163,8 +177,9 @@ export class EngineCore implements Engine {
       maxNewTokensCap: o.maxIterTimes,
       maxN: o.maxN,
     });
+    this.chat.check(request.prompt);
     this.checkQueueRoom();
-    return { id, params };
+    return { id, params, parsing: null };
   }
 
   private checkAccepting(): void {
@@ -222,7 +237,15 @@ export class EngineCore implements Engine {
     const maxNew = Math.min(params.maxNewTokens, o.maxSeqLen - prompt.length);
     const choices = Array.from(
       { length: params.bestOf },
-      (_, i) => new ChoiceOutput(i, params.seed + i, tok, params, this.eos),
+      (_, i) =>
+        new ChoiceOutput(
+          i,
+          params.seed + i,
+          tok,
+          params,
+          this.eos,
+          accepted.parsing ? new ChatOutputStream(accepted.parsing) : null,
+        ),
     );
     const sampling = {
       temperature: params.temperature,
@@ -410,7 +433,7 @@ export class EngineCore implements Engine {
         req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
-      const { delta, gapMs } = c.accept(token, logprob, now, atLimit);
+      const { delta, gapMs, chat } = c.accept(token, logprob, now, atLimit);
       if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
       this.metrics.generationTokens++;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
@@ -423,6 +446,7 @@ export class EngineCore implements Engine {
           tokenIds: [token],
           text: delta,
           ...(lp ? { logprobs: [lp] } : {}),
+          ...(chat ? { chat } : {}),
         });
       }
       if (c.reason !== null) {
@@ -467,6 +491,7 @@ export class EngineCore implements Engine {
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
+      const chat = c.chatResult();
       generated += c.tokenIds.length;
       if (req.buffered && c.tokenIds.length > 0) {
         req.queue.push({
@@ -476,6 +501,7 @@ export class EngineCore implements Engine {
           tokenIds: c.tokenIds,
           text: c.text,
           ...(req.params.logprobs ? { logprobs: c.logprobs } : {}),
+          ...(chat ? { chat: resultAsDelta(chat) } : {}),
         });
       }
       const finish: FinishEvent = {
@@ -494,6 +520,8 @@ export class EngineCore implements Engine {
         timings,
         seed: c.seed,
         ...(c.error !== undefined ? { error: c.error } : {}),
+        ...(chat ? { chat } : {}),
+        decodeTimesMs: c.gapList,
       };
       req.queue.push(finish);
     });
@@ -535,7 +563,9 @@ export class EngineCore implements Engine {
   }
 
   async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    return renderChat(this.deps.tokenizer, messages, addGenerationPrompt, this.deps.chatTemplate, 'messages');
+    // The same rendering as a chat request without tools (earlier calls included).
+    checkMessages(messages, 'messages');
+    return this.chat.render({ kind: 'chat', messages, addGenerationPrompt }, 'messages').text;
   }
 
   async status(): Promise<EngineStatus> {

@@ -15,7 +15,9 @@ export type EngineErrorCode =
   /** The request was cancelled (gRPC CANCELLED). */
   | 'CANCELLED'
   /** Generation itself failed (gRPC INTERNAL, HTTP 424). */
-  | 'GENERATION_FAILED';
+  | 'GENERATION_FAILED'
+  /** A feature the request asks for is not built yet (gRPC UNIMPLEMENTED, HTTP 501). */
+  | 'UNIMPLEMENTED';
 
 export class EngineError extends Error {
   override readonly name = 'EngineError';

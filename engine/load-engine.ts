@@ -12,6 +12,7 @@ import { EngineError } from './errors.js';
 import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './options.js';
 import { NativeRunner } from './runner.js';
 import { loadTokenizer } from './tokenizer/index.js';
+import { configuredParserName, selectToolParser } from './tools/registry.js';
 
 /**
  * The served model name without a config file: the model file's name without `.gguf` (or the
@@ -56,6 +57,15 @@ export async function loadEngine(
     );
   }
   const kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+  // An empty or unknown tool_call_parser is not an error (MindIE falls back the same way): warned.
+  const configured = configuredParserName(o.toolCallParsers, m.architecture);
+  const toolParser = selectToolParser(
+    configured.name,
+    m.architecture,
+    chatTemplate ?? tokenizer.chatTemplate,
+    chatTemplate !== undefined,
+  );
+  for (const w of [configured.warning, toolParser.warning]) if (w) process.emitWarning(w);
   let ctx;
   try {
     ctx = createContext(model, {
@@ -74,6 +84,7 @@ export async function loadEngine(
     tokenizer,
     options: o,
     chatTemplate,
+    toolParser: toolParser.family,
     info: {
       modelName: o.modelName ?? defaultServedModelName(modelPath),
       modelPath,

@@ -36,6 +36,8 @@ export interface EngineOptions {
   readonly prefixCache?: boolean;
   /** A `.jinja` file that replaces the model's own chat template. */
   readonly chatTemplatePath?: string;
+  /** `tool_call_parser` names by model type (config `models.<model_type>.tool_call_options`). */
+  readonly toolCallParsers?: Readonly<Record<string, string>>;
   /** Threads of the native context (default: the machine's cores). */
   readonly threads?: number;
   /** Served model name (default: the model's own name). */
@@ -58,6 +60,7 @@ export interface ResolvedEngineOptions {
   readonly maxN: number;
   readonly prefixCache: boolean;
   readonly chatTemplatePath: string | undefined;
+  readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
   readonly modelName: string | undefined;
 }
@@ -139,6 +142,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     maxN,
     prefixCache: options.prefixCache ?? d.prefixCache,
     chatTemplatePath: options.chatTemplatePath,
+    toolCallParsers: options.toolCallParsers ?? {},
     threads,
     modelName: options.modelName,
   };

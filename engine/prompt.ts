@@ -16,9 +16,11 @@ export interface EngineTokenizer {
   encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   tokenText(id: number): string;
+  /** The model's own chat template, when it ships one. */
+  readonly chatTemplate?: string | null;
   applyChatTemplate(
     messages: readonly ChatMessage[],
-    options?: { addGenerationPrompt?: boolean; template?: string },
+    options?: { addGenerationPrompt?: boolean; template?: string; tools?: readonly unknown[] },
   ): string;
   createDetokenizer(options?: { skipSpecialTokens?: boolean }): {
     push(id: number): string;
@@ -101,6 +103,8 @@ export async function promptTokens(
   truncate: number | undefined,
   limits: PromptLimits,
   chatTemplate: string | undefined,
+  /** Renders chat prompts instead of the plain template (chat prompts with tools: engine/tools/). */
+  renderChatPrompt?: (prompt: Extract<PromptInput, { kind: 'chat' }>) => string,
 ): Promise<number[]> {
   if (prompt === null || typeof prompt !== 'object')
     throw invalidArgument('prompt', 'must be one of text, tokens, chat');
@@ -114,7 +118,9 @@ export async function promptTokens(
       ids = [...checkTokenIds(prompt.ids, tok.vocabSize, 'prompt.ids')];
       break;
     case 'chat': {
-      const text = renderChat(tok, prompt.messages, prompt.addGenerationPrompt ?? true, chatTemplate);
+      const text = renderChatPrompt
+        ? renderChatPrompt(prompt)
+        : renderChat(tok, prompt.messages, prompt.addGenerationPrompt ?? true, chatTemplate);
       // The template already wrote any BOS / special tokens it wants.
       ids = await encode(tok, text, false, 'prompt.messages');
       break;

@@ -18,6 +18,17 @@ export interface ChatMessage {
   readonly name?: string;
 }
 
+/** A function the model may call (OpenAI `tools[].function`). */
+export interface ChatTool {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of the arguments object. */
+  readonly parameters?: Record<string, unknown>;
+}
+
+/** `required` and a named function force a call (by grammar, not built yet: refused). */
+export type ToolChoice = 'none' | 'auto' | 'required' | { readonly function: string };
+
 /** Exactly one prompt form per request. */
 export type PromptInput =
   | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
@@ -27,6 +38,12 @@ export type PromptInput =
       readonly messages: readonly ChatMessage[];
       /** Default true: end the prompt with the assistant turn opener. */
       readonly addGenerationPrompt?: boolean;
+      /** Tools offered to the model; their calls come back parsed (engine/tools/). */
+      readonly tools?: readonly ChatTool[];
+      /** Default 'auto' when tools are given. */
+      readonly toolChoice?: ToolChoice;
+      /** Default true; false keeps only the first call. */
+      readonly parallelToolCalls?: boolean;
     };
 
 /**
@@ -70,7 +87,32 @@ export interface GenerateRequest {
   readonly params: SamplingParams;
 }
 
-export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
+/** 'tool_calls': the model stopped after calling tools (its output parsed into calls). */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'cancelled' | 'error';
+
+/** One streamed piece of a tool call (OpenAI `delta.tool_calls[]`): the first has id, type and name. */
+export interface ToolCallDelta {
+  readonly index: number;
+  readonly id?: string;
+  readonly type?: 'function';
+  readonly function: { readonly name?: string; readonly arguments?: string };
+}
+
+/** What a token added to a chat answer whose output is parsed (reasoning and/or tools). */
+export interface ChatDelta {
+  readonly content: string;
+  readonly reasoning: string;
+  readonly toolCalls: readonly ToolCallDelta[];
+}
+
+/** A parsed chat answer: the sum of its ChatDeltas. */
+export interface ChatResult {
+  readonly content: string;
+  readonly reasoningContent: string;
+  readonly toolCalls: readonly ChatToolCall[];
+  /** Tokens generated inside the think block. */
+  readonly reasoningTokens: number;
+}
 
 export interface TokenLogprob {
   readonly tokenId: number;
@@ -87,6 +129,8 @@ export interface TokenEvent {
   readonly tokenIds: readonly number[];
   readonly text: string;
   readonly logprobs?: readonly TokenLogprob[];
+  /** Chat prompts whose output is parsed (tools, reasoning): the parsed pieces of `text`. */
+  readonly chat?: ChatDelta;
 }
 
 export interface Usage {
@@ -116,6 +160,10 @@ export interface FinishEvent {
   readonly timings: Timings;
   readonly seed: number;
   readonly error?: string;
+  /** Chat prompts whose output is parsed (tools, reasoning): the parsed answer. */
+  readonly chat?: ChatResult;
+  /** Milliseconds between consecutive tokens (MindIE `decode_time_arr`), one per token after the first. */
+  readonly decodeTimesMs?: readonly number[];
 }
 
 export type GenerateEvent = TokenEvent | FinishEvent;

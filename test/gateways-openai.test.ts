@@ -241,14 +241,6 @@ describe('errors', () => {
       client.chat.completions.create({ model: 'other-model', messages: question }),
       OpenAI.NotFoundError,
     );
-    await assert.rejects(
-      client.chat.completions.create({
-        model: MODEL_NAME,
-        messages: question,
-        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
-      }),
-      OpenAI.BadRequestError,
-    );
     const bad = await postJson(`${h.url}/v1/completions`, '{"prompt": "x", ');
     assert.equal(bad.status, 400);
     assert.match(bad.json.error.message, /not valid JSON/);
@@ -265,6 +257,110 @@ describe('errors', () => {
     const r = await postJson(`${h.url}/v1/completions`, { prompt: 'x'.repeat(41 * 1024 * 1024) });
     assert.equal(r.status, 413);
     assert.match(r.json.error.message, /maxRequestLength/);
+  });
+});
+
+describe('function calling on the default model', () => {
+  const tools = [
+    {
+      type: 'function' as const,
+      function: {
+        name: 'get_weather',
+        description: 'Current weather of a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    },
+  ];
+  const url = () => `${h.url}/v1/chat/completions`;
+
+  test('tools with tool_choice auto: a chat.completion with tool_calls and MindIE timings', async () => {
+    const r = await postJson(url(), {
+      model: MODEL_NAME,
+      messages: question,
+      tools,
+      max_tokens: 2,
+      temperature: 0,
+    });
+    assert.equal(r.status, 200);
+    assert.ok(Array.isArray(r.json.choices[0].message.tool_calls));
+    assert.ok(['stop', 'length', 'tool_calls'].includes(r.json.choices[0].finish_reason));
+    assert.equal(typeof r.json.prefill_time, 'number');
+    assert.ok(Array.isArray(r.json.decode_time_arr));
+    assert.equal(r.json.usage.completion_tokens_details.reasoning_tokens, 0);
+  });
+
+  test('required and named tool_choice: 501 naming tool_choice (grammar-forced calls not built yet)', async () => {
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      const r = await postJson(url(), { model: MODEL_NAME, messages: question, tools, tool_choice });
+      assert.equal(r.status, 501);
+      assert.equal(r.json.error.param, 'tool_choice');
+      assert.match(r.json.error.message, /grammar-forced calls, which are not built yet/);
+    }
+  });
+
+  test('the two-step flow: tool_call_id must match an earlier call; content may be null', async () => {
+    const call = {
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'get_weather', arguments: '{"city": "Paris"}' },
+    };
+    const messages = (toolCallId: string) => [
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: toolCallId, content: '{"sky": "sunny"}' },
+    ];
+    const ok = await postJson(url(), {
+      model: MODEL_NAME,
+      messages: messages('call_1'),
+      tools,
+      max_tokens: 2,
+    });
+    assert.equal(ok.status, 200);
+    const bad = await postJson(url(), {
+      model: MODEL_NAME,
+      messages: messages('call_9'),
+      tools,
+      max_tokens: 2,
+    });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error.param, /messages\[2\]\.tool_call_id/);
+    assert.match(
+      bad.json.error.message,
+      /'call_9' is not the id of a tool call of an earlier assistant message/,
+    );
+  });
+
+  test('n, logprobs and stop work with tools (refused by MindIE with function call)', async () => {
+    const r = await postJson(url(), {
+      model: MODEL_NAME,
+      messages: question,
+      tools,
+      n: 2,
+      logprobs: true,
+      stop: ['\n'],
+      max_tokens: 3,
+      temperature: 0.7,
+      seed: 1,
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.json.choices.length, 2);
+    for (const c of r.json.choices) {
+      assert.ok(Array.isArray(c.message.tool_calls));
+      assert.ok(c.logprobs.content.length > 0);
+      assert.ok(!c.message.content.includes('\n'));
+    }
+  });
+
+  test('function-call requests: JSON deeper than 10 levels and best_of are 400', async () => {
+    let deep: object = { type: 'string' };
+    for (let i = 0; i < 6; i++) deep = { type: 'object', properties: { x: deep } };
+    const deepTools = [{ type: 'function', function: { name: 'f', parameters: deep } }];
+    const r = await postJson(url(), { model: MODEL_NAME, messages: question, tools: deepTools });
+    assert.equal(r.status, 400);
+    assert.match(r.json.error.message, /at most 10 levels deep/);
+    const b = await postJson(url(), { model: MODEL_NAME, messages: question, tools, best_of: 2 });
+    assert.equal(b.status, 400);
+    assert.equal(b.json.error.param, 'best_of');
   });
 });
 

@@ -179,6 +179,76 @@ describe('events and status', () => {
   });
 });
 
+describe('tool calling fields', () => {
+  const overWire = (m: pb.GenerateStreamResponse) =>
+    eventFromProto(pb.GenerateStreamResponse.decode(pb.GenerateStreamResponse.encode(m).finish()));
+  test('tools, tool_choice (string and named), parallel_tool_calls survive the wire', () => {
+    for (const toolChoice of ['none', 'auto', 'required', { function: 'f' }] as const) {
+      const r: GenerateRequest = {
+        prompt: {
+          kind: 'chat',
+          messages: [{ role: 'user', content: 'x' }],
+          tools: [
+            {
+              name: 'f',
+              description: 'd',
+              parameters: { type: 'object', properties: { a: { type: 'string' } } },
+            },
+            { name: 'g' },
+          ],
+          toolChoice,
+          parallelToolCalls: false,
+        },
+        params: {},
+      };
+      assert.deepEqual(overTheWire(r), r);
+    }
+    const plain: GenerateRequest = {
+      prompt: { kind: 'chat', messages: [{ role: 'user', content: 'x' }] },
+      params: {},
+    };
+    assert.deepEqual(overTheWire(plain), plain);
+  });
+  test('chat deltas, chat results, decode times and the tool_calls finish reason survive the wire', () => {
+    const token: TokenEvent = {
+      type: 'token',
+      requestId: 'r',
+      index: 0,
+      tokenIds: [1],
+      text: 'x',
+      chat: {
+        content: '',
+        reasoning: 'because',
+        toolCalls: [
+          { index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } },
+          { index: 0, function: { arguments: '{"a"' } },
+        ],
+      },
+    };
+    assert.deepEqual(overWire(eventToProto(token)), token);
+    const finish: FinishEvent = {
+      type: 'finish',
+      requestId: 'r',
+      index: 0,
+      reason: 'tool_calls',
+      text: 't',
+      tokenIds: [1, 2],
+      cumulativeLogprob: -1,
+      usage: { promptTokens: 1, completionTokens: 2, cachedPromptTokens: 0 },
+      timings: { queueMs: 1, prefillMs: 2, decodeMs: 3, ttftMs: 4 },
+      seed: 5,
+      chat: {
+        content: '',
+        reasoningContent: 'because',
+        toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a": 1}' } }],
+        reasoningTokens: 3,
+      },
+      decodeTimesMs: [1.5],
+    };
+    assert.deepEqual(overWire(eventToProto(finish)), finish);
+  });
+});
+
 describe('error codes', () => {
   const pairs: [EngineErrorCode, Status][] = [
     ['INVALID_ARGUMENT', Status.INVALID_ARGUMENT],
@@ -187,6 +257,7 @@ describe('error codes', () => {
     ['UNAVAILABLE', Status.UNAVAILABLE],
     ['CANCELLED', Status.CANCELLED],
     ['GENERATION_FAILED', Status.INTERNAL],
+    ['UNIMPLEMENTED', Status.UNIMPLEMENTED],
   ];
   for (const [code, grpcCode] of pairs) {
     test(`${code} ⇄ ${Status[grpcCode]}, message and field kept`, () => {

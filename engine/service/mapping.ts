@@ -22,6 +22,14 @@ import type {
   TokenEvent,
   TokenLogprob,
 } from '../types.js';
+import {
+  chatDeltaFromProto,
+  chatDeltaToProto,
+  chatResultFromProto,
+  chatResultToProto,
+  chatToolsFromProto,
+  chatToolsToProto,
+} from './tool-mapping.js';
 
 const CHAT_ROLES: ReadonlySet<string> = new Set(['system', 'user', 'assistant', 'tool']);
 
@@ -108,6 +116,7 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
         chat: {
           messages: chatMessagesToProto(prompt.messages),
           addGenerationPrompt: prompt.addGenerationPrompt,
+          ...chatToolsToProto(prompt),
         },
       };
       break;
@@ -137,6 +146,7 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
         kind: 'chat',
         messages: chatMessagesFromProto(r.prompt.chat.messages, 'prompt.chat.messages'),
         addGenerationPrompt: r.prompt.chat.addGenerationPrompt,
+        ...chatToolsFromProto(r.prompt.chat),
       });
       break;
     default:
@@ -158,6 +168,7 @@ const FINISH_TO_PROTO: Record<FinishReason, pb.FinishReason> = {
   length: pb.FinishReason.FINISH_REASON_LENGTH,
   cancelled: pb.FinishReason.FINISH_REASON_CANCELLED,
   error: pb.FinishReason.FINISH_REASON_ERROR,
+  tool_calls: pb.FinishReason.FINISH_REASON_TOOL_CALLS,
 };
 
 function finishReasonFromProto(r: pb.FinishReason): FinishReason {
@@ -168,6 +179,8 @@ function finishReasonFromProto(r: pb.FinishReason): FinishReason {
       return 'length';
     case pb.FinishReason.FINISH_REASON_CANCELLED:
       return 'cancelled';
+    case pb.FinishReason.FINISH_REASON_TOOL_CALLS:
+      return 'tool_calls';
     default:
       // An unknown reason from a newer server is reported as an error, never guessed.
       return 'error';
@@ -189,6 +202,7 @@ export function tokenEventToProto(e: TokenEvent): pb.TokenEvent {
     tokenIds: [...e.tokenIds],
     text: e.text,
     logprobs: (e.logprobs ?? []).map(logprobToProto),
+    chat: e.chat ? chatDeltaToProto(e.chat) : undefined,
   };
 }
 
@@ -204,6 +218,8 @@ export function finishEventToProto(e: FinishEvent): pb.FinishEvent {
     timings: { ...e.timings },
     seed: e.seed,
     error: e.error,
+    chat: e.chat ? chatResultToProto(e.chat) : undefined,
+    decodeTimesMs: [...(e.decodeTimesMs ?? [])],
   };
 }
 
@@ -221,6 +237,7 @@ export function tokenEventFromProto(e: pb.TokenEvent): TokenEvent {
     tokenIds: e.tokenIds,
     text: e.text,
     ...(e.logprobs.length > 0 ? { logprobs: e.logprobs.map(logprobFromProto) } : {}),
+    ...(e.chat ? { chat: chatDeltaFromProto(e.chat) } : {}),
   };
 }
 
@@ -237,6 +254,8 @@ export function finishEventFromProto(e: pb.FinishEvent): FinishEvent {
     timings: e.timings ?? { queueMs: 0, prefillMs: 0, decodeMs: 0, ttftMs: 0 },
     seed: e.seed,
     ...(e.error !== undefined ? { error: e.error } : {}),
+    ...(e.chat ? { chat: chatResultFromProto(e.chat) } : {}),
+    ...(e.decodeTimesMs.length > 0 ? { decodeTimesMs: e.decodeTimesMs } : {}),
   };
 }
 

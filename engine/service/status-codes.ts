@@ -16,6 +16,7 @@ const TO_GRPC: Record<EngineErrorCode, Status> = {
   UNAVAILABLE: Status.UNAVAILABLE,
   CANCELLED: Status.CANCELLED,
   GENERATION_FAILED: Status.INTERNAL,
+  UNIMPLEMENTED: Status.UNIMPLEMENTED,
 };
 
 /** What the server sends for an error thrown by the engine (or by the request mapping). */
@@ -45,6 +46,8 @@ function engineCodeOf(code: Status): EngineErrorCode {
       return 'UNAVAILABLE';
     case Status.CANCELLED:
       return 'CANCELLED';
+    case Status.UNIMPLEMENTED:
+      return 'UNIMPLEMENTED';
     default:
       return 'GENERATION_FAILED';
   }

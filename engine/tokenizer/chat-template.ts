@@ -53,8 +53,28 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Tool-call arguments as the templates expect them: a JSON object when the string holds one (as vLLM passes them). */
-function toolArguments(text: string): unknown {
+/**
+ * How a template reads assistant tool calls, from its source: most (Llama 3.1's `tojson`,
+ * hermes/Qwen) want the arguments as an object, as vLLM passes them; one that concatenates
+ * them to text (`arguments'] + …`, DeepSeek-V3) wants the JSON string. Templates
+ * that test `content is none` to find a tool-call turn (DeepSeek-V3) get null for its
+ * empty content; the others get "" (Qwen3's tests `'</think>' in content`, which null breaks).
+ */
+interface TemplateConventions {
+  readonly argumentsAsObject: boolean;
+  readonly emptyCallContentAsNull: boolean;
+}
+
+function conventionsOf(source: string): TemplateConventions {
+  return {
+    argumentsAsObject: !/arguments['"]?\]?\s*\+/.test(source),
+    emptyCallContentAsNull: /content['"]?\]?\s+is\s+none/.test(source),
+  };
+}
+
+/** Tool-call arguments as an object when the string holds a JSON object (else the text). */
+function toolArguments(text: string, asObject: boolean): unknown {
+  if (!asObject) return text;
   try {
     const parsed: unknown = JSON.parse(text);
     if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;
@@ -65,15 +85,19 @@ function toolArguments(text: string): unknown {
 }
 
 /** engine ChatMessage → the dict shape Hugging Face templates read. */
-function templateMessage(message: ChatMessage): Record<string, unknown> {
+function templateMessage(message: ChatMessage, conventions: TemplateConventions): Record<string, unknown> {
   const out: Record<string, unknown> = { role: message.role, content: message.content };
   if (message.name !== undefined) out.name = message.name;
   if (message.toolCallId !== undefined) out.tool_call_id = message.toolCallId;
   if (message.toolCalls && message.toolCalls.length > 0) {
+    if (message.content === '' && conventions.emptyCallContentAsNull) out.content = null;
     out.tool_calls = message.toolCalls.map((call) => ({
       id: call.id,
       type: call.type,
-      function: { name: call.function.name, arguments: toolArguments(call.function.arguments) },
+      function: {
+        name: call.function.name,
+        arguments: toolArguments(call.function.arguments, conventions.argumentsAsObject),
+      },
     }));
   }
   return out;
@@ -85,9 +109,10 @@ export function renderChatTemplate(
   options: ChatTemplateOptions = {},
 ): string {
   const template = compile(source);
+  const conventions = conventionsOf(source);
   try {
     return template.render({
-      messages: messages.map(templateMessage),
+      messages: messages.map((m) => templateMessage(m, conventions)),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: options.bosToken ?? '',
       eos_token: options.eosToken ?? '',

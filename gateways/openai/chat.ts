@@ -10,6 +10,16 @@ import { assertAccepting, resolveModel, type GatewayContext } from '../shared/ga
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import {
+  chatDelta,
+  chatMessage,
+  mindieTimings,
+  reasoningTokens,
+  toolPromptFields,
+  toolSchemaProperties,
+  withReasoningTokens,
+  type ToolFields,
+} from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
 import {
   openaiFinishReason,
@@ -62,8 +72,7 @@ const chatSchema = {
     },
     logprobs: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
-    tools: { anyOf: [{ type: 'array' }, { type: 'null' }] },
-    tool_choice: {},
+    ...toolSchemaProperties,
     response_format: {
       anyOf: [
         { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
@@ -73,7 +82,7 @@ const chatSchema = {
   },
 };
 
-interface ChatBody extends SamplingFields {
+interface ChatBody extends SamplingFields, ToolFields {
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
@@ -83,8 +92,6 @@ interface ChatBody extends SamplingFields {
   }[];
   logprobs?: boolean | null;
   top_logprobs?: number | null;
-  tools?: unknown[] | null;
-  tool_choice?: unknown;
   response_format?: { type: string } | null;
 }
 
@@ -120,10 +127,6 @@ function toMessages(body: ChatBody): ChatMessage[] {
 
 /** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
 function refuseUnsupported(body: ChatBody): void {
-  if (body.tools && body.tools.length > 0) throw notSupported('tools', 'function calling');
-  if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none') {
-    throw notSupported('tool_choice', 'function calling');
-  }
   if (body.response_format && body.response_format.type !== 'text') {
     throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
   }
@@ -146,14 +149,16 @@ export function chatLogprobs(list: readonly TokenLogprob[]): object {
 }
 
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
-  const body = validateChat(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
+  const body = validateChat(raw);
   const model = resolveModel(gw, body.model);
   refuseUnsupported(body);
+  const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
   const request: GenerateRequest = {
     requestId: id,
-    prompt: { kind: 'chat', messages: toMessages(body) },
+    prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },
     params: toSamplingParams(body, {
       logprobs: body.logprobs ?? undefined,
       topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
@@ -164,6 +169,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
 
   if (!body.stream) {
     const answer = await collect(gw, request, signal);
+    const finishes = answer.choices.map((c) => c.finish);
     ctx.body = {
       id,
       object: 'chat.completion',
@@ -171,11 +177,13 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       model,
       choices: answer.choices.map((c) => ({
         index: c.index,
-        message: { role: 'assistant', content: c.text, tool_calls: [] },
+        message: chatMessage(c.finish),
         logprobs: body.logprobs ? chatLogprobs(c.logprobs) : null,
         finish_reason: openaiFinishReason(c.finish.reason),
       })),
-      usage: openaiUsage(answer.usage),
+      usage: withReasoningTokens(openaiUsage(answer.usage), reasoningTokens(finishes)),
+      // MindIE sends these with function-call responses.
+      ...(toolFields.tools ? mindieTimings(finishes) : {}),
     };
     return;
   }
@@ -196,16 +204,18 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
     );
   }
   const finishes: { completionTokens: number; promptTokens: number; cachedPromptTokens: number }[] = [];
+  let reasoning = 0;
   try {
     for (let r = first; !r.done; r = await it.next()) {
       const ev = r.value;
       if (ev.type === 'token') {
-        if (ev.text === '' && !ev.logprobs?.length) continue;
+        const delta = chatDelta(ev.text, ev.chat);
+        if (delta === null && !ev.logprobs?.length) continue;
         sse.data(
           chunk([
             {
               index: ev.index,
-              delta: { content: ev.text },
+              delta: delta ?? {},
               logprobs: body.logprobs && ev.logprobs ? chatLogprobs(ev.logprobs) : null,
               finish_reason: null,
             },
@@ -213,6 +223,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
         );
       } else {
         finishes.push(ev.usage);
+        reasoning += ev.chat?.reasoningTokens ?? 0;
         sse.data(
           chunk([
             { index: ev.index, delta: {}, logprobs: null, finish_reason: openaiFinishReason(ev.reason) },
@@ -226,7 +237,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
         cachedPromptTokens: finishes[0]?.cachedPromptTokens ?? 0,
         completionTokens: finishes.reduce((s, u) => s + u.completionTokens, 0),
       };
-      sse.data({ ...base, choices: [], usage: openaiUsage(usage) });
+      sse.data({ ...base, choices: [], usage: withReasoningTokens(openaiUsage(usage), reasoning) });
     }
     sse.data('[DONE]');
   } catch (err) {

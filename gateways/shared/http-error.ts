@@ -37,6 +37,7 @@ const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
   // A cancelled request has nobody left to answer; if one is answered, it was stopped early.
   CANCELLED: 'generation',
   GENERATION_FAILED: 'generation',
+  UNIMPLEMENTED: 'not_supported',
 };
 
 /** Any thrown value → HttpError. Unknown exceptions are bugs: logged, reported as `internal`. */

@@ -39,6 +39,8 @@ export enum FinishReason {
   FINISH_REASON_LENGTH = 2,
   FINISH_REASON_CANCELLED = 3,
   FINISH_REASON_ERROR = 4,
+  /** FINISH_REASON_TOOL_CALLS - The model called tools (its output was parsed into calls). */
+  FINISH_REASON_TOOL_CALLS = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -59,6 +61,9 @@ export function finishReasonFromJSON(object: any): FinishReason {
     case 4:
     case "FINISH_REASON_ERROR":
       return FinishReason.FINISH_REASON_ERROR;
+    case 5:
+    case "FINISH_REASON_TOOL_CALLS":
+      return FinishReason.FINISH_REASON_TOOL_CALLS;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -78,6 +83,8 @@ export function finishReasonToJSON(object: FinishReason): string {
       return "FINISH_REASON_CANCELLED";
     case FinishReason.FINISH_REASON_ERROR:
       return "FINISH_REASON_ERROR";
+    case FinishReason.FINISH_REASON_TOOL_CALLS:
+      return "FINISH_REASON_TOOL_CALLS";
     case FinishReason.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -115,10 +122,34 @@ export interface TokenPrompt {
   ids: number[];
 }
 
+/** A function the model may call (OpenAI `tools[].function`). */
+export interface ChatTool {
+  name: string;
+  description?:
+    | string
+    | undefined;
+  /** JSON Schema of the arguments object, as JSON text; empty: none given. */
+  parametersJson: string;
+}
+
 export interface ChatPrompt {
   messages: ChatMessage[];
   /** Default true: end the prompt with the assistant turn opener. */
-  addGenerationPrompt?: boolean | undefined;
+  addGenerationPrompt?:
+    | boolean
+    | undefined;
+  /** Tools offered to the model; their calls come back parsed (TokenEvent.chat, FinishEvent.chat). */
+  tools: ChatTool[];
+  /** "none" | "auto" | "required"; absent: "auto" (or the named function below). */
+  toolChoice?:
+    | string
+    | undefined;
+  /** tool_choice naming one function (tool_choice then absent). */
+  toolChoiceFunction?:
+    | string
+    | undefined;
+  /** Default true; false keeps only the first call. */
+  parallelToolCalls?: boolean | undefined;
 }
 
 /** Absent fields take the engine's defaults; the engine validates every range. */
@@ -191,6 +222,34 @@ export interface Timings {
   ttftMs: number;
 }
 
+/**
+ * One streamed piece of a tool call: the first carries id, type and name, later ones
+ * argument fragments; a call's fragments add up to its final arguments.
+ */
+export interface ToolCallDelta {
+  index: number;
+  id?: string | undefined;
+  type?: string | undefined;
+  name?: string | undefined;
+  arguments?: string | undefined;
+}
+
+/** What one token added to a parsed chat answer. */
+export interface ChatDelta {
+  content: string;
+  reasoning: string;
+  toolCalls: ToolCallDelta[];
+}
+
+/** A parsed chat answer (the sum of its ChatDeltas). */
+export interface ChatResult {
+  content: string;
+  reasoningContent: string;
+  toolCalls: ChatToolCall[];
+  /** Tokens generated inside the think block. */
+  reasoningTokens: number;
+}
+
 /** Incremental output of one choice. `text` never splits a UTF-8 character. */
 export interface TokenEvent {
   requestId: string;
@@ -199,6 +258,8 @@ export interface TokenEvent {
   text: string;
   /** One per token id when logprobs were asked for, else empty. */
   logprobs: TokenLogprob[];
+  /** Chat prompts whose output is parsed (tools, reasoning): the parsed pieces of `text`. */
+  chat?: ChatDelta | undefined;
 }
 
 /** The end of one choice. */
@@ -213,7 +274,15 @@ export interface FinishEvent {
   usage: Usage | undefined;
   timings: Timings | undefined;
   seed: number;
-  error?: string | undefined;
+  error?:
+    | string
+    | undefined;
+  /** Chat prompts whose output is parsed (tools, reasoning): the parsed answer. */
+  chat?:
+    | ChatResult
+    | undefined;
+  /** Milliseconds between consecutive tokens (MindIE decode_time_arr). */
+  decodeTimesMs: number[];
 }
 
 export interface GenerateStreamResponse {
@@ -846,8 +915,120 @@ export const TokenPrompt: MessageFns<TokenPrompt> = {
   },
 };
 
+function createBaseChatTool(): ChatTool {
+  return { name: "", description: undefined, parametersJson: "" };
+}
+
+export const ChatTool: MessageFns<ChatTool> = {
+  encode(message: ChatTool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== undefined) {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.parametersJson !== "") {
+      writer.uint32(26).string(message.parametersJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChatTool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChatTool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.parametersJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChatTool {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : undefined,
+      parametersJson: isSet(object.parametersJson)
+        ? globalThis.String(object.parametersJson)
+        : isSet(object.parameters_json)
+        ? globalThis.String(object.parameters_json)
+        : "",
+    };
+  },
+
+  toJSON(message: ChatTool): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== undefined) {
+      obj.description = message.description;
+    }
+    if (message.parametersJson !== "") {
+      obj.parametersJson = message.parametersJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChatTool>, I>>(base?: I): ChatTool {
+    return ChatTool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChatTool>, I>>(object: I): ChatTool {
+    const message = createBaseChatTool();
+    message.name = object.name ?? "";
+    message.description = object.description ?? undefined;
+    message.parametersJson = object.parametersJson ?? "";
+    return message;
+  },
+};
+
 function createBaseChatPrompt(): ChatPrompt {
-  return { messages: [], addGenerationPrompt: undefined };
+  return {
+    messages: [],
+    addGenerationPrompt: undefined,
+    tools: [],
+    toolChoice: undefined,
+    toolChoiceFunction: undefined,
+    parallelToolCalls: undefined,
+  };
 }
 
 export const ChatPrompt: MessageFns<ChatPrompt> = {
@@ -857,6 +1038,18 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     }
     if (message.addGenerationPrompt !== undefined) {
       writer.uint32(16).bool(message.addGenerationPrompt);
+    }
+    for (const v of message.tools) {
+      ChatTool.encode(v!, writer.uint32(162).fork()).join();
+    }
+    if (message.toolChoice !== undefined) {
+      writer.uint32(170).string(message.toolChoice);
+    }
+    if (message.toolChoiceFunction !== undefined) {
+      writer.uint32(178).string(message.toolChoiceFunction);
+    }
+    if (message.parallelToolCalls !== undefined) {
+      writer.uint32(184).bool(message.parallelToolCalls);
     }
     return writer;
   },
@@ -890,6 +1083,38 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
             message.addGenerationPrompt = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.tools.push(ChatTool.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.toolChoice = reader.string();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.toolChoiceFunction = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.parallelToolCalls = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -912,6 +1137,22 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
         : isSet(object.add_generation_prompt)
         ? globalThis.Boolean(object.add_generation_prompt)
         : undefined,
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ChatTool.fromJSON(e)) : [],
+      toolChoice: isSet(object.toolChoice)
+        ? globalThis.String(object.toolChoice)
+        : isSet(object.tool_choice)
+        ? globalThis.String(object.tool_choice)
+        : undefined,
+      toolChoiceFunction: isSet(object.toolChoiceFunction)
+        ? globalThis.String(object.toolChoiceFunction)
+        : isSet(object.tool_choice_function)
+        ? globalThis.String(object.tool_choice_function)
+        : undefined,
+      parallelToolCalls: isSet(object.parallelToolCalls)
+        ? globalThis.Boolean(object.parallelToolCalls)
+        : isSet(object.parallel_tool_calls)
+        ? globalThis.Boolean(object.parallel_tool_calls)
+        : undefined,
     };
   },
 
@@ -923,6 +1164,18 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     if (message.addGenerationPrompt !== undefined) {
       obj.addGenerationPrompt = message.addGenerationPrompt;
     }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => ChatTool.toJSON(e));
+    }
+    if (message.toolChoice !== undefined) {
+      obj.toolChoice = message.toolChoice;
+    }
+    if (message.toolChoiceFunction !== undefined) {
+      obj.toolChoiceFunction = message.toolChoiceFunction;
+    }
+    if (message.parallelToolCalls !== undefined) {
+      obj.parallelToolCalls = message.parallelToolCalls;
+    }
     return obj;
   },
 
@@ -933,6 +1186,10 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     const message = createBaseChatPrompt();
     message.messages = object.messages?.map((e) => ChatMessage.fromPartial(e)) || [];
     message.addGenerationPrompt = object.addGenerationPrompt ?? undefined;
+    message.tools = object.tools?.map((e) => ChatTool.fromPartial(e)) || [];
+    message.toolChoice = object.toolChoice ?? undefined;
+    message.toolChoiceFunction = object.toolChoiceFunction ?? undefined;
+    message.parallelToolCalls = object.parallelToolCalls ?? undefined;
     return message;
   },
 };
@@ -2014,8 +2271,375 @@ export const Timings: MessageFns<Timings> = {
   },
 };
 
+function createBaseToolCallDelta(): ToolCallDelta {
+  return { index: 0, id: undefined, type: undefined, name: undefined, arguments: undefined };
+}
+
+export const ToolCallDelta: MessageFns<ToolCallDelta> = {
+  encode(message: ToolCallDelta, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.index !== 0) {
+      writer.uint32(8).uint32(message.index);
+    }
+    if (message.id !== undefined) {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.type !== undefined) {
+      writer.uint32(26).string(message.type);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(34).string(message.name);
+    }
+    if (message.arguments !== undefined) {
+      writer.uint32(42).string(message.arguments);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolCallDelta {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolCallDelta();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.index = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.arguments = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolCallDelta {
+    return {
+      index: isSet(object.index) ? globalThis.Number(object.index) : 0,
+      id: isSet(object.id) ? globalThis.String(object.id) : undefined,
+      type: isSet(object.type) ? globalThis.String(object.type) : undefined,
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      arguments: isSet(object.arguments) ? globalThis.String(object.arguments) : undefined,
+    };
+  },
+
+  toJSON(message: ToolCallDelta): unknown {
+    const obj: any = {};
+    if (message.index !== 0) {
+      obj.index = Math.round(message.index);
+    }
+    if (message.id !== undefined) {
+      obj.id = message.id;
+    }
+    if (message.type !== undefined) {
+      obj.type = message.type;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.arguments !== undefined) {
+      obj.arguments = message.arguments;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolCallDelta>, I>>(base?: I): ToolCallDelta {
+    return ToolCallDelta.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolCallDelta>, I>>(object: I): ToolCallDelta {
+    const message = createBaseToolCallDelta();
+    message.index = object.index ?? 0;
+    message.id = object.id ?? undefined;
+    message.type = object.type ?? undefined;
+    message.name = object.name ?? undefined;
+    message.arguments = object.arguments ?? undefined;
+    return message;
+  },
+};
+
+function createBaseChatDelta(): ChatDelta {
+  return { content: "", reasoning: "", toolCalls: [] };
+}
+
+export const ChatDelta: MessageFns<ChatDelta> = {
+  encode(message: ChatDelta, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.content !== "") {
+      writer.uint32(10).string(message.content);
+    }
+    if (message.reasoning !== "") {
+      writer.uint32(18).string(message.reasoning);
+    }
+    for (const v of message.toolCalls) {
+      ToolCallDelta.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChatDelta {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChatDelta();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reasoning = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toolCalls.push(ToolCallDelta.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChatDelta {
+    return {
+      content: isSet(object.content) ? globalThis.String(object.content) : "",
+      reasoning: isSet(object.reasoning) ? globalThis.String(object.reasoning) : "",
+      toolCalls: globalThis.Array.isArray(object?.toolCalls)
+        ? object.toolCalls.map((e: any) => ToolCallDelta.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_calls)
+        ? object.tool_calls.map((e: any) => ToolCallDelta.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: ChatDelta): unknown {
+    const obj: any = {};
+    if (message.content !== "") {
+      obj.content = message.content;
+    }
+    if (message.reasoning !== "") {
+      obj.reasoning = message.reasoning;
+    }
+    if (message.toolCalls?.length) {
+      obj.toolCalls = message.toolCalls.map((e) => ToolCallDelta.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChatDelta>, I>>(base?: I): ChatDelta {
+    return ChatDelta.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChatDelta>, I>>(object: I): ChatDelta {
+    const message = createBaseChatDelta();
+    message.content = object.content ?? "";
+    message.reasoning = object.reasoning ?? "";
+    message.toolCalls = object.toolCalls?.map((e) => ToolCallDelta.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseChatResult(): ChatResult {
+  return { content: "", reasoningContent: "", toolCalls: [], reasoningTokens: 0 };
+}
+
+export const ChatResult: MessageFns<ChatResult> = {
+  encode(message: ChatResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.content !== "") {
+      writer.uint32(10).string(message.content);
+    }
+    if (message.reasoningContent !== "") {
+      writer.uint32(18).string(message.reasoningContent);
+    }
+    for (const v of message.toolCalls) {
+      ChatToolCall.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.reasoningTokens !== 0) {
+      writer.uint32(32).uint32(message.reasoningTokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChatResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChatResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.toolCalls.push(ChatToolCall.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.reasoningTokens = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChatResult {
+    return {
+      content: isSet(object.content) ? globalThis.String(object.content) : "",
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : "",
+      toolCalls: globalThis.Array.isArray(object?.toolCalls)
+        ? object.toolCalls.map((e: any) => ChatToolCall.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_calls)
+        ? object.tool_calls.map((e: any) => ChatToolCall.fromJSON(e))
+        : [],
+      reasoningTokens: isSet(object.reasoningTokens)
+        ? globalThis.Number(object.reasoningTokens)
+        : isSet(object.reasoning_tokens)
+        ? globalThis.Number(object.reasoning_tokens)
+        : 0,
+    };
+  },
+
+  toJSON(message: ChatResult): unknown {
+    const obj: any = {};
+    if (message.content !== "") {
+      obj.content = message.content;
+    }
+    if (message.reasoningContent !== "") {
+      obj.reasoningContent = message.reasoningContent;
+    }
+    if (message.toolCalls?.length) {
+      obj.toolCalls = message.toolCalls.map((e) => ChatToolCall.toJSON(e));
+    }
+    if (message.reasoningTokens !== 0) {
+      obj.reasoningTokens = Math.round(message.reasoningTokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChatResult>, I>>(base?: I): ChatResult {
+    return ChatResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChatResult>, I>>(object: I): ChatResult {
+    const message = createBaseChatResult();
+    message.content = object.content ?? "";
+    message.reasoningContent = object.reasoningContent ?? "";
+    message.toolCalls = object.toolCalls?.map((e) => ChatToolCall.fromPartial(e)) || [];
+    message.reasoningTokens = object.reasoningTokens ?? 0;
+    return message;
+  },
+};
+
 function createBaseTokenEvent(): TokenEvent {
-  return { requestId: "", index: 0, tokenIds: [], text: "", logprobs: [] };
+  return { requestId: "", index: 0, tokenIds: [], text: "", logprobs: [], chat: undefined };
 }
 
 export const TokenEvent: MessageFns<TokenEvent> = {
@@ -2038,6 +2662,9 @@ export const TokenEvent: MessageFns<TokenEvent> = {
     }
     for (const v of message.logprobs) {
       TokenLogprob.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.chat !== undefined) {
+      ChatDelta.encode(message.chat, writer.uint32(162).fork()).join();
     }
     return writer;
   },
@@ -2105,6 +2732,14 @@ export const TokenEvent: MessageFns<TokenEvent> = {
             message.logprobs.push(TokenLogprob.decode(reader, reader.uint32()));
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.chat = ChatDelta.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2134,6 +2769,7 @@ export const TokenEvent: MessageFns<TokenEvent> = {
       logprobs: globalThis.Array.isArray(object?.logprobs)
         ? object.logprobs.map((e: any) => TokenLogprob.fromJSON(e))
         : [],
+      chat: isSet(object.chat) ? ChatDelta.fromJSON(object.chat) : undefined,
     };
   },
 
@@ -2154,6 +2790,9 @@ export const TokenEvent: MessageFns<TokenEvent> = {
     if (message.logprobs?.length) {
       obj.logprobs = message.logprobs.map((e) => TokenLogprob.toJSON(e));
     }
+    if (message.chat !== undefined) {
+      obj.chat = ChatDelta.toJSON(message.chat);
+    }
     return obj;
   },
 
@@ -2167,6 +2806,7 @@ export const TokenEvent: MessageFns<TokenEvent> = {
     message.tokenIds = object.tokenIds?.map((e) => e) || [];
     message.text = object.text ?? "";
     message.logprobs = object.logprobs?.map((e) => TokenLogprob.fromPartial(e)) || [];
+    message.chat = (object.chat !== undefined && object.chat !== null) ? ChatDelta.fromPartial(object.chat) : undefined;
     return message;
   },
 };
@@ -2183,6 +2823,8 @@ function createBaseFinishEvent(): FinishEvent {
     timings: undefined,
     seed: 0,
     error: undefined,
+    chat: undefined,
+    decodeTimesMs: [],
   };
 }
 
@@ -2221,6 +2863,16 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     }
     if (message.error !== undefined) {
       writer.uint32(82).string(message.error);
+    }
+    if (message.chat !== undefined) {
+      ChatResult.encode(message.chat, writer.uint32(162).fork()).join();
+    }
+    if (message.decodeTimesMs.length !== 0) {
+      writer.uint32(170).fork();
+      for (const v of message.decodeTimesMs) {
+        writer.double(v);
+      }
+      writer.join();
     }
     return writer;
   },
@@ -2328,6 +2980,32 @@ export const FinishEvent: MessageFns<FinishEvent> = {
             message.error = reader.string();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.chat = ChatResult.decode(reader, reader.uint32());
+            continue;
+          }
+          case 21: {
+            if (tag === 169) {
+              message.decodeTimesMs.push(reader.double());
+
+              continue;
+            }
+
+            if (tag === 170) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.decodeTimesMs.push(reader.double());
+              }
+
+              continue;
+            }
+
+            break;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2364,6 +3042,12 @@ export const FinishEvent: MessageFns<FinishEvent> = {
       timings: isSet(object.timings) ? Timings.fromJSON(object.timings) : undefined,
       seed: isSet(object.seed) ? globalThis.Number(object.seed) : 0,
       error: isSet(object.error) ? globalThis.String(object.error) : undefined,
+      chat: isSet(object.chat) ? ChatResult.fromJSON(object.chat) : undefined,
+      decodeTimesMs: globalThis.Array.isArray(object?.decodeTimesMs)
+        ? object.decodeTimesMs.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.decode_times_ms)
+        ? object.decode_times_ms.map((e: any) => globalThis.Number(e))
+        : [],
     };
   },
 
@@ -2399,6 +3083,12 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     if (message.error !== undefined) {
       obj.error = message.error;
     }
+    if (message.chat !== undefined) {
+      obj.chat = ChatResult.toJSON(message.chat);
+    }
+    if (message.decodeTimesMs?.length) {
+      obj.decodeTimesMs = message.decodeTimesMs.map((e) => floatToJson(e));
+    }
     return obj;
   },
 
@@ -2419,6 +3109,10 @@ export const FinishEvent: MessageFns<FinishEvent> = {
       : undefined;
     message.seed = object.seed ?? 0;
     message.error = object.error ?? undefined;
+    message.chat = (object.chat !== undefined && object.chat !== null)
+      ? ChatResult.fromPartial(object.chat)
+      : undefined;
+    message.decodeTimesMs = object.decodeTimesMs?.map((e) => e) || [];
     return message;
   },
 };

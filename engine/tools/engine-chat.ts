@@ -1,0 +1,73 @@
+/**
+ * The engine's side of tool calling and reasoning, what engine-core calls: checks a chat
+ * prompt's tools early (so a bad request fails before tokenizing), renders the prompt with
+ * the model's template (or the configured one) and says how each choice's output is parsed.
+ */
+import { invalidArgument } from '../errors.js';
+import { checkMessages, type EngineTokenizer } from '../prompt.js';
+import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
+import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
+import type { ChatParsing } from './chat-output.js';
+import { checkToolRequest, renderToolChat } from './chat-prompt.js';
+import { defaultToolParser } from './registry.js';
+import type { ToolParserFamily } from './types.js';
+
+type ChatPrompt = Extract<PromptInput, { kind: 'chat' }>;
+
+export class EngineChat {
+  readonly template: string;
+  readonly family: ToolParserFamily;
+
+  constructor(
+    private readonly tokenizer: EngineTokenizer,
+    configuredTemplate: string | undefined,
+    architecture: string,
+    family?: ToolParserFamily,
+  ) {
+    this.template = configuredTemplate ?? tokenizer.chatTemplate ?? FALLBACK_CHATML_TEMPLATE;
+    this.family = family ?? defaultToolParser(architecture, this.template);
+  }
+
+  /** The checks that need no tokenizing (tools, tool_choice, tool messages). */
+  check(prompt: PromptInput): void {
+    if (prompt?.kind !== 'chat') return;
+    checkMessages(prompt.messages, 'prompt.messages');
+    checkToolRequest(prompt);
+  }
+
+  /** The prompt text, and how the output is parsed (null: returned as is). */
+  render(prompt: ChatPrompt, field = 'prompt.messages'): { text: string; parsing: ChatParsing | null } {
+    return renderToolChat(prompt, this.template, this.family, (messages, tools) => {
+      try {
+        return this.tokenizer.applyChatTemplate(messages, {
+          addGenerationPrompt: prompt.addGenerationPrompt ?? true,
+          template: this.template,
+          ...(tools ? { tools } : {}),
+        });
+      } catch (e) {
+        throw invalidArgument(field, `chat template failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    });
+  }
+}
+
+/** Two deltas of one token as one (the token's own, then what the end of output released). */
+export function mergeChatDeltas(a: ChatDelta, b: ChatDelta): ChatDelta {
+  return {
+    content: a.content + b.content,
+    reasoning: a.reasoning + b.reasoning,
+    toolCalls: [...a.toolCalls, ...b.toolCalls],
+  };
+}
+
+/** A whole result as one delta (best_of output, sent at the end). */
+export function resultAsDelta(r: ChatResult): ChatDelta {
+  return {
+    content: r.content,
+    reasoning: r.reasoningContent,
+    toolCalls: r.toolCalls.flatMap((c, index) => [
+      { index, id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: '' } },
+      ...(c.function.arguments !== '' ? [{ index, function: { arguments: c.function.arguments } }] : []),
+    ]),
+  };
+}
