@@ -1,0 +1,286 @@
+/**
+ * The playground and the dashboard in a real browser: Debian's chromium (scripts/ensure-chromium.sh
+ * installs it; .ci/run calls that) driven by playwright-core, against the real server on the
+ * default model, over plain HTTP and over HTTPS with mutual TLS. The page must stream an
+ * answer token by token, show its stats, send the parameters the user set, keep the
+ * conversation, show the server's error message, fit a phone-sized window, and the dashboard
+ * must show a rising request count.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { startGateway, type RunningGateway } from '../gateways/server.js';
+import { freePortConfig, postJson, startHarness, type Harness } from './gateways-harness.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+let h: Harness;
+let tls: RunningGateway;
+let dir: string;
+let browser: BrowserContext;
+
+function ssl(...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+}
+
+/** A CA, a server certificate for 127.0.0.1 and a client certificate, both from that CA. */
+function makeCertificates(): void {
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=prism-web-ca',
+  );
+  for (const [name, ext] of [
+    ['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n'],
+    ['client', 'extendedKeyUsage=clientAuth\n'],
+  ]) {
+    ssl(
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=${name}`,
+    );
+    writeFileSync(join(dir, `${name}.ext`), ext);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
+  }
+}
+
+before(async () => {
+  assert.ok(
+    existsSync(CHROMIUM),
+    `${CHROMIUM} is missing: run scripts/ensure-chromium.sh (apt-get install chromium)`,
+  );
+  execFileSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });
+  dir = mkdtempSync(join(tmpdir(), 'prism-web-'));
+  makeCertificates();
+  h = await startHarness();
+  const mutual = {
+    certFile: join(dir, 'server.pem'),
+    keyFile: join(dir, 'server.key'),
+    caFiles: [join(dir, 'ca.pem')],
+    crlFiles: [],
+  };
+  const plain = freePortConfig();
+  tls = await startGateway({
+    engine: h.client,
+    config: {
+      ...plain,
+      service: { ...plain.service, tls: mutual },
+      management: { ...plain.management, tls: mutual },
+    },
+  });
+  browser = await chromium.launchPersistentContext(join(dir, 'profile'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    viewport: { width: 1280, height: 800 },
+    // The test CA is not in the browser's store; the client certificate is what mutual TLS checks.
+    ignoreHTTPSErrors: true,
+    clientCertificates: ['service', 'management'].map((l) => ({
+      origin: new URL(tls.url(l as 'service' | 'management')).origin,
+      certPath: join(dir, 'client.pem'),
+      keyPath: join(dir, 'client.key'),
+    })),
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await tls?.close();
+  await h?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A page that fails the test on any script error, CSP violation or failed load. */
+async function openPage(url: string): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  await page.goto(url);
+  return { page, problems };
+}
+
+/** Records the answer's text length at each DOM change, to see it arrive in pieces. */
+async function watchAnswer(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as unknown as { lengths: number[] };
+    w.lengths = [];
+    new MutationObserver(() => {
+      const answers = document.querySelectorAll('#messages .message.assistant .content');
+      w.lengths.push(answers[answers.length - 1]?.textContent?.length ?? 0);
+    }).observe(document.getElementById('messages')!, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+async function sendAndWait(page: Page, path: string): Promise<Record<string, unknown>> {
+  const request = page.waitForRequest((r) => r.url().endsWith(path) && r.method() === 'POST');
+  await page.click('#send');
+  const body = (await request).postDataJSON() as Record<string, unknown>;
+  await page.waitForFunction(() => !(document.getElementById('send') as HTMLButtonElement).disabled);
+  return body;
+}
+
+async function chatOnce(base: string): Promise<void> {
+  const { page, problems } = await openPage(`${base}/`);
+  await page.waitForFunction(
+    () => (document.getElementById('model') as HTMLSelectElement).options.length > 0,
+  );
+  assert.equal(await page.inputValue('#model'), 'smollm2-test');
+
+  // Change parameters, ask for the token view, send with the keyboard.
+  await page.fill('#temperature', '0');
+  await page.fill('#max_tokens', '12');
+  await page.fill('#seed', '11');
+  await page.click('summary:has-text("Tokens")');
+  await page.check('#logprobs');
+  await watchAnswer(page);
+  await page.fill('#prompt', 'Write a long story about a dragon.');
+  const request = page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
+  await page.press('#prompt', 'Control+Enter');
+  const body = (await request).postDataJSON();
+  assert.equal(body.temperature, 0);
+  assert.equal(body.max_tokens, 12);
+  assert.equal(body.seed, 11);
+  assert.equal(body.logprobs, true);
+  assert.equal(body.stream, true);
+  assert.deepEqual(body.stream_options, { include_usage: true });
+  assert.deepEqual(body.messages, [{ role: 'user', content: 'Write a long story about a dragon.' }]);
+  await page.waitForFunction(() => document.getElementById('stats')!.textContent!.includes('TTFT'));
+
+  const stats = await page.textContent('#stats');
+  assert.match(stats!, /TTFT \d+ ms · [\d.]+ tok\/s · 12 tokens · prompt \d+ \(cached \d+\) · length/);
+  const answer = await page.textContent('#messages .message.assistant .content');
+  assert.ok(answer!.length > 0);
+  const lengths = await page.evaluate(() => (window as unknown as { lengths: number[] }).lengths);
+  const partial = new Set(lengths.filter((n) => n > 0 && n < answer!.length));
+  assert.ok(partial.size >= 2, `text arrived in pieces (lengths seen: ${lengths.join(',')})`);
+  assert.equal(await page.locator('#messages .message.assistant .token').count(), 12, 'one span per token');
+  assert.deepEqual(problems, []);
+  await page.close();
+}
+
+test('playground over HTTP: streamed chat with the parameters set, stats, token view', async () => {
+  await chatOnce(h.url);
+});
+
+test('playground: conversation kept across reloads, raw completion mode, the server error shown', async () => {
+  const { page, problems } = await openPage(`${h.url}/`);
+  await page.waitForSelector('#messages .message.assistant');
+  assert.equal(await page.locator('#messages .message').count(), 2, "the first test's conversation is back");
+
+  await page.click('#new-conversation');
+  assert.equal(await page.locator('#messages .message').count(), 0);
+  await page.check('input[name="mode"][value="completion"]');
+  await page.fill('#max_tokens', '4');
+  await page.fill('#prompt', 'Once upon a time');
+  const body = await sendAndWait(page, '/v1/completions');
+  assert.equal(body.prompt, 'Once upon a time');
+  assert.equal(body.max_tokens, 4);
+  assert.match((await page.textContent('#stats'))!, /4 tokens/);
+  assert.equal(await page.isHidden('#error'), true);
+
+  // A value the server refuses: its own message is what the user reads.
+  await page.fill('#temperature', '5');
+  await page.fill('#prompt', 'Hello');
+  await sendAndWait(page, '/v1/completions');
+  assert.equal(await page.isVisible('#error'), true);
+  assert.match((await page.textContent('#error'))!, /temperature/);
+  assert.equal(await page.getAttribute('#error', 'role'), 'alert');
+  await page.fill('#temperature', '0.7');
+
+  // Export as curl: the request the page would send.
+  await page.click('#export-curl');
+  const curl = await page.inputValue('#export-text');
+  assert.match(curl, /^curl -N 'http:\/\/127\.0\.0\.1:\d+\/v1\/completions'/);
+  await page.click('#export-dialog button[value="close"]');
+  assert.equal(await page.locator('#conversation-list li').count(), 2);
+  assert.deepEqual(
+    problems.filter((p) => !p.includes('status of 400')),
+    [],
+  );
+  await page.close();
+});
+
+test('playground fits a phone-sized window', async () => {
+  const { page, problems } = await openPage(`${h.url}/`);
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
+  const box = (await page.locator('#prompt').boundingBox())!;
+  assert.ok(box.width > 300 && box.x >= 0, 'the prompt spans the screen');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('dashboard: the request count rises after a request; charts are drawn', async () => {
+  const { page, problems } = await openPage(`${h.managementUrl}/dashboard?interval=300`);
+  await page.waitForFunction(() => /^\d/.test(document.getElementById('requests-total')!.textContent!));
+  const before = Number((await page.textContent('#requests-total'))!.replace(/,/g, ''));
+  const res = await postJson(`${h.url}/v1/completions`, { prompt: 'Hi', max_tokens: 3 });
+  assert.equal(res.status, 200);
+  await page.waitForFunction(
+    (n) => Number(document.getElementById('requests-total')!.textContent!.replace(/,/g, '')) > n,
+    before,
+  );
+  assert.equal(await page.locator('.chart canvas').count(), 6);
+  assert.match((await page.textContent('#families'))!, /openai/);
+  assert.match((await page.textContent('#models'))!, /smollm2-test — base model/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('over HTTPS with mutual TLS: the playground streams and the dashboard reads its numbers', async () => {
+  assert.match(tls.url('service'), /^https:/);
+  await chatOnce(tls.url('service'));
+  const { page, problems } = await openPage(`${tls.url('management')}/dashboard?interval=300`);
+  await page.waitForFunction(() => Number(document.getElementById('requests-total')!.textContent) > 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
