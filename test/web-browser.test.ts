@@ -17,6 +17,19 @@ import { startGateway, type RunningGateway } from '../gateways/server.js';
 import { freePortConfig, postJson, startHarness, type Harness } from './gateways-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+
+// Callbacks given to page.evaluate run in the browser; this file is typed for Node, so the few
+// browser names they use are declared here.
+declare const window: { lengths: number[]; innerWidth: number };
+declare const document: {
+  documentElement: { scrollWidth: number };
+  getElementById(id: string): object | null;
+  querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>;
+};
+declare class MutationObserver {
+  constructor(callback: () => void);
+  observe(target: object, options: object): void;
+}
 let h: Harness;
 let tls: RunningGateway;
 let dir: string;
@@ -147,14 +160,27 @@ async function openPage(url: string): Promise<{ page: Page; problems: string[] }
   return { page, problems };
 }
 
+/** The dashboard's total request count. */
+async function count(page: Page): Promise<number> {
+  return Number((await page.textContent('#requests-total'))!.replace(/,/g, ''));
+}
+
+/** Polls until the condition holds (the test runner's timeout bounds it). */
+async function waitUntil(condition: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
+
 /** Records the answer's text length at each DOM change, to see it arrive in pieces. */
 async function watchAnswer(page: Page): Promise<void> {
   await page.evaluate(() => {
-    const w = window as unknown as { lengths: number[] };
-    w.lengths = [];
+    window.lengths = [];
     new MutationObserver(() => {
       const answers = document.querySelectorAll('#messages .message.assistant .content');
-      w.lengths.push(answers[answers.length - 1]?.textContent?.length ?? 0);
+      window.lengths.push(answers[answers.length - 1]?.textContent?.length ?? 0);
     }).observe(document.getElementById('messages')!, { subtree: true, childList: true, characterData: true });
   });
 }
@@ -163,15 +189,13 @@ async function sendAndWait(page: Page, path: string): Promise<Record<string, unk
   const request = page.waitForRequest((r) => r.url().endsWith(path) && r.method() === 'POST');
   await page.click('#send');
   const body = (await request).postDataJSON() as Record<string, unknown>;
-  await page.waitForFunction(() => !(document.getElementById('send') as HTMLButtonElement).disabled);
+  await page.waitForSelector('#send:not([disabled])');
   return body;
 }
 
 async function chatOnce(base: string): Promise<void> {
   const { page, problems } = await openPage(`${base}/`);
-  await page.waitForFunction(
-    () => (document.getElementById('model') as HTMLSelectElement).options.length > 0,
-  );
+  await page.waitForSelector('#model option', { state: 'attached' });
   assert.equal(await page.inputValue('#model'), 'smollm2-test');
 
   // Change parameters, ask for the token view, send with the keyboard.
@@ -192,13 +216,13 @@ async function chatOnce(base: string): Promise<void> {
   assert.equal(body.stream, true);
   assert.deepEqual(body.stream_options, { include_usage: true });
   assert.deepEqual(body.messages, [{ role: 'user', content: 'Write a long story about a dragon.' }]);
-  await page.waitForFunction(() => document.getElementById('stats')!.textContent!.includes('TTFT'));
+  await page.locator('#stats', { hasText: 'TTFT' }).waitFor();
 
   const stats = await page.textContent('#stats');
   assert.match(stats!, /TTFT \d+ ms · [\d.]+ tok\/s · 12 tokens · prompt \d+ \(cached \d+\) · length/);
   const answer = await page.textContent('#messages .message.assistant .content');
   assert.ok(answer!.length > 0);
-  const lengths = await page.evaluate(() => (window as unknown as { lengths: number[] }).lengths);
+  const lengths = await page.evaluate(() => window.lengths);
   const partial = new Set(lengths.filter((n) => n > 0 && n < answer!.length));
   assert.ok(partial.size >= 2, `text arrived in pieces (lengths seen: ${lengths.join(',')})`);
   assert.equal(await page.locator('#messages .message.assistant .token').count(), 12, 'one span per token');
@@ -261,14 +285,11 @@ test('playground fits a phone-sized window', async () => {
 
 test('dashboard: the request count rises after a request; charts are drawn', async () => {
   const { page, problems } = await openPage(`${h.managementUrl}/dashboard?interval=300`);
-  await page.waitForFunction(() => /^\d/.test(document.getElementById('requests-total')!.textContent!));
-  const before = Number((await page.textContent('#requests-total'))!.replace(/,/g, ''));
+  await page.locator('#requests-total', { hasText: /^\d/ }).waitFor();
+  const before = await count(page);
   const res = await postJson(`${h.url}/v1/completions`, { prompt: 'Hi', max_tokens: 3 });
   assert.equal(res.status, 200);
-  await page.waitForFunction(
-    (n) => Number(document.getElementById('requests-total')!.textContent!.replace(/,/g, '')) > n,
-    before,
-  );
+  await waitUntil(async () => (await count(page)) > before, 'the request count rises');
   assert.equal(await page.locator('.chart canvas').count(), 6);
   assert.match((await page.textContent('#families'))!, /openai/);
   assert.match((await page.textContent('#models'))!, /smollm2-test — base model/);
@@ -280,7 +301,7 @@ test('over HTTPS with mutual TLS: the playground streams and the dashboard reads
   assert.match(tls.url('service'), /^https:/);
   await chatOnce(tls.url('service'));
   const { page, problems } = await openPage(`${tls.url('management')}/dashboard?interval=300`);
-  await page.waitForFunction(() => Number(document.getElementById('requests-total')!.textContent) > 0);
+  await waitUntil(async () => (await count(page)) > 0, 'the dashboard shows requests');
   assert.deepEqual(problems, []);
   await page.close();
 });

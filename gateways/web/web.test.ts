@@ -65,7 +65,10 @@ test('GET / with Accept: text/html is the playground, with CSP, ETag revalidatio
   }
   const missing = await fetch(`${h.url}/web/assets/nothing-12345678.js`);
   assert.equal(missing.status, 404);
-  assert.match((await missing.json()).error, /no web asset named nothing-12345678\.js/);
+  assert.match(
+    ((await missing.json()) as { error: string }).error,
+    /no web asset named nothing-12345678\.js/,
+  );
 });
 
 test('GET / without HTML in Accept keeps its meaning (405, Allow: POST); POST / is still TGI', async () => {
