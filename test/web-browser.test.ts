@@ -26,6 +26,7 @@ declare const document: {
   getElementById(id: string): object | null;
   querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>;
 };
+declare const sessionStorage: { getItem(key: string): string | null };
 declare class MutationObserver {
   constructor(callback: () => void);
   observe(target: object, options: object): void;
@@ -303,5 +304,178 @@ test('over HTTPS with mutual TLS: the playground streams and the dashboard reads
   const { page, problems } = await openPage(`${tls.url('management')}/dashboard?interval=300`);
   await waitUntil(async () => (await count(page)) > 0, 'the dashboard shows requests');
   assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/**
+ * Structured output and tools against the real server: the page sends OpenAI's shapes, and
+ * shows either the answer or — while this build refuses the feature — the server's own message.
+ */
+test("playground: JSON schema and tools requests; an answer or the server's refusal is shown", async () => {
+  const { page, problems } = await openPage(`${h.url}/`);
+  await page.click('#new-conversation');
+  await page.check('input[name="mode"][value="chat"]'); // the previous test left raw completion on
+  await page.fill('#max_tokens', '8');
+  await page.click('summary:has-text("Structured output")');
+  await page.selectOption('#response_format', 'json_schema');
+  assert.equal(await page.textContent('#schema-status'), 'valid JSON');
+  await page.fill('#schema', '{"type":"object"');
+  assert.match((await page.textContent('#schema-status'))!, /^not valid JSON/);
+  await page.fill('#prompt', 'Describe the sea.');
+  await page.click('#send');
+  assert.match((await page.textContent('#error'))!, /^JSON schema: not valid JSON/);
+  assert.equal(await page.locator('#messages .message').count(), 0, 'nothing sent, nothing added');
+  const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
+  await page.fill('#schema', JSON.stringify(schema));
+
+  for (const feature of ['response_format', 'tools'] as const) {
+    if (feature === 'tools') {
+      await page.selectOption('#response_format', 'text');
+      await page.click('summary:has-text("Tools")');
+      await page.check('#tools_on');
+    }
+    const replied = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
+    await page.fill('#prompt', 'What is the weather in Oslo?');
+    const body = await sendAndWait(page, '/v1/chat/completions');
+    if (feature === 'response_format')
+      assert.deepEqual(body.response_format, {
+        type: 'json_schema',
+        json_schema: { name: 'answer', schema },
+      });
+    else {
+      assert.equal((body.tools as { function: { name: string } }[])[0].function.name, 'get_weather');
+      assert.equal(body.tool_choice, 'auto');
+    }
+    const res = await replied;
+    if (res.status() >= 400) {
+      const message = ((await res.json()) as { error: { message: string } }).error.message;
+      assert.equal(await page.textContent('#error'), message, `${feature}: the server's message, verbatim`);
+      problems.splice(
+        0,
+        problems.length,
+        ...problems.filter((p) => !p.includes(`status of ${res.status()}`)),
+      );
+    } else {
+      assert.equal(await page.isHidden('#error'), true, `${feature}: answered`);
+    }
+  }
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/**
+ * The flows whose server side is being built alongside (API keys, adapters in /v1/models, tool
+ * calls), checked against OpenAI's documented shapes: here the test answers the page's
+ * requests itself (playwright's request routing), so the page's half of each flow is tested
+ * before the server's half exists.
+ */
+test('playground against the OpenAI shapes: 401 asks for the key once, adapters listed, tool calls answered', async () => {
+  const page = await browser.newPage();
+  const seen: { path: string; auth: string | undefined; body: unknown }[] = [];
+  const sse = (chunks: object[]): string =>
+    chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n';
+  const chunk = (delta: object, finish: string | null = null): object => ({
+    id: 'chatcmpl-1',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'smollm2-test',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  await page.route(/\/v1\/(models|chat\/completions)$/, async (route) => {
+    const req = route.request();
+    const path = new URL(req.url()).pathname;
+    const auth = req.headers()['authorization'];
+    seen.push({ path, auth, body: req.postDataJSON() });
+    if (auth !== 'Bearer k-123') {
+      return route.fulfill({
+        status: 401,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: { message: 'invalid API key', type: 'invalid_request_error', code: 'invalid_api_key' },
+        }),
+      });
+    }
+    if (path === '/v1/models') {
+      return route.fulfill({
+        contentType: 'application/json',
+        body: JSON.stringify({
+          object: 'list',
+          data: [
+            { id: 'smollm2-test', object: 'model', parent: null },
+            { id: 'sql-lora', object: 'model', parent: 'smollm2-test' },
+          ],
+        }),
+      });
+    }
+    const turn = seen.filter((s) => s.path === '/v1/chat/completions' && s.auth === 'Bearer k-123').length;
+    const body =
+      turn === 1
+        ? sse([
+            chunk({ role: 'assistant', content: null }),
+            chunk({
+              tool_calls: [
+                {
+                  index: 0,
+                  id: 'call_7',
+                  type: 'function',
+                  function: { name: 'get_weather', arguments: '' },
+                },
+              ],
+            }),
+            chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city": "Oslo"}' } }] }),
+            chunk({}, 'tool_calls'),
+          ])
+        : sse([
+            chunk({ role: 'assistant', content: '' }),
+            chunk({ content: 'It is 21 °C in Oslo.' }),
+            chunk({}, 'stop'),
+          ]);
+    return route.fulfill({ contentType: 'text/event-stream', body });
+  });
+  await page.goto(`${h.url}/`); // a new tab: its session storage holds no key
+
+  // The model list answers 401: the key dialog opens once, and the retry carries the key.
+  await page.locator('#key-dialog').waitFor();
+  assert.match((await page.textContent('#key-reason'))!, /invalid API key/);
+  await page.fill('#key-input', 'k-123');
+  await page.click('#key-dialog button[value="ok"]');
+  await page.waitForSelector('#model option[value="sql-lora"]', { state: 'attached' });
+  assert.equal(
+    await page.textContent('#model option[value="sql-lora"]'),
+    'sql-lora (adapter of smollm2-test)',
+  );
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('prism.apiKey')), 'k-123');
+  await page.selectOption('#model', 'sql-lora');
+
+  // Step one: the model calls a tool; the page shows the call and a field for its result.
+  await page.click('#new-conversation');
+  await page.check('input[name="mode"][value="chat"]');
+  await page.click('summary:has-text("Tools")');
+  await page.check('#tools_on');
+  await page.fill('#prompt', 'Weather in Oslo?');
+  const first = await sendAndWait(page, '/v1/chat/completions');
+  assert.equal(first.model, 'sql-lora');
+  assert.equal(await page.textContent('.tool-call code'), 'get_weather({"city": "Oslo"})');
+  // Step two: the result goes back as a `tool` message and the model answers.
+  await page.getByLabel('Result of get_weather').fill('{"temperature_c": 21}');
+  const second = page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
+  await page.click('button:has-text("Send tool results")');
+  const body = (await second).postDataJSON();
+  assert.deepEqual(body.messages.slice(-2), [
+    {
+      role: 'assistant',
+      content: '',
+      tool_calls: [
+        { id: 'call_7', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Oslo"}' } },
+      ],
+    },
+    { role: 'tool', content: '{"temperature_c": 21}', tool_call_id: 'call_7' },
+  ]);
+  await page.locator('#messages .message.assistant .content', { hasText: 'It is 21 °C in Oslo.' }).waitFor();
+  assert.equal(
+    seen.filter((s) => s.auth === undefined).length,
+    1,
+    'asked once: later requests carry the key',
+  );
   await page.close();
 });

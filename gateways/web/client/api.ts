@@ -15,27 +15,39 @@ export function setApiKey(key: string | null): void {
   else sessionStorage.removeItem(KEY_STORAGE);
 }
 
-/** Shows the page's key dialog; resolves with the key typed, or null when cancelled. */
+let pending: Promise<string | null> | null = null;
+/** Set when the user cancelled the dialog: no more asking on each 401 until they open it themselves. */
+let declined = false;
+
+/**
+ * Shows the page's key dialog; resolves with the key typed, or null when cancelled. Requests
+ * that get 401 at the same time (the dashboard reads two routes at once) share one dialog.
+ */
 export function askApiKey(reason?: string): Promise<string | null> {
+  if (pending) return pending;
   const dialog = document.getElementById('key-dialog') as HTMLDialogElement | null;
   const input = document.getElementById('key-input') as HTMLInputElement | null;
   if (!dialog || !input) return Promise.resolve(null);
   const why = document.getElementById('key-reason');
   if (why && reason) why.textContent = reason;
   input.value = apiKey() ?? '';
-  return new Promise((resolve) => {
+  pending = new Promise<string | null>((resolve) => {
     dialog.addEventListener(
       'close',
       () => {
         const key = dialog.returnValue === 'ok' ? input.value.trim() : '';
         if (key) setApiKey(key);
+        declined = !key;
+        pending = null;
         resolve(key || null);
       },
       { once: true },
     );
+    dialog.returnValue = '';
     dialog.showModal();
     input.focus();
   });
+  return pending;
 }
 
 function withKey(init: RequestInit): RequestInit {
@@ -49,6 +61,7 @@ function withKey(init: RequestInit): RequestInit {
 export async function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
   const res = await fetch(path, withKey(init));
   if (res.status !== 401) return res;
+  if (declined && !pending) return res;
   const message = await errorMessage(res.clone());
   const key = await askApiKey(`The server answered 401: ${message}. Enter this listener's API key.`);
   if (!key) return res;

@@ -46,6 +46,8 @@ const ui = {
   send: $<HTMLButtonElement>('send'),
   stop: $<HTMLButtonElement>('stop'),
   stats: $<HTMLOutputElement>('stats'),
+  /** Screen readers hear the start and the end of an answer, not every token. */
+  announce: $<HTMLSpanElement>('announce'),
   system: $<HTMLTextAreaElement>('system'),
   temperature: $<HTMLInputElement>('temperature'),
   top_p: $<HTMLInputElement>('top_p'),
@@ -279,6 +281,7 @@ async function run(): Promise<void> {
   inFlight = controller;
   setBusy(true);
   ui.stats.textContent = 'waiting for the first token…';
+  ui.announce.textContent = 'Generating the answer…';
   const answer = emptyAnswer();
   const t0 = performance.now();
   let tFirst: number | null = null;
@@ -320,6 +323,9 @@ async function run(): Promise<void> {
   if (settings.logprobs) reply.tokens = answer.tokens;
   reply.stats = statsOf(answer, t0, tFirst, performance.now());
   ui.stats.textContent = reply.error ? 'failed' : formatStats(reply.stats);
+  ui.announce.textContent = reply.error
+    ? `Failed: ${reply.error}`
+    : `Answer complete. ${ui.stats.textContent}`;
   persist();
   renderAll();
   if (!reply.error) ui.prompt.focus();
@@ -329,6 +335,13 @@ async function send(): Promise<void> {
   if (inFlight) return;
   const text = ui.prompt.value;
   if (!text.trim()) return;
+  // A settings field typed wrong (schema, tools) stops here, before the message joins the conversation.
+  try {
+    requestFor(readSettings());
+  } catch (err) {
+    if (err instanceof SettingsError) return showError(err.message);
+    throw err;
+  }
   current.messages.push({ role: 'user', content: text });
   ui.prompt.value = '';
   await run();
