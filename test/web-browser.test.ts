@@ -285,6 +285,15 @@ test(
     assert.match(streamed, /^data: \[DONE\]/m);
     await page.click('#export-dialog button[value="close"]');
 
+    // Export as JSON: the conversation, its settings and the request.
+    await page.click('#export-json');
+    const exported = JSON.parse(await page.inputValue('#export-text'));
+    assert.equal(exported.settings.mode, 'completion');
+    assert.equal(exported.messages[0].content, 'Once upon a time');
+    assert.equal(exported.request.path, '/v1/completions');
+    assert.equal(exported.request.body.prompt, 'Hello');
+    await page.click('#export-dialog button[value="close"]');
+
     // Stop ends a long answer early.
     await page.fill('#max_tokens', '400');
     await page.fill('#prompt', 'Write a long story about a dragon.');

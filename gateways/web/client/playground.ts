@@ -5,14 +5,13 @@
  * storage, export as JSON or curl.
  */
 import './playground.css';
-import { addChunk, emptyAnswer, type Answer } from './answer.js';
+import { addChunk, emptyAnswer } from './answer.js';
 import { apiFetch, apiKey, askApiKey, errorMessage } from './api.js';
 import {
   chatBody,
   completionBody,
   curlCommand,
   SettingsError,
-  type AnswerStats,
   type Message,
   type Settings,
 } from './request.js';
@@ -25,6 +24,7 @@ import {
   type Conversation,
 } from './store.js';
 import { renderMessage } from './render.js';
+import { formatStats, statsOf } from './stats.js';
 
 const $ = <T extends HTMLElement>(id: string): T => {
   const el = document.getElementById(id);
@@ -221,30 +221,6 @@ function remove(c: Conversation): void {
 }
 
 // ---- sending ----
-
-function formatStats(s: AnswerStats): string {
-  const parts: string[] = [];
-  if (s.ttftMs !== null) parts.push(`TTFT ${Math.round(s.ttftMs)} ms`);
-  if (s.tokensPerSecond !== null) parts.push(`${s.tokensPerSecond.toFixed(1)} tok/s`);
-  if (s.completionTokens !== null) parts.push(`${s.completionTokens} tokens`);
-  if (s.promptTokens !== null) parts.push(`prompt ${s.promptTokens} (cached ${s.cachedTokens ?? 0})`);
-  if (s.finishReason) parts.push(s.finishReason);
-  return parts.join(' · ');
-}
-
-function statsOf(answer: Answer, t0: number, tFirst: number | null, tEnd: number): AnswerStats {
-  const tokens = answer.usage?.completion_tokens ?? answer.contentChunks;
-  const decodeS = tFirst === null ? 0 : (tEnd - tFirst) / 1000;
-  return {
-    ttftMs: tFirst === null ? null : tFirst - t0,
-    // The first token's time is TTFT; the rate counts the tokens that came after it.
-    tokensPerSecond: tokens > 1 && decodeS > 0 ? (tokens - 1) / decodeS : null,
-    completionTokens: answer.usage?.completion_tokens ?? null,
-    promptTokens: answer.usage?.prompt_tokens ?? null,
-    cachedTokens: answer.usage?.prompt_tokens_details?.cached_tokens ?? null,
-    finishReason: answer.finishReason,
-  };
-}
 
 function requestFor(settings: Settings): { path: string; body: Record<string, unknown> } {
   if (settings.mode === 'completion') {

@@ -1,5 +1,6 @@
 /** One conversation entry as DOM: text through textContent only (model output is never HTML). */
 import type { Message, Mode, TokenInfo } from './request.js';
+import { formatStats } from './stats.js';
 
 export interface RenderOptions {
   mode: Mode;
@@ -97,14 +98,8 @@ export function renderMessage(m: Message, options: RenderOptions): HTMLLIElement
   if (m.tokens?.length) li.append(tokenView(m.tokens));
   if (m.error) li.append(el('div', 'message-error', m.error));
   if (m.stats) {
-    const s = m.stats;
-    const parts: string[] = [];
-    if (s.ttftMs !== null) parts.push(`TTFT ${Math.round(s.ttftMs)} ms`);
-    if (s.tokensPerSecond !== null) parts.push(`${s.tokensPerSecond.toFixed(1)} tok/s`);
-    if (s.completionTokens !== null) parts.push(`${s.completionTokens} tokens`);
-    if (s.cachedTokens !== null) parts.push(`${s.cachedTokens} cached prompt tokens`);
-    if (s.finishReason) parts.push(`finish: ${s.finishReason}`);
-    if (parts.length) li.append(el('div', 'meta', parts.join(' · ')));
+    const text = formatStats(m.stats);
+    if (text) li.append(el('div', 'meta', text));
   }
   return li;
 }
