@@ -7,13 +7,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { postJson, startHarness } from '../test/gateways-harness.js';
 
-const out = join(import.meta.dirname, '..', 'docs', 'images');
+const here = dirname(fileURLToPath(import.meta.url));
+const out = join(here, '..', 'docs', 'images');
 mkdirSync(out, { recursive: true });
-execFileSync(process.execPath, [join(import.meta.dirname, 'build-web.mjs')], { stdio: 'inherit' });
+execFileSync(process.execPath, [join(here, 'build-web.mjs')], { stdio: 'inherit' });
 const profile = mkdtempSync(join(tmpdir(), 'prism-shots-'));
 const h = await startHarness();
 const browser = await chromium.launchPersistentContext(profile, {
