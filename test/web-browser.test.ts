@@ -332,6 +332,10 @@ test('dashboard: the request count rises after a request; charts are drawn', LIM
   assert.equal(await page.locator('.chart canvas').count(), 6);
   assert.match((await page.textContent('#families'))!, /openai/);
   assert.match((await page.textContent('#models'))!, /smollm2-test — base model/);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(100); // the charts follow the window's resize event
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the dashboard fits a phone-sized window (overflow ${overflow}px)`);
   assert.deepEqual(problems, []);
   await page.close();
 });
