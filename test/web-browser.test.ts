@@ -26,6 +26,7 @@ const LIMIT = { timeout: 90_000 };
 // browser names they use are declared here.
 declare const window: { lengths: number[]; innerWidth: number };
 declare const document: {
+  activeElement: { id: string } | null;
   documentElement: { scrollWidth: number };
   getElementById(id: string): object | null;
   querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>;
@@ -311,16 +312,39 @@ test(
   },
 );
 
-test('playground fits a phone-sized window', LIMIT, async () => {
-  const { page, problems } = await openPage(`${h.url}/`);
-  await page.setViewportSize({ width: 390, height: 844 });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
-  const box = (await page.locator('#prompt').boundingBox())!;
-  assert.ok(box.width > 300 && box.x >= 0, 'the prompt spans the screen');
-  assert.deepEqual(problems, []);
-  await page.close();
-});
+/** Form controls of the page that have no label (the `labels` of the control, or aria-label). */
+async function unlabelled(page: Page): Promise<string[]> {
+  return page.$$eval('input, select, textarea', (els) =>
+    (
+      els as unknown as {
+        id: string;
+        labels: ArrayLike<unknown> | null;
+        getAttribute(n: string): string | null;
+      }[]
+    )
+      .filter((e) => (e.labels?.length ?? 0) === 0 && !e.getAttribute('aria-label'))
+      .map((e) => e.id || '(no id)'),
+  );
+}
+
+test(
+  'playground fits a phone-sized window; every control is labelled and the keyboard reaches the prompt',
+  LIMIT,
+  async () => {
+    const { page, problems } = await openPage(`${h.url}/`);
+    assert.deepEqual(await unlabelled(page), []);
+    await page.keyboard.press('Tab'); // the skip link comes first
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'prompt');
+    await page.setViewportSize({ width: 390, height: 844 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `no horizontal scrolling (overflow ${overflow}px)`);
+    const box = (await page.locator('#prompt').boundingBox())!;
+    assert.ok(box.width > 300 && box.x >= 0, 'the prompt spans the screen');
+    assert.deepEqual(problems, []);
+    await page.close();
+  },
+);
 
 test('dashboard: the request count rises after a request; charts are drawn', LIMIT, async () => {
   const { page, problems } = await openPage(`${h.managementUrl}/dashboard?interval=300`);
@@ -332,6 +356,7 @@ test('dashboard: the request count rises after a request; charts are drawn', LIM
   assert.equal(await page.locator('.chart canvas').count(), 6);
   assert.match((await page.textContent('#families'))!, /openai/);
   assert.match((await page.textContent('#models'))!, /smollm2-test — base model/);
+  assert.deepEqual(await unlabelled(page), []);
   await page.setViewportSize({ width: 390, height: 844 });
   await page.waitForTimeout(100); // the charts follow the window's resize event
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
