@@ -11,10 +11,12 @@ import { kserveRouter } from './kserve/index.js';
 import { healthRouter, loraRouter } from './management/index.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiRouter } from './openai/index.js';
+import { familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
+import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
 export const PRISM_VERSION = '0.1.0';
 
@@ -30,9 +32,10 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         nativeServiceRouter(gw),
         healthRouter(gw),
         tgiInfoRouter(gw),
+        playgroundAssetsRouter(),
       ];
     case 'management':
-      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter()];
+      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter(), dashboardRouter()];
     case 'metrics':
       return [metricsRouter(gw)];
   }
@@ -66,6 +69,10 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[])
   app.use(tracingMiddleware());
   app.use(notFound);
   app.use(versionsRejected);
+  if (listeners.includes('service')) {
+    app.use(familyStatsMiddleware(gw.state.families));
+    app.use(playgroundMiddleware());
+  }
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {
       app.use(router.routes());

@@ -6,6 +6,7 @@ import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid } from '../shared/http-error.js';
 import { readJsonBody } from '../shared/body.js';
+import { prismMetrics } from './metrics-detail.js';
 
 export async function handleSlotCount(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
   if (model !== gw.info.modelName)
@@ -98,7 +99,10 @@ export async function handleStopService(gw: GatewayContext, ctx: Context): Promi
   ctx.res.once('finish', () => gw.state.markStopped());
 }
 
-/** GET /metrics-json: MindIE's vector of five values (strings), TTFT/TBT in milliseconds. */
+/**
+ * GET /metrics-json: MindIE's vector of five values (strings), TTFT/TBT in milliseconds, and
+ * beside it Prism's `prism` object (metrics-detail.ts) that the dashboard reads.
+ */
 export async function handleMetricsJson(gw: GatewayContext, ctx: Context): Promise<void> {
   const s = await gw.engine.status();
   const instance = `${gw.config.management.host}:${gw.config.management.port}`;
@@ -115,5 +119,6 @@ export async function handleMetricsJson(gw: GatewayContext, ctx: Context): Promi
       entry('processingInferRequestNum', s.running),
       entry('remainBlocks', s.freeBlocks),
     ],
+    prism: await prismMetrics(gw, s),
   };
 }

@@ -1,26 +1,27 @@
-/** GET /v1/models and /v1/models/{model}: the served base model (adapters are not served by this build). */
+/** GET /v1/models and /v1/models/{model}: the served models (shared/served-models.ts). */
 import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';
+import { servedModels, type ServedModel } from '../shared/served-models.js';
 
-function modelCard(gw: GatewayContext): object {
+function modelCard(gw: GatewayContext, m: ServedModel): object {
   return {
-    id: gw.info.modelName,
+    id: m.id,
     object: 'model',
-    created: Math.floor(gw.info.startedAt / 1000),
+    created: m.created,
     owned_by: 'prism',
-    root: gw.info.modelPath,
-    parent: null,
+    root: m.root,
+    parent: m.parent,
     max_model_len: gw.info.maxSeqLen,
   };
 }
 
-export function handleListModels(gw: GatewayContext, ctx: Context): void {
-  ctx.body = { object: 'list', data: [modelCard(gw)] };
+export async function handleListModels(gw: GatewayContext, ctx: Context): Promise<void> {
+  ctx.body = { object: 'list', data: (await servedModels(gw)).map((m) => modelCard(gw, m)) };
 }
 
-export function handleGetModel(gw: GatewayContext, ctx: Context, model: string): void {
-  if (model !== gw.info.modelName)
-    throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
-  ctx.body = modelCard(gw);
+export async function handleGetModel(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
+  const found = (await servedModels(gw)).find((m) => m.id === model);
+  if (!found) throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
+  ctx.body = modelCard(gw, found);
 }

@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { Engine, EngineInfo } from '../../engine/types.js';
 import type { GatewayConfig } from '../config.js';
+import { FamilyStats } from './family-stats.js';
 import { HttpError } from './http-error.js';
 
 export class GatewayState extends EventEmitter {
@@ -13,6 +14,8 @@ export class GatewayState extends EventEmitter {
   stopping = false;
   /** Role assigned through POST /v{1,2}/role/{role}; reported by /v{1,2}/status. */
   role: 'none' | 'prefill' | 'decode' | 'flex' = 'none';
+  /** Inference requests and failures per API family (gateway-wide, all listeners). */
+  readonly families = new FamilyStats();
   /** Emitted once the drain finished; `prism serve` closes the listeners and exits. */
   markStopped(): void {
     this.emit('stopped');

@@ -27,6 +27,7 @@ async function dispatchGenerate(gw: GatewayContext, ctx: Context): Promise<void>
   try {
     const body = await readJsonBody(ctx, gw.config.maxRequestBytes);
     family = familyOf(body);
+    if (family === 'vllm') ctx.state.family = 'vllm'; // counted as vLLM by the family stats
     if (family === 'tgi') return await handleGenerate(gw, ctx, body);
     if (family === 'vllm') return await handleVllmGenerate(gw, ctx, body);
   } catch (err) {

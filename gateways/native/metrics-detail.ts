@@ -1,0 +1,53 @@
+/**
+ * The `prism` object of GET /metrics-json: Prism's own numbers next to MindIE's five-entry
+ * vector (which stays exactly as MindIE writes it; a MindIE client reads `resultType` and
+ * `result` and ignores this key). Counters are totals since start, so a reader such as the
+ * dashboard takes rates and windowed quantiles from the difference of two reads. Documented in
+ * docs/api.md.
+ */
+import type { EngineStatus, HistogramSnapshot } from '../../engine/types.js';
+import type { GatewayContext } from '../shared/gateway-context.js';
+import { servedModels } from '../shared/served-models.js';
+
+const histogram = (h: HistogramSnapshot): object => ({
+  bounds: h.bounds,
+  counts: h.counts,
+  sum: h.sum,
+  count: h.count,
+});
+
+export async function prismMetrics(gw: GatewayContext, s: EngineStatus): Promise<object> {
+  return {
+    time: Date.now() / 1000,
+    startedAt: gw.info.startedAt / 1000,
+    model: gw.info.modelName,
+    requests: {
+      received: s.requestsReceived,
+      succeeded: s.requestsSucceeded,
+      failed: s.requestsFailed,
+      running: s.running,
+      waiting: s.waiting,
+      preemptions: s.preemptions,
+      maxBatchSize: s.maxBatchSize,
+    },
+    tokens: { prompt: s.promptTokens, generation: s.generationTokens },
+    kvBlocks: {
+      total: s.totalBlocks,
+      free: s.freeBlocks,
+      used: s.totalBlocks - s.freeBlocks,
+      blockSize: s.blockSize,
+    },
+    prefixCache: {
+      enabled: gw.info.prefixCache,
+      queriedTokens: s.prefixCacheQueries,
+      hitTokens: s.prefixCacheHits,
+    },
+    latencySeconds: {
+      ttft: histogram(s.ttft),
+      interToken: histogram(s.interTokenLatency),
+      e2e: histogram(s.e2eLatency),
+    },
+    families: gw.state.families.snapshot(),
+    models: (await servedModels(gw)).map((m) => ({ id: m.id, parent: m.parent })),
+  };
+}

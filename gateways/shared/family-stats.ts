@@ -1,0 +1,60 @@
+/**
+ * Inference requests and failed ones per API family, counted by the gateway (the engine does
+ * not know which family a request came through). Read by /metrics-json (`prism.families`) and
+ * the dashboard. A failure is a reply with status >= 400 or a handler that threw; an error
+ * reported inside an already-started stream is the engine's `requestsFailed`, not counted here.
+ */
+import type Koa from 'koa';
+
+export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native'] as const;
+export type Family = (typeof FAMILIES)[number];
+
+export interface FamilyCount {
+  requests: number;
+  errors: number;
+}
+
+/** The family of an inference route; undefined for everything else (health, listing, control). */
+export function familyOfRoute(method: string, path: string): Family | undefined {
+  if (method !== 'POST') return undefined;
+  if (path === '/v1/chat/completions' || path === '/v1/completions') return 'openai';
+  if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
+  if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
+  if (path === '/infer' || path === '/infer_token') return 'native';
+  return undefined;
+}
+
+export class FamilyStats {
+  private readonly counts = new Map<Family, FamilyCount>(
+    FAMILIES.map((f) => [f, { requests: 0, errors: 0 }]),
+  );
+
+  record(family: Family, failed: boolean): void {
+    const c = this.counts.get(family)!;
+    c.requests++;
+    if (failed) c.errors++;
+  }
+
+  snapshot(): Record<Family, FamilyCount> {
+    return Object.fromEntries([...this.counts].map(([f, c]) => [f, { ...c }])) as Record<Family, FamilyCount>;
+  }
+}
+
+/**
+ * Counts each inference request once it was answered. `POST /generate` is TGI's unless the
+ * dispatcher set `ctx.state.family` (a vLLM body).
+ */
+export function familyStatsMiddleware(stats: FamilyStats): Koa.Middleware {
+  return async (ctx, next) => {
+    let threw = false;
+    try {
+      await next();
+    } catch (err) {
+      threw = true;
+      throw err;
+    } finally {
+      const family = (ctx.state.family as Family | undefined) ?? familyOfRoute(ctx.method, ctx.path);
+      if (family) stats.record(family, threw || ctx.status >= 400);
+    }
+  };
+}
