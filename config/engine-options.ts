@@ -64,5 +64,14 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     ...(template !== undefined ? { chatTemplatePath: template } : {}),
     // Without a file the served name is the model's own; with one it is modelName, as in MindIE.
     ...(config.source !== undefined ? { modelName: model.modelName } : {}),
+    ...(deploy.LoraModules.length > 0 || deploy.maxLoras > 0
+      ? {
+          lora: {
+            maxLoras: deploy.maxLoras,
+            maxLoraRank: deploy.maxLoraRank,
+            modules: deploy.LoraModules.map((m) => ({ name: m.name, path: m.path })),
+          },
+        }
+      : {}),
   };
 }

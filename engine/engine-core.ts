@@ -9,6 +9,7 @@
  * native dependency of its own, only the `Runner` it is given.
  */
 import { randomUUID } from 'node:crypto';
+import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { EngineMetrics } from './engine-metrics.js';
@@ -41,12 +42,16 @@ export interface EngineCoreDeps {
   readonly chatTemplate?: string;
   /** Frees native resources once the loop has stopped. */
   readonly dispose?: () => void;
+  /** Served LoRA adapters (engine/adapters/); absent = base model only. */
+  readonly adapters?: AdapterManager;
 }
 
 /** A request that passed the checks that need no tokenizer. */
 interface AcceptedRequest {
   readonly id: string;
   readonly params: ResolvedParams;
+  /** The adapter it names, with its slot and prefix-cache identity; entry null = base model. */
+  readonly adapter: { entry: AdapterEntry | null; slot: number; cacheExtra: string };
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -72,6 +77,7 @@ interface LiveRequest {
   detachSignal: () => void;
   /** Live queue/prefill/decode tracing spans; undefined when the caller traces nothing. */
   readonly spans: RequestSpans | undefined;
+  readonly adapter: AdapterEntry | null;
 }
 
 const ms = () => performance.now();
@@ -88,11 +94,17 @@ export class EngineCore implements Engine {
   private stopping = false;
   private closed = false;
   private drainWaiters: (() => void)[] = [];
+  /** A native step is running (adapter slots it uses may not change). */
+  private stepping = false;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
     this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
-    this.scheduler = new Scheduler(o, this.blocks, (parent, child) => this.forked(parent, child));
+    this.scheduler = new Scheduler(
+      { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
+      this.blocks,
+      (parent, child) => this.forked(parent, child),
+    );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
   }
 
@@ -163,8 +175,28 @@ export class EngineCore implements Engine {
       maxNewTokensCap: o.maxIterTimes,
       maxN: o.maxN,
     });
+    const adapter = this.resolveAdapter(request.adapter);
     this.checkQueueRoom();
-    return { id, params };
+    return { id, params, adapter };
+  }
+
+  private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
+    if (name === undefined || name === '' || name === this.deps.info.modelName) {
+      return { entry: null, slot: -1, cacheExtra: '' };
+    }
+    if (!this.deps.adapters)
+      throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'adapter');
+    return this.deps.adapters.resolve(name);
+  }
+
+  /** For the adapter manager: slots used by a running step must not change. */
+  get isStepping(): boolean {
+    return this.stepping;
+  }
+
+  /** The engine's adapters (gRPC LoadAdapter/UnloadAdapter/ListAdapters call into it). */
+  get adapters(): AdapterManager | undefined {
+    return this.deps.adapters;
   }
 
   private checkAccepting(): void {
@@ -208,11 +240,19 @@ export class EngineCore implements Engine {
     arrival: number,
     signal: AbortSignal | undefined,
   ): void {
-    const { id, params } = accepted;
+    const { id, params, adapter } = accepted;
     // Not rechecked: `stopping` (a request accepted before drain() still runs, and drain
-    // waits for it). Rechecked: the queue bound, which other requests may have filled.
+    // waits for it). Rechecked: the queue bound, which other requests may have filled, and
+    // the adapter, which may have been unloaded while the prompt was tokenized.
     try {
       this.checkQueueRoom();
+      if (adapter.entry && adapter.entry.state !== 'loaded') {
+        throw new EngineError(
+          'NOT_FOUND',
+          `The LoRA adapter '${adapter.entry.name}' cannot be found.`,
+          'adapter',
+        );
+      }
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
       return;
@@ -235,7 +275,17 @@ export class EngineCore implements Engine {
       // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
       topLogprobs: params.logprobs ? params.topLogprobs : 0,
     };
-    const seq = new Sequence(id, 0, prompt, sampling, arrival, params.bestOf > 1 ? params.bestOf : 0);
+    const seq = new Sequence(
+      id,
+      0,
+      prompt,
+      sampling,
+      arrival,
+      params.bestOf > 1 ? params.bestOf : 0,
+      adapter.cacheExtra,
+    );
+    seq.adapterSlot = adapter.slot;
+    this.deps.adapters?.acquire(adapter.entry);
     const req: LiveRequest = {
       id,
       params,
@@ -251,6 +301,7 @@ export class EngineCore implements Engine {
       cachedPromptTokens: 0,
       detachSignal: () => {},
       spans,
+      adapter: adapter.entry,
     };
     this.requests.set(id, req);
     this.metrics.requestsReceived++;
@@ -315,6 +366,7 @@ export class EngineCore implements Engine {
   private async run(): Promise<void> {
     for (;;) {
       this.reapAborted();
+      this.deps.adapters?.betweenSteps();
       if (!this.scheduler.hasWork) return;
       const runningBefore = this.scheduler.running.length;
       const batch = this.scheduler.schedule();
@@ -332,11 +384,13 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
+        this.stepping = true;
         out = await this.deps.runner.step(batch);
       } catch (e) {
         this.failBatch(batch, e);
         continue;
       } finally {
+        this.stepping = false;
         for (const { seq } of batch.items) seq.inFlight = false;
       }
       try {
@@ -449,6 +503,7 @@ export class EngineCore implements Engine {
     if (!this.requests.has(req.id)) return;
     this.requests.delete(req.id);
     req.detachSignal();
+    this.deps.adapters?.release(req.adapter);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;

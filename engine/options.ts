@@ -40,6 +40,16 @@ export interface EngineOptions {
   readonly threads?: number;
   /** Served model name (default: the model's own name). */
   readonly modelName?: string;
+  /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
+  readonly lora?: LoraOptions;
+}
+
+export interface LoraOptions {
+  /** Adapters resident at once; with maxLoraRank > 0 it turns dynamic loading on. */
+  readonly maxLoras: number;
+  readonly maxLoraRank: number;
+  /** Loaded at start (ModelDeployConfig.LoraModules). */
+  readonly modules: readonly { readonly name: string; readonly path: string }[];
 }
 
 export interface ResolvedEngineOptions {
@@ -60,6 +70,7 @@ export interface ResolvedEngineOptions {
   readonly chatTemplatePath: string | undefined;
   readonly threads: number | undefined;
   readonly modelName: string | undefined;
+  readonly lora: LoraOptions | undefined;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -141,6 +152,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     chatTemplatePath: options.chatTemplatePath,
     threads,
     modelName: options.modelName,
+    lora: options.lora,
   };
 }
 

@@ -68,6 +68,8 @@ export interface GenerateRequest {
   readonly requestId?: string;
   readonly prompt: PromptInput;
   readonly params: SamplingParams;
+  /** LoRA adapter name; absent, empty or the served model's name = the base model. */
+  readonly adapter?: string;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';

@@ -198,7 +198,8 @@ describe('native batched LoRA on the default model', () => {
     disposeModel(tiny);
     setAdapterSlot(ctx, 0, handles.get('default-qv')!);
     const running = step(ctx, plan([{ tokens: [1, 2, 3], start: 0, seq: 0, slot: 0 }]));
-    assert.throws(() => setAdapterSlot(ctx, 0, null), /a step is running/);
+    assert.throws(() => setAdapterSlot(ctx, 0, null), /the running step uses slot 0/);
+    setAdapterSlot(ctx, 2, handles.get('default-mlp')!); // a slot the running step does not use
     await running;
     assert.throws(
       () => createContext(model, { kvBlocks: 1, blockSize: 16, maxBatchTokens: 8, maxSeqs: 1, maxLoras: 2 }),

@@ -333,8 +333,8 @@ export function disposeAdapter(adapter: AdapterHandle): void {
 }
 
 /**
- * Binds `adapter` to `slot` (null unbinds). Only between steps: throws while a step runs
- * on the context; a plan's adapterSlots must name bound slots.
+ * Binds `adapter` to `slot` (null unbinds). While a step runs, only slots that step does
+ * not use may change (it throws for the others); a plan's adapterSlots must name bound slots.
  */
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));

@@ -123,7 +123,12 @@ Napi::Value SetAdapterSlot(const Napi::CallbackInfo& info) {
                                          ") (the context's maxLoras)");
   std::shared_ptr<const Adapter> a;
   if (!info[2].IsNull() && !info[2].IsUndefined()) a = adapterBox(env, info[2], "adapter")->adapter;
-  if (ctx->busy) throw Napi::Error::New(env, "setAdapterSlot: a step is running on this context; bind between steps");
+  // A running step reads only the slots its plan names (the plan is not written while it
+  // runs), so other slots may change under it; its own may not.
+  if (ctx->busy)
+    for (int32_t s : ctx->plan.adapterSlots)
+      if (s == static_cast<int32_t>(d))
+        throw Napi::Error::New(env, "setAdapterSlot: the running step uses slot " + std::to_string(s) + "; change it between steps");
   try {
     ctx->lora().bind(static_cast<int64_t>(d), std::move(a));
   } catch (const std::invalid_argument& e) {
