@@ -23,6 +23,7 @@ import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import type {
+  AdapterList,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -184,14 +185,48 @@ export class EngineCore implements Engine {
     if (name === undefined || name === '' || name === this.deps.info.modelName) {
       return { entry: null, slot: -1, cacheExtra: '' };
     }
-    if (!this.deps.adapters)
-      throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'adapter');
+    if (!this.deps.adapters) throw new EngineError('NOT_FOUND', `Model ${name} not found.`, 'adapter');
     return this.deps.adapters.resolve(name);
   }
 
   /** For the adapter manager: slots used by a running step must not change. */
   get isStepping(): boolean {
     return this.stepping;
+  }
+
+  async loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }> {
+    const a = this.deps.adapters;
+    if (!a) {
+      throw new EngineError(
+        'UNAVAILABLE',
+        'dynamic LoRA loading is off: set ModelDeployConfig.maxLoras and maxLoraRank > 0',
+      );
+    }
+    const message = a.load(name, path);
+    const e = a.list().find((x) => x.name === name)!;
+    return { message, rank: e.rank, loadMs: e.loadMs };
+  }
+
+  async unloadAdapter(name: string): Promise<{ message: string }> {
+    const a = this.deps.adapters;
+    if (!a) throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'lora_name');
+    return { message: a.unload(name) };
+  }
+
+  async listAdapters(): Promise<AdapterList> {
+    const a = this.deps.adapters;
+    return {
+      adapters: (a?.list() ?? []).map((e) => ({
+        name: e.name,
+        path: e.path,
+        rank: e.rank,
+        generation: e.generation,
+        activeRequests: e.users,
+        loadedAt: e.loadedAt,
+      })),
+      maxLoras: a?.limits.maxLoras ?? 0,
+      maxLoraRank: a?.limits.maxLoraRank ?? 0,
+    };
   }
 
   /** The engine's adapters (gRPC LoadAdapter/UnloadAdapter/ListAdapters call into it). */
@@ -247,11 +282,7 @@ export class EngineCore implements Engine {
     try {
       this.checkQueueRoom();
       if (adapter.entry && adapter.entry.state !== 'loaded') {
-        throw new EngineError(
-          'NOT_FOUND',
-          `The LoRA adapter '${adapter.entry.name}' cannot be found.`,
-          'adapter',
-        );
+        throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
@@ -618,7 +649,19 @@ export class EngineCore implements Engine {
       generationTokensPerRequest: m.generationTokensPerRequest.snapshot(),
       recentAvgTtft: m.recentTtft.mean,
       recentAvgInterToken: m.recentInterToken.mean,
+      runningLoraAdapters: this.adapterNames(this.scheduler.running),
+      waitingLoraAdapters: this.adapterNames(this.scheduler.waiting),
+      maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
     };
+  }
+
+  private adapterNames(seqs: readonly Sequence[]): string[] {
+    const names = new Set<string>();
+    for (const s of seqs) {
+      const a = this.requests.get(s.requestId)?.adapter;
+      if (a) names.add(a.name);
+    }
+    return [...names].sort();
   }
 
   async info(): Promise<EngineInfo> {

@@ -8,7 +8,8 @@ import Koa from 'koa';
 import type { Engine } from '../engine/types.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
-import { healthRouter, loraRouter } from './management/index.js';
+import { healthRouter } from './management/index.js';
+import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiRouter } from './openai/index.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
@@ -32,7 +33,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         tgiInfoRouter(gw),
       ];
     case 'management':
-      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter()];
+      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter(gw)];
     case 'metrics':
       return [metricsRouter(gw)];
   }

@@ -87,9 +87,7 @@ test('an unknown adapter is NOT_FOUND at once', async () => {
   await assert.rejects(
     run(greedy('nope')),
     (e: unknown) =>
-      e instanceof EngineError &&
-      e.code === 'NOT_FOUND' &&
-      /The LoRA adapter 'nope' cannot be found\./.test(e.message),
+      e instanceof EngineError && e.code === 'NOT_FOUND' && /Model nope not found\./.test(e.message),
   );
 });
 

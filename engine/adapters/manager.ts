@@ -157,7 +157,7 @@ export class AdapterManager {
   resolve(name: string | undefined): { entry: AdapterEntry | null; slot: number; cacheExtra: string } {
     if (!name) return { entry: null, slot: -1, cacheExtra: '' };
     const e = this.entries.get(name);
-    if (!e) throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'adapter');
+    if (!e) throw new EngineError('NOT_FOUND', `Model ${name} not found.`, 'adapter');
     return { entry: e, slot: e.slot, cacheExtra: `lora\0${e.name}\0${e.generation}` };
   }
 

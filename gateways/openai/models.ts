@@ -1,5 +1,6 @@
-/** GET /v1/models and /v1/models/{model}: the served base model (adapters are not served by this build). */
+/** GET /v1/models and /v1/models/{model}: the served base model and every loaded LoRA adapter (`parent` = base). */
 import type { Context } from 'koa';
+import type { AdapterCard } from '../../engine/types.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';
 
@@ -15,11 +16,31 @@ function modelCard(gw: GatewayContext): object {
   };
 }
 
-export function handleListModels(gw: GatewayContext, ctx: Context): void {
-  ctx.body = { object: 'list', data: [modelCard(gw)] };
+function adapterCard(gw: GatewayContext, a: AdapterCard): object {
+  return {
+    id: a.name,
+    object: 'model',
+    created: Math.floor(a.loadedAt / 1000),
+    owned_by: 'prism',
+    root: a.path,
+    parent: gw.info.modelName,
+    max_model_len: gw.info.maxSeqLen,
+  };
 }
 
-export function handleGetModel(gw: GatewayContext, ctx: Context, model: string): void {
+export async function handleListModels(gw: GatewayContext, ctx: Context): Promise<void> {
+  const { adapters } = await gw.engine.listAdapters();
+  ctx.body = { object: 'list', data: [modelCard(gw), ...adapters.map((a) => adapterCard(gw, a))] };
+}
+
+export async function handleGetModel(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
+  // LoRA names first, then the base model (MindIE's order).
+  const { adapters } = await gw.engine.listAdapters();
+  const adapter = adapters.find((a) => a.name === model);
+  if (adapter) {
+    ctx.body = adapterCard(gw, adapter);
+    return;
+  }
   if (model !== gw.info.modelName)
     throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
   ctx.body = modelCard(gw);
