@@ -674,6 +674,22 @@ describe('mapping to EngineOptions', () => {
       [200, 8192, 128, 2560, 2048, 512],
     );
   });
+  test('LoraModules, maxLoras and maxLoraRank reach the engine options', () => {
+    const c = validateConfig(
+      deploy({
+        maxLoras: 4,
+        maxLoraRank: 32,
+        LoraModules: [{ name: 'sql', path: '/srv/lora/sql', baseModelName: 'llama_65b' }],
+      }),
+      '/etc/x.json',
+    );
+    assert.deepEqual(engineOptionsFromConfig(c).lora, {
+      maxLoras: 4,
+      maxLoraRank: 32,
+      modules: [{ name: 'sql', path: '/srv/lora/sql' }],
+    });
+    assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).lora, undefined);
+  });
   test('chat_template: several model types need the served one to match', () => {
     const c = validateConfig(
       model({ models: { llama: { chat_template: '/a.jinja' }, qwen2: { chat_template: '/b.jinja' } } }),
