@@ -46,10 +46,12 @@ const HF_MODULE: Record<string, string> = {
   down: 'mlp.down_proj',
 };
 
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
 function f16(x: number): number {
   // Small random values: round through Float32 → half with the sign, exponent and mantissa.
-  const f = new Float32Array([x]);
-  const u = new Uint32Array(f.buffer)[0]!;
+  F32[0] = x;
+  const u = U32[0]!;
   const sign = (u >>> 16) & 0x8000;
   const exp = ((u >>> 23) & 0xff) - 127 + 15;
   if (exp <= 0) return sign;
