@@ -108,13 +108,14 @@ export class AdapterManager {
     try {
       adapter = this.backend.read(path as string);
     } catch (e) {
-      if (e instanceof AdapterFormatError) {
-        throw bad(
-          e.message.startsWith('No adapter found') ? 'NOT_FOUND' : 'INVALID_ARGUMENT',
-          `Call to load LoRA method failed: The LoRA adapter '${n}' is invalid. ${e.message}`,
-        );
-      }
-      throw e;
+      // Any failure to read the files (format, permissions, I/O) is this load's failure only.
+      const why = e instanceof Error ? e.message : String(e);
+      throw bad(
+        e instanceof AdapterFormatError && why.startsWith('No adapter found')
+          ? 'NOT_FOUND'
+          : 'INVALID_ARGUMENT',
+        `Call to load LoRA method failed: The LoRA adapter '${n}' is invalid. ${why}`,
+      );
     }
     if (this.limits.maxLoraRank > 0 && adapter.rank > this.limits.maxLoraRank) {
       throw bad(
@@ -123,7 +124,14 @@ export class AdapterManager {
       );
     }
     const slot = this.freeSlot();
-    this.backend.bind(slot, adapter);
+    try {
+      this.backend.bind(slot, adapter);
+    } catch (e) {
+      throw bad(
+        'INVALID_ARGUMENT',
+        `Call to load LoRA method failed: ${e instanceof Error ? e.message : String(e)}`,
+      );
+    }
     this.entries.set(n, {
       name: n,
       path: path as string,
