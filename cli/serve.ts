@@ -36,6 +36,9 @@ options:
 ${listenerHelp}
   --engine-socket PATH  the engine's unix socket (default: a fresh one in the temp folder)
   --threads N           compute threads (default: the machine's cores)
+  --max-loras N         LoRA adapters resident at once; with --max-lora-rank turns on loading
+                        adapters at run time (POST /v1/load_lora_adapter, management listener)
+  --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
   -h, --help            show this help
 
 Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
@@ -60,7 +63,23 @@ export async function run(argv: string[]): Promise<number> {
       'model-name': { type: 'string' },
       'engine-socket': { type: 'string' },
       threads: { type: 'string' },
+      'max-loras': { type: 'string' },
+      'max-lora-rank': { type: 'string' },
     });
+    for (const [flag, max] of [
+      ['max-loras', 1024],
+      ['max-lora-rank', 65536],
+    ] as const) {
+      const v = values[flag];
+      if (v !== undefined && (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max)) {
+        throw new UsageError(`--${flag}: must be an integer in [1, ${max}], got '${v}'`);
+      }
+    }
+    if ((values['max-loras'] === undefined) !== (values['max-lora-rank'] === undefined)) {
+      throw new UsageError(
+        '--max-loras and --max-lora-rank go together (both turn on run-time adapter loading)',
+      );
+    }
     if (values.threads !== undefined) {
       threads = Number(values.threads);
       if (!/^\d+$/.test(values.threads) || threads < 1 || threads > 1024) {
@@ -93,6 +112,15 @@ export async function run(argv: string[]): Promise<number> {
       ...options,
       modelName,
       ...(threads !== undefined ? { threads } : {}),
+      ...(values['max-loras'] !== undefined
+        ? {
+            lora: {
+              modules: options.lora?.modules ?? [],
+              maxLoras: Number(values['max-loras']),
+              maxLoraRank: Number(values['max-lora-rank']),
+            },
+          }
+        : {}),
     });
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);

@@ -428,14 +428,49 @@ describe('cross-field rules (continued)', () => {
     );
     assert.deepEqual(issuesOf({ ServerConfig: { ipAddress: '0.0.0.0', allowAllZeroIpListening: true } }), []);
   });
+  test('LoRA: static adapters and dynamic-loading limits, one rule at a time', () => {
+    const lora = (m: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      deploy({ LoraModules: [{ name: 'a', path: '/srv/a', baseModelName: 'llama_65b', ...m }], ...extra });
+    assert.deepEqual(issuesOf(lora({})), []);
+    assertIssue(
+      lora({ baseModelName: 'other' }),
+      /LoraModules\[0\]\.baseModelName: must equal the served model's modelName 'llama_65b', got 'other'/,
+    );
+    assertIssue(lora({ baseModelName: 'x_' }), /LoraModules\[0\]\.baseModelName: must be 1-256 letters/);
+    assertIssue(lora({ path: '/srv/../etc' }), /LoraModules\[0\]\.path: must not contain a '\.\.' component/);
+    assertIssue(lora({ path: '/' + 'p'.repeat(4095) }), /LoraModules\[0\]\.path: must be at most 4095 bytes/);
+    assertIssue(
+      lora({ name: 'llama_65b' }),
+      /LoraModules\[0\]\.name: must differ from the base model's modelName/,
+    );
+    assertIssue(
+      deploy({
+        LoraModules: [
+          { name: 'a', path: '/srv/a', baseModelName: 'llama_65b' },
+          { name: 'a', path: '/srv/b', baseModelName: 'llama_65b' },
+        ],
+      }),
+      /LoraModules\[1\]\.name: 'a' is given twice/,
+    );
+    assertIssue(deploy({ maxLoras: 4 }), /maxLoraRank: must be > 0 when dynamic adapter loading is enabled/);
+    assertIssue(deploy({ maxLoraRank: 16 }), /maxLoras: must be > 0 when dynamic adapter loading is enabled/);
+    assert.deepEqual(issuesOf(deploy({ maxLoras: 4, maxLoraRank: 16 })), []);
+    assertIssue(
+      deploy({
+        maxLoras: 1,
+        maxLoraRank: 8,
+        LoraModules: [
+          { name: 'a', path: '/srv/a', baseModelName: 'llama_65b' },
+          { name: 'b', path: '/srv/b', baseModelName: 'llama_65b' },
+        ],
+      }),
+      /LoraModules: 2 adapters exceed maxLoras \(1\)/,
+    );
+  });
   test('features Prism does not have are refused, not ignored', () => {
     assertIssue(
       deploy({ ModelConfig: [{}, {}] }),
       /ModelConfig: a Prism engine serves exactly one model, got 2 entries/,
-    );
-    assertIssue(
-      deploy({ LoraModules: [{ name: 'a', path: '/x', baseModelName: 'llama_65b' }] }),
-      /LoraModules: LoRA adapters are not supported/,
     );
     assertIssue(
       { ServerConfig: { inferMode: 'dmi' } },
@@ -646,6 +681,22 @@ describe('mapping to EngineOptions', () => {
       [r.maxBatchSize, r.maxPrefillTokens, r.cacheBlockSize, r.maxSeqLen, r.maxInputTokenLen, r.maxIterTimes],
       [200, 8192, 128, 2560, 2048, 512],
     );
+  });
+  test('LoraModules, maxLoras and maxLoraRank reach the engine options', () => {
+    const c = validateConfig(
+      deploy({
+        maxLoras: 4,
+        maxLoraRank: 32,
+        LoraModules: [{ name: 'sql', path: '/srv/lora/sql', baseModelName: 'llama_65b' }],
+      }),
+      '/etc/x.json',
+    );
+    assert.deepEqual(engineOptionsFromConfig(c).lora, {
+      maxLoras: 4,
+      maxLoraRank: 32,
+      modules: [{ name: 'sql', path: '/srv/lora/sql' }],
+    });
+    assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).lora, undefined);
   });
   test('chat_template: several model types need the served one to match', () => {
     const c = validateConfig(

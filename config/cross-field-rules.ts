@@ -4,7 +4,8 @@
  * Runs after schema validation and derived defaults (derived-defaults.ts), so every field is
  * present and in its own range, and a rule only fires on a value the user wrote.
  */
-import type { PrismConfigFile } from './types.js';
+import { checkAdapterPathText, checkBaseModelName } from '../engine/adapters/rules.js';
+import type { ModelDeployConfig, PrismConfigFile } from './types.js';
 
 export interface RuleResult {
   readonly errors: string[];
@@ -93,16 +94,7 @@ export function checkCrossFieldRules(c: PrismConfigFile): RuleResult {
       );
     }
   });
-  if (d.LoraModules.length > 0) {
-    errors.push(
-      `${DEPLOY}.LoraModules: LoRA adapters are not supported by this Prism version; remove the entries`,
-    );
-  }
-  if (d.maxLoras > 0 || d.maxLoraRank > 0) {
-    warnings.push(
-      `${DEPLOY}.maxLoras/maxLoraRank: LoRA adapters are not supported by this Prism version; the values are ignored`,
-    );
-  }
+  errors.push(...checkLoraRules(d));
 
   // --- deployment modes Prism does not have --------------------------------------------
   if (server.inferMode === 'dmi') {
@@ -128,4 +120,39 @@ export function checkCrossFieldRules(c: PrismConfigFile): RuleResult {
     );
   }
   return { errors, warnings };
+}
+
+/**
+ * LoRA: static adapters (LoraModules) and the dynamic-loading limits. Dynamic load/unload
+ * is on when maxLoras or maxLoraRank is set; then both must be > 0. The on-disk checks of
+ * each path (real path, owner, permissions) run when the engine loads the adapter.
+ */
+function checkLoraRules(d: ModelDeployConfig): string[] {
+  const errors: string[] = [];
+  const modelName = d.ModelConfig[0]?.modelName ?? '';
+  if ((d.maxLoras > 0 || d.maxLoraRank > 0) && (d.maxLoras === 0 || d.maxLoraRank === 0)) {
+    const zero = d.maxLoras === 0 ? 'maxLoras' : 'maxLoraRank';
+    errors.push(
+      `${DEPLOY}.${zero}: must be > 0 when dynamic adapter loading is enabled ` +
+        `(maxLoras ${d.maxLoras}, maxLoraRank ${d.maxLoraRank}; set both > 0, or both 0 to turn it off)`,
+    );
+  }
+  if (d.maxLoras > 0 && d.LoraModules.length > d.maxLoras) {
+    errors.push(
+      `${DEPLOY}.LoraModules: ${d.LoraModules.length} adapters exceed maxLoras (${d.maxLoras}), the number resident at once`,
+    );
+  }
+  const seen = new Set<string>();
+  d.LoraModules.forEach((m, i) => {
+    const at = `${DEPLOY}.LoraModules[${i}]`;
+    if (seen.has(m.name)) errors.push(`${at}.name: '${m.name}' is given twice`);
+    seen.add(m.name);
+    if (m.name === modelName)
+      errors.push(`${at}.name: must differ from the base model's modelName '${modelName}'`);
+    const base = checkBaseModelName(m.baseModelName, modelName);
+    if (base) errors.push(`${at}.baseModelName: ${base}`);
+    const path = checkAdapterPathText(m.path);
+    if (path) errors.push(`${at}.path: ${path}`);
+  });
+  return errors;
 }

@@ -80,5 +80,14 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     ...(Object.keys(parsers).length > 0 ? { toolCallParsers: parsers } : {}),
     // Without a file the served name is the model's own; with one it is modelName, as in MindIE.
     ...(config.source !== undefined ? { modelName: model.modelName } : {}),
+    ...(deploy.LoraModules.length > 0 || deploy.maxLoras > 0
+      ? {
+          lora: {
+            maxLoras: deploy.maxLoras,
+            maxLoraRank: deploy.maxLoraRank,
+            modules: deploy.LoraModules.map((m) => ({ name: m.name, path: m.path })),
+          },
+        }
+      : {}),
   };
 }

@@ -9,6 +9,7 @@
  * native dependency of its own, only the `Runner` it is given.
  */
 import { randomUUID } from 'node:crypto';
+import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
@@ -25,6 +26,7 @@ import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import type {
+  AdapterList,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -46,6 +48,8 @@ export interface EngineCoreDeps {
   readonly dispose?: () => void;
   /** The tool-call parser family (engine/tools/registry.ts); default: the model's by architecture and template. */
   readonly toolParser?: ToolParserFamily;
+  /** Served LoRA adapters (engine/adapters/); absent = base model only. */
+  readonly adapters?: AdapterManager;
 }
 
 /** A request that passed the checks that need no tokenizer. */
@@ -54,6 +58,8 @@ interface AcceptedRequest {
   readonly params: ResolvedParams;
   /** How each choice's chat output is parsed, once the prompt is rendered; null: as is. */
   parsing: ChatParsing | null;
+  /** The adapter it names, with its slot and prefix-cache identity; entry null = base model. */
+  readonly adapter: { entry: AdapterEntry | null; slot: number; cacheExtra: string };
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -79,6 +85,7 @@ interface LiveRequest {
   detachSignal: () => void;
   /** Live queue/prefill/decode tracing spans; undefined when the caller traces nothing. */
   readonly spans: RequestSpans | undefined;
+  readonly adapter: AdapterEntry | null;
 }
 
 const ms = () => performance.now();
@@ -96,11 +103,17 @@ export class EngineCore implements Engine {
   private closed = false;
   private drainWaiters: (() => void)[] = [];
   private readonly chat: EngineChat;
+  /** A native step is running (adapter slots it uses may not change). */
+  private stepping = false;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
     this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
-    this.scheduler = new Scheduler(o, this.blocks, (parent, child) => this.forked(parent, child));
+    this.scheduler = new Scheduler(
+      { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
+      this.blocks,
+      (parent, child) => this.forked(parent, child),
+    );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
   }
@@ -178,8 +191,62 @@ export class EngineCore implements Engine {
       maxN: o.maxN,
     });
     this.chat.check(request.prompt);
+    const adapter = this.resolveAdapter(request.adapter);
     this.checkQueueRoom();
-    return { id, params, parsing: null };
+    return { id, params, parsing: null, adapter };
+  }
+
+  private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
+    if (name === undefined || name === '' || name === this.deps.info.modelName) {
+      return { entry: null, slot: -1, cacheExtra: '' };
+    }
+    if (!this.deps.adapters) throw new EngineError('NOT_FOUND', `Model ${name} not found.`, 'adapter');
+    return this.deps.adapters.resolve(name);
+  }
+
+  /** For the adapter manager: slots used by a running step must not change. */
+  get isStepping(): boolean {
+    return this.stepping;
+  }
+
+  async loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }> {
+    const a = this.deps.adapters;
+    if (!a) {
+      throw new EngineError(
+        'UNAVAILABLE',
+        'dynamic LoRA loading is off: set ModelDeployConfig.maxLoras and maxLoraRank > 0',
+      );
+    }
+    const message = a.load(name, path);
+    const e = a.list().find((x) => x.name === name)!;
+    return { message, rank: e.rank, loadMs: e.loadMs };
+  }
+
+  async unloadAdapter(name: string): Promise<{ message: string }> {
+    const a = this.deps.adapters;
+    if (!a) throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'lora_name');
+    return { message: a.unload(name) };
+  }
+
+  async listAdapters(): Promise<AdapterList> {
+    const a = this.deps.adapters;
+    return {
+      adapters: (a?.list() ?? []).map((e) => ({
+        name: e.name,
+        path: e.path,
+        rank: e.rank,
+        generation: e.generation,
+        activeRequests: e.users,
+        loadedAt: e.loadedAt,
+      })),
+      maxLoras: a?.limits.maxLoras ?? 0,
+      maxLoraRank: a?.limits.maxLoraRank ?? 0,
+    };
+  }
+
+  /** The engine's adapters (gRPC LoadAdapter/UnloadAdapter/ListAdapters call into it). */
+  get adapters(): AdapterManager | undefined {
+    return this.deps.adapters;
   }
 
   private checkAccepting(): void {
@@ -223,11 +290,15 @@ export class EngineCore implements Engine {
     arrival: number,
     signal: AbortSignal | undefined,
   ): void {
-    const { id, params } = accepted;
+    const { id, params, adapter } = accepted;
     // Not rechecked: `stopping` (a request accepted before drain() still runs, and drain
-    // waits for it). Rechecked: the queue bound, which other requests may have filled.
+    // waits for it). Rechecked: the queue bound, which other requests may have filled, and
+    // the adapter, which may have been unloaded while the prompt was tokenized.
     try {
       this.checkQueueRoom();
+      if (adapter.entry && adapter.entry.state !== 'loaded') {
+        throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
+      }
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
       return;
@@ -258,7 +329,17 @@ export class EngineCore implements Engine {
       // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
       topLogprobs: params.logprobs ? params.topLogprobs : 0,
     };
-    const seq = new Sequence(id, 0, prompt, sampling, arrival, params.bestOf > 1 ? params.bestOf : 0);
+    const seq = new Sequence(
+      id,
+      0,
+      prompt,
+      sampling,
+      arrival,
+      params.bestOf > 1 ? params.bestOf : 0,
+      adapter.cacheExtra,
+    );
+    seq.adapterSlot = adapter.slot;
+    this.deps.adapters?.acquire(adapter.entry);
     const req: LiveRequest = {
       id,
       params,
@@ -274,6 +355,7 @@ export class EngineCore implements Engine {
       cachedPromptTokens: 0,
       detachSignal: () => {},
       spans,
+      adapter: adapter.entry,
     };
     this.requests.set(id, req);
     this.metrics.requestsReceived++;
@@ -338,6 +420,7 @@ export class EngineCore implements Engine {
   private async run(): Promise<void> {
     for (;;) {
       this.reapAborted();
+      this.deps.adapters?.betweenSteps();
       if (!this.scheduler.hasWork) return;
       const runningBefore = this.scheduler.running.length;
       const batch = this.scheduler.schedule();
@@ -355,11 +438,13 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
+        this.stepping = true;
         out = await this.deps.runner.step(batch);
       } catch (e) {
         this.failBatch(batch, e);
         continue;
       } finally {
+        this.stepping = false;
         for (const { seq } of batch.items) seq.inFlight = false;
       }
       try {
@@ -473,6 +558,7 @@ export class EngineCore implements Engine {
     if (!this.requests.has(req.id)) return;
     this.requests.delete(req.id);
     req.detachSignal();
+    this.deps.adapters?.release(req.adapter);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -593,7 +679,19 @@ export class EngineCore implements Engine {
       generationTokensPerRequest: m.generationTokensPerRequest.snapshot(),
       recentAvgTtft: m.recentTtft.mean,
       recentAvgInterToken: m.recentInterToken.mean,
+      runningLoraAdapters: this.adapterNames(this.scheduler.running),
+      waitingLoraAdapters: this.adapterNames(this.scheduler.waiting),
+      maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
     };
+  }
+
+  private adapterNames(seqs: readonly Sequence[]): string[] {
+    const names = new Set<string>();
+    for (const s of seqs) {
+      const a = this.requests.get(s.requestId)?.adapter;
+      if (a) names.add(a.name);
+    }
+    return [...names].sort();
   }
 
   async info(): Promise<EngineInfo> {

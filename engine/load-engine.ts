@@ -7,6 +7,8 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { createContext, disposeContext, disposeModel, loadModel, modelInfo } from '../native/native.js';
+import { planLora, startAdapters } from './adapters/load-adapters.js';
+import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './options.js';
@@ -67,19 +69,27 @@ export async function loadEngine(
   );
   for (const w of [configured.warning, toolParser.warning]) if (w) process.emitWarning(w);
   let ctx;
+  let adapters: AdapterManager | undefined;
+  // The adapter manager asks the engine whether a step runs; the engine is made after it.
+  const holder: { core?: EngineCore } = {};
   try {
+    const lora = planLora(model, o.lora);
     ctx = createContext(model, {
       kvBlocks,
       blockSize: o.cacheBlockSize,
       maxBatchTokens: o.maxPrefillTokens,
       maxSeqs: o.maxBatchSize,
       threads: o.threads ?? availableParallelism(),
+      ...(lora ? { maxLoras: lora.maxLoras, maxLoraRank: lora.maxLoraRank } : {}),
     });
+    if (lora && o.lora)
+      adapters = startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
   } catch (e) {
+    if (ctx) disposeContext(ctx);
     disposeModel(model);
     throw e;
   }
-  return new EngineCore({
+  const core = new EngineCore({
     runner: new NativeRunner(ctx),
     tokenizer,
     options: o,
@@ -105,5 +115,8 @@ export async function loadEngine(
       disposeContext(ctx);
       disposeModel(model);
     },
+    ...(adapters ? { adapters } : {}),
   });
+  holder.core = core;
+  return core;
 }

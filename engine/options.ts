@@ -42,6 +42,16 @@ export interface EngineOptions {
   readonly threads?: number;
   /** Served model name (default: the model's own name). */
   readonly modelName?: string;
+  /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
+  readonly lora?: LoraOptions;
+}
+
+export interface LoraOptions {
+  /** Adapters resident at once; with maxLoraRank > 0 it turns dynamic loading on. */
+  readonly maxLoras: number;
+  readonly maxLoraRank: number;
+  /** Loaded at start (ModelDeployConfig.LoraModules). */
+  readonly modules: readonly { readonly name: string; readonly path: string }[];
 }
 
 export interface ResolvedEngineOptions {
@@ -63,6 +73,7 @@ export interface ResolvedEngineOptions {
   readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
   readonly modelName: string | undefined;
+  readonly lora: LoraOptions | undefined;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -145,6 +156,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     toolCallParsers: options.toolCallParsers ?? {},
     threads,
     modelName: options.modelName,
+    lora: options.lora,
   };
 }
 

@@ -46,6 +46,8 @@ export class Sequence implements KvSequence {
   aborted = false;
   /** A step that includes this sequence is running in native (its blocks must not be freed). */
   inFlight = false;
+  /** Native LoRA slot of its adapter, -1 = base model (cacheExtra carries the adapter's identity). */
+  adapterSlot = -1;
 
   constructor(
     /** Request it belongs to, and its choice index. */

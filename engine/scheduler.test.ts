@@ -176,3 +176,61 @@ test('best_of forks survive preemption in a tiny pool', () => {
   assert.ok(tiny.sched.preemptions > 0);
   assert.deepEqual(tiny.out, big.out);
 });
+
+test('a step never holds more distinct adapters than slots, and adapters do not change the tokens', () => {
+  const mk = () =>
+    requests(7, () => greedy).map((s, i) => {
+      s.adapterSlot = i < 6 ? i % 3 : -1; // three adapters and the base model
+      return s;
+    });
+  const unlimited = drive({ kvBlocks: 64, blockSize: 4 }, mk(), 8).out;
+  let maxSeen = 0;
+  const limited = drive(
+    { kvBlocks: 64, blockSize: 4, limits: { maxAdaptersPerStep: 2 } },
+    mk(),
+    8,
+    (sched) => {
+      const distinct = new Set(sched.running.filter((q) => q.adapterSlot >= 0).map((q) => q.adapterSlot));
+      maxSeen = Math.max(maxSeen, distinct.size);
+    },
+  );
+  assert.deepEqual(limited.out, unlimited);
+  // Running sequences may span more adapters than a step takes; check the steps themselves.
+  const bm = new BlockManager(64, 4, true);
+  const sched = new Scheduler(
+    { maxBatchSize: 64, maxPrefillTokens: 64, maxPrefillBatchSize: 64, maxAdaptersPerStep: 2 },
+    bm,
+  );
+  for (const s of mk()) sched.add(s);
+  for (let step = 0; step < 5; step++) {
+    const batch = sched.schedule();
+    const distinct = new Set(batch.items.map((i) => i.seq.adapterSlot).filter((x) => x >= 0));
+    assert.ok(distinct.size <= 2, `step ${step} holds ${distinct.size} adapters`);
+    const plan = buildStepPlan(batch, 4);
+    assert.deepEqual(
+      Array.from(plan.adapterSlots ?? []),
+      batch.items.map((i) => i.seq.adapterSlot),
+    );
+    sched.postprocess(batch, new Int32Array(batch.items.length).fill(1));
+  }
+  assert.ok(maxSeen >= 1);
+});
+
+test('prefix cache: the same prompt under two adapter identities shares no block', () => {
+  const bm = new BlockManager(32, 4, true);
+  const prompt = range(13);
+  const a = new Sequence('a', 0, prompt, greedy, 0, 0, 'lora\0x\x001');
+  bm.admit(a, bm.findCachedPrefix(a));
+  bm.allocate(a, prompt.length);
+  a.numComputed = prompt.length;
+  bm.registerFull(a);
+  const sameAdapter = new Sequence('b', 0, prompt, greedy, 0, 0, 'lora\0x\x001');
+  assert.equal(bm.findCachedPrefix(sameAdapter).blocks.length, 3);
+  for (const extra of ['', 'lora\0y\x001', 'lora\0x\x002']) {
+    assert.equal(
+      bm.findCachedPrefix(new Sequence('c', 0, prompt, greedy, 0, 0, extra)).blocks.length,
+      0,
+      extra,
+    );
+  }
+});

@@ -29,6 +29,8 @@ export interface SchedulerLimits {
   readonly maxBatchSize: number;
   readonly maxPrefillTokens: number;
   readonly maxPrefillBatchSize: number;
+  /** Distinct LoRA adapters one step may hold (native slots); absent = no limit. */
+  readonly maxAdaptersPerStep?: number;
 }
 
 const U64 = (1n << 64n) - 1n;
@@ -73,11 +75,18 @@ export class Scheduler {
     // budget a later sequence's next token needs; within each group, admission order.
     const order = [...this.running.filter((q) => !q.inPrefill), ...this.running.filter((q) => q.inPrefill)];
     const scheduled = new Set<Sequence>();
+    // Adapters in this step: never more distinct ones than there are slots.
+    const adapters = new Set<number>();
+    const adapterFits = (q: Sequence) =>
+      q.adapterSlot < 0 ||
+      adapters.has(q.adapterSlot) ||
+      adapters.size < (this.limits.maxAdaptersPerStep ?? Infinity);
     for (const seq of order) {
       if (budget <= 0) break;
       if (seq.status !== 'running') continue; // preempted earlier in this loop
       const n = Math.min(seq.numPending, budget);
       if (n <= 0) continue;
+      if (!adapterFits(seq)) continue;
       if (seq.inPrefill && prefills >= this.limits.maxPrefillBatchSize) continue;
       let fits = true;
       while (this.blocks.blocksNeeded(seq, n) > this.blocks.freeBlocks) {
@@ -101,6 +110,7 @@ export class Scheduler {
         sample: seq.numComputed + n === seq.tokens.length,
       });
       scheduled.add(seq);
+      if (seq.adapterSlot >= 0) adapters.add(seq.adapterSlot);
       budget -= n;
       if (prefill) prefills++;
     }
@@ -114,6 +124,7 @@ export class Scheduler {
     ) {
       const seq = this.waiting[0];
       if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
+      if (!adapterFits(seq)) break; // FIFO: it waits for a step with room for its adapter
       const cached = this.blocks.findCachedPrefix(seq);
       const computedAfter = cached.blocks.length * B;
       const n = Math.min(seq.computeTarget - computedAfter, budget);
@@ -136,6 +147,7 @@ export class Scheduler {
         numNew: n,
         sample: seq.numComputed + n === seq.tokens.length,
       });
+      if (seq.adapterSlot >= 0) adapters.add(seq.adapterSlot);
       budget -= n;
       prefills++;
     }
@@ -185,6 +197,7 @@ export class Scheduler {
         parent.cacheExtra,
       );
       child.cachedPromptTokens = parent.cachedPromptTokens;
+      child.adapterSlot = parent.adapterSlot;
       this.blocks.fork(parent, child);
       child.status = 'running';
       this.running.push(child);

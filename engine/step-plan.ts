@@ -33,6 +33,8 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
   const sampleCounters = new Int32Array(S);
   const allowedMaskRows = new Int32Array(S).fill(-1);
   const topLogprobs = new Int32Array(S);
+  const adapterSlots = new Int32Array(S);
+  let anyAdapter = false;
 
   let t = 0;
   let b = 0;
@@ -64,6 +66,8 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     seeds[s] = sp.seed;
     sampleCounters[s] = seq.numOutput;
     topLogprobs[s] = doSample ? sp.topLogprobs : -1;
+    adapterSlots[s] = seq.adapterSlot;
+    if (seq.adapterSlot >= 0) anyAdapter = true;
   });
 
   const copies = new Int32Array(batch.copies.length * 2);
@@ -93,6 +97,7 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     allowedMaskRows,
     allowedMask: new Int32Array(0),
     topLogprobs,
+    ...(anyAdapter ? { adapterSlots } : {}),
   };
 }
 

@@ -85,6 +85,8 @@ export interface GenerateRequest {
   readonly requestId?: string;
   readonly prompt: PromptInput;
   readonly params: SamplingParams;
+  /** LoRA adapter name; absent, empty or the served model's name = the base model. */
+  readonly adapter?: string;
 }
 
 /** 'tool_calls': the model stopped after calling tools (its output parsed into calls). */
@@ -202,6 +204,10 @@ export interface EngineStatus {
   /** Averages over the latest 1000 finished requests (MindIE /metrics-json), seconds. */
   readonly recentAvgTtft: number;
   readonly recentAvgInterToken: number;
+  /** Distinct LoRA adapters of running / waiting requests, and the slot count. */
+  readonly runningLoraAdapters: readonly string[];
+  readonly waitingLoraAdapters: readonly string[];
+  readonly maxLora: number;
 }
 
 /** Static facts about the served model and limits. */
@@ -227,6 +233,24 @@ export interface EngineInfo {
  * gRPC by the engine client, so gateways and the CLI don't care which one they hold.
  * Errors are EngineErrors (engine/errors.ts): thrown from the calls, or from the iterator.
  */
+/** A loaded LoRA adapter, as ListAdapters reports it. */
+export interface AdapterCard {
+  readonly name: string;
+  readonly path: string;
+  readonly rank: number;
+  /** Increases with every load: part of the prefix-cache key of its requests. */
+  readonly generation: number;
+  readonly activeRequests: number;
+  /** Milliseconds since the Unix epoch. */
+  readonly loadedAt: number;
+}
+
+export interface AdapterList {
+  readonly adapters: readonly AdapterCard[];
+  readonly maxLoras: number;
+  readonly maxLoraRank: number;
+}
+
 export interface Engine {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
   /** Cancels a live request; false when no such request is live. */
@@ -240,6 +264,10 @@ export interface Engine {
   applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string>;
   status(): Promise<EngineStatus>;
   info(): Promise<EngineInfo>;
+  /** LoRA adapters: the success message of MindIE/vLLM, or an EngineError with theirs. */
+  loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }>;
+  unloadAdapter(name: string): Promise<{ message: string }>;
+  listAdapters(): Promise<AdapterList>;
   /** Stop admitting requests (new ones fail UNAVAILABLE); resolves when running and queued ones finished. */
   drain(): Promise<void>;
   close(): Promise<void>;

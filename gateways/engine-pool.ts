@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
 import type {
+  AdapterList,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -114,6 +115,21 @@ export class EnginePool implements Engine {
     return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
   }
 
+  /** Adapters are loaded on every engine of the pool, so any member serves any request. */
+  async loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }> {
+    const results = await Promise.all(this.members.map((m) => m.engine.loadAdapter(name, path)));
+    return results[0]!;
+  }
+
+  async unloadAdapter(name: string): Promise<{ message: string }> {
+    const results = await Promise.all(this.members.map((m) => m.engine.unloadAdapter(name)));
+    return results[0]!;
+  }
+
+  listAdapters(): Promise<AdapterList> {
+    return this.any((e) => e.listAdapters());
+  }
+
   info(): Promise<EngineInfo> {
     return this.any((e) => e.info());
   }
@@ -149,6 +165,9 @@ export class EnginePool implements Engine {
       // Weighted by finished requests.
       recentAvgTtft: sum((s) => s.recentAvgTtft * s.e2eLatency.count) / finished,
       recentAvgInterToken: sum((s) => s.recentAvgInterToken * s.e2eLatency.count) / finished,
+      runningLoraAdapters: [...new Set(list.flatMap((s) => s.runningLoraAdapters))].sort(),
+      waitingLoraAdapters: [...new Set(list.flatMap((s) => s.waitingLoraAdapters))].sort(),
+      maxLora: list[0].maxLora,
     };
   }
 

@@ -8,7 +8,8 @@ import Koa from 'koa';
 import type { Engine } from '../engine/types.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
-import { healthRouter, loraRouter } from './management/index.js';
+import { healthRouter } from './management/index.js';
+import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiRouter } from './openai/index.js';
 import { familyStatsMiddleware } from './shared/family-stats.js';
@@ -35,7 +36,13 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         playgroundAssetsRouter(),
       ];
     case 'management':
-      return [healthRouter(gw), tgiInfoRouter(gw), nativeControlRouter(gw), loraRouter(), dashboardRouter()];
+      return [
+        healthRouter(gw),
+        tgiInfoRouter(gw),
+        nativeControlRouter(gw),
+        loraRouter(gw),
+        dashboardRouter(),
+      ];
     case 'metrics':
       return [metricsRouter(gw)];
   }

@@ -23,6 +23,10 @@ export interface ModelHandle {
 export interface ContextHandle {
   readonly __brand: 'prism.Context';
 }
+/** A LoRA adapter's matrices, built for one model's shape (native/src/lora.h). */
+export interface AdapterHandle {
+  readonly __brand: 'prism.Adapter';
+}
 
 // ---------------------------------------------------------------------------------------
 // Model description
@@ -118,6 +122,11 @@ export interface StepPlan {
    * and prompt logprobs).
    */
   readonly returnLogits?: 'none' | 'last' | 'all';
+  /**
+   * LoRA slot per sequence (length S): -1 = base model, else a slot bound with
+   * `setAdapterSlot`. Absent = every sequence uses the base model.
+   */
+  readonly adapterSlots?: Int32Array;
 }
 
 export interface StepResult {
@@ -152,6 +161,33 @@ export interface ContextOptions {
   readonly maxSeqs: number;
   /** Threads of the context's own pool (including the stepping thread); default: cores. */
   readonly threads?: number;
+  /** LoRA slots (adapters resident at once); default 0 = no adapters. */
+  readonly maxLoras?: number;
+  /** Largest adapter rank a slot takes (sizes the shrink scratch); >= 1 when maxLoras > 0. */
+  readonly maxLoraRank?: number;
+}
+
+export type LoraTargetName = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
+
+/** One adapted linear layer: y[out] += scale · B · (A · x). */
+export interface AdapterLayer {
+  readonly layer: number;
+  readonly target: LoraTargetName;
+  readonly rank: number;
+  readonly scale: number;
+  /** [rank × in], row-major (PEFT lora_A.weight). */
+  readonly a: Float32Array;
+  /** [out × rank], row-major (PEFT lora_B.weight), rows in Hugging Face order (the addon applies GGUF llama's Q/K permutation). */
+  readonly b: Float32Array;
+}
+
+export interface AdapterInfo {
+  /** Largest rank of any adapted layer. */
+  readonly rank: number;
+  readonly bytes: number;
+  readonly storage: 'F32' | 'F16';
+  /** Number of (layer, target) pairs the adapter changes. */
+  readonly adaptedLinears: number;
 }
 
 export interface ContextInfo {
@@ -212,6 +248,10 @@ interface NativeAddon {
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns GB/s (for the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
+  createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
+  adapterInfo(adapter: AdapterHandle): AdapterInfo;
+  disposeAdapter(adapter: AdapterHandle): void;
+  setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
 }
 
 function findAddon(): string {
@@ -269,6 +309,35 @@ export function disposeContext(ctx: ContextHandle): void {
  */
 export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
   return wrapNativeError(() => addon.step(ctx, plan));
+}
+
+/**
+ * Copies an adapter's matrices into native storage (F32, or F16 to halve their memory
+ * traffic), checking every shape against the model. Throws RangeError naming the layer.
+ */
+export function createAdapter(
+  model: ModelHandle,
+  layers: readonly AdapterLayer[],
+  storage: 'F32' | 'F16' = 'F32',
+): AdapterHandle {
+  return wrapNativeError(() => addon.createAdapter(model, layers, storage));
+}
+
+export function adapterInfo(adapter: AdapterHandle): AdapterInfo {
+  return addon.adapterInfo(adapter);
+}
+
+/** Frees the handle's reference; a slot still holding the adapter keeps it alive. */
+export function disposeAdapter(adapter: AdapterHandle): void {
+  addon.disposeAdapter(adapter);
+}
+
+/**
+ * Binds `adapter` to `slot` (null unbinds). While a step runs, only slots that step does
+ * not use may change (it throws for the others); a plan's adapterSlots must name bound slots.
+ */
+export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
+  wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
 }
 
 export function cpuFeatures(): CpuFeatures {

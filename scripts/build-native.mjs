@@ -31,9 +31,20 @@ const upToDate =
   existsSync(stampFile) &&
   readFileSync(stampFile, 'utf-8') === stamp;
 const gyp = join(root, 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
-const result = spawnSync(process.execPath, [gyp, upToDate ? 'build' : 'rebuild', '-j', 'max'], {
-  cwd: root,
-  stdio: 'inherit',
-});
+// Build against the headers of the Node that runs us when its install ships them
+// (<prefix>/include/node), as distribution packages do: node-gyp would otherwise download
+// them, which needs a network this build must not depend on. npm's `nodedir` setting wins.
+const prefix = dirname(dirname(process.execPath));
+const nodedir =
+  process.env.npm_config_nodedir ||
+  (existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? prefix : undefined);
+const result = spawnSync(
+  process.execPath,
+  [gyp, upToDate ? 'build' : 'rebuild', '-j', 'max', ...(nodedir ? [`--nodedir=${nodedir}`] : [])],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 if (result.status !== 0) process.exit(result.status ?? 1);
 writeFileSync(stampFile, stamp);

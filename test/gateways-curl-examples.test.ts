@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { adapterFixture } from './adapter-fixtures.js';
 import { startHarness, type Harness } from './gateways-harness.js';
 
 const run = promisify(execFile);
@@ -23,8 +24,14 @@ export function curlBlocks(markdown: string): string[] {
 }
 
 let h: Harness;
+let demoAdapter: string;
 before(async () => {
-  h = await startHarness(undefined, { modelName: SERVED_NAME });
+  // README's LoRA example loads /srv/lora/demo: a generated PEFT adapter stands in for it.
+  demoAdapter = adapterFixture('default-qv').path;
+  h = await startHarness(undefined, {
+    modelName: SERVED_NAME,
+    lora: { maxLoras: 2, maxLoraRank: 16, modules: [] },
+  });
 });
 after(async () => {
   await h?.close();
@@ -40,7 +47,8 @@ async function runBlocks(file: string): Promise<void> {
     const script = block
       .replaceAll('http://127.0.0.1:1025', h.url)
       .replaceAll('http://127.0.0.1:1026', h.managementUrl)
-      .replaceAll('http://127.0.0.1:1027', h.metricsUrl);
+      .replaceAll('http://127.0.0.1:1027', h.metricsUrl)
+      .replaceAll('/srv/lora/demo', demoAdapter);
     const { stdout } = await run('bash', ['-e', '-o', 'pipefail', '-c', script], { timeout: 120000 }).catch(
       (err: { stderr?: string; code?: number }) => {
         throw new Error(`example failed (exit ${err.code}): ${block}\n${err.stderr ?? ''}`);

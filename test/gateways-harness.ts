@@ -10,6 +10,7 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
+import type { LoraOptions } from '../engine/options.js';
 import type { Engine } from '../engine/types.js';
 import { defaultGatewayConfig, type GatewayConfig } from '../gateways/config.js';
 import { startGateway, type RunningGateway } from '../gateways/server.js';
@@ -43,6 +44,8 @@ export interface HarnessOptions {
   readonly metadata?: () => Record<string, string>;
   /** Served model name (default MODEL_NAME). */
   readonly modelName?: string;
+  /** LoRA adapters of the engine (none by default). */
+  readonly lora?: LoraOptions;
 }
 
 export async function startHarness(
@@ -56,6 +59,7 @@ export async function startHarness(
     kvCacheBytes: 64 << 20,
     maxBatchSize: 16,
     threads: 2,
+    ...(options.lora ? { lora: options.lora } : {}),
   });
   const dir = mkdtempSync(join(tmpdir(), 'prism-gw-test-'));
   let server: RunningEngineServer | undefined;

@@ -188,7 +188,9 @@ describe('native', () => {
       lora_name: 'a',
       lora_path: '/x',
     });
-    assert.equal(lora.status, 501);
+    // This engine has no LoRA limits configured: dynamic loading is off.
+    assert.equal(lora.status, 503);
+    assert.match(lora.text, /dynamic LoRA loading is off/);
     // Control routes are not on the service listener.
     assert.equal((await fetch(`${h.url}/v1/config`)).status, 404);
   });

@@ -17,6 +17,7 @@ import type {
   FinishEvent,
   GenerateEvent,
   GenerateRequest,
+  AdapterList,
   TokenLogprob,
 } from '../types.js';
 import {
@@ -191,6 +192,18 @@ export class GrpcEngineClient implements Engine {
 
   async info(): Promise<EngineInfo> {
     return infoFromProto(await this.unary<pb.InfoRequest, pb.InfoResponse>(this.client.info, {}));
+  }
+
+  async loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }> {
+    return this.unary<pb.LoadAdapterRequest, pb.LoadAdapterResponse>(this.client.loadAdapter, { name, path });
+  }
+
+  async unloadAdapter(name: string): Promise<{ message: string }> {
+    return this.unary<pb.UnloadAdapterRequest, pb.UnloadAdapterResponse>(this.client.unloadAdapter, { name });
+  }
+
+  async listAdapters(): Promise<AdapterList> {
+    return this.unary<pb.ListAdaptersRequest, pb.ListAdaptersResponse>(this.client.listAdapters, {});
   }
 
   async listModels(): Promise<ModelCard[]> {

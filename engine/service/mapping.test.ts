@@ -171,6 +171,9 @@ describe('events and status', () => {
       generationTokensPerRequest: h,
       recentAvgTtft: 0.05,
       recentAvgInterToken: 0.02,
+      runningLoraAdapters: ['a', 'b'],
+      waitingLoraAdapters: ['c'],
+      maxLora: 4,
     };
     assert.deepEqual(
       statusFromProto(pb.StatusResponse.decode(pb.StatusResponse.encode(statusToProto(s)).finish())),

@@ -125,6 +125,7 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
     requestId: r.requestId ?? '',
     prompt: promptPb,
     params: paramsToProto(r.params),
+    adapter: r.adapter ?? '',
   });
 }
 
@@ -156,6 +157,7 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
     ...(r.requestId !== '' ? { requestId: r.requestId } : {}),
     prompt,
     params: paramsFromProto(r.params),
+    ...(r.adapter !== '' ? { adapter: r.adapter } : {}),
   };
 }
 
@@ -292,6 +294,8 @@ export function statusToProto(s: EngineStatus): pb.StatusResponse {
     e2eLatency: histogramToProto(s.e2eLatency),
     promptTokensPerRequest: histogramToProto(s.promptTokensPerRequest),
     generationTokensPerRequest: histogramToProto(s.generationTokensPerRequest),
+    runningLoraAdapters: [...s.runningLoraAdapters],
+    waitingLoraAdapters: [...s.waitingLoraAdapters],
   });
 }
 

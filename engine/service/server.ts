@@ -231,6 +231,7 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
     info: unary('Info', async (): Promise<pb.InfoResponse> => infoToProto(await engine.info())),
     listModels: unary('ListModels', async (): Promise<pb.ListModelsResponse> => {
       const info = await engine.info();
+      const { adapters } = await engine.listAdapters();
       return {
         models: [
           {
@@ -239,10 +240,24 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
             architecture: info.architecture,
             contextLength: info.contextLength,
             created: info.startedAt,
+            parent: '',
           },
+          ...adapters.map((a) => ({
+            id: a.name,
+            path: a.path,
+            architecture: info.architecture,
+            contextLength: info.contextLength,
+            created: a.loadedAt,
+            parent: info.modelName,
+          })),
         ],
       };
     }),
+    loadAdapter: unary('LoadAdapter', (req: pb.LoadAdapterRequest) => engine.loadAdapter(req.name, req.path)),
+    unloadAdapter: unary('UnloadAdapter', (req: pb.UnloadAdapterRequest) => engine.unloadAdapter(req.name)),
+    listAdapters: unary('ListAdapters', (): Promise<pb.ListAdaptersResponse> =>
+      engine.listAdapters().then((l) => ({ ...l, adapters: [...l.adapters] })),
+    ),
   };
 }
 

@@ -10,7 +10,7 @@ import type { GenerateRequest, SamplingParams } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
-import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
+import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
@@ -105,8 +105,10 @@ export function requestSignal(ctx: Context, timeoutSeconds: number | null | unde
   return timeoutSeconds ? AbortSignal.any([gone, AbortSignal.timeout(timeoutSeconds * 1000)]) : gone;
 }
 
-function checkModel(gw: GatewayContext, name: string): void {
-  if (name !== gw.info.modelName) throw new HttpError('not_found', `Model ${name} not found.`, 'model_name');
+/** The base model or a loaded LoRA adapter (its id is the `{model_name}` path segment). */
+async function checkModel(gw: GatewayContext, name: string): Promise<void> {
+  if (!(await servesModel(gw, name)))
+    throw new HttpError('not_found', `Model ${name} not found.`, 'model_name');
 }
 
 // ------------------------------------------------------------------------------ /infer
@@ -156,7 +158,7 @@ interface TensorBody {
 const validateTensor = compileSchema<TensorBody>(tensorSchema);
 
 async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
-  checkModel(gw, model);
+  await checkModel(gw, model);
   const body = validateTensor(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const input = body.inputs[0];
   const shape = input.shape;
@@ -173,6 +175,7 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
   const id = body.id ?? newRequestId('infer');
   const request: GenerateRequest = {
     requestId: id,
+    ...adapterFor(gw, model),
     prompt: { kind: 'tokens', ids: input.data },
     params: mindieSampling(params, 'parameters'),
   };
@@ -213,13 +216,14 @@ async function handleGenerate(
   model: string,
   stream: boolean,
 ): Promise<void> {
-  checkModel(gw, model);
+  await checkModel(gw, model);
   const body = validateText(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const params = body.parameters ?? {};
   assertAccepting(gw);
   const id = body.id ?? newRequestId('gen');
   const request: GenerateRequest = {
     requestId: id,
+    ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.text_input },
     params: mindieSampling(params, 'parameters'),
   };
@@ -292,7 +296,7 @@ const validateStop = compileSchema<{ id: string }>({
 });
 
 async function handleStopInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
-  checkModel(gw, model);
+  await checkModel(gw, model);
   const body = validateStop(await readJsonBody(ctx, gw.config.maxRequestBytes));
   if (!(await gw.engine.cancel(body.id)))
     throw new HttpError('not_found', `RequestId is ${body.id} not found.`, 'id');
@@ -345,12 +349,12 @@ export function kserveRouter(gw: GatewayContext): Router {
   router.get('/v2', boundary, (ctx) => {
     ctx.body = serverMetadata(gw);
   });
-  router.get('/v2/models/:model', boundary, (ctx) => {
-    checkModel(gw, ctx.params.model);
+  router.get('/v2/models/:model', boundary, async (ctx) => {
+    await checkModel(gw, ctx.params.model);
     ctx.body = modelMetadata(gw, ctx.params.model);
   });
-  router.get('/v2/models/:model/config', boundary, (ctx) => {
-    checkModel(gw, ctx.params.model);
+  router.get('/v2/models/:model/config', boundary, async (ctx) => {
+    await checkModel(gw, ctx.params.model);
     ctx.body = modelConfig(gw, ctx.params.model);
   });
   router.post('/v2/models/:model/infer', boundary, (ctx) => handleInfer(gw, ctx, ctx.params.model));

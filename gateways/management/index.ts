@@ -1,6 +1,6 @@
 /**
  * Health and readiness routes (management listener, and the service listener too so that a
- * load balancer can probe the port it sends traffic to), and the dynamic LoRA routes.
+ * load balancer can probe the port it sends traffic to). The dynamic LoRA routes are in lora.ts.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -102,20 +102,5 @@ export function healthRouter(gw: GatewayContext): Router {
   });
   router.get('/health/timed', boundary, (ctx) => handleTimed(gw, ctx, undefined));
   router.get('/health/timed-:n', boundary, (ctx) => handleTimed(gw, ctx, ctx.params.n));
-  return router;
-}
-
-/** Dynamic adapters: the engine of this build serves no adapters, so the routes say so (501). */
-export function loraRouter(): Router {
-  const router = new Router();
-  const refuse = (ctx: Context): void => {
-    ctx.status = 501;
-    ctx.body = {
-      error: 'dynamic LoRA adapters are not supported by this build of the engine',
-      error_type: 'Not Implemented',
-    };
-  };
-  router.post('/v1/load_lora_adapter', refuse);
-  router.post('/v1/unload_lora_adapter', refuse);
   return router;
 }

@@ -7,7 +7,7 @@ import type { GenerateRequest, PromptInput } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { mindieErrorFormat } from '../shared/error-boundary.js';
-import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
+import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { SseWriter } from '../shared/sse.js';
@@ -36,6 +36,8 @@ const inferSchema = {
     input_id: { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: MAX_TOKEN_ID } },
     stream: { type: 'boolean' },
     parameters: parametersSchema,
+    /** The base model's name or a LoRA adapter id. */
+    model: { type: 'string' },
   },
 };
 
@@ -44,6 +46,7 @@ interface InferBody {
   input_id?: number[];
   stream?: boolean;
   parameters?: MindieParameters | null;
+  model?: string;
 }
 
 const validateInfer = compileSchema<InferBody>(inferSchema);
@@ -78,6 +81,7 @@ export async function handleNativeInfer(
   assertAccepting(gw);
   const request: GenerateRequest = {
     requestId: newRequestId('infer'),
+    ...adapterFor(gw, resolveModel(gw, body.model)),
     prompt,
     params: mindieSampling(params, 'parameters'),
   };

@@ -19,6 +19,8 @@ interface Definition {
   readonly help: string;
   readonly type: Kind;
   readonly read: (s: EngineStatus, rates: Rates) => number | HistogramSnapshot;
+  /** Labels besides model_name (info-style gauges). */
+  readonly labels?: (s: EngineStatus) => Record<string, string>;
 }
 
 interface Rates {
@@ -133,6 +135,19 @@ const definitions: readonly Definition[] = [
     read: (s) => (s.prefixCacheQueries > 0 ? s.prefixCacheHits / s.prefixCacheQueries : 0),
   },
   {
+    // vLLM's info gauge: the adapters of running and waiting requests and the slot count, as
+    // labels; the value is the time of the snapshot (seconds since the epoch), as in vLLM.
+    names: ['lora_requests_info', 'vllm:lora_requests_info'],
+    help: 'Running stats on LoRA requests.',
+    type: 'gauge',
+    read: () => Date.now() / 1000,
+    labels: (s) => ({
+      running_lora_adapters: s.runningLoraAdapters.join(','),
+      waiting_lora_adapters: s.waitingLoraAdapters.join(','),
+      max_lora: String(s.maxLora),
+    }),
+  },
+  {
     names: ['time_to_first_token_seconds', 'vllm:time_to_first_token_seconds'],
     help: 'Time to first token.',
     type: 'histogram',
@@ -200,12 +215,13 @@ export class PrometheusExporter {
           get: () => {
             const s = this.status!;
             const v = def.read(s, this.rates);
+            const all = def.labels ? { ...labels, ...def.labels(s) } : labels;
             return {
               name,
               help: def.help,
               type: def.type,
               aggregator: 'sum',
-              values: typeof v === 'number' ? [{ value: v, labels }] : histogramValues(name, v, labels),
+              values: typeof v === 'number' ? [{ value: v, labels: all }] : histogramValues(name, v, all),
             };
           },
           // prom-client's registry calls reset() only through resetMetrics(); nothing to reset here.

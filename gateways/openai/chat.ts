@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import type { ChatMessage, GenerateRequest, TokenLogprob } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
@@ -163,6 +163,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       logprobs: body.logprobs ?? undefined,
       topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
     }),
+    ...adapterFor(gw, model),
   };
   const created = Math.floor(Date.now() / 1000);
   const signal = clientGoneSignal(ctx);

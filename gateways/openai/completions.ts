@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import type { Engine, GenerateRequest, PromptInput, TokenLogprob, Usage } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
@@ -112,6 +112,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
     requestId: inputs.length === 1 ? id : `${id}-${i}`,
     prompt,
     params,
+    ...adapterFor(gw, model),
   }));
   const echoes = body.echo
     ? await Promise.all(inputs.map((p) => promptText(gw.engine, p)))

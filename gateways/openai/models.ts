@@ -1,4 +1,4 @@
-/** GET /v1/models and /v1/models/{model}: the served models (shared/served-models.ts). */
+/** GET /v1/models and /v1/models/{model}: the served base model and every loaded LoRA adapter (`parent` = base), from shared/served-models.ts. */
 import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';
@@ -21,7 +21,9 @@ export async function handleListModels(gw: GatewayContext, ctx: Context): Promis
 }
 
 export async function handleGetModel(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
-  const found = (await servedModels(gw)).find((m) => m.id === model);
+  // LoRA names first, then the base model (MindIE's order); an adapter never takes the base name.
+  const models = await servedModels(gw);
+  const found = models.find((m) => m.id === model && m.parent !== null) ?? models.find((m) => m.id === model);
   if (!found) throw new HttpError('not_found', `The model '${model}' does not exist`, 'model');
   ctx.body = modelCard(gw, found);
 }

@@ -3,6 +3,7 @@
  * handlers don't know which), the resolved gateway config, the engine's static info (read once
  * at start) and the gateway's own state (stopping, instance role).
  */
+import { checkAdapterName } from '../../engine/adapters/rules.js';
 import { EventEmitter } from 'node:events';
 import type { Engine, EngineInfo } from '../../engine/types.js';
 import type { GatewayConfig } from '../config.js';
@@ -37,12 +38,26 @@ export function assertAccepting(gw: GatewayContext): void {
 }
 
 /**
- * The model a request names. Absent = the served model. Adapters are not served by this build,
- * so any other name is unknown (404).
+ * The model a request names. Absent = the served model; any other name is a LoRA adapter
+ * id, which the engine resolves (an unknown one fails NOT_FOUND: 404 in the family's
+ * shape). A name that cannot be an adapter id is unknown here already.
  */
 export function resolveModel(gw: GatewayContext, name: unknown, field = 'model'): string {
   if (name === undefined || name === null || name === '') return gw.info.modelName;
   if (typeof name !== 'string') throw new HttpError('validation', `${field}: must be a string`, field);
-  if (name !== gw.info.modelName) throw new HttpError('not_found', `Model ${name} not found.`, field);
+  if (name !== gw.info.modelName && checkAdapterName(name) !== undefined)
+    throw new HttpError('not_found', `Model ${name} not found.`, field);
   return name;
+}
+
+/** The adapter field of an engine request for the resolved `model` (none for the base model). */
+export function adapterFor(gw: GatewayContext, model: string): { adapter?: string } {
+  return model === gw.info.modelName ? {} : { adapter: model };
+}
+
+/** True when `name` is the base model or a loaded adapter (metadata routes). */
+export async function servesModel(gw: GatewayContext, name: string): Promise<boolean> {
+  if (name === gw.info.modelName) return true;
+  const { adapters } = await gw.engine.listAdapters();
+  return adapters.some((a) => a.name === name);
 }

@@ -1,8 +1,8 @@
 /**
- * The models this gateway serves: the base model, then its adapters (each with `parent`, the
- * base model's name). One list for GET /v1/models and the management listener's
- * /metrics-json (`prism.models`), so the dashboard shows exactly what clients can call.
- * This build serves no adapters yet, so the list holds the base model only.
+ * The models this gateway serves: the base model, then its loaded LoRA adapters (each with
+ * `parent`, the base model's name), as the engine lists them. One list for GET /v1/models
+ * and the management listener's /metrics-json (`prism.models`), so the dashboard shows
+ * exactly what clients can call.
  */
 import type { GatewayContext } from './gateway-context.js';
 
@@ -17,6 +17,7 @@ export interface ServedModel {
 }
 
 export async function servedModels(gw: GatewayContext): Promise<ServedModel[]> {
+  const { adapters } = await gw.engine.listAdapters();
   return [
     {
       id: gw.info.modelName,
@@ -24,5 +25,11 @@ export async function servedModels(gw: GatewayContext): Promise<ServedModel[]> {
       root: gw.info.modelPath,
       created: Math.floor(gw.info.startedAt / 1000),
     },
+    ...adapters.map((a) => ({
+      id: a.name,
+      parent: gw.info.modelName,
+      root: a.path,
+      created: Math.floor(a.loadedAt / 1000),
+    })),
   ];
 }

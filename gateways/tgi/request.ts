@@ -4,7 +4,7 @@
  * (temperature ≠ 1, top_k, top_p < 1) is set; `temperature` and `top_p` are open intervals.
  */
 import type { GenerateRequest } from '../../engine/types.js';
-import { resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 
@@ -92,8 +92,8 @@ export function toEngineRequest(
   streaming: boolean,
 ): GenerateRequest {
   const p = body.parameters ?? {};
-  // adapter_id names an adapter; this build serves none, so only the base model's name is valid.
-  if (p.adapter_id) resolveModel(gw, p.adapter_id, 'parameters.adapter_id');
+  // adapter_id names a LoRA adapter (as in TGI); the base model's name or none = no adapter.
+  const model = p.adapter_id ? resolveModel(gw, p.adapter_id, 'parameters.adapter_id') : gw.info.modelName;
   if (p.grammar !== undefined && p.grammar !== null)
     throw notSupported('parameters.grammar', 'grammar-constrained generation');
   if (p.watermark) throw notSupported('parameters.watermark', 'watermarking');
@@ -108,6 +108,7 @@ export function toEngineRequest(
   const details = p.details === true || streaming;
   return {
     requestId,
+    ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.inputs },
     params: {
       maxNewTokens: d(p.max_new_tokens),

@@ -6,7 +6,7 @@
 import type { Context } from 'koa';
 import type { GenerateRequest } from '../../engine/types.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { clientGoneSignal, RawStreamWriter } from '../shared/sse.js';
@@ -70,12 +70,13 @@ const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined
 export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
   const body = validateVllm(raw);
   // The old api_server ignores `model`; MindIE's example sends "None". Only a real name is checked.
-  if (body.model && body.model !== 'None') resolveModel(gw, body.model);
+  const model = body.model && body.model !== 'None' ? resolveModel(gw, body.model) : gw.info.modelName;
   if (body.use_beam_search) throw notSupported('use_beam_search', 'beam search');
   assertAccepting(gw);
   const stop = d(body.stop);
   const request: GenerateRequest = {
     requestId: newRequestId('vllm'),
+    ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.prompt },
     params: {
       maxNewTokens: d(body.max_tokens),

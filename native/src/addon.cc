@@ -198,6 +198,10 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   opts.maxSeqs = intArg(env, o.Get("maxSeqs"), "options.maxSeqs", 1, 1 << 16);
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   opts.threads = o.Get("threads").IsUndefined() ? hw : static_cast<int>(intArg(env, o.Get("threads"), "options.threads", 1, 1024));
+  if (!o.Get("maxLoras").IsUndefined()) opts.maxLoras = intArg(env, o.Get("maxLoras"), "options.maxLoras", 0, 1024);
+  if (!o.Get("maxLoraRank").IsUndefined()) opts.maxLoraRank = intArg(env, o.Get("maxLoraRank"), "options.maxLoraRank", 0, 65536);
+  if (opts.maxLoras > 0 && opts.maxLoraRank < 1)
+    throw Napi::RangeError::New(env, "options.maxLoraRank must be >= 1 when options.maxLoras > 0");
   const ModelConfig& c = model->cfg;
   const double kvBytes = 4.0 * static_cast<double>(c.layers) * static_cast<double>(opts.kvBlocks) *
                          static_cast<double>(opts.blockSize) * static_cast<double>(c.kvHeads * c.headDim);
@@ -387,6 +391,8 @@ Napi::Value MeasureMemoryBandwidth(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+void registerLoraExports(Napi::Env env, Napi::Object exports);
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel));
@@ -401,6 +407,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
+  registerLoraExports(env, exports);  // lora_addon.cc
   return exports;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "lora.h"
 #include "model.h"
 #include "sampler.h"
 #include "step_plan.h"
@@ -17,6 +18,7 @@ namespace prism {
 struct ContextOptionsData {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
   int threads = 1;
+  int64_t maxLoras = 0, maxLoraRank = 0;  // adapter slots and the largest rank they take
 };
 
 class Context {
@@ -35,6 +37,9 @@ class Context {
   StepPlanData plan;
   StepResultData result;
   std::atomic<bool> busy{false};
+  // Resident adapters (lora.h); bound and unbound only while no step runs.
+  LoraRunner& lora() { return lora_; }
+  const LoraRunner& lora() const { return lora_; }
 
  private:
   // Runs f(begin, end, thread) over [0, count): inline when the work is small (decode's
@@ -80,6 +85,7 @@ class Context {
   std::vector<float> logits_;             // [rows × vocab]
   std::vector<std::vector<float>> attnScratch_;  // per thread: K/V block in f32, scores and accumulators per head
   std::vector<SamplerScratch> samplerScratch_;   // per thread
+  LoraRunner lora_;
 };
 
 }  // namespace prism

@@ -48,6 +48,7 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   samplerScratch_.resize(pool_.size());
   for (auto& s : samplerScratch_) s.reserve(c.vocab);
   scratch_.reserve(T, std::max(model_->maxLinearCols, c.hidden), pool_.size());
+  lora_.init(cfg_, opts.maxLoras, opts.maxLoraRank, T);
 
   // Plan buffers: reserve the worst case so steady-state steps never reallocate.
   plan.tokens.reserve(T);
@@ -59,6 +60,7 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
     v->reserve(opts.maxSeqs);
   plan.sample.reserve(opts.maxSeqs);
   plan.seeds.reserve(opts.maxSeqs);
+  plan.adapterSlots.reserve(opts.maxSeqs);
   result.tokens.reserve(opts.maxSeqs);
   result.logprobs.reserve(opts.maxSeqs);
   result.errors.reserve(opts.maxSeqs);
@@ -155,6 +157,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
     for (int64_t t = b; t < e; t++) simd::rmsNorm(&x_[t * D], L.attnNorm.data(), &xn_[t * D], D, eps);
   });
   linear(L.qkv, xn_.data(), T, qkv_.data(), qkvDim_);
+  lora_.apply(l, LoraSite::Qkv, xn_.data(), qkv_.data(), qkvDim_, pool_);
 
   // Bias, q/k norm, RoPE, 1/sqrt(d) folded into q; K/V written into the paged cache.
   const float qScale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -192,6 +195,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
 
   attention(l, plan);
   linear(L.o, attn_.data(), T, tmp_.data(), D);
+  lora_.apply(l, LoraSite::O, attn_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
       simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
@@ -199,10 +203,12 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
     }
   });
   linear(L.gateUp, xn_.data(), T, gu_.data(), 2 * I);
+  lora_.apply(l, LoraSite::GateUp, xn_.data(), gu_.data(), 2 * I, pool_);
   forRange(T, I * 4, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::swiglu(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
   });
   linear(L.down, act_.data(), T, tmp_.data(), D);
+  lora_.apply(l, LoraSite::Down, act_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
   });
@@ -408,6 +414,7 @@ void Context::step(const StepPlanData& plan, StepResultData& out) {
   for (int32_t s = 0; s < plan.S; s++)
     for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t += kTile)
       tiles_.emplace_back(t, std::min<int32_t>(kTile, plan.seqTokenOffsets[s + 1] - t));
+  lora_.prepare(plan, tokenSeq_);
   copyBlocks(plan);
   embed(plan);
   ropeTables(plan);

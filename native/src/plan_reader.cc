@@ -142,6 +142,13 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
     else if (s == "all") p.returnLogits = ReturnLogits::All;
     else throw Napi::TypeError::New(env, "plan.returnLogits must be 'none', 'last' or 'all'");
   }
+  // LoRA slot per sequence (lora.h): optional; each must be -1 (base) or a bound slot.
+  copyField(env, plan, "adapterSlots", I32, "Int32Array", S, p.adapterSlots, true);
+  for (size_t s = 0; s < p.adapterSlots.size(); s++)
+    if (p.adapterSlots[s] != -1 && !ctx.lora().bound(p.adapterSlots[s]))
+      rangeError(env, "adapterSlots[" + std::to_string(s) + "]",
+                 "must be -1 (base model) or a slot holding an adapter (context has " +
+                     std::to_string(ctx.lora().slots()) + " slots)");
   p.T = static_cast<int32_t>(T);
   p.S = static_cast<int32_t>(S);
 }

@@ -18,6 +18,7 @@ struct StepPlanData {
   std::vector<int32_t> topK, penaltyTokenOffsets, penaltyTokens, sampleCounters, allowedMaskRows, allowedMask,
       topLogprobs;
   std::vector<uint64_t> seeds;
+  std::vector<int32_t> adapterSlots;  // per sequence: LoRA slot, -1 = base model; empty = all base
   ReturnLogits returnLogits = ReturnLogits::None;
 };
 

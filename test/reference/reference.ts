@@ -91,7 +91,7 @@ interface Meta {
   dtype: string;
 }
 
-function open(prefix: string): ReferenceLogits | undefined {
+export function openReference(prefix: string): ReferenceLogits | undefined {
   const metaPath = prefix + '.json';
   const file = prefix + '.f32';
   if (!existsSync(metaPath) || !existsSync(file)) return undefined;
@@ -128,7 +128,7 @@ function open(prefix: string): ReferenceLogits | undefined {
 /** Reference logits for each job, computing the uncached ones in a single Python run. */
 export function referenceLogits(jobs: readonly ReferenceJob[]): ReferenceLogits[] {
   const prefixes = jobs.map((job) => join(cacheDir(), cacheKey(job)));
-  const missing = jobs.map((job, i) => ({ job, out: prefixes[i] })).filter(({ out }) => !open(out));
+  const missing = jobs.map((job, i) => ({ job, out: prefixes[i] })).filter(({ out }) => !openReference(out));
   if (missing.length > 0) {
     const jobsFile = join(tmpdir(), `prism-reference-jobs-${process.pid}.json`);
     writeFileSync(jobsFile, JSON.stringify(missing.map(({ job, out }) => ({ ...job, out }))));
@@ -146,7 +146,7 @@ export function referenceLogits(jobs: readonly ReferenceJob[]): ReferenceLogits[
     }
   }
   return prefixes.map((prefix, i) => {
-    const ref = open(prefix);
+    const ref = openReference(prefix);
     if (!ref) throw new Error(`reference run for ${jobs[i].model} left no complete output at ${prefix}`);
     return ref;
   });

@@ -191,7 +191,11 @@ export interface GenerateRequest {
     $case: "chat";
     chat: ChatPrompt;
   } | undefined;
-  params: SamplingParams | undefined;
+  params:
+    | SamplingParams
+    | undefined;
+  /** LoRA adapter name; empty (or the served model's name) = the base model. */
+  adapter: string;
 }
 
 export interface TopLogprob {
@@ -377,6 +381,13 @@ export interface StatusResponse {
   /** Averages over the latest 1000 finished requests. */
   recentAvgTtft: number;
   recentAvgInterToken: number;
+  /**
+   * LoRA adapters of running and waiting requests, and the slot count (vLLM's
+   * lora_requests_info gauge).
+   */
+  runningLoraAdapters: string[];
+  waitingLoraAdapters: string[];
+  maxLora: number;
 }
 
 export interface InfoRequest {
@@ -410,10 +421,56 @@ export interface ModelCard {
   contextLength: number;
   /** Milliseconds since the Unix epoch (when the engine started serving it). */
   created: number;
+  /** For a LoRA adapter: the base model's id; empty for the base model itself. */
+  parent: string;
 }
 
 export interface ListModelsResponse {
   models: ModelCard[];
+}
+
+export interface LoadAdapterRequest {
+  name: string;
+  /** Absolute path of a PEFT adapter directory (adapter_config.json + adapter_model.safetensors). */
+  path: string;
+}
+
+export interface LoadAdapterResponse {
+  /** "Success: LoRA adapter '<name>' added successfully." */
+  message: string;
+  rank: number;
+  loadMs: number;
+}
+
+export interface UnloadAdapterRequest {
+  name: string;
+}
+
+export interface UnloadAdapterResponse {
+  /** "Success: LoRA adapter '<name>' removed successfully." */
+  message: string;
+}
+
+export interface ListAdaptersRequest {
+}
+
+export interface AdapterCard {
+  name: string;
+  path: string;
+  rank: number;
+  /** Increases with every load: part of the prefix-cache key of its requests. */
+  generation: number;
+  /** Requests admitted and not finished. */
+  activeRequests: number;
+  /** Milliseconds since the Unix epoch. */
+  loadedAt: number;
+}
+
+export interface ListAdaptersResponse {
+  adapters: AdapterCard[];
+  /** Adapters resident at once (ModelDeployConfig.maxLoras, or the static count). */
+  maxLoras: number;
+  maxLoraRank: number;
 }
 
 function createBaseChatToolFunction(): ChatToolFunction {
@@ -1640,7 +1697,7 @@ export const SamplingParams: MessageFns<SamplingParams> = {
 };
 
 function createBaseGenerateRequest(): GenerateRequest {
-  return { requestId: "", prompt: undefined, params: undefined };
+  return { requestId: "", prompt: undefined, params: undefined, adapter: "" };
 }
 
 export const GenerateRequest: MessageFns<GenerateRequest> = {
@@ -1661,6 +1718,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.params !== undefined) {
       SamplingParams.encode(message.params, writer.uint32(42).fork()).join();
+    }
+    if (message.adapter !== "") {
+      writer.uint32(58).string(message.adapter);
     }
     return writer;
   },
@@ -1718,6 +1778,14 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
             message.params = SamplingParams.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.adapter = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1745,6 +1813,7 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
         ? { $case: "chat", chat: ChatPrompt.fromJSON(object.chat) }
         : undefined,
       params: isSet(object.params) ? SamplingParams.fromJSON(object.params) : undefined,
+      adapter: isSet(object.adapter) ? globalThis.String(object.adapter) : "",
     };
   },
 
@@ -1762,6 +1831,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.params !== undefined) {
       obj.params = SamplingParams.toJSON(message.params);
+    }
+    if (message.adapter !== "") {
+      obj.adapter = message.adapter;
     }
     return obj;
   },
@@ -1795,6 +1867,7 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     message.params = (object.params !== undefined && object.params !== null)
       ? SamplingParams.fromPartial(object.params)
       : undefined;
+    message.adapter = object.adapter ?? "";
     return message;
   },
 };
@@ -4273,6 +4346,9 @@ function createBaseStatusResponse(): StatusResponse {
     generationTokensPerRequest: undefined,
     recentAvgTtft: 0,
     recentAvgInterToken: 0,
+    runningLoraAdapters: [],
+    waitingLoraAdapters: [],
+    maxLora: 0,
   };
 }
 
@@ -4343,6 +4419,15 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.recentAvgInterToken !== 0) {
       writer.uint32(177).double(message.recentAvgInterToken);
+    }
+    for (const v of message.runningLoraAdapters) {
+      writer.uint32(322).string(v!);
+    }
+    for (const v of message.waitingLoraAdapters) {
+      writer.uint32(330).string(v!);
+    }
+    if (message.maxLora !== 0) {
+      writer.uint32(336).uint32(message.maxLora);
     }
     return writer;
   },
@@ -4536,6 +4621,30 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.recentAvgInterToken = reader.double();
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.runningLoraAdapters.push(reader.string());
+            continue;
+          }
+          case 41: {
+            if (tag !== 330) {
+              break;
+            }
+
+            message.waitingLoraAdapters.push(reader.string());
+            continue;
+          }
+          case 42: {
+            if (tag !== 336) {
+              break;
+            }
+
+            message.maxLora = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4640,6 +4749,21 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.recent_avg_inter_token)
         ? globalThis.Number(object.recent_avg_inter_token)
         : 0,
+      runningLoraAdapters: globalThis.Array.isArray(object?.runningLoraAdapters)
+        ? object.runningLoraAdapters.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.running_lora_adapters)
+        ? object.running_lora_adapters.map((e: any) => globalThis.String(e))
+        : [],
+      waitingLoraAdapters: globalThis.Array.isArray(object?.waitingLoraAdapters)
+        ? object.waitingLoraAdapters.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.waiting_lora_adapters)
+        ? object.waiting_lora_adapters.map((e: any) => globalThis.String(e))
+        : [],
+      maxLora: isSet(object.maxLora)
+        ? globalThis.Number(object.maxLora)
+        : isSet(object.max_lora)
+        ? globalThis.Number(object.max_lora)
+        : 0,
     };
   },
 
@@ -4711,6 +4835,15 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.recentAvgInterToken !== 0) {
       obj.recentAvgInterToken = floatToJson(message.recentAvgInterToken);
     }
+    if (message.runningLoraAdapters?.length) {
+      obj.runningLoraAdapters = message.runningLoraAdapters;
+    }
+    if (message.waitingLoraAdapters?.length) {
+      obj.waitingLoraAdapters = message.waitingLoraAdapters;
+    }
+    if (message.maxLora !== 0) {
+      obj.maxLora = Math.round(message.maxLora);
+    }
     return obj;
   },
 
@@ -4751,6 +4884,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : undefined;
     message.recentAvgTtft = object.recentAvgTtft ?? 0;
     message.recentAvgInterToken = object.recentAvgInterToken ?? 0;
+    message.runningLoraAdapters = object.runningLoraAdapters?.map((e) => e) || [];
+    message.waitingLoraAdapters = object.waitingLoraAdapters?.map((e) => e) || [];
+    message.maxLora = object.maxLora ?? 0;
     return message;
   },
 };
@@ -5200,7 +5336,7 @@ export const ListModelsRequest: MessageFns<ListModelsRequest> = {
 };
 
 function createBaseModelCard(): ModelCard {
-  return { id: "", path: "", architecture: "", contextLength: 0, created: 0 };
+  return { id: "", path: "", architecture: "", contextLength: 0, created: 0, parent: "" };
 }
 
 export const ModelCard: MessageFns<ModelCard> = {
@@ -5219,6 +5355,9 @@ export const ModelCard: MessageFns<ModelCard> = {
     }
     if (message.created !== 0) {
       writer.uint32(41).double(message.created);
+    }
+    if (message.parent !== "") {
+      writer.uint32(322).string(message.parent);
     }
     return writer;
   },
@@ -5276,6 +5415,14 @@ export const ModelCard: MessageFns<ModelCard> = {
             message.created = reader.double();
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.parent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5299,6 +5446,7 @@ export const ModelCard: MessageFns<ModelCard> = {
         ? globalThis.Number(object.context_length)
         : 0,
       created: isSet(object.created) ? globalThis.Number(object.created) : 0,
+      parent: isSet(object.parent) ? globalThis.String(object.parent) : "",
     };
   },
 
@@ -5319,6 +5467,9 @@ export const ModelCard: MessageFns<ModelCard> = {
     if (message.created !== 0) {
       obj.created = floatToJson(message.created);
     }
+    if (message.parent !== "") {
+      obj.parent = message.parent;
+    }
     return obj;
   },
 
@@ -5332,6 +5483,7 @@ export const ModelCard: MessageFns<ModelCard> = {
     message.architecture = object.architecture ?? "";
     message.contextLength = object.contextLength ?? 0;
     message.created = object.created ?? 0;
+    message.parent = object.parent ?? "";
     return message;
   },
 };
@@ -5401,6 +5553,650 @@ export const ListModelsResponse: MessageFns<ListModelsResponse> = {
   fromPartial<I extends Exact<DeepPartial<ListModelsResponse>, I>>(object: I): ListModelsResponse {
     const message = createBaseListModelsResponse();
     message.models = object.models?.map((e) => ModelCard.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseLoadAdapterRequest(): LoadAdapterRequest {
+  return { name: "", path: "" };
+}
+
+export const LoadAdapterRequest: MessageFns<LoadAdapterRequest> = {
+  encode(message: LoadAdapterRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadAdapterRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadAdapterRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoadAdapterRequest {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+    };
+  },
+
+  toJSON(message: LoadAdapterRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadAdapterRequest>, I>>(base?: I): LoadAdapterRequest {
+    return LoadAdapterRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadAdapterRequest>, I>>(object: I): LoadAdapterRequest {
+    const message = createBaseLoadAdapterRequest();
+    message.name = object.name ?? "";
+    message.path = object.path ?? "";
+    return message;
+  },
+};
+
+function createBaseLoadAdapterResponse(): LoadAdapterResponse {
+  return { message: "", rank: 0, loadMs: 0 };
+}
+
+export const LoadAdapterResponse: MessageFns<LoadAdapterResponse> = {
+  encode(message: LoadAdapterResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.message !== "") {
+      writer.uint32(10).string(message.message);
+    }
+    if (message.rank !== 0) {
+      writer.uint32(16).uint32(message.rank);
+    }
+    if (message.loadMs !== 0) {
+      writer.uint32(25).double(message.loadMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadAdapterResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadAdapterResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.rank = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.loadMs = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): LoadAdapterResponse {
+    return {
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      rank: isSet(object.rank) ? globalThis.Number(object.rank) : 0,
+      loadMs: isSet(object.loadMs)
+        ? globalThis.Number(object.loadMs)
+        : isSet(object.load_ms)
+        ? globalThis.Number(object.load_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: LoadAdapterResponse): unknown {
+    const obj: any = {};
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.rank !== 0) {
+      obj.rank = Math.round(message.rank);
+    }
+    if (message.loadMs !== 0) {
+      obj.loadMs = floatToJson(message.loadMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<LoadAdapterResponse>, I>>(base?: I): LoadAdapterResponse {
+    return LoadAdapterResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadAdapterResponse>, I>>(object: I): LoadAdapterResponse {
+    const message = createBaseLoadAdapterResponse();
+    message.message = object.message ?? "";
+    message.rank = object.rank ?? 0;
+    message.loadMs = object.loadMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseUnloadAdapterRequest(): UnloadAdapterRequest {
+  return { name: "" };
+}
+
+export const UnloadAdapterRequest: MessageFns<UnloadAdapterRequest> = {
+  encode(message: UnloadAdapterRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnloadAdapterRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnloadAdapterRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnloadAdapterRequest {
+    return { name: isSet(object.name) ? globalThis.String(object.name) : "" };
+  },
+
+  toJSON(message: UnloadAdapterRequest): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnloadAdapterRequest>, I>>(base?: I): UnloadAdapterRequest {
+    return UnloadAdapterRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnloadAdapterRequest>, I>>(object: I): UnloadAdapterRequest {
+    const message = createBaseUnloadAdapterRequest();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseUnloadAdapterResponse(): UnloadAdapterResponse {
+  return { message: "" };
+}
+
+export const UnloadAdapterResponse: MessageFns<UnloadAdapterResponse> = {
+  encode(message: UnloadAdapterResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.message !== "") {
+      writer.uint32(10).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnloadAdapterResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnloadAdapterResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnloadAdapterResponse {
+    return { message: isSet(object.message) ? globalThis.String(object.message) : "" };
+  },
+
+  toJSON(message: UnloadAdapterResponse): unknown {
+    const obj: any = {};
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnloadAdapterResponse>, I>>(base?: I): UnloadAdapterResponse {
+    return UnloadAdapterResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnloadAdapterResponse>, I>>(object: I): UnloadAdapterResponse {
+    const message = createBaseUnloadAdapterResponse();
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseListAdaptersRequest(): ListAdaptersRequest {
+  return {};
+}
+
+export const ListAdaptersRequest: MessageFns<ListAdaptersRequest> = {
+  encode(_: ListAdaptersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAdaptersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAdaptersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): ListAdaptersRequest {
+    return {};
+  },
+
+  toJSON(_: ListAdaptersRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAdaptersRequest>, I>>(base?: I): ListAdaptersRequest {
+    return ListAdaptersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAdaptersRequest>, I>>(_: I): ListAdaptersRequest {
+    const message = createBaseListAdaptersRequest();
+    return message;
+  },
+};
+
+function createBaseAdapterCard(): AdapterCard {
+  return { name: "", path: "", rank: 0, generation: 0, activeRequests: 0, loadedAt: 0 };
+}
+
+export const AdapterCard: MessageFns<AdapterCard> = {
+  encode(message: AdapterCard, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.rank !== 0) {
+      writer.uint32(24).uint32(message.rank);
+    }
+    if (message.generation !== 0) {
+      writer.uint32(32).uint64(message.generation);
+    }
+    if (message.activeRequests !== 0) {
+      writer.uint32(40).uint32(message.activeRequests);
+    }
+    if (message.loadedAt !== 0) {
+      writer.uint32(49).double(message.loadedAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdapterCard {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdapterCard();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.rank = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.generation = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.activeRequests = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.loadedAt = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AdapterCard {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      rank: isSet(object.rank) ? globalThis.Number(object.rank) : 0,
+      generation: isSet(object.generation) ? globalThis.Number(object.generation) : 0,
+      activeRequests: isSet(object.activeRequests)
+        ? globalThis.Number(object.activeRequests)
+        : isSet(object.active_requests)
+        ? globalThis.Number(object.active_requests)
+        : 0,
+      loadedAt: isSet(object.loadedAt)
+        ? globalThis.Number(object.loadedAt)
+        : isSet(object.loaded_at)
+        ? globalThis.Number(object.loaded_at)
+        : 0,
+    };
+  },
+
+  toJSON(message: AdapterCard): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.rank !== 0) {
+      obj.rank = Math.round(message.rank);
+    }
+    if (message.generation !== 0) {
+      obj.generation = Math.round(message.generation);
+    }
+    if (message.activeRequests !== 0) {
+      obj.activeRequests = Math.round(message.activeRequests);
+    }
+    if (message.loadedAt !== 0) {
+      obj.loadedAt = floatToJson(message.loadedAt);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AdapterCard>, I>>(base?: I): AdapterCard {
+    return AdapterCard.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdapterCard>, I>>(object: I): AdapterCard {
+    const message = createBaseAdapterCard();
+    message.name = object.name ?? "";
+    message.path = object.path ?? "";
+    message.rank = object.rank ?? 0;
+    message.generation = object.generation ?? 0;
+    message.activeRequests = object.activeRequests ?? 0;
+    message.loadedAt = object.loadedAt ?? 0;
+    return message;
+  },
+};
+
+function createBaseListAdaptersResponse(): ListAdaptersResponse {
+  return { adapters: [], maxLoras: 0, maxLoraRank: 0 };
+}
+
+export const ListAdaptersResponse: MessageFns<ListAdaptersResponse> = {
+  encode(message: ListAdaptersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.adapters) {
+      AdapterCard.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.maxLoras !== 0) {
+      writer.uint32(16).uint32(message.maxLoras);
+    }
+    if (message.maxLoraRank !== 0) {
+      writer.uint32(24).uint32(message.maxLoraRank);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListAdaptersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListAdaptersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.adapters.push(AdapterCard.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.maxLoras = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.maxLoraRank = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListAdaptersResponse {
+    return {
+      adapters: globalThis.Array.isArray(object?.adapters)
+        ? object.adapters.map((e: any) => AdapterCard.fromJSON(e))
+        : [],
+      maxLoras: isSet(object.maxLoras)
+        ? globalThis.Number(object.maxLoras)
+        : isSet(object.max_loras)
+        ? globalThis.Number(object.max_loras)
+        : 0,
+      maxLoraRank: isSet(object.maxLoraRank)
+        ? globalThis.Number(object.maxLoraRank)
+        : isSet(object.max_lora_rank)
+        ? globalThis.Number(object.max_lora_rank)
+        : 0,
+    };
+  },
+
+  toJSON(message: ListAdaptersResponse): unknown {
+    const obj: any = {};
+    if (message.adapters?.length) {
+      obj.adapters = message.adapters.map((e) => AdapterCard.toJSON(e));
+    }
+    if (message.maxLoras !== 0) {
+      obj.maxLoras = Math.round(message.maxLoras);
+    }
+    if (message.maxLoraRank !== 0) {
+      obj.maxLoraRank = Math.round(message.maxLoraRank);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListAdaptersResponse>, I>>(base?: I): ListAdaptersResponse {
+    return ListAdaptersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListAdaptersResponse>, I>>(object: I): ListAdaptersResponse {
+    const message = createBaseListAdaptersResponse();
+    message.adapters = object.adapters?.map((e) => AdapterCard.fromPartial(e)) || [];
+    message.maxLoras = object.maxLoras ?? 0;
+    message.maxLoraRank = object.maxLoraRank ?? 0;
     return message;
   },
 };
@@ -5496,6 +6292,39 @@ export const EngineService = {
     responseSerialize: (value: ListModelsResponse): Buffer => Buffer.from(ListModelsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListModelsResponse => ListModelsResponse.decode(value),
   },
+  /**
+   * LoRA adapters (engine/adapters/): load, unload, list. Errors carry the MindIE/vLLM
+   * message texts; an unknown adapter is NOT_FOUND.
+   */
+  loadAdapter: {
+    path: "/prism.engine.v1.Engine/LoadAdapter" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: LoadAdapterRequest): Buffer => Buffer.from(LoadAdapterRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LoadAdapterRequest => LoadAdapterRequest.decode(value),
+    responseSerialize: (value: LoadAdapterResponse): Buffer => Buffer.from(LoadAdapterResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LoadAdapterResponse => LoadAdapterResponse.decode(value),
+  },
+  unloadAdapter: {
+    path: "/prism.engine.v1.Engine/UnloadAdapter" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnloadAdapterRequest): Buffer => Buffer.from(UnloadAdapterRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnloadAdapterRequest => UnloadAdapterRequest.decode(value),
+    responseSerialize: (value: UnloadAdapterResponse): Buffer =>
+      Buffer.from(UnloadAdapterResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnloadAdapterResponse => UnloadAdapterResponse.decode(value),
+  },
+  listAdapters: {
+    path: "/prism.engine.v1.Engine/ListAdapters" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListAdaptersRequest): Buffer => Buffer.from(ListAdaptersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListAdaptersRequest => ListAdaptersRequest.decode(value),
+    responseSerialize: (value: ListAdaptersResponse): Buffer =>
+      Buffer.from(ListAdaptersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListAdaptersResponse => ListAdaptersResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServer extends UntypedServiceImplementation {
@@ -5513,6 +6342,13 @@ export interface EngineServer extends UntypedServiceImplementation {
   /** Static facts about the served model and limits. */
   info: handleUnaryCall<InfoRequest, InfoResponse>;
   listModels: handleUnaryCall<ListModelsRequest, ListModelsResponse>;
+  /**
+   * LoRA adapters (engine/adapters/): load, unload, list. Errors carry the MindIE/vLLM
+   * message texts; an unknown adapter is NOT_FOUND.
+   */
+  loadAdapter: handleUnaryCall<LoadAdapterRequest, LoadAdapterResponse>;
+  unloadAdapter: handleUnaryCall<UnloadAdapterRequest, UnloadAdapterResponse>;
+  listAdapters: handleUnaryCall<ListAdaptersRequest, ListAdaptersResponse>;
 }
 
 export interface EngineClient extends Client {
@@ -5646,6 +6482,55 @@ export interface EngineClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListModelsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * LoRA adapters (engine/adapters/): load, unload, list. Errors carry the MindIE/vLLM
+   * message texts; an unknown adapter is NOT_FOUND.
+   */
+  loadAdapter(
+    request: LoadAdapterRequest,
+    callback: (error: ServiceError | null, response: LoadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  loadAdapter(
+    request: LoadAdapterRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LoadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  loadAdapter(
+    request: LoadAdapterRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LoadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  unloadAdapter(
+    request: UnloadAdapterRequest,
+    callback: (error: ServiceError | null, response: UnloadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  unloadAdapter(
+    request: UnloadAdapterRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnloadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  unloadAdapter(
+    request: UnloadAdapterRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnloadAdapterResponse) => void,
+  ): ClientUnaryCall;
+  listAdapters(
+    request: ListAdaptersRequest,
+    callback: (error: ServiceError | null, response: ListAdaptersResponse) => void,
+  ): ClientUnaryCall;
+  listAdapters(
+    request: ListAdaptersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListAdaptersResponse) => void,
+  ): ClientUnaryCall;
+  listAdapters(
+    request: ListAdaptersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListAdaptersResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,149 @@
+// The addon's LoRA exports (see native/native.ts): createAdapter, adapterInfo,
+// disposeAdapter, setAdapterSlot. Glue only; the math is in lora.cc.
+#include <napi.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "handles.h"
+#include "lora.h"
+
+namespace prism {
+namespace {
+
+const napi_type_tag kAdapterTag = {0x7072697301020304ull, 0x6c6f726100000001ull};
+
+struct AdapterBox {
+  std::shared_ptr<const Adapter> adapter;
+};
+
+AdapterBox* adapterBox(Napi::Env env, Napi::Value v, const char* what) {
+  bool ok = false;
+  if (v.IsExternal()) napi_check_object_type_tag(env, v, &kAdapterTag, &ok);
+  if (!ok) throw Napi::TypeError::New(env, std::string(what) + " must be an adapter handle");
+  AdapterBox* b = v.As<Napi::External<AdapterBox>>().Data();
+  if (!b->adapter) throw Napi::Error::New(env, std::string(what) + ": the adapter has been disposed");
+  return b;
+}
+
+Napi::Float32Array f32Field(Napi::Env env, Napi::Object o, const char* field, const std::string& where) {
+  Napi::Value v = o.Get(field);
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(env, where + "." + field + " must be a Float32Array");
+  return v.As<Napi::Float32Array>();
+}
+
+int64_t intField(Napi::Env env, Napi::Object o, const char* field, const std::string& where, int64_t lo, int64_t hi) {
+  Napi::Value v = o.Get(field);
+  if (!v.IsNumber()) throw Napi::TypeError::New(env, where + "." + field + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (d != std::floor(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    throw Napi::RangeError::New(env, where + "." + field + " must be an integer in [" + std::to_string(lo) + ", " +
+                                         std::to_string(hi) + "]");
+  return static_cast<int64_t>(d);
+}
+
+// createAdapter(model, layers: {layer, target, rank, scale, a, b}[], storage: 'F32' | 'F16')
+Napi::Value CreateAdapter(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Model> model = modelBox(env, info[0], "model")->model;
+  if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "layers must be an array");
+  Napi::Array arr = info[1].As<Napi::Array>();
+  LoraStorage storage = LoraStorage::F32;
+  if (info.Length() > 2 && !info[2].IsUndefined()) {
+    const std::string s = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
+    if (s == "F16") storage = LoraStorage::F16;
+    else if (s != "F32") throw Napi::TypeError::New(env, "storage must be 'F32' or 'F16'");
+  }
+  std::vector<LoraSource> sources;
+  sources.reserve(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    const std::string where = "layers[" + std::to_string(i) + "]";
+    Napi::Value item = arr.Get(i);
+    if (!item.IsObject()) throw Napi::TypeError::New(env, where + " must be an object");
+    Napi::Object o = item.As<Napi::Object>();
+    LoraSource s;
+    s.layer = intField(env, o, "layer", where, 0, 1 << 20);
+    Napi::Value t = o.Get("target");
+    if (!t.IsString() || !loraTargetFromName(t.As<Napi::String>().Utf8Value(), &s.target))
+      throw Napi::TypeError::New(env, where + ".target must be one of q, k, v, o, gate, up, down");
+    s.rank = intField(env, o, "rank", where, 1, 65536);
+    Napi::Value sc = o.Get("scale");
+    if (!sc.IsNumber() || !std::isfinite(sc.As<Napi::Number>().DoubleValue()))
+      throw Napi::TypeError::New(env, where + ".scale must be a finite number");
+    s.scale = static_cast<float>(sc.As<Napi::Number>().DoubleValue());
+    Napi::Float32Array a = f32Field(env, o, "a", where), b = f32Field(env, o, "b", where);
+    s.a = a.Data();
+    s.aLen = a.ElementLength();
+    s.b = b.Data();
+    s.bLen = b.ElementLength();
+    sources.push_back(s);
+  }
+  std::shared_ptr<const Adapter> adapter;
+  try {
+    adapter = buildAdapter(model->cfg, sources, storage);
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, std::string("createAdapter: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    throw Napi::Error::New(env, "createAdapter: out of memory");
+  }
+  auto ext = Napi::External<AdapterBox>::New(env, new AdapterBox{std::move(adapter)}, [](Napi::Env, AdapterBox* b) { delete b; });
+  napi_type_tag_object(env, ext, &kAdapterTag);
+  return ext;
+}
+
+Napi::Value AdapterInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Adapter& a = *adapterBox(env, info[0], "adapter")->adapter;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("rank", static_cast<double>(a.maxRank));
+  o.Set("bytes", static_cast<double>(a.bytes));
+  o.Set("storage", a.storage == LoraStorage::F16 ? "F16" : "F32");
+  int64_t n = 0;
+  for (const auto& layer : a.layers)
+    for (const auto& m : layer) n += m.rank > 0;
+  o.Set("adaptedLinears", static_cast<double>(n));
+  return o;
+}
+
+Napi::Value DisposeAdapter(const Napi::CallbackInfo& info) {
+  // Slots hold their own reference: a bound adapter lives until it is unbound.
+  adapterBox(info.Env(), info[0], "adapter")->adapter.reset();
+  return info.Env().Undefined();
+}
+
+// setAdapterSlot(ctx, slot, adapter | null)
+Napi::Value SetAdapterSlot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
+  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "slot must be a number");
+  const double d = info[1].As<Napi::Number>().DoubleValue();
+  if (d != std::floor(d) || d < 0 || d >= static_cast<double>(ctx->lora().slots()))
+    throw Napi::RangeError::New(env, "slot must be an integer in [0, " + std::to_string(ctx->lora().slots()) +
+                                         ") (the context's maxLoras)");
+  std::shared_ptr<const Adapter> a;
+  if (!info[2].IsNull() && !info[2].IsUndefined()) a = adapterBox(env, info[2], "adapter")->adapter;
+  // A running step reads only the slots its plan names (the plan is not written while it
+  // runs), so other slots may change under it; its own may not.
+  if (ctx->busy)
+    for (int32_t s : ctx->plan.adapterSlots)
+      if (s == static_cast<int32_t>(d))
+        throw Napi::Error::New(env, "setAdapterSlot: the running step uses slot " + std::to_string(s) + "; change it between steps");
+  try {
+    ctx->lora().bind(static_cast<int64_t>(d), std::move(a));
+  } catch (const std::invalid_argument& e) {
+    throw Napi::RangeError::New(env, std::string("setAdapterSlot: ") + e.what());
+  }
+  return env.Undefined();
+}
+
+}  // namespace
+
+void registerLoraExports(Napi::Env env, Napi::Object exports) {
+  exports.Set("createAdapter", Napi::Function::New(env, CreateAdapter));
+  exports.Set("adapterInfo", Napi::Function::New(env, AdapterInfo));
+  exports.Set("disposeAdapter", Napi::Function::New(env, DisposeAdapter));
+  exports.Set("setAdapterSlot", Napi::Function::New(env, SetAdapterSlot));
+}
+
+}  // namespace prism
