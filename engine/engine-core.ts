@@ -21,6 +21,8 @@ import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import type { Constraint } from './structured/constraint.js';
+import { StructuredOutput } from './structured/engine-glue.js';
 import type {
   ChatMessage,
   Engine,
@@ -47,6 +49,7 @@ export interface EngineCoreDeps {
 interface AcceptedRequest {
   readonly id: string;
   readonly params: ResolvedParams;
+  readonly constraint: Constraint | null;
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -88,12 +91,14 @@ export class EngineCore implements Engine {
   private stopping = false;
   private closed = false;
   private drainWaiters: (() => void)[] = [];
+  private readonly structured: StructuredOutput;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
     this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
     this.scheduler = new Scheduler(o, this.blocks, (parent, child) => this.forked(parent, child));
     this.eos = new Set(deps.tokenizer.eosTokenIds);
+    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize);
   }
 
   // ---------------------------------------------------------------------------- requests
@@ -125,19 +130,18 @@ export class EngineCore implements Engine {
     // Parented to the span active now: the gRPC server submits inside its RPC span.
     const spans = startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival });
     const o = this.deps.options;
-    promptTokens(
-      this.deps.tokenizer,
-      request.prompt,
-      accepted.params.truncate,
-      o,
-      this.deps.chatTemplate,
-    ).then(
-      (prompt) => {
+    // A constrained request waits for its grammar here, outside the scheduler (its own
+    // waiting state), so a slow compile never holds up the batch.
+    Promise.all([
+      promptTokens(this.deps.tokenizer, request.prompt, accepted.params.truncate, o, this.deps.chatTemplate),
+      accepted.constraint ? this.structured.compile(accepted.constraint) : null,
+    ]).then(
+      ([prompt, grammarKey]) => {
         this.pendingIds.delete(id);
         // Nobody reads the stream any more: do not start the work at all.
         if (abandoned || this.closed)
           this.endUnadmitted(queue, spans, new EngineError('CANCELLED', `request '${id}' was cancelled`));
-        else this.admit(accepted, prompt, queue, spans, arrival, signal);
+        else this.admit(accepted, prompt, grammarKey, queue, spans, arrival, signal);
       },
       (e: unknown) => {
         this.pendingIds.delete(id);
@@ -163,8 +167,12 @@ export class EngineCore implements Engine {
       maxNewTokensCap: o.maxIterTimes,
       maxN: o.maxN,
     });
+    const constraint =
+      request.constraint === undefined || request.constraint === null
+        ? null
+        : this.structured.check(request.constraint);
     this.checkQueueRoom();
-    return { id, params };
+    return { id, params, constraint };
   }
 
   private checkAccepting(): void {
@@ -203,6 +211,7 @@ export class EngineCore implements Engine {
   private admit(
     accepted: AcceptedRequest,
     prompt: number[],
+    grammarKey: string | null,
     queue: EventQueue<GenerateEvent>,
     spans: RequestSpans | undefined,
     arrival: number,
@@ -236,6 +245,7 @@ export class EngineCore implements Engine {
       topLogprobs: params.logprobs ? params.topLogprobs : 0,
     };
     const seq = new Sequence(id, 0, prompt, sampling, arrival, params.bestOf > 1 ? params.bestOf : 0);
+    if (grammarKey !== null) this.structured.attach(seq, grammarKey);
     const req: LiveRequest = {
       id,
       params,
@@ -287,6 +297,7 @@ export class EngineCore implements Engine {
   private forked(parent: Sequence, child: Sequence): void {
     const req = this.requests.get(parent.requestId);
     if (!req || parent.aborted) child.aborted = true;
+    this.structured.fork(parent, child);
     req?.seqs.push(child);
   }
 
@@ -332,6 +343,7 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
+        await this.structured.ready(batch);
         out = await this.deps.runner.step(batch);
       } catch (e) {
         this.failBatch(batch, e);
@@ -411,6 +423,11 @@ export class EngineCore implements Engine {
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
       const { delta, gapMs } = c.accept(token, logprob, now, atLimit);
+      const grammarError = this.structured.afterToken(seq, token);
+      if (grammarError !== null && c.reason === null) {
+        c.reason = 'error';
+        c.error = grammarError;
+      }
       if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
       this.metrics.generationTokens++;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
@@ -449,6 +466,7 @@ export class EngineCore implements Engine {
     if (!this.requests.has(req.id)) return;
     this.requests.delete(req.id);
     req.detachSignal();
+    this.structured.release(req.seqs);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -590,6 +608,7 @@ export class EngineCore implements Engine {
     this.closed = true;
     for (const id of [...this.requests.keys()]) await this.cancel(id);
     while (this.loop) await this.loop;
+    await this.structured.close();
     this.deps.dispose?.();
   }
 }

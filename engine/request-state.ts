@@ -8,6 +8,7 @@
  * FINISHED. What a finished sequence reports lives in the engine core, not here.
  */
 import type { KvSequence } from './block-manager.js';
+import type { SequenceGrammar } from './structured/grammar-service.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -46,6 +47,11 @@ export class Sequence implements KvSequence {
   aborted = false;
   /** A step that includes this sequence is running in native (its blocks must not be freed). */
   inFlight = false;
+  /**
+   * Structured output: this sequence's matcher. It depends only on the sampled tokens, which
+   * preemption and recompute keep, so it needs no restoring when the KV is recomputed.
+   */
+  grammar: SequenceGrammar | null = null;
 
   constructor(
     /** Request it belongs to, and its choice index. */

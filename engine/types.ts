@@ -3,6 +3,9 @@
  * `generate` command call. One request in, a stream of events out. The gRPC messages in
  * proto/ mirror these records; the mapping lives in one file on the service side.
  */
+import type { Constraint } from './structured/constraint.js';
+
+export type { Constraint } from './structured/constraint.js';
 
 export interface ChatToolCall {
   readonly id: string;
@@ -68,6 +71,8 @@ export interface GenerateRequest {
   readonly requestId?: string;
   readonly prompt: PromptInput;
   readonly params: SamplingParams;
+  /** Structured output: every sequence's text must match it (engine/structured/). */
+  readonly constraint?: Constraint;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';

@@ -20,7 +20,6 @@ export function loadXGrammar(): XGrammarModule {
   const file = require.resolve('@mlc-ai/web-xgrammar');
   const source = readFileSync(file, 'utf8');
   const module = { exports: {} as Record<string, unknown> };
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- evaluating a CommonJS bundle, as require does
   const factory = new Function('exports', 'module', 'require', '__filename', '__dirname', source) as (
     ...args: unknown[]
   ) => void;
