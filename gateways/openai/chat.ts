@@ -9,6 +9,7 @@ import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { constraintFromFields, withConstraintField } from '../shared/structured.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import { openaiErrorBody } from './errors.js';
 import {
@@ -86,6 +87,11 @@ interface ChatBody extends SamplingFields {
   tools?: unknown[] | null;
   tool_choice?: unknown;
   response_format?: { type: string } | null;
+  structured_outputs?: unknown;
+  guided_json?: unknown;
+  guided_regex?: unknown;
+  guided_choice?: unknown;
+  guided_grammar?: unknown;
 }
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
@@ -124,9 +130,6 @@ function refuseUnsupported(body: ChatBody): void {
   if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none') {
     throw notSupported('tool_choice', 'function calling');
   }
-  if (body.response_format && body.response_format.type !== 'text') {
-    throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
-  }
   if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
 }
 
@@ -151,6 +154,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   refuseUnsupported(body);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
+  const structured = constraintFromFields(body, { allowResponseFormat: true });
   const request: GenerateRequest = {
     requestId: id,
     prompt: { kind: 'chat', messages: toMessages(body) },
@@ -158,7 +162,9 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       logprobs: body.logprobs ?? undefined,
       topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
     }),
+    ...(structured ? { constraint: structured.constraint } : {}),
   };
+  withConstraintField(request, structured?.field);
   const created = Math.floor(Date.now() / 1000);
   const signal = clientGoneSignal(ctx);
 
