@@ -30,6 +30,8 @@ export type WorkerRequest =
   | { readonly op: 'free'; readonly id: number; readonly matcher: number };
 
 export type WorkerReply =
+  /** A compile left the queue and started (not a final answer). */
+  | { readonly id: number; readonly started: true }
   | { readonly id: number; readonly ok: true; readonly ms?: number; readonly cached?: boolean }
   | {
       readonly id: number;
@@ -100,6 +102,8 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
         cache.set(req.key, hit);
         return { id: req.id, ok: true, ms: 0, cached: true };
       }
+      // The engine's time limit runs from here, not from when the request joined the queue.
+      parentPort!.postMessage({ id: req.id, started: true });
       const t0 = performance.now();
       let compiled: CompiledGrammar;
       try {

@@ -48,6 +48,37 @@ const WRONGLY_ENFORCED: ReadonlyMap<string, string> = new Map(
   ]),
 );
 
+/**
+ * Standard JSON Schema keywords that constrain but that the grammar does not enforce:
+ * refused, naming the keyword. Keywords outside the JSON Schema vocabulary (`x-...`,
+ * `example`, draft-04 `id`, ...) constrain nothing — validators ignore them, and so do we.
+ */
+export const REFUSED_KEYWORDS: readonly string[] = [
+  'multipleOf',
+  'uniqueItems',
+  'not',
+  'contains',
+  'minContains',
+  'maxContains',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'dependencies',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'additionalItems',
+  '$dynamicRef',
+  '$recursiveRef',
+  '$anchor',
+  '$dynamicAnchor',
+];
+
+/** Standard formats the grammar does not enforce (others outside the standard are annotations). */
+const REFUSED_FORMATS = new Set(['iri', 'iri-reference', 'idn-email', 'idn-hostname', 'regex']);
+
 /** Keywords that annotate without constraining: accepted and ignored, as any validator does. */
 export const ANNOTATION_KEYWORDS: readonly string[] = [
   'description',
@@ -83,8 +114,7 @@ export const ENFORCED_FORMATS: readonly string[] = [
 ];
 
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
-const KNOWN = new Set([...ENFORCED_KEYWORDS, ...ANNOTATION_KEYWORDS]);
-const FORMATS = new Set(ENFORCED_FORMATS);
+const REFUSED = new Set(REFUSED_KEYWORDS);
 /** Keywords whose value is a map name → subschema. */
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions'];
 /** Keywords whose value is a list of subschemas. */
@@ -118,7 +148,7 @@ function walk(node: unknown, path: string): void {
   for (const key of Object.keys(s)) {
     const wrong = WRONGLY_ENFORCED.get(key);
     if (wrong) throw invalidArgument(`${path}.${key}`, wrong);
-    if (!KNOWN.has(key))
+    if (REFUSED.has(key))
       throw invalidArgument(
         `${path}.${key}`,
         `keyword '${key}' is not supported: the grammar cannot enforce it (supported: ${ENFORCED_KEYWORDS.join(', ')})`,
@@ -128,7 +158,7 @@ function walk(node: unknown, path: string): void {
   for (const t of types)
     if (typeof t !== 'string' || !TYPES.has(t))
       throw invalidArgument(`${path}.type`, `unknown type ${JSON.stringify(t)}`);
-  if (s.format !== undefined && !FORMATS.has(s.format as string))
+  if (typeof s.format === 'string' && REFUSED_FORMATS.has(s.format))
     throw invalidArgument(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is not supported (supported: ${ENFORCED_FORMATS.join(', ')})`,
@@ -138,6 +168,11 @@ function walk(node: unknown, path: string): void {
     for (const k of ['minLength', 'maxLength', 'format'])
       if (s[k] !== undefined)
         throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
+  if (Array.isArray(s.oneOf) && !branchesDisjoint(s.oneOf))
+    throw invalidArgument(
+      `${path}.oneOf`,
+      'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or give each branch a different type',
+    );
   if (Array.isArray(s.allOf) && s.allOf.length > 1)
     throw invalidArgument(`${path}.allOf`, 'allOf with more than one schema is not supported');
   if (typeof s.$ref === 'string' && !s.$ref.startsWith('#'))
@@ -154,4 +189,36 @@ function walk(node: unknown, path: string): void {
   if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`));
   else walk(s.items, `${path}.items`);
   walk(s.additionalProperties, `${path}.additionalProperties`);
+}
+
+/** The JSON types a branch can take (integer counted as number), or null when not evident. */
+function branchTypes(b: unknown): Set<string> | null {
+  if (b === null || typeof b !== 'object' || Array.isArray(b)) return null;
+  const s = b as Record<string, unknown>;
+  const jsonType = (v: unknown) =>
+    v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'object' ? 'object' : typeof v;
+  let types: unknown[] | null = null;
+  if (typeof s.type === 'string') types = [s.type];
+  else if (Array.isArray(s.type)) types = s.type;
+  else if ('const' in s) types = [jsonType(s.const)];
+  else if (Array.isArray(s.enum)) types = s.enum.map(jsonType);
+  if (!types) return null;
+  return new Set(types.map((t) => (t === 'integer' ? 'number' : String(t))));
+}
+
+/**
+ * xgrammar compiles oneOf as anyOf. That is exact only when no document can match two
+ * branches; branches of pairwise different JSON types guarantee it.
+ */
+function branchesDisjoint(branches: readonly unknown[]): boolean {
+  const seen = new Set<string>();
+  for (const b of branches) {
+    const types = branchTypes(b);
+    if (!types) return false;
+    for (const t of types) {
+      if (seen.has(t)) return false;
+      seen.add(t);
+    }
+  }
+  return true;
 }

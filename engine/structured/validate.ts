@@ -7,7 +7,8 @@ import { invalidArgument } from '../errors.js';
 import type { Constraint } from './constraint.js';
 import { checkJsonSchema } from './schema-check.js';
 
-const MAX_TEXT = 1 << 20;
+/** Large enough for Kubernetes object schemas (up to ~2 MB of JSON). */
+const MAX_TEXT = 8 << 20;
 
 export function checkConstraint(c: unknown, field = 'constraint'): Constraint {
   if (c === null || typeof c !== 'object') throw invalidArgument(field, 'must be an object');
