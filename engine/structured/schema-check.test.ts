@@ -51,6 +51,8 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   );
   refused({ oneOf: [{ type: 'integer' }, { type: 'number' }] }, /f\.oneOf/);
   refused({ type: 'string', format: 'iri' }, /f\.format: format "iri" is not supported/);
+  refused({ type: 'integer', format: 'int32' }, /f\.format: format "int32"/);
+  refused({ enum: Array.from({ length: 17 }, (_, i) => `v${i}`) }, /f\.enum: more than 16 string values/);
   refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
 });
 

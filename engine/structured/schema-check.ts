@@ -76,8 +76,29 @@ export const REFUSED_KEYWORDS: readonly string[] = [
   '$dynamicAnchor',
 ];
 
-/** Standard formats the grammar does not enforce (others outside the standard are annotations). */
-const REFUSED_FORMATS = new Set(['iri', 'iri-reference', 'idn-email', 'idn-hostname', 'regex']);
+/**
+ * Formats that validators check (JSON Schema's own, and OpenAPI's numeric and base64 ones that
+ * ajv-formats knows) but the grammar does not enforce. Other format names are annotations.
+ */
+const REFUSED_FORMATS = new Set([
+  'iri',
+  'iri-reference',
+  'idn-email',
+  'idn-hostname',
+  'regex',
+  'int32',
+  'int64',
+  'float',
+  'double',
+  'byte',
+]);
+
+/**
+ * xgrammar 0.1.27 merges long alternations of strings wrongly: a 27-value `enum` taken from
+ * JSONSchemaBench accepted "jejuno-intestinal stoma", a string that is not in it (the prefix of
+ * one value joined to the suffix of another). Up to this many values it held in our tests.
+ */
+export const MAX_ENUM_STRINGS = 16;
 
 /** Keywords that annotate without constraining: accepted and ignored, as any validator does. */
 export const ANNOTATION_KEYWORDS: readonly string[] = [
@@ -168,6 +189,11 @@ function walk(node: unknown, path: string): void {
     for (const k of ['minLength', 'maxLength', 'format'])
       if (s[k] !== undefined)
         throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
+  if (Array.isArray(s.enum) && s.enum.filter((v) => typeof v === 'string').length > MAX_ENUM_STRINGS)
+    throw invalidArgument(
+      `${path}.enum`,
+      `more than ${MAX_ENUM_STRINGS} string values are not supported (the grammar library merges long string alternations wrongly)`,
+    );
   if (Array.isArray(s.oneOf) && !branchesDisjoint(s.oneOf))
     throw invalidArgument(
       `${path}.oneOf`,
