@@ -30,6 +30,8 @@ export class StructuredOutput {
   }
 
   get grammars(): GrammarService {
+    // A grammar thread that died fails its requests; the next request starts a fresh one.
+    if (this.service?.dead) this.service = null;
     this.service ??= new GrammarService({
       vocab: this.tokenizer.grammarVocab!(),
       vocabSize: this.vocabSize,

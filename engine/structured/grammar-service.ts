@@ -49,6 +49,8 @@ export class GrammarService {
     { resolve: (r: Reply) => void; reject: (e: Error) => void; started?: () => void }
   >();
   private readonly timeoutMs: number;
+  /** Set when the grammar thread died (a crash in the library): every later call fails. */
+  dead: Error | null = null;
   /** Per-token mask times (ms) as the worker measured them, for the benchmark. */
   readonly maskTimes: number[] = [];
 
@@ -85,6 +87,7 @@ export class GrammarService {
       else w.reject(new Error(reply.error));
     });
     const failAll = (e: Error) => {
+      this.dead ??= e;
       for (const w of this.waiting.values()) w.reject(e);
       this.waiting.clear();
     };
@@ -94,6 +97,7 @@ export class GrammarService {
 
   private call(req: Request, started?: () => void): Promise<Reply> {
     const id = this.nextId++;
+    if (this.dead) return Promise.reject(this.dead);
     return new Promise<Reply>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject, ...(started ? { started } : {}) });
       this.worker.postMessage({ ...req, id });
