@@ -25,6 +25,8 @@ import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
+import type { Constraint } from './structured/constraint.js';
+import { StructuredOutput } from './structured/engine-glue.js';
 import type {
   AdapterList,
   ChatMessage,
@@ -60,6 +62,7 @@ interface AcceptedRequest {
   parsing: ChatParsing | null;
   /** The adapter it names, with its slot and prefix-cache identity; entry null = base model. */
   readonly adapter: { entry: AdapterEntry | null; slot: number; cacheExtra: string };
+  readonly constraint: Constraint | null;
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -105,6 +108,7 @@ export class EngineCore implements Engine {
   private readonly chat: EngineChat;
   /** A native step is running (adapter slots it uses may not change). */
   private stepping = false;
+  private readonly structured: StructuredOutput;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -116,6 +120,7 @@ export class EngineCore implements Engine {
     );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
+    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize);
   }
 
   // ---------------------------------------------------------------------------- requests
@@ -147,24 +152,29 @@ export class EngineCore implements Engine {
     // Parented to the span active now: the gRPC server submits inside its RPC span.
     const spans = startRequestSpans({ requestId: id, model: this.deps.info.modelName, arrival });
     const o = this.deps.options;
-    promptTokens(
-      this.deps.tokenizer,
-      request.prompt,
-      accepted.params.truncate,
-      o,
-      this.deps.chatTemplate,
-      (chat) => {
-        const rendered = this.chat.render(chat);
-        accepted.parsing = rendered.parsing;
-        return rendered.text;
-      },
-    ).then(
-      (prompt) => {
+    // A constrained request waits for its grammar here, outside the scheduler (its own
+    // waiting state), so a slow compile never holds up the batch.
+    Promise.all([
+      promptTokens(
+        this.deps.tokenizer,
+        request.prompt,
+        accepted.params.truncate,
+        o,
+        this.deps.chatTemplate,
+        (chat) => {
+          const rendered = this.chat.render(chat);
+          accepted.parsing = rendered.parsing;
+          return rendered.text;
+        },
+      ),
+      accepted.constraint ? this.structured.compile(accepted.constraint) : null,
+    ]).then(
+      ([prompt, grammarKey]) => {
         this.pendingIds.delete(id);
         // Nobody reads the stream any more: do not start the work at all.
         if (abandoned || this.closed)
           this.endUnadmitted(queue, spans, new EngineError('CANCELLED', `request '${id}' was cancelled`));
-        else this.admit(accepted, prompt, queue, spans, arrival, signal);
+        else this.admit(accepted, prompt, grammarKey, queue, spans, arrival, signal);
       },
       (e: unknown) => {
         this.pendingIds.delete(id);
@@ -192,8 +202,12 @@ export class EngineCore implements Engine {
     });
     this.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
+    const constraint =
+      request.constraint === undefined || request.constraint === null
+        ? null
+        : this.structured.check(request.constraint);
     this.checkQueueRoom();
-    return { id, params, parsing: null, adapter };
+    return { id, params, parsing: null, adapter, constraint };
   }
 
   private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
@@ -285,6 +299,7 @@ export class EngineCore implements Engine {
   private admit(
     accepted: AcceptedRequest,
     prompt: number[],
+    grammarKey: string | null,
     queue: EventQueue<GenerateEvent>,
     spans: RequestSpans | undefined,
     arrival: number,
@@ -340,6 +355,7 @@ export class EngineCore implements Engine {
     );
     seq.adapterSlot = adapter.slot;
     this.deps.adapters?.acquire(adapter.entry);
+    if (grammarKey !== null) this.structured.attach(seq, grammarKey);
     const req: LiveRequest = {
       id,
       params,
@@ -392,6 +408,7 @@ export class EngineCore implements Engine {
   private forked(parent: Sequence, child: Sequence): void {
     const req = this.requests.get(parent.requestId);
     if (!req || parent.aborted) child.aborted = true;
+    this.structured.fork(parent, child);
     req?.seqs.push(child);
   }
 
@@ -438,6 +455,7 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
+        await this.structured.ready(batch);
         this.stepping = true;
         out = await this.deps.runner.step(batch);
       } catch (e) {
@@ -519,6 +537,11 @@ export class EngineCore implements Engine {
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
       const { delta, gapMs, chat } = c.accept(token, logprob, now, atLimit);
+      const grammarError = this.structured.afterToken(seq, token);
+      if (grammarError !== null && c.reason === null) {
+        c.reason = 'error';
+        c.error = grammarError;
+      }
       if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
       this.metrics.generationTokens++;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
@@ -559,6 +582,7 @@ export class EngineCore implements Engine {
     this.requests.delete(req.id);
     req.detachSignal();
     this.deps.adapters?.release(req.adapter);
+    this.structured.release(req.seqs);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -718,6 +742,7 @@ export class EngineCore implements Engine {
     this.closed = true;
     for (const id of [...this.requests.keys()]) await this.cancel(id);
     while (this.loop) await this.loop;
+    await this.structured.close();
     this.deps.dispose?.();
   }
 }

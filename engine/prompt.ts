@@ -7,6 +7,7 @@
 import { EngineError, invalidArgument } from './errors.js';
 import type { TruncationMode } from './options.js';
 import type { ChatMessage, PromptInput } from './types.js';
+import type { GrammarVocab } from './tokenizer/grammar-vocab.js';
 
 /** What the engine needs from a tokenizer (engine/tokenizer/ provides it). */
 export interface EngineTokenizer {
@@ -27,6 +28,8 @@ export interface EngineTokenizer {
     flush(): string;
     readonly text: string;
   };
+  /** For structured output; absent in test tokenizers, where constrained requests are refused. */
+  grammarVocab?(): GrammarVocab;
 }
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);

@@ -8,6 +8,7 @@
  * FINISHED. What a finished sequence reports lives in the engine core, not here.
  */
 import type { KvSequence } from './block-manager.js';
+import type { SequenceGrammar } from './structured/grammar-service.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -48,6 +49,11 @@ export class Sequence implements KvSequence {
   inFlight = false;
   /** Native LoRA slot of its adapter, -1 = base model (cacheExtra carries the adapter's identity). */
   adapterSlot = -1;
+  /**
+   * Structured output: this sequence's matcher. It depends only on the sampled tokens, which
+   * preemption and recompute keep, so it needs no restoring when the KV is recomputed.
+   */
+  grammar: SequenceGrammar | null = null;
 
   constructor(
     /** Request it belongs to, and its choice index. */

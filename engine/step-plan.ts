@@ -70,6 +70,8 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     if (seq.adapterSlot >= 0) anyAdapter = true;
   });
 
+  const allowedMask = maskRows(batch, allowedMaskRows);
+
   const copies = new Int32Array(batch.copies.length * 2);
   batch.copies.forEach((c, i) => {
     copies[2 * i] = c.src;
@@ -95,7 +97,7 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     seeds,
     sampleCounters,
     allowedMaskRows,
-    allowedMask: new Int32Array(0),
+    allowedMask,
     topLogprobs,
     ...(anyAdapter ? { adapterSlots } : {}),
   };
@@ -107,4 +109,24 @@ function hasPenalty(sp: {
   frequencyPenalty: number;
 }): boolean {
   return sp.repetitionPenalty !== 1 || sp.presencePenalty !== 0 || sp.frequencyPenalty !== 0;
+}
+
+/**
+ * Structured output: the mask of each constrained sequence that samples this step, one row
+ * each (the engine awaited them before building the plan). A sequence whose mask is missing
+ * (its grammar failed) samples unconstrained; the engine fails it when the token comes back.
+ */
+function maskRows(batch: ScheduledBatch, rows: Int32Array): Int32Array {
+  const masks: Int32Array[] = [];
+  batch.items.forEach(({ seq, sample }, s) => {
+    const mask = seq.grammar?.mask;
+    if (!sample || !mask || mask.length === 0) return;
+    rows[s] = masks.length;
+    masks.push(mask);
+  });
+  if (masks.length === 0) return new Int32Array(0);
+  const words = masks[0].length;
+  const out = new Int32Array(masks.length * words);
+  masks.forEach((m, i) => out.set(m, i * words));
+  return out;
 }

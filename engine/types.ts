@@ -3,6 +3,9 @@
  * `generate` command call. One request in, a stream of events out. The gRPC messages in
  * proto/ mirror these records; the mapping lives in one file on the service side.
  */
+import type { Constraint } from './structured/constraint.js';
+
+export type { Constraint } from './structured/constraint.js';
 
 export interface ChatToolCall {
   readonly id: string;
@@ -87,6 +90,8 @@ export interface GenerateRequest {
   readonly params: SamplingParams;
   /** LoRA adapter name; absent, empty or the served model's name = the base model. */
   readonly adapter?: string;
+  /** Structured output: every sequence's text must match it (engine/structured/). */
+  readonly constraint?: Constraint;
 }
 
 /** 'tool_calls': the model stopped after calling tools (its output parsed into calls). */

@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
-import type { FinishEvent, GenerateRequest, TokenEvent } from '../types.js';
+import type { Constraint, FinishEvent, GenerateRequest, TokenEvent } from '../types.js';
 import {
   eventFromProto,
   eventToProto,
@@ -24,6 +24,20 @@ function overTheWire(r: GenerateRequest): GenerateRequest {
 }
 
 describe('requests', () => {
+  test('every constraint kind survives the wire', () => {
+    const constraints: Constraint[] = [
+      { kind: 'json_object' },
+      { kind: 'json_schema', schema: '{"type":"object"}' },
+      { kind: 'regex', pattern: '[a-z]+' },
+      { kind: 'choice', choices: ['a', 'b'] },
+      { kind: 'grammar', ebnf: 'root ::= "x"' },
+    ];
+    for (const constraint of constraints) {
+      const r: GenerateRequest = { prompt: { kind: 'text', text: 'x' }, params: {}, constraint };
+      assert.deepEqual(overTheWire(r), r);
+    }
+  });
+
   test('every prompt form and every parameter survives the wire; absent stays absent', () => {
     const full: GenerateRequest = {
       requestId: 'r-1',

@@ -9,6 +9,7 @@
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { invalidArgument } from '../errors.js';
 import type {
+  Constraint,
   ChatMessage,
   EngineInfo,
   EngineStatus,
@@ -126,7 +127,41 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
     prompt: promptPb,
     params: paramsToProto(r.params),
     adapter: r.adapter ?? '',
+    ...(r.constraint ? { constraint: constraintToProto(r.constraint) } : {}),
   });
+}
+
+function constraintToProto(c: Constraint): pb.Constraint {
+  switch (c.kind) {
+    case 'json_object':
+      return { kind: { $case: 'jsonObject', jsonObject: {} } };
+    case 'json_schema':
+      return { kind: { $case: 'jsonSchema', jsonSchema: c.schema } };
+    case 'regex':
+      return { kind: { $case: 'regex', regex: c.pattern } };
+    case 'choice':
+      return { kind: { $case: 'choice', choice: { choices: [...c.choices] } } };
+    case 'grammar':
+      return { kind: { $case: 'grammar', grammar: c.ebnf } };
+  }
+}
+
+/** The engine validates the constraint's content; here only the oneof is read. */
+function constraintFromProto(c: pb.Constraint | undefined): Constraint | undefined {
+  switch (c?.kind?.$case) {
+    case undefined:
+      return undefined;
+    case 'jsonObject':
+      return { kind: 'json_object' };
+    case 'jsonSchema':
+      return { kind: 'json_schema', schema: c.kind.jsonSchema };
+    case 'regex':
+      return { kind: 'regex', pattern: c.kind.regex };
+    case 'choice':
+      return { kind: 'choice', choices: c.kind.choice.choices };
+    case 'grammar':
+      return { kind: 'grammar', ebnf: c.kind.grammar };
+  }
 }
 
 export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest {
@@ -153,11 +188,13 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
     default:
       throw invalidArgument('prompt', 'one of text, tokens or chat is required');
   }
+  const constraint = constraintFromProto(r.constraint);
   return {
     ...(r.requestId !== '' ? { requestId: r.requestId } : {}),
     prompt,
     params: paramsFromProto(r.params),
     ...(r.adapter !== '' ? { adapter: r.adapter } : {}),
+    ...(constraint ? { constraint } : {}),
   };
 }
 

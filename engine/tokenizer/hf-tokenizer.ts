@@ -11,6 +11,7 @@ import { invalidArgument } from '../errors.js';
 import type { ChatMessage } from '../types.js';
 import { FALLBACK_CHATML_TEMPLATE, renderChatTemplate } from './chat-template.js';
 import { Detokenizer, type IncrementalDetokenizer } from './detokenizer.js';
+import { grammarVocab, type GrammarVocab } from './grammar-vocab.js';
 import { SyncEncoder } from './sync-encoder.js';
 
 export interface Tokenizer {
@@ -36,6 +37,8 @@ export interface Tokenizer {
     options?: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; template?: string },
   ): string;
   createDetokenizer(options?: { skipSpecialTokens?: boolean }): IncrementalDetokenizer;
+  /** Raw token strings and their spelling, for the grammar engine (engine/structured/). */
+  grammarVocab(): GrammarVocab;
 }
 
 /** Facts about the tokenizer that tokenizer.json does not hold (from tokenizer_config.json / GGUF keys). */
@@ -268,6 +271,10 @@ export class HfTokenizer implements Tokenizer {
   createDetokenizer(options: { skipSpecialTokens?: boolean } = {}): IncrementalDetokenizer {
     const skip = options.skipSpecialTokens ?? false;
     return new Detokenizer((ids) => this.decodeLenient(ids, skip));
+  }
+
+  grammarVocab(): GrammarVocab {
+    return grammarVocab(this.json, this.tokens, (id) => this.special.has(id));
   }
 
   /** Stops the encode worker (it never keeps the process alive; this frees it early). */

@@ -9,6 +9,7 @@
  */
 export type { Tokenizer, TokenizerFacts } from './hf-tokenizer.js';
 export type { IncrementalDetokenizer } from './detokenizer.js';
+export type { GrammarVocab } from './grammar-vocab.js';
 export type { ChatMessage } from '../types.js';
 export { loadTokenizer, tokenizerFromGgufMetadata } from './load.js';
 export { FALLBACK_CHATML_TEMPLATE, renderChatTemplate } from './chat-template.js';

@@ -13,6 +13,7 @@ import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
 import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 
 const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
@@ -46,7 +47,7 @@ export const parametersSchema = nullable({
   },
 });
 
-export interface MindieParameters {
+export interface MindieParameters extends ConstraintFields {
   temperature?: number | null;
   top_k?: number | null;
   top_p?: number | null;
@@ -70,6 +71,12 @@ export interface MindieParameters {
 }
 
 const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
+
+/** Adds the constraint named by `parameters.guided_*` / `parameters.structured_outputs`, if any. */
+export function withMindieConstraint(request: GenerateRequest, p: MindieParameters): GenerateRequest {
+  const s = constraintFromFields(p, { allowResponseFormat: false, prefix: 'parameters.' });
+  return withConstraintField(s ? { ...request, constraint: s.constraint } : request, s?.field);
+}
 
 /**
  * MindIE parameters → engine sampling params. `priority` is accepted (the engine schedules
@@ -173,12 +180,15 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
   const params = body.parameters ?? input.parameters ?? {};
   assertAccepting(gw);
   const id = body.id ?? newRequestId('infer');
-  const request: GenerateRequest = {
-    requestId: id,
-    ...adapterFor(gw, model),
-    prompt: { kind: 'tokens', ids: input.data },
-    params: mindieSampling(params, 'parameters'),
-  };
+  const request: GenerateRequest = withMindieConstraint(
+    {
+      requestId: id,
+      ...adapterFor(gw, model),
+      prompt: { kind: 'tokens', ids: input.data },
+      params: mindieSampling(params, 'parameters'),
+    },
+    params,
+  );
   const answer = await collect(gw, request, requestSignal(ctx, params.timeout));
   const ids = answer.choices[0].tokenIds;
   ctx.body = {
@@ -221,12 +231,15 @@ async function handleGenerate(
   const params = body.parameters ?? {};
   assertAccepting(gw);
   const id = body.id ?? newRequestId('gen');
-  const request: GenerateRequest = {
-    requestId: id,
-    ...adapterFor(gw, model),
-    prompt: { kind: 'text', text: body.text_input },
-    params: mindieSampling(params, 'parameters'),
-  };
+  const request: GenerateRequest = withMindieConstraint(
+    {
+      requestId: id,
+      ...adapterFor(gw, model),
+      prompt: { kind: 'text', text: body.text_input },
+      params: mindieSampling(params, 'parameters'),
+    },
+    params,
+  );
   const signal = requestSignal(ctx, params.timeout);
   const head = { ...(body.id ? { id: body.id } : {}), model_name: model, model_version: null };
   if (!stream) {

@@ -11,7 +11,13 @@ import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '
 import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { SseWriter } from '../shared/sse.js';
-import { mindieSampling, parametersSchema, requestSignal, type MindieParameters } from '../kserve/index.js';
+import {
+  mindieSampling,
+  parametersSchema,
+  requestSignal,
+  withMindieConstraint,
+  type MindieParameters,
+} from '../kserve/index.js';
 
 /** Largest token id /infer_token accepts (MindIE's bound). */
 const MAX_TOKEN_ID = 1048576;
@@ -79,12 +85,15 @@ export async function handleNativeInfer(
   const prompt = promptOf(body, tokenRoute);
   const params = body.parameters ?? {};
   assertAccepting(gw);
-  const request: GenerateRequest = {
-    requestId: newRequestId('infer'),
-    ...adapterFor(gw, resolveModel(gw, body.model)),
-    prompt,
-    params: mindieSampling(params, 'parameters'),
-  };
+  const request: GenerateRequest = withMindieConstraint(
+    {
+      requestId: newRequestId('infer'),
+      ...adapterFor(gw, resolveModel(gw, body.model)),
+      prompt,
+      params: mindieSampling(params, 'parameters'),
+    },
+    params,
+  );
   const signal = requestSignal(ctx, params.timeout);
   if (!body.stream) {
     const answer = await collect(gw, request, signal);

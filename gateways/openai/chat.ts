@@ -9,6 +9,7 @@ import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { constraintFromFields, withConstraintField } from '../shared/structured.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import {
   chatDelta,
@@ -93,6 +94,11 @@ interface ChatBody extends SamplingFields, ToolFields {
   logprobs?: boolean | null;
   top_logprobs?: number | null;
   response_format?: { type: string } | null;
+  structured_outputs?: unknown;
+  guided_json?: unknown;
+  guided_regex?: unknown;
+  guided_choice?: unknown;
+  guided_grammar?: unknown;
 }
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
@@ -127,9 +133,6 @@ function toMessages(body: ChatBody): ChatMessage[] {
 
 /** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
 function refuseUnsupported(body: ChatBody): void {
-  if (body.response_format && body.response_format.type !== 'text') {
-    throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
-  }
   if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
 }
 
@@ -156,6 +159,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
+  const structured = constraintFromFields(body, { allowResponseFormat: true });
   const request: GenerateRequest = {
     requestId: id,
     prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },
@@ -164,7 +168,9 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
     }),
     ...adapterFor(gw, model),
+    ...(structured ? { constraint: structured.constraint } : {}),
   };
+  withConstraintField(request, structured?.field);
   const created = Math.floor(Date.now() / 1000);
   const signal = clientGoneSignal(ctx);
 

@@ -9,6 +9,7 @@ import { collect, events, newRequestId, type CollectedAnswer } from '../shared/e
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { constraintFromFields, withConstraintField } from '../shared/structured.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import { openaiErrorBody } from './errors.js';
 import {
@@ -54,6 +55,11 @@ interface CompletionBody extends SamplingFields {
   best_of?: number | null;
   suffix?: string | null;
   response_format?: { type: string } | null;
+  structured_outputs?: unknown;
+  guided_json?: unknown;
+  guided_regex?: unknown;
+  guided_choice?: unknown;
+  guided_grammar?: unknown;
 }
 
 const validateCompletion = compileSchema<CompletionBody>(completionSchema);
@@ -92,9 +98,6 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   const body = validateCompletion(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const model = resolveModel(gw, body.model);
   if (body.suffix) throw notSupported('suffix', 'insertion (suffix)');
-  if (body.response_format && body.response_format.type !== 'text') {
-    throw notSupported('response_format.type', `structured output ('${body.response_format.type}')`);
-  }
   if (body.stream && body.best_of && body.best_of !== (body.n ?? 1)) {
     throw invalid('best_of', 'must equal n when stream is true');
   }
@@ -106,14 +109,21 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
     topLogprobs: wantLogprobs && body.logprobs! > 0 ? body.logprobs! : undefined,
     bestOf: body.best_of ?? undefined,
   });
+  const structured = constraintFromFields(body, { allowResponseFormat: true });
   const inputs = prompts(body.prompt);
   const n = params.n ?? 1;
-  const requests: GenerateRequest[] = inputs.map((prompt, i) => ({
-    requestId: inputs.length === 1 ? id : `${id}-${i}`,
-    prompt,
-    params,
-    ...adapterFor(gw, model),
-  }));
+  const requests: GenerateRequest[] = inputs.map((prompt, i) =>
+    withConstraintField(
+      {
+        requestId: inputs.length === 1 ? id : `${id}-${i}`,
+        prompt,
+        params,
+        ...adapterFor(gw, model),
+        ...(structured ? { constraint: structured.constraint } : {}),
+      },
+      structured?.field,
+    ),
+  );
   const echoes = body.echo
     ? await Promise.all(inputs.map((p) => promptText(gw.engine, p)))
     : inputs.map(() => '');

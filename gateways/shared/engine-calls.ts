@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob, Usage } from '../../engine/types.js';
 import type { GatewayContext } from './gateway-context.js';
 import { HttpError } from './http-error.js';
+import { renameConstraintError } from './structured.js';
 import { tracedGenerate } from './tracing.js';
 
 export function newRequestId(prefix: string): string {
@@ -49,17 +50,21 @@ export async function collect(
 ): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
-  for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
-    if (ev.type === 'token') {
-      if (ev.logprobs?.length) {
-        const list = logprobs.get(ev.index) ?? [];
-        list.push(...ev.logprobs);
-        logprobs.set(ev.index, list);
+  try {
+    for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
+      if (ev.type === 'token') {
+        if (ev.logprobs?.length) {
+          const list = logprobs.get(ev.index) ?? [];
+          list.push(...ev.logprobs);
+          logprobs.set(ev.index, list);
+        }
+      } else {
+        failIfError(ev);
+        finishes.push(ev);
       }
-    } else {
-      failIfError(ev);
-      finishes.push(ev);
     }
+  } catch (e) {
+    throw renameConstraintError(request, e);
   }
   finishes.sort((a, b) => a.index - b.index);
   return {
@@ -80,8 +85,12 @@ export async function* events(
   request: GenerateRequest,
   signal: AbortSignal,
 ): AsyncGenerator<GenerateEvent> {
-  for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
-    if (ev.type === 'finish') failIfError(ev);
-    yield ev;
+  try {
+    for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
+      if (ev.type === 'finish') failIfError(ev);
+      yield ev;
+    }
+  } catch (e) {
+    throw renameConstraintError(request, e);
   }
 }

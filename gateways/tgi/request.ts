@@ -4,6 +4,7 @@
  * (temperature ≠ 1, top_k, top_p < 1) is set; `temperature` and `top_p` are open intervals.
  */
 import type { GenerateRequest } from '../../engine/types.js';
+import { fromTgiGrammar, withConstraintField } from '../shared/structured.js';
 import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
@@ -94,8 +95,7 @@ export function toEngineRequest(
   const p = body.parameters ?? {};
   // adapter_id names a LoRA adapter (as in TGI); the base model's name or none = no adapter.
   const model = p.adapter_id ? resolveModel(gw, p.adapter_id, 'parameters.adapter_id') : gw.info.modelName;
-  if (p.grammar !== undefined && p.grammar !== null)
-    throw notSupported('parameters.grammar', 'grammar-constrained generation');
+  const structured = fromTgiGrammar(p.grammar);
   if (p.watermark) throw notSupported('parameters.watermark', 'watermarking');
   if (p.typical_p != null && p.typical_p < 1) throw notSupported('parameters.typical_p', 'typical sampling');
   const samples = tgiSamples(p);
@@ -106,10 +106,11 @@ export function toEngineRequest(
     throw invalid('parameters.seed', 'must not be set together with best_of > 1');
   if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
   const details = p.details === true || streaming;
-  return {
+  const request: GenerateRequest = {
     requestId,
     ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.inputs },
+    ...(structured ? { constraint: structured.constraint } : {}),
     params: {
       maxNewTokens: d(p.max_new_tokens),
       doSample: samples,
@@ -128,4 +129,5 @@ export function toEngineRequest(
       topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,
     },
   };
+  return withConstraintField(request, structured?.field);
 }

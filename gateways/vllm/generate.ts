@@ -5,6 +5,7 @@
  */
 import type { Context } from 'koa';
 import type { GenerateRequest } from '../../engine/types.js';
+import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { notSupported, toHttpError } from '../shared/http-error.js';
@@ -41,7 +42,7 @@ const vllmSchema = {
   },
 };
 
-interface VllmBody {
+interface VllmBody extends ConstraintFields {
   prompt: string;
   model?: string | null;
   stream?: boolean | null;
@@ -74,9 +75,11 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
   if (body.use_beam_search) throw notSupported('use_beam_search', 'beam search');
   assertAccepting(gw);
   const stop = d(body.stop);
+  const structured = constraintFromFields(body, { allowResponseFormat: false });
   const request: GenerateRequest = {
     requestId: newRequestId('vllm'),
     ...adapterFor(gw, model),
+    ...(structured ? { constraint: structured.constraint } : {}),
     prompt: { kind: 'text', text: body.prompt },
     params: {
       maxNewTokens: d(body.max_tokens),
@@ -96,6 +99,7 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
       includeStopStrInOutput: d(body.include_stop_str_in_output),
     },
   };
+  withConstraintField(request, structured?.field);
   const signal = clientGoneSignal(ctx);
   if (!body.stream) {
     const answer = await collect(gw, request, signal);

@@ -194,8 +194,40 @@ export interface GenerateRequest {
   params:
     | SamplingParams
     | undefined;
+  /** Structured output: the generated text must match this (absent: unconstrained). */
+  constraint:
+    | Constraint
+    | undefined;
   /** LoRA adapter name; empty (or the served model's name) = the base model. */
   adapter: string;
+}
+
+/** One output constraint, enforced token by token (engine/structured/). */
+export interface Constraint {
+  kind:
+    | //
+    /** Any JSON object. */
+    { $case: "jsonObject"; jsonObject: JsonObjectConstraint }
+    | //
+    /** A JSON Schema as JSON text; additionalProperties defaults to false. */
+    { $case: "jsonSchema"; jsonSchema: string }
+    | //
+    /** A regular expression the whole output matches. */
+    { $case: "regex"; regex: string }
+    | //
+    /** The output is exactly one of these strings. */
+    { $case: "choice"; choice: ChoiceConstraint }
+    | //
+    /** An EBNF grammar (xgrammar notation, rule `root`). */
+    { $case: "grammar"; grammar: string }
+    | undefined;
+}
+
+export interface JsonObjectConstraint {
+}
+
+export interface ChoiceConstraint {
+  choices: string[];
 }
 
 export interface TopLogprob {
@@ -1697,7 +1729,7 @@ export const SamplingParams: MessageFns<SamplingParams> = {
 };
 
 function createBaseGenerateRequest(): GenerateRequest {
-  return { requestId: "", prompt: undefined, params: undefined, adapter: "" };
+  return { requestId: "", prompt: undefined, params: undefined, constraint: undefined, adapter: "" };
 }
 
 export const GenerateRequest: MessageFns<GenerateRequest> = {
@@ -1718,6 +1750,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.params !== undefined) {
       SamplingParams.encode(message.params, writer.uint32(42).fork()).join();
+    }
+    if (message.constraint !== undefined) {
+      Constraint.encode(message.constraint, writer.uint32(50).fork()).join();
     }
     if (message.adapter !== "") {
       writer.uint32(58).string(message.adapter);
@@ -1778,6 +1813,14 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
             message.params = SamplingParams.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.constraint = Constraint.decode(reader, reader.uint32());
+            continue;
+          }
           case 7: {
             if (tag !== 58) {
               break;
@@ -1813,6 +1856,7 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
         ? { $case: "chat", chat: ChatPrompt.fromJSON(object.chat) }
         : undefined,
       params: isSet(object.params) ? SamplingParams.fromJSON(object.params) : undefined,
+      constraint: isSet(object.constraint) ? Constraint.fromJSON(object.constraint) : undefined,
       adapter: isSet(object.adapter) ? globalThis.String(object.adapter) : "",
     };
   },
@@ -1831,6 +1875,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.params !== undefined) {
       obj.params = SamplingParams.toJSON(message.params);
+    }
+    if (message.constraint !== undefined) {
+      obj.constraint = Constraint.toJSON(message.constraint);
     }
     if (message.adapter !== "") {
       obj.adapter = message.adapter;
@@ -1867,7 +1914,299 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     message.params = (object.params !== undefined && object.params !== null)
       ? SamplingParams.fromPartial(object.params)
       : undefined;
+    message.constraint = (object.constraint !== undefined && object.constraint !== null)
+      ? Constraint.fromPartial(object.constraint)
+      : undefined;
     message.adapter = object.adapter ?? "";
+    return message;
+  },
+};
+
+function createBaseConstraint(): Constraint {
+  return { kind: undefined };
+}
+
+export const Constraint: MessageFns<Constraint> = {
+  encode(message: Constraint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.kind?.$case) {
+      case "jsonObject":
+        JsonObjectConstraint.encode(message.kind.jsonObject, writer.uint32(10).fork()).join();
+        break;
+      case "jsonSchema":
+        writer.uint32(18).string(message.kind.jsonSchema);
+        break;
+      case "regex":
+        writer.uint32(26).string(message.kind.regex);
+        break;
+      case "choice":
+        ChoiceConstraint.encode(message.kind.choice, writer.uint32(34).fork()).join();
+        break;
+      case "grammar":
+        writer.uint32(42).string(message.kind.grammar);
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Constraint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConstraint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = { $case: "jsonObject", jsonObject: JsonObjectConstraint.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = { $case: "jsonSchema", jsonSchema: reader.string() };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kind = { $case: "regex", regex: reader.string() };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.kind = { $case: "choice", choice: ChoiceConstraint.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.kind = { $case: "grammar", grammar: reader.string() };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Constraint {
+    return {
+      kind: isSet(object.jsonObject)
+        ? { $case: "jsonObject", jsonObject: JsonObjectConstraint.fromJSON(object.jsonObject) }
+        : isSet(object.json_object)
+        ? { $case: "jsonObject", jsonObject: JsonObjectConstraint.fromJSON(object.json_object) }
+        : isSet(object.jsonSchema)
+        ? { $case: "jsonSchema", jsonSchema: globalThis.String(object.jsonSchema) }
+        : isSet(object.json_schema)
+        ? { $case: "jsonSchema", jsonSchema: globalThis.String(object.json_schema) }
+        : isSet(object.regex)
+        ? { $case: "regex", regex: globalThis.String(object.regex) }
+        : isSet(object.choice)
+        ? { $case: "choice", choice: ChoiceConstraint.fromJSON(object.choice) }
+        : isSet(object.grammar)
+        ? { $case: "grammar", grammar: globalThis.String(object.grammar) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: Constraint): unknown {
+    const obj: any = {};
+    if (message.kind?.$case === "jsonObject") {
+      obj.jsonObject = JsonObjectConstraint.toJSON(message.kind.jsonObject);
+    } else if (message.kind?.$case === "jsonSchema") {
+      obj.jsonSchema = message.kind.jsonSchema;
+    } else if (message.kind?.$case === "regex") {
+      obj.regex = message.kind.regex;
+    } else if (message.kind?.$case === "choice") {
+      obj.choice = ChoiceConstraint.toJSON(message.kind.choice);
+    } else if (message.kind?.$case === "grammar") {
+      obj.grammar = message.kind.grammar;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Constraint>, I>>(base?: I): Constraint {
+    return Constraint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Constraint>, I>>(object: I): Constraint {
+    const message = createBaseConstraint();
+    switch (object.kind?.$case) {
+      case "jsonObject": {
+        if (object.kind?.jsonObject !== undefined && object.kind?.jsonObject !== null) {
+          message.kind = { $case: "jsonObject", jsonObject: JsonObjectConstraint.fromPartial(object.kind.jsonObject) };
+        }
+        break;
+      }
+      case "jsonSchema": {
+        if (object.kind?.jsonSchema !== undefined && object.kind?.jsonSchema !== null) {
+          message.kind = { $case: "jsonSchema", jsonSchema: object.kind.jsonSchema };
+        }
+        break;
+      }
+      case "regex": {
+        if (object.kind?.regex !== undefined && object.kind?.regex !== null) {
+          message.kind = { $case: "regex", regex: object.kind.regex };
+        }
+        break;
+      }
+      case "choice": {
+        if (object.kind?.choice !== undefined && object.kind?.choice !== null) {
+          message.kind = { $case: "choice", choice: ChoiceConstraint.fromPartial(object.kind.choice) };
+        }
+        break;
+      }
+      case "grammar": {
+        if (object.kind?.grammar !== undefined && object.kind?.grammar !== null) {
+          message.kind = { $case: "grammar", grammar: object.kind.grammar };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseJsonObjectConstraint(): JsonObjectConstraint {
+  return {};
+}
+
+export const JsonObjectConstraint: MessageFns<JsonObjectConstraint> = {
+  encode(_: JsonObjectConstraint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JsonObjectConstraint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJsonObjectConstraint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): JsonObjectConstraint {
+    return {};
+  },
+
+  toJSON(_: JsonObjectConstraint): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<JsonObjectConstraint>, I>>(base?: I): JsonObjectConstraint {
+    return JsonObjectConstraint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<JsonObjectConstraint>, I>>(_: I): JsonObjectConstraint {
+    const message = createBaseJsonObjectConstraint();
+    return message;
+  },
+};
+
+function createBaseChoiceConstraint(): ChoiceConstraint {
+  return { choices: [] };
+}
+
+export const ChoiceConstraint: MessageFns<ChoiceConstraint> = {
+  encode(message: ChoiceConstraint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.choices) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChoiceConstraint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChoiceConstraint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.choices.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChoiceConstraint {
+    return {
+      choices: globalThis.Array.isArray(object?.choices) ? object.choices.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: ChoiceConstraint): unknown {
+    const obj: any = {};
+    if (message.choices?.length) {
+      obj.choices = message.choices;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChoiceConstraint>, I>>(base?: I): ChoiceConstraint {
+    return ChoiceConstraint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChoiceConstraint>, I>>(object: I): ChoiceConstraint {
+    const message = createBaseChoiceConstraint();
+    message.choices = object.choices?.map((e) => e) || [];
     return message;
   },
 };

@@ -1,0 +1,242 @@
+/**
+ * `npm run bench:structured`: the cost of structured output, in one run on the default model.
+ *
+ *  1. Output tokens/s, unconstrained vs `json_schema`, at concurrency 1 and 16 (A/B
+ *     interleaved, medians of rounds). Both sides generate exactly `maxTokens` tokens per
+ *     request (unconstrained with ignore_eos; the schema is an open-ended array so the
+ *     document never ends first), so the batch shapes match and only the mask differs.
+ *  2. Grammar compile time p50/p99, cold (distinct JSONSchemaBench schemas, first time) and
+ *     cached (the same again), as the grammar thread measures it and as a request waits.
+ *  3. Per-token mask time p50/p99 (the grammar thread's fill of one ceil(V/32) bitmask).
+ *  4. The peer: the same schema through llama.cpp's JSON-schema grammar (node-llama-cpp,
+ *     GBNF sampler), one sequence, with and without the grammar.
+ *
+ * Usage: npm run bench:structured [-- --rounds 3 --tokens 64]
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Token } from 'node-llama-cpp';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import { loadEngine } from '../engine/load-engine.js';
+import { GrammarService } from '../engine/structured/grammar-service.js';
+import { loadTokenizer } from '../engine/tokenizer/index.js';
+import type { Constraint, Engine, GenerateRequest } from '../engine/types.js';
+import { jsonSchemaBenchDir, sampleFiles } from './jsonschemabench.js';
+import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    tokens: { type: 'string', default: '64' },
+    threads: { type: 'string', default: '2' },
+    schemas: { type: 'string', default: '40' },
+  },
+});
+const rounds = Number(args.rounds);
+const maxTokens = Number(args.tokens);
+const threads = Number(args.threads);
+
+/** Open-ended (an array of records), so every request runs to max_tokens under the grammar too. */
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    people: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { name: { type: 'string', maxLength: 24 }, city: { type: 'string', maxLength: 24 } },
+        required: ['name', 'city'],
+      },
+    },
+  },
+  required: ['people'],
+};
+const constraint: Constraint = { kind: 'json_schema', schema: JSON.stringify(SCHEMA) };
+const PROMPT = 'List people and the cities they live in, as JSON.';
+
+function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
+const median = (xs: readonly number[]) => quantile(xs, 0.5);
+const f1 = (x: number) => x.toFixed(1);
+const f3 = (x: number) => x.toFixed(3);
+
+async function throughput(
+  engine: Engine,
+  concurrency: number,
+  constrained: boolean,
+  seed: number,
+): Promise<number> {
+  const request = (i: number): GenerateRequest => ({
+    prompt: { kind: 'chat', messages: [{ role: 'user', content: PROMPT }] },
+    params: { maxNewTokens: maxTokens, temperature: 0.7, seed: seed + i, ignoreEos: !constrained },
+    ...(constrained ? { constraint } : {}),
+  });
+  // Warm the grammar cache and the prefix cache outside the timed part.
+  const t0 = performance.now();
+  let tokens = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      for await (const ev of engine.generate(request(i)))
+        if (ev.type === 'token') tokens += ev.tokenIds.length;
+    }),
+  );
+  return tokens / ((performance.now() - t0) / 1000);
+}
+
+async function engineThroughput(): Promise<string[]> {
+  const engine = await loadEngine(ensureDefaultModel(), {
+    maxBatchSize: 16,
+    threads,
+    kvCacheBytes: 128 << 20,
+  });
+  const out: string[] = [];
+  try {
+    await throughput(engine, 2, true, 0); // compile + warm-up
+    await throughput(engine, 2, false, 0);
+    for (const c of [1, 16]) {
+      const a: number[] = [];
+      const b: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        a.push(await throughput(engine, c, false, 100 * r));
+        b.push(await throughput(engine, c, true, 100 * r));
+      }
+      const slow = (1 - median(b) / median(a)) * 100;
+      out.push(
+        `| ${c} | ${f1(median(a))} | ${f1(median(b))} | ${slow >= 0 ? `${f1(slow)}% slower` : `${f1(-slow)}% faster`} | ${a.map(f1).join(', ')} / ${b.map(f1).join(', ')} |`,
+      );
+      console.error(`concurrency ${c}: unconstrained ${a.map(f1)}; json_schema ${b.map(f1)}`);
+    }
+  } finally {
+    await engine.close();
+  }
+  return out;
+}
+
+async function compileAndMask(modelPath: string): Promise<string[]> {
+  const tok = await loadTokenizer(modelPath);
+  const svc = new GrammarService({
+    vocab: tok.grammarVocab(),
+    vocabSize: tok.vocabSize,
+    stopTokenIds: tok.eosTokenIds,
+    cacheSize: 1024,
+  });
+  try {
+    // The tokenizer info is built by the first compile: not a per-schema cost.
+    await svc.compile({ kind: 'json_object' });
+    // Function-call parameter schemas: what API clients send. (Some Github/Kubernetes schemas
+    // take seconds to minutes cold; bench/jsonschemabench.ts covers those.)
+    const dir = join(jsonSchemaBenchDir(), 'Glaiveai2K');
+    const schemas = sampleFiles(dir, Number(args.schemas)).map((f) => readFileSync(join(dir, f), 'utf8'));
+    const cold: number[] = [];
+    const cachedWait: number[] = [];
+    let failed = 0;
+    for (const schema of schemas) {
+      try {
+        cold.push((await svc.compile({ kind: 'json_schema', schema })).ms);
+      } catch {
+        failed++;
+      }
+    }
+    for (const schema of schemas) {
+      const t0 = performance.now();
+      try {
+        await svc.compile({ kind: 'json_schema', schema });
+        cachedWait.push(performance.now() - t0);
+      } catch {
+        /* counted above */
+      }
+    }
+    // Mask times: walk a document of the benchmark schema token by token.
+    const { key } = await svc.compile(constraint);
+    const doc = JSON.stringify({
+      people: Array.from({ length: 20 }, (_, i) => ({ name: `Person ${i}`, city: 'Paris' })),
+    });
+    svc.maskTimes.length = 0;
+    for (let r = 0; r < 5; r++) {
+      const g = svc.createMatcher(key);
+      await g.pending;
+      for (const id of tok.encode(doc, { addSpecialTokens: false })) {
+        svc.accept(g, id);
+        await g.pending;
+      }
+      svc.free(g);
+    }
+    const m = svc.maskTimes;
+    return [
+      `| compile, cold (${cold.length} JSONSchemaBench Glaiveai2K schemas${failed ? `, ${failed} refused` : ''}) | ${f1(median(cold))} | ${f1(quantile(cold, 0.99))} |`,
+      `| compile, cached (request wait incl. thread round trip) | ${f3(median(cachedWait))} | ${f3(quantile(cachedWait, 0.99))} |`,
+      `| mask per token (${m.length} tokens, V = ${tok.vocabSize}) | ${f3(median(m))} | ${f3(quantile(m, 0.99))} |`,
+    ];
+  } finally {
+    await svc.close();
+  }
+}
+
+async function llamaPeer(modelPath: string): Promise<string[]> {
+  const { llama, model } = await loadPrebuiltLlamaModel(modelPath, threads);
+  const { LlamaGrammarEvaluationState } = await import('node-llama-cpp');
+  const context = await model.createContext({
+    contextSize: 1024,
+    sequences: 1,
+    threads: { ideal: threads, min: threads },
+  });
+  const tokens = model.tokenize(`<|im_start|>user\n${PROMPT}<|im_end|>\n<|im_start|>assistant\n`, true);
+  const grammar = await llama.createGrammarForJsonSchema(SCHEMA as never);
+  // llama.cpp's grammar sampler checks the grammar against the whole vocabulary per token
+  // (over a second per token here), so the grammar side is timed over fewer tokens.
+  const run = async (withGrammar: boolean): Promise<number> => {
+    const limit = withGrammar ? Math.min(maxTokens, 12) : maxTokens;
+    const sequence = context.getSequence();
+    try {
+      const state = withGrammar ? new LlamaGrammarEvaluationState({ model, grammar }) : undefined;
+      let n = 0;
+      let first = 0;
+      for await (const _t of sequence.evaluate(tokens as Token[], {
+        temperature: 0.7,
+        seed: 1,
+        yieldEogToken: true,
+        ...(state ? { grammarEvaluationState: state } : {}),
+      })) {
+        if (n === 0) first = performance.now();
+        if (++n === limit) break;
+      }
+      return (n - 1) / ((performance.now() - first) / 1000);
+    } finally {
+      sequence.dispose();
+    }
+  };
+  await run(false);
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < Math.min(rounds, 2); r++) {
+    a.push(await run(false));
+    b.push(await run(true));
+  }
+  await context.dispose();
+  await model.dispose();
+  const slow = (1 - median(b) / median(a)) * 100;
+  return [
+    `| llama.cpp (node-llama-cpp ${llama.llamaCppRelease.release}), GBNF from the JSON schema, 1 sequence | ${f1(median(a))} | ${f1(median(b))} | ${f1(slow)}% slower | ${a.map(f1).join(', ')} / ${b.map(f1).join(', ')} |`,
+  ];
+}
+
+const modelPath = ensureDefaultModel();
+const head =
+  '| concurrency | unconstrained tok/s | json_schema tok/s | cost | rounds (A / B) |\n|---|---|---|---|---|';
+const prism = await engineThroughput();
+console.log(
+  `Prism, ${maxTokens} output tokens per request, ${rounds} interleaved rounds, threads ${threads}:\n`,
+);
+console.log(`${head}\n${prism.join('\n')}\n`);
+console.error('compile and mask timings ...');
+const timings = await compileAndMask(modelPath);
+console.log('| grammar work | p50 ms | p99 ms |\n|---|---|---|');
+console.log(`${timings.join('\n')}\n`);
+console.error('llama.cpp peer ...');
+const peer = await llamaPeer(modelPath);
+console.log('| peer | unconstrained tok/s | with grammar tok/s | cost | rounds |\n|---|---|---|---|---|');
+console.log(peer.join('\n'));

@@ -1,0 +1,171 @@
+/**
+ * The engine's side of the grammar thread (grammar-worker.ts): compiles constraints there
+ * (an LRU cache keyed by canonical text lives in the worker), keeps one matcher per
+ * sequence, and holds each matcher's mask for the next step. A request waits for its
+ * compile outside the scheduler, so a slow grammar never holds up the batch; a compile that
+ * fails or takes longer than the limit fails that request with INVALID_ARGUMENT.
+ */
+import { Worker } from 'node:worker_threads';
+import { EngineError, invalidArgument } from '../errors.js';
+import type { GrammarVocab } from '../tokenizer/grammar-vocab.js';
+import { canonicalText, type Constraint } from './constraint.js';
+import type { GrammarWorkerInit, WorkerReply, WorkerRequest } from './grammar-worker.js';
+
+export interface GrammarServiceOptions {
+  readonly vocab: GrammarVocab;
+  /** Rows of the logits (the mask has ceil(vocabSize/32) words). */
+  readonly vocabSize: number;
+  readonly stopTokenIds: readonly number[];
+  readonly cacheSize?: number;
+  readonly compileTimeoutMs?: number;
+}
+
+/** One sequence's matcher as the engine sees it. */
+export class SequenceGrammar {
+  /** Allowed tokens for the next sample (null until the worker answered). */
+  mask: Int32Array | null = null;
+  /** The grammar took a stop token: the document is complete. */
+  terminated = false;
+  /** Set when the matcher refused a token or the worker failed. */
+  error: string | null = null;
+  /** The worker's answer to the latest create/accept; awaited before the next step. */
+  pending: Promise<void> = Promise.resolve();
+  constructor(
+    readonly id: number,
+    readonly key: string,
+  ) {}
+}
+
+type Reply = Exclude<WorkerReply, { ok: false } | { started: true }>;
+/** A request without its id (Omit over a union keeps only the common keys, hence this). */
+type Request = WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, 'id'> : never) : never;
+
+export class GrammarService {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private nextMatcher = 1;
+  private readonly waiting = new Map<
+    number,
+    { resolve: (r: Reply) => void; reject: (e: Error) => void; started?: () => void }
+  >();
+  private readonly timeoutMs: number;
+  /** Set when the grammar thread died (a crash in the library): every later call fails. */
+  dead: Error | null = null;
+  /** Per-token mask times (ms) as the worker measured them, for the benchmark. */
+  readonly maskTimes: number[] = [];
+
+  constructor(options: GrammarServiceOptions) {
+    this.timeoutMs = options.compileTimeoutMs ?? 10_000;
+    const init: GrammarWorkerInit = {
+      tokens: options.vocab.tokens,
+      vocabType: options.vocab.vocabType,
+      prependSpace: options.vocab.prependSpace,
+      vocabSize: options.vocabSize,
+      stopTokenIds: options.stopTokenIds,
+      cacheSize: options.cacheSize ?? 64,
+    };
+    // Source tree (tsx): the .ts file, run through the loader the process was started with;
+    // compiled tree: the .js next to this one.
+    this.worker = import.meta.url.endsWith('.ts')
+      ? new Worker(
+          // Workers do not inherit tsx's loader: register it, then load the TypeScript source.
+          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register();` +
+            ` return import(${JSON.stringify(new URL('./grammar-worker.ts', import.meta.url).href)}); });`,
+          { eval: true, workerData: init },
+        )
+      : new Worker(new URL('./grammar-worker.js', import.meta.url), { workerData: init });
+    this.worker.unref();
+    this.worker.on('message', (reply: WorkerReply) => {
+      const w = this.waiting.get(reply.id);
+      if (!w) return;
+      if ('started' in reply) {
+        w.started?.();
+        return;
+      }
+      this.waiting.delete(reply.id);
+      if (reply.ok) w.resolve(reply);
+      else w.reject(new Error(reply.error));
+    });
+    const failAll = (e: Error) => {
+      this.dead ??= e;
+      for (const w of this.waiting.values()) w.reject(e);
+      this.waiting.clear();
+    };
+    this.worker.on('error', failAll);
+    this.worker.on('exit', () => failAll(new Error('the grammar thread exited')));
+  }
+
+  private call(req: Request, started?: () => void): Promise<Reply> {
+    const id = this.nextId++;
+    if (this.dead) return Promise.reject(this.dead);
+    return new Promise<Reply>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject, ...(started ? { started } : {}) });
+      this.worker.postMessage({ ...req, id });
+    });
+  }
+
+  /**
+   * Compiles (or finds in the cache) the grammar of `c`; resolves to its cache key.
+   * `field` names the request field in errors.
+   */
+  async compile(c: Constraint, field = 'constraint'): Promise<{ key: string; ms: number; cached: boolean }> {
+    const key = canonicalText(c);
+    let timer: NodeJS.Timeout | undefined;
+    let expire: (e: Error) => void = () => {};
+    const timeout = new Promise<never>((_, reject) => (expire = reject));
+    // The limit counts compile time only: waiting behind another request's compile is not
+    // this grammar's fault. (The worker finishes the compile anyway and caches it.)
+    const started = () => {
+      timer = setTimeout(
+        () => expire(invalidArgument(field, `the grammar did not compile within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
+    };
+    try {
+      const r = await Promise.race([this.call({ op: 'compile', key, constraint: c }, started), timeout]);
+      return { key, ms: 'ms' in r ? (r.ms ?? 0) : 0, cached: 'cached' in r ? (r.cached ?? false) : false };
+    } catch (e) {
+      if (e instanceof EngineError) throw e;
+      throw invalidArgument(field, `the grammar does not compile: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A new matcher at the grammar's start; its first mask arrives in `pending`. */
+  createMatcher(key: string): SequenceGrammar {
+    const g = new SequenceGrammar(this.nextMatcher++, key);
+    g.pending = this.track(g, this.call({ op: 'create', key, matcher: g.id }));
+    return g;
+  }
+
+  /** Advances the matcher by a sampled token; the next mask arrives in `pending`. */
+  accept(g: SequenceGrammar, token: number): void {
+    g.mask = null;
+    g.pending = g.pending.then(() => this.track(g, this.call({ op: 'accept', matcher: g.id, token })));
+  }
+
+  private track(g: SequenceGrammar, reply: Promise<Reply>): Promise<void> {
+    return reply.then(
+      (r) => {
+        if (!('mask' in r)) return;
+        if (!r.accepted && g.error === null) g.error = 'the grammar refused a sampled token';
+        g.terminated = r.terminated;
+        g.mask = r.mask;
+        this.maskTimes.push(r.maskMs);
+        if (this.maskTimes.length > 100_000) this.maskTimes.splice(0, 50_000);
+      },
+      (e: unknown) => {
+        g.error ??= `grammar failed: ${(e as Error).message}`;
+      },
+    );
+  }
+
+  free(g: SequenceGrammar): void {
+    void g.pending.then(() => this.call({ op: 'free', matcher: g.id })).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * The grammar thread: owns xgrammar (WebAssembly) — the tokenizer info, the compile cache
+ * and every sequence's matcher — so that compiling (milliseconds to seconds) never runs on
+ * the event loop. xgrammar objects live in this thread's WebAssembly memory and cannot be
+ * moved to another thread, which is why the matchers live here too: the engine sends each
+ * sampled token, this thread advances the matcher and answers with the next step's mask.
+ *
+ * Protocol (requests carry an `id`; every answer echoes it): see `WorkerRequest`.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
+import { choiceGrammar, type Constraint } from './constraint.js';
+import { loadXGrammar } from './xgrammar.js';
+
+export interface GrammarWorkerInit {
+  readonly tokens: readonly string[];
+  readonly vocabType: 'byte_level' | 'byte_fallback' | 'raw';
+  readonly prependSpace: boolean;
+  /** Rows of the model's logits (may exceed the tokenizer's vocabulary). */
+  readonly vocabSize: number;
+  readonly stopTokenIds: readonly number[];
+  /** Compiled grammars kept (least recently used evicted). */
+  readonly cacheSize: number;
+}
+
+export type WorkerRequest =
+  | { readonly op: 'compile'; readonly id: number; readonly key: string; readonly constraint: Constraint }
+  | { readonly op: 'create'; readonly id: number; readonly key: string; readonly matcher: number }
+  | { readonly op: 'accept'; readonly id: number; readonly matcher: number; readonly token: number }
+  | { readonly op: 'free'; readonly id: number; readonly matcher: number };
+
+export type WorkerReply =
+  /** A compile left the queue and started (not a final answer). */
+  | { readonly id: number; readonly started: true }
+  | { readonly id: number; readonly ok: true; readonly ms?: number; readonly cached?: boolean }
+  | {
+      readonly id: number;
+      readonly ok: true;
+      /** The token was accepted; the matcher has ended (stop token taken); next mask. */
+      readonly accepted: boolean;
+      readonly terminated: boolean;
+      readonly mask: Int32Array;
+      readonly maskMs: number;
+    }
+  | { readonly id: number; readonly ok: false; readonly error: string };
+
+const xg = loadXGrammar();
+const init = workerData as GrammarWorkerInit;
+let compiler: GrammarCompiler | null = null;
+let info: TokenizerInfo | null = null;
+const cache = new Map<string, CompiledGrammar>();
+const matchers = new Map<number, GrammarMatcher>();
+
+async function getCompiler(): Promise<GrammarCompiler> {
+  if (compiler) return compiler;
+  info = await xg.TokenizerInfo.createTokenizerInfo(
+    [...init.tokens],
+    init.vocabType,
+    init.prependSpace,
+    init.vocabSize,
+    [...init.stopTokenIds],
+  );
+  // xgrammar's own cache is off: ours is keyed by canonical text and bounded.
+  compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+  return compiler;
+}
+
+async function compileConstraint(c: Constraint): Promise<CompiledGrammar> {
+  const gc = await getCompiler();
+  switch (c.kind) {
+    case 'json_object':
+      // Any object: no strict mode, so any properties may appear.
+      return gc.compileJSONSchema('{"type":"object"}', true, undefined, undefined, false);
+    case 'json_schema':
+      return gc.compileJSONSchema(c.schema, true, undefined, undefined, true);
+    case 'regex':
+      return gc.compileStructuralTag({
+        type: 'structural_tag',
+        format: { type: 'regex', pattern: c.pattern },
+      });
+    case 'choice':
+      return gc.compileGrammar(choiceGrammar(c.choices));
+    case 'grammar':
+      return gc.compileGrammar(c.ebnf);
+  }
+}
+
+/** What xgrammar threw, without its build-machine path or the WebAssembly abort boilerplate. */
+function cleanMessage(text: string): string {
+  return text
+    .replace(/\[(FATAL|WARNING)\]\s*\S+:\d+:\s*/g, '')
+    .replace(/Aborted\(\)\..*$/s, '')
+    .trim();
+}
+
+async function handle(req: WorkerRequest): Promise<WorkerReply> {
+  switch (req.op) {
+    case 'compile': {
+      const hit = cache.get(req.key);
+      if (hit) {
+        cache.delete(req.key);
+        cache.set(req.key, hit);
+        return { id: req.id, ok: true, ms: 0, cached: true };
+      }
+      // The engine's time limit runs from here, not from when the request joined the queue.
+      parentPort!.postMessage({ id: req.id, started: true });
+      const t0 = performance.now();
+      let compiled: CompiledGrammar;
+      try {
+        compiled = await compileConstraint(req.constraint);
+      } catch (e) {
+        // xgrammar prints its reason on the process's stderr (not through JS) and throws
+        // either its message or a bare "Aborted()" (a failed check in its C++ code).
+        const thrown = cleanMessage(e instanceof Error ? e.message : String(e));
+        return { id: req.id, ok: false, error: thrown || 'the grammar library rejected it' };
+      }
+      cache.set(req.key, compiled);
+      while (cache.size > init.cacheSize) {
+        const [oldest, grammar] = cache.entries().next().value as [string, CompiledGrammar];
+        cache.delete(oldest);
+        grammar.dispose(); // matchers made from it hold their own reference
+      }
+      return { id: req.id, ok: true, ms: performance.now() - t0, cached: false };
+    }
+    case 'create': {
+      const compiled = cache.get(req.key);
+      if (!compiled) return { id: req.id, ok: false, error: 'grammar is no longer compiled' };
+      const m = await xg.GrammarMatcher.createGrammarMatcher(compiled);
+      matchers.set(req.matcher, m);
+      return nextMask(req.id, m, true);
+    }
+    case 'accept': {
+      const m = matchers.get(req.matcher);
+      if (!m) return { id: req.id, ok: false, error: 'no such matcher' };
+      return nextMask(req.id, m, m.acceptToken(req.token));
+    }
+    case 'free': {
+      matchers.get(req.matcher)?.dispose();
+      matchers.delete(req.matcher);
+      return { id: req.id, ok: true };
+    }
+  }
+}
+
+async function nextMask(id: number, m: GrammarMatcher, accepted: boolean): Promise<WorkerReply> {
+  const terminated = m.isTerminated();
+  const t0 = performance.now();
+  const mask = terminated ? new Int32Array(0) : await m.getNextTokenBitmask();
+  return { id, ok: true, accepted, terminated, mask, maskMs: performance.now() - t0 };
+}
+
+// One request at a time, in order: a matcher's accepts must apply in sampling order.
+let chain = Promise.resolve();
+parentPort!.on('message', (req: WorkerRequest) => {
+  chain = chain.then(async () => {
+    let reply: WorkerReply;
+    try {
+      reply = await handle(req);
+    } catch (e) {
+      reply = { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
+    }
+    const transfer = 'mask' in reply && reply.mask.byteLength > 0 ? [reply.mask.buffer as ArrayBuffer] : [];
+    parentPort!.postMessage(reply, transfer);
+  });
+});

@@ -1,0 +1,80 @@
+/** The JSON Schema allowlist and the constraint's canonical text (no model needed). */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { canonicalText, choiceGrammar } from './constraint.js';
+import { checkJsonSchema } from './schema-check.js';
+import { checkConstraint } from './validate.js';
+
+const refused = (schema: unknown, re: RegExp) =>
+  assert.throws(
+    () => checkJsonSchema(schema, 'f'),
+    (e: Error & { code?: string }) => e.code === 'INVALID_ARGUMENT' && re.test(e.message),
+    JSON.stringify(schema),
+  );
+
+test('enforced keywords and non-vocabulary annotations are accepted', () => {
+  checkJsonSchema(
+    {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      description: 'x',
+      'x-kubernetes-kind': 'Pod',
+      properties: {
+        a: { type: ['string', 'null'], maxLength: 3 },
+        b: { $ref: '#/$defs/b' },
+        c: { type: 'array', items: { enum: [1, 'x'] }, minItems: 1 },
+        d: { oneOf: [{ type: 'string' }, { type: 'integer' }] },
+        e: { type: 'string', format: 'date-time' },
+      },
+      required: ['a'],
+      additionalProperties: false,
+      $defs: { b: { const: 3 } },
+    },
+    'f',
+  );
+});
+
+test('keywords the grammar does not enforce (or enforces wrongly) are refused by name and path', () => {
+  refused({ type: 'integer', multipleOf: 2 }, /^f\.multipleOf: keyword 'multipleOf' is not supported/);
+  refused({ type: 'array', uniqueItems: true }, /f\.uniqueItems/);
+  refused({ properties: { a: { not: { type: 'string' } } } }, /^f\.properties\.a\.not:/);
+  refused({ type: 'integer', maximum: 3 }, /f\.maximum: .*numeric ranges are not exact/);
+  refused({ anyOf: [{ type: 'number', exclusiveMinimum: 0 }] }, /f\.anyOf\[0\]\.exclusiveMinimum/);
+  refused(
+    { type: 'string', pattern: 'a+', maxLength: 3 },
+    /f\.maxLength: 'maxLength' cannot be combined with 'pattern'/,
+  );
+  refused({ allOf: [{ type: 'object' }, { required: ['a'] }] }, /f\.allOf: allOf with more than one schema/);
+  refused(
+    { oneOf: [{ type: 'string' }, { type: 'string', maxLength: 2 }] },
+    /f\.oneOf: is enforced as anyOf/,
+  );
+  refused({ oneOf: [{ type: 'integer' }, { type: 'number' }] }, /f\.oneOf/);
+  refused({ type: 'string', format: 'iri' }, /f\.format: format "iri" is not supported/);
+  refused({ type: 'integer', format: 'int32' }, /f\.format: format "int32"/);
+  refused({ enum: Array.from({ length: 17 }, (_, i) => `v${i}`) }, /f\.enum: more than 16 string values/);
+  refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
+});
+
+test('not JSON Schema, unknown types and non-objects are refused', () => {
+  refused({ type: 'strin' }, /^f\.type: unknown type|not valid JSON Schema/);
+  refused({ type: 'object', required: 'a' }, /^f\.required: is not valid JSON Schema/);
+  refused([1], /^f: must be a JSON Schema object/);
+  refused('x', /^f: must be a JSON Schema object/);
+});
+
+test('canonical text ignores key order; choices become an escaped grammar', () => {
+  const a = canonicalText({ kind: 'json_schema', schema: '{"type":"object","required":["a"]}' });
+  const b = canonicalText({ kind: 'json_schema', schema: '{ "required": ["a"], "type": "object" }' });
+  assert.equal(a, b);
+  assert.notEqual(a, canonicalText({ kind: 'regex', pattern: 'a' }));
+  assert.equal(choiceGrammar(['a"b', 'c\\d', 'x\ny']), 'root ::= "a\\"b" | "c\\\\d" | "x\\x0ay"');
+});
+
+test('checkConstraint validates shapes', () => {
+  assert.deepEqual(checkConstraint({ kind: 'json_object' }), { kind: 'json_object' });
+  assert.throws(() => checkConstraint({ kind: 'choice', choices: ['a', ''] }), /constraint\.choices\[1\]/);
+  assert.throws(() => checkConstraint({ kind: 'regex', pattern: '' }), /constraint\.pattern/);
+  assert.throws(() => checkConstraint({ kind: 'grammar' }), /constraint\.ebnf/);
+  assert.throws(() => checkConstraint(null), /constraint: must be an object/);
+});

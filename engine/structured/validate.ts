@@ -1,0 +1,55 @@
+/**
+ * The engine's own check of a constraint (gRPC callers reach the engine without a gateway):
+ * shape, then the JSON Schema allowlist. Gateways run the same schema check with their own
+ * field names first, so their clients see errors about the fields they sent.
+ */
+import { invalidArgument } from '../errors.js';
+import type { Constraint } from './constraint.js';
+import { checkJsonSchema } from './schema-check.js';
+
+/** Large enough for Kubernetes object schemas (up to ~2 MB of JSON). */
+const MAX_TEXT = 8 << 20;
+
+export function checkConstraint(c: unknown, field = 'constraint'): Constraint {
+  if (c === null || typeof c !== 'object') throw invalidArgument(field, 'must be an object');
+  const k = (c as { kind?: unknown }).kind;
+  const text = (v: unknown, name: string): string => {
+    if (typeof v !== 'string' || v.length === 0 || v.length > MAX_TEXT)
+      throw invalidArgument(
+        `${field}.${name}`,
+        `must be a non-empty string of at most ${MAX_TEXT} characters`,
+      );
+    return v;
+  };
+  switch (k) {
+    case 'json_object':
+      return { kind: 'json_object' };
+    case 'json_schema': {
+      const schema = text((c as { schema?: unknown }).schema, 'schema');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(schema);
+      } catch (e) {
+        throw invalidArgument(`${field}.schema`, `is not JSON: ${(e as Error).message}`);
+      }
+      checkJsonSchema(parsed, `${field}.schema`);
+      return { kind: 'json_schema', schema };
+    }
+    case 'regex':
+      return { kind: 'regex', pattern: text((c as { pattern?: unknown }).pattern, 'pattern') };
+    case 'choice': {
+      const choices = (c as { choices?: unknown }).choices;
+      if (!Array.isArray(choices) || choices.length === 0)
+        throw invalidArgument(`${field}.choices`, 'must be a non-empty array of strings');
+      choices.forEach((s, i) => text(s, `choices[${i}]`));
+      return { kind: 'choice', choices: choices as string[] };
+    }
+    case 'grammar':
+      return { kind: 'grammar', ebnf: text((c as { ebnf?: unknown }).ebnf, 'ebnf') };
+    default:
+      throw invalidArgument(
+        `${field}.kind`,
+        `unknown constraint kind ${JSON.stringify(k)} (json_object, json_schema, regex, choice, grammar)`,
+      );
+  }
+}
