@@ -10,10 +10,15 @@ import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { healthRouter, loraRouter } from './management/index.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
+import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
+import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
+import { mindieErrorFormat, type ErrorFormatter } from './shared/error-boundary.js';
+import { requestLimits } from './shared/limits.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
+import { tgiErrorFormat } from './tgi/errors.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 
 export const PRISM_VERSION = '0.1.0';
@@ -51,6 +56,22 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
   await next();
 };
 
+/** The family a path belongs to decides the shape of errors answered before its handler runs. */
+export function errorFormatForPath(path: string): ErrorFormatter {
+  if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/.test(path)) return openaiErrorFormat;
+  if (/^\/(generate|generate_stream|info)?$/.test(path)) return tgiErrorFormat;
+  return mindieErrorFormat;
+}
+
+/** Health probes and metrics scrapes: answered without an API key unless configured otherwise. */
+export function isHealthOrMetricsRoute(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return (
+    /^\/(health|health\/timed(-\d+)?|metrics|metrics-json|v2\/health\/(live|ready))$/.test(path) ||
+    /^\/v2\/models\/[^/]+\/ready$/.test(path)
+  );
+}
+
 const notFound: Koa.Middleware = async (ctx, next) => {
   await next();
   if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
@@ -64,6 +85,17 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[])
   const app = new Koa();
   app.silent = true;
   app.use(tracingMiddleware());
+  app.use(requestLimits(gw.config.limits));
+  // Listeners merged onto one address accept the keys of each of them.
+  const keys = new ApiKeySet(listeners.flatMap((n) => gw.config[n].apiKeys ?? []));
+  const open = gw.config.openHealthAndMetrics;
+  app.use(
+    apiKeyAuth({
+      keys,
+      isOpen: (method, path) => open && isHealthOrMetricsRoute(method, path),
+      formatFor: errorFormatForPath,
+    }),
+  );
   app.use(notFound);
   app.use(versionsRejected);
   for (const name of listeners) {
@@ -117,7 +149,13 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   try {
     for (const { cfg, names } of groups.values()) {
       const app = buildApp(gw, names);
-      const l = await startListener(names.join('+'), cfg, app.callback());
+      const l = await startListener(
+        names.join('+'),
+        cfg,
+        app.callback(),
+        gw.config.limits,
+        names.includes('service'),
+      );
       started.push(l);
       for (const n of names) urls.set(n, l.url);
     }

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { ListenerConfig, TlsConfig } from '../config.js';
+import { DEFAULT_LIMITS, type GatewayLimits, type ListenerConfig, type TlsConfig } from '../config.js';
+import { applyConnectionLimits, serverLimitOptions } from './limits.js';
 
 function readFile(path: string, what: string): Buffer {
   try {
@@ -53,10 +54,13 @@ export async function startListener(
   name: string,
   cfg: ListenerConfig,
   handler: RequestListener,
+  limits: GatewayLimits = DEFAULT_LIMITS,
+  capConnections = false,
 ): Promise<RunningListener> {
   let server: Server;
+  const limitOptions = serverLimitOptions(limits);
   if (cfg.tls) {
-    const options = tlsServerOptions(cfg.tls, name);
+    const options = { ...tlsServerOptions(cfg.tls, name), ...limitOptions };
     try {
       server = createHttpsServer(options, handler) as unknown as Server;
     } catch (err) {
@@ -64,10 +68,9 @@ export async function startListener(
       throw new Error(`${name} TLS setup failed: ${(err as Error).message}`);
     }
   } else {
-    server = createHttpServer(handler);
+    server = createHttpServer(limitOptions, handler);
   }
-  // Streams can be long; idle keep-alive sockets are closed by Node's defaults.
-  server.requestTimeout = 0;
+  applyConnectionLimits(server, limits, capConnections);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>
       reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)),
