@@ -1,0 +1,95 @@
+/**
+ * Body-shape limits through every family (ServerConfig.limits): a refused body is a 4xx in that
+ * family's shape naming the field and the limit, and `__proto__` / `constructor` keys sent to any
+ * route leave Object.prototype untouched.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { DEFAULT_LIMITS } from '../gateways/config.js';
+import { freePortConfig, MODEL_NAME, postJson, startHarness, type Harness } from './gateways-harness.js';
+
+let h: Harness;
+before(async () => {
+  h = await startHarness(
+    freePortConfig({
+      limits: { ...DEFAULT_LIMITS, maxJsonDepth: 6, maxArrayLength: 8, maxMessages: 3, maxTools: 2 },
+    }),
+  );
+});
+after(async () => {
+  await h?.close();
+});
+
+const msgs = (k: number) => Array.from({ length: k }, () => ({ role: 'user', content: 'hi' }));
+const deep = (k: number): unknown => (k === 0 ? 'x' : { a: deep(k - 1) });
+
+test('OpenAI: messages, tools, depth and list limits are 400 naming the field', async () => {
+  const url = `${h.url}/v1/chat/completions`;
+  const cases: [unknown, string, RegExp][] = [
+    [{ model: MODEL_NAME, messages: msgs(4) }, 'messages', /at most 3 items, got 4 .*maxMessages/],
+    [
+      { model: MODEL_NAME, messages: msgs(1), tools: [{}, {}, {}] },
+      'tools',
+      /at most 2 items, got 3 .*maxTools/,
+    ],
+    [
+      { model: MODEL_NAME, messages: msgs(1), metadata: deep(8) },
+      'metadata.a.a.a.a.a',
+      /nested deeper than 6/,
+    ],
+    [{ model: MODEL_NAME, messages: msgs(1), stop: Array(9).fill('x') }, 'stop', /maxArrayLength/],
+  ];
+  for (const [body, param, message] of cases) {
+    const r = await postJson(url, body);
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.error.param, param);
+    assert.match(r.json.error.message, message);
+  }
+});
+
+test('TGI, vLLM, KServe and native: 422 in the {error, error_type} shape', async () => {
+  const cases: [string, unknown][] = [
+    ['/generate', { inputs: 'hi', parameters: { stop: Array(9).fill('x') } }],
+    ['/generate_stream', { inputs: deep(8) }],
+    ['/generate', { prompt: 'hi', stop: Array(9).fill('x') }],
+    [`/v2/models/${MODEL_NAME}/generate`, { text_input: 'hi', parameters: deep(8) }],
+    ['/infer', { inputs: 'hi', stop: Array(9).fill('x') }],
+    ['/v1/tokenizer', { inputs: deep(8) }],
+  ];
+  for (const [path, body] of cases) {
+    const r = await postJson(h.url + path, body);
+    assert.equal(r.status, 422, `${path}: ${r.text}`);
+    assert.equal(typeof r.json.error, 'string', path);
+    assert.equal(typeof r.json.error_type, 'string', path);
+    assert.match(r.json.error, /ServerConfig\.limits\.(maxArrayLength|maxJsonDepth)/, path);
+  }
+});
+
+test('__proto__ is refused and constructor keys pollute nothing, on every POST route', async () => {
+  const routes = [
+    '/v1/chat/completions',
+    '/v1/completions',
+    '/generate',
+    '/generate_stream',
+    '/',
+    `/v2/models/${MODEL_NAME}/infer`,
+    `/v2/models/${MODEL_NAME}/generate`,
+    '/infer',
+    '/v1/tokenizer',
+  ];
+  for (const path of routes) {
+    const proto = await postJson(h.url + path, '{"inputs":"hi","prompt":"hi","__proto__":{"polluted":1}}');
+    assert.ok(proto.status === 400 || proto.status === 422, `${path}: ${proto.status} ${proto.text}`);
+    assert.match(proto.text, /__proto__: is not allowed as a key/, path);
+    const ctor = await postJson(
+      h.url + path,
+      // Tiny generations: the point is what the keys do, not the text.
+      '{"inputs":"hi","prompt":"hi","max_tokens":1,"parameters":{"max_new_tokens":1},' +
+        '"constructor":{"prototype":{"polluted":1}},"toString":1}',
+    );
+    assert.ok(ctor.status < 500, `${path}: ${ctor.status}`);
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  assert.equal(Object.prototype.toString.call([]), '[object Array]');
+  assert.equal((await fetch(`${h.url}/health`)).status, 200);
+});
