@@ -69,7 +69,7 @@ test('too many headers: 431 naming the limit', async () => {
   for (let i = 0; i < 25; i++) headers[`x-h${i}`] = 'v';
   const r = await fetch(l.url, { headers });
   assert.equal(r.status, 431);
-  assert.match((await r.json()).error, /at most 20 headers.*maxHeaderCount/);
+  assert.match(((await r.json()) as { error: string }).error, /at most 20 headers.*maxHeaderCount/);
   assert.equal((await fetch(l.url, { headers: { 'x-one': 'v' } })).status, 200);
 });
 
@@ -159,5 +159,5 @@ test('a body over the limits is a 4xx through readJsonBody', async () => {
     body: '{"__proto__":{"admin":true}}',
   });
   assert.equal(r.status, 422);
-  assert.match((await r.json()).error, /__proto__: is not allowed as a key/);
+  assert.match(((await r.json()) as { error: string }).error, /__proto__: is not allowed as a key/);
 });
