@@ -15,6 +15,7 @@ import { openaiRouter } from './openai/index.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
 import { mindieErrorFormat, type ErrorFormatter } from './shared/error-boundary.js';
+import { HttpError } from './shared/http-error.js';
 import { requestLimits } from './shared/limits.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
@@ -47,10 +48,12 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
 const versionsRejected: Koa.Middleware = async (ctx, next) => {
   if (/\/versions\/[^/]+/.test(ctx.path)) {
     ctx.status = 404;
-    ctx.body = {
-      error: 'versions are not supported: remove /versions/{model_version} from the path',
-      error_type: 'NotFoundError',
-    };
+    ctx.body = errorFormatForPath(ctx.path)(
+      new HttpError(
+        'not_found',
+        'versions are not supported: remove /versions/{model_version} from the path',
+      ),
+    ).body;
     return;
   }
   await next();
@@ -58,8 +61,8 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
 
 /** The family a path belongs to decides the shape of errors answered before its handler runs. */
 export function errorFormatForPath(path: string): ErrorFormatter {
-  if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/.test(path)) return openaiErrorFormat;
-  if (/^\/(generate|generate_stream|info)?$/.test(path)) return tgiErrorFormat;
+  if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/i.test(path)) return openaiErrorFormat;
+  if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;
 }
 
@@ -72,11 +75,27 @@ export function isHealthOrMetricsRoute(method: string, path: string): boolean {
   );
 }
 
-const notFound: Koa.Middleware = async (ctx, next) => {
+/**
+ * Requests no handler answered, in the family's error shape: 404 for an unknown path, 405 for a
+ * known path with another method (the router's bare 405, and its 501 for a method it does not
+ * know at all: the resource exists, the method is not allowed on it).
+ */
+const unrouted: Koa.Middleware = async (ctx, next) => {
   await next();
-  if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+  if (ctx.respond === false || (ctx.body !== undefined && ctx.body !== null)) return;
+  const format = errorFormatForPath(ctx.path);
+  if (ctx.status === 404) {
     ctx.status = 404;
-    ctx.body = { error: `no route for ${ctx.method} ${ctx.path}`, error_type: 'NotFoundError' };
+    ctx.body = format(new HttpError('not_found', `no route for ${ctx.method} ${ctx.path}`)).body;
+  } else if (ctx.status === 405 || ctx.status === 501) {
+    const allow = ctx.response.get('Allow');
+    ctx.body = format(
+      new HttpError(
+        'validation',
+        `method ${ctx.method} is not allowed on ${ctx.path}${allow ? ` (allowed: ${allow})` : ''}`,
+      ),
+    ).body;
+    ctx.status = 405;
   }
 };
 
@@ -96,7 +115,7 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[])
       formatFor: errorFormatForPath,
     }),
   );
-  app.use(notFound);
+  app.use(unrouted);
   app.use(versionsRejected);
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {

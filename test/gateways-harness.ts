@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
 import type { Engine } from '../engine/types.js';
@@ -43,6 +44,8 @@ export interface HarnessOptions {
   readonly metadata?: () => Record<string, string>;
   /** Served model name (default MODEL_NAME). */
   readonly modelName?: string;
+  /** Engine options over the harness's (e.g. a small maxIterTimes so fuzzed requests stay short). */
+  readonly engine?: EngineOptions;
 }
 
 export async function startHarness(
@@ -56,6 +59,7 @@ export async function startHarness(
     kvCacheBytes: 64 << 20,
     maxBatchSize: 16,
     threads: 2,
+    ...options.engine,
   });
   const dir = mkdtempSync(join(tmpdir(), 'prism-gw-test-'));
   let server: RunningEngineServer | undefined;
