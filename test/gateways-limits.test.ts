@@ -93,3 +93,36 @@ test('__proto__ is refused and constructor keys pollute nothing, on every POST r
   assert.equal(Object.prototype.toString.call([]), '[object Array]');
   assert.equal((await fetch(`${h.url}/health`)).status, 200);
 });
+
+// Found by the fuzzer (test/fuzz/): requests no handler answers, in the family's shape.
+test('another method on a known path is 405 in the family shape (was plain text, or 501)', async () => {
+  const cases: [string, string, (j: { error: unknown; error_type?: unknown }) => void][] = [
+    [
+      'PUT',
+      '/v1/chat/completions',
+      (j) => assert.equal((j.error as { type: string }).type, 'invalid_request_error'),
+    ],
+    ['DELETE', '/generate', (j) => assert.equal(j.error_type, 'validation')],
+    ['PATCH', `/v2/models/${MODEL_NAME}/infer`, (j) => assert.equal(typeof j.error_type, 'string')],
+    ['PROPFIND', '/infer', (j) => assert.equal(typeof j.error_type, 'string')],
+  ];
+  for (const [method, path, shape] of cases) {
+    const r = await fetch(h.url + path, { method });
+    assert.equal(r.status, 405, `${method} ${path}`);
+    assert.match(r.headers.get('content-type') ?? '', /json/);
+    const j = (await r.json()) as { error: unknown; error_type?: unknown };
+    shape(j);
+  }
+});
+
+test('404s and /versions/ under OpenAI paths are in the OpenAI shape', async () => {
+  for (const path of ['/v1/models/versions/2', '/v1/completions/x', `/v1/models/${MODEL_NAME}/versions/1`]) {
+    const r = await fetch(h.url + path);
+    assert.equal(r.status, 404, path);
+    const j = (await r.json()) as { error: { message: string; type: string; code: string | null } };
+    assert.equal(typeof j.error.message, 'string', path);
+    assert.equal(j.error.code, 'model_not_found', path);
+  }
+  const v = await fetch(`${h.url}/v2/models/${MODEL_NAME}/versions/1/infer`, { method: 'POST' });
+  assert.equal(((await v.json()) as { error_type: string }).error_type, 'NotFoundError');
+});

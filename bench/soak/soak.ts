@@ -31,6 +31,11 @@ export interface SoakOptions {
   /** New tokens per request: uniform in [min, max]. */
   readonly maxTokens: readonly [number, number];
   readonly seed: number;
+  /**
+   * Wait before the end sample so idle keep-alive connections are closed by the server
+   * (ServerConfig.limits.keepAliveTimeoutMs, 5 s): fds still open then are leaks.
+   */
+  readonly settleMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -382,6 +387,7 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
 
   // Once every client is gone the engine must go idle and give every block back.
   const status = await waitIdle(target.managementUrl, 30000);
+  await new Promise((r) => setTimeout(r, o.settleMs ?? 6000));
   samples.push(processSample(target.pid, 'end'));
   const errorsByStatus: Record<string, number> = {};
   for (const [k, v] of Object.entries(outcomes)) if (k.startsWith('status:')) errorsByStatus[k.slice(7)] = v;
