@@ -3,6 +3,7 @@
  * mutual TLS: the client must present a certificate chaining to one of those CAs (and not on
  * a configured CRL), otherwise the TLS handshake is refused before any HTTP is read.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -20,6 +21,36 @@ function readFile(path: string, what: string): Buffer {
   }
 }
 
+/**
+ * A server certificate outside its validity period would make every client fail its handshake
+ * with an obscure error: refuse to start instead, saying which file and which date.
+ */
+export function checkCertificateDates(
+  pem: Buffer,
+  file: string,
+  listenerName: string,
+  now = new Date(),
+): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pem);
+  } catch (err) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} is not a PEM certificate (${(err as Error).message})`,
+    );
+  }
+  if (new Date(cert.validTo) < now) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} expired on ${new Date(cert.validTo).toISOString()}; renew it`,
+    );
+  }
+  if (new Date(cert.validFrom) > now) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} is not valid before ${new Date(cert.validFrom).toISOString()}`,
+    );
+  }
+}
+
 /** Builds Node TLS server options from the configured files; every failure names the file. */
 export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<string, unknown> {
   const passphrase = tls.keyPassphraseFile
@@ -28,8 +59,10 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
         .split(/\r?\n/)[0]
     : undefined;
   const mutual = tls.caFiles.length > 0;
+  const cert = readFile(tls.certFile, `${listenerName} TLS certificate`);
+  checkCertificateDates(cert, tls.certFile, listenerName);
   return {
-    cert: readFile(tls.certFile, `${listenerName} TLS certificate`),
+    cert,
     key: readFile(tls.keyFile, `${listenerName} TLS private key`),
     passphrase,
     ca: mutual ? tls.caFiles.map((f) => readFile(f, `${listenerName} TLS CA`)) : undefined,
@@ -37,6 +70,7 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
       tls.crlFiles.length > 0 ? tls.crlFiles.map((f) => readFile(f, `${listenerName} TLS CRL`)) : undefined,
     requestCert: mutual,
     rejectUnauthorized: mutual,
+    // TLS 1.0 and 1.1 are refused in the handshake (protocol_version alert).
     minVersion: 'TLSv1.2',
   };
 }
