@@ -6,7 +6,7 @@
  * streams, or KV blocks still in use once idle.
  */
 import { parseArgs } from 'node:util';
-import { runSoak, type SoakReport } from './soak/soak.js';
+import { closeSoakClient, runSoak, type SoakReport } from './soak/soak.js';
 import { startServeProcess, type ServeProcess } from './soak/serve-process.js';
 
 const { values } = parseArgs({
@@ -50,6 +50,7 @@ const report: SoakReport = await runSoak(
     log,
   },
 );
+closeSoakClient();
 if (server) await server.stop();
 if (values.json) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
 else {

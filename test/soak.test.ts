@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { runSoak } from '../bench/soak/soak.js';
+import { closeSoakClient, runSoak } from '../bench/soak/soak.js';
 import { startServeProcess, type ServeProcess } from '../bench/soak/serve-process.js';
 
 let server: ServeProcess;
@@ -18,6 +18,7 @@ before(async () => {
   model = ((await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string }[] }).data[0].id;
 });
 after(async () => {
+  closeSoakClient();
   if (server && server.child.exitCode === null) await server.stop();
 });
 

@@ -9,6 +9,7 @@
  * server's RSS and open file descriptors at start, middle and end.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { createParser } from 'eventsource-parser';
 
 export interface SoakTarget {
@@ -110,6 +111,36 @@ const LONG =
   'The river runs past the old mill and under the stone bridge, where children fish in summer. '.repeat(14);
 
 type Kind = 'short' | 'long' | 'shared';
+
+/**
+ * The soak's HTTP client: node:http with keep-alive and no client-side timeouts (fetch gives up
+ * on a reply whose headers take over 300 s, which an overloaded server's queue can exceed; the
+ * soak measures the server, so the client waits as long as the server takes).
+ */
+const agent = new Agent({ keepAlive: true });
+
+function post(url: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' }, signal },
+      resolve,
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+async function readText(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of res as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf-8');
+}
+
+/** Closes the soak client's idle keep-alive connections. */
+export function closeSoakClient(): void {
+  agent.destroy();
+}
 
 interface Scenario {
   readonly name: string;
@@ -289,19 +320,14 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
         : undefined;
     const t0 = performance.now();
     try {
-      const res = await fetch(target.url + path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        signal: abort.signal,
-      });
-      if (res.status !== 200) {
-        const text = await res.text();
-        note(`status:${res.status}`, `${p.scenario.name} ${text.slice(0, 160)}`);
+      const res = await post(target.url + path, body, abort.signal);
+      if (res.statusCode !== 200) {
+        const text = await readText(res);
+        note(`status:${res.statusCode}`, `${p.scenario.name} ${text.slice(0, 160)}`);
         return;
       }
       if (!p.scenario.stream) {
-        await res.json();
+        JSON.parse(await readText(res));
         clearTimeout(timer);
         note(cut ? 'disconnect' : 'completed');
         return;
@@ -346,7 +372,7 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
       });
       const decoder = new TextDecoder();
       try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+        for await (const chunk of res as AsyncIterable<Buffer>)
           parser.feed(decoder.decode(chunk, { stream: true }));
       } catch (err) {
         if (!cut) throw err;
@@ -360,7 +386,10 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
     } catch (err) {
       clearTimeout(timer);
       if (cut) note('disconnect');
-      else note('transport', `${p.scenario.name} ${(err as Error).message}`);
+      else {
+        const e = err as Error & { code?: string; cause?: { code?: string } };
+        note('transport', `${p.scenario.name} ${e.code ?? e.cause?.code ?? ''} ${e.message}`);
+      }
     }
   };
 
