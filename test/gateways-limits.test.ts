@@ -126,3 +126,24 @@ test('404s and /versions/ under OpenAI paths are in the OpenAI shape', async () 
   const v = await fetch(`${h.url}/v2/models/${MODEL_NAME}/versions/1/infer`, { method: 'POST' });
   assert.equal(((await v.json()) as { error_type: string }).error_type, 'NotFoundError');
 });
+
+// Found by the fuzzer: values that reached the engine client and failed there with 424.
+test('1e309 and negative seeds are 4xx naming the field, not generation errors', async () => {
+  const inf = await postJson(
+    `${h.url}/v2/models/${MODEL_NAME}/infer`,
+    '{"id":"x","inputs":[{"name":"input0","shape":[1,2],"datatype":"UINT32","data":[1,2]}],"parameters":{"top_k":1e309}}',
+  );
+  assert.equal(inf.status, 422, inf.text);
+  assert.match(inf.json.error, /parameters\.top_k: the number is too large to represent/);
+  const vllm = await postJson(`${h.url}/generate`, { prompt: 'Hi', max_tokens: 2, seed: -5 });
+  assert.equal(vllm.status, 422, vllm.text);
+  assert.match(vllm.json.error, /seed: must be >= 0/);
+  const openai = await postJson(`${h.url}/v1/completions`, {
+    model: MODEL_NAME,
+    prompt: 'Hi',
+    max_tokens: 2,
+    seed: -5,
+  });
+  assert.equal(openai.status, 400, openai.text);
+  assert.equal(openai.json.error.param, 'seed');
+});

@@ -41,6 +41,15 @@ export function checkJsonShape(value: unknown, limits: GatewayLimits): void {
   const stack: [unknown, string, number][] = [[value, '', 1]];
   while (stack.length > 0) {
     const [v, path, depth] = stack.pop()!;
+    // JSON has no infinities, but a literal beyond the double range (1e309) parses to one, which
+    // JSON Schema's "integer" accepts and no engine field can hold.
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      throw new HttpError(
+        'validation',
+        `${path || 'request body'}: the number is too large to represent`,
+        path || undefined,
+      );
+    }
     if (v === null || typeof v !== 'object') continue;
     if (depth > limits.maxJsonDepth) {
       throw new HttpError(

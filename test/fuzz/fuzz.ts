@@ -461,6 +461,8 @@ export interface FuzzOptions {
   readonly servedModel: string;
   readonly concurrency?: number;
   readonly timeoutMs?: number;
+  /** Statuses to list with the failures although they keep the invariants (to investigate them). */
+  readonly reportStatuses?: readonly number[];
   /** Called every `every` cases (progress, RSS samples). */
   readonly onProgress?: (done: number) => void;
 }
@@ -500,6 +502,7 @@ export async function runFuzz(target: FuzzTarget, o: FuzzOptions): Promise<FuzzR
         byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
         const problem = violation(c, r.status, r.contentType, r.body);
         if (problem) fail(problem, r.status, r.body);
+        else if (o.reportStatuses?.includes(r.status)) fail(`reported status ${r.status}`, r.status, r.body);
       } catch (err) {
         byStatus.error = (byStatus.error ?? 0) + 1;
         fail(`no reply: ${(err as Error).message}`);

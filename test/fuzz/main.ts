@@ -1,5 +1,5 @@
 /**
- * `npm run fuzz -- [--cases N] [--seed S] [--concurrency C] [--json]`: the gateway fuzzer
+ * `npm run fuzz -- [--cases N] [--seed S] [--concurrency C] [--json] [--report-status 424]`: the gateway fuzzer
  * against an in-process server (test/fuzz/server.ts). Prints the statuses seen, RSS before and
  * after, and every invariant broken (with its seed and case index); exits 1 if any was.
  */
@@ -14,6 +14,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
     json: { type: 'boolean', default: false },
+    'report-status': { type: 'string', multiple: true },
   },
 });
 const cases = Number(values.cases);
@@ -32,6 +33,7 @@ const report = await runFuzz(
     seed,
     servedModel: MODEL_NAME,
     concurrency: Number(values.concurrency),
+    reportStatuses: (values['report-status'] ?? []).map(Number),
     onProgress: (done) => {
       if (done % every === 0) {
         rss.push(rssMb());
