@@ -147,3 +147,25 @@ test('1e309 and negative seeds are 4xx naming the field, not generation errors',
   assert.equal(openai.status, 400, openai.text);
   assert.equal(openai.json.error.param, 'seed');
 });
+
+test('integers beyond int32 in caps are served (saturated); in counts refused naming the field', async () => {
+  const huge = '123456789012345678901234567890';
+  const capped = await postJson(
+    `${h.url}/v1/chat/completions`,
+    `{"model":"${MODEL_NAME}","messages":[{"role":"user","content":"Hi"}],"max_tokens":${huge}}`,
+  );
+  assert.equal(capped.status, 200, capped.text);
+  const topK = await postJson(`${h.url}/generate`, '{"prompt":"Hi","max_tokens":2,"top_k":1e308}');
+  assert.equal(topK.status, 200, topK.text);
+  const truncate = await postJson(
+    `${h.url}/v2/models/${MODEL_NAME}/generate`,
+    `{"text_input":"Hi","parameters":{"max_new_tokens":2,"truncate":${huge}}}`,
+  );
+  assert.equal(truncate.status, 200, truncate.text);
+  const n = await postJson(
+    `${h.url}/v1/completions`,
+    `{"model":"${MODEL_NAME}","prompt":"Hi","max_tokens":2,"n":${huge}}`,
+  );
+  assert.equal(n.status, 400, n.text);
+  assert.match(n.json.error.message, /\bn\b/);
+});
