@@ -214,7 +214,7 @@ describe('error codes', () => {
 });
 
 test('integers beyond the wire range are saturated, so the request still encodes', () => {
-  const huge = 123456789012345678901234567890;
+  const huge = 1.2345678901234568e29;
   const msg = generateRequestToProto({
     prompt: { kind: 'text', text: 'x' },
     params: {
