@@ -728,3 +728,47 @@ describe('mapping to EngineOptions', () => {
     assert.deepEqual(toolCallParsers(c), { deepseekv2: 'deepseek_v31' });
   });
 });
+
+describe('Prism extensions: API keys and limits (ServerConfig)', () => {
+  test('defaults: no keys, health and metrics open, every limit filled in', () => {
+    const s = validateConfig({}, 'empty.json', noEnv).file.ServerConfig;
+    assert.equal(s.apiKeys, undefined);
+    assert.equal(s.openHealthAndMetrics, true);
+    assert.deepEqual(s.limits, {
+      maxJsonDepth: 64,
+      maxArrayLength: 100000,
+      maxMessages: 4096,
+      maxTools: 256,
+      maxHeaderBytes: 16384,
+      maxHeaderCount: 100,
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 60000,
+      keepAliveTimeoutMs: 5000,
+    });
+  });
+
+  test('keys and limits are validated, naming the field', () => {
+    assert.deepEqual(
+      issuesOf({
+        ServerConfig: { apiKeys: ['k1', 'k2'], managementApiKeyFile: 'keys.txt', limits: { maxTools: 8 } },
+      }),
+      [],
+    );
+    assertIssue(
+      { ServerConfig: { apiKeys: ['has space'] } },
+      /ServerConfig\.apiKeys\[0\]: must match pattern/,
+    );
+    assertIssue(
+      { ServerConfig: { limits: { maxJsonDepth: 0 } } },
+      /ServerConfig\.limits\.maxJsonDepth: must be >= 1/,
+    );
+    assertIssue(
+      { ServerConfig: { limits: { maxHeaderCount: 5000 } } },
+      /ServerConfig\.limits\.maxHeaderCount: must be <= 2000/,
+    );
+    assertIssue(
+      { ServerConfig: { limits: { slowloris: 1 } } },
+      /ServerConfig\.limits\.slowloris: unknown field/,
+    );
+  });
+});

@@ -51,6 +51,26 @@ export const MODEL_NAME_PATTERN = '^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,254}[A-Za-z0-
 /** Adapter names: letters, digits, `-` `_`; not starting or ending with `-` `_`; ≤ 256 characters. */
 export const ADAPTER_NAME_PATTERN = '^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,254}[A-Za-z0-9])?$';
 
+/** API keys: sendable as a Bearer token (visible ASCII, no spaces). */
+const apiKeyList: Schema = {
+  type: 'array',
+  items: { type: 'string', pattern: '^[\\x21-\\x7e]{1,4096}$' },
+  maxItems: 256,
+};
+
+/** Prism's limits that protect the process (gateways/shared/limits.ts; defaults in config/README.md). */
+const limitsSection = section({
+  maxJsonDepth: int(64, 1, 1024),
+  maxArrayLength: int(100000, 1, 100000000),
+  maxMessages: int(4096, 1, 1000000),
+  maxTools: int(256, 1, 100000),
+  maxHeaderBytes: int(16384, 1024, 1048576),
+  maxHeaderCount: int(100, 8, 2000),
+  headersTimeoutMs: int(10000, 100, 3600000),
+  requestTimeoutMs: int(60000, 100, 3600000),
+  keepAliveTimeoutMs: int(5000, 100, 3600000),
+});
+
 const serverConfig = section({
   ipAddress: { type: 'string', minLength: 1, maxLength: 253, default: '127.0.0.1' },
   managementIpAddress: { type: 'string', minLength: 1, maxLength: 253, default: '127.0.0.2' },
@@ -98,6 +118,13 @@ const serverConfig = section({
   interCommTlsPkPwd: path(),
   interCommTlsCrlPath: path(),
   interCommTlsCrlFiles: fileSet(),
+  // Prism extensions (not in MindIE): API keys and limits.
+  apiKeys: apiKeyList,
+  apiKeyFile: path(),
+  managementApiKeys: apiKeyList,
+  managementApiKeyFile: path(),
+  openHealthAndMetrics: bool(true),
+  limits: limitsSection,
 });
 
 const modelTypeOptions: Schema = {

@@ -57,6 +57,29 @@ export interface ServerConfig {
   readonly interCommTlsPkPwd?: string;
   readonly interCommTlsCrlPath?: string;
   readonly interCommTlsCrlFiles?: readonly string[];
+  /** Prism: API keys of the service listener. */
+  readonly apiKeys?: readonly string[];
+  /** Prism: a file of service API keys, one per line. */
+  readonly apiKeyFile?: string;
+  /** Prism: API keys of the management and metrics listeners. */
+  readonly managementApiKeys?: readonly string[];
+  readonly managementApiKeyFile?: string;
+  /** Prism: health and metrics routes answer without a key. */
+  readonly openHealthAndMetrics: boolean;
+  /** Prism: limits that protect the process. */
+  readonly limits: ServerLimits;
+}
+
+export interface ServerLimits {
+  readonly maxJsonDepth: number;
+  readonly maxArrayLength: number;
+  readonly maxMessages: number;
+  readonly maxTools: number;
+  readonly maxHeaderBytes: number;
+  readonly maxHeaderCount: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
 }
 
 export interface ModelTypeOptions {

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { checkKeyShape, readApiKeyFile } from './shared/auth.js';
 
 export interface TlsConfig {
   /** PEM server certificate (chain). */
@@ -25,6 +26,35 @@ export interface ListenerConfig {
   readonly port: number;
   /** Absent: plain HTTP. */
   readonly tls?: TlsConfig;
+  /** API keys this listener accepts (shared/auth.ts); absent or empty: no authentication. */
+  readonly apiKeys?: readonly string[];
+}
+
+/**
+ * Limits that protect the process from what a client sends (shared/limits.ts); each is named
+ * in config/README.md with its default. ServerConfig.limits in config.json.
+ */
+export interface GatewayLimits {
+  /** Deepest nesting of arrays/objects in a JSON body. */
+  readonly maxJsonDepth: number;
+  /** Longest array anywhere in a JSON body. */
+  readonly maxArrayLength: number;
+  /** Longest `messages` list (chat). */
+  readonly maxMessages: number;
+  /** Longest `tools` / `functions` list (chat). */
+  readonly maxTools: number;
+  /** Bytes of the request line and headers together (Node answers 431 beyond). */
+  readonly maxHeaderBytes: number;
+  /** Number of request headers (431 beyond). */
+  readonly maxHeaderCount: number;
+  /** A client must send all its headers within this (slowloris), ms. */
+  readonly headersTimeoutMs: number;
+  /** A client must send its whole request (headers and body) within this, ms. */
+  readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this, ms. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections on the service listener; more are closed at once (3 × maxLinkNum). */
+  readonly maxConnections: number;
 }
 
 export interface GatewayConfig {
@@ -35,6 +65,9 @@ export interface GatewayConfig {
   readonly maxRequestBytes: number;
   /** Streams carry the whole text so far instead of deltas (ServerConfig.fullTextEnabled; native/KServe streams). */
   readonly fullTextEnabled: boolean;
+  /** Health and metrics routes answer without an API key (ServerConfig.openHealthAndMetrics). */
+  readonly openHealthAndMetrics: boolean;
+  readonly limits: GatewayLimits;
   /** Upper bound N of `/health/timed-N`, seconds. */
   readonly healthTimedMaxSeconds: number;
   /** Facts reported by /v2/models/{m}/config and /v2 (from ModelConfig / ScheduleConfig). */
@@ -54,6 +87,20 @@ export interface GatewayConfig {
 
 const MB = 1024 * 1024;
 
+/** The defaults of ServerConfig.limits (config/schema.ts carries the same numbers). */
+export const DEFAULT_LIMITS: GatewayLimits = {
+  maxJsonDepth: 64,
+  maxArrayLength: 100_000,
+  maxMessages: 4096,
+  maxTools: 256,
+  maxHeaderBytes: 16 * 1024,
+  maxHeaderCount: 100,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 3 * 1000,
+};
+
 export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayConfig {
   return {
     service: { host, port },
@@ -61,6 +108,8 @@ export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayCo
     metrics: { host, port: port + 2 },
     maxRequestBytes: 40 * MB,
     fullTextEnabled: false,
+    openHealthAndMetrics: true,
+    limits: DEFAULT_LIMITS,
     healthTimedMaxSeconds: 600,
     model: { modelInstanceType: 'Standard', worldSize: 1, cpuMemSize: 0, npuMemSize: -1 },
     schedule: { maxIterTimes: 512, maxPrefillBatchSize: 0, prefillPolicyType: 0, decodePolicyType: 0 },
@@ -134,6 +183,39 @@ function tlsOf(
   };
 }
 
+/** Keys written in config.json (`<prefix>ApiKeys`) plus those of its key file (`<prefix>ApiKeyFile`). */
+function apiKeysOf(sc: Record<string, unknown>, prefix: '' | 'management', baseDir: string): string[] {
+  const listField = prefix ? `${prefix}ApiKeys` : 'apiKeys';
+  const fileField = prefix ? `${prefix}ApiKeyFile` : 'apiKeyFile';
+  const keys = [...strList(sc[listField], [])];
+  keys.forEach((k, i) => checkKeyShape(k, `ServerConfig.${listField}[${i}]`));
+  const file = sc[fileField];
+  if (typeof file === 'string' && file !== '') {
+    keys.push(
+      ...readApiKeyFile(isAbsolute(file) ? file : resolve(baseDir, file), `ServerConfig.${fileField}`),
+    );
+  }
+  return keys;
+}
+
+function limitsOf(sc: Record<string, unknown>): GatewayLimits {
+  const l = (sc.limits ?? {}) as Record<string, unknown>;
+  const d = DEFAULT_LIMITS;
+  return {
+    maxJsonDepth: num(l.maxJsonDepth, d.maxJsonDepth),
+    maxArrayLength: num(l.maxArrayLength, d.maxArrayLength),
+    maxMessages: num(l.maxMessages, d.maxMessages),
+    maxTools: num(l.maxTools, d.maxTools),
+    maxHeaderBytes: num(l.maxHeaderBytes, d.maxHeaderBytes),
+    maxHeaderCount: num(l.maxHeaderCount, d.maxHeaderCount),
+    headersTimeoutMs: num(l.headersTimeoutMs, d.headersTimeoutMs),
+    requestTimeoutMs: num(l.requestTimeoutMs, d.requestTimeoutMs),
+    keepAliveTimeoutMs: num(l.keepAliveTimeoutMs, d.keepAliveTimeoutMs),
+    // MindIE: maxLinkNum run, 2 × maxLinkNum wait, the next one is refused.
+    maxConnections: 3 * num(sc.maxLinkNum, 1000),
+  };
+}
+
 /**
  * Maps a (validated) MindIE config.json onto the gateway record. `httpsEnabled` defaults to
  * true as in MindIE: a config file that does not turn it off must provide the certificates.
@@ -146,21 +228,33 @@ export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string):
   const sch = cfg.BackendConfig?.ScheduleConfig ?? {};
   const host = process.env.MIES_CONTAINER_IP || str(sc.ipAddress, '127.0.0.1');
   const mgmtHost = process.env.MIES_CONTAINER_MANAGEMENT_IP || str(sc.managementIpAddress, '127.0.0.2');
+  const serviceKeys = apiKeysOf(sc, '', baseDir);
+  // The metrics listener is an operator's listener: it takes the management keys.
+  const managementKeys = apiKeysOf(sc, 'management', baseDir);
   return {
-    service: { host, port: num(sc.port, 1025), tls: https ? tlsOf(sc, 'tls', baseDir) : undefined },
+    service: {
+      host,
+      port: num(sc.port, 1025),
+      tls: https ? tlsOf(sc, 'tls', baseDir) : undefined,
+      apiKeys: serviceKeys,
+    },
     management: {
       host: mgmtHost,
       port: num(sc.managementPort, 1026),
       tls: https ? tlsOf(sc, 'managementTls', baseDir) : undefined,
+      apiKeys: managementKeys,
     },
     // MindIE serves metrics on the management address.
     metrics: {
       host: mgmtHost,
       port: num(sc.metricsPort, 1027),
       tls: https ? tlsOf(sc, 'metricsTls', baseDir) : undefined,
+      apiKeys: managementKeys,
     },
     maxRequestBytes: num(sc.maxRequestLength, 40) * MB,
     fullTextEnabled: sc.fullTextEnabled === true,
+    openHealthAndMetrics: sc.openHealthAndMetrics !== false,
+    limits: limitsOf(sc),
     healthTimedMaxSeconds: d.healthTimedMaxSeconds,
     model: {
       modelInstanceType: str(mc.modelInstanceType, 'Standard'),
@@ -189,6 +283,10 @@ export interface ListenerOverrides {
   readonly port?: number;
   readonly managementPort?: number;
   readonly metricsPort?: number;
+  /** `--api-key` / `--api-key-file` keys: replace the config file's service keys when given. */
+  readonly apiKeys?: readonly string[];
+  /** `--management-api-key(-file)`: replace the management (and metrics) keys when given. */
+  readonly managementApiKeys?: readonly string[];
 }
 
 /**
@@ -208,9 +306,9 @@ export function resolveGatewayConfig(
     const port = flags.port ?? fromFile.service.port;
     cfg = {
       ...fromFile,
-      service: { host, port },
-      management: { host, port: flags.managementPort ?? port + 1 },
-      metrics: { host, port: flags.metricsPort ?? port + 2 },
+      service: { host, port, apiKeys: fromFile.service.apiKeys },
+      management: { host, port: flags.managementPort ?? port + 1, apiKeys: fromFile.management.apiKeys },
+      metrics: { host, port: flags.metricsPort ?? port + 2, apiKeys: fromFile.metrics.apiKeys },
     };
   } else {
     cfg = {
@@ -228,6 +326,14 @@ export function resolveGatewayConfig(
         ...fromFile.metrics,
         ...(flags.metricsPort !== undefined ? { port: flags.metricsPort } : {}),
       },
+    };
+  }
+  if (flags.apiKeys !== undefined) cfg = { ...cfg, service: { ...cfg.service, apiKeys: flags.apiKeys } };
+  if (flags.managementApiKeys !== undefined) {
+    cfg = {
+      ...cfg,
+      management: { ...cfg.management, apiKeys: flags.managementApiKeys },
+      metrics: { ...cfg.metrics, apiKeys: flags.managementApiKeys },
     };
   }
   const allowZero = file.ServerConfig?.allowAllZeroIpListening === true;

@@ -3,6 +3,11 @@
  * to the engine with the fewest requests in flight from this gateway; an engine that refuses
  * with UNAVAILABLE before producing anything (down, draining) is skipped for the next one.
  * Cancel goes to the engine that holds the request.
+ *
+ * An engine that fails as unavailable (refused, or died mid-stream) is set aside with an
+ * exponential backoff (0.5 s, 1 s, 2 s, … at most 30 s): new requests go to the others at once,
+ * and once its backoff has passed the next request tries it again — it rejoins when it answers.
+ * When every engine is set aside they are all tried, in order, rather than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
@@ -20,7 +25,16 @@ import type {
 interface Member {
   readonly engine: Engine;
   inFlight: number;
+  /** Consecutive failures as unavailable; 0 = healthy. */
+  failures: number;
+  /** Epoch ms before which the member is tried only when no other is up. */
+  downUntil: number;
 }
+
+export const BACKOFF_BASE_MS = 500;
+export const BACKOFF_MAX_MS = 30_000;
+
+const isUnavailable = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 
 function sumHistograms(list: readonly HistogramSnapshot[]): HistogramSnapshot {
   const first = list[0];
@@ -43,14 +57,32 @@ export class EnginePool implements Engine {
 
   constructor(engines: readonly Engine[]) {
     if (engines.length === 0) throw new Error('EnginePool: at least one engine is needed');
-    this.members = engines.map((engine) => ({ engine, inFlight: 0 }));
+    this.members = engines.map((engine) => ({ engine, inFlight: 0, failures: 0, downUntil: 0 }));
   }
 
-  /** Members by preference: fewest in flight first, ties in rotating order. */
+  /** Members by preference: those not backing off first, then fewest in flight, ties in rotating order. */
   private ranked(): Member[] {
     const start = this.next++ % this.members.length;
     const rotated = [...this.members.slice(start), ...this.members.slice(0, start)];
-    return rotated.sort((a, b) => a.inFlight - b.inFlight);
+    const now = Date.now();
+    const down = (m: Member): number => (m.downUntil > now ? 1 : 0);
+    return rotated.sort((a, b) => down(a) - down(b) || a.inFlight - b.inFlight);
+  }
+
+  private markDown(m: Member): void {
+    m.failures++;
+    m.downUntil = Date.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (m.failures - 1));
+  }
+
+  private markUp(m: Member): void {
+    m.failures = 0;
+    m.downUntil = 0;
+  }
+
+  /** Engines not backing off (for health reporting and tests). */
+  get upCount(): number {
+    const now = Date.now();
+    return this.members.filter((m) => m.downUntil <= now).length;
   }
 
   /** Runs `call` on members in turn until one does not fail with UNAVAILABLE. */
@@ -58,9 +90,12 @@ export class EnginePool implements Engine {
     let last: unknown;
     for (const m of this.ranked()) {
       try {
-        return await call(m.engine);
+        const result = await call(m.engine);
+        this.markUp(m);
+        return result;
       } catch (err) {
-        if (!(err instanceof EngineError && err.code === 'UNAVAILABLE')) throw err;
+        if (!isUnavailable(err)) throw err;
+        this.markDown(m);
         last = err;
       }
     }
@@ -77,13 +112,17 @@ export class EnginePool implements Engine {
       let produced = false;
       try {
         for await (const ev of m.engine.generate(req, signal)) {
+          if (!produced) this.markUp(m);
           produced = true;
           yield ev;
         }
         return;
       } catch (err) {
+        // An engine that died or refuses is set aside, even when it fails mid-stream (that
+        // client gets the error: its tokens so far cannot be replayed elsewhere).
+        if (isUnavailable(err) && !signal?.aborted) this.markDown(m);
         // Fail over only when this engine produced nothing and refused as unavailable.
-        if (produced || !(err instanceof EngineError && err.code === 'UNAVAILABLE')) throw err;
+        if (produced || !isUnavailable(err)) throw err;
         lastErr = err;
       } finally {
         m.inFlight--;

@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
 import type { Engine } from '../engine/types.js';
+import { ApiKeyConfigError, checkKeyShape, readApiKeyFile } from './shared/auth.js';
 import { resolveGatewayConfig, type GatewayConfig, type MindieConfigLike } from './config.js';
 import { startGateway, type RunningGateway } from './server.js';
 import { GatewayState } from './shared/gateway-context.js';
@@ -18,7 +19,14 @@ export const listenerHelp = `  --config FILE         MindIE-style config.json (S
   --host H              service address (default 127.0.0.1, or ServerConfig.ipAddress)
   --port P              service port (default 1025, or ServerConfig.port; 0 = any free port)
   --management-port P   management port (default port+1, or ServerConfig.managementPort)
-  --metrics-port P      metrics port (default port+2, or ServerConfig.metricsPort)`;
+  --metrics-port P      metrics port (default port+2, or ServerConfig.metricsPort)
+  --api-key KEY         require this API key on the service listener (repeatable; clients
+                        send \`Authorization: Bearer KEY\` or \`x-api-key: KEY\`); replaces
+                        ServerConfig.apiKeys. Keys on the command line show in the process
+                        list: prefer --api-key-file
+  --api-key-file FILE   service API keys, one per line (# comments and blank lines skipped)
+  --management-api-key KEY, --management-api-key-file FILE
+                        the same for the management and metrics listeners`;
 
 export const listenerOptions = {
   config: { type: 'string' },
@@ -26,6 +34,10 @@ export const listenerOptions = {
   port: { type: 'string' },
   'management-port': { type: 'string' },
   'metrics-port': { type: 'string' },
+  'api-key': { type: 'string', multiple: true },
+  'api-key-file': { type: 'string' },
+  'management-api-key': { type: 'string', multiple: true },
+  'management-api-key-file': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
@@ -49,14 +61,41 @@ export interface LoadedConfigs {
   readonly gateway: GatewayConfig;
 }
 
-export function loadConfigs(values: Record<string, string | boolean | undefined>): LoadedConfigs {
+/** `--NAME KEY` (repeatable) and `--NAME-file FILE` together; undefined when neither is given. */
+function keyFlags(values: FlagValues, name: string): string[] | undefined {
+  const given = values[name] as string[] | undefined;
+  const file = values[`${name}-file`] as string | undefined;
+  if (given === undefined && file === undefined) return undefined;
+  const keys: string[] = [];
+  try {
+    for (const k of given ?? []) checkKeyShape(k, `--${name}`);
+    keys.push(...(given ?? []));
+    if (file !== undefined) keys.push(...readApiKeyFile(file, `--${name}-file`));
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  return keys;
+}
+
+type FlagValues = Record<string, string | string[] | boolean | undefined>;
+
+export function loadConfigs(values: FlagValues): LoadedConfigs {
   const config = loadConfig(values.config as string | undefined);
-  const gateway = resolveGatewayConfig(config.file as unknown as MindieConfigLike, config.source, {
+  const overrides = {
     host: values.host as string | undefined,
     port: portFlag(values.port as string | undefined, '--port'),
     managementPort: portFlag(values['management-port'] as string | undefined, '--management-port'),
     metricsPort: portFlag(values['metrics-port'] as string | undefined, '--metrics-port'),
-  });
+    apiKeys: keyFlags(values, 'api-key'),
+    managementApiKeys: keyFlags(values, 'management-api-key'),
+  };
+  let gateway: GatewayConfig;
+  try {
+    gateway = resolveGatewayConfig(config.file as unknown as MindieConfigLike, config.source, overrides);
+  } catch (e) {
+    if (e instanceof ApiKeyConfigError) throw new UsageError(e.message);
+    throw e;
+  }
   return { config, gateway };
 }
 

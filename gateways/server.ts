@@ -11,11 +11,17 @@ import { kserveRouter } from './kserve/index.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
+import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
 import { familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
+import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
+import { mindieErrorFormat, type ErrorFormatter } from './shared/error-boundary.js';
+import { HttpError } from './shared/http-error.js';
+import { requestLimits } from './shared/limits.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
+import { tgiErrorFormat } from './tgi/errors.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
@@ -52,20 +58,65 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
 const versionsRejected: Koa.Middleware = async (ctx, next) => {
   if (/\/versions\/[^/]+/.test(ctx.path)) {
     ctx.status = 404;
-    ctx.body = {
-      error: 'versions are not supported: remove /versions/{model_version} from the path',
-      error_type: 'NotFoundError',
-    };
+    ctx.body = errorFormatForPath(ctx.path)(
+      new HttpError(
+        'not_found',
+        'versions are not supported: remove /versions/{model_version} from the path',
+      ),
+    ).body;
     return;
   }
   await next();
 };
 
-const notFound: Koa.Middleware = async (ctx, next) => {
+/** The family a path belongs to decides the shape of errors answered before its handler runs. */
+export function errorFormatForPath(path: string): ErrorFormatter {
+  if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/i.test(path)) return openaiErrorFormat;
+  if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
+  return mindieErrorFormat;
+}
+
+/** Health probes and metrics scrapes: answered without an API key unless configured otherwise. */
+export function isHealthOrMetricsRoute(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return (
+    /^\/(health|health\/timed(-\d+)?|metrics|metrics-json|v2\/health\/(live|ready))$/.test(path) ||
+    /^\/v2\/models\/[^/]+\/ready$/.test(path)
+  );
+}
+
+/**
+ * The web UI's pages and assets: always answered without an API key. They hold no data (the
+ * pages ask for the key and send it with every API call they make), and a page that needs a
+ * key to load could never ask for it. `GET /` without an HTML `Accept` is TGI's route, which
+ * only answers 405 to a GET.
+ */
+export function isWebUiRoute(method: string, path: string): boolean {
+  if (method !== 'GET' && method !== 'HEAD') return false;
+  return path === '/' || path === '/dashboard' || /^\/web\/assets\/[^/]+$/.test(path);
+}
+
+/**
+ * Requests no handler answered, in the family's error shape: 404 for an unknown path, 405 for a
+ * known path with another method (the router's bare 405, and its 501 for a method it does not
+ * know at all: the resource exists, the method is not allowed on it).
+ */
+const unrouted: Koa.Middleware = async (ctx, next) => {
   await next();
-  if (ctx.status === 404 && ctx.body === undefined && ctx.respond !== false) {
+  if (ctx.respond === false || (ctx.body !== undefined && ctx.body !== null)) return;
+  const format = errorFormatForPath(ctx.path);
+  if (ctx.status === 404) {
     ctx.status = 404;
-    ctx.body = { error: `no route for ${ctx.method} ${ctx.path}`, error_type: 'NotFoundError' };
+    ctx.body = format(new HttpError('not_found', `no route for ${ctx.method} ${ctx.path}`)).body;
+  } else if (ctx.status === 405 || ctx.status === 501) {
+    const allow = ctx.response.get('Allow');
+    ctx.body = format(
+      new HttpError(
+        'validation',
+        `method ${ctx.method} is not allowed on ${ctx.path}${allow ? ` (allowed: ${allow})` : ''}`,
+      ),
+    ).body;
+    ctx.status = 405;
   }
 };
 
@@ -74,7 +125,18 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[])
   const app = new Koa();
   app.silent = true;
   app.use(tracingMiddleware());
-  app.use(notFound);
+  app.use(requestLimits(gw.config.limits));
+  // Listeners merged onto one address accept the keys of each of them.
+  const keys = new ApiKeySet(listeners.flatMap((n) => gw.config[n].apiKeys ?? []));
+  const open = gw.config.openHealthAndMetrics;
+  app.use(
+    apiKeyAuth({
+      keys,
+      isOpen: (method, path) => isWebUiRoute(method, path) || (open && isHealthOrMetricsRoute(method, path)),
+      formatFor: errorFormatForPath,
+    }),
+  );
+  app.use(unrouted);
   app.use(versionsRejected);
   if (listeners.includes('service')) {
     app.use(familyStatsMiddleware(gw.state.families));
@@ -131,7 +193,13 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   try {
     for (const { cfg, names } of groups.values()) {
       const app = buildApp(gw, names);
-      const l = await startListener(names.join('+'), cfg, app.callback());
+      const l = await startListener(
+        names.join('+'),
+        cfg,
+        app.callback(),
+        gw.config.limits,
+        names.includes('service'),
+      );
       started.push(l);
       for (const n of names) urls.set(n, l.url);
     }

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
 import type { LoraOptions } from '../engine/options.js';
@@ -46,6 +47,8 @@ export interface HarnessOptions {
   readonly modelName?: string;
   /** LoRA adapters of the engine (none by default). */
   readonly lora?: LoraOptions;
+  /** Engine options over the harness's (e.g. a small maxIterTimes so fuzzed requests stay short). */
+  readonly engine?: EngineOptions;
 }
 
 export async function startHarness(
@@ -60,6 +63,7 @@ export async function startHarness(
     maxBatchSize: 16,
     threads: 2,
     ...(options.lora ? { lora: options.lora } : {}),
+    ...options.engine,
   });
   const dir = mkdtempSync(join(tmpdir(), 'prism-gw-test-'));
   let server: RunningEngineServer | undefined;

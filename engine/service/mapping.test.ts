@@ -300,3 +300,26 @@ describe('error codes', () => {
     assert.equal(mk(Status.OUT_OF_RANGE), 'INVALID_ARGUMENT');
   });
 });
+
+test('integers beyond the wire range are saturated, so the request still encodes', () => {
+  const huge = 1.2345678901234568e29;
+  const msg = generateRequestToProto({
+    prompt: { kind: 'text', text: 'x' },
+    params: {
+      maxNewTokens: huge,
+      topK: 1e308,
+      truncate: huge,
+      n: 2 ** 53,
+      seed: 1e20,
+      stopTokenIds: [2 ** 40],
+    },
+  });
+  assert.doesNotThrow(() => pb.GenerateRequest.encode(msg).finish());
+  const p = msg.params!;
+  assert.equal(p.maxNewTokens, 2 ** 31 - 1);
+  assert.equal(p.topK, 2 ** 31 - 1);
+  assert.equal(p.truncate, 2 ** 31 - 1);
+  assert.equal(p.n, 2 ** 31 - 1);
+  assert.equal(p.seed, 2 ** 53);
+  assert.deepEqual(p.stopTokenIds, [2 ** 32 - 1]);
+});

@@ -83,11 +83,35 @@ function defined<T extends object>(record: T): T {
   return Object.fromEntries(Object.entries(record).filter(([, v]) => v !== undefined)) as T;
 }
 
+const INT32_MAX = 2 ** 31 - 1;
+const UINT32_MAX = 2 ** 32 - 1;
+
+/**
+ * An integer outside the wire type's range would make the whole request fail to encode (a
+ * generation error, naming no field). Each of these fields is a bound or a count the engine
+ * checks itself, so a saturated value means the same (a cap far beyond any model) or is refused
+ * there naming the field (n, best_of, top_logprobs, seed above their maximum).
+ */
+function saturate(v: number | undefined, lo: number, hi: number): number | undefined {
+  if (v === undefined || !Number.isInteger(v)) return v;
+  return Math.min(hi, Math.max(lo, v));
+}
+
 function paramsToProto(p: SamplingParams): pb.SamplingParams {
+  const i32 = (v: number | undefined): number | undefined => saturate(v, -INT32_MAX - 1, INT32_MAX);
   return pb.SamplingParams.fromPartial({
     ...p,
+    maxNewTokens: i32(p.maxNewTokens),
+    topK: i32(p.topK),
+    topLogprobs: i32(p.topLogprobs),
+    n: i32(p.n),
+    bestOf: i32(p.bestOf),
+    truncate: i32(p.truncate),
+    // 2^53 is past MAX_SEED, so the engine refuses it as out of range (negative seeds are
+    // refused by the gateways; they are left as they are, never silently changed).
+    seed: saturate(p.seed, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1),
     stop: p.stop ? [...p.stop] : [],
-    stopTokenIds: p.stopTokenIds ? [...p.stopTokenIds] : [],
+    stopTokenIds: p.stopTokenIds ? p.stopTokenIds.map((id) => saturate(id, 0, UINT32_MAX)!) : [],
   });
 }
 

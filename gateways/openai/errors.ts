@@ -6,6 +6,7 @@ const replyOf: Record<HttpError['kind'], { status: number; type: string; code: s
   validation: { status: 400, type: 'invalid_request_error', code: null },
   bad_json: { status: 400, type: 'invalid_request_error', code: 'invalid_json' },
   too_large: { status: 413, type: 'invalid_request_error', code: 'request_too_large' },
+  unauthorized: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key' },
   not_found: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },
   overloaded: { status: 429, type: 'server_overloaded', code: 'queue_full' },
   unavailable: { status: 503, type: 'service_unavailable', code: null },

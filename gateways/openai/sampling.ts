@@ -18,7 +18,8 @@ export const samplingSchemaProperties = {
   n: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
   stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 64 }] }),
   stop_token_ids: nullable({ type: 'array', items: { type: 'integer', minimum: 0 } }),
-  seed: nullable({ type: 'integer' }),
+  // The engine's seeds are unsigned (a negative one could not even be sent to it).
+  seed: nullable({ type: 'integer', minimum: 0 }),
   presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
   frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
   repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),

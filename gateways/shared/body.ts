@@ -5,6 +5,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { HttpError } from './http-error.js';
+import { checkJsonShape, limitsOf } from './limits.js';
 
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
   let text: string;
@@ -28,9 +29,12 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   }
   if (text.trim() === '')
     throw new HttpError('bad_json', 'request body: must be a JSON value, got an empty body');
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (err) {
     throw new HttpError('bad_json', `request body: is not valid JSON (${(err as Error).message})`);
   }
+  checkJsonShape(value, limitsOf(ctx.state as Record<string, unknown>));
+  return value;
 }

@@ -35,6 +35,8 @@ export function mindieErrorType(status: number): string {
   switch (status) {
     case 400:
       return 'Bad Request';
+    case 401:
+      return 'Unauthorized';
     case 404:
       return 'NotFoundError';
     case 413:
@@ -65,6 +67,7 @@ export function statusOf(err: HttpError): number {
       validation: 422,
       bad_json: 422,
       too_large: 413,
+      unauthorized: 401,
       not_found: 404,
       overloaded: 429,
       unavailable: 503,

@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'validation' // malformed or out-of-range request (TGI/MindIE 422, OpenAI 400)
   | 'bad_json' // the body is not JSON at all
   | 'too_large' // body longer than ServerConfig.maxRequestLength (413)
+  | 'unauthorized' // missing or wrong API key (401)
   | 'not_found' // unknown model / request id / route (404)
   | 'overloaded' // the engine's queue is full (429)
   | 'unavailable' // stopping or not ready (503)

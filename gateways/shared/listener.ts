@@ -3,11 +3,13 @@
  * mutual TLS: the client must present a certificate chaining to one of those CAs (and not on
  * a configured CRL), otherwise the TLS handshake is refused before any HTTP is read.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { ListenerConfig, TlsConfig } from '../config.js';
+import { DEFAULT_LIMITS, type GatewayLimits, type ListenerConfig, type TlsConfig } from '../config.js';
+import { applyConnectionLimits, serverLimitOptions } from './limits.js';
 
 function readFile(path: string, what: string): Buffer {
   try {
@@ -15,6 +17,36 @@ function readFile(path: string, what: string): Buffer {
   } catch (err) {
     throw new Error(
       `${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
+  }
+}
+
+/**
+ * A server certificate outside its validity period would make every client fail its handshake
+ * with an obscure error: refuse to start instead, saying which file and which date.
+ */
+export function checkCertificateDates(
+  pem: Buffer,
+  file: string,
+  listenerName: string,
+  now = new Date(),
+): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pem);
+  } catch (err) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} is not a PEM certificate (${(err as Error).message})`,
+    );
+  }
+  if (new Date(cert.validTo) < now) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} expired on ${new Date(cert.validTo).toISOString()}; renew it`,
+    );
+  }
+  if (new Date(cert.validFrom) > now) {
+    throw new Error(
+      `${listenerName} TLS certificate: ${file} is not valid before ${new Date(cert.validFrom).toISOString()}`,
     );
   }
 }
@@ -27,8 +59,10 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
         .split(/\r?\n/)[0]
     : undefined;
   const mutual = tls.caFiles.length > 0;
+  const cert = readFile(tls.certFile, `${listenerName} TLS certificate`);
+  checkCertificateDates(cert, tls.certFile, listenerName);
   return {
-    cert: readFile(tls.certFile, `${listenerName} TLS certificate`),
+    cert,
     key: readFile(tls.keyFile, `${listenerName} TLS private key`),
     passphrase,
     ca: mutual ? tls.caFiles.map((f) => readFile(f, `${listenerName} TLS CA`)) : undefined,
@@ -36,6 +70,7 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
       tls.crlFiles.length > 0 ? tls.crlFiles.map((f) => readFile(f, `${listenerName} TLS CRL`)) : undefined,
     requestCert: mutual,
     rejectUnauthorized: mutual,
+    // TLS 1.0 and 1.1 are refused in the handshake (protocol_version alert).
     minVersion: 'TLSv1.2',
   };
 }
@@ -53,10 +88,13 @@ export async function startListener(
   name: string,
   cfg: ListenerConfig,
   handler: RequestListener,
+  limits: GatewayLimits = DEFAULT_LIMITS,
+  capConnections = false,
 ): Promise<RunningListener> {
   let server: Server;
+  const limitOptions = serverLimitOptions(limits);
   if (cfg.tls) {
-    const options = tlsServerOptions(cfg.tls, name);
+    const options = { ...tlsServerOptions(cfg.tls, name), ...limitOptions };
     try {
       server = createHttpsServer(options, handler) as unknown as Server;
     } catch (err) {
@@ -64,10 +102,9 @@ export async function startListener(
       throw new Error(`${name} TLS setup failed: ${(err as Error).message}`);
     }
   } else {
-    server = createHttpServer(handler);
+    server = createHttpServer(limitOptions, handler);
   }
-  // Streams can be long; idle keep-alive sockets are closed by Node's defaults.
-  server.requestTimeout = 0;
+  applyConnectionLimits(server, limits, capConnections);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>
       reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)),

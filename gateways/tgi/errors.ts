@@ -6,6 +6,7 @@ const replyOf: Record<HttpError['kind'], { status: number; type: string }> = {
   validation: { status: 422, type: 'validation' },
   bad_json: { status: 422, type: 'validation' },
   too_large: { status: 413, type: 'validation' },
+  unauthorized: { status: 401, type: 'unauthorized' },
   not_found: { status: 404, type: 'not_found' },
   overloaded: { status: 429, type: 'overloaded' },
   unavailable: { status: 503, type: 'unavailable' },

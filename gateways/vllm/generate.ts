@@ -28,7 +28,8 @@ const vllmSchema = {
     temperature: nullable({ type: 'number', minimum: 0 }),
     top_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
     top_k: nullable({ type: 'integer', minimum: -1 }),
-    seed: nullable({ type: 'integer' }),
+    // The engine's seeds are unsigned (a negative one could not even be sent to it).
+    seed: nullable({ type: 'integer', minimum: 0 }),
     repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
     presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
     frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),

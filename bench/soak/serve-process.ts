@@ -1,0 +1,73 @@
+/**
+ * Starts `prism serve` as a child process on free ports (what the soak CI test and
+ * `npm run soak -- --spawn` drive): the real command line, so RSS and fds are the server's own.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly managementUrl: string;
+  readonly pid: number;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  /** SIGTERM, then the exit code (SIGKILL after `ms`). */
+  stop(ms?: number): Promise<number | null>;
+}
+
+export function startServeProcess(
+  extraArgs: readonly string[] = [],
+  timeoutMs = 120000,
+): Promise<ServeProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'cli/main.ts',
+      'serve',
+      '--port',
+      '0',
+      '--management-port',
+      '0',
+      '--metrics-port',
+      '0',
+      ...extraArgs,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let err = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`prism serve did not start within ${timeoutMs} ms:\n${err}`));
+    }, timeoutMs);
+    child.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const service = /service listener on (\S+)/.exec(err)?.[1];
+      const management = /management listener on (\S+)/.exec(err)?.[1];
+      if (service && management && timer) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          url: service,
+          managementUrl: management,
+          pid: child.pid!,
+          stderr: () => err,
+          stop: async (ms = 30000) => {
+            child.kill('SIGTERM');
+            const kill = setTimeout(() => child.kill('SIGKILL'), ms);
+            const code = await exited;
+            clearTimeout(kill);
+            return code;
+          },
+        });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`prism serve exited with ${code} before listening:\n${err}`));
+    });
+  });
+}
