@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/kernels.h"
 
@@ -58,6 +59,50 @@ static inline void q4kScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m)
 // The separate m[] lets the kernels compute Σ_b m[b]·s[b] as a vector dot product.
 constexpr int kLayoutGguf = 0;
 constexpr int kLayoutQ4X = 1;
+
+// kLayoutQ4G16 / kLayoutQ4G32: the same 4-bit weights for int8 activations, laid out so that
+// one integer dot-product instruction covers 16 blocks at once and never needs a horizontal
+// sum per block. Blocks are taken 16 at a time (a "group", 512 values; the row is padded
+// with zero blocks to whole groups). A group's 512 nibbles fill 4 chunks of 64 bytes; chunk
+// c yields two 64-byte vectors, v = 2c (low nibbles) and v = 2c + 1 (high nibbles). Byte p
+// of vector v holds value 4v + p%4 of block p/4 of the group: every 32-bit lane j of every
+// vector belongs to block j, so after the 8 vectors lane j holds block j's whole integer
+// dot product (VNNI dpbusd, or maddubs + madd on AVX2, whose 128-bit halves take blocks
+// 0-7 and 8-15). The activations are quantized into the same permutation (q4g.h). After
+// the nibbles of all groups: d[groups*16], then m[groups*16], value = d*q + m, as f16 when
+// every scale of the tensor is exactly an f16 (Q4_0, Q4_1: 20 bytes per 32 values, close to
+// the file's 18-20) else f32 (Q4_K's d·sc products: 24 bytes).
+constexpr int kLayoutQ4G16 = 2;
+constexpr int kLayoutQ4G32 = 3;
+constexpr int kQ4GBlocks = 16;  // blocks per group
+
+static inline int64_t q4gGroups(int64_t cols) { return (cols / kQK + kQ4GBlocks - 1) / kQ4GBlocks; }
+static inline size_t q4gScaleBytes(int layout) { return layout == kLayoutQ4G16 ? 2 : 4; }
+static inline size_t q4gRowBytes(int64_t cols, int layout) {
+  const size_t g = static_cast<size_t>(q4gGroups(cols));
+  return g * 256 + g * kQ4GBlocks * 2 * q4gScaleBytes(layout);
+}
+static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, int layout, int64_t row) {
+  return base + q4gRowBytes(cols, layout) * static_cast<size_t>(row);
+}
+
+// Scratch of n tokens' activations in the Q4G permutation: int8 values (groups × 512
+// bytes per token), then d and s per (padded) block, as in BlockActivations.
+static inline size_t q4gActivationBytes(int64_t n, int64_t cols) {
+  const size_t g = static_cast<size_t>(q4gGroups(cols));
+  return static_cast<size_t>(n) * (g * 512 + 2 * sizeof(float) * g * kQ4GBlocks) + 128;
+}
+
+// Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4G16/32 (repack.cc); returns the
+// layout it chose (f16 scales when exact) after sizing `dst`.
+int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
+
+// Q4G kernels (q4g_avx2.cc, q4g_avx512.cc).
+void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                   ThreadPool& pool, KernelScratch& scratch);
+void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch);
 
 struct Q4XRow {
   const uint8_t* nibbles;

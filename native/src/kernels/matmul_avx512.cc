@@ -419,6 +419,10 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32) {
+    q4gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   const bool quantized = W.layout == kLayoutQ4X || W.type == TensorType::Q8_0 || W.type == TensorType::Q6_K;
   if (quantized && W.precision != ActivationPrecision::Int8) return false;  // AVX2 int16 kernels
   if (W.layout == kLayoutQ4X) {

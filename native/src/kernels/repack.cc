@@ -1,6 +1,8 @@
 // Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X (see
 // internal.h for the layout and why).
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/internal.h"
 
@@ -67,6 +69,78 @@ void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, 
         if (shift == 0) group[i] = q[i];
         else group[i] = static_cast<uint8_t>(group[i] | (q[i] << 4));
       }
+    }
+  }
+}
+
+int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+  const size_t srcRowBytes = typeRowBytes(type, cols);
+  const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  // f16 scales when every d and m of the tensor survives the round trip exactly.
+  std::vector<float> d(static_cast<size_t>(rows * padded), 0.0f), m(d.size(), 0.0f);
+  std::vector<uint8_t> q(static_cast<size_t>(rows * padded) * kQK, 0);
+  bool exactF16 = true;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t i = static_cast<size_t>(r * padded + b);
+      unpackBlock(type, row, b, &q[i * kQK], &d[i], &m[i]);
+      exactF16 = exactF16 && f16ToF32(f32ToF16(d[i])) == d[i] && f16ToF32(f32ToF16(m[i])) == m[i];
+    }
+  }
+  const int layout = exactF16 ? kLayoutQ4G16 : kLayoutQ4G32;
+  const size_t rowBytes = q4gRowBytes(cols, layout), sb = q4gScaleBytes(layout);
+  dst->assign(rowBytes * static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* out = dst->data() + rowBytes * static_cast<size_t>(r);
+    uint8_t* ds = out + static_cast<size_t>(groups) * 256;
+    uint8_t* ms = ds + static_cast<size_t>(padded) * sb;
+    for (int64_t b = 0; b < padded; ++b) {
+      const size_t i = static_cast<size_t>(r * padded + b);
+      const uint8_t* qb = &q[i * kQK];
+      uint8_t* group = out + (b / kQ4GBlocks) * 256;
+      const int j = static_cast<int>(b % kQ4GBlocks);
+      // value k of the block sits in vector v = k/4 at byte 4j + k%4; vector v is chunk v/2's
+      // low (v even) or high (v odd) nibbles.
+      for (int k = 0; k < kQK; ++k) {
+        const int v = k / 4;
+        uint8_t& byte = group[(v / 2) * 64 + 4 * j + k % 4];
+        byte = static_cast<uint8_t>(byte | (qb[k] << ((v & 1) * 4)));
+      }
+      if (sb == 2) {
+        const uint16_t hd = f32ToF16(d[i]), hm = f32ToF16(m[i]);
+        std::memcpy(ds + b * 2, &hd, 2);
+        std::memcpy(ms + b * 2, &hm, 2);
+      } else {
+        std::memcpy(ds + b * 4, &d[i], 4);
+        std::memcpy(ms + b * 4, &m[i], 4);
+      }
+    }
+  }
+  return layout;
+}
+
+void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out) {
+  const uint8_t* p = q4gRow(base, cols, layout, row);
+  const int64_t groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  const size_t sb = q4gScaleBytes(layout);
+  const uint8_t* ds = p + static_cast<size_t>(groups) * 256;
+  const uint8_t* ms = ds + static_cast<size_t>(padded) * sb;
+  for (int64_t b = 0; b < cols / kQK; ++b) {
+    float d, m;
+    if (sb == 2) {
+      d = f16ToF32(loadU16(ds + b * 2));
+      m = f16ToF32(loadU16(ms + b * 2));
+    } else {
+      std::memcpy(&d, ds + b * 4, 4);
+      std::memcpy(&m, ms + b * 4, 4);
+    }
+    const uint8_t* group = p + (b / kQ4GBlocks) * 256;
+    const int j = static_cast<int>(b % kQ4GBlocks);
+    for (int k = 0; k < kQK; ++k) {
+      const int v = k / 4;
+      const int q = (group[(v / 2) * 64 + 4 * j + k % 4] >> ((v & 1) * 4)) & 0xF;
+      out[b * kQK + k] = d * static_cast<float>(q) + m;
     }
   }
 }

@@ -1,0 +1,83 @@
+// Q4G kernels with AVX2 (internal.h, kLayoutQ4G16/32): the AVX-512 kernel's scheme on
+// 256-bit halves (half h holds blocks 8h..8h+7 of the group). maddubs multiplies the
+// unsigned nibbles by the int8 activations (|pair sum| ≤ 2·15·127), the 8 maddubs of a
+// group are summed in int16 (≤ 8·2·15·127 = 30480, no saturation), and one madd per half
+// widens to the per-block int32 lanes.
+#include "kernels/q4g.h"
+
+namespace prism::kernels {
+namespace {
+
+template <int Layout>
+inline __m256 scales8(const uint8_t* p) {
+  if constexpr (Layout == kLayoutQ4G16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
+template <int Layout>
+struct Q4GAvx2 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q4gRowBytes(W.cols, Layout), sb = q4gScaleBytes(Layout);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 256, mOff = static_cast<size_t>(a.padded) * sb;
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int h = 0; h < 2; ++h) {
+        __m256i sum[R][T];
+        for (int r = 0; r < R; ++r)
+          for (int t = 0; t < T; ++t) sum[r][t] = _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+          for (int r = 0; r < R; ++r) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + g * 256 + c * 64 + h * 32));
+            const __m256i wl = _mm256_and_si256(v, low), wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            for (int t = 0; t < T; ++t) {
+              const int8_t* xq = a.q(t0 + t) + g * 512 + c * 128 + h * 32;
+              const __m256i xl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq));
+              const __m256i xh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64));
+              sum[r][t] = _mm256_add_epi16(sum[r][t], _mm256_add_epi16(_mm256_maddubs_epi16(wl, xl),
+                                                                       _mm256_maddubs_epi16(wh, xh)));
+            }
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* ds = rows[r] + dOff + (g * kQ4GBlocks + h * 8) * sb;
+          const __m256 dw = scales8<Layout>(ds), mw = scales8<Layout>(ds + mOff);
+          for (int t = 0; t < T; ++t) {
+            const __m256 dx = _mm256_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks + h * 8);
+            const __m256 sx = _mm256_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks + h * 8);
+            const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(sum[r][t], ones));
+            acc[r][t] = _mm256_fmadd_ps(dot, _mm256_mul_ps(dw, dx), acc[r][t]);
+            acc[r][t] = _mm256_fmadd_ps(mw, sx, acc[r][t]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
+      }
+  }
+};
+
+}  // namespace
+
+void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                   ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx2<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else q4gMatmul<Q4GAvx2<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+}  // namespace prism::kernels

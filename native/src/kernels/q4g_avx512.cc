@@ -1,0 +1,82 @@
+// Q4G kernels with AVX-512 VNNI (internal.h, kLayoutQ4G16/32): per 16-block group and row,
+// 4 loads of 64 nibble bytes unpack to 8 vectors of 64 values whose 32-bit lanes are the
+// 16 blocks, so 8 dpbusd leave each block's integer dot product in its own lane; one
+// conversion and two FMAs per group then apply d_w·d_x and the m_w·s_x offset, 16 blocks
+// at a time. No per-block horizontal sums, no per-block broadcasts.
+#include "kernels/q4g.h"
+
+namespace prism::kernels {
+namespace {
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+template <int Layout>
+inline __m512 scales16(const uint8_t* p) {
+  if constexpr (Layout == kLayoutQ4G16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
+template <int Layout>
+struct Q4GAvx512 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q4gRowBytes(W.cols, Layout), sb = q4gScaleBytes(Layout);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 256;
+    const size_t mOff = static_cast<size_t>(a.padded) * sb;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i dot[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        __m512i xl[T], xh[T];
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xq = a.q(t0 + t) + g * 512 + c * 128;
+          xl[t] = _mm512_loadu_si512(xq);
+          xh[t] = _mm512_loadu_si512(xq + 64);
+        }
+        for (int r = 0; r < R; ++r) {
+          const __m512i v = _mm512_loadu_si512(rows[r] + g * 256 + c * 64);
+          const __m512i wl = _mm512_and_si512(v, low), wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+          for (int t = 0; t < T; ++t) {
+            dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], wl, xl[t]);
+            dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], wh, xh[t]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
+        const __m512 dw = scales16<Layout>(ds), mw = scales16<Layout>(ds + mOff);
+        for (int t = 0; t < T; ++t) {
+          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
+          const __m512 sx = _mm512_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][t]), _mm512_mul_ps(dw, dx), acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(mw, sx, acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+}  // namespace
+
+void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx512<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else q4gMatmul<Q4GAvx512<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+}  // namespace prism::kernels
