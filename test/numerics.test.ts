@@ -275,7 +275,7 @@ for (const label of LABELS) {
  * int16 does not; the values it reached are in docs/testing.md.
  */
 const INT8_TOP1_FLOOR = 0.95;
-const INT8_LABELS = ['default', 'llama-q8_0', 'llama-q4_0', 'llama-q4_1', 'llama-q4_k'];
+const INT8_LABELS = ['default', 'llama-q8_0', 'llama-q4_0', 'llama-q4_1', 'llama-q4_k', 'llama-q6_k'];
 
 for (const label of INT8_LABELS) {
   test(`teacher-forced logits with int8 activations: ${label}`, async () => {

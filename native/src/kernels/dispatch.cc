@@ -139,6 +139,14 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
     w.bytes = w.owned.size();
     return w;
   }
+  if (type == TensorType::Q6_K && precision == ActivationPrecision::Int8) {
+    // Q6_K in the group layout too (internal.h, kLayoutQ6G): the Q4_K_M mix keeps its output
+    // head and some FFN tensors in Q6_K, a quarter of the bytes of a 1B model.
+    w.layout = repackQ6G(data, rows, cols, &w.owned);
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
   if (q4) {
     // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
     // takes one load and two masks, and the per-block offsets become a vector dot product.

@@ -86,11 +86,26 @@ static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, int layou
   return base + q4gRowBytes(cols, layout) * static_cast<size_t>(row);
 }
 
+// kLayoutQ6G: Q6_K weights for int8 activations in the same group permutation. Per group:
+// 4 chunks of 64 bytes of low nibbles (as Q4G), then 2 chunks of 64 bytes of high 2-bit
+// pairs (chunk e, bits 2k..2k+1 of byte p: vector 4e + k, byte p), so q = lo | hi << 4 in
+// 0..63. Vectors 0-3 hold values 0-15 of each block (Q6_K's first 16-value sub-block),
+// vectors 4-7 values 16-31 (the second). After all groups: d[padded] (f16, the super-block
+// scale), scA[padded], scB[padded] (int8 sub-block scales): value = d·sc·(q − 32), exactly
+// Q6_K's. 28 bytes per 32 values (the file: 26.25).
+constexpr int kLayoutQ6G = 4;
+static inline size_t q6gRowBytes(int64_t cols) {
+  const size_t g = static_cast<size_t>(q4gGroups(cols));
+  return g * 384 + g * kQ4GBlocks * 4;
+}
+int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
+
 // Scratch of n tokens' activations in the Q4G permutation: int8 values (groups × 512
 // bytes per token), then d and s per (padded) block, as in BlockActivations.
 static inline size_t q4gActivationBytes(int64_t n, int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
-  return static_cast<size_t>(n) * (g * 512 + 2 * sizeof(float) * g * kQ4GBlocks) + 128;
+  return static_cast<size_t>(n) * (g * 512 + 4 * sizeof(float) * g * kQ4GBlocks) + 128;
 }
 
 // Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4G16/32 (repack.cc); returns the
@@ -98,7 +113,11 @@ static inline size_t q4gActivationBytes(int64_t n, int64_t cols) {
 int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
 void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
 
-// Q4G kernels (q4g_avx2.cc, q4g_avx512.cc).
+// Q4G / Q6G kernels (q4g_avx2.cc, q4g_avx512.cc).
+void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                   ThreadPool& pool, KernelScratch& scratch);
+void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch);
 void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch);
 void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,

@@ -16,10 +16,14 @@ struct Q4GActivations {
   int8_t* qs = nullptr;  // token t: qs + t * groups * 512
   float* d = nullptr;    // token t: d + t * padded
   float* s = nullptr;
+  int32_t* sumA = nullptr;  // Σq of values 0-15 of each block (Q6G's first sub-block)
+  int32_t* sumB = nullptr;  // ... and of values 16-31
   int64_t groups = 0, padded = 0;
   const int8_t* q(int64_t t) const { return qs + t * groups * 512; }
   const float* dAt(int64_t t) const { return d + t * padded; }
   const float* sAt(int64_t t) const { return s + t * padded; }
+  const int32_t* sumAAt(int64_t t) const { return sumA + t * padded; }
+  const int32_t* sumBAt(int64_t t) const { return sumB + t * padded; }
 };
 
 inline Q4GActivations placeQ4G(uint8_t* buf, int64_t n, int64_t cols) {
@@ -30,6 +34,8 @@ inline Q4GActivations placeQ4G(uint8_t* buf, int64_t n, int64_t cols) {
   a.qs = reinterpret_cast<int8_t*>(p);
   a.d = reinterpret_cast<float*>(p + static_cast<size_t>(n * a.groups) * 512);
   a.s = a.d + n * a.padded;
+  a.sumA = reinterpret_cast<int32_t*>(a.s + n * a.padded);
+  a.sumB = a.sumA + n * a.padded;
   return a;
 }
 
@@ -48,6 +54,8 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
         for (int v = 0; v < 8; ++v) std::memset(group + v * 64 + 4 * j, 0, 4);
         d[b] = 0.0f;
         s[b] = 0.0f;
+        a.sumA[t * a.padded + b] = 0;
+        a.sumB[t * a.padded + b] = 0;
         continue;
       }
       const float* p = xt + b * kQK;
@@ -65,10 +73,15 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
       __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
-      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+      auto hsum = [](__m256i v) {
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        return _mm_cvtsi128_si32(s4);
+      };
+      const int sumA = hsum(_mm256_add_epi32(i0, i1)), sumB = hsum(_mm256_add_epi32(i2, i3));
+      a.sumA[t * a.padded + b] = sumA;
+      a.sumB[t * a.padded + b] = sumB;
       // int32 → int8 in value order: packs interleave 128-bit lanes, the permute restores it.
       __m256i w16 = _mm256_packs_epi32(i0, i1), w16b = _mm256_packs_epi32(i2, i3);
       __m256i w8 = _mm256_packs_epi16(w16, w16b);
@@ -79,7 +92,7 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
       for (int v = 0; v < 8; ++v) std::memcpy(group + v * 64 + 4 * j, &words[v], 4);
       const float dd = amax / 127.0f;
       d[b] = dd;
-      s[b] = dd * static_cast<float>(_mm_cvtsi128_si32(s4));
+      s[b] = dd * static_cast<float>(sumA + sumB);
     }
   }
 }
@@ -94,7 +107,7 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   if (n <= 4) quantizeQ4G(x, ldx, W.cols, 0, n, a);
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeQ4G(x, ldx, W.cols, t0, t1, a); });
   constexpr int RD = Kernel::kDecodeRows, RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
-  const size_t rowBytes = q4gRowBytes(W.cols, W.layout);
+  const size_t rowBytes = W.layout == kLayoutQ6G ? q6gRowBytes(W.cols) : q4gRowBytes(W.cols, W.layout);
   auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
     if (te - tb < TP) {  // decode-like: one token at a time, many rows per tile
       for (int64_t t = tb; t < te; ++t) {

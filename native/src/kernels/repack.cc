@@ -145,6 +145,74 @@ void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row
   }
 }
 
+namespace {
+// Value k (0..31) of 32-value block b of a Q6_K row: 6-bit q, and the block's two
+// sub-block scales and super-block d.
+void unpackQ6K(const uint8_t* row, int64_t b, uint8_t* q, int8_t* scA, int8_t* scB, uint16_t* d) {
+  const uint8_t* sb = row + (b / 8) * kQ6_KBytes;
+  const uint8_t* ql = sb;
+  const uint8_t* qh = sb + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(sb + 192);
+  const int e0 = static_cast<int>(b % 8) * 32;
+  for (int k = 0; k < kQK; ++k) {
+    const int e = e0 + k, h = e / 128, s = (e % 128) / 64, i = e % 64;
+    const int lo = (ql[h * 64 + i] >> (4 * s)) & 0xF;
+    const int hi = (qh[h * 32 + i % 32] >> (2 * (2 * s + i / 32))) & 3;
+    q[k] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+  *scA = sc[e0 / 16];
+  *scB = sc[e0 / 16 + 1];
+  *d = loadU16(sb + 208);
+}
+}  // namespace
+
+int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+  const size_t srcRowBytes = typeRowBytes(TensorType::Q6_K, cols);
+  const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  const size_t rowBytes = q6gRowBytes(cols);
+  dst->assign(rowBytes * static_cast<size_t>(rows), 0);
+  uint8_t q[kQK];
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
+    uint8_t* out = dst->data() + rowBytes * static_cast<size_t>(r);
+    uint8_t* ds = out + static_cast<size_t>(groups) * 384;
+    int8_t* sa = reinterpret_cast<int8_t*>(ds + padded * 2);
+    int8_t* sbs = sa + padded;
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint16_t d;
+      unpackQ6K(row, b, q, &sa[b], &sbs[b], &d);
+      std::memcpy(ds + b * 2, &d, 2);
+      uint8_t* group = out + (b / kQ4GBlocks) * 384;
+      const int j = static_cast<int>(b % kQ4GBlocks);
+      for (int k = 0; k < kQK; ++k) {
+        const int v = k / 4, p = 4 * j + k % 4;
+        group[(v / 2) * 64 + p] = static_cast<uint8_t>(group[(v / 2) * 64 + p] | ((q[k] & 0xF) << ((v & 1) * 4)));
+        group[256 + (v / 4) * 64 + p] = static_cast<uint8_t>(group[256 + (v / 4) * 64 + p] | ((q[k] >> 4) << (2 * (v % 4))));
+      }
+    }
+  }
+  return kLayoutQ6G;
+}
+
+void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
+  const int64_t groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  const uint8_t* p = base + q6gRowBytes(cols) * static_cast<size_t>(row);
+  const uint8_t* ds = p + static_cast<size_t>(groups) * 384;
+  const int8_t* sa = reinterpret_cast<const int8_t*>(ds + padded * 2);
+  const int8_t* sbs = sa + padded;
+  for (int64_t b = 0; b < cols / kQK; ++b) {
+    const float d = f16ToF32(loadU16(ds + b * 2));
+    const uint8_t* group = p + (b / kQ4GBlocks) * 384;
+    const int j = static_cast<int>(b % kQ4GBlocks);
+    for (int k = 0; k < kQK; ++k) {
+      const int v = k / 4, pp = 4 * j + k % 4;
+      const int lo = (group[(v / 2) * 64 + pp] >> ((v & 1) * 4)) & 0xF;
+      const int hi = (group[256 + (v / 4) * 64 + pp] >> (2 * (v % 4))) & 3;
+      out[b * kQK + k] = d * static_cast<float>(k < 16 ? sa[b] : sbs[b]) * static_cast<float>((lo | (hi << 4)) - 32);
+    }
+  }
+}
+
 void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
   Q4XRow r = q4xRow(base, cols, row);
   for (int64_t b = 0; b < cols / kQK; ++b) {
