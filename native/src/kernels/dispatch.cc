@@ -139,6 +139,12 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
     w.bytes = w.owned.size();
     return w;
   }
+  if (type == TensorType::Q8_0 && precision == ActivationPrecision::Int8) {
+    w.layout = repackQ8G(data, rows, cols, &w.owned);  // same bytes as the file, group order
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
   if (type == TensorType::Q6_K && precision == ActivationPrecision::Int8) {
     // Q6_K in the group layout too (internal.h, kLayoutQ6G): the Q4_K_M mix keeps its output
     // head and some FFN tensors in Q6_K, a quarter of the bytes of a 1B model.

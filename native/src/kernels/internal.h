@@ -98,6 +98,18 @@ static inline size_t q6gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 384 + g * kQ4GBlocks * 4;
 }
+// kLayoutQ8G: Q8_0 weights for int8 activations in the group permutation: per group 8
+// vectors of 64 bytes (byte p of vector v: value 4v + p%4 of block p/4) holding w + 128 as
+// unsigned bytes (VNNI multiplies unsigned by signed; the +128 comes back out through the
+// activation sums), then d[padded] as f16 after all groups. 34 bytes per 32 values, as the file.
+constexpr int kLayoutQ8G = 5;
+static inline size_t q8gRowBytes(int64_t cols) {
+  const size_t g = static_cast<size_t>(q4gGroups(cols));
+  return g * 512 + g * kQ4GBlocks * 2;
+}
+int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+void dequantizeQ8GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
+
 int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
 void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
@@ -114,6 +126,10 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, s
 void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
 
 // Q4G / Q6G kernels (q4g_avx2.cc, q4g_avx512.cc).
+void q8gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                   ThreadPool& pool, KernelScratch& scratch);
+void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch);
 void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch);
 void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,

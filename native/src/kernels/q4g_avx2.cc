@@ -141,7 +141,65 @@ struct Q6GAvx2 {
   }
 };
 
+// Q8G on AVX2: maddubs cannot take unsigned bytes up to 255 against int8 without
+// saturating, so the bytes go back to signed (xor 0x80) and the sign moves onto x
+// (|w|·sign(x, w), pair sums ≤ 2·128·127), one madd per vector.
+struct Q8GAvx2 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q8gRowBytes(W.cols);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 512;
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int h = 0; h < 2; ++h) {
+        __m256i dot[R][T];
+        for (int r = 0; r < R; ++r)
+          for (int t = 0; t < T; ++t) dot[r][t] = _mm256_setzero_si256();
+        for (int v = 0; v < 8; ++v) {
+          for (int r = 0; r < R; ++r) {
+            const __m256i w = _mm256_xor_si256(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + g * 512 + v * 64 + h * 32)), flip);
+            const __m256i wAbs = _mm256_abs_epi8(w);
+            for (int t = 0; t < T; ++t) {
+              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q(t0 + t) + g * 512 + v * 64 + h * 32));
+              dot[r][t] = _mm256_add_epi32(dot[r][t], _mm256_madd_epi16(_mm256_maddubs_epi16(wAbs, _mm256_sign_epi8(x, w)), ones));
+            }
+          }
+        }
+        const int64_t b0 = g * kQ4GBlocks + h * 8;
+        for (int r = 0; r < R; ++r) {
+          const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[r] + dOff + b0 * 2)));
+          for (int t = 0; t < T; ++t)
+            acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[r][t]), _mm256_mul_ps(dw, _mm256_loadu_ps(a.dAt(t0 + t) + b0)), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) {
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
+      }
+  }
+};
+
 }  // namespace
+
+void q8gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                   ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q8GAvx2>(W, x, n, ldx, y, ldy, pool, scratch);
+}
 
 void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {

@@ -141,7 +141,55 @@ struct Q6GAvx512 {
   }
 };
 
+// Q8G: 8 dpbusd of the unsigned (w + 128) bytes per group, minus 128·Σx per block.
+struct Q8GAvx512 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q8gRowBytes(W.cols);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 512;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i dot[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
+      for (int v = 0; v < 8; ++v) {
+        __m512i x[T];
+        for (int t = 0; t < T; ++t) x[t] = _mm512_loadu_si512(a.q(t0 + t) + g * 512 + v * 64);
+        for (int r = 0; r < R; ++r) {
+          const __m512i w = _mm512_loadu_si512(rows[r] + g * 512 + v * 64);
+          for (int t = 0; t < T; ++t) dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], w, x[t]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + dOff + g * kQ4GBlocks * 2)));
+        for (int t = 0; t < T; ++t) {
+          const int64_t b0 = g * kQ4GBlocks;
+          const __m512i sx = _mm512_add_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + b0), _mm512_loadu_si512(a.sumBAt(t0 + t) + b0));
+          const __m512 dot32 = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][t], _mm512_slli_epi32(sx, 7)));
+          acc[r][t] = _mm512_fmadd_ps(dot32, _mm512_mul_ps(dw, _mm512_loadu_ps(a.dAt(t0 + t) + b0)), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
 }  // namespace
+
+void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q8GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
+}
 
 void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                      ThreadPool& pool, KernelScratch& scratch) {

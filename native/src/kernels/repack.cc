@@ -213,6 +213,41 @@ void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out
   }
 }
 
+int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+  const size_t srcRowBytes = typeRowBytes(TensorType::Q8_0, cols);
+  const int64_t blocks = cols / kQK, groups = q4gGroups(cols);
+  const size_t rowBytes = q8gRowBytes(cols);
+  dst->assign(rowBytes * static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
+    uint8_t* out = dst->data() + rowBytes * static_cast<size_t>(r);
+    uint8_t* ds = out + static_cast<size_t>(groups) * 512;
+    // Padding blocks keep d = 0 (their bytes are 0, i.e. w = -128, times d = 0).
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = row + b * kQ8_0Bytes;
+      std::memcpy(ds + b * 2, blk, 2);
+      uint8_t* group = out + (b / kQ4GBlocks) * 512;
+      const int j = static_cast<int>(b % kQ4GBlocks);
+      for (int k = 0; k < kQK; ++k)
+        group[(k / 4) * 64 + 4 * j + k % 4] = static_cast<uint8_t>(static_cast<int8_t>(blk[2 + k]) + 128);
+    }
+  }
+  return kLayoutQ8G;
+}
+
+void dequantizeQ8GRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
+  const int64_t groups = q4gGroups(cols);
+  const uint8_t* p = base + q8gRowBytes(cols) * static_cast<size_t>(row);
+  const uint8_t* ds = p + static_cast<size_t>(groups) * 512;
+  for (int64_t b = 0; b < cols / kQK; ++b) {
+    const float d = f16ToF32(loadU16(ds + b * 2));
+    const uint8_t* group = p + (b / kQ4GBlocks) * 512;
+    const int j = static_cast<int>(b % kQ4GBlocks);
+    for (int k = 0; k < kQK; ++k)
+      out[b * kQK + k] = d * static_cast<float>(static_cast<int>(group[(k / 4) * 64 + 4 * j + k % 4]) - 128);
+  }
+}
+
 void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
   Q4XRow r = q4xRow(base, cols, row);
   for (int64_t b = 0; b < cols / kQK; ++b) {
