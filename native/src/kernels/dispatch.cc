@@ -131,6 +131,12 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
   w.layout = kLayoutGguf;
   w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
   const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
+  if (type == TensorType::Q4_K && precision == ActivationPrecision::Int8) {
+    w.layout = repackQ4GK(data, rows, cols, &w.owned);  // Q4_K's scale encoding, group order
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
   if (q4 && precision == ActivationPrecision::Int8) {
     // Int8 activations: the group layout (internal.h, kLayoutQ4G16/32), one dot-product
     // instruction per 16 blocks and f16 scales where exact (bytes close to the file's).

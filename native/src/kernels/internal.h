@@ -86,6 +86,23 @@ static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, int layou
   return base + q4gRowBytes(cols, layout) * static_cast<size_t>(row);
 }
 
+// kLayoutQ4GK: Q4_K in the Q4G nibble order with Q4_K's own scale encoding kept (its d·sc
+// products are not exact in f16, and f32 would cost 8 bytes per block): after the nibbles,
+// sc[padded] and mn[padded] (6-bit values as bytes), then d[padded/8] and dmin[padded/8]
+// (f16, one per 256-value super-block): value = d·sc·q − dmin·mn. 18.5 bytes per 32 values
+// (the file: 18).
+constexpr int kLayoutQ4GK = 6;
+static inline size_t q4gkRowBytes(int64_t cols) {
+  const size_t g = static_cast<size_t>(q4gGroups(cols));
+  return g * 256 + g * kQ4GBlocks * 2 + g * 2 * 4;
+}
+int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
+void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                    ThreadPool& pool, KernelScratch& scratch);
+void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch);
+
 // kLayoutQ6G: Q6_K weights for int8 activations in the same group permutation. Per group:
 // 4 chunks of 64 bytes of low nibbles (as Q4G), then 2 chunks of 64 bytes of high 2-bit
 // pairs (chunk e, bits 2k..2k+1 of byte p: vector 4e + k, byte p), so q = lo | hi << 4 in

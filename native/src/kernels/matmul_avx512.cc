@@ -430,6 +430,10 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4GK) {
+    q4gkMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   if (W.layout == kLayoutQ8G) {
     q8gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;

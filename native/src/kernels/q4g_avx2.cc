@@ -22,7 +22,8 @@ struct Q4GAvx2 {
 
   template <int R, int T>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = q4gRowBytes(W.cols, Layout), sb = q4gScaleBytes(Layout);
+    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+    const size_t sb = q4gScaleBytes(Layout);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
@@ -50,8 +51,22 @@ struct Q4GAvx2 {
           }
         }
         for (int r = 0; r < R; ++r) {
-          const uint8_t* ds = rows[r] + dOff + (g * kQ4GBlocks + h * 8) * sb;
-          const __m256 dw = scales8<Layout>(ds), mw = scales8<Layout>(ds + mOff);
+          __m256 dw, mw;
+          if constexpr (Layout == kLayoutQ4GK) {  // half h is exactly super-block 2g + h
+            const uint8_t* scs = rows[r] + dOff;
+            const uint8_t* ds = scs + 2 * a.padded;
+            const int64_t sbk = 2 * g + h;
+            auto bytes8 = [](const uint8_t* q) {
+              return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
+            };
+            dw = _mm256_mul_ps(_mm256_set1_ps(f16ToF32(loadU16(ds + sbk * 2))), bytes8(scs + sbk * 8));
+            mw = _mm256_mul_ps(_mm256_set1_ps(-f16ToF32(loadU16(ds + a.padded / 8 * 2 + sbk * 2))),
+                               bytes8(scs + a.padded + sbk * 8));
+          } else {
+            const uint8_t* ds = rows[r] + dOff + (g * kQ4GBlocks + h * 8) * sb;
+            dw = scales8<Layout>(ds);
+            mw = scales8<Layout>(ds + mOff);
+          }
           for (int t = 0; t < T; ++t) {
             const __m256 dx = _mm256_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks + h * 8);
             const __m256 sx = _mm256_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks + h * 8);
@@ -204,6 +219,11 @@ void q8gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx
 void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {
   q4gMatmul<Q6GAvx2>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                    ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q4GAvx2<kLayoutQ4GK>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,

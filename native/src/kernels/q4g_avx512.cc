@@ -25,7 +25,8 @@ struct Q4GAvx512 {
 
   template <int R, int T>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = q4gRowBytes(W.cols, Layout), sb = q4gScaleBytes(Layout);
+    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+    const size_t sb = q4gScaleBytes(Layout);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
@@ -56,8 +57,27 @@ struct Q4GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
-        const __m512 dw = scales16<Layout>(ds), mw = scales16<Layout>(ds + mOff);
+        __m512 dw, mw;
+        if constexpr (Layout == kLayoutQ4GK) {
+          // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
+          const uint8_t* scs = rows[r] + dOff;
+          const uint8_t* ds = scs + 2 * a.padded;
+          const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+          int32_t dPair, mPair;
+          std::memcpy(&dPair, ds + g * 4, 4);
+          std::memcpy(&mPair, ds + a.padded / 8 * 2 + g * 4, 4);
+          const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+          const __m512 dm = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(mPair))));
+          auto bytes16 = [](const uint8_t* q) {
+            return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+          };
+          dw = _mm512_mul_ps(d, bytes16(scs + g * kQ4GBlocks));
+          mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
+        } else {
+          const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
+          dw = scales16<Layout>(ds);
+          mw = scales16<Layout>(ds + mOff);
+        }
         for (int t = 0; t < T; ++t) {
           const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
           const __m512 sx = _mm512_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks);
@@ -194,6 +214,11 @@ void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t l
 void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                      ThreadPool& pool, KernelScratch& scratch) {
   q4gMatmul<Q6GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q4GAvx512<kLayoutQ4GK>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,

@@ -213,6 +213,60 @@ void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out
   }
 }
 
+int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+  const size_t srcRowBytes = typeRowBytes(TensorType::Q4_K, cols);
+  const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  const size_t rowBytes = q4gkRowBytes(cols);
+  dst->assign(rowBytes * static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
+    uint8_t* out = dst->data() + rowBytes * static_cast<size_t>(r);
+    uint8_t* scs = out + static_cast<size_t>(groups) * 256;
+    uint8_t* mns = scs + padded;
+    uint8_t* ds = mns + padded;
+    uint8_t* dmins = ds + padded / 8 * 2;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* sb = row + (b / 8) * kQ4_KBytes;
+      const int j = static_cast<int>(b % 8);
+      q4kScaleMin(j, sb + 4, &scs[b], &mns[b]);
+      if (j == 0) {
+        std::memcpy(ds + (b / 8) * 2, sb, 2);
+        std::memcpy(dmins + (b / 8) * 2, sb + 2, 2);
+      }
+      const uint8_t* qs = sb + 16 + 32 * (j / 2);
+      uint8_t* group = out + (b / kQ4GBlocks) * 256;
+      const int gj = static_cast<int>(b % kQ4GBlocks);
+      for (int k = 0; k < kQK; ++k) {
+        const int v = k / 4;
+        const uint8_t q = (qs[k] >> ((j & 1) * 4)) & 0xF;
+        uint8_t& byte = group[(v / 2) * 64 + 4 * gj + k % 4];
+        byte = static_cast<uint8_t>(byte | (q << ((v & 1) * 4)));
+      }
+    }
+  }
+  return kLayoutQ4GK;
+}
+
+void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
+  const int64_t groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
+  const uint8_t* p = base + q4gkRowBytes(cols) * static_cast<size_t>(row);
+  const uint8_t* scs = p + static_cast<size_t>(groups) * 256;
+  const uint8_t* mns = scs + padded;
+  const uint8_t* ds = mns + padded;
+  const uint8_t* dmins = ds + padded / 8 * 2;
+  for (int64_t b = 0; b < cols / kQK; ++b) {
+    const float d = f16ToF32(loadU16(ds + (b / 8) * 2)) * scs[b];
+    const float m = -f16ToF32(loadU16(dmins + (b / 8) * 2)) * mns[b];
+    const uint8_t* group = p + (b / kQ4GBlocks) * 256;
+    const int j = static_cast<int>(b % kQ4GBlocks);
+    for (int k = 0; k < kQK; ++k) {
+      const int v = k / 4;
+      const int q = (group[(v / 2) * 64 + 4 * j + k % 4] >> ((v & 1) * 4)) & 0xF;
+      out[b * kQK + k] = d * static_cast<float>(q) + m;
+    }
+  }
+}
+
 int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q8_0, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols);
