@@ -49,8 +49,13 @@ function relErrorBound(label: string): number {
   return label === 'default' ? 2e-3 : 1e-3;
 }
 
-/** Mean relative logit error bound of the int8 cases (set from the measured values, see docs/testing.md). */
-const INT8_REL_ERROR_BOUND = 5e-2;
+/**
+ * Mean relative logit error bounds of the int8 cases, about 2x what they measured (2.8e-2 on
+ * the default model, 1.1e-2 on the fixtures; docs/testing.md): a layer bug moves it by 10%+.
+ */
+function int8RelErrorBound(label: string): number {
+  return label === 'default' ? 5e-2 : 2e-2;
+}
 
 /** Strict top-1 floor: the issue's 99%, on every model. */
 const STRICT_TOP1_FLOOR = 0.99;
@@ -293,7 +298,7 @@ for (const label of INT8_LABELS) {
       strict >= INT8_TOP1_FLOOR,
       `${label} (int8): strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${INT8_TOP1_FLOOR * 100}%`,
     );
-    const bound = INT8_REL_ERROR_BOUND;
+    const bound = int8RelErrorBound(label);
     assert.ok(
       relMean <= bound,
       `${label} (int8): mean relative logit error ${relMean.toExponential(2)} > ${bound}`,
