@@ -74,13 +74,16 @@ constexpr int kLayoutQ4X = 1;
 // the file's 18-20) else f32 (Q4_K's d·sc products: 24 bytes).
 constexpr int kLayoutQ4G16 = 2;
 constexpr int kLayoutQ4G32 = 3;
+// kLayoutQ4G0: Q4_0 in kLayoutQ4G16 without the m array (m = -8·d for every block): 18 bytes
+// per 32 values, the file's own size.
+constexpr int kLayoutQ4G0 = 7;
 constexpr int kQ4GBlocks = 16;  // blocks per group
 
 static inline int64_t q4gGroups(int64_t cols) { return (cols / kQK + kQ4GBlocks - 1) / kQ4GBlocks; }
-static inline size_t q4gScaleBytes(int layout) { return layout == kLayoutQ4G16 ? 2 : 4; }
+static inline size_t q4gScaleBytes(int layout) { return layout == kLayoutQ4G32 ? 4 : 2; }
 static inline size_t q4gRowBytes(int64_t cols, int layout) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
-  return g * 256 + g * kQ4GBlocks * 2 * q4gScaleBytes(layout);
+  return g * 256 + g * kQ4GBlocks * (layout == kLayoutQ4G0 ? 1 : 2) * q4gScaleBytes(layout);
 }
 static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, int layout, int64_t row) {
   return base + q4gRowBytes(cols, layout) * static_cast<size_t>(row);

@@ -545,7 +545,7 @@ bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, f
     q6gMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
-  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32) {
+  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0) {
     q4gMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }

@@ -442,7 +442,7 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
     q6gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
-  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32) {
+  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0) {
     q4gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }

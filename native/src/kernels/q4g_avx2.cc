@@ -10,7 +10,7 @@ namespace {
 
 template <int Layout>
 inline __m256 scales8(const uint8_t* p) {
-  if constexpr (Layout == kLayoutQ4G16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (Layout != kLayoutQ4G32) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   else return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
@@ -65,7 +65,8 @@ struct Q4GAvx2 {
           } else {
             const uint8_t* ds = rows[r] + dOff + (g * kQ4GBlocks + h * 8) * sb;
             dw = scales8<Layout>(ds);
-            mw = scales8<Layout>(ds + mOff);
+            if constexpr (Layout == kLayoutQ4G0) mw = _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
+            else mw = scales8<Layout>(ds + mOff);
           }
           for (int t = 0; t < T; ++t) {
             const __m256 dx = _mm256_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks + h * 8);
@@ -228,7 +229,8 @@ void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ld
 
 void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx2<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+  if (W.layout == kLayoutQ4G0) q4gMatmul<Q4GAvx2<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx2<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
   else q4gMatmul<Q4GAvx2<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 

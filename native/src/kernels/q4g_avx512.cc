@@ -13,7 +13,7 @@ namespace {
 
 template <int Layout>
 inline __m512 scales16(const uint8_t* p) {
-  if constexpr (Layout == kLayoutQ4G16) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  if constexpr (Layout != kLayoutQ4G32) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
@@ -76,7 +76,8 @@ struct Q4GAvx512 {
         } else {
           const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
           dw = scales16<Layout>(ds);
-          mw = scales16<Layout>(ds + mOff);
+          if constexpr (Layout == kLayoutQ4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
+          else mw = scales16<Layout>(ds + mOff);
         }
         for (int t = 0; t < T; ++t) {
           const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
@@ -223,7 +224,8 @@ void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
 
 void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                      ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx512<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+  if (W.layout == kLayoutQ4G0) q4gMatmul<Q4GAvx512<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx512<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
   else q4gMatmul<Q4GAvx512<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 

@@ -323,7 +323,7 @@ void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t l
       else if (W.layout == kLayoutQ4GK) dequantizeQ4GKRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ8G) dequantizeQ8GRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ6G) dequantizeQ6GRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32)
+      else if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0)
         dequantizeQ4GRow(weightData(W), W.cols, W.layout, r, row.data());
       else dequantizeRow(W.type, weightData(W), W.cols, r, row.data());
       for (int64_t t = 0; t < n; ++t) {

@@ -88,7 +88,7 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, s
       exactF16 = exactF16 && f16ToF32(f32ToF16(d[i])) == d[i] && f16ToF32(f32ToF16(m[i])) == m[i];
     }
   }
-  const int layout = exactF16 ? kLayoutQ4G16 : kLayoutQ4G32;
+  const int layout = !exactF16 ? kLayoutQ4G32 : type == TensorType::Q4_0 ? kLayoutQ4G0 : kLayoutQ4G16;
   const size_t rowBytes = q4gRowBytes(cols, layout), sb = q4gScaleBytes(layout);
   dst->assign(rowBytes * static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) {
@@ -110,7 +110,7 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, s
       if (sb == 2) {
         const uint16_t hd = f32ToF16(d[i]), hm = f32ToF16(m[i]);
         std::memcpy(ds + b * 2, &hd, 2);
-        std::memcpy(ms + b * 2, &hm, 2);
+        if (layout != kLayoutQ4G0) std::memcpy(ms + b * 2, &hm, 2);
       } else {
         std::memcpy(ds + b * 4, &d[i], 4);
         std::memcpy(ms + b * 4, &m[i], 4);
@@ -130,7 +130,7 @@ void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row
     float d, m;
     if (sb == 2) {
       d = f16ToF32(loadU16(ds + b * 2));
-      m = f16ToF32(loadU16(ms + b * 2));
+      m = layout == kLayoutQ4G0 ? -8.0f * d : f16ToF32(loadU16(ms + b * 2));
     } else {
       std::memcpy(&d, ds + b * 4, 4);
       std::memcpy(&m, ms + b * 4, 4);
