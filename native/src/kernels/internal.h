@@ -70,8 +70,8 @@ constexpr int kLayoutQ4X = 1;
 // dot product (VNNI dpbusd, or maddubs + madd on AVX2, whose 128-bit halves take blocks
 // 0-7 and 8-15). The activations are quantized into the same permutation (q4g.h). After
 // the nibbles of all groups: d[groups*16], then m[groups*16], value = d*q + m, as f16 when
-// every scale of the tensor is exactly an f16 (Q4_0, Q4_1: 20 bytes per 32 values, close to
-// the file's 18-20) else f32 (Q4_K's d·sc products: 24 bytes).
+// every scale of the tensor is exactly an f16 (Q4_1: 20 bytes per 32 values, as the file;
+// Q4_0 drops m, see kLayoutQ4G0) else f32 (24 bytes; Q4_K has its own kLayoutQ4GK).
 constexpr int kLayoutQ4G16 = 2;
 constexpr int kLayoutQ4G32 = 3;
 // kLayoutQ4G0: Q4_0 in kLayoutQ4G16 without the m array (m = -8·d for every block): 18 bytes
