@@ -36,6 +36,17 @@ import {
   type Roofline,
 } from './engine/report.js';
 import type { BenchEngine } from './engine/types.js';
+import {
+  DEFAULT_SIZES,
+  DEFAULT_TYPES,
+  SIZE_NAMES,
+  TYPE_NAMES,
+  ensureSizeModels,
+  parseList,
+  renderSizeSuite,
+  replaceSizesSection,
+  type SizeRow,
+} from './engine/sizes.js';
 
 const HELP = `Usage: npm run bench:engine [-- options]
 
@@ -52,9 +63,16 @@ Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) sid
   --prefill-tokens N    length of the prefill prompt (default 512)
   --measures LIST       comma-separated subset of single,aggregate,prefill (default all three)
   --block-size N        Prism KV block size in tokens (default 128, the engine's cacheBlockSize)
+  --suite sizes         run the size suite instead of one model: random-weight GGUFs with the
+                        layer shapes of Llama-3.2-1B/3B and Qwen2.5-1.5B (scripts/make-size-models.py
+                        writes them into models/sizes/ once), one row per size × type; decode and
+                        aggregate default to 32 new tokens and 16 sequences there
+  --sizes LIST          size suite: subset of ${SIZE_NAMES.join(',')} (default ${DEFAULT_SIZES.join(',')})
+  --types LIST          size suite: subset of ${TYPE_NAMES.join(',')} (default ${DEFAULT_TYPES.join(',')})
   --json                print the result record as JSON instead of the table
   --markdown            print the docs/benchmarks.md section body instead of the table
   --update-docs         also rewrite the generated part of the Engine section of docs/benchmarks.md
+                        (with --suite sizes: the size-suite section)
   --help                this text
 `;
 
@@ -88,6 +106,7 @@ interface Args {
   measures: Set<MeasureName>;
   output: 'table' | 'json' | 'markdown';
   updateDocs: boolean;
+  suite?: { sizes: string[]; types: string[] };
 }
 
 function positiveInt(name: string, value: string | undefined, fallback: number, min = 1): number {
@@ -118,6 +137,9 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
       json: { type: 'boolean' },
       markdown: { type: 'boolean' },
       'update-docs': { type: 'boolean' },
+      suite: { type: 'string' },
+      sizes: { type: 'string' },
+      types: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -128,15 +150,28 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
   }
   if (values.json && values.markdown)
     throw new RangeError('--json and --markdown are exclusive: pick one output');
+  if (values.suite !== undefined && values.suite !== 'sizes')
+    throw new RangeError(`--suite must be 'sizes'; got '${values.suite}'`);
+  if (values.suite === undefined && (values.sizes !== undefined || values.types !== undefined))
+    throw new RangeError('--sizes and --types belong to --suite sizes');
+  if (values.suite !== undefined && values.model !== undefined)
+    throw new RangeError('--model and --suite are exclusive: the suite picks its own files');
+  const suite = values.suite
+    ? {
+        sizes: parseList('sizes', values.sizes, SIZE_NAMES, DEFAULT_SIZES),
+        types: parseList('types', values.types, TYPE_NAMES, DEFAULT_TYPES),
+      }
+    : undefined;
   return {
+    suite,
     modelPath: values.model,
     engines: engine === 'both' ? [...ENGINE_NAMES] : [engine as EngineName],
     threads: positiveInt('threads', values.threads, 2),
     runs: positiveInt('runs', values.runs, 3),
     warmup: positiveInt('warmup', values.warmup, 1, 0),
-    sequences: positiveInt('sequences', values.sequences, 32),
+    sequences: positiveInt('sequences', values.sequences, suite ? 16 : 32),
     promptTokens: positiveInt('prompt-tokens', values['prompt-tokens'], 32),
-    newTokens: positiveInt('new-tokens', values['new-tokens'], 128, 2),
+    newTokens: positiveInt('new-tokens', values['new-tokens'], suite ? 32 : 128, 2),
     prefillTokens: positiveInt('prefill-tokens', values['prefill-tokens'], 512),
     blockSize: positiveInt('block-size', values['block-size'], 128),
     measures: parseMeasures(values.measures),
@@ -195,8 +230,63 @@ async function main(argv: string[]): Promise<void> {
   }
   const args = parsed;
   const root = projectRoot();
+  const command = ['npm run bench:engine', ...(argv.length ? ['--', ...argv] : [])].join(' ');
+  if (args.suite) return sizeSuite(args, args.suite, root, command);
   const modelPath = args.modelPath ?? ensureDefaultModel(log);
+  const report = await benchModel(args, root, modelPath, command, true);
+  if (args.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  else if (args.output === 'markdown') process.stdout.write(renderMarkdown(report) + '\n');
+  else process.stdout.write(renderText(report) + '\n');
 
+  if (args.updateDocs) {
+    const docPath = join(root, 'docs', 'benchmarks.md');
+    writeFileSync(docPath, replaceDocSection(readFileSync(docPath, 'utf8'), renderMarkdown(report)));
+    log(`updated ${relative(process.cwd(), docPath)}`);
+  }
+}
+
+/** Every size × type of the suite, one after the other (each loads and frees both engines). */
+async function sizeSuite(
+  args: Args,
+  suite: { sizes: string[]; types: string[] },
+  root: string,
+  command: string,
+): Promise<void> {
+  const models = ensureSizeModels(root, suite.sizes, suite.types, log);
+  const native = args.engines.includes('prism') ? await loadNative() : undefined;
+  log('measuring memory bandwidth ...');
+  const bandwidthGBs = native ? native.measureMemoryBandwidth() : NaN;
+  const loadAtStart = loadavg()[0];
+  const rows: SizeRow[] = [];
+  for (const model of models) {
+    log(`== ${model.shape} ${model.type.toUpperCase()} (${relative(root, model.path)})`);
+    rows.push({ model, report: await benchModel(args, root, model.path, command, false) });
+  }
+  const body = renderSizeSuite(rows, {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    commit: describeCommit(root),
+    machine: describeMachine(),
+    command,
+    bandwidthGBs,
+    load: `${loadAtStart.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end`,
+  });
+  if (args.output === 'json') process.stdout.write(JSON.stringify({ bandwidthGBs, rows }, null, 2) + '\n');
+  else process.stdout.write(body + '\n');
+  if (args.updateDocs) {
+    const docPath = join(root, 'docs', 'benchmarks.md');
+    writeFileSync(docPath, replaceSizesSection(readFileSync(docPath, 'utf8'), body));
+    log(`updated ${relative(process.cwd(), docPath)}`);
+  }
+}
+
+/** The three measures (and, for a single model, the greedy continuations) on one file. */
+async function benchModel(
+  args: Args,
+  root: string,
+  modelPath: string,
+  command: string,
+  withContinuations: boolean,
+): Promise<EngineBenchReport> {
   const chatTokensBudget = 256; // chat prompt (system line + question) + 32 new tokens
   const maxContext = Math.max(args.prefillTokens + 1, args.promptTokens + args.newTokens, chatTokensBudget);
   const aggregateContext = args.promptTokens + args.newTokens;
@@ -302,8 +392,11 @@ async function main(argv: string[]): Promise<void> {
       roofline = { bandwidthGBs, weightBytes, tokPerSec, percent };
     }
 
-    log('greedy continuations ...');
-    const continuations = await greedyContinuations(llama, engines);
+    let continuations: Continuation[] = [];
+    if (withContinuations) {
+      log('greedy continuations ...');
+      continuations = await greedyContinuations(llama, engines);
+    }
 
     const skipped: Partial<Record<EngineName, string>> = {};
     for (const name of ENGINE_NAMES)
@@ -314,7 +407,7 @@ async function main(argv: string[]): Promise<void> {
       commit: describeCommit(root),
       machine: describeMachine(),
       loadAverage: { start: loadAtStart, end: loadavg()[0] },
-      command: ['npm run bench:engine', ...(argv.length ? ['--', ...argv] : [])].join(' '),
+      command,
       model: {
         path: relative(root, modelPath).startsWith('..') ? modelPath : relative(root, modelPath),
         name: prism?.info.name,
@@ -337,16 +430,7 @@ async function main(argv: string[]): Promise<void> {
       roofline,
       continuations,
     };
-
-    if (args.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-    else if (args.output === 'markdown') process.stdout.write(renderMarkdown(report) + '\n');
-    else process.stdout.write(renderText(report) + '\n');
-
-    if (args.updateDocs) {
-      const docPath = join(root, 'docs', 'benchmarks.md');
-      writeFileSync(docPath, replaceDocSection(readFileSync(docPath, 'utf8'), renderMarkdown(report)));
-      log(`updated ${relative(process.cwd(), docPath)}`);
-    }
+    return report;
   } finally {
     for (const engine of [prism, llama]) await engine?.dispose();
   }

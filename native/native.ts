@@ -56,6 +56,11 @@ export interface ModelInfo {
   readonly tiedEmbeddings: boolean;
   /** Bytes of weights read to decode one token (all layers + output head): the roofline's denominator. */
   readonly weightBytes: number;
+  /**
+   * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
+   * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
+   */
+  readonly activations: 'int8' | 'int16';
   /** Count of tensors per storage type, e.g. { Q4_1: 210, F32: 61, Q8_0: 1 }. */
   readonly tensorTypes: Readonly<Record<string, number>>;
 }

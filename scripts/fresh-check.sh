@@ -16,6 +16,8 @@ cleanup() { if $keep; then echo "fresh-check: left $work"; else rm -rf "$work"; 
 trap cleanup EXIT
 
 git clone --quiet "$root" "$work/prism"
+# CI clones beside the project's shared/ folder (test data such as JSONSchemaBench).
+if [ -d "$root/../shared" ]; then ln -s "$(cd "$root/../shared" && pwd)" "$work/shared"; fi
 echo "fresh-check: clone of $(git -C "$work/prism" rev-parse --short HEAD) in $work/prism"
 python3 -m venv "$work/python"
 if [ -n "$("$work/python/bin/python" -m pip list --format=freeze 2>/dev/null | grep -v -E '^(pip|setuptools)==')" ]; then

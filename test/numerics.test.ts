@@ -49,6 +49,14 @@ function relErrorBound(label: string): number {
   return label === 'default' ? 2e-3 : 1e-3;
 }
 
+/**
+ * Mean relative logit error bounds of the int8 cases, about 2x what they measured (2.8e-2 on
+ * the default model, 1.1e-2 on the fixtures; docs/testing.md): a layer bug moves it by 10%+.
+ */
+function int8RelErrorBound(label: string): number {
+  return label === 'default' ? 5e-2 : 2e-2;
+}
+
 /** Strict top-1 floor: the issue's 99%, on every model. */
 const STRICT_TOP1_FLOOR = 0.99;
 
@@ -150,9 +158,34 @@ function compareRows(prism: Float32Array, ref: Float32Array, rows: number, vocab
   }
 }
 
-async function runTeacherForced(c: Case, ref: ReferenceLogits): Promise<Stats> {
-  const model = await loadModel(c.path);
+/**
+ * Loads `c` with the model's own activation rule, or with PRISM_ACTIVATIONS forcing one
+ * (read by the native loader while it prepares the weights), and checks what it chose.
+ */
+async function loadCase(c: Case, activations: 'auto' | 'int8' | 'int16') {
+  const saved = process.env.PRISM_ACTIVATIONS;
+  process.env.PRISM_ACTIVATIONS = activations;
+  try {
+    return await loadModel(c.path);
+  } finally {
+    if (saved === undefined) delete process.env.PRISM_ACTIVATIONS;
+    else process.env.PRISM_ACTIVATIONS = saved;
+  }
+}
+
+async function runTeacherForced(
+  c: Case,
+  ref: ReferenceLogits,
+  activations: 'auto' | 'int8' | 'int16' = 'auto',
+): Promise<Stats> {
+  const model = await loadCase(c, activations);
   const info = modelInfo(model);
+  // Every model here is below hidden 1024, where the rule picks int16 (native/src/model.cc).
+  assert.equal(
+    info.activations,
+    activations === 'auto' ? 'int16' : activations,
+    `${c.label}: activation precision`,
+  );
   assert.equal(info.vocabSize, ref.vocab, `${c.label}: vocab size vs the reference`);
   const total = ref.positions;
   assert.ok(total >= MIN_POSITIONS + 16, `${c.label}: only ${total} tokens of text`);
@@ -237,5 +270,38 @@ for (const label of LABELS) {
     );
     const bound = relErrorBound(label);
     assert.ok(relMean <= bound, `${label}: mean relative logit error ${relMean.toExponential(2)} > ${bound}`);
+  });
+}
+
+/**
+ * The int8-activation path (what the loader picks from hidden 1024 up, i.e. the 1B+ models
+ * whose matmuls dominate a step) measured on the same models: the rule's numbers. Its floor
+ * is lower than int16's because int8 rounding (1/254 of a block's max) flips near-ties that
+ * int16 does not; the values it reached are in docs/testing.md.
+ */
+const INT8_TOP1_FLOOR = 0.95;
+const INT8_LABELS = ['default', 'llama-q8_0', 'llama-q4_0', 'llama-q4_1', 'llama-q4_k', 'llama-q6_k'];
+
+for (const label of INT8_LABELS) {
+  test(`teacher-forced logits with int8 activations: ${label}`, async () => {
+    const c = cases.find((x) => x.label === label);
+    assert.ok(c, `no model/fixture called ${label}`);
+    const s = await runTeacherForced(c, refs.get(label)!, 'int8');
+    const strict = s.strictAgree / s.positions;
+    const relMean = s.relSum / s.positions;
+    console.log(
+      `numerics ${label.padEnd(18)} ${c.weightType.padEnd(5)} int8 positions=${s.positions} ` +
+        `top1=${(strict * 100).toFixed(2)}% ` +
+        `relErr mean=${relMean.toExponential(2)} max=${s.relMax.toExponential(2)} maxAbs=${s.maxAbs.toFixed(4)}`,
+    );
+    assert.ok(
+      strict >= INT8_TOP1_FLOOR,
+      `${label} (int8): strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${INT8_TOP1_FLOOR * 100}%`,
+    );
+    const bound = int8RelErrorBound(label);
+    assert.ok(
+      relMean <= bound,
+      `${label} (int8): mean relative logit error ${relMean.toExponential(2)} > ${bound}`,
+    );
   });
 }

@@ -172,6 +172,7 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   o.Set("rmsNormEps", c.eps);
   o.Set("tiedEmbeddings", c.tiedEmbeddings);
   o.Set("weightBytes", m.weightBytes);
+  o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
   Napi::Object types = Napi::Object::New(env);
   for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
   o.Set("tensorTypes", types);

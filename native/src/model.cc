@@ -3,6 +3,7 @@
 // and prepares linear weights for the kernels (fusing Q/K/V and gate/up when they share a
 // storage type, so a layer makes 4 matmul calls instead of 7).
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -89,14 +90,12 @@ class Builder {
           std::memcpy(buf.data() + at, t->data, t->bytes);
           at += t->bytes;
         }
-        // Int16 activations in every linear layer (kernels.h, ActivationPrecision): int8
-        // flips ~3% of SmolLM2-135M's top-1 picks against the float reference, int16 none;
-        // the same precision for every batch shape, so prefill and decode agree.
-        g.parts.push_back({prepareLinear(type, buf.data(), g.outFeatures, cols, ActivationPrecision::Int16), 0});
+        // One precision for every layer and batch shape (so prefill and decode agree).
+        g.parts.push_back({prepareLinear(type, buf.data(), g.outFeatures, cols, m_.activations), 0});
       } else {
         int64_t off = 0;
         for (size_t k = 0; k < parts.size(); k++) {
-          g.parts.push_back({prepareLinear(static_cast<TensorType>(ts[k]->type), ts[k]->data, parts[k].second, cols, ActivationPrecision::Int16), off});
+          g.parts.push_back({prepareLinear(static_cast<TensorType>(ts[k]->type), ts[k]->data, parts[k].second, cols, m_.activations), off});
           off += parts[k].second;
         }
       }
@@ -114,8 +113,28 @@ class Builder {
   TensorSet& set_;
 };
 
+// The activation rounding of the quantized matmuls (kernels.h, ActivationPrecision), per
+// model. Int16 below hidden 1024: there a step is dominated by per-token overhead, not the
+// matmuls, so the 2x integer work of int16 costs little, and int8 flips ~3% of SmolLM2-135M's
+// top-1 picks against the float reference (int16: none; test/numerics.test.ts shows both).
+// Int8 from hidden 1024 up (1B and larger): the matmuls are the step, and int8 with per-32
+// scales (llama.cpp's own scheme) decodes ~2x and prefills ~3.5x faster than int16 at 1B
+// shapes (docs/benchmarks.md, size suite). PRISM_ACTIVATIONS=int8|int16 overrides the rule
+// (the numerics test uses it to measure both paths on the same models).
+ActivationPrecision chooseActivations(const ModelConfig& c, const std::string& file) {
+  if (const char* env = std::getenv("PRISM_ACTIVATIONS"); env != nullptr && *env != '\0') {
+    const std::string v = env;
+    if (v == "int8") return ActivationPrecision::Int8;
+    if (v == "int16") return ActivationPrecision::Int16;
+    if (v != "auto")
+      throw FormatError(file, "", "PRISM_ACTIVATIONS must be one of int8, int16, auto; got '" + v + "'");
+  }
+  return c.hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
+}
+
 void build(Model& m, TensorSet& set, const ProgressFn& progress) {
   ModelConfig& c = m.cfg;
+  m.activations = chooseActivations(c, set.file);
   Builder b(m, set);
   if (c.headDim % 8 != 0 || c.headDim > 512)
     throw FormatError(set.file, "", "head dim " + std::to_string(c.headDim) + " must be a multiple of 8 and at most 512");

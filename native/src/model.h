@@ -87,6 +87,8 @@ struct Model {
   std::map<std::string, int> tensorTypes;
   double weightBytes = 0;
   int64_t maxLinearCols = 0;
+  // Activation rounding of every quantized linear layer (chooseActivations, model.cc).
+  ActivationPrecision activations = ActivationPrecision::Int16;
 };
 
 using ProgressFn = std::function<void(double)>;

@@ -130,7 +130,36 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
   w.data = data;
   w.layout = kLayoutGguf;
   w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
-  if (type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K) {
+  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
+  if (type == TensorType::Q4_K && precision == ActivationPrecision::Int8) {
+    w.layout = repackQ4GK(data, rows, cols, &w.owned);  // Q4_K's scale encoding, group order
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
+  if (q4 && precision == ActivationPrecision::Int8) {
+    // Int8 activations: the group layout (internal.h, kLayoutQ4G16/32), one dot-product
+    // instruction per 16 blocks and f16 scales where exact (bytes close to the file's).
+    w.layout = repackQ4G(type, data, rows, cols, &w.owned);
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
+  if (type == TensorType::Q8_0 && precision == ActivationPrecision::Int8) {
+    w.layout = repackQ8G(data, rows, cols, &w.owned);  // same bytes as the file, group order
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
+  if (type == TensorType::Q6_K && precision == ActivationPrecision::Int8) {
+    // Q6_K in the group layout too (internal.h, kLayoutQ6G): the Q4_K_M mix keeps its output
+    // head and some FFN tensors in Q6_K, a quarter of the bytes of a 1B model.
+    w.layout = repackQ6G(data, rows, cols, &w.owned);
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
+  if (q4) {
     // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
     // takes one load and two masks, and the per-block offsets become a vector dot product.
     w.owned.resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
@@ -144,8 +173,10 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
 
 void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   if (maxRows < 0 || maxCols < 0) throw std::invalid_argument("KernelScratch::reserve: negative size");
-  // Room for the wider (int16) activations: any weight of the context may use them.
-  size_t need = quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t));
+  // Room for the wider (int16) activations: any weight of the context may use them; and for
+  // the Q4G int8 activations, padded to whole 16-block groups.
+  size_t need = std::max(quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
+                         q4gActivationBytes(maxRows, maxCols));
   if (buf_.size() < need) buf_.resize(need);
 }
 

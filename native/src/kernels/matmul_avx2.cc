@@ -533,6 +533,22 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                 ThreadPool& pool, KernelScratch& scratch) {
   const bool wide = W.precision == ActivationPrecision::Int16;
+  if (W.layout == kLayoutQ4GK) {
+    q4gkMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ8G) {
+    q8gMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ6G) {
+    q6gMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0) {
+    q4gMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   if (W.layout == kLayoutQ4X) {
     if (wide) quantMatmul<Q4XKernel<int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
     else quantMatmul<Q4XKernel<int8_t>>(W, x, n, ldx, y, ldy, pool, scratch);

@@ -5,7 +5,8 @@
 //   * quantized weights: two 32-value blocks per 512-bit vector (for kLayoutQ4X exactly one
 //     32-byte group), integer dot with VNNI (_mm512_dpbusd_epi32) instead of maddubs + madd;
 //     Q6_K keeps maddubs + madd because its per-16 integer scales are applied in the madd;
-//   * BF16 weights: _mm512_dpbf16_ps over the activations split into bf16 high and low parts;
+//   * BF16 weights: widened exactly to f32 (a 16-bit shift) for 16-wide FMAs, as on AVX2:
+//     _mm512_dpbf16_ps would round the activations to bf16, ~3e-3 relative logit error;
 //   * F16 / F32 weights: 16-wide FMAs.
 // Quantized weights with ActivationPrecision::Int16 are not handled here: matmulAvx512
 // returns false for them and the dispatcher runs the AVX2 int16 kernels (every AVX-512 CPU
@@ -334,61 +335,20 @@ void floatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t l
   }
 }
 
-// BF16: 32 columns per step with _mm512_dpbf16_ps. The instruction takes bf16 on both
-// sides, but rounding the f32 activations to bf16 costs ~3e-3 relative logit error (the
-// numerics test's bound is 1e-3; the AVX2 kernel keeps the activations in f32). So each
-// activation is split into a bf16 high part and the bf16 of its remainder, x ≈ hi + lo
-// (16 significant bits, ~1e-5 relative), and both are dotted with the same weights: twice
-// the dot products, the same weight bytes, which are what decode is bound by.
-inline __m512 bf16BitsToF32(__m256i bits) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
-
-template <int R, int T>
-void bf16Tile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
-              float* y, int64_t ldy) {
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  const int64_t cols = W.cols, vecCols = cols & ~int64_t(31);
-  for (int64_t k = 0; k < vecCols; k += 32) {
-    __m512bh xhi[T], xlo[T];
-    for (int t = 0; t < T; ++t) {
-      const float* p = x + (t0 + t) * ldx + k;
-      const __m512 x0 = _mm512_loadu_ps(p), x1 = _mm512_loadu_ps(p + 16);
-      // cvtne2ps_pbh(a, b) puts b's 16 values in the low half and a's in the high half.
-      xhi[t] = _mm512_cvtne2ps_pbh(x1, x0);
-      const __m512i hiBits = (__m512i)xhi[t];
-      const __m512 r0v = _mm512_sub_ps(x0, bf16BitsToF32(_mm512_extracti64x4_epi64(hiBits, 0)));
-      const __m512 r1v = _mm512_sub_ps(x1, bf16BitsToF32(_mm512_extracti64x4_epi64(hiBits, 1)));
-      xlo[t] = _mm512_cvtne2ps_pbh(r1v, r0v);
-    }
-    for (int r = 0; r < R; ++r) {
-      __m512bh w = (__m512bh)_mm512_loadu_si512(rows[r] + 2 * k);
-      for (int t = 0; t < T; ++t) {
-        acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w, xhi[t]);
-        acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w, xlo[t]);
-      }
-    }
+// BF16 weights widened exactly to f32 (a 16-bit shift) against f32 activations, as the AVX2
+// kernel does: the same numbers on every x86 machine.
+struct ConvBF16 {
+  static __m512 load(const uint8_t* row, int64_t k) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float s = hsum512(acc[r][t]);
-      for (int64_t k = vecCols; k < cols; ++k) s += bf16ToF32(loadU16(rows[r] + 2 * k)) * x[(t0 + t) * ldx + k];
-      y[(t0 + t) * ldy + r0 + r] = s;
-    }
-  }
-}
-
-struct ConvBF16 {};  // tag: floatRange uses bf16Tile
+  static float one(const uint8_t* row, int64_t k) { return bf16ToF32(loadU16(row + 2 * k)); }
+};
 
 template <class Conv, int R, int T>
 void anyFloatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
                   float* y, int64_t ldy) {
-  if constexpr (std::is_same_v<Conv, ConvBF16>) bf16Tile<R, T>(W, rowBytes, x, ldx, r0, t0, y, ldy);
-  else floatTile<Conv, R, T>(W, rowBytes, x, ldx, r0, t0, y, ldy);
+  floatTile<Conv, R, T>(W, rowBytes, x, ldx, r0, t0, y, ldy);
 }
 
 constexpr int kFloatTokenTile = 4;
@@ -436,6 +396,22 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4GK) {
+    q4gkMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ8G) {
+    q8gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ6G) {
+    q6gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0) {
+    q4gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   const bool quantized = W.layout == kLayoutQ4X || W.type == TensorType::Q8_0 || W.type == TensorType::Q6_K;
   if (quantized && W.precision != ActivationPrecision::Int8) return false;  // AVX2 int16 kernels
   if (W.layout == kLayoutQ4X) {
@@ -462,8 +438,6 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
       floatMatmul<ConvF16>(W, x, n, ldx, y, ldy, pool);
       return true;
     case TensorType::BF16:
-      // CPUs with VNNI but without AVX512-BF16 (Cascade Lake, Ice Lake) use the AVX2 kernel.
-      if (!cpuHasAvx512Bf16()) return false;
       floatMatmul<ConvBF16>(W, x, n, ldx, y, ldy, pool);
       return true;
   }

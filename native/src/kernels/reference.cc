@@ -320,6 +320,11 @@ void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t l
     if (row.size() < static_cast<size_t>(W.cols)) row.resize(static_cast<size_t>(W.cols));
     for (int64_t r = begin; r < end; ++r) {
       if (W.layout == kLayoutQ4X) dequantizeQ4XRow(weightData(W), W.cols, r, row.data());
+      else if (W.layout == kLayoutQ4GK) dequantizeQ4GKRow(weightData(W), W.cols, r, row.data());
+      else if (W.layout == kLayoutQ8G) dequantizeQ8GRow(weightData(W), W.cols, r, row.data());
+      else if (W.layout == kLayoutQ6G) dequantizeQ6GRow(weightData(W), W.cols, r, row.data());
+      else if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0)
+        dequantizeQ4GRow(weightData(W), W.cols, W.layout, r, row.data());
       else dequantizeRow(W.type, weightData(W), W.cols, r, row.data());
       for (int64_t t = 0; t < n; ++t) {
         const float* xt = x + t * ldx;

@@ -1,0 +1,70 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseBenchArgs } from '../engine.js';
+import { SIZES_BEGIN, SIZES_END, parseList, renderSizeSuite, replaceSizesSection } from './sizes.js';
+import type { EngineBenchReport } from './report.js';
+
+test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter decode measures', () => {
+  const args = parseBenchArgs(['--suite', 'sizes']);
+  assert.ok(args !== 'help');
+  assert.deepEqual(args.suite, { sizes: ['1b', '3b'], types: ['q4_0', 'q4_k', 'q8_0'] });
+  assert.equal(args.sequences, 16);
+  assert.equal(args.newTokens, 32);
+  const some = parseBenchArgs(['--suite', 'sizes', '--sizes', 'qwen1.5b', '--types', 'bf16,q4_1']);
+  assert.ok(some !== 'help');
+  assert.deepEqual(some.suite, { sizes: ['qwen1.5b'], types: ['bf16', 'q4_1'] });
+  assert.throws(() => parseBenchArgs(['--suite', 'big']), /--suite must be 'sizes'; got 'big'/);
+  assert.throws(() => parseBenchArgs(['--sizes', '1b']), /--sizes and --types belong to --suite sizes/);
+  assert.throws(() => parseBenchArgs(['--suite', 'sizes', '--model', 'x.gguf']), /exclusive/);
+  assert.throws(() => parseList('types', 'q4_0,q5_k', ['q4_0'], []), /--types takes .* got 'q5_k'/);
+  assert.throws(() => parseList('sizes', ',', ['1b'], []), /--sizes must name at least one/);
+});
+
+test('size-suite table: roofline from the file bytes per token, ratios of the medians', () => {
+  const measure = (label: string, l: number, p: number) => ({
+    label,
+    runs: { 'llama.cpp': [l], prism: [p] },
+    median: { 'llama.cpp': l, prism: p },
+    ratio: p / l,
+  });
+  const report = {
+    settings: {
+      threads: 2,
+      runs: 1,
+      warmupRuns: 0,
+      promptTokens: 32,
+      newTokens: 32,
+      sequences: 16,
+      prefillTokens: 512,
+    },
+    measures: {
+      singleDecode: measure('single-stream decode', 20, 30),
+      prefill: measure('prefill', 80, 100),
+      aggregateDecode: measure('aggregate', 40, 80),
+    },
+  } as unknown as EngineBenchReport;
+  const model = {
+    size: '1b',
+    type: 'q4_0',
+    shape: 'Llama-3.2-1B',
+    path: 'x',
+    exists: true,
+    bytesPerToken: 500e6,
+  };
+  const md = renderSizeSuite([{ model, report }], {
+    date: 'd',
+    commit: 'c',
+    machine: 'm',
+    command: 'cmd',
+    bandwidthGBs: 25,
+    load: '1',
+  });
+  // 25 GB/s ÷ 500 MB = 50 tok/s roofline; Prism 30 tok/s = 60%, llama.cpp 20 = 40%.
+  assert.match(
+    md,
+    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 50\.0 \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 60% \| 40% \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
+  );
+  const doc = `a\n${SIZES_BEGIN}\nold\n${SIZES_END}\nb`;
+  assert.equal(replaceSizesSection(doc, 'new'), `a\n${SIZES_BEGIN}\nnew\n${SIZES_END}\nb`);
+  assert.throws(() => replaceSizesSection('no markers', 'x'), /size-suite markers/);
+});

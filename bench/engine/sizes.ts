@@ -1,0 +1,167 @@
+/**
+ * The size suite of the engine benchmark (`npm run bench:engine -- --suite sizes`): the three
+ * measures for random-weight GGUFs with real models' layer shapes (scripts/make-size-models.py
+ * writes them into models/sizes/, once, cached on disk), one row per size × type, with the
+ * decode roofline of each file. No measuring happens here: the runner is passed in.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fmt } from '../stats.js';
+import type { EngineBenchReport, EngineName } from './report.js';
+
+export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b'] as const;
+export const TYPE_NAMES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16'] as const;
+/** What `--suite sizes` runs without --sizes/--types: the rows the kernel targets are set on. */
+export const DEFAULT_SIZES = ['1b', '3b'];
+export const DEFAULT_TYPES = ['q4_0', 'q4_k', 'q8_0'];
+
+export interface SizeModel {
+  readonly size: string;
+  readonly type: string;
+  /** The real model whose layer shapes the file has. */
+  readonly shape: string;
+  readonly path: string;
+  readonly exists: boolean;
+  /** Weight bytes read per decoded token in the file's own encoding (all but token_embd). */
+  readonly bytesPerToken: number;
+}
+
+export function parseList(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly string[],
+  fallback: string[],
+) {
+  if (value === undefined) return fallback;
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const item of items) {
+    if (!allowed.includes(item))
+      throw new RangeError(`--${flag} takes a comma-separated subset of ${allowed.join(',')}; got '${item}'`);
+  }
+  if (items.length === 0) throw new RangeError(`--${flag} must name at least one of ${allowed.join(',')}`);
+  return items;
+}
+
+function python(root: string): string {
+  if (process.env.PYTHON) return process.env.PYTHON;
+  const venv = join(root, '.venv', 'bin', 'python');
+  return existsSync(venv) ? venv : 'python3';
+}
+
+function generator(root: string, args: string[], inherit: boolean): string {
+  const r = spawnSync(python(root), [join(root, 'scripts', 'make-size-models.py'), ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    stdio: inherit ? ['ignore', 'inherit', 'inherit'] : ['ignore', 'pipe', 'inherit'],
+  });
+  if (r.status !== 0)
+    throw new Error(`scripts/make-size-models.py ${args.join(' ')} failed (exit ${r.status ?? r.signal})`);
+  return r.stdout ?? '';
+}
+
+/** The files of sizes × types, written first where missing (the generator keeps existing ones). */
+export function ensureSizeModels(
+  root: string,
+  sizes: readonly string[],
+  types: readonly string[],
+  log: (line: string) => void,
+): SizeModel[] {
+  const sel = ['--sizes', sizes.join(','), '--types', types.join(',')];
+  const list = () =>
+    generator(root, [...sel, '--list'], false)
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as SizeModel);
+  const before = list();
+  if (before.some((m) => !m.exists)) {
+    log(`writing ${before.filter((m) => !m.exists).length} size model(s) into models/sizes/ (cached) ...`);
+    generator(root, sel, true);
+  }
+  return list();
+}
+
+export interface SizeRow {
+  readonly model: SizeModel;
+  readonly report: EngineBenchReport;
+}
+
+const ENGINES: EngineName[] = ['llama.cpp', 'prism'];
+
+function cell(values: Partial<Record<EngineName, number>> | undefined, ratio: number | undefined): string[] {
+  const r = ratio === undefined || Number.isNaN(ratio) ? '—' : `**${ratio.toFixed(2)}×**`;
+  return [...ENGINES.map((e) => fmt(values?.[e])), r];
+}
+
+/** Markdown for docs/benchmarks.md: one table row per file, then the runs behind the medians. */
+export function renderSizeSuite(
+  rows: readonly SizeRow[],
+  meta: {
+    date: string;
+    commit: string;
+    machine: string;
+    command: string;
+    bandwidthGBs: number;
+    load: string;
+  },
+): string {
+  const first = rows[0]?.report.settings;
+  const out: string[] = [
+    `- Date: ${meta.date}`,
+    `- Commit: \`${meta.commit}\``,
+    `- Machine: ${meta.machine}; 1-minute load average ${meta.load}`,
+    `- Command: \`${meta.command}\``,
+    first
+      ? `- Settings: ${first.threads} threads; single stream = ${first.newTokens} new tokens after a ${first.promptTokens}-token prompt; ` +
+        `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
+        `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
+      : '- Settings: (no rows)',
+    `- Roofline: measured memory bandwidth ${meta.bandwidthGBs.toFixed(1)} GB/s ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding)`,
+    '',
+    '| shape | type | MB/token | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const { model, report } of rows) {
+    const m = report.measures;
+    const roof = (meta.bandwidthGBs * 1e9) / model.bytesPerToken;
+    const pct = (e: EngineName) => {
+      const v = m.singleDecode?.median[e];
+      return v === undefined ? '—' : `${((v / roof) * 100).toFixed(0)}%`;
+    };
+    const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
+    out.push(
+      `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${roof.toFixed(1)} | ` +
+        `${dl} | ${dp} | ${dr} | ${pct('prism')} | ${pct('llama.cpp')} | ` +
+        `${cell(m.prefill?.median, m.prefill?.ratio).join(' | ')} | ${cell(m.aggregateDecode?.median, m.aggregateDecode?.ratio).join(' | ')} |`,
+    );
+  }
+  out.push('', 'Runs behind the medians (tok/s; llama.cpp | Prism):', '');
+  for (const { model, report } of rows) {
+    const parts = Object.values(report.measures)
+      .filter((x) => x !== undefined)
+      .map(
+        (x) =>
+          `${x.label}: ${(x.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'} | ${(x.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`,
+      );
+    out.push(`- ${model.shape} ${model.type.toUpperCase()}: ${parts.join('; ')}`);
+  }
+  return out.join('\n');
+}
+
+export const SIZES_BEGIN =
+  '<!-- bench:sizes:begin (generated by `npm run bench:engine -- --suite sizes --update-docs`) -->';
+export const SIZES_END = '<!-- bench:sizes:end -->';
+
+export function replaceSizesSection(doc: string, body: string): string {
+  const begin = doc.indexOf(SIZES_BEGIN);
+  const end = doc.indexOf(SIZES_END);
+  if (begin < 0 || end < begin)
+    throw new Error(
+      'docs/benchmarks.md has no size-suite markers; add the two marker comments to its size section',
+    );
+  return doc.slice(0, begin + SIZES_BEGIN.length) + '\n' + body + '\n' + doc.slice(end);
+}

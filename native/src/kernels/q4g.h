@@ -1,0 +1,153 @@
+// Shared by q4g_avx2.cc and q4g_avx512.cc: the int8 activation quantizer in the Q4G
+// permutation (internal.h, kLayoutQ4G16) and the work split / cache blocking. Everything is
+// in an anonymous namespace: this header is compiled with two different ISA flag sets, and
+// a merged (ODR) copy built with AVX-512 must never end up on the AVX2 path.
+#pragma once
+#include <algorithm>
+
+#include "kernels/internal.h"
+
+namespace prism::kernels {
+namespace {
+
+// n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same
+// numbers as the int8 quantizer of matmul_avx2.cc), stored in the Q4G permutation.
+struct Q4GActivations {
+  int8_t* qs = nullptr;  // token t: qs + t * groups * 512
+  float* d = nullptr;    // token t: d + t * padded
+  float* s = nullptr;
+  int32_t* sumA = nullptr;  // Σq of values 0-15 of each block (Q6G's first sub-block)
+  int32_t* sumB = nullptr;  // ... and of values 16-31
+  int64_t groups = 0, padded = 0;
+  const int8_t* q(int64_t t) const { return qs + t * groups * 512; }
+  const float* dAt(int64_t t) const { return d + t * padded; }
+  const float* sAt(int64_t t) const { return s + t * padded; }
+  const int32_t* sumAAt(int64_t t) const { return sumA + t * padded; }
+  const int32_t* sumBAt(int64_t t) const { return sumB + t * padded; }
+};
+
+inline Q4GActivations placeQ4G(uint8_t* buf, int64_t n, int64_t cols) {
+  Q4GActivations a;
+  a.groups = q4gGroups(cols);
+  a.padded = a.groups * kQ4GBlocks;
+  uintptr_t p = (reinterpret_cast<uintptr_t>(buf) + 63) & ~uintptr_t(63);
+  a.qs = reinterpret_cast<int8_t*>(p);
+  a.d = reinterpret_cast<float*>(p + static_cast<size_t>(n * a.groups) * 512);
+  a.s = a.d + n * a.padded;
+  a.sumA = reinterpret_cast<int32_t*>(a.s + n * a.padded);
+  a.sumB = a.sumA + n * a.padded;
+  return a;
+}
+
+inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, int64_t t1, const Q4GActivations& a) {
+  const int64_t blocks = cols / kQK;
+  const __m256 signBit = _mm256_set1_ps(-0.0f);
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * ldx;
+    int8_t* q = a.qs + t * a.groups * 512;
+    float* d = a.d + t * a.padded;
+    float* s = a.s + t * a.padded;
+    for (int64_t b = 0; b < a.padded; ++b) {
+      int8_t* group = q + (b / kQ4GBlocks) * 512;
+      const int j = static_cast<int>(b % kQ4GBlocks);
+      if (b >= blocks) {  // padding block: zero values, zero scales
+        for (int v = 0; v < 8; ++v) std::memset(group + v * 64 + 4 * j, 0, 4);
+        d[b] = 0.0f;
+        s[b] = 0.0f;
+        a.sumA[t * a.padded + b] = 0;
+        a.sumB[t * a.padded + b] = 0;
+        continue;
+      }
+      const float* p = xt + b * kQK;
+      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+             v3 = _mm256_loadu_ps(p + 24);
+      __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1)),
+                                _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      const float amax = _mm_cvtss_f32(m4);
+      const __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
+      // Round to nearest even, as the other int8 quantizers do.
+      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      auto hsum = [](__m256i v) {
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        return _mm_cvtsi128_si32(s4);
+      };
+      const int sumA = hsum(_mm256_add_epi32(i0, i1)), sumB = hsum(_mm256_add_epi32(i2, i3));
+      a.sumA[t * a.padded + b] = sumA;
+      a.sumB[t * a.padded + b] = sumB;
+      // int32 → int8 in value order: packs interleave 128-bit lanes, the permute restores it.
+      __m256i w16 = _mm256_packs_epi32(i0, i1), w16b = _mm256_packs_epi32(i2, i3);
+      __m256i w8 = _mm256_packs_epi16(w16, w16b);
+      w8 = _mm256_permutevar8x32_epi32(w8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      alignas(32) int32_t words[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(words), w8);
+      // Word v (values 4v..4v+3) goes to vector v, lane j.
+      for (int v = 0; v < 8; ++v) std::memcpy(group + v * 64 + 4 * j, &words[v], 4);
+      const float dd = amax / 127.0f;
+      d[b] = dd;
+      s[b] = dd * static_cast<float>(sumA + sumB);
+    }
+  }
+}
+
+// Runs Kernel::tile<R, T>(W, a, r0, t0, y, ldy) over all rows × tokens on the pool: rows
+// split evenly across threads when there are enough of them (decode), else tokens; within
+// a thread, rows in L2-sized groups × tokens in L1-sized chunks.
+template <class Kernel>
+void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
+               KernelScratch& scratch) {
+  Q4GActivations a = placeQ4G(scratch.bytes(q4gActivationBytes(n, W.cols)), n, W.cols);
+  if (n <= 4) quantizeQ4G(x, ldx, W.cols, 0, n, a);
+  else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeQ4G(x, ldx, W.cols, t0, t1, a); });
+  constexpr int RD = Kernel::kDecodeRows, RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
+  const size_t rowBytes = W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
+                          : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
+                          : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
+                                                   : q4gRowBytes(W.cols, W.layout);
+  auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
+    if (te - tb < TP) {  // decode-like: one token at a time, many rows per tile
+      for (int64_t t = tb; t < te; ++t) {
+        int64_t r = rb;
+        for (; r + RD <= re; r += RD) Kernel::template tile<RD, 1>(W, a, r, t, y, ldy);
+        for (; r < re; ++r) Kernel::template tile<1, 1>(W, a, r, t, y, ldy);
+      }
+      return;
+    }
+    const int64_t group = rowGroupFor(rowBytes, RP), chunk = std::max<int64_t>(TP, tokenChunkFor(W.cols, TP));
+    for (int64_t g0 = rb; g0 < re; g0 += group) {
+      const int64_t g1 = std::min(re, g0 + group);
+      for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+        const int64_t c1 = std::min(te, c0 + chunk);
+        int64_t r = g0;
+        for (; r + RP <= g1; r += RP) {
+          int64_t t = c0;
+          for (; t + TP <= c1; t += TP) Kernel::template tile<RP, TP>(W, a, r, t, y, ldy);
+          for (; t < c1; ++t) Kernel::template tile<RP, 1>(W, a, r, t, y, ldy);
+        }
+        for (; r < g1; ++r)
+          for (int64_t t = c0; t < c1; ++t) Kernel::template tile<1, 1>(W, a, r, t, y, ldy);
+      }
+    }
+  };
+  const int threads = pool.size();
+  const int64_t tiles = (W.rows + RD - 1) / RD;
+  if (tiles >= 4 * threads || n < 2 * threads) {
+    auto task = [&](int i, int nt) {
+      const int64_t rb = tiles * i / nt * RD, re = std::min(W.rows, tiles * (i + 1) / nt * RD);
+      if (rb < re) range(rb, re, 0, n);
+    };
+    pool.run(TaskRef(task));
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { range(0, W.rows, t0, t1); });
+  }
+}
+
+}  // namespace
+}  // namespace prism::kernels

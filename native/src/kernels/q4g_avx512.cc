@@ -1,0 +1,232 @@
+// Q4G kernels with AVX-512 VNNI (internal.h, kLayoutQ4G16/32): per 16-block group and row,
+// 4 loads of 64 nibble bytes unpack to 8 vectors of 64 values whose 32-bit lanes are the
+// 16 blocks, so 8 dpbusd leave each block's integer dot product in its own lane; one
+// conversion and two FMAs per group then apply d_w·d_x and the m_w·s_x offset, 16 blocks
+// at a time. No per-block horizontal sums, no per-block broadcasts.
+#include "kernels/q4g.h"
+
+namespace prism::kernels {
+namespace {
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+template <int Layout>
+inline __m512 scales16(const uint8_t* p) {
+  if constexpr (Layout != kLayoutQ4G32) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
+}
+
+template <int Layout>
+struct Q4GAvx512 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+    const size_t sb = q4gScaleBytes(Layout);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 256;
+    const size_t mOff = static_cast<size_t>(a.padded) * sb;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i dot[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        __m512i xl[T], xh[T];
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xq = a.q(t0 + t) + g * 512 + c * 128;
+          xl[t] = _mm512_loadu_si512(xq);
+          xh[t] = _mm512_loadu_si512(xq + 64);
+        }
+        for (int r = 0; r < R; ++r) {
+          const __m512i v = _mm512_loadu_si512(rows[r] + g * 256 + c * 64);
+          const __m512i wl = _mm512_and_si512(v, low), wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+          for (int t = 0; t < T; ++t) {
+            dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], wl, xl[t]);
+            dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], wh, xh[t]);
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        __m512 dw, mw;
+        if constexpr (Layout == kLayoutQ4GK) {
+          // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
+          const uint8_t* scs = rows[r] + dOff;
+          const uint8_t* ds = scs + 2 * a.padded;
+          const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+          int32_t dPair, mPair;
+          std::memcpy(&dPair, ds + g * 4, 4);
+          std::memcpy(&mPair, ds + a.padded / 8 * 2 + g * 4, 4);
+          const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+          const __m512 dm = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(mPair))));
+          auto bytes16 = [](const uint8_t* q) {
+            return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+          };
+          dw = _mm512_mul_ps(d, bytes16(scs + g * kQ4GBlocks));
+          mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
+        } else {
+          const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
+          dw = scales16<Layout>(ds);
+          if constexpr (Layout == kLayoutQ4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
+          else mw = scales16<Layout>(ds + mOff);
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
+          const __m512 sx = _mm512_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][t]), _mm512_mul_ps(dw, dx), acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(mw, sx, acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+// Q6G: q = lo | hi << 4 (0..63); dotA over vectors 0-3 (values 0-15 of each block), dotB
+// over 4-7; (dot − 32·Σx) · d·sc · d_x per sub-block, 16 blocks per vector.
+struct Q6GAvx512 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 2;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q6gRowBytes(W.cols);
+    const int64_t groups = a.groups, padded = a.padded;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 384;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i dotA[R][T], dotB[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) dotA[r][t] = dotB[r][t] = _mm512_setzero_si512();
+      for (int e = 0; e < 2; ++e) {  // vectors 4e..4e+3: sub-block A (e = 0) or B (e = 1)
+        __m512i x[4][T];
+        for (int t = 0; t < T; ++t)
+          for (int k = 0; k < 4; ++k) x[k][t] = _mm512_loadu_si512(a.q(t0 + t) + g * 512 + (4 * e + k) * 64);
+        for (int r = 0; r < R; ++r) {
+          const uint8_t* grp = rows[r] + g * 384;
+          const __m512i l0 = _mm512_loadu_si512(grp + (2 * e) * 64), l1 = _mm512_loadu_si512(grp + (2 * e + 1) * 64);
+          const __m512i h = _mm512_loadu_si512(grp + 256 + e * 64);
+          // vector 4e+k: low nibbles of chunk 2e+k/2 (k even: low, odd: high), high bits 2k of h.
+          const __m512i w0 = _mm512_or_si512(_mm512_and_si512(l0, low), _mm512_and_si512(_mm512_slli_epi16(h, 4), two));
+          const __m512i w1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low),
+                                             _mm512_and_si512(_mm512_slli_epi16(h, 2), two));
+          const __m512i w2 = _mm512_or_si512(_mm512_and_si512(l1, low), _mm512_and_si512(h, two));
+          const __m512i w3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low),
+                                             _mm512_and_si512(_mm512_srli_epi16(h, 2), two));
+          for (int t = 0; t < T; ++t) {
+            __m512i dsum = e == 0 ? dotA[r][t] : dotB[r][t];
+            dsum = _mm512_dpbusd_epi32(dsum, w0, x[0][t]);
+            dsum = _mm512_dpbusd_epi32(dsum, w1, x[1][t]);
+            dsum = _mm512_dpbusd_epi32(dsum, w2, x[2][t]);
+            dsum = _mm512_dpbusd_epi32(dsum, w3, x[3][t]);
+            if (e == 0) dotA[r][t] = dsum;
+            else dotB[r][t] = dsum;
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* ds = rows[r] + dOff;
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + g * kQ4GBlocks * 2)));
+        const int8_t* sa = reinterpret_cast<const int8_t*>(ds + padded * 2) + g * kQ4GBlocks;
+        const __m512 dA = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa)))));
+        const __m512 dB = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa + padded)))));
+        for (int t = 0; t < T; ++t) {
+          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
+          const __m512i xa = _mm512_slli_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + g * kQ4GBlocks), 5);
+          const __m512i xb = _mm512_slli_epi32(_mm512_loadu_si512(a.sumBAt(t0 + t) + g * kQ4GBlocks), 5);
+          const __m512 ia = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotA[r][t], xa));
+          const __m512 ib = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotB[r][t], xb));
+          acc[r][t] = _mm512_fmadd_ps(ia, _mm512_mul_ps(dA, dx), acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(ib, _mm512_mul_ps(dB, dx), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+// Q8G: 8 dpbusd of the unsigned (w + 128) bytes per group, minus 128·Σx per block.
+struct Q8GAvx512 {
+  static constexpr int kDecodeRows = 4;
+  static constexpr int kPrefillRows = 2;
+  static constexpr int kPrefillTokens = 4;
+
+  template <int R, int T>
+  static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
+    const size_t rowBytes = q8gRowBytes(W.cols);
+    const int64_t groups = a.groups;
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 512;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512i dot[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
+      for (int v = 0; v < 8; ++v) {
+        __m512i x[T];
+        for (int t = 0; t < T; ++t) x[t] = _mm512_loadu_si512(a.q(t0 + t) + g * 512 + v * 64);
+        for (int r = 0; r < R; ++r) {
+          const __m512i w = _mm512_loadu_si512(rows[r] + g * 512 + v * 64);
+          for (int t = 0; t < T; ++t) dot[r][t] = _mm512_dpbusd_epi32(dot[r][t], w, x[t]);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + dOff + g * kQ4GBlocks * 2)));
+        for (int t = 0; t < T; ++t) {
+          const int64_t b0 = g * kQ4GBlocks;
+          const __m512i sx = _mm512_add_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + b0), _mm512_loadu_si512(a.sumBAt(t0 + t) + b0));
+          const __m512 dot32 = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][t], _mm512_slli_epi32(sx, 7)));
+          acc[r][t] = _mm512_fmadd_ps(dot32, _mm512_mul_ps(dw, _mm512_loadu_ps(a.dAt(t0 + t) + b0)), acc[r][t]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+}  // namespace
+
+void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q8GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q6GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<Q4GAvx512<kLayoutQ4GK>>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                     ThreadPool& pool, KernelScratch& scratch) {
+  if (W.layout == kLayoutQ4G0) q4gMatmul<Q4GAvx512<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx512<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+  else q4gMatmul<Q4GAvx512<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+}  // namespace prism::kernels

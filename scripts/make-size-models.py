@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Writes random-weight GGUF files with the layer shapes of real models, for the engine
+benchmark's size suite (`npm run bench:engine -- --suite sizes`).
+
+Shapes (vocabulary 32,000 for all, see below):
+  1b        Llama-3.2-1B:  16 layers, hidden 2048, FFN 8192, 32 heads, 8 KV heads
+  3b        Llama-3.2-3B:  28 layers, hidden 3072, FFN 8192, 24 heads, 8 KV heads
+  qwen1.5b  Qwen2.5-1.5B:  28 layers, hidden 1536, FFN 8960, 12 heads, 2 KV heads, q/k/v bias
+
+Types: q4_0, q4_1, q8_0 (every matrix of that type, as llama-quantize --pure writes them),
+q4_k (llama.cpp's Q4_K_M mix: Q4_K, with Q6_K for output.weight and for attn_v / ffn_down of
+the layers llama.cpp's use_more_bits() picks), f16, bf16. Norms (and biases) stay F32.
+
+Files land in OUT (default models/sizes/, git-ignored) as <size>-<type>.gguf; an existing
+file is kept (generation is a cached, separate step) unless --force. Weights are drawn per
+tensor from numpy's PCG64 seeded by (seed, tensor name), with the scales of
+scripts/make-fixtures.py (whose quantizers and GGUF conventions this reuses by import), so
+the activations look like a trained model's in magnitude and the files are reproducible.
+Tensors are generated, quantized and written one at a time, so a 3B F16 file needs only
+one tensor's worth of memory.
+
+Vocabulary: the default model's tokenizer (SmolLM2, GPT-2-style BPE, 49,152 tokens)
+truncated to its first 32,000 tokens, with the merges whose two parts and result all
+survive (so every merge llama.cpp applies yields a token that exists; byte tokens and the
+special tokens have low ids and stay).
+
+Usage: python3 scripts/make-size-models.py [--sizes 1b,3b,qwen1.5b] [--types q4_0,...]
+                                          [--out DIR] [--force] [--list]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / 'models' / 'sizes'
+VOCAB = 32_000
+
+
+def load_fixtures_module():
+    """scripts/make-fixtures.py (a dash in the name, so not importable by `import`)."""
+    spec = importlib.util.spec_from_file_location('make_fixtures', ROOT / 'scripts' / 'make-fixtures.py')
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fx = load_fixtures_module()
+
+SIZES = {
+    '1b': dict(arch='llama', name='Llama-3.2-1B', hidden=2048, layers=16, heads=32, kv_heads=8, head_dim=64,
+               inter=8192, rope_theta=500_000.0, eps=1e-5, bias=False, seed=11),
+    '3b': dict(arch='llama', name='Llama-3.2-3B', hidden=3072, layers=28, heads=24, kv_heads=8, head_dim=128,
+               inter=8192, rope_theta=500_000.0, eps=1e-5, bias=False, seed=12),
+    'qwen1.5b': dict(arch='qwen2', name='Qwen2.5-1.5B', hidden=1536, layers=28, heads=12, kv_heads=2,
+                     head_dim=128, inter=8960, rope_theta=1_000_000.0, eps=1e-6, bias=True, seed=13),
+}
+TYPES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16']
+CONTEXT = 4096
+
+
+def use_more_bits(layer: int, layers: int) -> bool:
+    """llama.cpp's rule (llama-quant.cpp) for the layers whose attn_v / ffn_down get Q6_K in Q4_K_M."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
+
+def storage_type(file_type: str, tensor: str, layer: int | None, layers: int) -> str:
+    """GGML type name of a matrix in a file of `file_type`."""
+    if file_type != 'q4_k':
+        return file_type.upper()
+    if tensor == 'output.weight':
+        return 'Q6_K'
+    if layer is not None and tensor.endswith(('attn_v.weight', 'ffn_down.weight')) and use_more_bits(layer, layers):
+        return 'Q6_K'
+    return 'Q4_K'
+
+
+def tensor_plan(spec: dict) -> list[tuple[str, tuple[int, ...], float, float, int | None]]:
+    """(GGUF name, [out, in] shape, std, mean, layer) of every tensor, in file order."""
+    d, hd, inter = spec['hidden'], spec['head_dim'], spec['inter']
+    nq, nkv = spec['heads'] * hd, spec['kv_heads'] * hd
+    plan: list[tuple[str, tuple[int, ...], float, float, int | None]] = [
+        ('token_embd.weight', (VOCAB, d), fx.EMBED_STD, 0.0, None),
+    ]
+    for i in range(spec['layers']):
+        p = f'blk.{i}.'
+        plan += [
+            (p + 'attn_norm.weight', (d,), fx.NORM_JITTER, 1.0, i),
+            (p + 'attn_q.weight', (nq, d), fx.QK_GAIN / np.sqrt(d), 0.0, i),
+            (p + 'attn_k.weight', (nkv, d), fx.QK_GAIN / np.sqrt(d), 0.0, i),
+            (p + 'attn_v.weight', (nkv, d), 1 / np.sqrt(d), 0.0, i),
+        ]
+        if spec['bias']:
+            plan += [(p + f'attn_{x}.bias', (n,), fx.BIAS_STD, 0.0, i) for x, n in (('q', nq), ('k', nkv), ('v', nkv))]
+        plan += [
+            (p + 'attn_output.weight', (d, nq), fx.ATTN_OUT_GAIN / np.sqrt(nq), 0.0, i),
+            (p + 'ffn_norm.weight', (d,), fx.NORM_JITTER, 1.0, i),
+            (p + 'ffn_gate.weight', (inter, d), 1 / np.sqrt(d), 0.0, i),
+            (p + 'ffn_up.weight', (inter, d), 1 / np.sqrt(d), 0.0, i),
+            (p + 'ffn_down.weight', (d, inter), fx.MLP_OUT_GAIN / np.sqrt(inter), 0.0, i),
+        ]
+    plan += [('output_norm.weight', (d,), fx.NORM_JITTER, 1.0, None),
+             ('output.weight', (VOCAB, d), fx.EMBED_STD, 0.0, None)]
+    return plan
+
+
+def draw(seed: int, name: str, shape: tuple[int, ...], std: float, mean: float) -> np.ndarray:
+    x = fx.tensor_rng(seed, name).standard_normal(shape, dtype=np.float32)
+    x *= np.float32(std)
+    if mean:
+        x += np.float32(mean)
+    return x
+
+
+def encode(arr: np.ndarray, type_name: str) -> np.ndarray:
+    """Bytes (or f32/f16 values) of a matrix as stored, in row chunks to bound memory."""
+    if type_name == 'F16':
+        return arr.astype(np.float16)
+    chunk = max(1, (8 << 20) // arr.shape[1])
+    return np.concatenate([fx.quantize(arr[r:r + chunk], type_name)[0] for r in range(0, arr.shape[0], chunk)])
+
+
+def stored_shape_and_bytes(shape: tuple[int, ...], type_name: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    import gguf
+    if len(shape) == 1 or type_name == 'F32':
+        return shape, np.dtype(np.float32), int(np.prod(shape)) * 4
+    if type_name == 'F16':
+        return shape, np.dtype(np.float16), int(np.prod(shape)) * 2
+    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[type_name]]
+    rows, cols = shape
+    if cols % block:
+        raise SystemExit(f'make-size-models: {cols} columns are not a multiple of {type_name} blocks ({block})')
+    return (rows, cols // block * size), np.dtype(np.uint8), rows * (cols // block * size)
+
+
+def bytes_per_token(size: str, file_type: str) -> int:
+    """Weight bytes a decoded token reads: every tensor but the embedding table (one row)."""
+    spec = SIZES[size]
+    total = 0
+    for name, shape, _, _, layer in tensor_plan(spec):
+        if name == 'token_embd.weight':
+            continue
+        t = 'F32' if len(shape) == 1 else storage_type(file_type, name, layer, spec['layers'])
+        total += stored_shape_and_bytes(shape, t)[2]
+    return total
+
+
+def truncated_tokenizer(kvs: list[tuple]) -> list[tuple]:
+    """The tokenizer.* metadata cut to VOCAB tokens (see the module docstring)."""
+    out = []
+    tokens = next(v for k, v, _, _ in kvs if k == 'tokenizer.ggml.tokens')
+    keep = set(tokens[:VOCAB])
+    for key, value, vtype, sub in kvs:
+        if key in ('tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores'):
+            value = value[:VOCAB]
+        elif key == 'tokenizer.ggml.merges':
+            kept = []
+            for m in value:
+                a, _, b = m.partition(' ')
+                if a in keep and b in keep and a + b in keep:
+                    kept.append(m)
+            value = kept
+        elif key.endswith('_token_id') and isinstance(value, int) and value >= VOCAB:
+            continue  # a special token cut off with the vocabulary
+        out.append((key, value, vtype, sub))
+    return out
+
+
+def write_model(out: Path, size: str, file_type: str, tokenizer_kvs: list[tuple]) -> Path:
+    import gguf
+    spec = SIZES[size]
+    final = out / f'{size}-{file_type}.gguf'
+    plan = tensor_plan(spec)
+    fd, tmp = tempfile.mkstemp(prefix=f'.{final.name}-', dir=out)
+    os.close(fd)
+    try:
+        w = gguf.GGUFWriter(tmp, spec['arch'])
+        w.add_name(f'prism-size-{size}-{file_type} ({spec["name"]} shapes, random weights)')
+        w.add_context_length(CONTEXT)
+        w.add_embedding_length(spec['hidden'])
+        w.add_block_count(spec['layers'])
+        w.add_feed_forward_length(spec['inter'])
+        w.add_head_count(spec['heads'])
+        w.add_head_count_kv(spec['kv_heads'])
+        w.add_key_length(spec['head_dim'])
+        w.add_value_length(spec['head_dim'])
+        w.add_rope_dimension_count(spec['head_dim'])
+        w.add_rope_freq_base(spec['rope_theta'])
+        w.add_layer_norm_rms_eps(spec['eps'])
+        w.add_vocab_size(VOCAB)
+        w.add_file_type(fx.FILE_TYPE[file_type.upper()])  # Q4_K: 15 = LLAMA_FTYPE_MOSTLY_Q4_K_M
+        w.add_quantization_version(2)
+        for key, value, vtype, sub in tokenizer_kvs:
+            w.add_key_value(key, value, vtype, sub_type=sub)
+        types = {}
+        for name, shape, _, _, layer in plan:
+            t = 'F32' if len(shape) == 1 else storage_type(file_type, name, layer, spec['layers'])
+            types[name] = t
+            stored, dtype, nbytes = stored_shape_and_bytes(shape, t)
+            raw = None if t in ('F32', 'F16') else gguf.GGMLQuantizationType[t]
+            w.add_tensor_info(name, stored, dtype, nbytes, raw_dtype=raw)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        for name, shape, std, mean, layer in plan:
+            arr = draw(spec['seed'], name, shape, std, mean)
+            if name.endswith(('attn_q.weight', 'attn_k.weight')) and spec['arch'] == 'llama':
+                # llama GGUFs store q/k rows permuted for GGML's adjacent-pair RoPE (the values
+                # are i.i.d., but the layout is kept honest for anyone reading the file).
+                arr = fx.permute_for_gguf(arr, spec['heads'] if 'attn_q' in name else spec['kv_heads'])
+            w.write_tensor_data(arr if types[name] == 'F32' else encode(arr, types[name]))
+        w.close()
+        fx.replace_path(Path(tmp), final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return final
+
+
+def parse_list(value: str, allowed: list[str], what: str) -> list[str]:
+    items = [s.strip() for s in value.split(',') if s.strip()]
+    for item in items:
+        if item not in allowed:
+            raise SystemExit(f'make-size-models: --{what} takes a comma-separated subset of {",".join(allowed)}; got {item!r}')
+    return items
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--sizes', default=','.join(SIZES))
+    ap.add_argument('--types', default=','.join(TYPES))
+    ap.add_argument('--out', type=Path, default=DEFAULT_OUT)
+    ap.add_argument('--tokenizer-gguf', type=Path, default=fx.DEFAULT_TOKENIZER_GGUF)
+    ap.add_argument('--force', action='store_true', help='rewrite files that already exist')
+    ap.add_argument('--list', action='store_true',
+                    help='print one JSON object per file (path, size, type, whether it exists, weight bytes '
+                         'read per decoded token: every matrix but token_embd) and exit')
+    args = ap.parse_args()
+    sizes = parse_list(args.sizes, list(SIZES), 'sizes')
+    types = parse_list(args.types, TYPES, 'types')
+    out: Path = args.out
+    wanted = [(s, t, out / f'{s}-{t}.gguf') for s in sizes for t in types]
+    if args.list:
+        for s, t, p in wanted:
+            print(json.dumps({'size': s, 'type': t, 'shape': SIZES[s]['name'], 'path': str(p), 'exists': p.exists(),
+                              'bytesPerToken': bytes_per_token(s, t)}))
+        return
+    todo = [(s, t, p) for s, t, p in wanted if args.force or not p.exists()]
+    if not todo:
+        return
+    if not args.tokenizer_gguf.exists():
+        raise SystemExit(f'make-size-models: {args.tokenizer_gguf} is missing (run npm run fetch-model)')
+    out.mkdir(parents=True, exist_ok=True)
+    fx.check_quantizers()
+    kvs = truncated_tokenizer(fx.read_tokenizer_metadata(args.tokenizer_gguf))
+    for size, file_type, path in todo:
+        start = time.monotonic()
+        write_model(out, size, file_type, kvs)
+        print(f'make-size-models: {path} ({path.stat().st_size / 1e6:.0f} MB, {time.monotonic() - start:.0f} s)',
+              file=sys.stderr)
+
+
+if __name__ == '__main__':
+    main()
