@@ -73,6 +73,17 @@ describe('management routes', () => {
     assert.deepEqual([bye.status, bye.text], [200, "Success: LoRA adapter 'all' removed successfully."]);
   });
 
+  test('a body over the shared limits is a 4xx naming the limit, never a 500 (fuzz regression)', async () => {
+    // Found by the fuzzer: a deeply nested lora_name escaped the routes as a 500.
+    const deep = '{"lora_name":' + '['.repeat(5000) + ']'.repeat(5000) + '}';
+    for (const route of ['/v1/unload_lora_adapter', '/V1/LOAD_LORA_ADAPTER']) {
+      const r = await postJson(`${h.managementUrl}${route}`, deep);
+      assert.equal(r.status, 400, route);
+      assert.match(r.headers.get('content-type') ?? '', /text\/plain/);
+      assert.match(r.text, /depth|nest/i, route);
+    }
+  });
+
   test('GET /v1/models lists the base and the adapters; /v1/models/{adapter} and /v2/models/{adapter} answer', async () => {
     const list = await getJson(`${h.url}/v1/models`);
     assert.deepEqual(

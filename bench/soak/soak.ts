@@ -321,6 +321,10 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
     const t0 = performance.now();
     try {
       const res = await post(target.url + path, body, abort.signal);
+      // A deliberate cut destroys the response with an AbortError that may come after the
+      // reading loop has let go of the stream; unheard, it would be an uncaught exception.
+      // Errors while reading still surface through the loop below.
+      res.on('error', () => {});
       if (res.statusCode !== 200) {
         const text = await readText(res);
         note(`status:${res.statusCode}`, `${p.scenario.name} ${text.slice(0, 160)}`);

@@ -2,7 +2,8 @@
  * Dynamic LoRA routes on the management listener: `POST /v1/load_lora_adapter`
  * {lora_name, lora_path} and `POST /v1/unload_lora_adapter` {lora_name}. Replies are plain
  * text, as in MindIE and vLLM:
- *  - a body that is not JSON: 200 "Req body converts to json fail." (MindIE);
+ *  - a body that is not JSON: 200 "Req body converts to json fail." (MindIE); one over a
+ *    body limit (size 413; nesting depth, list length, __proto__ 400) names the limit;
  *  - lora_name missing or not matching the name rule: 503 "Input invalid lora name" (MindIE);
  *  - lora_path missing, relative or with a '..' component: 503 "Input invalid lora path";
  *  - otherwise the engine's message: 200 on success; on failure vLLM's statuses (404 when
@@ -28,7 +29,13 @@ async function body(gw: GatewayContext, ctx: Context): Promise<Record<string, un
     const b = await readJsonBody(ctx, gw.config.maxRequestBytes);
     if (typeof b === 'object' && b !== null && !Array.isArray(b)) return b as Record<string, unknown>;
   } catch (err) {
-    if (!(err instanceof HttpError) || err.kind !== 'bad_json') throw err;
+    if (!(err instanceof HttpError)) throw err;
+    // Limits of the shared body reader (size, nesting depth, list length, __proto__): a 4xx
+    // naming the rule, in these routes' plain text.
+    if (err.kind !== 'bad_json') {
+      reply(ctx, err.kind === 'too_large' ? 413 : 400, err.message);
+      return undefined;
+    }
   }
   reply(ctx, 200, 'Req body converts to json fail.');
   return undefined;

@@ -344,11 +344,28 @@ export function caseArbitrary(served: string): fc.Arbitrary<FuzzCase> {
 const STACK =
   /\bat [^\n]*[(\s](\/|node:|file:)[^\n]*:\d+:\d+|node_modules\/|node:internal|\bTypeError: |\bRangeError: |\bReferenceError: /;
 
+/**
+ * The LoRA management routes answer plain text by design, with MindIE's statuses and texts
+ * (docs/api.md, "LoRA adapters"): 503 "Input invalid lora name" / "Input invalid lora path"
+ * for a name or path that breaks the rule, 503 while dynamic loading is off, else 2xx/4xx.
+ */
+const LORA_ROUTE = /^\/v1\/(un)?load_lora_adapter\/?$/i;
+const LORA_503 = /^(Input invalid lora (name|path)$|dynamic LoRA loading is off: )/;
+
+function loraProblem(status: number, contentType: string, body: string): string | undefined {
+  const plain = /^text\/plain/.test(contentType);
+  if (status === 503 && plain && LORA_503.test(body)) return undefined;
+  if (status >= 500 || status < 200 || (status >= 300 && status < 400)) return `status ${status}`;
+  // Node's own 431/408 (before any handler) carry no body.
+  if ((status === 431 || status === 408) && body === '') return undefined;
+  if (status >= 400 && !plain && !/json/.test(contentType))
+    return `4xx with content-type ${contentType || '(none)'}`;
+  return undefined;
+}
+
 /** Statuses outside 2xx/4xx that a route may answer by design. */
 function allowedOther(c: FuzzCase, status: number): boolean {
   const p = c.path.split(/[?#]/)[0];
-  // Not built in this build: a clear 501 (docs/api.md).
-  if (status === 501 && /^\/v1\/(un)?load_lora_adapter\/?$/i.test(p)) return true;
   // Triton: readiness is 503 while the engine is busy.
   if (status === 503 && /^\/v2\/health\/ready\/?$/i.test(p)) return true;
   return false;
@@ -362,6 +379,7 @@ export function violation(
   body: string,
 ): string | undefined {
   if (STACK.test(body)) return 'stack trace or source path in the body';
+  if (LORA_ROUTE.test(c.path.split(/[?#]/)[0])) return loraProblem(status, contentType, body);
   const ok2xx = status >= 200 && status < 300;
   const ok4xx = status >= 400 && status < 500;
   if (!ok2xx && !ok4xx && !allowedOther(c, status)) return `status ${status}`;
