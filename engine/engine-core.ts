@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
+import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rpcs.js';
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
@@ -224,38 +225,15 @@ export class EngineCore implements Engine {
   }
 
   async loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }> {
-    const a = this.deps.adapters;
-    if (!a) {
-      throw new EngineError(
-        'UNAVAILABLE',
-        'dynamic LoRA loading is off: set ModelDeployConfig.maxLoras and maxLoraRank > 0',
-      );
-    }
-    const message = a.load(name, path);
-    const e = a.list().find((x) => x.name === name)!;
-    return { message, rank: e.rank, loadMs: e.loadMs };
+    return loadAdapterRpc(this.deps.adapters, name, path);
   }
 
   async unloadAdapter(name: string): Promise<{ message: string }> {
-    const a = this.deps.adapters;
-    if (!a) throw new EngineError('NOT_FOUND', `The LoRA adapter '${name}' cannot be found.`, 'lora_name');
-    return { message: a.unload(name) };
+    return unloadAdapterRpc(this.deps.adapters, name);
   }
 
   async listAdapters(): Promise<AdapterList> {
-    const a = this.deps.adapters;
-    return {
-      adapters: (a?.list() ?? []).map((e) => ({
-        name: e.name,
-        path: e.path,
-        rank: e.rank,
-        generation: e.generation,
-        activeRequests: e.users,
-        loadedAt: e.loadedAt,
-      })),
-      maxLoras: a?.limits.maxLoras ?? 0,
-      maxLoraRank: a?.limits.maxLoraRank ?? 0,
-    };
+    return listAdaptersRpc(this.deps.adapters);
   }
 
   /** The engine's adapters (gRPC LoadAdapter/UnloadAdapter/ListAdapters call into it). */
