@@ -6,7 +6,6 @@
  * (Client certificates from another CA or revoked by the CRL: test/tls.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,24 +13,14 @@ import { after, before, test } from 'node:test';
 import { connect, type SecureVersion } from 'node:tls';
 import type { TlsConfig } from '../gateways/config.js';
 import { startListener, type RunningListener } from '../gateways/shared/listener.js';
+import { makeCa, makeRequest, openssl } from './certs.js';
 
 let dir: string;
-const ssl = (...args: string[]): void => void execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+const ssl = (...args: string[]): void => openssl(dir, ...args);
 
 /** A server certificate signed by `ca` valid between the two dates (openssl `ca` format). */
 function signed(name: string, start: string, end: string): void {
-  ssl(
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    `/CN=${name}`,
-  );
+  makeRequest(dir, name);
   ssl(
     'ca',
     '-batch',
@@ -65,21 +54,7 @@ const day = 86400000;
 
 before(() => {
   dir = mkdtempSync(join(tmpdir(), 'prism-tls-edge-'));
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=edge-ca',
-  );
+  makeCa(dir, 'ca', 'edge-ca');
   writeFileSync(
     join(dir, 'ca.cnf'),
     '[ca]\ndefault_ca=x\n[x]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\npolicy=p\nunique_subject=no\n[p]\ncommonName=supplied\n',

@@ -5,7 +5,6 @@
  * The server key is passphrase-protected (tlsPkPwd names the passphrase file).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -13,65 +12,13 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { gatewayConfigFromMindie, type GatewayConfig } from '../gateways/config.js';
 import { startGateway } from '../gateways/server.js';
+import { makeCa, makeCert, openssl } from './certs.js';
 import { startHarness, type Harness } from './gateways-harness.js';
 
 let dir: string;
 let h: Harness;
 
-function ssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-
-function makeCa(name: string): void {
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.pem`,
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${name}`,
-  );
-}
-
-function makeCert(name: string, ca: string, ext: string, keyArgs: string[] = ['-nodes']): void {
-  ssl(
-    'req',
-    '-newkey',
-    'rsa:2048',
-    ...keyArgs,
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    `/CN=${name}`,
-  );
-  writeFileSync(join(dir, `${name}.ext`), ext);
-  ssl(
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    `${ca}.pem`,
-    '-CAkey',
-    `${ca}.key`,
-    '-CAcreateserial',
-    '-out',
-    `${name}.pem`,
-    '-days',
-    '2',
-    '-extfile',
-    `${name}.ext`,
-  );
-}
+const ssl = (...args: string[]): void => openssl(dir, ...args);
 
 function tlsConfigFile(): object {
   return {
@@ -105,17 +52,17 @@ function tlsConfigFile(): object {
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'prism-tls-'));
-  makeCa('ca1');
-  makeCa('ca2');
+  makeCa(dir, 'ca1');
+  makeCa(dir, 'ca2');
   writeFileSync(join(dir, 'key_pwd.txt'), 'correct horse battery\n');
-  makeCert('server', 'ca1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n', [
+  makeCert(dir, 'server', 'ca1', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n', [
     '-passout',
     'pass:correct horse battery',
   ]);
   const clientExt = 'extendedKeyUsage=clientAuth\n';
-  makeCert('client', 'ca1', clientExt);
-  makeCert('revoked', 'ca1', clientExt);
-  makeCert('stranger', 'ca2', clientExt);
+  makeCert(dir, 'client', 'ca1', clientExt);
+  makeCert(dir, 'revoked', 'ca1', clientExt);
+  makeCert(dir, 'stranger', 'ca2', clientExt);
   // A CRL of ca1 that revokes `revoked` (openssl ca needs its small database).
   writeFileSync(join(dir, 'index.txt'), '');
   writeFileSync(join(dir, 'crlnumber'), '01\n');

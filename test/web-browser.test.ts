@@ -8,13 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startGateway, type RunningGateway } from '../gateways/server.js';
+import { makeCa, makeCert } from './certs.js';
 import { freePortConfig, postJson, startHarness, type Harness } from './gateways-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -41,62 +42,11 @@ let tls: RunningGateway;
 let dir: string;
 let browser: BrowserContext;
 
-function ssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-}
-
 /** A CA, a server certificate for 127.0.0.1 and a client certificate, both from that CA. */
 function makeCertificates(): void {
-  ssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=prism-web-ca',
-  );
-  for (const [name, ext] of [
-    ['server', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n'],
-    ['client', 'extendedKeyUsage=clientAuth\n'],
-  ]) {
-    ssl(
-      'req',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-      '-subj',
-      `/CN=${name}`,
-    );
-    writeFileSync(join(dir, `${name}.ext`), ext);
-    ssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
-  }
+  makeCa(dir, 'ca', 'prism-web-ca');
+  makeCert(dir, 'server', 'ca', 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
+  makeCert(dir, 'client', 'ca', 'extendedKeyUsage=clientAuth\n');
 }
 
 before(async () => {
