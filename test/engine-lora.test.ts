@@ -130,8 +130,18 @@ test('prefix cache: no sharing across adapters, reuse within one, no stale hit a
 test('unloading lets running requests finish; new ones get NOT_FOUND at once; the slot comes back', async () => {
   engine.adapters!.load('busy', path('default-mlp'));
   const resident = engine.adapters!.resident;
-  const running = run(greedy('busy', 40));
-  await new Promise((r) => setTimeout(r, 300)); // let it start decoding
+  // Unload once the request is decoding (its first token is out), not after a sleep: on a
+  // quiet machine a short request can finish inside any fixed delay, and then nothing waits.
+  const events = engine.generate(greedy('busy', 400))[Symbol.asyncIterator]();
+  const first = await events.next();
+  assert.equal(first.value?.type, 'token');
+  const running = (async () => {
+    for (;;) {
+      const { value, done } = await events.next();
+      if (done) throw new Error('the stream ended without a finish event');
+      if (value.type === 'finish') return value;
+    }
+  })();
   assert.equal(engine.adapters!.unload('busy'), "Success: LoRA adapter 'busy' removed successfully.");
   await assert.rejects(
     run(greedy('busy')),
@@ -143,7 +153,7 @@ test('unloading lets running requests finish; new ones get NOT_FOUND at once; th
   );
   const done = await running;
   assert.equal(done.reason, 'length');
-  assert.equal(done.tokenIds.length, 40);
+  assert.equal(done.tokenIds.length, 400);
   assert.equal(engine.adapters!.resident, resident - 1, 'the slot is freed once the last user ends');
   engine.adapters!.load('busy', path('default-mlp'));
   engine.adapters!.unload('busy');
