@@ -331,12 +331,10 @@ test('chat prompts use the template; template errors are INVALID_ARGUMENT', asyn
   await broken.close();
 });
 
-test('a failing step fails its requests with reason error; the engine keeps serving', async () => {
+test('a failing step fails its requests with an INTERNAL error; the engine keeps serving', async () => {
   const { core, sim } = engine();
   sim.failNext = 'native exploded';
-  const f = (await collect(core.generate(req('boom')))).finishes[0];
-  assert.equal(f.reason, 'error');
-  assert.match(f.error ?? '', /native exploded/);
+  await rejects(core.generate(req('boom')), 'INTERNAL', /model step .* failed \(native exploded\)/);
   assert.equal((await collect(core.generate(req('fine')))).finishes[0].reason, 'length');
   const st = await core.status();
   assert.equal(st.requestsFailed, 1);
@@ -365,9 +363,7 @@ test('an exception while post-processing fails those requests, not the process',
     }
   }
   const { core } = engine({}, 64, 4, new Throwing());
-  const f = (await collect(core.generate(req('x')))).finishes[0];
-  assert.equal(f.reason, 'error');
-  assert.match(f.error ?? '', /detokenizer broke/);
+  await rejects(core.generate(req('x')), 'INTERNAL', /detokenizer broke/);
   const st = await core.status();
   assert.equal(st.freeBlocks, st.totalBlocks);
   await core.close();

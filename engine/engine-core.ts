@@ -28,6 +28,7 @@ import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import type { Constraint } from './structured/constraint.js';
 import { StructuredOutput } from './structured/engine-glue.js';
+import { StepFaults } from './step-fault.js';
 import type {
   AdapterList,
   ChatMessage,
@@ -90,6 +91,8 @@ interface LiveRequest {
   /** Live queue/prefill/decode tracing spans; undefined when the caller traces nothing. */
   readonly spans: RequestSpans | undefined;
   readonly adapter: AdapterEntry | null;
+  /** A server fault ended it (engine/step-fault.ts): the stream ends with this error, no finish events. */
+  fault?: EngineError;
 }
 
 const ms = () => performance.now();
@@ -110,6 +113,7 @@ export class EngineCore implements Engine {
   /** A native step is running (adapter slots it uses may not change). */
   private stepping = false;
   private readonly structured: StructuredOutput;
+  private readonly faults = new StepFaults();
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -475,15 +479,15 @@ export class EngineCore implements Engine {
   }
 
   private failBatch(batch: ScheduledBatch, e: unknown): void {
-    const message = `generation failed: ${e instanceof Error ? e.message : String(e)}`;
-    const ids = new Set(batch.items.map((i) => i.seq.requestId));
-    for (const id of ids) {
+    const { error, requestIds } = this.faults.fault(batch, e);
+    for (const id of requestIds) {
       const req = this.requests.get(id);
-      if (req) this.failRequest(req, message);
+      if (req) this.failRequest(req, error.message, error);
     }
   }
 
-  private failRequest(req: LiveRequest, message: string): void {
+  private failRequest(req: LiveRequest, message: string, fault?: EngineError): void {
+    req.fault = fault;
     for (const c of req.choices) {
       if (c.reason === null) {
         c.reason = 'error';
@@ -611,14 +615,14 @@ export class EngineCore implements Engine {
         ...(chat ? { chat } : {}),
         decodeTimesMs: c.gapList,
       };
-      req.queue.push(finish);
+      if (!req.fault) req.queue.push(finish);
     });
     req.spans?.finish(end, {
       reasons: chosen.map((c) => c.reason ?? 'cancelled'),
       completionTokens: generated,
       error: chosen.find((c) => c.error !== undefined)?.error,
     });
-    req.queue.end();
+    req.queue.end(req.fault);
     const gaps = req.choices.reduce((n, c) => n + c.gaps, 0);
     this.metrics.finished({
       ok: req.choices.every((c) => c.reason !== 'error'),

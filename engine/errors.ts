@@ -16,6 +16,8 @@ export type EngineErrorCode =
   | 'CANCELLED'
   /** Generation itself failed (gRPC INTERNAL, HTTP 424). */
   | 'GENERATION_FAILED'
+  /** The server failed, not the request: e.g. a model step threw (gRPC INTERNAL, HTTP 500). */
+  | 'INTERNAL'
   /** A feature the request asks for is not built yet (gRPC UNIMPLEMENTED, HTTP 501). */
   | 'UNIMPLEMENTED';
 

@@ -6,7 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
-import { createContext, disposeContext, disposeModel, loadModel, modelInfo } from '../native/native.js';
+import {
+  createContext,
+  disposeContext,
+  disposeModel,
+  loadModel,
+  modelInfo,
+  type ContextHandle,
+} from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
@@ -28,6 +35,8 @@ export function defaultServedModelName(modelPath: string): string {
 export interface LoadEngineHooks {
   /** Model loading progress in [0, 1]. */
   readonly onProgress?: (fraction: number) => void;
+  /** The native context the engine steps on (fault-injection tests: native faultTestHooks). */
+  readonly onContext?: (ctx: ContextHandle) => void;
 }
 
 export async function loadEngine(
@@ -89,6 +98,7 @@ export async function loadEngine(
     disposeModel(model);
     throw e;
   }
+  hooks.onContext?.(ctx);
   const core = new EngineCore({
     runner: new NativeRunner(ctx),
     tokenizer,

@@ -233,6 +233,8 @@ interface NativeAddon {
   contextInfo(ctx: ContextHandle): ContextInfo;
   disposeContext(ctx: ContextHandle): void;
   step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
+  /** Fault test hook: the next `count` steps on `ctx` throw a C++ exception mid-forward (0 disarms). */
+  failNextStepsForTest(ctx: ContextHandle, count: number): void;
   cpuFeatures(): CpuFeatures;
   /**
    * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
@@ -357,4 +359,15 @@ export const kernelTestHooks = {
   matmul: addon.matmulForTest.bind(addon),
   quantize: addon.quantizeForTest.bind(addon),
   dequantize: addon.dequantizeForTest.bind(addon),
+};
+
+/**
+ * Fault injection for tests only (no route, flag or config reaches it): makes the next
+ * `count` steps on `ctx` throw from native code, mid-forward, so the engine's handling of a
+ * failing step is tested on the real native path.
+ */
+export const faultTestHooks = {
+  failNextSteps(ctx: ContextHandle, count: number): void {
+    wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
+  },
 };

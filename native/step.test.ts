@@ -9,6 +9,7 @@ import {
   createContext,
   disposeContext,
   disposeModel,
+  faultTestHooks,
   loadModel,
   modelInfo,
   step,
@@ -332,6 +333,21 @@ describe('native step', () => {
       makePlan([{ ...base, penaltyTokens: [plain.tokens[0]!], presencePenalty: 100 }]),
     );
     assert.notEqual(pen.tokens[0], plain.tokens[0]);
+  });
+
+  it('failNextSteps: the next K steps reject from native code; the context then steps as before', async () => {
+    const plan = () => makePlan([{ tokens: PROMPT, start: 0, blocks: [0, 1, 2] }], { returnLogits: 'last' });
+    const before = await step(ctx, plan());
+    faultTestHooks.failNextSteps(ctx, 2);
+    for (let i = 0; i < 2; i++) await assert.rejects(step(ctx, plan()), /step failed: injected fault/);
+    // The context is free again (not "already running") and computes the same logits.
+    const again = await step(ctx, plan());
+    assert.deepEqual(again.tokens, before.tokens);
+    assert.ok(maxRelDiff(again.logits!, before.logits!) < 1e-6);
+    faultTestHooks.failNextSteps(ctx, 1);
+    faultTestHooks.failNextSteps(ctx, 0); // disarms
+    assert.deepEqual((await step(ctx, plan())).tokens, before.tokens);
+    assert.throws(() => faultTestHooks.failNextSteps(ctx, -1), RangeError);
   });
 
   describe('plan validation', () => {

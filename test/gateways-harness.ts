@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { loadEngine } from '../engine/load-engine.js';
+import { loadEngine, type LoadEngineHooks } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
@@ -49,22 +49,28 @@ export interface HarnessOptions {
   readonly lora?: LoraOptions;
   /** Engine options over the harness's (e.g. a small maxIterTimes so fuzzed requests stay short). */
   readonly engine?: EngineOptions;
+  /** Hooks into the engine's loading (e.g. onContext for native fault injection). */
+  readonly hooks?: LoadEngineHooks;
 }
 
 export async function startHarness(
   config: GatewayConfig = freePortConfig(),
   options: HarnessOptions = {},
 ): Promise<Harness> {
-  const engine = await loadEngine(ensureDefaultModel(), {
-    modelName: options.modelName ?? MODEL_NAME,
-    maxSeqLen: 1024,
-    maxInputTokenLen: 768,
-    kvCacheBytes: 64 << 20,
-    maxBatchSize: 16,
-    threads: 2,
-    ...(options.lora ? { lora: options.lora } : {}),
-    ...options.engine,
-  });
+  const engine = await loadEngine(
+    ensureDefaultModel(),
+    {
+      modelName: options.modelName ?? MODEL_NAME,
+      maxSeqLen: 1024,
+      maxInputTokenLen: 768,
+      kvCacheBytes: 64 << 20,
+      maxBatchSize: 16,
+      threads: 2,
+      ...(options.lora ? { lora: options.lora } : {}),
+      ...options.engine,
+    },
+    options.hooks,
+  );
   const dir = mkdtempSync(join(tmpdir(), 'prism-gw-test-'));
   let server: RunningEngineServer | undefined;
   try {

@@ -274,6 +274,7 @@ describe('error codes', () => {
     ['UNAVAILABLE', Status.UNAVAILABLE],
     ['CANCELLED', Status.CANCELLED],
     ['GENERATION_FAILED', Status.INTERNAL],
+    ['INTERNAL', Status.INTERNAL],
     ['UNIMPLEMENTED', Status.UNIMPLEMENTED],
   ];
   for (const [code, grpcCode] of pairs) {
@@ -298,6 +299,15 @@ describe('error codes', () => {
     assert.equal(mk(Status.DEADLINE_EXCEEDED), 'UNAVAILABLE');
     assert.equal(mk(Status.UNKNOWN), 'GENERATION_FAILED');
     assert.equal(mk(Status.OUT_OF_RANGE), 'INVALID_ARGUMENT');
+    // The code in the metadata counts only where it agrees with the status.
+    const claimed = (code: Status, sent: string) => {
+      const metadata = new Metadata();
+      metadata.set('prism-error-code', sent);
+      return fromGrpcError(Object.assign(new Error('m'), { code, details: 'd', metadata })).code;
+    };
+    assert.equal(claimed(Status.INTERNAL, 'INTERNAL'), 'INTERNAL');
+    assert.equal(claimed(Status.NOT_FOUND, 'INTERNAL'), 'NOT_FOUND');
+    assert.equal(claimed(Status.INTERNAL, '__proto__'), 'GENERATION_FAILED');
   });
 });
 

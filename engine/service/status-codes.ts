@@ -8,6 +8,8 @@ import { EngineError, type EngineErrorCode } from '../errors.js';
 
 /** Trailing-metadata key carrying EngineError.field. */
 export const ERROR_FIELD_KEY = 'prism-error-field';
+/** Trailing-metadata key carrying EngineError.code where one gRPC status stands for two codes. */
+export const ERROR_CODE_KEY = 'prism-error-code';
 
 const TO_GRPC: Record<EngineErrorCode, Status> = {
   INVALID_ARGUMENT: Status.INVALID_ARGUMENT,
@@ -16,6 +18,8 @@ const TO_GRPC: Record<EngineErrorCode, Status> = {
   UNAVAILABLE: Status.UNAVAILABLE,
   CANCELLED: Status.CANCELLED,
   GENERATION_FAILED: Status.INTERNAL,
+  // A server fault (a failed model step): INTERNAL too, told apart by ERROR_CODE_KEY.
+  INTERNAL: Status.INTERNAL,
   UNIMPLEMENTED: Status.UNIMPLEMENTED,
 };
 
@@ -24,6 +28,7 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   if (err instanceof EngineError) {
     const metadata = new Metadata();
     if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
+    metadata.set(ERROR_CODE_KEY, err.code);
     return { code: TO_GRPC[err.code], details: err.message, metadata };
   }
   // Not an engine error: a bug. Report it as INTERNAL with its message, never a stack.
@@ -61,6 +66,12 @@ export function fromGrpcError(err: unknown): EngineError {
     return new EngineError('GENERATION_FAILED', err instanceof Error ? err.message : String(err));
   }
   const field = e.metadata?.get(ERROR_FIELD_KEY)[0];
+  const sent = e.metadata?.get(ERROR_CODE_KEY)[0];
   const message = e.details || e.message || `gRPC status ${e.code}`;
-  return new EngineError(engineCodeOf(e.code), message, typeof field === 'string' ? field : undefined);
+  // The engine's own code wins when it agrees with the status (a proxy may have changed it).
+  const code =
+    typeof sent === 'string' && Object.hasOwn(TO_GRPC, sent) && TO_GRPC[sent as EngineErrorCode] === e.code
+      ? (sent as EngineErrorCode)
+      : engineCodeOf(e.code);
+  return new EngineError(code, message, typeof field === 'string' ? field : undefined);
 }

@@ -307,6 +307,15 @@ Napi::Value Step(const Napi::CallbackInfo& info) {
   return p;
 }
 
+// Test hook: the next `count` steps on this context throw from native code mid-forward
+// (native/native.ts faultTestHooks). Nothing a client sends reaches it.
+Napi::Value FailNextStepsForTest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
+  ctx->failSteps.store(static_cast<int>(intArg(env, info[1], "count", 0, 1 << 20)));
+  return env.Undefined();
+}
+
 // --- CPU and kernel hooks ---------------------------------------------------------------
 
 Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
@@ -403,6 +412,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("contextInfo", Napi::Function::New(env, ContextInfo));
   exports.Set("disposeContext", Napi::Function::New(env, DisposeContext));
   exports.Set("step", Napi::Function::New(env, Step));
+  exports.Set("failNextStepsForTest", Napi::Function::New(env, FailNextStepsForTest));
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures));
   exports.Set("matmulForTest", Napi::Function::New(env, MatmulForTest));
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));

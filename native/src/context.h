@@ -37,6 +37,8 @@ class Context {
   StepPlanData plan;
   StepResultData result;
   std::atomic<bool> busy{false};
+  // Test hook (failNextStepsForTest): the next this-many steps throw mid-forward.
+  std::atomic<int> failSteps{0};
   // Resident adapters (lora.h); bound and unbound only while no step runs.
   LoraRunner& lora() { return lora_; }
   const LoraRunner& lora() const { return lora_; }
@@ -54,6 +56,7 @@ class Context {
   void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
   void outputHead(const StepPlanData& plan, StepResultData& out);
   void sampleAll(const StepPlanData& plan, StepResultData& out);
+  void injectFault();
 
   uint16_t* kAt(int64_t layer, int64_t block, int64_t kvHead) {
     return kCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;

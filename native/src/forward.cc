@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "context.h"
 #include "simd.h"
@@ -418,9 +419,23 @@ void Context::step(const StepPlanData& plan, StepResultData& out) {
   copyBlocks(plan);
   embed(plan);
   ropeTables(plan);
-  for (int64_t l = 0; l < cfg_.layers; l++) layer(l, plan);
+  for (int64_t l = 0; l < cfg_.layers; l++) {
+    layer(l, plan);
+    if (l == 0 && failSteps.load(std::memory_order_relaxed) > 0) injectFault();
+  }
   outputHead(plan, out);
   sampleAll(plan, out);
+}
+
+// Fails this step the way a kernel fault would: mid-forward, with layer 0's K/V of the new
+// tokens already written, thrown inside a parallel region on the owner thread (the pool
+// waits for its workers and rethrows; workers' tasks must not throw).
+void Context::injectFault() {
+  failSteps.fetch_sub(1, std::memory_order_relaxed);
+  auto task = [](int i, int) {
+    if (i == 0) throw std::runtime_error("injected fault (failNextStepsForTest)");
+  };
+  pool_.run(TaskRef(task));
 }
 
 }  // namespace prism
