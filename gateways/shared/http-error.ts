@@ -38,6 +38,7 @@ const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
   // A cancelled request has nobody left to answer; if one is answered, it was stopped early.
   CANCELLED: 'generation',
   GENERATION_FAILED: 'generation',
+  INTERNAL: 'internal',
   UNIMPLEMENTED: 'not_supported',
 };
 
