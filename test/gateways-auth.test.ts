@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { gatewayConfigFromMindie } from '../gateways/config.js';
 import { loadConfigs, UsageError } from '../gateways/serve-loop.js';
+import { startGateway } from '../gateways/server.js';
 import { ApiKeyConfigError, ApiKeySet, presentedKey } from '../gateways/shared/auth.js';
 import { freePortConfig, MODEL_NAME, postJson, startHarness, type Harness } from './gateways-harness.js';
 
@@ -150,6 +151,68 @@ test('health and metrics routes are open by default; status and control are keye
   }
   assert.equal((await fetch(`${h.url}/info`)).status, 401);
   assert.equal((await fetch(`${h.url}/v1/models`)).status, 401);
+});
+
+test('openHealthAndMetrics: false (config.json) keys health and metrics on every listener', async () => {
+  const fromFile = gatewayConfigFromMindie(
+    {
+      ServerConfig: {
+        httpsEnabled: false,
+        ipAddress: '127.0.0.1',
+        managementIpAddress: '127.0.0.1',
+        apiKeys: SERVICE_KEYS,
+        managementApiKeys: [MANAGEMENT_KEY],
+        openHealthAndMetrics: false,
+      },
+    },
+    tmpdir(),
+  );
+  assert.equal(fromFile.openHealthAndMetrics, false);
+  // Free ports, and a second gateway on the harness's engine client.
+  const gw = await startGateway({
+    engine: h.client,
+    config: {
+      ...fromFile,
+      service: { ...fromFile.service, port: 0 },
+      management: { ...fromFile.management, port: 0 },
+      metrics: { ...fromFile.metrics, port: 0 },
+    },
+  });
+  try {
+    const service = gw.url('service');
+    const management = gw.url('management');
+    const metrics = gw.url('metrics');
+    const routes: [string, string][] = [
+      [`${service}/health`, SERVICE_KEYS[0]],
+      [`${service}/v2/health/live`, SERVICE_KEYS[1]],
+      [`${service}/v2/health/ready`, SERVICE_KEYS[0]],
+      [`${service}/v2/models/${MODEL_NAME}/ready`, SERVICE_KEYS[0]],
+      [`${service}/health/timed-5`, SERVICE_KEYS[0]],
+      [`${management}/health`, MANAGEMENT_KEY],
+      [`${management}/metrics-json`, MANAGEMENT_KEY],
+      [`${metrics}/metrics`, MANAGEMENT_KEY],
+    ];
+    for (const [url, key] of routes) {
+      const bare = await fetch(url);
+      assert.equal(bare.status, 401, url);
+      assert.match(bare.headers.get('www-authenticate') ?? '', /^Bearer/, url);
+      assert.ok(JSON.stringify(await bare.json()).includes('API key'), url);
+      const other = key === MANAGEMENT_KEY ? SERVICE_KEYS[0] : MANAGEMENT_KEY;
+      assert.equal(
+        (await fetch(url, { headers: bearer(other) })).status,
+        401,
+        `${url} with another listener's key`,
+      );
+      assert.equal((await fetch(url, { headers: bearer(key) })).status, 200, `${url} with its key`);
+      assert.equal(
+        (await fetch(url, { headers: { 'x-api-key': key } })).status,
+        200,
+        `${url} with x-api-key`,
+      );
+    }
+  } finally {
+    await gw.close();
+  }
 });
 
 test('the web UI pages and assets load without a key (they ask for it); the APIs they call stay keyed', async () => {

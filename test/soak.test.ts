@@ -59,7 +59,8 @@ test('SIGTERM under load: accepted streams finish in full, later requests are re
     await new Promise((r) => setTimeout(r, 50));
   }
   const exit = server.stop(60000);
-  await new Promise((r) => setTimeout(r, 200));
+  // The server logs "SIGTERM: draining" in the same tick as it starts refusing requests.
+  await server.waitForLog(/SIGTERM: draining/);
   const late = await post(4).then(
     (r) => r.status,
     () => 'refused',

@@ -11,6 +11,10 @@ export interface ServeProcess {
   readonly pid: number;
   /** Everything the server wrote to stderr so far. */
   stderr(): string;
+  /** Resolves once the server has written a stderr line matching `pattern` (e.g. "draining"). */
+  waitForLog(pattern: RegExp): Promise<void>;
+  /** The exit code, once the process has exited (by itself or after stop()). */
+  readonly exited: Promise<number | null>;
   /** SIGTERM, then the exit code (SIGKILL after `ms`). */
   stop(ms?: number): Promise<number | null>;
 }
@@ -55,6 +59,17 @@ export function startServeProcess(
           managementUrl: management,
           pid: child.pid!,
           stderr: () => err,
+          exited,
+          waitForLog: (pattern) =>
+            new Promise<void>((found) => {
+              if (pattern.test(err)) return found();
+              const onData = (): void => {
+                if (!pattern.test(err)) return;
+                child.stderr!.off('data', onData);
+                found();
+              };
+              child.stderr!.on('data', onData);
+            }),
           stop: async (ms = 30000) => {
             child.kill('SIGTERM');
             const kill = setTimeout(() => child.kill('SIGKILL'), ms);
