@@ -1,6 +1,6 @@
 /**
- * The short CI soak (bench/soak/): `prism serve` as a child process, 32 concurrent clients for
- * 40 s mixing every family, streamed and unary, with random client disconnects and stopInfer
+ * The short CI soak (bench/soak/): `prism serve` as a child process, 64 concurrent clients for
+ * 60 s mixing every family, streamed and unary, with random client disconnects and stopInfer
  * cancels. Invariants as for `npm run soak`: no error other than the deliberate cancels, no lost
  * stream, every KV block back once idle, open fds back to where they were, RSS after warm-up
  * growing < 5%. Then SIGTERM under load: the streams accepted before it finish with their full
@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { closeSoakClient, runSoak } from '../bench/soak/soak.js';
 import { startServeProcess, type ServeProcess } from '../bench/soak/serve-process.js';
 
+const STREAMS = 64;
 let server: ServeProcess;
 let model: string;
 before(async () => {
@@ -22,14 +23,14 @@ after(async () => {
   if (server && server.child.exitCode === null) await server.stop();
 });
 
-test('soak: 32 streams × 40 s of mixed families, disconnects and cancels', async () => {
+test('soak: 64 streams × 60 s of mixed families, disconnects and cancels', async () => {
   const r = await runSoak(
     { url: server.url, managementUrl: server.managementUrl, pid: server.pid, model },
-    { streams: 32, seconds: 40, disconnectRate: 0.15, stopRate: 0.3, maxTokens: [2, 12], seed: 7 },
+    { streams: STREAMS, seconds: 60, disconnectRate: 0.15, stopRate: 0.3, maxTokens: [2, 12], seed: 7 },
   );
   const summary = JSON.stringify(r);
   process.stderr.write(`soak report: ${summary}\n`);
-  assert.ok(r.completed > 32, summary);
+  assert.ok(r.completed > STREAMS, summary);
   assert.ok(r.deliberateDisconnects > 0, `the run cut no client: ${summary}`);
   assert.deepEqual(r.errorsByStatus, {}, summary);
   assert.equal(r.transportErrors, 0, summary);
