@@ -141,7 +141,7 @@ test('more adapters loaded than slots: each gets a slot when one frees and serve
   assert.equal(a.list().length, 5);
   assert.equal(a.limits.maxLoras, 2);
   const base = await run(greedy(undefined));
-  const alone = new Map<string, number[]>();
+  const alone = new Map<string, readonly number[]>();
   for (const n of names) alone.set(n, (await run(greedy(n))).tokenIds);
   for (const n of names) assert.notDeepEqual(alone.get(n), base.tokenIds, `${n} changes the output`);
   assert.equal(new Set(names.map((n) => alone.get(n)!.join())).size, names.length, 'five different outputs');
