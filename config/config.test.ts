@@ -466,6 +466,26 @@ describe('cross-field rules (continued)', () => {
       }),
       /LoraModules: 2 adapters exceed maxLoras \(1\)/,
     );
+    // maxCpuLoras (vLLM's max_cpu_loras): adapters loaded at once, sharing maxLoras slots.
+    assertIssue(
+      deploy({ maxLoras: 4, maxLoraRank: 8, maxCpuLoras: 2 }),
+      /maxCpuLoras: 2 must be >= maxLoras \(4\)/,
+    );
+    assertIssue(deploy({ maxCpuLoras: 2 }), /maxCpuLoras: needs maxLoras > 0/);
+    assert.deepEqual(issuesOf(deploy({ maxLoras: 2, maxLoraRank: 8, maxCpuLoras: 8 })), []);
+    assertIssue(
+      deploy({
+        maxLoras: 1,
+        maxLoraRank: 8,
+        maxCpuLoras: 2,
+        LoraModules: ['a', 'b', 'c'].map((name) => ({
+          name,
+          path: `/srv/${name}`,
+          baseModelName: 'llama_65b',
+        })),
+      }),
+      /LoraModules: 3 adapters exceed maxCpuLoras \(2\)/,
+    );
   });
   test('features Prism does not have are refused, not ignored', () => {
     assertIssue(

@@ -137,9 +137,18 @@ function checkLoraRules(d: ModelDeployConfig): string[] {
         `(maxLoras ${d.maxLoras}, maxLoraRank ${d.maxLoraRank}; set both > 0, or both 0 to turn it off)`,
     );
   }
-  if (d.maxLoras > 0 && d.LoraModules.length > d.maxLoras) {
+  if (d.maxCpuLoras > 0 && d.maxCpuLoras < d.maxLoras) {
     errors.push(
-      `${DEPLOY}.LoraModules: ${d.LoraModules.length} adapters exceed maxLoras (${d.maxLoras}), the number resident at once`,
+      `${DEPLOY}.maxCpuLoras: ${d.maxCpuLoras} must be >= maxLoras (${d.maxLoras}): adapters loaded at once include those in the slots`,
+    );
+  }
+  if (d.maxCpuLoras > 0 && d.maxLoras === 0) {
+    errors.push(`${DEPLOY}.maxCpuLoras: needs maxLoras > 0 (the native slots the loaded adapters share)`);
+  }
+  const loaded = Math.max(d.maxLoras, d.maxCpuLoras);
+  if (d.maxLoras > 0 && d.LoraModules.length > loaded) {
+    errors.push(
+      `${DEPLOY}.LoraModules: ${d.LoraModules.length} adapters exceed ${d.maxCpuLoras > 0 ? 'maxCpuLoras' : 'maxLoras'} (${loaded}), the number loaded at once`,
     );
   }
   const seen = new Set<string>();

@@ -84,6 +84,7 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
       ? {
           lora: {
             maxLoras: deploy.maxLoras,
+            ...(deploy.maxCpuLoras > 0 ? { maxCpuLoras: deploy.maxCpuLoras } : {}),
             maxLoraRank: deploy.maxLoraRank,
             modules: deploy.LoraModules.map((m) => ({ name: m.name, path: m.path })),
           },

@@ -188,6 +188,7 @@ const modelDeployConfig = section({
   ModelConfig: { type: 'array', items: modelConfig, minItems: 1, default: [{}] },
   LoraModules: { type: 'array', items: loraModule, default: [] },
   maxLoras: int(0, 0, 4294967295),
+  maxCpuLoras: int(0, 0, 4294967295),
   maxLoraRank: int(0, 0, 4294967295),
 });
 

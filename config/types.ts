@@ -122,6 +122,8 @@ export interface ModelDeployConfig {
   readonly ModelConfig: readonly ModelConfig[];
   readonly LoraModules: readonly LoraModule[];
   readonly maxLoras: number;
+  /** Adapters loaded at once (vLLM max_cpu_loras); 0 = maxLoras. Not in MindIE's spec. */
+  readonly maxCpuLoras: number;
   readonly maxLoraRank: number;
 }
 

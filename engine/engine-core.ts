@@ -62,8 +62,8 @@ interface AcceptedRequest {
   readonly params: ResolvedParams;
   /** How each choice's chat output is parsed, once the prompt is rendered; null: as is. */
   parsing: ChatParsing | null;
-  /** The adapter it names, with its slot and prefix-cache identity; entry null = base model. */
-  readonly adapter: { entry: AdapterEntry | null; slot: number; cacheExtra: string };
+  /** The adapter it names, with its prefix-cache identity; entry null = base model. */
+  readonly adapter: { entry: AdapterEntry | null; cacheExtra: string };
   readonly constraint: Constraint | null;
 }
 
@@ -122,6 +122,7 @@ export class EngineCore implements Engine {
       { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
       this.blocks,
       (parent, child) => this.forked(parent, child),
+      deps.adapters,
     );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
@@ -217,7 +218,7 @@ export class EngineCore implements Engine {
 
   private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
     if (name === undefined || name === '' || name === this.deps.info.modelName) {
-      return { entry: null, slot: -1, cacheExtra: '' };
+      return { entry: null, cacheExtra: '' };
     }
     if (!this.deps.adapters) throw new EngineError('NOT_FOUND', `Model ${name} not found.`, 'adapter');
     return this.deps.adapters.resolve(name);
@@ -335,7 +336,7 @@ export class EngineCore implements Engine {
       params.bestOf > 1 ? params.bestOf : 0,
       adapter.cacheExtra,
     );
-    seq.adapterSlot = adapter.slot;
+    seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
     this.deps.adapters?.acquire(adapter.entry);
     if (grammarKey !== null) this.structured.attach(seq, grammarKey);
     const req: LiveRequest = {

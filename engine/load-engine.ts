@@ -92,7 +92,7 @@ export async function loadEngine(
       ...(lora ? { maxLoras: lora.maxLoras, maxLoraRank: lora.maxLoraRank } : {}),
     });
     if (lora && o.lora)
-      adapters = startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
+      adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
   } catch (e) {
     if (ctx) disposeContext(ctx);
     disposeModel(model);

@@ -47,8 +47,10 @@ export interface EngineOptions {
 }
 
 export interface LoraOptions {
-  /** Adapters resident at once; with maxLoraRank > 0 it turns dynamic loading on. */
+  /** Native slots (distinct adapters in one step); with maxLoraRank > 0 it turns dynamic loading on. */
   readonly maxLoras: number;
+  /** Adapters loaded at once (vLLM max_cpu_loras); absent/0 = maxLoras. Above it, slots swap. */
+  readonly maxCpuLoras?: number;
   readonly maxLoraRank: number;
   /** Loaded at start (ModelDeployConfig.LoraModules). */
   readonly modules: readonly { readonly name: string; readonly path: string }[];

@@ -49,6 +49,8 @@ export class Sequence implements KvSequence {
   inFlight = false;
   /** Native LoRA slot of its adapter, -1 = base model (cacheExtra carries the adapter's identity). */
   adapterSlot = -1;
+  /** Its adapter's load generation, 0 = base model; the scheduler picks the slot from it. */
+  adapterGeneration = 0;
   /**
    * Structured output: this sequence's matcher. It depends only on the sampled tokens, which
    * preemption and recompute keep, so it needs no restoring when the KV is recomputed.

@@ -33,6 +33,12 @@ export interface SchedulerLimits {
   readonly maxAdaptersPerStep?: number;
 }
 
+/** Hands out native LoRA slots (engine/adapters/manager.ts); may rebind an idle slot. */
+export interface AdapterSlots {
+  /** A slot for the adapter of `generation`, never one in `pinned`; -1 = none free now. */
+  slotFor(generation: number, pinned: ReadonlySet<number>): number;
+}
+
 const U64 = (1n << 64n) - 1n;
 
 export class Scheduler {
@@ -45,6 +51,8 @@ export class Scheduler {
     readonly blocks: BlockManager,
     /** Told about each sequence a fork creates (the engine tracks its output). */
     private readonly onFork: (parent: Sequence, child: Sequence) => void = () => {},
+    /** Adapter slots given at admission (more adapters loaded than slots); absent = fixed slots. */
+    private readonly adapterSlots?: AdapterSlots,
   ) {}
 
   add(seq: Sequence): void {
@@ -124,6 +132,7 @@ export class Scheduler {
     ) {
       const seq = this.waiting[0];
       if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
+      if (!this.assignSlot(seq, adapters)) break; // FIFO: it waits for a slot to free
       if (!adapterFits(seq)) break; // FIFO: it waits for a step with room for its adapter
       const cached = this.blocks.findCachedPrefix(seq);
       const computedAfter = cached.blocks.length * B;
@@ -152,6 +161,21 @@ export class Scheduler {
       prefills++;
     }
     return { items, copies, numTokens: this.limits.maxPrefillTokens - budget };
+  }
+
+  /**
+   * Gives an admitted sequence's adapter a slot (its own, a free one, or an idle adapter's).
+   * Slots of running sequences and of this step are pinned: a running sequence keeps its
+   * slot until it ends or is preempted (then it gets one again when readmitted).
+   */
+  private assignSlot(seq: Sequence, inStep: ReadonlySet<number>): boolean {
+    if (!this.adapterSlots || seq.adapterGeneration === 0) return true;
+    const pinned = new Set(inStep);
+    for (const r of this.running) if (r.adapterSlot >= 0) pinned.add(r.adapterSlot);
+    const slot = this.adapterSlots.slotFor(seq.adapterGeneration, pinned);
+    if (slot < 0) return false;
+    seq.adapterSlot = slot;
+    return true;
   }
 
   /** Applies a finished step: advances computed counts, keys full blocks, appends sampled tokens, forks. */
@@ -198,6 +222,7 @@ export class Scheduler {
       );
       child.cachedPromptTokens = parent.cachedPromptTokens;
       child.adapterSlot = parent.adapterSlot;
+      child.adapterGeneration = parent.adapterGeneration;
       this.blocks.fork(parent, child);
       child.status = 'running';
       this.running.push(child);

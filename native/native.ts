@@ -256,6 +256,11 @@ interface NativeAddon {
   /** Streams `bytes` of memory `passes` times with all cores; returns GB/s (for the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
+  createAdapterAsync(
+    model: ModelHandle,
+    layers: readonly AdapterLayer[],
+    storage: 'F32' | 'F16',
+  ): Promise<AdapterHandle>;
   adapterInfo(adapter: AdapterHandle): AdapterInfo;
   disposeAdapter(adapter: AdapterHandle): void;
   setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
@@ -328,6 +333,15 @@ export function createAdapter(
   storage: 'F32' | 'F16' = 'F32',
 ): AdapterHandle {
   return wrapNativeError(() => addon.createAdapter(model, layers, storage));
+}
+
+/** createAdapter on a worker thread (a dynamic load must not stall the event loop). */
+export function createAdapterAsync(
+  model: ModelHandle,
+  layers: readonly AdapterLayer[],
+  storage: 'F32' | 'F16' = 'F16',
+): Promise<AdapterHandle> {
+  return wrapNativeError(() => addon.createAdapterAsync(model, layers, storage));
 }
 
 export function adapterInfo(adapter: AdapterHandle): AdapterInfo {

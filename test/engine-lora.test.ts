@@ -61,7 +61,7 @@ test('static and dynamic adapters; the base model by no name or by its own name'
     ['qv'],
   );
   assert.equal(
-    engine.adapters!.load('all', path('default-all')),
+    await engine.adapters!.load('all', path('default-all')),
     "Success: LoRA adapter 'all' added successfully.",
   );
   const base = await run(greedy(undefined));
@@ -110,17 +110,17 @@ test('prefix cache: no sharing across adapters, reuse within one, no stale hit a
   const dir = join(scratch, 'swap');
   cpSync(path('default-qv'), dir, { recursive: true });
   chmodSync(dir, 0o755);
-  engine.adapters!.load('swap', dir);
+  await engine.adapters!.load('swap', dir);
   const before = await run(greedy('swap', 4, text));
   assert.deepEqual(before.tokenIds, first.tokenIds, 'same files as qv: same tokens');
   engine.adapters!.unload('swap');
   rmSync(dir, { recursive: true });
   cpSync(path('default-all'), dir, { recursive: true });
   chmodSync(dir, 0o755);
-  engine.adapters!.load('swap', dir);
+  await engine.adapters!.load('swap', dir);
   const after = await run(greedy('swap', 4, text));
   assert.equal(after.usage!.cachedPromptTokens, 0, 'a reloaded adapter never hits blocks of its old weights');
-  engine.adapters!.load('all', path('default-all'));
+  await engine.adapters!.load('all', path('default-all'));
   const fresh = await run(greedy('all', 4, text));
   assert.deepEqual(after.tokenIds, fresh.tokenIds, 'the reloaded adapter computes with its new weights');
   engine.adapters!.unload('swap');
@@ -128,7 +128,7 @@ test('prefix cache: no sharing across adapters, reuse within one, no stale hit a
 });
 
 test('unloading lets running requests finish; new ones get NOT_FOUND at once; the slot comes back', async () => {
-  engine.adapters!.load('busy', path('default-mlp'));
+  await engine.adapters!.load('busy', path('default-mlp'));
   const resident = engine.adapters!.resident;
   // Unload once the request is decoding (its first token is out), not after a sleep: on a
   // quiet machine a short request can finish inside any fixed delay, and then nothing waits.
@@ -147,37 +147,37 @@ test('unloading lets running requests finish; new ones get NOT_FOUND at once; th
     run(greedy('busy')),
     (e: unknown) => e instanceof EngineError && e.code === 'NOT_FOUND',
   );
-  assert.throws(
-    () => engine.adapters!.load('busy', path('default-mlp')),
+  await assert.rejects(
+    engine.adapters!.load('busy', path('default-mlp')),
     /The LoRA adapter 'busy' is waiting to unload\./,
   );
   const done = await running;
   assert.equal(done.reason, 'length');
   assert.equal(done.tokenIds.length, 400);
   assert.equal(engine.adapters!.resident, resident - 1, 'the slot is freed once the last user ends');
-  engine.adapters!.load('busy', path('default-mlp'));
+  await engine.adapters!.load('busy', path('default-mlp'));
   engine.adapters!.unload('busy');
 });
 
-test('load rules: messages of the reference, one per rule', () => {
+test('load rules: messages of the reference, one per rule', async () => {
   const a = engine.adapters!;
-  assert.throws(() => a.load('qv', path('default-qv')), /The LoRA adapter 'qv' has already been added\./);
-  assert.throws(() => a.load('-bad', path('default-qv')), /lora_name: must be 1-256 letters/);
-  assert.throws(() => a.load('big', path('default-r64')), /LoRA rank 64 is greater than max_lora_rank 16\./);
-  assert.throws(
-    () => a.load('gone', '/nonexistent/adapter'),
+  await assert.rejects(a.load('qv', path('default-qv')), /The LoRA adapter 'qv' has already been added\./);
+  await assert.rejects(a.load('-bad', path('default-qv')), /lora_name: must be 1-256 letters/);
+  await assert.rejects(a.load('big', path('default-r64')), /LoRA rank 64 is greater than max_lora_rank 16\./);
+  await assert.rejects(
+    a.load('gone', '/nonexistent/adapter'),
     (e: unknown) =>
       e instanceof EngineError &&
       e.code === 'NOT_FOUND' &&
       /No adapter found for \/nonexistent\/adapter/.test(e.message),
   );
-  assert.throws(() => a.load('dots', '/srv/../etc'), /lora_path: must not contain a '\.\.' component/);
+  await assert.rejects(a.load('dots', '/srv/../etc'), /lora_path: must not contain a '\.\.' component/);
   assert.throws(() => a.unload('never'), /The LoRA adapter 'never' cannot be found\./);
-  a.load('x1', path('default-mlp'));
-  a.load('x2', path('default-rslora'));
-  a.load('x3', path('default-all'));
-  assert.throws(
-    () => a.load('x4', path('default-qv')),
+  await a.load('x1', path('default-mlp'));
+  await a.load('x2', path('default-rslora'));
+  await a.load('x3', path('default-all'));
+  await assert.rejects(
+    a.load('x4', path('default-qv')),
     /The number of LoRA adapters exceeds 'max_loras' \(4\)/,
   );
   for (const n of ['x1', 'x2', 'x3']) a.unload(n);

@@ -5,10 +5,11 @@
  * message naming its LoraModules entry.
  */
 import {
-  createAdapter,
+  createAdapterAsync,
   disposeAdapter,
   modelInfo,
   setAdapterSlot,
+  type AdapterHandle,
   type ContextHandle,
   type ModelHandle,
 } from '../../native/native.js';
@@ -17,12 +18,15 @@ import type { LoraOptions } from '../options.js';
 import { AdapterManager, AdapterOpError } from './manager.js';
 import { baseShapeOf } from './native-adapter.js';
 import { readPeftAdapter, type PeftAdapter } from './peft-reader.js';
+import { readPeftAdapterOffThread } from './read-off-thread.js';
 import { checkAdapterPath } from './rules.js';
 
 export interface LoraPlan {
-  /** Native context options. */
+  /** Native context options: slots (distinct adapters per step) and the largest rank. */
   readonly maxLoras: number;
   readonly maxLoraRank: number;
+  /** Adapters loaded at once (≥ maxLoras; more than the slots means slot swapping). */
+  readonly maxCpuLoras: number;
   /** Static adapters already read (their rank sized the slots). */
   readonly prepared: ReadonlyMap<string, PeftAdapter>;
 }
@@ -47,44 +51,52 @@ export function planLora(model: ModelHandle, lora: LoraOptions | undefined): Lor
       throw new EngineError('INVALID_ARGUMENT', `${at(i, m.name)}: ${(e as Error).message}`, 'LoraModules');
     }
   });
-  return { maxLoras: Math.max(lora.maxLoras, lora.modules.length), maxLoraRank: rank, prepared };
+  const slots = lora.maxLoras > 0 ? lora.maxLoras : lora.modules.length;
+  return {
+    maxLoras: slots,
+    maxLoraRank: rank,
+    maxCpuLoras: Math.max(lora.maxCpuLoras ?? 0, slots, lora.modules.length),
+    prepared,
+  };
 }
 
-export function startAdapters(
+export async function startAdapters(
   model: ModelHandle,
   ctx: ContextHandle,
   lora: LoraOptions,
   plan: LoraPlan,
   stepping: () => boolean,
   storage: 'F32' | 'F16' = 'F16',
-): AdapterManager {
+): Promise<AdapterManager> {
   const shape = baseShapeOf(modelInfo(model));
   const manager = new AdapterManager(
     {
       maxLoras: plan.maxLoras,
+      maxCpuLoras: plan.maxCpuLoras,
       maxLoraRank: lora.maxLoraRank,
       dynamic: lora.maxLoras > 0 && lora.maxLoraRank > 0,
     },
     {
-      read: (dir) => plan.prepared.get(dir) ?? readPeftAdapter(dir, shape),
-      bind: (slot, adapter) => {
-        const handle = createAdapter(model, adapter.layers, storage);
-        setAdapterSlot(ctx, slot, handle);
-        disposeAdapter(handle); // the slot keeps its own reference
+      read: (dir) => {
+        const ready = plan.prepared.get(dir);
+        return ready ? Promise.resolve(ready) : readPeftAdapterOffThread(dir, shape);
       },
+      create: (adapter) => createAdapterAsync(model, adapter.layers, storage),
+      dispose: (handle) => disposeAdapter(handle as AdapterHandle),
+      bind: (slot, handle) => setAdapterSlot(ctx, slot, handle as AdapterHandle),
       unbind: (slot) => setAdapterSlot(ctx, slot, null),
     },
     stepping,
   );
-  lora.modules.forEach((m, i) => {
+  for (const [i, m] of lora.modules.entries()) {
     try {
-      manager.load(m.name, m.path, true);
+      await manager.load(m.name, m.path, true);
     } catch (e) {
       if (e instanceof AdapterOpError)
         throw new EngineError('INVALID_ARGUMENT', `${at(i, m.name)}: ${e.message}`, 'LoraModules');
       throw e;
     }
-  });
+  }
   (plan.prepared as Map<string, PeftAdapter>).clear(); // a later dynamic load re-reads its files
   return manager;
 }

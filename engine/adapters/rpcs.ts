@@ -7,18 +7,18 @@ import { EngineError } from '../errors.js';
 import type { AdapterList } from '../types.js';
 import type { AdapterManager } from './manager.js';
 
-export function loadAdapterRpc(
+export async function loadAdapterRpc(
   a: AdapterManager | undefined,
   name: string,
   path: string,
-): { message: string; rank: number; loadMs: number } {
+): Promise<{ message: string; rank: number; loadMs: number }> {
   if (!a) {
     throw new EngineError(
       'UNAVAILABLE',
       'dynamic LoRA loading is off: set ModelDeployConfig.maxLoras and maxLoraRank > 0',
     );
   }
-  const message = a.load(name, path);
+  const message = await a.load(name, path);
   const e = a.list().find((x) => x.name === name)!;
   return { message, rank: e.rank, loadMs: e.loadMs };
 }

@@ -1,4 +1,4 @@
-// The addon's LoRA exports (see native/native.ts): createAdapter, adapterInfo,
+// The addon's LoRA exports (see native/native.ts): createAdapter(Async), adapterInfo,
 // disposeAdapter, setAdapterSlot. Glue only; the math is in lora.cc.
 #include <napi.h>
 
@@ -43,20 +43,26 @@ int64_t intField(Napi::Env env, Napi::Object o, const char* field, const std::st
   return static_cast<int64_t>(d);
 }
 
-// createAdapter(model, layers: {layer, target, rank, scale, a, b}[], storage: 'F32' | 'F16')
-Napi::Value CreateAdapter(const Napi::CallbackInfo& info) {
+// Reads createAdapter's arguments: the model, the layers (pointers into their
+// Float32Arrays, which the caller keeps alive) and the storage type.
+struct AdapterArgs {
+  std::shared_ptr<Model> model;
+  std::vector<LoraSource> sources;
+  LoraStorage storage = LoraStorage::F32;
+};
+
+AdapterArgs adapterArgs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Model> model = modelBox(env, info[0], "model")->model;
+  AdapterArgs args;
+  args.model = modelBox(env, info[0], "model")->model;
   if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "layers must be an array");
   Napi::Array arr = info[1].As<Napi::Array>();
-  LoraStorage storage = LoraStorage::F32;
   if (info.Length() > 2 && !info[2].IsUndefined()) {
     const std::string s = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
-    if (s == "F16") storage = LoraStorage::F16;
+    if (s == "F16") args.storage = LoraStorage::F16;
     else if (s != "F32") throw Napi::TypeError::New(env, "storage must be 'F32' or 'F16'");
   }
-  std::vector<LoraSource> sources;
-  sources.reserve(arr.Length());
+  args.sources.reserve(arr.Length());
   for (uint32_t i = 0; i < arr.Length(); i++) {
     const std::string where = "layers[" + std::to_string(i) + "]";
     Napi::Value item = arr.Get(i);
@@ -77,19 +83,73 @@ Napi::Value CreateAdapter(const Napi::CallbackInfo& info) {
     s.aLen = a.ElementLength();
     s.b = b.Data();
     s.bLen = b.ElementLength();
-    sources.push_back(s);
+    args.sources.push_back(s);
   }
+  return args;
+}
+
+Napi::Value wrapAdapter(Napi::Env env, std::shared_ptr<const Adapter> adapter) {
+  auto ext = Napi::External<AdapterBox>::New(env, new AdapterBox{std::move(adapter)}, [](Napi::Env, AdapterBox* b) { delete b; });
+  napi_type_tag_object(env, ext, &kAdapterTag);
+  return ext;
+}
+
+// createAdapter(model, layers: {layer, target, rank, scale, a, b}[], storage: 'F32' | 'F16')
+Napi::Value CreateAdapter(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  AdapterArgs args = adapterArgs(info);
   std::shared_ptr<const Adapter> adapter;
   try {
-    adapter = buildAdapter(model->cfg, sources, storage);
+    adapter = buildAdapter(args.model->cfg, args.sources, args.storage);
   } catch (const std::invalid_argument& e) {
     throw Napi::RangeError::New(env, std::string("createAdapter: ") + e.what());
   } catch (const std::bad_alloc&) {
     throw Napi::Error::New(env, "createAdapter: out of memory");
   }
-  auto ext = Napi::External<AdapterBox>::New(env, new AdapterBox{std::move(adapter)}, [](Napi::Env, AdapterBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kAdapterTag);
-  return ext;
+  return wrapAdapter(env, std::move(adapter));
+}
+
+// createAdapterAsync: the same copy/convert/permute on a libuv worker thread, so a dynamic
+// load (tens of millions of values for a rank-64 adapter) never stalls the event loop. The
+// layers array stays referenced until the work ends: its Float32Arrays are read in Execute.
+class CreateAdapterWorker : public Napi::AsyncWorker {
+ public:
+  CreateAdapterWorker(Napi::Env env, AdapterArgs args, Napi::Object layers)
+      : Napi::AsyncWorker(env, "prism.createAdapter"), args_(std::move(args)), deferred_(env) {
+    layers_ = Napi::Persistent(layers);
+  }
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      adapter_ = buildAdapter(args_.model->cfg, args_.sources, args_.storage);
+    } catch (const std::invalid_argument& e) {
+      range_ = true;
+      SetError(std::string("createAdapter: ") + e.what());
+    } catch (const std::bad_alloc&) {
+      SetError("createAdapter: out of memory");
+    }
+  }
+  void OnOK() override { deferred_.Resolve(wrapAdapter(Env(), std::move(adapter_))); }
+  void OnError(const Napi::Error& e) override {
+    if (range_) deferred_.Reject(Napi::RangeError::New(Env(), e.Message()).Value());
+    else deferred_.Reject(e.Value());
+  }
+
+ private:
+  AdapterArgs args_;
+  Napi::ObjectReference layers_;
+  Napi::Promise::Deferred deferred_;
+  std::shared_ptr<const Adapter> adapter_;
+  bool range_ = false;
+};
+
+Napi::Value CreateAdapterAsync(const Napi::CallbackInfo& info) {
+  AdapterArgs args = adapterArgs(info);
+  auto* w = new CreateAdapterWorker(info.Env(), std::move(args), info[1].As<Napi::Object>());
+  Napi::Promise p = w->promise();
+  w->Queue();
+  return p;
 }
 
 Napi::Value AdapterInfo(const Napi::CallbackInfo& info) {
@@ -141,6 +201,7 @@ Napi::Value SetAdapterSlot(const Napi::CallbackInfo& info) {
 
 void registerLoraExports(Napi::Env env, Napi::Object exports) {
   exports.Set("createAdapter", Napi::Function::New(env, CreateAdapter));
+  exports.Set("createAdapterAsync", Napi::Function::New(env, CreateAdapterAsync));
   exports.Set("adapterInfo", Napi::Function::New(env, AdapterInfo));
   exports.Set("disposeAdapter", Napi::Function::New(env, DisposeAdapter));
   exports.Set("setAdapterSlot", Napi::Function::New(env, SetAdapterSlot));
