@@ -26,7 +26,7 @@ import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import type { Constraint } from './structured/constraint.js';
+import type { GrammarConstraint } from './structured/constraint.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import type {
   AdapterList,
@@ -63,7 +63,7 @@ interface AcceptedRequest {
   parsing: ChatParsing | null;
   /** The adapter it names, with its slot and prefix-cache identity; entry null = base model. */
   readonly adapter: { entry: AdapterEntry | null; slot: number; cacheExtra: string };
-  readonly constraint: Constraint | null;
+  readonly constraint: GrammarConstraint | null;
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -203,10 +203,12 @@ export class EngineCore implements Engine {
     });
     this.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
-    const constraint =
+    const constraint = this.chat.constraint(
+      request.prompt,
       request.constraint === undefined || request.constraint === null
         ? null
-        : this.structured.check(request.constraint);
+        : this.structured.check(request.constraint),
+    );
     this.checkQueueRoom();
     return { id, params, parsing: null, adapter, constraint };
   }

@@ -6,9 +6,12 @@
 import { invalidArgument } from '../errors.js';
 import { checkMessages, type EngineTokenizer } from '../prompt.js';
 import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
+import type { Constraint, GrammarConstraint } from '../structured/constraint.js';
 import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
+import { toolCallConstraint } from './call-grammar.js';
 import type { ChatParsing } from './chat-output.js';
 import { checkToolRequest, renderToolChat } from './chat-prompt.js';
+import { templateHasReasoning } from './reasoning.js';
 import { defaultToolParser } from './registry.js';
 import type { ToolParserFamily } from './types.js';
 
@@ -33,6 +36,32 @@ export class EngineChat {
     if (prompt?.kind !== 'chat') return;
     checkMessages(prompt.messages, 'prompt.messages');
     checkToolRequest(prompt);
+  }
+
+  /**
+   * The grammar the request's output follows: the client's constraint, or the one its
+   * tool_choice asks for (call-grammar.ts). A forced call (`required`, a named function)
+   * cannot be combined with a client's constraint; under `auto` a client's constraint wins
+   * and the calls are parsed from its output as they are without a grammar.
+   */
+  constraint(prompt: PromptInput, client: Constraint | null): GrammarConstraint | null {
+    if (prompt?.kind !== 'chat') return client;
+    const choice = prompt.toolChoice;
+    const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);
+    if (forced && client !== null)
+      throw invalidArgument(
+        'constraint',
+        'cannot be combined with a forced tool call (tool_choice required or a named function)',
+      );
+    if (client !== null || !this.tokenizer.grammarVocab) {
+      if (forced)
+        throw invalidArgument(
+          'prompt.tool_choice',
+          'this engine has no tokenizer vocabulary to force a call with',
+        );
+      return client;
+    }
+    return toolCallConstraint(prompt, this.family, templateHasReasoning(this.template));
   }
 
   /** The prompt text, and how the output is parsed (null: returned as is). */
