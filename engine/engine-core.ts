@@ -168,7 +168,7 @@ export class EngineCore implements Engine {
           return rendered.text;
         },
       ),
-      accepted.constraint ? this.structured.compile(accepted.constraint) : null,
+      accepted.constraint ? this.chat.compile(accepted.constraint, (c) => this.structured.compile(c)) : null,
     ]).then(
       ([prompt, grammarKey]) => {
         this.pendingIds.delete(id);

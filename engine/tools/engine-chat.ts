@@ -20,6 +20,8 @@ type ChatPrompt = Extract<PromptInput, { kind: 'chat' }>;
 export class EngineChat {
   readonly template: string;
   readonly family: ToolParserFamily;
+  /** Grammars this made from tool_choice: true when forced (required / named), false under auto. */
+  private readonly toolGrammars = new WeakMap<GrammarConstraint, boolean>();
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
@@ -61,7 +63,32 @@ export class EngineChat {
         );
       return client;
     }
-    return toolCallConstraint(prompt, this.family, templateHasReasoning(this.template));
+    const tools = toolCallConstraint(prompt, this.family, templateHasReasoning(this.template));
+    if (tools) this.toolGrammars.set(tools, forced);
+    return tools;
+  }
+
+  /**
+   * Compiles with `compile`. A tools grammar that does not compile (a schema xgrammar cannot
+   * handle although the allowlist passed it, e.g. a lookahead in a `pattern`) fails a forced
+   * call naming the tools, and leaves an `auto` request's calls unconstrained (null key).
+   */
+  async compile(
+    c: GrammarConstraint,
+    compile: (c: GrammarConstraint) => Promise<string>,
+  ): Promise<string | null> {
+    const forced = this.toolGrammars.get(c);
+    if (forced === undefined) return compile(c);
+    try {
+      return await compile(c);
+    } catch (e) {
+      if (!forced) return null;
+      const reason = e instanceof Error ? e.message.replace(/^constraint:\s*/, '') : String(e);
+      throw invalidArgument(
+        'prompt.tools',
+        `the forced tool call's grammar (from the tools' parameters): ${reason}`,
+      );
+    }
   }
 
   /** The prompt text, and how the output is parsed (null: returned as is). */
