@@ -3,6 +3,8 @@
  * run, A/B/C interleaved per round, medians of the rounds:
  *
  *  - free text: the same question without tools, `maxTokens` tokens (ignore_eos);
+ *  - same prompt: the prompt text an `auto` request renders (built-in tool prompt) sent as a
+ *    text prompt, so no grammar: isolates what the `auto` grammar costs;
  *  - auto: tools offered with `tool_choice: "auto"` — the built-in tool prompt, and the
  *    triggered grammar (free text until `<tool_call>`) masking every token; `maxTokens`
  *    tokens (ignore_eos);
@@ -19,6 +21,8 @@
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { loadTokenizer } from '../engine/tokenizer/index.js';
+import { EngineChat } from '../engine/tools/engine-chat.js';
 import type { ChatTool, Engine, GenerateRequest } from '../engine/types.js';
 
 const { values: args } = parseArgs({
@@ -52,12 +56,8 @@ const tools: ChatTool[] = [
 ];
 const QUESTION = 'What is the weather in Paris?';
 
-type Mode = 'free' | 'auto' | 'forced';
-const MODES: readonly Mode[] = (process.env.BENCH_TOOLS_ORDER?.split(',') as Mode[] | undefined) ?? [
-  'free',
-  'auto',
-  'forced',
-];
+type Mode = 'free' | 'same-prompt' | 'auto' | 'forced';
+const MODES: readonly Mode[] = ['free', 'same-prompt', 'auto', 'forced'];
 
 function request(mode: Mode, seed: number): GenerateRequest {
   const messages = [{ role: 'user' as const, content: QUESTION }];
@@ -65,6 +65,7 @@ function request(mode: Mode, seed: number): GenerateRequest {
   const maxNewTokens = mode === 'forced' ? Math.max(maxTokens, 160) : maxTokens;
   const params = { maxNewTokens, temperature: 0.7, seed, ignoreEos: mode !== 'forced' };
   if (mode === 'free') return { prompt: { kind: 'chat', messages }, params };
+  if (mode === 'same-prompt') return { prompt: { kind: 'text', text: toolPromptText }, params };
   return {
     prompt: {
       kind: 'chat',
@@ -124,7 +125,15 @@ function median(xs: readonly number[]): number {
 }
 const f1 = (x: number) => x.toFixed(1);
 
-const engine = await loadEngine(ensureDefaultModel(), { maxBatchSize: 16, threads, kvCacheBytes: 128 << 20 });
+const modelPath = ensureDefaultModel();
+const engine = await loadEngine(modelPath, { maxBatchSize: 16, threads, kvCacheBytes: 128 << 20 });
+const tokenizer = await loadTokenizer(modelPath);
+const toolPromptText = new EngineChat(tokenizer, undefined, (await engine.info()).architecture).render({
+  kind: 'chat',
+  messages: [{ role: 'user', content: QUESTION }],
+  tools,
+  toolChoice: 'auto',
+}).text;
 try {
   // Warm-up: grammar thread start and compiles, prefix cache of the three prompts.
   for (const m of MODES) await one(engine, request(m, 0));
@@ -137,10 +146,11 @@ try {
           .get(m)!
           .push(n === 1 ? await one(engine, request(m, 1 + r)) : await batch(engine, m, n, 100 * r));
     const free = median(samples.get('free')!.map((s) => s.decodeTps));
+    const same = median(samples.get('same-prompt')?.map((s) => s.decodeTps) ?? []);
     for (const m of MODES) {
       const s = samples.get(m)!;
       const tps = median(s.map((x) => x.decodeTps));
-      const rel = m === 'free' ? '1.00' : (tps / free).toFixed(2);
+      const rel = `${(tps / free).toFixed(2)} | ${(tps / same).toFixed(2)}`;
       rows.push(
         `| ${n} | ${m} | ${f1(median(s.map((x) => x.tokens)))} | ${f1(tps)} | ${rel} | ${f1(median(s.map((x) => x.ttftMs)))} | ${s.map((x) => f1(x.decodeTps)).join(', ')} |`,
       );

@@ -131,6 +131,25 @@ describe('grammar-forced tool calls on the default model', () => {
     );
   });
 
+  test('n = 2: each choice has its own grammar and one valid call of the named function', async () => {
+    const r = await openai.chat.completions.create({
+      model: MODEL_NAME,
+      messages,
+      tools,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      n: 2,
+      temperature: 0.8,
+      seed: 7,
+      max_tokens: 120,
+    });
+    assert.equal(r.choices.length, 2);
+    for (const choice of r.choices) {
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.equal(choice.message.tool_calls?.length, 1);
+      assertValidCalls(choice.message.tool_calls, 'get_weather');
+    }
+  });
+
   test('required with parallel_tool_calls false: exactly one call, streamed', async () => {
     const stream = openai.chat.completions.stream({
       model: MODEL_NAME,
