@@ -162,9 +162,9 @@ try {
       `Concurrency 1: decode tok/s of one request (tokens after the first); concurrency ${concurrency}: aggregate output tok/s.\n`,
   );
   console.log(
-    '| concurrency | mode | tokens (median) | tok/s (median) | vs free | first token ms (median) | tok/s per round |',
+    '| concurrency | mode | tokens (median) | tok/s (median) | vs free | vs same prompt | first token ms (median) | tok/s per round |',
   );
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|');
   console.log(rows.join('\n'));
 } finally {
   await engine.close();
