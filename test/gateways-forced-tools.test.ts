@@ -200,6 +200,40 @@ describe('grammar-forced tool calls on the default model', () => {
     assert.equal(choice.message.tool_calls?.length ?? 0, 0);
   });
 
+  test('runTools with a named function, unary and streamed: the SDK calls it with valid arguments', async () => {
+    const seen: unknown[] = [];
+    const params = {
+      model: MODEL_NAME,
+      messages,
+      temperature: 0,
+      max_tokens: 120,
+      tool_choice: { type: 'function' as const, function: { name: 'get_weather' } },
+      tools: [
+        {
+          type: 'function' as const,
+          function: {
+            name: 'get_weather',
+            description: 'Current weather of a city',
+            parameters: weatherSchema,
+            parse: (args: string) => JSON.parse(args) as unknown,
+            function: (args: unknown) => {
+              seen.push(args);
+              return { sky: 'sunny' };
+            },
+          },
+        },
+      ],
+    };
+    // With a named tool_choice the SDK calls the function once and stops.
+    const unary = openai.chat.completions.runTools(params);
+    assert.equal(await unary.finalFunctionToolCallResult(), '{"sky":"sunny"}');
+    const streamed = openai.chat.completions.runTools({ ...params, stream: true });
+    assert.equal(await streamed.finalFunctionToolCallResult(), '{"sky":"sunny"}');
+    assert.equal(seen.length, 2);
+    for (const args of seen) assert.ok(ajv.validate(weatherSchema, args), JSON.stringify(args));
+    assert.deepEqual(seen[1], seen[0], 'greedy: the streamed call is the unary one');
+  });
+
   test('Python openai SDK: streamed deltas of a forced call accumulate to the unary calls', async () => {
     const run = promisify(execFile);
     const { stdout } = await run(
