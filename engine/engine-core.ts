@@ -26,7 +26,7 @@ import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import type { Runner, StepOutput } from './runner.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
-import type { Constraint } from './structured/constraint.js';
+import type { GrammarConstraint } from './structured/constraint.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import { StepFaults } from './step-fault.js';
 import type {
@@ -64,7 +64,7 @@ interface AcceptedRequest {
   parsing: ChatParsing | null;
   /** The adapter it names, with its prefix-cache identity; entry null = base model. */
   readonly adapter: { entry: AdapterEntry | null; cacheExtra: string };
-  readonly constraint: Constraint | null;
+  readonly constraint: GrammarConstraint | null;
 }
 
 function asEngineError(e: unknown): EngineError {
@@ -173,7 +173,7 @@ export class EngineCore implements Engine {
           return rendered.text;
         },
       ),
-      accepted.constraint ? this.structured.compile(accepted.constraint) : null,
+      accepted.constraint ? this.chat.compile(accepted.constraint, (c) => this.structured.compile(c)) : null,
     ]).then(
       ([prompt, grammarKey]) => {
         this.pendingIds.delete(id);
@@ -208,10 +208,12 @@ export class EngineCore implements Engine {
     });
     this.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
-    const constraint =
+    const constraint = this.chat.constraint(
+      request.prompt,
       request.constraint === undefined || request.constraint === null
         ? null
-        : this.structured.check(request.constraint);
+        : this.structured.check(request.constraint),
+    );
     this.checkQueueRoom();
     return { id, params, parsing: null, adapter, constraint };
   }

@@ -289,12 +289,19 @@ describe('function calling on the default model', () => {
     assert.equal(r.json.usage.completion_tokens_details.reasoning_tokens, 0);
   });
 
-  test('required and named tool_choice: 501 naming tool_choice (grammar-forced calls not built yet)', async () => {
+  test('required and named tool_choice: a grammar-forced call (more in gateways-forced-tools.test.ts)', async () => {
     for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
-      const r = await postJson(url(), { model: MODEL_NAME, messages: question, tools, tool_choice });
-      assert.equal(r.status, 501);
-      assert.equal(r.json.error.param, 'tool_choice');
-      assert.match(r.json.error.message, /grammar-forced calls, which are not built yet/);
+      const r = await postJson(url(), {
+        model: MODEL_NAME,
+        messages: question,
+        tools,
+        tool_choice,
+        temperature: 0,
+        max_tokens: 60,
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      assert.equal(r.json.choices[0].message.tool_calls[0].function.name, 'get_weather');
+      assert.equal(r.json.choices[0].message.content, '');
     }
   });
 

@@ -1,8 +1,9 @@
 /**
  * Function calling end to end through the OpenAI SDK (unary, the stream helper's accumulation,
  * runTools' two-step loop) — gateway, gRPC and engine core all real; the model is a script
- * (engine/testing/scripted-sim.ts) so that it writes exact hermes calls, which the default
- * 135M model does not do without grammar-forced calls (not built yet).
+ * (engine/testing/scripted-sim.ts) so that it writes exact calls (two parallel ones, ones
+ * under `auto`, reasoning) that a real small model does not write on demand. The same SDK
+ * paths with grammar-forced calls on the real default model: gateways-forced-tools.test.ts.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

@@ -7,10 +7,10 @@
  * compile to the same grammar (object keys sorted, so key order in a client's schema does
  * not defeat the cache).
  *
- * Extension point: tool calling will add a `structural_tag` kind (free text until a trigger
- * such as `<tool_call>`, then a schema-constrained JSON object, then an end string). xgrammar's
- * web build compiles those (`GrammarCompiler.compileStructuralTag`), so such a kind needs a
- * case here, one in `canonicalText`, and one in the worker's compile switch — nothing else.
+ * `GrammarConstraint` adds the engine's own kinds, which no client sends: `structural_tag`
+ * (xgrammar's structural tag format), derived from a chat request's `tool_choice` and tools by
+ * engine/tools/call-grammar.ts (free text until a trigger such as `<tool_call>`, then a
+ * schema-constrained call; or nothing but calls).
  */
 export type Constraint =
   /** Any JSON object (OpenAI `json_object`; `json_schema` without a schema). */
@@ -29,6 +29,12 @@ export type Constraint =
 
 export type ConstraintKind = Constraint['kind'];
 
+/** What the grammar thread compiles: a client's constraint, or one the engine derived. */
+export type GrammarConstraint =
+  | Constraint
+  /** An xgrammar structural tag (`{"type":"structural_tag","format":…}`) as JSON text. */
+  | { readonly kind: 'structural_tag'; readonly tag: string };
+
 /** JSON text with object keys sorted at every level. */
 export function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
@@ -42,7 +48,7 @@ export function stableJson(value: unknown): string {
 }
 
 /** The cache key: kind, then the body in a form that ignores irrelevant spelling differences. */
-export function canonicalText(c: Constraint): string {
+export function canonicalText(c: GrammarConstraint): string {
   switch (c.kind) {
     case 'json_object':
       return 'json_object';
@@ -54,6 +60,8 @@ export function canonicalText(c: Constraint): string {
       return `choice\n${JSON.stringify(c.choices)}`;
     case 'grammar':
       return `grammar\n${c.ebnf}`;
+    case 'structural_tag':
+      return `structural_tag\n${stableJson(JSON.parse(c.tag))}`;
   }
 }
 

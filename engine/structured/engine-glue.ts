@@ -7,7 +7,7 @@ import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../request-state.js';
 import type { ScheduledBatch } from '../scheduler.js';
-import type { Constraint } from './constraint.js';
+import type { Constraint, GrammarConstraint } from './constraint.js';
 import { GrammarService } from './grammar-service.js';
 import { checkConstraint } from './validate.js';
 
@@ -42,7 +42,7 @@ export class StructuredOutput {
   }
 
   /** Compiles off the event loop; resolves to the grammar's cache key. */
-  async compile(c: Constraint): Promise<string> {
+  async compile(c: GrammarConstraint): Promise<string> {
     return (await this.grammars.compile(c)).key;
   }
 

@@ -8,7 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarVocab } from '../tokenizer/grammar-vocab.js';
-import { canonicalText, type Constraint } from './constraint.js';
+import { canonicalText, type GrammarConstraint } from './constraint.js';
 import type { GrammarWorkerInit, WorkerReply, WorkerRequest } from './grammar-worker.js';
 
 export interface GrammarServiceOptions {
@@ -108,7 +108,10 @@ export class GrammarService {
    * Compiles (or finds in the cache) the grammar of `c`; resolves to its cache key.
    * `field` names the request field in errors.
    */
-  async compile(c: Constraint, field = 'constraint'): Promise<{ key: string; ms: number; cached: boolean }> {
+  async compile(
+    c: GrammarConstraint,
+    field = 'constraint',
+  ): Promise<{ key: string; ms: number; cached: boolean }> {
     const key = canonicalText(c);
     let timer: NodeJS.Timeout | undefined;
     let expire: (e: Error) => void = () => {};

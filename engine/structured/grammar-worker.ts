@@ -9,7 +9,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
-import { choiceGrammar, type Constraint } from './constraint.js';
+import { choiceGrammar, type GrammarConstraint } from './constraint.js';
 import { loadXGrammar } from './xgrammar.js';
 
 export interface GrammarWorkerInit {
@@ -24,7 +24,12 @@ export interface GrammarWorkerInit {
 }
 
 export type WorkerRequest =
-  | { readonly op: 'compile'; readonly id: number; readonly key: string; readonly constraint: Constraint }
+  | {
+      readonly op: 'compile';
+      readonly id: number;
+      readonly key: string;
+      readonly constraint: GrammarConstraint;
+    }
   | { readonly op: 'create'; readonly id: number; readonly key: string; readonly matcher: number }
   | { readonly op: 'accept'; readonly id: number; readonly matcher: number; readonly token: number }
   | { readonly op: 'free'; readonly id: number; readonly matcher: number };
@@ -65,7 +70,7 @@ async function getCompiler(): Promise<GrammarCompiler> {
   return compiler;
 }
 
-async function compileConstraint(c: Constraint): Promise<CompiledGrammar> {
+async function compileConstraint(c: GrammarConstraint): Promise<CompiledGrammar> {
   const gc = await getCompiler();
   switch (c.kind) {
     case 'json_object':
@@ -82,6 +87,8 @@ async function compileConstraint(c: Constraint): Promise<CompiledGrammar> {
       return gc.compileGrammar(choiceGrammar(c.choices));
     case 'grammar':
       return gc.compileGrammar(c.ebnf);
+    case 'structural_tag':
+      return gc.compileStructuralTag(c.tag);
   }
 }
 

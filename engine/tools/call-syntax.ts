@@ -1,12 +1,12 @@
 /**
- * Each family's call syntax as data, for the structured-output engine to build a grammar
- * from once it exists: grammar-forced calls (`tool_choice` required / named) and lazily
- * constrained calls under `auto` (free text until `trigger`, then the call is constrained).
+ * Each family's call syntax as data, which call-grammar.ts turns into a grammar:
+ * grammar-forced calls (`tool_choice` required / named) and lazily constrained calls under
+ * `auto` (free text until `trigger`, then the call is constrained).
  * One call is `prefix(name)` + the arguments (a JSON value matching the tool's `parameters`
  * schema) + `suffix`; parallel calls are joined by `separator` and the whole group is
- * wrapped in `groupBegin` / `groupEnd`. Nothing here constrains anything yet: grammar-forced
- * calls answer 501 until the grammar engine is merged. `call-syntax.test.ts` renders calls
- * with this data and parses them back with the family's parser, so the two cannot drift.
+ * wrapped in `groupBegin` / `groupEnd`. The built-in tool prompt (tool-prompt.ts) writes
+ * earlier calls with it too. `call-syntax.test.ts` renders calls with this data and parses
+ * them back with the family's parser, so the two cannot drift.
  */
 import { CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP } from './parsers/deepseek-common.js';
 import { ASSISTANT } from './name-line-calls.js';

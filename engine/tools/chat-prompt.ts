@@ -10,7 +10,7 @@
  *  - says how the output is parsed (chat-output.ts): reasoning when the template knows
  *    `</think>`, tool calls when tools are offered and tool_choice is not `none`.
  */
-import { EngineError, invalidArgument } from '../errors.js';
+import { invalidArgument } from '../errors.js';
 import type { ChatMessage, ChatTool, ToolChoice } from '../types.js';
 import type { ChatParsing } from './chat-output.js';
 import { promptOpensReasoning, templateHasReasoning } from './reasoning.js';
@@ -54,15 +54,10 @@ export function checkToolRequest(req: ChatToolRequest, field = 'prompt'): void {
     if (!(choice === 'none' || choice === 'auto' || choice === 'required' || typeof named === 'string'))
       throw invalidArgument(`${field}.tool_choice`, "must be 'none', 'auto', 'required' or a named function");
     if (choice !== 'none' && choice !== 'auto') {
+      // A forced call (the grammar in call-grammar.ts) needs something to call.
       if (tools.length === 0) throw invalidArgument(`${field}.tool_choice`, 'needs tools');
       if (typeof named === 'string' && !names.has(named))
         throw invalidArgument(`${field}.tool_choice`, `names '${named}', which is not one of the tools`);
-      throw new EngineError(
-        'UNIMPLEMENTED',
-        `${field}.tool_choice: '${typeof named === 'string' ? named : String(choice)}' asks for a grammar-forced ` +
-          "call, which this build does not have yet (the structured-output grammar); use 'auto' or 'none'",
-        `${field}.tool_choice`,
-      );
     }
   }
   if (req.parallelToolCalls !== undefined && typeof req.parallelToolCalls !== 'boolean')

@@ -6,9 +6,12 @@
 import { invalidArgument } from '../errors.js';
 import { checkMessages, type EngineTokenizer } from '../prompt.js';
 import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
+import type { Constraint, GrammarConstraint } from '../structured/constraint.js';
 import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
+import { toolCallConstraint } from './call-grammar.js';
 import type { ChatParsing } from './chat-output.js';
 import { checkToolRequest, renderToolChat } from './chat-prompt.js';
+import { templateHasReasoning } from './reasoning.js';
 import { defaultToolParser } from './registry.js';
 import type { ToolParserFamily } from './types.js';
 
@@ -17,6 +20,8 @@ type ChatPrompt = Extract<PromptInput, { kind: 'chat' }>;
 export class EngineChat {
   readonly template: string;
   readonly family: ToolParserFamily;
+  /** Grammars this made from tool_choice: true when forced (required / named), false under auto. */
+  private readonly toolGrammars = new WeakMap<GrammarConstraint, boolean>();
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
@@ -33,6 +38,57 @@ export class EngineChat {
     if (prompt?.kind !== 'chat') return;
     checkMessages(prompt.messages, 'prompt.messages');
     checkToolRequest(prompt);
+  }
+
+  /**
+   * The grammar the request's output follows: the client's constraint, or the one its
+   * tool_choice asks for (call-grammar.ts). A forced call (`required`, a named function)
+   * cannot be combined with a client's constraint; under `auto` a client's constraint wins
+   * and the calls are parsed from its output as they are without a grammar.
+   */
+  constraint(prompt: PromptInput, client: Constraint | null): GrammarConstraint | null {
+    if (prompt?.kind !== 'chat') return client;
+    const choice = prompt.toolChoice;
+    const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);
+    if (forced && client !== null)
+      throw invalidArgument(
+        'constraint',
+        'cannot be combined with a forced tool call (tool_choice required or a named function)',
+      );
+    if (client !== null || !this.tokenizer.grammarVocab) {
+      if (forced)
+        throw invalidArgument(
+          'prompt.tool_choice',
+          'this engine has no tokenizer vocabulary to force a call with',
+        );
+      return client;
+    }
+    const tools = toolCallConstraint(prompt, this.family, templateHasReasoning(this.template));
+    if (tools) this.toolGrammars.set(tools, forced);
+    return tools;
+  }
+
+  /**
+   * Compiles with `compile`. A tools grammar that does not compile (a schema xgrammar cannot
+   * handle although the allowlist passed it, e.g. a lookahead in a `pattern`) fails a forced
+   * call naming the tools, and leaves an `auto` request's calls unconstrained (null key).
+   */
+  async compile(
+    c: GrammarConstraint,
+    compile: (c: GrammarConstraint) => Promise<string>,
+  ): Promise<string | null> {
+    const forced = this.toolGrammars.get(c);
+    if (forced === undefined) return compile(c);
+    try {
+      return await compile(c);
+    } catch (e) {
+      if (!forced) return null;
+      const reason = e instanceof Error ? e.message.replace(/^constraint:\s*/, '') : String(e);
+      throw invalidArgument(
+        'prompt.tools',
+        `the forced tool call's grammar (from the tools' parameters): ${reason}`,
+      );
+    }
   }
 
   /** The prompt text, and how the output is parsed (null: returned as is). */

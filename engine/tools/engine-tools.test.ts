@@ -82,15 +82,21 @@ test('tool_choice none: no parsing, the text is the content', async () => {
   await core.close();
 });
 
-test('required / named tool_choice: UNIMPLEMENTED until the grammar engine lands; bad ones INVALID_ARGUMENT', async () => {
+test('required / named tool_choice need a grammar vocabulary (forced calls: forced-calls.test.ts); bad ones INVALID_ARGUMENT', async () => {
   const core = engine('');
   const fails = async (r: GenerateRequest, code: string, pattern: RegExp) =>
     assert.rejects(
       collect(core.generate(r)),
       (e: unknown) => e instanceof EngineError && e.code === code && pattern.test(e.message),
     );
-  await fails(chat({ toolChoice: 'required' }), 'UNIMPLEMENTED', /tool_choice.*grammar-forced/);
-  await fails(chat({ toolChoice: { function: 'get_weather' } }), 'UNIMPLEMENTED', /tool_choice/);
+  // The character tokenizer has no vocabulary for a grammar to mask.
+  await fails(
+    chat({ toolChoice: 'required' }),
+    'INVALID_ARGUMENT',
+    /tool_choice: this engine has no tokenizer vocabulary/,
+  );
+  await fails(chat({ toolChoice: { function: 'get_weather' } }), 'INVALID_ARGUMENT', /tool_choice/);
+  await fails(chat({ tools: [], toolChoice: 'required' }), 'INVALID_ARGUMENT', /tool_choice: needs tools/);
   await fails(
     chat({ toolChoice: { function: 'nope' } }),
     'INVALID_ARGUMENT',

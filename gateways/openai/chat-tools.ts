@@ -7,7 +7,8 @@
  * (engine/tools/); this only maps.
  */
 import type { ChatDelta, ChatTool, FinishEvent, ToolChoice, Usage } from '../../engine/types.js';
-import { HttpError, invalid } from '../shared/http-error.js';
+import { checkJsonSchema } from '../../engine/structured/schema-check.js';
+import { invalid, toHttpError } from '../shared/http-error.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -85,16 +86,21 @@ export function toolPromptFields(
     );
   }
   const choice = body.tool_choice ?? undefined;
+  // A forced call (required, named) is a grammar the engine builds from the tools.
   if (choice === 'required' || typeof choice === 'object') {
     if (tools.length === 0) throw invalid('tool_choice', 'needs tools');
     if (typeof choice === 'object' && !tools.some((t) => t.function.name === choice.function.name))
       throw invalid('tool_choice.function.name', `'${choice.function.name}' is not one of the tools`);
-    throw new HttpError(
-      'not_supported',
-      `tool_choice: ${typeof choice === 'object' ? `a named function ('${choice.function.name}')` : "'required'"} ` +
-        "needs grammar-forced calls, which are not built yet; use 'auto' or 'none'",
-      'tool_choice',
-    );
+    // The engine checks the same; here the error names the client's field.
+    tools.forEach((t, i) => {
+      if (typeof choice === 'object' && t.function.name !== choice.function.name) return;
+      if (t.function.parameters === undefined) return;
+      try {
+        checkJsonSchema(t.function.parameters, `tools[${i}].function.parameters`);
+      } catch (e) {
+        throw toHttpError(e);
+      }
+    });
   }
   if (tools.length > 0 && choice !== 'none') {
     for (const field of ['best_of', 'use_beam_search'] as const) {
@@ -115,7 +121,9 @@ export function toolPromptFields(
           })),
         }
       : {}),
-    ...(choice !== undefined ? { toolChoice: choice } : {}),
+    ...(choice !== undefined
+      ? { toolChoice: typeof choice === 'object' ? { function: choice.function.name } : choice }
+      : {}),
     ...(body.parallel_tool_calls !== undefined && body.parallel_tool_calls !== null
       ? { parallelToolCalls: body.parallel_tool_calls }
       : {}),

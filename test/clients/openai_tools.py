@@ -1,6 +1,7 @@
 """The Python openai SDK's streamed tool-call accumulation against the gateway.
 
-Usage: openai_tools.py BASE_URL MODEL. Prints JSON: the unary calls and the calls
+Usage: openai_tools.py BASE_URL MODEL [TOOL_CHOICE_JSON]. With a tool_choice (a forced call on
+the real model) the requests are greedy so that the unary and streamed answers agree. Prints JSON: the unary calls and the calls
 accumulated from the streamed deltas the way the SDK's documentation shows (by index: the
 first delta brings id and name, later ones argument fragments).
 """
@@ -23,11 +24,16 @@ tools = [
     {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}},
 ]
 messages = [{"role": "user", "content": "Weather and time in Paris?"}]
+extra = {}
+if len(sys.argv) > 3:
+    extra = {"tool_choice": json.loads(sys.argv[3]), "temperature": 0, "max_tokens": 120}
 
-unary = client.chat.completions.create(model=model, messages=messages, tools=tools)
+unary = client.chat.completions.create(model=model, messages=messages, tools=tools, **extra)
 calls = {}
 finish = None
-for chunk in client.chat.completions.create(model=model, messages=messages, tools=tools, stream=True):
+for chunk in client.chat.completions.create(
+    model=model, messages=messages, tools=tools, stream=True, **extra
+):
     if not chunk.choices:
         continue
     choice = chunk.choices[0]
