@@ -6,12 +6,26 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
-import { createContext, disposeContext, disposeModel, loadModel, modelInfo } from '../native/native.js';
+import {
+  contextInfo,
+  createContext,
+  disposeContext,
+  disposeModel,
+  loadModel,
+  modelInfo,
+} from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
-import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './options.js';
+import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
+import {
+  kvBlocksForBudget,
+  kvBytesPerBlock,
+  minKvBlocks,
+  resolveEngineOptions,
+  type EngineOptions,
+} from './options.js';
 import { NativeRunner } from './runner.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
@@ -28,6 +42,8 @@ export function defaultServedModelName(modelPath: string): string {
 export interface LoadEngineHooks {
   /** Model loading progress in [0, 1]. */
   readonly onProgress?: (fraction: number) => void;
+  /** Weights, KV pool and resident memory once loaded (what `prism serve` prints at start). */
+  readonly onMemory?: (report: MemoryReport) => void;
 }
 
 export async function loadEngine(
@@ -58,7 +74,21 @@ export async function loadEngine(
       `maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`,
     );
   }
-  const kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+  const machineBytes = machineMemoryBytes();
+  let kvBlocks: number;
+  try {
+    kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+    const perBlock = kvBytesPerBlock(o, m);
+    checkMemoryFits({
+      weightBytes: m.weightBytes,
+      kvBytes: kvBlocks * perBlock,
+      minKvBytes: minKvBlocks(o) * perBlock,
+      machineBytes,
+    });
+  } catch (e) {
+    disposeModel(model);
+    throw e;
+  }
   // An empty or unknown tool_call_parser is not an error (MindIE falls back the same way): warned.
   const configured = configuredParserName(o.toolCallParsers, m.architecture);
   const toolParser = selectToolParser(
@@ -89,6 +119,14 @@ export async function loadEngine(
     disposeModel(model);
     throw e;
   }
+  hooks.onMemory?.({
+    weightBytes: m.weightBytes,
+    kvBytes: contextInfo(ctx).kvBytes,
+    kvBlocks,
+    blockSize: o.cacheBlockSize,
+    rssBytes: process.memoryUsage().rss,
+    machineBytes,
+  });
   const core = new EngineCore({
     runner: new NativeRunner(ctx),
     tokenizer,
