@@ -188,7 +188,7 @@ export function kvBlocksForBudget(
   if (fit < min) {
     throw bad(
       'kvCacheBytes',
-      `a KV budget of ${mib(o.kvCacheBytes)} holds ${fit} blocks of ${o.cacheBlockSize} tokens; ` +
+      `a KV budget (config npuMemSize) of ${mib(o.kvCacheBytes)} holds ${fit} blocks of ${o.cacheBlockSize} tokens; ` +
         `one sequence of maxSeqLen ${o.maxSeqLen} needs ${min} (${mib(min * bytesPerBlock)})`,
     );
   }
