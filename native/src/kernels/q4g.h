@@ -16,9 +16,10 @@ namespace {
 // the region two tiles ahead (the best of 1-4 tiles and fixed 4-16 KiB distances measured,
 // T0 over T1). Prefetches past the end of the matrix are harmless: they never fault.
 static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
+  // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
-  const uint8_t* p = tile + 2 * tileBytes + per * static_cast<size_t>(g);
-  const uint8_t* e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + 2 * tileBytes + per * static_cast<size_t>(g);
+  const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
   for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
 
