@@ -42,6 +42,7 @@ import {
   SIZE_NAMES,
   TYPE_NAMES,
   ensureSizeModels,
+  formatPrismMemory,
   parseList,
   renderSizeSuite,
   replaceSizesSection,
@@ -304,6 +305,7 @@ async function benchModel(
 
   let prism: PrismEngine | undefined;
   let native: Awaited<ReturnType<typeof loadNative>> | undefined;
+  let prismMemory: EngineBenchReport['prismMemory'];
   if (args.engines.includes('prism')) {
     try {
       native = await loadNative();
@@ -313,6 +315,7 @@ async function benchModel(
       );
     }
     log('loading the same file into Prism ...');
+    const rssBefore = process.memoryUsage().rss;
     prism = await PrismEngine.load(native, {
       modelPath,
       threads: args.threads,
@@ -322,6 +325,12 @@ async function benchModel(
       aggregateContext,
       maxBatchTokens: Math.max(args.prefillTokens, args.sequences * args.promptTokens),
     });
+    prismMemory = {
+      weightBytes: prism.info.weightBytes,
+      kvBytes: prism.ctxInfo.kvBytes,
+      rssGrowthBytes: process.memoryUsage().rss - rssBefore,
+    };
+    log(formatPrismMemory(prismMemory));
   }
   const engines: BenchEngine[] = [];
   if (args.engines.includes('llama.cpp')) engines.push(llama);
@@ -428,6 +437,7 @@ async function benchModel(
       skipped,
       measures: { singleDecode, aggregateDecode, prefill },
       roofline,
+      ...(prismMemory ? { prismMemory } : {}),
       continuations,
     };
     return report;

@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
@@ -132,7 +133,7 @@ export async function run(argv: string[]): Promise<number> {
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   let engine;
   try {
-    engine = await loadEngine(modelPath, options);
+    engine = await loadEngine(modelPath, options, { onMemory: (r) => log(formatMemoryReport(r)) });
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
+import { formatMemoryReport } from '../engine/memory.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
@@ -108,20 +109,24 @@ export async function run(argv: string[]): Promise<number> {
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
-    engine = await loadEngine(modelPath, {
-      ...options,
-      modelName,
-      ...(threads !== undefined ? { threads } : {}),
-      ...(values['max-loras'] !== undefined
-        ? {
-            lora: {
-              modules: options.lora?.modules ?? [],
-              maxLoras: Number(values['max-loras']),
-              maxLoraRank: Number(values['max-lora-rank']),
-            },
-          }
-        : {}),
-    });
+    engine = await loadEngine(
+      modelPath,
+      {
+        ...options,
+        modelName,
+        ...(threads !== undefined ? { threads } : {}),
+        ...(values['max-loras'] !== undefined
+          ? {
+              lora: {
+                modules: options.lora?.modules ?? [],
+                maxLoras: Number(values['max-loras']),
+                maxLoraRank: Number(values['max-lora-rank']),
+              },
+            }
+          : {}),
+      },
+      { onMemory: (r) => log(formatMemoryReport(r)) },
+    );
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;

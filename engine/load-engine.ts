@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
+  contextInfo,
   createContext,
   disposeContext,
   disposeModel,
@@ -18,7 +19,14 @@ import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
-import { kvBlocksForBudget, resolveEngineOptions, type EngineOptions } from './options.js';
+import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
+import {
+  kvBlocksForBudget,
+  kvBytesPerBlock,
+  minKvBlocks,
+  resolveEngineOptions,
+  type EngineOptions,
+} from './options.js';
 import { NativeRunner } from './runner.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
@@ -37,6 +45,8 @@ export interface LoadEngineHooks {
   readonly onProgress?: (fraction: number) => void;
   /** The native context the engine steps on (fault-injection tests: native faultTestHooks). */
   readonly onContext?: (ctx: ContextHandle) => void;
+  /** Weights, KV pool and resident memory once loaded (what `prism serve` prints at start). */
+  readonly onMemory?: (report: MemoryReport) => void;
 }
 
 export async function loadEngine(
@@ -67,7 +77,21 @@ export async function loadEngine(
       `maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`,
     );
   }
-  const kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+  const machineBytes = machineMemoryBytes();
+  let kvBlocks: number;
+  try {
+    kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+    const perBlock = kvBytesPerBlock(o, m);
+    checkMemoryFits({
+      weightBytes: m.weightBytes,
+      kvBytes: kvBlocks * perBlock,
+      minKvBytes: minKvBlocks(o) * perBlock,
+      machineBytes,
+    });
+  } catch (e) {
+    disposeModel(model);
+    throw e;
+  }
   // An empty or unknown tool_call_parser is not an error (MindIE falls back the same way): warned.
   const configured = configuredParserName(o.toolCallParsers, m.architecture);
   const toolParser = selectToolParser(
@@ -99,6 +123,14 @@ export async function loadEngine(
     throw e;
   }
   hooks.onContext?.(ctx);
+  hooks.onMemory?.({
+    weightBytes: m.weightBytes,
+    kvBytes: contextInfo(ctx).kvBytes,
+    kvBlocks,
+    blockSize: o.cacheBlockSize,
+    rssBytes: process.memoryUsage().rss,
+    machineBytes,
+  });
   const core = new EngineCore({
     runner: new NativeRunner(ctx),
     tokenizer,

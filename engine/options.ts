@@ -162,15 +162,41 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
   };
 }
 
+/** Bytes of one KV block: K and V, every layer, F16 storage (2 bytes per element). */
+export function kvBytesPerBlock(
+  o: ResolvedEngineOptions,
+  model: { numLayers: number; numKvHeads: number; headDim: number },
+): number {
+  return 2 * model.numLayers * model.numKvHeads * model.headDim * 2 * o.cacheBlockSize;
+}
+
+/** The smallest pool that can run: one sequence of maxSeqLen, plus one block of headroom. */
+export function minKvBlocks(o: ResolvedEngineOptions): number {
+  return Math.ceil(o.maxSeqLen / o.cacheBlockSize) + 1;
+}
+
 /**
- * KV blocks that fit a byte budget: K and V, every layer, F16 storage (2 bytes per element),
- * at least enough for one sequence of maxSeqLen so no single request can deadlock the pool.
+ * KV blocks that fit the byte budget (config `npuMemSize`, here `kvCacheBytes`). A budget
+ * below the minimum pool is an error naming the field and the size needed, not a pool
+ * silently grown past what the operator allowed.
  */
 export function kvBlocksForBudget(
   o: ResolvedEngineOptions,
   model: { numLayers: number; numKvHeads: number; headDim: number },
 ): number {
-  const bytesPerBlock = 2 * model.numLayers * model.numKvHeads * model.headDim * 2 * o.cacheBlockSize;
+  const bytesPerBlock = kvBytesPerBlock(o, model);
   const fit = Math.floor(o.kvCacheBytes / bytesPerBlock);
-  return Math.max(fit, Math.ceil(o.maxSeqLen / o.cacheBlockSize) + 1);
+  const min = minKvBlocks(o);
+  if (fit < min) {
+    throw bad(
+      'kvCacheBytes',
+      `a KV budget (config npuMemSize) of ${mib(o.kvCacheBytes)} holds ${fit} blocks of ${o.cacheBlockSize} tokens; ` +
+        `one sequence of maxSeqLen ${o.maxSeqLen} needs ${min} (${mib(min * bytesPerBlock)})`,
+    );
+  }
+  return fit;
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 }

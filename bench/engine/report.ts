@@ -61,6 +61,16 @@ export interface EngineBenchReport {
     readonly prefill?: MeasureResult;
   };
   readonly roofline?: Roofline;
+  /**
+   * Prism's memory on this file: weights read per token, the KV pool, and how much the
+   * process's resident set grew while Prism loaded (repacked weights, KV pool, activation
+   * buffers; mmapped file pages once touched by the repack).
+   */
+  readonly prismMemory?: {
+    readonly weightBytes: number;
+    readonly kvBytes: number;
+    readonly rssGrowthBytes: number;
+  };
   readonly continuations: readonly Continuation[];
 }
 

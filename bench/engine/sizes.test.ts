@@ -64,6 +64,23 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
     md,
     /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 50\.0 \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 60% \| 40% \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
   );
+  assert.doesNotMatch(md, /Prism memory/);
+  const withMemory = renderSizeSuite(
+    [
+      {
+        model,
+        report: {
+          ...report,
+          prismMemory: { weightBytes: 557 * 2 ** 20, kvBytes: 2 ** 25, rssGrowthBytes: 3 * 2 ** 30 },
+        },
+      },
+    ],
+    { date: 'd', commit: 'c', machine: 'm', command: 'cmd', bandwidthGBs: 25, load: '1' },
+  );
+  assert.match(
+    withMemory,
+    /- Llama-3\.2-1B Q4_0: weights 557 MiB read per token, KV pool 32 MiB, resident set \+3072 MiB while Prism loaded/,
+  );
   const doc = `a\n${SIZES_BEGIN}\nold\n${SIZES_END}\nb`;
   assert.equal(replaceSizesSection(doc, 'new'), `a\n${SIZES_BEGIN}\nnew\n${SIZES_END}\nb`);
   assert.throws(() => replaceSizesSection('no markers', 'x'), /size-suite markers/);

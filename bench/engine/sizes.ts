@@ -149,7 +149,19 @@ export function renderSizeSuite(
       );
     out.push(`- ${model.shape} ${model.type.toUpperCase()}: ${parts.join('; ')}`);
   }
+  const withMemory = rows.filter((r) => r.report.prismMemory);
+  if (withMemory.length > 0) {
+    out.push('', 'Prism memory per file (measured at load, the process also holds llama.cpp):', '');
+    for (const { model, report } of withMemory)
+      out.push(`- ${model.shape} ${model.type.toUpperCase()}: ${formatPrismMemory(report.prismMemory!)}`);
+  }
   return out.join('\n');
+}
+
+/** One line of Prism's memory on a file (printed when it loads, kept in the table's notes). */
+export function formatPrismMemory(m: NonNullable<EngineBenchReport['prismMemory']>): string {
+  const mib = (b: number) => `${Math.round(b / 2 ** 20)} MiB`;
+  return `weights ${mib(m.weightBytes)} read per token, KV pool ${mib(m.kvBytes)}, resident set +${mib(m.rssGrowthBytes)} while Prism loaded`;
 }
 
 export const SIZES_BEGIN =

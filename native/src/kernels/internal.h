@@ -99,7 +99,7 @@ static inline size_t q4gkRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 256 + g * kQ4GBlocks * 2 + g * 2 * 4;
 }
-int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                     ThreadPool& pool, KernelScratch& scratch);
@@ -127,10 +127,10 @@ static inline size_t q8gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 512 + g * kQ4GBlocks * 2;
 }
-int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ8GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
-int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
 // Scratch of n tokens' activations in the Q4G permutation: int8 values (groups × 512
@@ -142,7 +142,7 @@ static inline size_t q4gActivationBytes(int64_t n, int64_t cols) {
 
 // Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4G16/32 (repack.cc); returns the
 // layout it chose (f16 scales when exact) after sizing `dst`.
-int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst);
+int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
 
 // Q4G / Q6G kernels (q4g_avx2.cc, q4g_avx512.cc).

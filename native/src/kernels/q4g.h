@@ -10,6 +10,19 @@
 namespace prism::kernels {
 namespace {
 
+// Decode streams every weight byte from DRAM once. Left to the hardware prefetcher, one
+// core reached ~20 GB/s on the 1B shapes (a plain read loop: ~40): the R rows of a decode
+// tile are contiguous, so while a tile works on group g it asks for the matching slice of
+// the region two tiles ahead (the best of 1-4 tiles and fixed 4-16 KiB distances measured,
+// T0 over T1). Prefetches past the end of the matrix are harmless: they never fault.
+static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
+  // Addresses as integers: the region may lie past the end of the buffer.
+  const size_t per = tileBytes / static_cast<size_t>(groups);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + 2 * tileBytes + per * static_cast<size_t>(g);
+  const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
+  for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+}
+
 // n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same
 // numbers as the int8 quantizer of matmul_avx2.cc), stored in the Q4G permutation.
 struct Q4GActivations {

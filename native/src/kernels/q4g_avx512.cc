@@ -37,6 +37,7 @@ struct Q4GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int64_t g = 0; g < groups; ++g) {
+      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
@@ -111,6 +112,7 @@ struct Q6GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t g = 0; g < groups; ++g) {
+      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dotA[R][T], dotB[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dotA[r][t] = dotB[r][t] = _mm512_setzero_si512();
@@ -179,6 +181,7 @@ struct Q8GAvx512 {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
+      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();

@@ -1,10 +1,34 @@
 // Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X (see
 // internal.h for the layout and why).
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
 #include "kernels/internal.h"
+
+namespace prism {
+
+void* allocWeightBytes(size_t n) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (n < kHuge) {
+    void* p = std::aligned_alloc(64, (n + 63) & ~size_t(63));
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void* p = std::aligned_alloc(kHuge, (n + kHuge - 1) & ~(kHuge - 1));
+  if (!p) throw std::bad_alloc();
+  // Advice only: where THP is off, or the kernel refuses, the pages are small, as before.
+  madvise(p, n & ~(kHuge - 1), MADV_HUGEPAGE);
+  return p;
+}
+
+void freeWeightBytes(void* p) noexcept { std::free(p); }
+
+}  // namespace prism
 
 namespace prism::kernels {
 
@@ -73,7 +97,7 @@ void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, 
   }
 }
 
-int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(type, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   // f16 scales when every d and m of the tensor survives the round trip exactly.
@@ -166,7 +190,7 @@ void unpackQ6K(const uint8_t* row, int64_t b, uint8_t* q, int8_t* scA, int8_t* s
 }
 }  // namespace
 
-int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q6_K, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const size_t rowBytes = q6gRowBytes(cols);
@@ -213,7 +237,7 @@ void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out
   }
 }
 
-int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q4_K, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const size_t rowBytes = q4gkRowBytes(cols);
@@ -267,7 +291,7 @@ void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* ou
   }
 }
 
-int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, std::vector<uint8_t>* dst) {
+int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q8_0, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols);
   const size_t rowBytes = q8gRowBytes(cols);
