@@ -109,7 +109,8 @@ export class EngineCore implements Engine {
   private readonly chat: EngineChat;
   /** A native step is running (adapter slots it uses may not change). */
   private stepping = false;
-  private readonly structured: StructuredOutput;
+  /** Structured output (public for the benchmark's switches: overlapMasks, jumpForward). */
+  readonly structured: StructuredOutput;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -433,9 +434,9 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
-        await this.structured.ready(batch);
+        const late = await this.structured.beforeStep(batch);
         this.stepping = true;
-        out = await this.deps.runner.step(batch);
+        out = await this.deps.runner.step(batch, late?.masks);
       } catch (e) {
         this.failBatch(batch, e);
         continue;

@@ -90,7 +90,7 @@ export async function loadEngine(
     throw e;
   }
   const core = new EngineCore({
-    runner: new NativeRunner(ctx),
+    runner: new NativeRunner(ctx, m.vocabSize),
     tokenizer,
     options: o,
     chatTemplate,

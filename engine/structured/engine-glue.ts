@@ -55,10 +55,35 @@ export class StructuredOutput {
     if (parent.grammar) child.grammar = this.grammars.createMatcher(parent.grammar.key);
   }
 
-  /** Waits for the masks of the constrained sequences that sample in this step. */
-  async ready(batch: ScheduledBatch): Promise<void> {
-    const pending = batch.items.filter((i) => i.sample && i.seq.grammar).map((i) => i.seq.grammar!.pending);
-    if (pending.length > 0) await Promise.all(pending);
+  /**
+   * Overlap the masks with the forward pass (the default). Off: the engine awaits every mask
+   * before it starts the step (the benchmark's A/B switch).
+   */
+  overlapMasks = true;
+  /** Steps that started before their masks were ready (the benchmark reports it). */
+  lateSteps = 0;
+
+  /**
+   * Before a step: undefined when every mask the step needs is there (an unconstrained batch
+   * pays nothing); else `{ masks }`, the promise of the missing ones, which the runner hands
+   * to a step that starts its forward pass at once and samples once the masks are in. (An
+   * object, not the promise itself: an async function would wait for a returned promise.)
+   */
+  async beforeStep(batch: ScheduledBatch): Promise<{ readonly masks: Promise<void> } | undefined> {
+    let pending: Promise<void>[] | null = null;
+    for (const { sample, seq } of batch.items) {
+      const g = seq.grammar;
+      if (sample && g && g.mask === null && g.error === null && !g.terminated)
+        (pending ??= []).push(g.pending);
+    }
+    if (!pending) return undefined;
+    const masks = Promise.all(pending).then(() => {});
+    if (this.overlapMasks) {
+      this.lateSteps++;
+      return { masks };
+    }
+    await masks;
+    return undefined;
   }
 
   /** Feeds a sampled token to the sequence's matcher; returns an error if it is already broken. */

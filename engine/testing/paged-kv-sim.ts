@@ -29,7 +29,9 @@ export class PagedKvSim implements Runner {
     this.slots = new Int32Array(kvBlocks * blockSize).fill(-1);
   }
 
-  async step(batch: ScheduledBatch): Promise<StepOutput> {
+  async step(batch: ScheduledBatch, masksReady?: Promise<void>): Promise<StepOutput> {
+    // The simulator does not mask; it only keeps the contract (sample after the masks).
+    if (masksReady) await masksReady;
     const plan = buildStepPlan(batch, this.blockSize);
     if (this.keepPlans) this.plans.push(plan);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));

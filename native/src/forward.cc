@@ -407,7 +407,7 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
     if (!out.errors[s].empty()) out.anyError = true;
 }
 
-void Context::step(const StepPlanData& plan, StepResultData& out) {
+void Context::step(StepPlanData& plan, StepResultData& out) {
   for (int32_t s = 0; s < plan.S; s++)
     for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t++) tokenSeq_[t] = s;
   tiles_.clear();
@@ -420,6 +420,7 @@ void Context::step(const StepPlanData& plan, StepResultData& out) {
   ropeTables(plan);
   for (int64_t l = 0; l < cfg_.layers; l++) layer(l, plan);
   outputHead(plan, out);
+  if (plan.lateMaskRows > 0) lateMasks.wait(plan.allowedMask);
   sampleAll(plan, out);
 }
 

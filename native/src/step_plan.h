@@ -20,6 +20,8 @@ struct StepPlanData {
   std::vector<uint64_t> seeds;
   std::vector<int32_t> adapterSlots;  // per sequence: LoRA slot, -1 = base model; empty = all base
   ReturnLogits returnLogits = ReturnLogits::None;
+  // > 0: allowedMask is empty and its rows come later (late_masks.h); sampling waits for them.
+  int64_t lateMaskRows = 0;
 };
 
 struct StepResultData {
