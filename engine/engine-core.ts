@@ -14,7 +14,7 @@ import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rp
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
-import { EngineChat, resultAsDelta } from './tools/engine-chat.js';
+import { EngineChat, mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
@@ -30,6 +30,7 @@ import type { Constraint } from './structured/constraint.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import type {
   AdapterList,
+  ChatDelta,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -334,7 +335,8 @@ export class EngineCore implements Engine {
     );
     seq.adapterSlot = adapter.slot;
     this.deps.adapters?.acquire(adapter.entry);
-    if (grammarKey !== null) this.structured.attach(seq, grammarKey);
+    if (grammarKey !== null)
+      this.structured.attach(seq, grammarKey, !params.logprobs && params.bestOf <= params.n);
     const req: LiveRequest = {
       id,
       params,
@@ -515,14 +517,15 @@ export class EngineCore implements Engine {
         req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
-      const { delta, gapMs, chat } = c.accept(token, logprob, now, atLimit);
-      const grammarError = this.structured.afterToken(seq, token);
+      const sampled = c.accept(token, logprob, now, atLimit);
+      const { delta, chat, tokens } = this.appendForced(req, seq, c, token, sampled, now);
+      const grammarError = this.structured.afterTokens(seq, tokens);
       if (grammarError !== null && c.reason === null) {
         c.reason = 'error';
         c.error = grammarError;
       }
-      if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
-      this.metrics.generationTokens++;
+      if (sampled.gapMs !== null) this.metrics.interToken.observe(sampled.gapMs / 1000);
+      this.metrics.generationTokens += tokens.length;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
       if (lp) c.logprobs.push(lp);
       if (!req.buffered) {
@@ -530,7 +533,7 @@ export class EngineCore implements Engine {
           type: 'token',
           requestId: req.id,
           index: c.index,
-          tokenIds: [token],
+          tokenIds: tokens,
           text: delta,
           ...(lp ? { logprobs: [lp] } : {}),
           ...(chat ? { chat } : {}),
@@ -541,6 +544,33 @@ export class EngineCore implements Engine {
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
       }
     });
+  }
+
+  /**
+   * Structured output's jump-forward: after a sampled token, the tokens the grammar forces
+   * join the sequence without a sampling step (engine/structured/jump-forward.ts). Returns the
+   * step's tokens for the choice, sampled one first, and their text and chat deltas.
+   */
+  private appendForced(
+    req: LiveRequest,
+    seq: Sequence,
+    c: ChoiceOutput,
+    token: number,
+    sampled: { delta: string; chat?: ChatDelta },
+    now: number,
+  ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
+    const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
+    if (c.reason !== null) return out;
+    for (const j of this.structured.forcedAfter(seq, token)) {
+      seq.tokens.push(j);
+      out.tokens.push(j);
+      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
+      const r = c.accept(j, 0, now, atLimit);
+      out.delta += r.delta;
+      if (r.chat) out.chat = out.chat ? mergeChatDeltas(out.chat, r.chat) : r.chat;
+      if (c.reason !== null) break; // a stop string or the length limit inside the forced text
+    }
+    return out;
   }
 
   private tokenLogprob(token: number, logprob: number, out: StepOutput, k: number): TokenLogprob {

@@ -9,17 +9,36 @@ import type { Sequence } from '../request-state.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Constraint } from './constraint.js';
 import { GrammarService } from './grammar-service.js';
+import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
 import { checkConstraint } from './validate.js';
 
 export class StructuredOutput {
   private service: GrammarService | null = null;
+  /** Jump-forward (jump-forward.ts); needs a tokenizer that encodes on the event loop. */
+  private readonly jumpTokenizer: JumpTokenizer | null;
+  /** Jump-forward on (the default where the tokenizer allows it); the benchmark's A/B switch. */
+  jumpForward: boolean;
+  /** Tokens appended by jump-forward (the benchmark reports it). */
+  jumpedTokens = 0;
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
     /** Rows of the model's logits. */
     private readonly vocabSize: number,
     private readonly compileTimeoutMs?: number,
-  ) {}
+  ) {
+    const t = tokenizer;
+    this.jumpTokenizer =
+      t.encode && t.isSpecial
+        ? {
+            encode: t.encode.bind(t),
+            decode: (ids) => t.decode(ids),
+            tokenText: (id) => t.tokenText(id),
+            isSpecial: t.isSpecial.bind(t),
+          }
+        : null;
+    this.jumpForward = this.jumpTokenizer !== null;
+  }
 
   /** The synchronous checks of a request's constraint. */
   check(c: unknown): Constraint {
@@ -32,6 +51,8 @@ export class StructuredOutput {
   get grammars(): GrammarService {
     // A grammar thread that died fails its requests; the next request starts a fresh one.
     if (this.service?.dead) this.service = null;
+    // Jump-forward encodes on the event loop: start that tokenizer's thread now, unawaited.
+    if (!this.service && this.jumpTokenizer) this.tokenizer.prepareEncode?.();
     this.service ??= new GrammarService({
       vocab: this.tokenizer.grammarVocab!(),
       vocabSize: this.vocabSize,
@@ -46,13 +67,31 @@ export class StructuredOutput {
     return (await this.grammars.compile(c)).key;
   }
 
-  attach(seq: Sequence, key: string): void {
-    seq.grammar = this.grammars.createMatcher(key);
+  /**
+   * `jump`: the request may use jump-forward. Off where appended tokens would need what they
+   * do not have: a logprob (requests asking for logprobs; best_of ranks by cumulative logprob).
+   */
+  attach(seq: Sequence, key: string, jump: boolean): void {
+    seq.grammar = this.grammars.createMatcher(key, jump && this.jumpForward);
   }
 
   /** A best_of fork samples its first token itself: a fresh matcher of the same grammar. */
   fork(parent: Sequence, child: Sequence): void {
-    if (parent.grammar) child.grammar = this.grammars.createMatcher(parent.grammar.key);
+    const g = parent.grammar;
+    if (g) child.grammar = this.grammars.createMatcher(g.key, g.jumpForward);
+  }
+
+  /**
+   * Jump-forward: the tokens the grammar forces after `token` (just sampled for `seq`), to
+   * append without sampling. Call before `afterTokens`, which moves the matcher on.
+   */
+  forcedAfter(seq: Sequence, token: number): number[] {
+    const g = seq.grammar;
+    if (!g?.jumpForward || !this.jumpTokenizer || g.error !== null || g.terminated || g.jump === '')
+      return [];
+    const tokens = forcedTokens(this.jumpTokenizer, token, g.jump);
+    this.jumpedTokens += tokens.length;
+    return tokens;
   }
 
   /**
@@ -86,12 +125,15 @@ export class StructuredOutput {
     return undefined;
   }
 
-  /** Feeds a sampled token to the sequence's matcher; returns an error if it is already broken. */
-  afterToken(seq: Sequence, token: number): string | null {
+  /**
+   * Feeds a sampled token (and those jump-forward appended) to the sequence's matcher;
+   * returns an error if it is already broken.
+   */
+  afterTokens(seq: Sequence, tokens: readonly number[]): string | null {
     const g = seq.grammar;
     if (!g) return null;
     if (g.error !== null) return g.error;
-    if (!g.terminated) this.grammars.accept(g, token);
+    if (!g.terminated) this.grammars.accept(g, ...tokens);
     return null;
   }
 
