@@ -119,21 +119,36 @@ async function engineThroughput(): Promise<string[]> {
     for (const v of VARIANTS) await throughput(engine, 2, v, 0);
     for (const c of [1, 16]) {
       const runs = VARIANTS.map(() => [] as number[]);
-      const late0 = engine.structured.lateSteps;
-      const jumped0 = engine.structured.jumpedTokens;
+      /** Per variant: the critical path's wait for masks, per constrained step (ms). */
+      const stalls = VARIANTS.map(() => [] as number[]);
+      const jumped = VARIANTS.map(() => 0);
       for (let r = 0; r < rounds; r++)
-        for (const [k, v] of VARIANTS.entries()) runs[k]!.push(await throughput(engine, c, v, 100 * r));
-      const base = median(runs[0]!);
+        for (const [k, v] of VARIANTS.entries()) {
+          const s0 = engine.structured.maskStalls.length;
+          const j0 = engine.structured.jumpedTokens;
+          runs[k]!.push(await throughput(engine, c, v, 100 * r));
+          stalls[k]!.push(...engine.structured.maskStalls.slice(s0));
+          jumped[k]! += engine.structured.jumpedTokens - j0;
+        }
+      // Paired: each round's ratio to the unconstrained run just before it (the machine's
+      // load drifts between rounds far more than between neighbouring runs).
       VARIANTS.forEach((v, k) => {
-        const m = median(runs[k]!);
-        const slow = (1 - m / base) * 100;
+        const ratio = median(runs[k]!.map((x, r) => x / runs[0]![r]!));
+        const slow = (1 - ratio) * 100;
         const cost = k === 0 ? '—' : slow >= 0 ? `${f1(slow)}% slower` : `${f1(-slow)}% faster`;
-        out.push(`| ${c} | ${v.name} | ${f1(m)} | ${cost} | ${runs[k]!.map(f1).join(', ')} |`);
+        const st = stalls[k]!;
+        const stall =
+          k === 0
+            ? '—'
+            : `${f3(st.reduce((a, b) => a + b, 0) / Math.max(1, st.length))} / ${f3(quantile(st, 0.99))}`;
+        const steps = k === 0 ? '—' : f1(st.length / rounds);
+        const jumps = k === 0 ? '—' : f1(jumped[k]! / (rounds * c));
+        out.push(
+          `| ${c} | ${v.name} | ${f1(median(runs[k]!))} | ${cost} | ${stall} | ${steps} | ${jumps} | ${runs[k]!.map(f1).join(', ')} |`,
+        );
       });
       console.error(
-        `concurrency ${c}: ${VARIANTS.map((v, k) => `${v.name} ${runs[k]!.map(f1).join(' ')}`).join('; ')}` +
-          ` (${engine.structured.lateSteps - late0} steps started before their masks were ready,` +
-          ` ${engine.structured.jumpedTokens - jumped0} tokens appended by jump-forward)`,
+        `concurrency ${c}: ${VARIANTS.map((v, k) => `${v.name} ${runs[k]!.map(f1).join(' ')}`).join('; ')}`,
       );
     }
   } finally {
@@ -252,7 +267,8 @@ async function llamaPeer(modelPath: string): Promise<string[]> {
 
 const modelPath = ensureDefaultModel();
 const head =
-  '| concurrency | request | output tok/s (median) | vs unconstrained | rounds |\n|---|---|---|---|---|';
+  '| concurrency | request | output tok/s (median) | vs unconstrained (median of paired rounds) | mask wait per constrained step, mean / p99 ms | constrained steps per round | tokens jumped per request | rounds |\n' +
+  '|---|---|---|---|---|---|---|---|';
 const prism = await engineThroughput();
 console.log(
   `Prism, ${maxTokens} output tokens per request, ${rounds} interleaved rounds, threads ${threads}:\n`,

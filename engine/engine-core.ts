@@ -438,7 +438,7 @@ export class EngineCore implements Engine {
       try {
         const late = await this.structured.beforeStep(batch);
         this.stepping = true;
-        out = await this.deps.runner.step(batch, late?.masks);
+        out = await this.deps.runner.step(batch, late);
       } catch (e) {
         this.failBatch(batch, e);
         continue;

@@ -18,11 +18,17 @@ export interface Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
   /**
-   * `masksReady` (structured output): the constrained sequences' masks (seq.grammar.mask) are
-   * still being computed; the step may start its forward pass and must sample only after it
-   * settles. Absent: every mask the step needs is already there (or none is needed).
+   * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
+   * being computed; the step may start its forward pass and must sample only after
+   * `late.masks` settles. Absent: every mask the step needs is already there (or none is).
    */
-  step(batch: ScheduledBatch, masksReady?: Promise<void>): Promise<StepOutput>;
+  step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
+}
+
+export interface LateMasks {
+  readonly masks: Promise<void>;
+  /** Told how long sampling waited for the masks after the forward pass (ms). */
+  readonly waited?: (ms: number) => void;
 }
 
 export class NativeRunner implements Runner {
@@ -39,8 +45,8 @@ export class NativeRunner implements Runner {
     this.kvBlocks = info.kvBlocks;
   }
 
-  step(batch: ScheduledBatch, masksReady?: Promise<void>): Promise<StepOutput> {
-    if (!masksReady) return step(this.ctx, buildStepPlan(batch, this.blockSize));
+  step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
+    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize));
     // The forward pass starts now; the native step waits for the masks before sampling.
     const sources = lateMaskSources(batch);
     const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true));
@@ -60,10 +66,13 @@ export class NativeRunner implements Runner {
     };
     // A grammar that failed leaves its mask missing: lateMaskBuffer lets it sample, and the
     // engine fails that sequence alone when its token comes back.
-    masksReady.then(
+    late.masks.then(
       () => hand(lateMaskBuffer(sources, words)),
       () => hand(lateMaskBuffer(sources, words)),
     );
-    return result;
+    return result.then((r) => {
+      late.waited?.(r.lateMaskWaitMs ?? 0);
+      return r;
+    });
   }
 }

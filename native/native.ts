@@ -157,6 +157,8 @@ export interface StepResult {
   readonly topLogprobValues: Float32Array;
   /** Present when the plan asked for logits. */
   readonly logits?: Float32Array;
+  /** Plans with lateMaskRows: ms sampling waited for supplyMasks after the forward pass (0: they came first). */
+  readonly lateMaskWaitMs?: number;
   /**
    * Present only when some sequence could not be sampled (e.g. its allowed-token mask
    * excludes every token): errors[s] is the reason, null for the sequences that succeeded.

@@ -6,6 +6,7 @@
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../request-state.js';
+import type { LateMasks } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Constraint } from './constraint.js';
 import { GrammarService } from './grammar-service.js';
@@ -101,28 +102,47 @@ export class StructuredOutput {
   overlapMasks = true;
   /** Steps that started before their masks were ready (the benchmark reports it). */
   lateSteps = 0;
+  /**
+   * Per step that samples a constrained sequence: ms the step's critical path waited for
+   * masks (awaited before the step, or, overlapped, waited by sampling after the forward
+   * pass). The benchmark reports it.
+   */
+  readonly maskStalls: number[] = [];
 
   /**
    * Before a step: undefined when every mask the step needs is there (an unconstrained batch
    * pays nothing); else `{ masks }`, the promise of the missing ones, which the runner hands
    * to a step that starts its forward pass at once and samples once the masks are in. (An
    * object, not the promise itself: an async function would wait for a returned promise.)
+   * With `overlapMasks` off, it awaits them itself and returns undefined.
    */
-  async beforeStep(batch: ScheduledBatch): Promise<{ readonly masks: Promise<void> } | undefined> {
+  async beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
     let pending: Promise<void>[] | null = null;
+    let constrained = false;
     for (const { sample, seq } of batch.items) {
       const g = seq.grammar;
-      if (sample && g && g.mask === null && g.error === null && !g.terminated)
-        (pending ??= []).push(g.pending);
+      if (!sample || !g) continue;
+      constrained = true;
+      if (g.mask === null && g.error === null && !g.terminated) (pending ??= []).push(g.pending);
     }
-    if (!pending) return undefined;
+    if (!pending) {
+      if (constrained) this.stall(0);
+      return undefined;
+    }
     const masks = Promise.all(pending).then(() => {});
     if (this.overlapMasks) {
       this.lateSteps++;
-      return { masks };
+      return { masks, waited: (ms) => this.stall(ms) };
     }
+    const t0 = performance.now();
     await masks;
+    this.stall(performance.now() - t0);
     return undefined;
+  }
+
+  private stall(ms: number): void {
+    this.maskStalls.push(ms);
+    if (this.maskStalls.length > 100_000) this.maskStalls.splice(0, 50_000);
   }
 
   /**

@@ -276,6 +276,7 @@ class StepWorker : public Napi::AsyncWorker {
     o.Set("topLogprobsStride", r.topStride);
     o.Set("topLogprobIds", i32(r.topIds.data(), r.topIds.size()));
     o.Set("topLogprobValues", f32(r.topValues.data(), r.topValues.size()));
+    if (ctx_->plan.lateMaskRows > 0) o.Set("lateMaskWaitMs", r.lateMaskWaitMs);
     if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * ctx_->model()->cfg.vocab)));
     if (r.anyError) {
       Napi::Array errs = Napi::Array::New(env, S);

@@ -420,7 +420,7 @@ void Context::step(StepPlanData& plan, StepResultData& out) {
   ropeTables(plan);
   for (int64_t l = 0; l < cfg_.layers; l++) layer(l, plan);
   outputHead(plan, out);
-  if (plan.lateMaskRows > 0) lateMasks.wait(plan.allowedMask);
+  out.lateMaskWaitMs = plan.lateMaskRows > 0 ? lateMasks.wait(plan.allowedMask) : 0;
   sampleAll(plan, out);
 }
 

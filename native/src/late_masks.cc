@@ -1,5 +1,6 @@
 #include "late_masks.h"
 
+#include <chrono>
 #include <stdexcept>
 
 namespace prism {
@@ -27,13 +28,16 @@ bool LateMasks::supply(const int32_t* data, size_t n) {
   return true;
 }
 
-void LateMasks::wait(std::vector<int32_t>& out) {
+double LateMasks::wait(std::vector<int32_t>& out) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return state_ == State::Supplied || state_ == State::Abandoned; });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const bool ok = state_ == State::Supplied;
   state_ = State::Idle;
   if (!ok) throw std::runtime_error("the allowed-token masks of this step were not supplied");
   out.swap(masks_);
+  return ms;
 }
 
 void LateMasks::abandon() {

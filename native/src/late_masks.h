@@ -20,8 +20,8 @@ class LateMasks {
   // Throws std::length_error when `n` is not rows × words.
   bool supply(const int32_t* data, size_t n);
   // Step thread, before sampling: blocks until supplied or abandoned; moves the masks into
-  // `out`. Throws std::runtime_error when they were abandoned.
-  void wait(std::vector<int32_t>& out);
+  // `out`; returns the milliseconds it waited. Throws std::runtime_error when abandoned.
+  double wait(std::vector<int32_t>& out);
   // The context is being disposed (or the step failed before sampling): wake and forget.
   void abandon();
 

@@ -35,6 +35,8 @@ struct StepResultData {
   // Logits asked for by the plan: [rows × vocab] with rows = S ('last') or T ('all').
   float* logits = nullptr;
   int64_t logitRows = 0;
+  // Late masks: how long sampling waited for them after the forward pass (ms).
+  double lateMaskWaitMs = 0;
 };
 
 }  // namespace prism
