@@ -10,6 +10,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
 import { choiceGrammar, type Constraint } from './constraint.js';
+import { rewriteForGrammar } from './schema-rewrite.js';
 import { loadXGrammar } from './xgrammar.js';
 
 export interface GrammarWorkerInit {
@@ -90,7 +91,7 @@ async function compileConstraint(c: Constraint): Promise<CompiledGrammar> {
       // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and
       // punctuation are then forced strings that jump-forward appends without sampling, and a
       // model cannot spin in whitespace. (indent -1 is the package's "no indent".)
-      return gc.compileJSONSchema(c.schema, false, -1, undefined, true);
+      return gc.compileJSONSchema(rewriteForGrammar(c.schema), false, -1, undefined, true);
     case 'regex':
       return gc.compileStructuralTag({
         type: 'structural_tag',
