@@ -40,7 +40,10 @@ const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
 const threads = Number(args.threads);
 
-/** Open-ended (an array of records), so every request runs to max_tokens under the grammar too. */
+/**
+ * Open-ended (an array of at least 40 records), so every request runs to max_tokens under the
+ * grammar too: both sides then generate the same number of tokens.
+ */
 const SCHEMA = {
   type: 'object',
   properties: {
@@ -51,6 +54,8 @@ const SCHEMA = {
         properties: { name: { type: 'string', maxLength: 24 }, city: { type: 'string', maxLength: 24 } },
         required: ['name', 'city'],
       },
+      // More records than fit in the token budget: the array cannot close early.
+      minItems: 40,
     },
   },
   required: ['people'],

@@ -121,7 +121,10 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
         cache.set(req.key, hit);
         return { id: req.id, ok: true, ms: 0, cached: true };
       }
-      // The engine's time limit runs from here, not from when the request joined the queue.
+      // The engine's time limit runs from here, not from when the request joined the queue,
+      // nor while the tokenizer info is built once (seconds on a loaded machine, not the
+      // grammar's doing; a failure there fails the compile below).
+      await getCompiler().catch(() => {});
       parentPort!.postMessage({ id: req.id, started: true });
       const t0 = performance.now();
       let compiled: CompiledGrammar;
