@@ -85,7 +85,18 @@ const VARIANTS: readonly Variant[] = [
   { name: 'unconstrained', constrained: false, overlap: true, jump: false },
   { name: 'json_schema, masks before the step', constrained: true, overlap: false, jump: false },
   { name: 'json_schema, masks during the forward pass', constrained: true, overlap: true, jump: false },
-  { name: 'json_schema, overlap + jump-forward (default)', constrained: true, overlap: true, jump: true },
+  {
+    name: 'json_schema, masks before the step + jump-forward',
+    constrained: true,
+    overlap: false,
+    jump: true,
+  },
+  {
+    name: 'json_schema, masks during the forward pass + jump-forward',
+    constrained: true,
+    overlap: true,
+    jump: true,
+  },
 ];
 
 async function throughput(

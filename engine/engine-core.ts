@@ -123,7 +123,7 @@ export class EngineCore implements Engine {
     );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
-    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize);
+    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize, undefined, o.threads);
   }
 
   // ---------------------------------------------------------------------------- requests

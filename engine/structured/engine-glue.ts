@@ -3,6 +3,7 @@
  * points (accept, admit, fork, before a step, after a token, finish): the grammar thread is
  * started by the first constrained request (a server that never sees one never pays for it).
  */
+import { availableParallelism } from 'node:os';
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../request-state.js';
@@ -27,7 +28,11 @@ export class StructuredOutput {
     /** Rows of the model's logits. */
     private readonly vocabSize: number,
     private readonly compileTimeoutMs?: number,
+    /** Threads of the native context (undefined: one per core). */
+    nativeThreads?: number,
   ) {
+    const cores = availableParallelism();
+    this.overlapMasks = cores > (nativeThreads ?? cores);
     const t = tokenizer;
     this.jumpTokenizer =
       t.encode && t.isSpecial
@@ -96,10 +101,13 @@ export class StructuredOutput {
   }
 
   /**
-   * Overlap the masks with the forward pass (the default). Off: the engine awaits every mask
-   * before it starts the step (the benchmark's A/B switch).
+   * Overlap the masks with the forward pass. Off: the engine awaits every mask before it
+   * starts the step. On by default only where a core is left beside the native step's
+   * threads: its fork-join pool spins, so a grammar thread (and the event loop handing over
+   * the masks) running on one of its cores slows the whole forward pass more than the wait
+   * it saves (measured on a 2-core machine, docs/benchmarks.md). The benchmark's A/B switch.
    */
-  overlapMasks = true;
+  overlapMasks: boolean;
   /** Steps that started before their masks were ready (the benchmark reports it). */
   lateSteps = 0;
   /**

@@ -270,3 +270,27 @@ test('jump-forward: forced tokens are appended without sampling; text, stream, u
   assert.equal(lps.length, lp.finishes[0].tokenIds.length);
   assert.equal(engine.structured.jumpedTokens, jumped);
 });
+
+test('masks during the forward pass: same documents as masks before the step', async () => {
+  const c: Constraint = { kind: 'json_schema', schema: JSON.stringify(person) };
+  const docs = async (overlap: boolean) => {
+    engine.structured.overlapMasks = overlap;
+    const late0 = engine.structured.lateSteps;
+    const all = await Promise.all(
+      [1, 2, 3, 4].map((seed) => run(c, { maxNewTokens: 60, temperature: 0.8, seed })),
+    );
+    return { texts: all.map((r) => r.finishes[0].text), late: engine.structured.lateSteps - late0 };
+  };
+  const saved = engine.structured.overlapMasks;
+  try {
+    const before = await docs(false);
+    const during = await docs(true);
+    assert.equal(before.late, 0);
+    assert.ok(during.late > 0, 'some steps should have started before their masks');
+    assert.deepEqual(during.texts, before.texts);
+    for (const t of during.texts)
+      if (t.endsWith('}')) assert.ok(new Ajv2020().validate(person, JSON.parse(t)), t);
+  } finally {
+    engine.structured.overlapMasks = saved;
+  }
+});
