@@ -27,6 +27,7 @@ test('enforced keywords and non-vocabulary annotations are accepted', () => {
         e: { type: 'string', format: 'date-time' },
         g: { type: ['integer', 'null'], format: 'int32' },
         h: { type: 'integer', format: 'int64' },
+        i: { type: ['string', 'null'], format: 'byte' },
       },
       required: ['a'],
       additionalProperties: false,
@@ -57,6 +58,11 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   refused({ type: ['integer', 'string'], format: 'int64' }, /f\.format: format "int64"/);
   refused({ format: 'int32' }, /f\.format: format "int32"/);
   refused({ type: 'number', format: 'float' }, /f\.format: format "float" is not supported/);
+  refused(
+    { type: 'string', format: 'byte', maxLength: 8 },
+    /f\.format: format "byte" is supported on type "string"/,
+  );
+  refused({ type: 'integer', format: 'byte' }, /f\.format: format "byte"/);
   refused({ enum: Array.from({ length: 17 }, (_, i) => `v${i}`) }, /f\.enum: more than 16 string values/);
   refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
 });

@@ -8,7 +8,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidArgument } from '../errors.js';
-import { INTEGER_FORMAT_RANGES, integerType } from './schema-rewrite.js';
+import { INTEGER_FORMAT_RANGES, byteRewritable, integerType, stringType } from './schema-rewrite.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -89,7 +89,6 @@ const REFUSED_FORMATS = new Set([
   'regex',
   'float',
   'double',
-  'byte',
 ]);
 
 /**
@@ -133,6 +132,7 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'relative-json-pointer',
   'int32',
   'int64',
+  'byte',
 ];
 
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
@@ -185,6 +185,12 @@ function walk(node: unknown, path: string): void {
     throw invalidArgument(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
+    );
+  // byte (base64) is enforced as a pattern (schema-rewrite.ts), on string types only.
+  if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
+    throw invalidArgument(
+      `${path}.format`,
+      'format "byte" is supported on type "string" (or ["string", "null"]) without pattern, minLength or maxLength',
     );
   if (typeof s.format === 'string' && REFUSED_FORMATS.has(s.format))
     throw invalidArgument(

@@ -7,7 +7,7 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GrammarCompiler } from '@mlc-ai/web-xgrammar';
-import { INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
+import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
 import { loadXGrammar } from './xgrammar.js';
 
 const xg = loadXGrammar();
@@ -47,6 +47,10 @@ test('int32/int64 on integer types become ranges; everything else is left alone'
   assert.deepEqual(out.properties.c, { type: 'string', format: 'date' });
   assert.deepEqual(out.properties.d, { const: { type: 'integer', format: 'int32' } });
   assert.deepEqual(out.$defs.e.anyOf[0], { type: 'integer', minimum: -2147483648, maximum: 2147483647 });
+  assert.deepEqual(JSON.parse(rewriteForGrammar('{"type":["string","null"],"format":"byte"}')), {
+    type: ['string', 'null'],
+    pattern: BASE64_PATTERN,
+  });
   const plain = '{"type":"string"}';
   assert.equal(rewriteForGrammar(plain), plain);
 });
@@ -92,3 +96,31 @@ for (const [format, [lo, hi]] of Object.entries(INTEGER_FORMAT_RANGES)) {
     grammar.dispose();
   });
 }
+
+test('the grammar enforces byte (base64) as its pattern, null included', async () => {
+  const schema = rewriteForGrammar(JSON.stringify({ type: ['string', 'null'], format: 'byte' }));
+  const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
+  const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+  for (const text of [
+    '',
+    'QQ==',
+    'QUI=',
+    'QUJD',
+    'QUJDRA==',
+    'QUJ',
+    'Q===',
+    'QU=D',
+    'ab!c',
+    'QUJD\nRA==',
+    'QQ',
+  ]) {
+    const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
+    const ok = m._acceptString(JSON.stringify(text)) && m.isTerminated();
+    m.dispose();
+    assert.equal(ok, base64.test(text), JSON.stringify(text));
+  }
+  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
+  assert.equal(m._acceptString('null') && m.isTerminated(), true);
+  m.dispose();
+  grammar.dispose();
+});

@@ -9,11 +9,20 @@
  * - `format: int64` becomes the range of integers JSON parsers hold exactly, ±(2^53 − 1):
  *   narrower than int64 (whose bounds the library gets wrong), so every document is still a
  *   valid int64 — a documented narrowing, never a skipped check.
+ * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
  */
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
   int32: [-2147483648, 2147483647],
   int64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
+
+/**
+ * `format: byte` (OpenAPI's base64) on a string type becomes this `pattern` (ajv-formats' own
+ * base64 expression; xgrammar enforces `pattern`, also inside a `["string", "null"]` union).
+ * Only without `pattern`, `minLength` and `maxLength`, which xgrammar would drop beside a
+ * pattern (schema-check refuses those combinations).
+ */
+export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
 
 /** Keywords whose value is a map name → subschema, or a list of subschemas (as in schema-check). */
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions'];
@@ -36,6 +45,11 @@ function rewrite(node: unknown): boolean {
     [s.minimum, s.maximum] = range;
     changed = true;
   }
+  if (s.format === 'byte' && stringType(s.type) && byteRewritable(s)) {
+    delete s.format;
+    s.pattern = BASE64_PATTERN;
+    changed = true;
+  }
   for (const k of SCHEMA_MAPS) {
     const m = s[k];
     if (m && typeof m === 'object') for (const sub of Object.values(m)) changed = rewrite(sub) || changed;
@@ -48,6 +62,17 @@ function rewrite(node: unknown): boolean {
   else changed = rewrite(s.items) || changed;
   changed = rewrite(s.additionalProperties) || changed;
   return changed;
+}
+
+/** `string`, or a union of `string` with `null`. */
+export function stringType(type: unknown): boolean {
+  const types = Array.isArray(type) ? type : [type];
+  return types.includes('string') && types.every((t) => t === 'string' || t === 'null');
+}
+
+/** A `byte` format that can become a pattern: nothing beside it that a pattern would drop. */
+export function byteRewritable(s: Record<string, unknown>): boolean {
+  return s.pattern === undefined && s.minLength === undefined && s.maxLength === undefined;
 }
 
 /** `integer`, or a union of `integer` with `null` (Kubernetes' optional integers). */
