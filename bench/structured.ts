@@ -21,7 +21,8 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
 import { GrammarService } from '../engine/structured/grammar-service.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
-import type { Constraint, Engine, GenerateRequest } from '../engine/types.js';
+import type { EngineCore } from '../engine/engine-core.js';
+import type { Constraint, GenerateRequest } from '../engine/types.js';
 import { jsonSchemaBenchDir, sampleFiles } from './jsonschemabench.js';
 import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
 
@@ -31,13 +32,18 @@ const { values: args } = parseArgs({
     tokens: { type: 'string', default: '64' },
     threads: { type: 'string', default: '2' },
     schemas: { type: 'string', default: '40' },
+    /** Only the engine's A/B (no compile timings, no llama.cpp peer). */
+    'engine-only': { type: 'boolean', default: false },
   },
 });
 const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
 const threads = Number(args.threads);
 
-/** Open-ended (an array of records), so every request runs to max_tokens under the grammar too. */
+/**
+ * Open-ended (an array of at least 40 records), so every request runs to max_tokens under the
+ * grammar too: both sides then generate the same number of tokens.
+ */
 const SCHEMA = {
   type: 'object',
   properties: {
@@ -48,6 +54,8 @@ const SCHEMA = {
         properties: { name: { type: 'string', maxLength: 24 }, city: { type: 'string', maxLength: 24 } },
         required: ['name', 'city'],
       },
+      // More records than fit in the token budget: the array cannot close early.
+      minItems: 40,
     },
   },
   required: ['people'],
@@ -64,18 +72,46 @@ const median = (xs: readonly number[]) => quantile(xs, 0.5);
 const f1 = (x: number) => x.toFixed(1);
 const f3 = (x: number) => x.toFixed(3);
 
+/** One side of the A/B: what the engine does for the request. */
+interface Variant {
+  readonly name: string;
+  readonly constrained: boolean;
+  /** Masks computed while the forward pass runs (off: awaited before each step). */
+  readonly overlap: boolean;
+  /** Jump-forward: forced tokens appended without sampling. */
+  readonly jump: boolean;
+}
+const VARIANTS: readonly Variant[] = [
+  { name: 'unconstrained', constrained: false, overlap: true, jump: false },
+  { name: 'json_schema, masks before the step', constrained: true, overlap: false, jump: false },
+  { name: 'json_schema, masks during the forward pass', constrained: true, overlap: true, jump: false },
+  {
+    name: 'json_schema, masks before the step + jump-forward',
+    constrained: true,
+    overlap: false,
+    jump: true,
+  },
+  {
+    name: 'json_schema, masks during the forward pass + jump-forward',
+    constrained: true,
+    overlap: true,
+    jump: true,
+  },
+];
+
 async function throughput(
-  engine: Engine,
+  engine: EngineCore,
   concurrency: number,
-  constrained: boolean,
+  v: Variant,
   seed: number,
 ): Promise<number> {
+  engine.structured.overlapMasks = v.overlap;
+  engine.structured.jumpForward = v.jump;
   const request = (i: number): GenerateRequest => ({
     prompt: { kind: 'chat', messages: [{ role: 'user', content: PROMPT }] },
-    params: { maxNewTokens: maxTokens, temperature: 0.7, seed: seed + i, ignoreEos: !constrained },
-    ...(constrained ? { constraint } : {}),
+    params: { maxNewTokens: maxTokens, temperature: 0.7, seed: seed + i, ignoreEos: !v.constrained },
+    ...(v.constrained ? { constraint } : {}),
   });
-  // Warm the grammar cache and the prefix cache outside the timed part.
   const t0 = performance.now();
   let tokens = 0;
   await Promise.all(
@@ -95,20 +131,41 @@ async function engineThroughput(): Promise<string[]> {
   });
   const out: string[] = [];
   try {
-    await throughput(engine, 2, true, 0); // compile + warm-up
-    await throughput(engine, 2, false, 0);
+    // Warm the grammar cache and the prefix cache outside the timed part.
+    for (const v of VARIANTS) await throughput(engine, 2, v, 0);
     for (const c of [1, 16]) {
-      const a: number[] = [];
-      const b: number[] = [];
-      for (let r = 0; r < rounds; r++) {
-        a.push(await throughput(engine, c, false, 100 * r));
-        b.push(await throughput(engine, c, true, 100 * r));
-      }
-      const slow = (1 - median(b) / median(a)) * 100;
-      out.push(
-        `| ${c} | ${f1(median(a))} | ${f1(median(b))} | ${slow >= 0 ? `${f1(slow)}% slower` : `${f1(-slow)}% faster`} | ${a.map(f1).join(', ')} / ${b.map(f1).join(', ')} |`,
+      const runs = VARIANTS.map(() => [] as number[]);
+      /** Per variant: the critical path's wait for masks, per constrained step (ms). */
+      const stalls = VARIANTS.map(() => [] as number[]);
+      const jumped = VARIANTS.map(() => 0);
+      for (let r = 0; r < rounds; r++)
+        for (const [k, v] of VARIANTS.entries()) {
+          const s0 = engine.structured.maskStalls.length;
+          const j0 = engine.structured.jumpedTokens;
+          runs[k]!.push(await throughput(engine, c, v, 100 * r));
+          stalls[k]!.push(...engine.structured.maskStalls.slice(s0));
+          jumped[k]! += engine.structured.jumpedTokens - j0;
+        }
+      // Paired: each round's ratio to the unconstrained run just before it (the machine's
+      // load drifts between rounds far more than between neighbouring runs).
+      VARIANTS.forEach((v, k) => {
+        const ratio = median(runs[k]!.map((x, r) => x / runs[0]![r]!));
+        const slow = (1 - ratio) * 100;
+        const cost = k === 0 ? '—' : slow >= 0 ? `${f1(slow)}% slower` : `${f1(-slow)}% faster`;
+        const st = stalls[k]!;
+        const stall =
+          k === 0
+            ? '—'
+            : `${f3(st.reduce((a, b) => a + b, 0) / Math.max(1, st.length))} / ${f3(quantile(st, 0.99))}`;
+        const steps = k === 0 ? '—' : f1(st.length / rounds);
+        const jumps = k === 0 ? '—' : f1(jumped[k]! / (rounds * c));
+        out.push(
+          `| ${c} | ${v.name} | ${f1(median(runs[k]!))} | ${cost} | ${stall} | ${steps} | ${jumps} | ${runs[k]!.map(f1).join(', ')} |`,
+        );
+      });
+      console.error(
+        `concurrency ${c}: ${VARIANTS.map((v, k) => `${v.name} ${runs[k]!.map(f1).join(' ')}`).join('; ')}`,
       );
-      console.error(`concurrency ${c}: unconstrained ${a.map(f1)}; json_schema ${b.map(f1)}`);
     }
   } finally {
     await engine.close();
@@ -226,12 +283,14 @@ async function llamaPeer(modelPath: string): Promise<string[]> {
 
 const modelPath = ensureDefaultModel();
 const head =
-  '| concurrency | unconstrained tok/s | json_schema tok/s | cost | rounds (A / B) |\n|---|---|---|---|---|';
+  '| concurrency | request | output tok/s (median) | vs unconstrained (median of paired rounds) | mask wait per constrained step, mean / p99 ms | constrained steps per round | tokens jumped per request | rounds |\n' +
+  '|---|---|---|---|---|---|---|---|';
 const prism = await engineThroughput();
 console.log(
   `Prism, ${maxTokens} output tokens per request, ${rounds} interleaved rounds, threads ${threads}:\n`,
 );
 console.log(`${head}\n${prism.join('\n')}\n`);
+if (args['engine-only']) process.exit(0);
 console.error('compile and mask timings ...');
 const timings = await compileAndMask(modelPath);
 console.log('| grammar work | p50 ms | p99 ms |\n|---|---|---|');

@@ -14,7 +14,7 @@ import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rp
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
-import { EngineChat, resultAsDelta } from './tools/engine-chat.js';
+import { EngineChat, mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
@@ -31,6 +31,7 @@ import { StructuredOutput } from './structured/engine-glue.js';
 import { StepFaults } from './step-fault.js';
 import type {
   AdapterList,
+  ChatDelta,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -112,7 +113,8 @@ export class EngineCore implements Engine {
   private readonly chat: EngineChat;
   /** A native step is running (adapter slots it uses may not change). */
   private stepping = false;
-  private readonly structured: StructuredOutput;
+  /** Structured output (public for the benchmark's switches: overlapMasks, jumpForward). */
+  readonly structured: StructuredOutput;
   private readonly faults = new StepFaults();
 
   constructor(private readonly deps: EngineCoreDeps) {
@@ -126,7 +128,7 @@ export class EngineCore implements Engine {
     );
     this.eos = new Set(deps.tokenizer.eosTokenIds);
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
-    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize);
+    this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize, undefined, o.threads);
   }
 
   // ---------------------------------------------------------------------------- requests
@@ -340,7 +342,8 @@ export class EngineCore implements Engine {
     );
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
     this.deps.adapters?.acquire(adapter.entry);
-    if (grammarKey !== null) this.structured.attach(seq, grammarKey);
+    if (grammarKey !== null)
+      this.structured.attach(seq, grammarKey, !params.logprobs && params.bestOf <= params.n);
     const req: LiveRequest = {
       id,
       params,
@@ -440,9 +443,9 @@ export class EngineCore implements Engine {
       }
       let out: StepOutput;
       try {
-        await this.structured.ready(batch);
+        const late = await this.structured.beforeStep(batch);
         this.stepping = true;
-        out = await this.deps.runner.step(batch);
+        out = await this.deps.runner.step(batch, late);
       } catch (e) {
         this.failBatch(batch, e);
         continue;
@@ -521,14 +524,15 @@ export class EngineCore implements Engine {
         req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
       }
       const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
-      const { delta, gapMs, chat } = c.accept(token, logprob, now, atLimit);
-      const grammarError = this.structured.afterToken(seq, token);
+      const sampled = c.accept(token, logprob, now, atLimit);
+      const { delta, chat, tokens } = this.appendForced(req, seq, c, token, sampled, now);
+      const grammarError = this.structured.afterTokens(seq, tokens);
       if (grammarError !== null && c.reason === null) {
         c.reason = 'error';
         c.error = grammarError;
       }
-      if (gapMs !== null) this.metrics.interToken.observe(gapMs / 1000);
-      this.metrics.generationTokens++;
+      if (sampled.gapMs !== null) this.metrics.interToken.observe(sampled.gapMs / 1000);
+      this.metrics.generationTokens += tokens.length;
       const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
       if (lp) c.logprobs.push(lp);
       if (!req.buffered) {
@@ -536,7 +540,7 @@ export class EngineCore implements Engine {
           type: 'token',
           requestId: req.id,
           index: c.index,
-          tokenIds: [token],
+          tokenIds: tokens,
           text: delta,
           ...(lp ? { logprobs: [lp] } : {}),
           ...(chat ? { chat } : {}),
@@ -547,6 +551,33 @@ export class EngineCore implements Engine {
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
       }
     });
+  }
+
+  /**
+   * Structured output's jump-forward: after a sampled token, the tokens the grammar forces
+   * join the sequence without a sampling step (engine/structured/jump-forward.ts). Returns the
+   * step's tokens for the choice, sampled one first, and their text and chat deltas.
+   */
+  private appendForced(
+    req: LiveRequest,
+    seq: Sequence,
+    c: ChoiceOutput,
+    token: number,
+    sampled: { delta: string; chat?: ChatDelta },
+    now: number,
+  ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
+    const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
+    if (c.reason !== null) return out;
+    for (const j of this.structured.forcedAfter(seq, token)) {
+      seq.tokens.push(j);
+      out.tokens.push(j);
+      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
+      const r = c.accept(j, 0, now, atLimit);
+      out.delta += r.delta;
+      if (r.chat) out.chat = out.chat ? mergeChatDeltas(out.chat, r.chat) : r.chat;
+      if (c.reason !== null) break; // a stop string or the length limit inside the forced text
+    }
+    return out;
   }
 
   private tokenLogprob(token: number, logprob: number, out: StepOutput, k: number): TokenLogprob {

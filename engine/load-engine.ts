@@ -132,7 +132,7 @@ export async function loadEngine(
     machineBytes,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx),
+    runner: new NativeRunner(ctx, m.vocabSize),
     tokenizer,
     options: o,
     chatTemplate,

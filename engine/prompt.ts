@@ -30,6 +30,13 @@ export interface EngineTokenizer {
   };
   /** For structured output; absent in test tokenizers, where constrained requests are refused. */
   grammarVocab?(): GrammarVocab;
+  /**
+   * Structured output's jump-forward (engine/structured/jump-forward.ts) tokenizes the text a
+   * grammar forces on the event loop; without these it is off.
+   */
+  encode?(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  prepareEncode?(): void;
+  isSpecial?(id: number): boolean;
 }
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);

@@ -4,9 +4,9 @@
  * scheduler's unit tests can drive it with a scripted runner while the engine itself always
  * runs this one.
  */
-import { contextInfo, step, type ContextHandle, type StepResult } from '../native/native.js';
+import { contextInfo, step, supplyMasks, type ContextHandle, type StepResult } from '../native/native.js';
 import type { ScheduledBatch } from './scheduler.js';
-import { buildStepPlan } from './step-plan.js';
+import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
 /** The part of a native StepResult the engine reads. */
 export type StepOutput = Pick<
@@ -17,20 +17,62 @@ export type StepOutput = Pick<
 export interface Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
-  step(batch: ScheduledBatch): Promise<StepOutput>;
+  /**
+   * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
+   * being computed; the step may start its forward pass and must sample only after
+   * `late.masks` settles. Absent: every mask the step needs is already there (or none is).
+   */
+  step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
+}
+
+export interface LateMasks {
+  readonly masks: Promise<void>;
+  /** Told how long sampling waited for the masks after the forward pass (ms). */
+  readonly waited?: (ms: number) => void;
 }
 
 export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
 
-  constructor(private readonly ctx: ContextHandle) {
+  constructor(
+    private readonly ctx: ContextHandle,
+    /** Rows of the logits (a mask row has ceil(vocabSize/32) words). */
+    private readonly vocabSize: number,
+  ) {
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
   }
 
-  step(batch: ScheduledBatch): Promise<StepOutput> {
-    return step(this.ctx, buildStepPlan(batch, this.blockSize));
+  step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
+    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize));
+    // The forward pass starts now; the native step waits for the masks before sampling.
+    const sources = lateMaskSources(batch);
+    const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true));
+    const words = Math.ceil(this.vocabSize / 32);
+    const hand = (masks: Int32Array | null) => {
+      try {
+        supplyMasks(this.ctx, masks);
+      } catch {
+        // A wrong length is a bug here: fail the step, never leave it waiting. (A disposed
+        // context throws again; disposing it already failed the step.)
+        try {
+          supplyMasks(this.ctx, null);
+        } catch {
+          /* see above */
+        }
+      }
+    };
+    // A grammar that failed leaves its mask missing: lateMaskBuffer lets it sample, and the
+    // engine fails that sequence alone when its token comes back.
+    late.masks.then(
+      () => hand(lateMaskBuffer(sources, words)),
+      () => hand(lateMaskBuffer(sources, words)),
+    );
+    return result.then((r) => {
+      late.waited?.(r.lateMaskWaitMs ?? 0);
+      return r;
+    });
   }
 }

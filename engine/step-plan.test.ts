@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sequence } from './request-state.js';
-import { buildStepPlan } from './step-plan.js';
+import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
+import { SequenceGrammar } from './structured/grammar-service.js';
 
 const sampling = {
   temperature: 0.5,
@@ -45,4 +46,43 @@ test('CSR layout: a prefill chunk and a decode token in one plan', () => {
   assert.deepEqual([...plan.penaltyTokenOffsets], [0, 0, 5]);
   assert.deepEqual([...plan.penaltyTokens], [7, 8, 9, 10, 11]);
   assert.deepEqual([...plan.allowedMaskRows], [-1, -1]);
+});
+
+test('late masks: rows named in the plan, filled later from the matchers taken at build time', () => {
+  const mk = (id: string, block: number) => {
+    const s = new Sequence(id, 0, [1, 2], sampling, 0);
+    s.blockTable = [block];
+    s.numComputed = 1;
+    return s;
+  };
+  const a = mk('a', 0);
+  const b = mk('b', 1);
+  const c = mk('c', 2);
+  const d = mk('d', 3);
+  const grammar = (key: string) => new SequenceGrammar(0, key);
+  a.grammar = grammar('a');
+  c.grammar = grammar('c');
+  d.grammar = grammar('d'); // constrained but not sampling this step: no row
+  const batch = {
+    items: [
+      { seq: a, start: 1, numNew: 1, sample: true },
+      { seq: b, start: 1, numNew: 1, sample: true },
+      { seq: c, start: 1, numNew: 1, sample: true },
+      { seq: d, start: 0, numNew: 1, sample: false },
+    ],
+    copies: [],
+    numTokens: 4,
+  };
+  const plan = buildStepPlan(batch, 4, true);
+  assert.equal(plan.lateMaskRows, 2);
+  assert.equal(plan.allowedMask.length, 0);
+  assert.deepEqual([...plan.allowedMaskRows], [0, -1, 1, -1]);
+  const sources = lateMaskSources(batch);
+  a.grammar = null; // cancelled while the step runs: its row is still filled
+  (sources[1] as SequenceGrammar).mask = Int32Array.from([5, 6]);
+  // a has no mask (its grammar failed): all allowed; c's mask as computed.
+  assert.deepEqual([...lateMaskBuffer(sources, 2)], [-1, -1, 5, 6]);
+  // Without late masks nothing changes: no lateMaskRows, rows only for masks already there.
+  const eager = buildStepPlan(batch, 4);
+  assert.equal(eager.lateMaskRows, undefined);
 });

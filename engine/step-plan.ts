@@ -5,7 +5,12 @@
 import type { StepPlan } from '../native/native.js';
 import type { ScheduledBatch } from './scheduler.js';
 
-export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPlan {
+/**
+ * `lateMasks`: the constrained sequences' masks are not in the plan; each such sequence gets a
+ * row now (`lateMaskRows` of them) and `lateMaskBuffer` fills the rows once the masks are
+ * ready, while the forward pass runs.
+ */
+export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMasks = false): StepPlan {
   const S = batch.items.length;
   let T = 0;
   let blockCount = 0;
@@ -70,7 +75,8 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     if (seq.adapterSlot >= 0) anyAdapter = true;
   });
 
-  const allowedMask = maskRows(batch, allowedMaskRows);
+  const lateMaskRows = lateMasks ? lateRows(batch, allowedMaskRows) : 0;
+  const allowedMask = lateMasks ? new Int32Array(0) : maskRows(batch, allowedMaskRows);
 
   const copies = new Int32Array(batch.copies.length * 2);
   batch.copies.forEach((c, i) => {
@@ -98,6 +104,7 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number): StepPla
     sampleCounters,
     allowedMaskRows,
     allowedMask,
+    ...(lateMaskRows > 0 ? { lateMaskRows } : {}),
     topLogprobs,
     ...(anyAdapter ? { adapterSlots } : {}),
   };
@@ -128,5 +135,39 @@ function maskRows(batch: ScheduledBatch, rows: Int32Array): Int32Array {
   const words = masks[0].length;
   const out = new Int32Array(masks.length * words);
   masks.forEach((m, i) => out.set(m, i * words));
+  return out;
+}
+
+/** Late masks: a row for every constrained sequence that samples, in batch order. */
+function lateRows(batch: ScheduledBatch, rows: Int32Array): number {
+  let n = 0;
+  batch.items.forEach(({ seq, sample }, s) => {
+    if (sample && seq.grammar) rows[s] = n++;
+  });
+  return n;
+}
+
+/**
+ * The matchers behind the rows `lateRows` names, taken when the plan is built (a request
+ * cancelled while the step runs lets go of its sequences' matchers; its rows stay).
+ */
+export function lateMaskSources(batch: ScheduledBatch): { readonly mask: Int32Array | null }[] {
+  return batch.items.filter((i) => i.sample && i.seq.grammar).map((i) => i.seq.grammar!);
+}
+
+/**
+ * The late rows, filled once the masks are ready. A sequence without a mask (its grammar
+ * failed, or has ended) gets an all-allowed row: it samples unconstrained, as in `maskRows`,
+ * and the engine fails it when the token comes back.
+ */
+export function lateMaskBuffer(
+  sources: readonly { readonly mask: Int32Array | null }[],
+  words: number,
+): Int32Array {
+  const out = new Int32Array(sources.length * words);
+  sources.forEach(({ mask: m }, i) => {
+    if (m && m.length === words) out.set(m, i * words);
+    else out.fill(-1, i * words, (i + 1) * words);
+  });
   return out;
 }

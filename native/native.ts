@@ -117,8 +117,18 @@ export interface StepPlan {
   readonly sampleCounters: Int32Array;
   /** Row of `allowedMask` for sequence s, or -1 for no constraint. */
   readonly allowedMaskRows: Int32Array;
-  /** Rows of ceil(vocabSize/32) words; bit (t & 31) of word (t >> 5) set = token t allowed. */
+  /**
+   * Rows of ceil(vocabSize/32) words; bit (t & 31) of word (t >> 5) set = token t allowed.
+   * Empty when `lateMaskRows` > 0.
+   */
   readonly allowedMask: Int32Array;
+  /**
+   * Late masks (structured output): > 0 means `allowedMask` is empty and its `lateMaskRows`
+   * rows come later through `supplyMasks`. The forward pass starts at once and sampling waits
+   * for them, so the grammar computes the masks while the forward pass runs. Absent or 0:
+   * the masks are in the plan (and the step never waits).
+   */
+  readonly lateMaskRows?: number;
   /** -1: no logprobs; 0: logprob of the chosen token; n > 0: also the top-n alternatives. */
   readonly topLogprobs: Int32Array;
   /**
@@ -147,6 +157,8 @@ export interface StepResult {
   readonly topLogprobValues: Float32Array;
   /** Present when the plan asked for logits. */
   readonly logits?: Float32Array;
+  /** Plans with lateMaskRows: ms sampling waited for supplyMasks after the forward pass (0: they came first). */
+  readonly lateMaskWaitMs?: number;
   /**
    * Present only when some sequence could not be sampled (e.g. its allowed-token mask
    * excludes every token): errors[s] is the reason, null for the sequences that succeeded.
@@ -235,6 +247,7 @@ interface NativeAddon {
   step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
   /** Fault test hook: the next `count` steps on `ctx` throw a C++ exception mid-forward (0 disarms). */
   failNextStepsForTest(ctx: ContextHandle, count: number): void;
+  supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean;
   cpuFeatures(): CpuFeatures;
   /**
    * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
@@ -321,6 +334,16 @@ export function disposeContext(ctx: ContextHandle): void {
  */
 export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
   return wrapNativeError(() => addon.step(ctx, plan));
+}
+
+/**
+ * Hands the running step the `lateMaskRows` × ceil(vocabSize/32) words its plan announced;
+ * its sampling starts once they are in (they are copied). `null`: they will not come, and the
+ * step rejects. Returns false when no step waits for masks (e.g. its plan was refused);
+ * throws RangeError for a wrong length (the step keeps waiting: supply again or null).
+ */
+export function supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean {
+  return wrapNativeError(() => addon.supplyMasks(ctx, masks));
 }
 
 /**

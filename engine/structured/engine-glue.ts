@@ -3,23 +3,48 @@
  * points (accept, admit, fork, before a step, after a token, finish): the grammar thread is
  * started by the first constrained request (a server that never sees one never pays for it).
  */
+import { availableParallelism } from 'node:os';
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../request-state.js';
+import type { LateMasks } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Constraint, GrammarConstraint } from './constraint.js';
 import { GrammarService } from './grammar-service.js';
+import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
 import { checkConstraint } from './validate.js';
 
 export class StructuredOutput {
   private service: GrammarService | null = null;
+  /** Jump-forward (jump-forward.ts); needs a tokenizer that encodes on the event loop. */
+  private readonly jumpTokenizer: JumpTokenizer | null;
+  /** Jump-forward on (the default where the tokenizer allows it); the benchmark's A/B switch. */
+  jumpForward: boolean;
+  /** Tokens appended by jump-forward (the benchmark reports it). */
+  jumpedTokens = 0;
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
     /** Rows of the model's logits. */
     private readonly vocabSize: number,
     private readonly compileTimeoutMs?: number,
-  ) {}
+    /** Threads of the native context (undefined: one per core). */
+    nativeThreads?: number,
+  ) {
+    const cores = availableParallelism();
+    this.overlapMasks = cores > (nativeThreads ?? cores);
+    const t = tokenizer;
+    this.jumpTokenizer =
+      t.encode && t.isSpecial
+        ? {
+            encode: t.encode.bind(t),
+            decode: (ids) => t.decode(ids),
+            tokenText: (id) => t.tokenText(id),
+            isSpecial: t.isSpecial.bind(t),
+          }
+        : null;
+    this.jumpForward = this.jumpTokenizer !== null;
+  }
 
   /** The synchronous checks of a request's constraint. */
   check(c: unknown): Constraint {
@@ -32,6 +57,8 @@ export class StructuredOutput {
   get grammars(): GrammarService {
     // A grammar thread that died fails its requests; the next request starts a fresh one.
     if (this.service?.dead) this.service = null;
+    // Jump-forward encodes on the event loop: start that tokenizer's thread now, unawaited.
+    if (!this.service && this.jumpTokenizer) this.tokenizer.prepareEncode?.();
     this.service ??= new GrammarService({
       vocab: this.tokenizer.grammarVocab!(),
       vocabSize: this.vocabSize,
@@ -46,27 +73,95 @@ export class StructuredOutput {
     return (await this.grammars.compile(c)).key;
   }
 
-  attach(seq: Sequence, key: string): void {
-    seq.grammar = this.grammars.createMatcher(key);
+  /**
+   * `jump`: the request may use jump-forward. Off where appended tokens would need what they
+   * do not have: a logprob (requests asking for logprobs; best_of ranks by cumulative logprob).
+   */
+  attach(seq: Sequence, key: string, jump: boolean): void {
+    seq.grammar = this.grammars.createMatcher(key, jump && this.jumpForward);
   }
 
   /** A best_of fork samples its first token itself: a fresh matcher of the same grammar. */
   fork(parent: Sequence, child: Sequence): void {
-    if (parent.grammar) child.grammar = this.grammars.createMatcher(parent.grammar.key);
+    const g = parent.grammar;
+    if (g) child.grammar = this.grammars.createMatcher(g.key, g.jumpForward);
   }
 
-  /** Waits for the masks of the constrained sequences that sample in this step. */
-  async ready(batch: ScheduledBatch): Promise<void> {
-    const pending = batch.items.filter((i) => i.sample && i.seq.grammar).map((i) => i.seq.grammar!.pending);
-    if (pending.length > 0) await Promise.all(pending);
+  /**
+   * Jump-forward: the tokens the grammar forces after `token` (just sampled for `seq`), to
+   * append without sampling. Call before `afterTokens`, which moves the matcher on.
+   */
+  forcedAfter(seq: Sequence, token: number): number[] {
+    const g = seq.grammar;
+    if (!g?.jumpForward || !this.jumpTokenizer || g.error !== null || g.terminated || g.jump === '')
+      return [];
+    const tokens = forcedTokens(this.jumpTokenizer, token, g.jump);
+    this.jumpedTokens += tokens.length;
+    return tokens;
   }
 
-  /** Feeds a sampled token to the sequence's matcher; returns an error if it is already broken. */
-  afterToken(seq: Sequence, token: number): string | null {
+  /**
+   * Overlap the masks with the forward pass. Off: the engine awaits every mask before it
+   * starts the step. On by default only where a core is left beside the native step's
+   * threads: its fork-join pool spins, so a grammar thread (and the event loop handing over
+   * the masks) running on one of its cores slows the whole forward pass more than the wait
+   * it saves (measured on a 2-core machine, docs/benchmarks.md). The benchmark's A/B switch.
+   */
+  overlapMasks: boolean;
+  /** Steps that started before their masks were ready (the benchmark reports it). */
+  lateSteps = 0;
+  /**
+   * Per step that samples a constrained sequence: ms the step's critical path waited for
+   * masks (awaited before the step, or, overlapped, waited by sampling after the forward
+   * pass). The benchmark reports it.
+   */
+  readonly maskStalls: number[] = [];
+
+  /**
+   * Before a step: undefined when every mask the step needs is there (an unconstrained batch
+   * pays nothing); else `{ masks }`, the promise of the missing ones, which the runner hands
+   * to a step that starts its forward pass at once and samples once the masks are in. (An
+   * object, not the promise itself: an async function would wait for a returned promise.)
+   * With `overlapMasks` off, it awaits them itself and returns undefined.
+   */
+  async beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
+    let pending: Promise<void>[] | null = null;
+    let constrained = false;
+    for (const { sample, seq } of batch.items) {
+      const g = seq.grammar;
+      if (!sample || !g) continue;
+      constrained = true;
+      if (g.mask === null && g.error === null && !g.terminated) (pending ??= []).push(g.pending);
+    }
+    if (!pending) {
+      if (constrained) this.stall(0);
+      return undefined;
+    }
+    const masks = Promise.all(pending).then(() => {});
+    if (this.overlapMasks) {
+      this.lateSteps++;
+      return { masks, waited: (ms) => this.stall(ms) };
+    }
+    const t0 = performance.now();
+    await masks;
+    this.stall(performance.now() - t0);
+    return undefined;
+  }
+
+  private stall(ms: number): void {
+    this.maskStalls.push(ms);
+    if (this.maskStalls.length > 100_000) this.maskStalls.splice(0, 50_000);
+  }
+
+  /**
+   * Feeds a sampled token (and those jump-forward appended) to the sequence's matcher;
+   * returns an error if it is already broken.
+   */
+  afterTokens(seq: Sequence, tokens: readonly number[]): string | null {
     const g = seq.grammar;
     if (!g) return null;
     if (g.error !== null) return g.error;
-    if (!g.terminated) this.grammars.accept(g, token);
+    if (!g.terminated) this.grammars.accept(g, ...tokens);
     return null;
   }
 

@@ -28,11 +28,18 @@ export class SequenceGrammar {
   terminated = false;
   /** Set when the matcher refused a token or the worker failed. */
   error: string | null = null;
+  /**
+   * Jump-forward: the string the grammar forces from the state `mask` is for ('' when there
+   * is a choice, or when jump-forward is off for this sequence).
+   */
+  jump = '';
   /** The worker's answer to the latest create/accept; awaited before the next step. */
   pending: Promise<void> = Promise.resolve();
   constructor(
     readonly id: number,
     readonly key: string,
+    /** Jump-forward asked for (the worker then reports `jump`). */
+    readonly jumpForward = false,
   ) {}
 }
 
@@ -136,16 +143,20 @@ export class GrammarService {
   }
 
   /** A new matcher at the grammar's start; its first mask arrives in `pending`. */
-  createMatcher(key: string): SequenceGrammar {
-    const g = new SequenceGrammar(this.nextMatcher++, key);
-    g.pending = this.track(g, this.call({ op: 'create', key, matcher: g.id }));
+  createMatcher(key: string, jumpForward = false): SequenceGrammar {
+    const g = new SequenceGrammar(this.nextMatcher++, key, jumpForward);
+    g.pending = this.track(g, this.call({ op: 'create', key, matcher: g.id, jump: jumpForward }));
     return g;
   }
 
-  /** Advances the matcher by a sampled token; the next mask arrives in `pending`. */
-  accept(g: SequenceGrammar, token: number): void {
+  /**
+   * Advances the matcher by a sampled token (and the tokens jump-forward appended after it);
+   * the next mask arrives in `pending`.
+   */
+  accept(g: SequenceGrammar, ...tokens: number[]): void {
     g.mask = null;
-    g.pending = g.pending.then(() => this.track(g, this.call({ op: 'accept', matcher: g.id, token })));
+    g.jump = '';
+    g.pending = g.pending.then(() => this.track(g, this.call({ op: 'accept', matcher: g.id, tokens })));
   }
 
   private track(g: SequenceGrammar, reply: Promise<Reply>): Promise<void> {
@@ -155,6 +166,7 @@ export class GrammarService {
         if (!r.accepted && g.error === null) g.error = 'the grammar refused a sampled token';
         g.terminated = r.terminated;
         g.mask = r.mask;
+        g.jump = r.jump;
         this.maskTimes.push(r.maskMs);
         if (this.maskTimes.length > 100_000) this.maskTimes.splice(0, 50_000);
       },

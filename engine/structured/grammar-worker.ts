@@ -10,6 +10,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
 import { choiceGrammar, type GrammarConstraint } from './constraint.js';
+import { rewriteForGrammar } from './schema-rewrite.js';
 import { loadXGrammar } from './xgrammar.js';
 
 export interface GrammarWorkerInit {
@@ -30,8 +31,21 @@ export type WorkerRequest =
       readonly key: string;
       readonly constraint: GrammarConstraint;
     }
-  | { readonly op: 'create'; readonly id: number; readonly key: string; readonly matcher: number }
-  | { readonly op: 'accept'; readonly id: number; readonly matcher: number; readonly token: number }
+  /** `jump`: also answer each step with the string the grammar forces next (jump-forward). */
+  | {
+      readonly op: 'create';
+      readonly id: number;
+      readonly key: string;
+      readonly matcher: number;
+      readonly jump: boolean;
+    }
+  /** Tokens in order: a sampled one, then any appended by jump-forward. */
+  | {
+      readonly op: 'accept';
+      readonly id: number;
+      readonly matcher: number;
+      readonly tokens: readonly number[];
+    }
   | { readonly op: 'free'; readonly id: number; readonly matcher: number };
 
 export type WorkerReply =
@@ -46,6 +60,8 @@ export type WorkerReply =
       readonly terminated: boolean;
       readonly mask: Int32Array;
       readonly maskMs: number;
+      /** What the grammar forces next ('' when it allows a choice, or jump is off). */
+      readonly jump: string;
     }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
@@ -54,7 +70,7 @@ const init = workerData as GrammarWorkerInit;
 let compiler: GrammarCompiler | null = null;
 let info: TokenizerInfo | null = null;
 const cache = new Map<string, CompiledGrammar>();
-const matchers = new Map<number, GrammarMatcher>();
+const matchers = new Map<number, { readonly m: GrammarMatcher; readonly jump: boolean }>();
 
 async function getCompiler(): Promise<GrammarCompiler> {
   if (compiler) return compiler;
@@ -75,9 +91,12 @@ async function compileConstraint(c: GrammarConstraint): Promise<CompiledGrammar>
   switch (c.kind) {
     case 'json_object':
       // Any object: no strict mode, so any properties may appear.
-      return gc.compileJSONSchema('{"type":"object"}', true, undefined, undefined, false);
+      return gc.compileJSONSchema('{"type":"object"}', false, -1, undefined, false);
     case 'json_schema':
-      return gc.compileJSONSchema(c.schema, true, undefined, undefined, true);
+      // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and
+      // punctuation are then forced strings that jump-forward appends without sampling, and a
+      // model cannot spin in whitespace. (indent -1 is the package's "no indent".)
+      return gc.compileJSONSchema(rewriteForGrammar(c.schema), false, -1, undefined, true);
     case 'regex':
       return gc.compileStructuralTag({
         type: 'structural_tag',
@@ -109,7 +128,10 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
         cache.set(req.key, hit);
         return { id: req.id, ok: true, ms: 0, cached: true };
       }
-      // The engine's time limit runs from here, not from when the request joined the queue.
+      // The engine's time limit runs from here, not from when the request joined the queue,
+      // nor while the tokenizer info is built once (seconds on a loaded machine, not the
+      // grammar's doing; a failure there fails the compile below).
+      await getCompiler().catch(() => {});
       parentPort!.postMessage({ id: req.id, started: true });
       const t0 = performance.now();
       let compiled: CompiledGrammar;
@@ -133,27 +155,36 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
       const compiled = cache.get(req.key);
       if (!compiled) return { id: req.id, ok: false, error: 'grammar is no longer compiled' };
       const m = await xg.GrammarMatcher.createGrammarMatcher(compiled);
-      matchers.set(req.matcher, m);
-      return nextMask(req.id, m, true);
+      const entry = { m, jump: req.jump };
+      matchers.set(req.matcher, entry);
+      return nextMask(req.id, entry, true);
     }
     case 'accept': {
-      const m = matchers.get(req.matcher);
-      if (!m) return { id: req.id, ok: false, error: 'no such matcher' };
-      return nextMask(req.id, m, m.acceptToken(req.token));
+      const entry = matchers.get(req.matcher);
+      if (!entry) return { id: req.id, ok: false, error: 'no such matcher' };
+      let accepted = true;
+      for (const t of req.tokens) if (!(accepted = entry.m.acceptToken(t))) break;
+      return nextMask(req.id, entry, accepted);
     }
     case 'free': {
-      matchers.get(req.matcher)?.dispose();
+      matchers.get(req.matcher)?.m.dispose();
       matchers.delete(req.matcher);
       return { id: req.id, ok: true };
     }
   }
 }
 
-async function nextMask(id: number, m: GrammarMatcher, accepted: boolean): Promise<WorkerReply> {
+async function nextMask(
+  id: number,
+  { m, jump }: { readonly m: GrammarMatcher; readonly jump: boolean },
+  accepted: boolean,
+): Promise<WorkerReply> {
   const terminated = m.isTerminated();
   const t0 = performance.now();
   const mask = terminated ? new Int32Array(0) : await m.getNextTokenBitmask();
-  return { id, ok: true, accepted, terminated, mask, maskMs: performance.now() - t0 };
+  const maskMs = performance.now() - t0;
+  const forced = jump && !terminated && accepted ? m.findJumpForwardString() : '';
+  return { id, ok: true, accepted, terminated, mask, maskMs, jump: forced };
 }
 
 // One request at a time, in order: a matcher's accepts must apply in sampling order.

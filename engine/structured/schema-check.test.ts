@@ -25,6 +25,9 @@ test('enforced keywords and non-vocabulary annotations are accepted', () => {
         c: { type: 'array', items: { enum: [1, 'x'] }, minItems: 1 },
         d: { oneOf: [{ type: 'string' }, { type: 'integer' }] },
         e: { type: 'string', format: 'date-time' },
+        g: { type: ['integer', 'null'], format: 'int32' },
+        h: { type: 'integer', format: 'int64' },
+        i: { type: ['string', 'null'], format: 'byte' },
       },
       required: ['a'],
       additionalProperties: false,
@@ -51,7 +54,15 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   );
   refused({ oneOf: [{ type: 'integer' }, { type: 'number' }] }, /f\.oneOf/);
   refused({ type: 'string', format: 'iri' }, /f\.format: format "iri" is not supported/);
-  refused({ type: 'integer', format: 'int32' }, /f\.format: format "int32"/);
+  refused({ type: 'string', format: 'int32' }, /f\.format: format "int32" is supported on type "integer"/);
+  refused({ type: ['integer', 'string'], format: 'int64' }, /f\.format: format "int64"/);
+  refused({ format: 'int32' }, /f\.format: format "int32"/);
+  refused({ type: 'number', format: 'float' }, /f\.format: format "float" is not supported/);
+  refused(
+    { type: 'string', format: 'byte', maxLength: 8 },
+    /f\.format: format "byte" is supported on type "string"/,
+  );
+  refused({ type: 'integer', format: 'byte' }, /f\.format: format "byte"/);
   refused({ enum: Array.from({ length: 17 }, (_, i) => `v${i}`) }, /f\.enum: more than 16 string values/);
   refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
 });

@@ -8,6 +8,7 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidArgument } from '../errors.js';
+import { INTEGER_FORMAT_RANGES, byteRewritable, integerType, stringType } from './schema-rewrite.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -86,11 +87,8 @@ const REFUSED_FORMATS = new Set([
   'idn-email',
   'idn-hostname',
   'regex',
-  'int32',
-  'int64',
   'float',
   'double',
-  'byte',
 ]);
 
 /**
@@ -132,6 +130,9 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'uri-template',
   'json-pointer',
   'relative-json-pointer',
+  'int32',
+  'int64',
+  'byte',
 ];
 
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
@@ -179,6 +180,18 @@ function walk(node: unknown, path: string): void {
   for (const t of types)
     if (typeof t !== 'string' || !TYPES.has(t))
       throw invalidArgument(`${path}.type`, `unknown type ${JSON.stringify(t)}`);
+  // int32/int64 are enforced as ranges (schema-rewrite.ts), on integer types only.
+  if (typeof s.format === 'string' && s.format in INTEGER_FORMAT_RANGES && !integerType(s.type))
+    throw invalidArgument(
+      `${path}.format`,
+      `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
+    );
+  // byte (base64) is enforced as a pattern (schema-rewrite.ts), on string types only.
+  if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
+    throw invalidArgument(
+      `${path}.format`,
+      'format "byte" is supported on type "string" (or ["string", "null"]) without pattern, minLength or maxLength',
+    );
   if (typeof s.format === 'string' && REFUSED_FORMATS.has(s.format))
     throw invalidArgument(
       `${path}.format`,

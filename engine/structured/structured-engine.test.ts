@@ -182,11 +182,11 @@ test('invalid constraints fail the request with INVALID_ARGUMENT naming the fiel
 });
 
 test('preemption, chunked prefill and the prefix cache keep every matcher right', async () => {
-  // 8 blocks of 16 tokens for 4 sequences of ~30 prompt + 40 output tokens: they must
+  // 8 blocks of 16 tokens for 4 sequences of ~30 prompt + up to 40 output tokens: they must
   // preempt and recompute; prefill goes in chunks of 16; the second round hits the cache.
   const tiny = await loadEngine(ensureDefaultModel(), {
     cacheBlockSize: 16,
-    kvBlocks: 10,
+    kvBlocks: 8,
     maxSeqLen: 128,
     maxBatchSize: 4,
     maxPrefillTokens: 16,
@@ -196,7 +196,7 @@ test('preemption, chunked prefill and the prefix cache keep every matcher right'
   try {
     const schema = {
       type: 'object',
-      properties: { items: { type: 'array', items: { type: 'string', maxLength: 8 } } },
+      properties: { items: { type: 'array', items: { type: 'string', maxLength: 8 }, minItems: 3 } },
       required: ['items'],
     };
     const runOn = async (seed: number) => {
@@ -229,5 +229,68 @@ test('preemption, chunked prefill and the prefix cache keep every matcher right'
     );
   } finally {
     await tiny.close();
+  }
+});
+
+test('jump-forward: forced tokens are appended without sampling; text, stream, usage and limits stay right', async () => {
+  const c: Constraint = { kind: 'json_schema', schema: JSON.stringify(person) };
+  const check = (r: Awaited<ReturnType<typeof run>>) => {
+    const f = r.finishes[0];
+    const streamedIds = r.events.flatMap((e) => (e.type === 'token' ? e.tokenIds : []));
+    assert.deepEqual(streamedIds, f.tokenIds);
+    assert.equal(r.streamed(0), f.text);
+    assert.equal(f.usage.completionTokens, f.tokenIds.length);
+    return f;
+  };
+  const before = engine.structured.jumpedTokens;
+  const on = check(await run(c, { maxNewTokens: 80, temperature: 0.8, seed: 11 }));
+  assert.equal(on.reason, 'stop', on.error);
+  assert.ok(new Ajv2020().validate(person, JSON.parse(on.text)), on.text);
+  assert.ok(engine.structured.jumpedTokens > before, 'keys and punctuation should have been jumped over');
+  // Some steps returned more than one token: the forced ones came with the sampled one.
+  // Same seed → same document (jumps depend on the grammar, not on timing).
+  assert.equal(check(await run(c, { maxNewTokens: 80, temperature: 0.8, seed: 11 })).text, on.text);
+
+  // max_tokens inside a forced run: cut exactly there.
+  for (const n of [2, 3, 5]) {
+    const f = check(await run(c, { maxNewTokens: n, temperature: 0 }));
+    assert.equal(f.reason, 'length');
+    assert.equal(f.tokenIds.length, n);
+  }
+  // A stop string inside the forced text ends the choice there.
+  const stopped = check(await run(c, { maxNewTokens: 80, temperature: 0, stop: ['"age'] }));
+  assert.equal(stopped.reason, 'stop');
+  assert.ok(!stopped.text.includes('"age'), stopped.text);
+  assert.ok(stopped.text.startsWith('{"name": "'), stopped.text);
+
+  // Off for logprobs (an appended token has no sampled logprob): one logprob per token.
+  const jumped = engine.structured.jumpedTokens;
+  const lp = await run(c, { maxNewTokens: 40, temperature: 0, logprobs: true });
+  const lps = lp.events.flatMap((e) => (e.type === 'token' ? (e.logprobs ?? []) : []));
+  assert.equal(lps.length, lp.finishes[0].tokenIds.length);
+  assert.equal(engine.structured.jumpedTokens, jumped);
+});
+
+test('masks during the forward pass: same documents as masks before the step', async () => {
+  const c: Constraint = { kind: 'json_schema', schema: JSON.stringify(person) };
+  const docs = async (overlap: boolean) => {
+    engine.structured.overlapMasks = overlap;
+    const late0 = engine.structured.lateSteps;
+    const all = await Promise.all(
+      [1, 2, 3, 4].map((seed) => run(c, { maxNewTokens: 60, temperature: 0.8, seed })),
+    );
+    return { texts: all.map((r) => r.finishes[0].text), late: engine.structured.lateSteps - late0 };
+  };
+  const saved = engine.structured.overlapMasks;
+  try {
+    const before = await docs(false);
+    const during = await docs(true);
+    assert.equal(before.late, 0);
+    assert.ok(during.late > 0, 'some steps should have started before their masks');
+    assert.deepEqual(during.texts, before.texts);
+    for (const t of during.texts)
+      if (t.endsWith('}')) assert.ok(new Ajv2020().validate(person, JSON.parse(t)), t);
+  } finally {
+    engine.structured.overlapMasks = saved;
   }
 });

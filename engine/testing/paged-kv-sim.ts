@@ -7,7 +7,7 @@
  * bug changes the output — and an unpreempted run must match a preempted one exactly.
  */
 import type { StepPlan } from '../../native/native.js';
-import type { Runner, StepOutput } from '../runner.js';
+import type { LateMasks, Runner, StepOutput } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import { buildStepPlan } from '../step-plan.js';
 
@@ -29,7 +29,9 @@ export class PagedKvSim implements Runner {
     this.slots = new Int32Array(kvBlocks * blockSize).fill(-1);
   }
 
-  async step(batch: ScheduledBatch): Promise<StepOutput> {
+  async step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
+    // The simulator does not mask; it only keeps the contract (sample after the masks).
+    if (late) await late.masks;
     const plan = buildStepPlan(batch, this.blockSize);
     if (this.keepPlans) this.plans.push(plan);
     if (this.delayMs > 0) await new Promise((r) => setTimeout(r, this.delayMs));

@@ -26,6 +26,11 @@ export interface Tokenizer {
   readonly chatTemplate: string | null;
   /** Special tokens written in the text (e.g. "<|im_start|>") become their ids. */
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /**
+   * Starts the thread behind `encode` without waiting for it, so that the first `encode` on
+   * the event loop (structured output's jump-forward) does not wait for a tokenizer build.
+   */
+  prepareEncode(): void;
   /** The same ids as `encode`, computed on the libuv pool: the event loop is not blocked meanwhile. */
   encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
@@ -196,6 +201,10 @@ export class HfTokenizer implements Tokenizer {
     // the engine encodes asynchronously and never needs it.
     this.encoder ??= SyncEncoder.open(this.json);
     return Array.from(this.encoder.encode(text, options.addSpecialTokens ?? true));
+  }
+
+  prepareEncode(): void {
+    this.encoder ??= SyncEncoder.open(this.json);
   }
 
   async encodeAsync(text: string, options: { addSpecialTokens?: boolean } = {}): Promise<number[]> {

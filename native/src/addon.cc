@@ -234,7 +234,9 @@ Napi::Value ContextInfo(const Napi::CallbackInfo& info) {
 Napi::Value DisposeContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   ContextBox* b = contextBox(env, info[0], "ctx");
-  // A running step keeps its own reference; the memory goes when it finishes.
+  // A running step keeps its own reference; the memory goes when it finishes. A step waiting
+  // for late masks would wait for ever (nobody can supply them now): it fails instead.
+  if (b->ctx) b->ctx->lateMasks.abandon();
   b->ctx.reset();
   return env.Undefined();
 }
@@ -250,6 +252,7 @@ class StepWorker : public Napi::AsyncWorker {
     try {
       ctx_->step(ctx_->plan, ctx_->result);
     } catch (const std::exception& e) {
+      ctx_->lateMasks.abandon();  // masks that arrive now are for nobody
       SetError(std::string("step failed: ") + e.what());
     }
   }
@@ -273,6 +276,7 @@ class StepWorker : public Napi::AsyncWorker {
     o.Set("topLogprobsStride", r.topStride);
     o.Set("topLogprobIds", i32(r.topIds.data(), r.topIds.size()));
     o.Set("topLogprobValues", f32(r.topValues.data(), r.topValues.size()));
+    if (ctx_->plan.lateMaskRows > 0) o.Set("lateMaskWaitMs", r.lateMaskWaitMs);
     if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * ctx_->model()->cfg.vocab)));
     if (r.anyError) {
       Napi::Array errs = Napi::Array::New(env, S);
@@ -300,6 +304,7 @@ Napi::Value Step(const Napi::CallbackInfo& info) {
   if (ctx->busy) throw Napi::Error::New(env, "step: another step is already running on this context");
   // The plan is copied before the context is marked busy, so a rejected plan leaves it free.
   readStepPlan(env, info[1].As<Napi::Object>(), *ctx, ctx->plan);
+  if (ctx->plan.lateMaskRows > 0) ctx->lateMasks.expect(ctx->plan.lateMaskRows, (ctx->model()->cfg.vocab + 31) / 32);
   ctx->busy = true;
   auto* w = new StepWorker(env, ctx);
   Napi::Promise p = w->promise();
@@ -314,6 +319,23 @@ Napi::Value FailNextStepsForTest(const Napi::CallbackInfo& info) {
   std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
   ctx->failSteps.store(static_cast<int>(intArg(env, info[1], "count", 0, 1 << 20)));
   return env.Undefined();
+}
+
+// Hands the running step the masks its plan announced with lateMaskRows (null: they will not
+// come, the step fails). Returns false when no step waits for masks.
+Napi::Value SupplyMasks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
+  if (info.Length() < 2) throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
+  if (info[1].IsNull()) return Napi::Boolean::New(env, ctx->lateMasks.supply(nullptr, 0));
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
+  Napi::Int32Array a = info[1].As<Napi::Int32Array>();
+  try {
+    return Napi::Boolean::New(env, ctx->lateMasks.supply(a.Data(), a.ElementLength()));
+  } catch (const std::length_error& e) {
+    throw Napi::RangeError::New(env, e.what());
+  }
 }
 
 // --- CPU and kernel hooks ---------------------------------------------------------------
@@ -413,6 +435,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("disposeContext", Napi::Function::New(env, DisposeContext));
   exports.Set("step", Napi::Function::New(env, Step));
   exports.Set("failNextStepsForTest", Napi::Function::New(env, FailNextStepsForTest));
+  exports.Set("supplyMasks", Napi::Function::New(env, SupplyMasks));
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures));
   exports.Set("matmulForTest", Napi::Function::New(env, MatmulForTest));
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "late_masks.h"
 #include "lora.h"
 #include "model.h"
 #include "sampler.h"
@@ -25,8 +26,9 @@ class Context {
  public:
   Context(std::shared_ptr<Model> model, const ContextOptionsData& opts);
 
-  // Runs one validated plan (see addon validation) on the calling thread + the pool.
-  void step(const StepPlanData& plan, StepResultData& out);
+  // Runs one validated plan (see addon validation) on the calling thread + the pool. A plan
+  // with lateMaskRows > 0 waits for `lateMasks` after the forward pass, before sampling.
+  void step(StepPlanData& plan, StepResultData& out);
 
   const std::shared_ptr<Model>& model() const { return model_; }
   const ContextOptionsData& options() const { return opts_; }
@@ -39,6 +41,8 @@ class Context {
   std::atomic<bool> busy{false};
   // Test hook (failNextStepsForTest): the next this-many steps throw mid-forward.
   std::atomic<int> failSteps{0};
+  // Masks of the running step that arrive while its forward pass runs (structured output).
+  LateMasks lateMasks;
   // Resident adapters (lora.h); bound and unbound only while no step runs.
   LoraRunner& lora() { return lora_; }
   const LoraRunner& lora() const { return lora_; }

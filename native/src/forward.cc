@@ -408,7 +408,7 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
     if (!out.errors[s].empty()) out.anyError = true;
 }
 
-void Context::step(const StepPlanData& plan, StepResultData& out) {
+void Context::step(StepPlanData& plan, StepResultData& out) {
   for (int32_t s = 0; s < plan.S; s++)
     for (int32_t t = plan.seqTokenOffsets[s]; t < plan.seqTokenOffsets[s + 1]; t++) tokenSeq_[t] = s;
   tiles_.clear();
@@ -424,6 +424,7 @@ void Context::step(const StepPlanData& plan, StepResultData& out) {
     if (l == 0 && failSteps.load(std::memory_order_relaxed) > 0) injectFault();
   }
   outputHead(plan, out);
+  out.lateMaskWaitMs = plan.lateMaskRows > 0 ? lateMasks.wait(plan.allowedMask) : 0;
   sampleAll(plan, out);
 }
 

@@ -115,7 +115,19 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
   const int64_t words = (V + 31) / 32;
   if (p.allowedMask.size() % words != 0)
     rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));
-  const int64_t maskRows = static_cast<int64_t>(p.allowedMask.size()) / words;
+  // Late masks (late_masks.h): the rows are named now, their bits arrive with supplyMasks.
+  p.lateMaskRows = 0;
+  Napi::Value late = plan.Get("lateMaskRows");
+  if (!late.IsUndefined()) {
+    const double n = late.IsNumber() ? late.As<Napi::Number>().DoubleValue() : -1;
+    if (!(n >= 0 && n <= static_cast<double>(S) && n == std::floor(n)))
+      rangeError(env, "lateMaskRows", "must be an integer in [0, S=" + std::to_string(S) + "]");
+    p.lateMaskRows = static_cast<int64_t>(n);
+    if (p.lateMaskRows > 0 && !p.allowedMask.empty())
+      rangeError(env, "allowedMask", "must be empty when lateMaskRows > 0 (the masks come with supplyMasks)");
+  }
+  const int64_t maskRows =
+      p.lateMaskRows > 0 ? p.lateMaskRows : static_cast<int64_t>(p.allowedMask.size()) / words;
   for (int64_t s = 0; s < S; s++) {
     const std::string i = "[" + std::to_string(s) + "]";
     if (p.sample[s] > 1) rangeError(env, "sample" + i, "must be 0 or 1");

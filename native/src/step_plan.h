@@ -20,6 +20,8 @@ struct StepPlanData {
   std::vector<uint64_t> seeds;
   std::vector<int32_t> adapterSlots;  // per sequence: LoRA slot, -1 = base model; empty = all base
   ReturnLogits returnLogits = ReturnLogits::None;
+  // > 0: allowedMask is empty and its rows come later (late_masks.h); sampling waits for them.
+  int64_t lateMaskRows = 0;
 };
 
 struct StepResultData {
@@ -33,6 +35,8 @@ struct StepResultData {
   // Logits asked for by the plan: [rows × vocab] with rows = S ('last') or T ('all').
   float* logits = nullptr;
   int64_t logitRows = 0;
+  // Late masks: how long sampling waited for them after the forward pass (ms).
+  double lateMaskWaitMs = 0;
 };
 
 }  // namespace prism

@@ -1,0 +1,126 @@
+/**
+ * The int32/int64 rewrite, and the claim it rests on: xgrammar's integer range for exactly
+ * these bounds is exact. Checked digit by digit at each bound (every digit position set to
+ * 0-9 under the bound's prefix, with 0s, 9s or the bound's own digits after it, plus the
+ * neighbours), on the bare grammar (a one-symbol vocabulary, text accepted character-wise).
+ */
+import { before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { GrammarCompiler } from '@mlc-ai/web-xgrammar';
+import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
+import { loadXGrammar } from './xgrammar.js';
+
+const xg = loadXGrammar();
+let compiler: GrammarCompiler;
+
+before(async () => {
+  const info = await xg.TokenizerInfo.createTokenizerInfo(['a'], 'raw', false, 1, [0]);
+  compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+});
+
+test('int32/int64 on integer types become ranges; everything else is left alone', () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      a: { type: ['integer', 'null'], format: 'int32', description: 'x' },
+      b: { type: 'array', items: { type: 'integer', format: 'int64' } },
+      c: { type: 'string', format: 'date' },
+      // Data that looks like a schema is not a schema.
+      d: { const: { type: 'integer', format: 'int32' } },
+    },
+    $defs: { e: { anyOf: [{ type: 'integer', format: 'int32' }, { type: 'null' }] } },
+  };
+  const out = JSON.parse(rewriteForGrammar(JSON.stringify(schema))) as typeof schema & {
+    properties: Record<string, Record<string, unknown>>;
+  };
+  assert.deepEqual(out.properties.a, {
+    type: ['integer', 'null'],
+    minimum: -2147483648,
+    maximum: 2147483647,
+    description: 'x',
+  });
+  assert.deepEqual(out.properties.b!.items, {
+    type: 'integer',
+    minimum: -Number.MAX_SAFE_INTEGER,
+    maximum: Number.MAX_SAFE_INTEGER,
+  });
+  assert.deepEqual(out.properties.c, { type: 'string', format: 'date' });
+  assert.deepEqual(out.properties.d, { const: { type: 'integer', format: 'int32' } });
+  assert.deepEqual(out.$defs.e.anyOf[0], { type: 'integer', minimum: -2147483648, maximum: 2147483647 });
+  assert.deepEqual(JSON.parse(rewriteForGrammar('{"type":["string","null"],"format":"byte"}')), {
+    type: ['string', 'null'],
+    pattern: BASE64_PATTERN,
+  });
+  const plain = '{"type":"string"}';
+  assert.equal(rewriteForGrammar(plain), plain);
+});
+
+/** Candidates around a bound: the digit automaton's edges, and its neighbours. */
+function around(bound: bigint): bigint[] {
+  const digits = (bound < 0n ? -bound : bound).toString();
+  const sign = bound < 0n ? -1n : 1n;
+  const out = new Set<bigint>([0n, 1n, -1n]);
+  for (let i = 0; i < digits.length; i++)
+    for (let d = 0; d <= 9; d++)
+      for (const tail of [
+        '0'.repeat(digits.length - i - 1),
+        '9'.repeat(digits.length - i - 1),
+        digits.slice(i + 1),
+      ])
+        out.add(sign * BigInt(digits.slice(0, i) + d + tail));
+  for (let k = -12n; k <= 12n; k++) out.add(bound + k);
+  out.add(sign * BigInt('1' + '0'.repeat(digits.length)));
+  return [...out];
+}
+
+for (const [format, [lo, hi]] of Object.entries(INTEGER_FORMAT_RANGES)) {
+  test(`the grammar enforces the ${format} range exactly, null included`, async () => {
+    const schema = rewriteForGrammar(JSON.stringify({ type: ['integer', 'null'], format }));
+    const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
+    const accepts = async (text: string) => {
+      const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
+      try {
+        return m._acceptString(text) && m.isTerminated();
+      } finally {
+        m.dispose();
+      }
+    };
+    const wrong: string[] = [];
+    for (const v of [...around(BigInt(lo)), ...around(BigInt(hi))]) {
+      const want = v >= BigInt(lo) && v <= BigInt(hi);
+      if ((await accepts(v.toString())) !== want) wrong.push(v.toString());
+    }
+    assert.deepEqual(wrong, []);
+    assert.equal(await accepts('null'), true);
+    assert.equal(await accepts('1.5'), false);
+    grammar.dispose();
+  });
+}
+
+test('the grammar enforces byte (base64) as its pattern, null included', async () => {
+  const schema = rewriteForGrammar(JSON.stringify({ type: ['string', 'null'], format: 'byte' }));
+  const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
+  const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+  for (const text of [
+    '',
+    'QQ==',
+    'QUI=',
+    'QUJD',
+    'QUJDRA==',
+    'QUJ',
+    'Q===',
+    'QU=D',
+    'ab!c',
+    'QUJD\nRA==',
+    'QQ',
+  ]) {
+    const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
+    const ok = m._acceptString(JSON.stringify(text)) && m.isTerminated();
+    m.dispose();
+    assert.equal(ok, base64.test(text), JSON.stringify(text));
+  }
+  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
+  assert.equal(m._acceptString('null') && m.isTerminated(), true);
+  m.dispose();
+  grammar.dispose();
+});
