@@ -37,6 +37,11 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   data_ = static_cast<const uint8_t*>(p);
 }
 
+void MappedFile::releaseResidentPages() const {
+  // Advice only: a failure leaves the pages resident, which is what happened before.
+  if (data_ && size_ > 0) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

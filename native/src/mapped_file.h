@@ -17,6 +17,12 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Unmaps the pages read so far from this process (they stay in the page cache). Called once
+  // the model is built: the repacked weights are copies, so the file pages the repack read
+  // would otherwise stay resident beside them (about the weights' size again). Safe for
+  // anything still used in place (embeddings, unrepacked types): a later read faults the
+  // page back in from the file, as the first read did.
+  void releaseResidentPages() const;
 
  private:
   std::string path_;

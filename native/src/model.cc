@@ -194,6 +194,7 @@ std::shared_ptr<Model> loadModelFromPath(const std::string& path, const Progress
   else readGgufModel(path, m->cfg, set);
   m->maps = set.maps;
   build(*m, set, progress);
+  for (const auto& map : m->maps) map->releaseResidentPages();
   return m;
 }
 
