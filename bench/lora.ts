@@ -8,11 +8,12 @@
  *   npm run bench:lora [-- --rounds N --new-tokens N --threads N]
  *
  * Scenarios are run round-robin (--rounds times, median reported), so machine drift hits all
- * alike. Not measured here: llama.cpp with an adapter (node-llama-cpp needs a GGUF LoRA; no
- * converter from PEFT ships with the project).
+ * alike. Then the peer (bench/lora-peer.ts): llama.cpp on the same GGUF with one adapter for
+ * every request (the scenario it can run), interleaved round by round with Prism's, after a
+ * check that the converted trained French adapter gives llama.cpp Prism's greedy tokens.
  */
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
@@ -23,6 +24,8 @@ import { targetShape, type BaseShape } from '../engine/adapters/peft-reader.js';
 import { LORA_TARGETS } from '../engine/adapters/names.js';
 import { baseShapeOf } from '../engine/adapters/native-adapter.js';
 import { median } from './stats.js';
+import { convertToGgufLora, LlamaLoraPeer, useProjectPython } from './lora-peer.js';
+import { ensureTrainedAdapters } from '../test/trained-adapters.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -105,10 +108,7 @@ async function runScenario(engine: EngineCore, adapters: string[]): Promise<numb
     Array.from({ length: CONC }, async (_, i) => {
       const adapter = adapters.length > 0 ? adapters[i % adapters.length] : undefined;
       for await (const ev of engine.generate({
-        prompt: {
-          kind: 'text',
-          text: `Request ${i}: write a short story about a lighthouse keeper and the sea.`,
-        },
+        prompt: { kind: 'text', text: prompts()[i]! },
         params: { maxNewTokens: NEW, temperature: 0, ignoreEos: true },
         ...(adapter ? { adapter } : {}),
       })) {
@@ -117,6 +117,108 @@ async function runScenario(engine: EngineCore, adapters: string[]): Promise<numb
     }),
   );
   return tokens / ((performance.now() - started) / 1000);
+}
+
+const prompts = (): string[] =>
+  Array.from(
+    { length: CONC },
+    (_, i) => `Request ${i}: write a short story about a lighthouse keeper and the sea.`,
+  );
+
+/** Greedy token ids of one text prompt through Prism's engine, optionally with an adapter. */
+async function prismGreedy(engine: EngineCore, text: string, n: number, adapter?: string): Promise<number[]> {
+  for await (const ev of engine.generate({
+    prompt: { kind: 'text', text },
+    params: { maxNewTokens: n, temperature: 0, ignoreEos: true },
+    ...(adapter ? { adapter } : {}),
+  }))
+    if (ev.type === 'finish') return [...ev.tokenIds];
+  throw new Error('no finish event');
+}
+
+/**
+ * llama.cpp with one adapter (rank 8 and 64, converted from the very PEFT files Prism loads)
+ * against Prism with the same adapter on every request, interleaved round by round.
+ */
+async function comparePeer(
+  engine: EngineCore,
+  modelPath: string,
+  base: BaseShape,
+  dir: string,
+): Promise<void> {
+  await useProjectPython();
+  const threads = args.threads ? Number(args.threads) : availableParallelism();
+  const peerOptions = { modelPath, threads, concurrency: CONC, tokensPerSequence: 64 + NEW };
+  const heads = { numHeads: base.numHeads, numKvHeads: base.numKvHeads };
+
+  // The conversion is right only if llama.cpp follows the trained adapter as Prism does. The
+  // two engines round activations differently (on this model Prism keeps int16, llama.cpp
+  // int8), so near-ties can split their greedy paths with or without an adapter: the check
+  // prints how many leading tokens agree with the base model and with the adapter side by side.
+  const trained = ensureTrainedAdapters();
+  await convertToGgufLora(trained.paths.fr, join(dir, 'fr.gguf'), heads);
+  await engine.loadAdapter('fr', trained.paths.fr);
+  const single = { ...peerOptions, concurrency: 1 };
+  const [basePeer, frPeer] = [
+    await LlamaLoraPeer.load(single),
+    await LlamaLoraPeer.load(single, join(dir, 'fr.gguf')),
+  ];
+  const leading = (x: number[], y: number[]) => {
+    let i = 0;
+    while (i < x.length && x[i] === y[i]) i++;
+    return i;
+  };
+  console.log(
+    `\nllama.cpp peer check: leading greedy tokens (of 12) equal to Prism's, base model | trained 'fr' adapter converted to GGUF`,
+  );
+  for (const prompt of trained.heldOut) {
+    const b = leading(await prismGreedy(engine, prompt, 12), await basePeer.greedyText(prompt, 12));
+    const f = leading(await prismGreedy(engine, prompt, 12, 'fr'), await frPeer.greedyText(prompt, 12));
+    console.log(`- ${JSON.stringify(prompt)}: ${b} | ${f}`);
+  }
+  await basePeer.dispose();
+  await frPeer.dispose();
+  await engine.unloadAdapter('fr');
+
+  const peers: { label: string; peer: LlamaLoraPeer; rank: number }[] = [];
+  peers.push({ label: 'base only', peer: await LlamaLoraPeer.load(peerOptions), rank: 0 });
+  for (const rank of [8, 64]) {
+    const file = join(dir, `r${rank}-0.gguf`);
+    await convertToGgufLora(join(dir, `r${rank}-0`), file, heads);
+    peers.push({ label: `1 adapter r${rank}`, peer: await LlamaLoraPeer.load(peerOptions, file), rank });
+  }
+  const prism = new Map<string, number[]>();
+  const llama = new Map<string, number[]>();
+  const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, [...(m.get(k) ?? []), v]);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const { label, peer, rank } of peers) {
+      const name = rank ? `r${rank}-0` : undefined;
+      if (name) await engine.loadAdapter(name, join(dir, name));
+      push(prism, label, await runScenario(engine, name ? [name] : []));
+      if (name) await engine.unloadAdapter(name);
+      push(llama, label, await peer.throughput(prompts(), NEW));
+      process.stderr.write(
+        `bench:lora peer round ${round + 1} ${label}: Prism ${prism.get(label)!.at(-1)!.toFixed(1)}, llama.cpp ${llama.get(label)!.at(-1)!.toFixed(1)} tok/s\n`,
+      );
+    }
+  }
+  for (const { peer } of peers) await peer.dispose();
+  console.log(
+    `concurrency ${CONC}, ${NEW} new tokens per request, ${threads} threads each, medians of ${ROUNDS} interleaved rounds`,
+  );
+  console.log(
+    '| scenario | Prism tok/s | llama.cpp tok/s | Prism ÷ llama.cpp | Prism vs its base | llama.cpp vs its base |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  const pb = median(prism.get('base only')!);
+  const lb = median(llama.get('base only')!);
+  for (const { label } of peers) {
+    const p = median(prism.get(label)!);
+    const l = median(llama.get(label)!);
+    console.log(
+      `| ${label} | ${p.toFixed(1)} | ${l.toFixed(1)} | ${(p / l).toFixed(2)}× | ${((p / pb) * 100).toFixed(0)}% | ${((l / lb) * 100).toFixed(0)}% |`,
+    );
+  }
 }
 
 async function main(): Promise<void> {
@@ -176,6 +278,7 @@ async function main(): Promise<void> {
       console.log(
         `adapter load time r${r} (all 7 linear layers × ${base.numLayers} layers, F16 file): median ${median(loadMs[r]!).toFixed(1)} ms`,
       );
+    await comparePeer(engine, modelPath, base, dir);
     await engine.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
