@@ -13,10 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { LlamaContext, LlamaModel, Token } from 'node-llama-cpp';
 import { projectRoot } from '../engine/default-model.js';
-import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
-
-/** Greedy, and through end-of-generation tokens: every sequence makes exactly N tokens, as in Prism's runs. */
-const GREEDY = { temperature: 0, yieldEogToken: true } as const;
+import { GREEDY, loadPrebuiltLlamaModel } from './engine/llamacpp.js';
 
 /**
  * Points $PYTHON at the project's Python (.venv from requirements-dev.txt, made if missing,

@@ -21,7 +21,7 @@ import { loadEngine } from '../engine/load-engine.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { modelInfo, loadModel, disposeModel } from '../native/native.js';
 import { targetShape, type BaseShape } from '../engine/adapters/peft-reader.js';
-import { LORA_TARGETS } from '../engine/adapters/names.js';
+import { HF_MODULE, LORA_TARGETS } from '../engine/adapters/names.js';
 import { baseShapeOf } from '../engine/adapters/native-adapter.js';
 import { median } from './stats.js';
 import { convertToGgufLora, LlamaLoraPeer, useProjectPython } from './lora-peer.js';
@@ -38,16 +38,6 @@ const { values: args } = parseArgs({
 const ROUNDS = Number(args.rounds);
 const NEW = Number(args['new-tokens']);
 const CONC = Number(args.concurrency);
-
-const HF_MODULE: Record<string, string> = {
-  q: 'self_attn.q_proj',
-  k: 'self_attn.k_proj',
-  v: 'self_attn.v_proj',
-  o: 'self_attn.o_proj',
-  gate: 'mlp.gate_proj',
-  up: 'mlp.up_proj',
-  down: 'mlp.down_proj',
-};
 
 const F32 = new Float32Array(1);
 const U32 = new Uint32Array(F32.buffer);
@@ -101,6 +91,12 @@ function writeAdapter(dir: string, base: BaseShape, r: number, seed: number): vo
   writeFileSync(join(dir, 'adapter_config.json'), JSON.stringify(config), { mode: 0o644 });
 }
 
+/** One prompt per concurrent request, the same for Prism and the llama.cpp peer. */
+const PROMPTS: readonly string[] = Array.from(
+  { length: CONC },
+  (_, i) => `Request ${i}: write a short story about a lighthouse keeper and the sea.`,
+);
+
 async function runScenario(engine: EngineCore, adapters: string[]): Promise<number> {
   const started = performance.now();
   let tokens = 0;
@@ -108,7 +104,7 @@ async function runScenario(engine: EngineCore, adapters: string[]): Promise<numb
     Array.from({ length: CONC }, async (_, i) => {
       const adapter = adapters.length > 0 ? adapters[i % adapters.length] : undefined;
       for await (const ev of engine.generate({
-        prompt: { kind: 'text', text: prompts()[i]! },
+        prompt: { kind: 'text', text: PROMPTS[i]! },
         params: { maxNewTokens: NEW, temperature: 0, ignoreEos: true },
         ...(adapter ? { adapter } : {}),
       })) {
@@ -118,12 +114,6 @@ async function runScenario(engine: EngineCore, adapters: string[]): Promise<numb
   );
   return tokens / ((performance.now() - started) / 1000);
 }
-
-const prompts = (): string[] =>
-  Array.from(
-    { length: CONC },
-    (_, i) => `Request ${i}: write a short story about a lighthouse keeper and the sea.`,
-  );
 
 /** Greedy token ids of one text prompt through Prism's engine, optionally with an adapter. */
 async function prismGreedy(engine: EngineCore, text: string, n: number, adapter?: string): Promise<number[]> {
@@ -196,7 +186,7 @@ async function comparePeer(
       if (name) await engine.loadAdapter(name, join(dir, name));
       push(prism, label, await runScenario(engine, name ? [name] : []));
       if (name) await engine.unloadAdapter(name);
-      push(llama, label, await peer.throughput(prompts(), NEW));
+      push(llama, label, await peer.throughput(PROMPTS, NEW));
       process.stderr.write(
         `bench:lora peer round ${round + 1} ${label}: Prism ${prism.get(label)!.at(-1)!.toFixed(1)}, llama.cpp ${llama.get(label)!.at(-1)!.toFixed(1)} tok/s\n`,
       );

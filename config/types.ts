@@ -70,15 +70,25 @@ export interface ServerConfig {
   readonly limits: ServerLimits;
 }
 
+/** config.json ServerConfig.limits, resolved; what each guards (gateways/shared/limits.ts). */
 export interface ServerLimits {
+  /** Deepest nesting of arrays/objects in a JSON body. */
   readonly maxJsonDepth: number;
+  /** Longest array anywhere in a JSON body. */
   readonly maxArrayLength: number;
+  /** Longest `messages` list (chat). */
   readonly maxMessages: number;
+  /** Longest `tools` / `functions` list (chat). */
   readonly maxTools: number;
+  /** Bytes of the request line and headers together (Node answers 431 beyond). */
   readonly maxHeaderBytes: number;
+  /** Number of request headers (431 beyond). */
   readonly maxHeaderCount: number;
+  /** A client must send all its headers within this (slowloris), ms. */
   readonly headersTimeoutMs: number;
+  /** A client must send its whole request (headers and body) within this, ms. */
   readonly requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this, ms. */
   readonly keepAliveTimeoutMs: number;
 }
 

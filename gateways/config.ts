@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import type { ServerLimits } from '../config/types.js';
 import { checkKeyShape, readApiKeyFile } from './shared/auth.js';
 
 export interface TlsConfig {
@@ -34,25 +35,7 @@ export interface ListenerConfig {
  * Limits that protect the process from what a client sends (shared/limits.ts); each is named
  * in config/README.md with its default. ServerConfig.limits in config.json.
  */
-export interface GatewayLimits {
-  /** Deepest nesting of arrays/objects in a JSON body. */
-  readonly maxJsonDepth: number;
-  /** Longest array anywhere in a JSON body. */
-  readonly maxArrayLength: number;
-  /** Longest `messages` list (chat). */
-  readonly maxMessages: number;
-  /** Longest `tools` / `functions` list (chat). */
-  readonly maxTools: number;
-  /** Bytes of the request line and headers together (Node answers 431 beyond). */
-  readonly maxHeaderBytes: number;
-  /** Number of request headers (431 beyond). */
-  readonly maxHeaderCount: number;
-  /** A client must send all its headers within this (slowloris), ms. */
-  readonly headersTimeoutMs: number;
-  /** A client must send its whole request (headers and body) within this, ms. */
-  readonly requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this, ms. */
-  readonly keepAliveTimeoutMs: number;
+export interface GatewayLimits extends ServerLimits {
   /** Open connections on the service listener; more are closed at once (3 × maxLinkNum). */
   readonly maxConnections: number;
 }

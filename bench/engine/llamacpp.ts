@@ -16,7 +16,7 @@ import type { BenchEngine, DecodeTiming, PrefillTiming, TokenIds } from './types
  * generation at EOS, while the measures need exactly N tokens of every sequence (Prism's
  * step() does not stop either; `greedy()` applies the stop set itself).
  */
-const GREEDY = { temperature: 0, yieldEogToken: true } as const;
+export const GREEDY = { temperature: 0, yieldEogToken: true } as const;
 
 export interface LlamaCppOptions {
   readonly modelPath: string;

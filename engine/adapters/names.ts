@@ -7,7 +7,8 @@
 export const LORA_TARGETS = ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] as const;
 export type LoraTarget = (typeof LORA_TARGETS)[number];
 
-const HF_MODULE: Record<LoraTarget, string> = {
+/** The Hugging Face module path of each target inside a decoder layer (PEFT keys name it). */
+export const HF_MODULE: Record<LoraTarget, string> = {
   q: 'self_attn.q_proj',
   k: 'self_attn.k_proj',
   v: 'self_attn.v_proj',
