@@ -14,7 +14,7 @@ import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rp
 import { BlockManager } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
-import { EngineChat, mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
+import { EngineChat, resultAsDelta } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
@@ -31,7 +31,6 @@ import { StructuredOutput } from './structured/engine-glue.js';
 import { StepFaults } from './step-fault.js';
 import type {
   AdapterList,
-  ChatDelta,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -414,10 +413,14 @@ export class EngineCore implements Engine {
 
   /** A bug in the loop itself must not take the process down: fail every live request. */
   private failAll(e: unknown): void {
-    const message = `engine step loop failed: ${e instanceof Error ? e.message : String(e)}`;
+    // A bug in the loop itself is the server's fault, as a native step that throws is.
+    const fault = new EngineError(
+      'INTERNAL',
+      `engine step loop failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
     for (const req of [...this.requests.values()]) {
       for (const s of req.seqs) s.inFlight = false;
-      this.failRequest(req, message);
+      this.failRequest(req, fault.message, fault);
     }
     for (const s of [...this.scheduler.running, ...this.scheduler.waiting]) this.scheduler.finish(s);
   }
@@ -523,9 +526,10 @@ export class EngineCore implements Engine {
         this.metrics.ttft.observe((now - req.arrival) / 1000);
         req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
       }
-      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
-      const sampled = c.accept(token, logprob, now, atLimit);
-      const { delta, chat, tokens } = this.appendForced(req, seq, c, token, sampled, now);
+      const atLimit = () =>
+        c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
+      const sampled = c.accept(token, logprob, now, atLimit());
+      const { delta, chat, tokens } = this.structured.appendForced(seq, c, token, sampled, now, atLimit);
       const grammarError = this.structured.afterTokens(seq, tokens);
       if (grammarError !== null && c.reason === null) {
         c.reason = 'error';
@@ -551,33 +555,6 @@ export class EngineCore implements Engine {
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
       }
     });
-  }
-
-  /**
-   * Structured output's jump-forward: after a sampled token, the tokens the grammar forces
-   * join the sequence without a sampling step (engine/structured/jump-forward.ts). Returns the
-   * step's tokens for the choice, sampled one first, and their text and chat deltas.
-   */
-  private appendForced(
-    req: LiveRequest,
-    seq: Sequence,
-    c: ChoiceOutput,
-    token: number,
-    sampled: { delta: string; chat?: ChatDelta },
-    now: number,
-  ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
-    const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
-    if (c.reason !== null) return out;
-    for (const j of this.structured.forcedAfter(seq, token)) {
-      seq.tokens.push(j);
-      out.tokens.push(j);
-      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.options.maxSeqLen;
-      const r = c.accept(j, 0, now, atLimit);
-      out.delta += r.delta;
-      if (r.chat) out.chat = out.chat ? mergeChatDeltas(out.chat, r.chat) : r.chat;
-      if (c.reason !== null) break; // a stop string or the length limit inside the forced text
-    }
-    return out;
   }
 
   private tokenLogprob(token: number, logprob: number, out: StepOutput, k: number): TokenLogprob {

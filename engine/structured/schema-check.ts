@@ -9,6 +9,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidArgument } from '../errors.js';
 import { INTEGER_FORMAT_RANGES, byteRewritable, integerType, stringType } from './schema-rewrite.js';
+import { mergeBranches } from './branch-merge.js';
+import { branchesDisjoint } from './oneof-disjoint.js';
+import { impliedType, undecidableRequired } from './schema-implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -135,6 +138,20 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'byte',
 ];
 
+/**
+ * A refused keyword that constrains nothing where it stands, so validators and we ignore it:
+ * `additionalItems` without a tuple `items` array (it judges only items past the tuple), and
+ * an empty `dependencies`/`dependentRequired`/`dependentSchemas` map.
+ */
+function isNoOp(s: Record<string, unknown>, key: string): boolean {
+  if (key === 'additionalItems') return !Array.isArray(s.items);
+  if (key === 'dependencies' || key === 'dependentRequired' || key === 'dependentSchemas') {
+    const m = s[key];
+    return m !== null && typeof m === 'object' && !Array.isArray(m) && Object.keys(m).length === 0;
+  }
+  return false;
+}
+
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const REFUSED = new Set(REFUSED_KEYWORDS);
 /** Keywords whose value is a map name → subschema. */
@@ -160,17 +177,17 @@ export function checkJsonSchema(schema: unknown, field: string): void {
     const where = e?.instancePath ? e.instancePath.replace(/\//g, '.') : '';
     throw invalidArgument(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
   }
-  walk(schema as Record<string, unknown>, field);
+  walk(schema as Record<string, unknown>, field, schema);
 }
 
-function walk(node: unknown, path: string): void {
+function walk(node: unknown, path: string, root: unknown): void {
   if (typeof node === 'boolean') return;
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
   const s = node as Record<string, unknown>;
   for (const key of Object.keys(s)) {
     const wrong = WRONGLY_ENFORCED.get(key);
     if (wrong) throw invalidArgument(`${path}.${key}`, wrong);
-    if (REFUSED.has(key))
+    if (REFUSED.has(key) && !isNoOp(s, key))
       throw invalidArgument(
         `${path}.${key}`,
         `keyword '${key}' is not supported: the grammar cannot enforce it (supported: ${ENFORCED_KEYWORDS.join(', ')})`,
@@ -207,11 +224,31 @@ function walk(node: unknown, path: string): void {
       `${path}.enum`,
       `more than ${MAX_ENUM_STRINGS} string values are not supported (the grammar library merges long string alternations wrongly)`,
     );
-  if (Array.isArray(s.oneOf) && !branchesDisjoint(s.oneOf))
+  if (impliedType(s) === 'mixed')
+    throw invalidArgument(path, "has keywords of several JSON types but no 'type': name the type");
+  const undecided = undecidableRequired(s);
+  if (undecided !== undefined)
     throw invalidArgument(
-      `${path}.oneOf`,
-      'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or give each branch a different type',
+      `${path}.required`,
+      `names ${JSON.stringify(undecided)}, which is not in 'properties' while additionalProperties is false or patternProperties is given`,
     );
+  if (Array.isArray(s.oneOf) && Array.isArray(s.anyOf))
+    throw invalidArgument(`${path}.oneOf`, 'oneOf beside anyOf is not supported');
+  if (Array.isArray(s.oneOf) || Array.isArray(s.anyOf)) {
+    const merged = mergeBranches(s, root);
+    if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
+    // A merged branch is what the grammar compiles: its combinations (a pattern from the
+    // parent beside a branch's maxLength) must pass the same rules.
+    if (merged.moved.length > 0) {
+      const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
+      merged.branches.forEach((b, i) => walk(b, `${path}.${alt}[${i}]`, root));
+    }
+    if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches))
+      throw invalidArgument(
+        `${path}.oneOf`,
+        'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or make the branches exclusive (different types or const/enum values, a required property with different const values, or additionalProperties false)',
+      );
+  }
   if (Array.isArray(s.allOf) && s.allOf.length > 1)
     throw invalidArgument(`${path}.allOf`, 'allOf with more than one schema is not supported');
   if (typeof s.$ref === 'string' && !s.$ref.startsWith('#'))
@@ -219,45 +256,13 @@ function walk(node: unknown, path: string): void {
   for (const k of SCHEMA_MAPS) {
     const m = s[k];
     if (m && typeof m === 'object')
-      for (const [name, sub] of Object.entries(m)) walk(sub, `${path}.${k}.${name}`);
+      for (const [name, sub] of Object.entries(m)) walk(sub, `${path}.${k}.${name}`, root);
   }
   for (const k of SCHEMA_LISTS) {
     const l = s[k];
-    if (Array.isArray(l)) l.forEach((sub, i) => walk(sub, `${path}.${k}[${i}]`));
+    if (Array.isArray(l)) l.forEach((sub, i) => walk(sub, `${path}.${k}[${i}]`, root));
   }
-  if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`));
-  else walk(s.items, `${path}.items`);
-  walk(s.additionalProperties, `${path}.additionalProperties`);
-}
-
-/** The JSON types a branch can take (integer counted as number), or null when not evident. */
-function branchTypes(b: unknown): Set<string> | null {
-  if (b === null || typeof b !== 'object' || Array.isArray(b)) return null;
-  const s = b as Record<string, unknown>;
-  const jsonType = (v: unknown) =>
-    v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v === 'object' ? 'object' : typeof v;
-  let types: unknown[] | null = null;
-  if (typeof s.type === 'string') types = [s.type];
-  else if (Array.isArray(s.type)) types = s.type;
-  else if ('const' in s) types = [jsonType(s.const)];
-  else if (Array.isArray(s.enum)) types = s.enum.map(jsonType);
-  if (!types) return null;
-  return new Set(types.map((t) => (t === 'integer' ? 'number' : String(t))));
-}
-
-/**
- * xgrammar compiles oneOf as anyOf. That is exact only when no document can match two
- * branches; branches of pairwise different JSON types guarantee it.
- */
-function branchesDisjoint(branches: readonly unknown[]): boolean {
-  const seen = new Set<string>();
-  for (const b of branches) {
-    const types = branchTypes(b);
-    if (!types) return false;
-    for (const t of types) {
-      if (seen.has(t)) return false;
-      seen.add(t);
-    }
-  }
-  return true;
+  if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`, root));
+  else walk(s.items, `${path}.items`, root);
+  walk(s.additionalProperties, `${path}.additionalProperties`, root);
 }

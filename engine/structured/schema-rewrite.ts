@@ -10,7 +10,12 @@
  *   narrower than int64 (whose bounds the library gets wrong), so every document is still a
  *   valid int64 — a documented narrowing, never a skipped check.
  * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
+ * - keywords beside `anyOf`/`oneOf` move into each branch (branch-merge.ts), and implied types
+ *   and required properties are spelled out (schema-implicit.ts).
  */
+import { distributeSiblings } from './branch-merge.js';
+import { makeImplicitExplicit } from './schema-implicit.js';
+
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
   int32: [-2147483648, 2147483647],
   int64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
@@ -31,7 +36,11 @@ const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
 /** The schema text xgrammar compiles (the input itself when nothing needs rewriting). */
 export function rewriteForGrammar(schemaText: string): string {
   const schema = JSON.parse(schemaText) as unknown;
-  return rewrite(schema) ? JSON.stringify(schema) : schemaText;
+  // Keywords beside anyOf/oneOf move into the branches first, so that what they imply is
+  // made explicit in each branch.
+  const distributed = distributeSiblings(schema);
+  const explicit = makeImplicitExplicit(schema);
+  return rewrite(schema) || distributed || explicit ? JSON.stringify(schema) : schemaText;
 }
 
 /** Rewrites `node` in place; true when anything changed. */

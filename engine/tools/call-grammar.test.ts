@@ -143,3 +143,38 @@ describe('tool-call grammar', () => {
     assert.equal(toolCallConstraint({ toolChoice: 'auto' }, family, false), null);
   });
 });
+
+describe('tool parameter schemas get the same rewrite as response_format schemas', () => {
+  it('enforces int32 and a required property beside anyOf', async () => {
+    const family = TOOL_PARSER_FAMILIES.find((f) => f.name === 'qwen2_5')!;
+    const syntax = callSyntax(family)!;
+    const c = toolCallConstraint(
+      {
+        tools: [
+          {
+            name: 'pick',
+            parameters: {
+              type: 'object',
+              properties: { n: { type: 'integer', format: 'int32' } },
+              required: ['n'],
+              anyOf: [{ properties: { tag: { type: 'string' } } }],
+            },
+          },
+        ],
+        toolChoice: { function: 'pick' },
+      },
+      family,
+      false,
+    );
+    assert.ok(c && c.kind === 'structural_tag');
+    const g = await xg.Grammar.fromStructuralTag(c.tag);
+    try {
+      const call = (args: object) => render(syntax, [{ name: 'pick', args }]);
+      assert.equal(await xg.Testings.isGrammarAcceptString(g, call({ n: 5 })), true);
+      assert.equal(await xg.Testings.isGrammarAcceptString(g, call({ n: 3000000000 })), false);
+      assert.equal(await xg.Testings.isGrammarAcceptString(g, call({ tag: 'x' })), false);
+    } finally {
+      g.dispose();
+    }
+  });
+});

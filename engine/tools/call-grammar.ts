@@ -17,6 +17,7 @@ import type { StructuralTag, StructuralTagFormat, TagFormat } from '@mlc-ai/web-
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarConstraint } from '../structured/constraint.js';
 import { checkJsonSchema } from '../structured/schema-check.js';
+import { rewriteForGrammar } from '../structured/schema-rewrite.js';
 import type { ChatTool, ToolChoice } from '../types.js';
 import { callSyntax, type CallSyntax } from './call-syntax.js';
 import { THINK_END } from './reasoning.js';
@@ -38,7 +39,15 @@ function callTag(syntax: CallSyntax, tool: ChatTool): TagFormat {
   return {
     type: 'tag',
     begin: syntax.prefix(tool.name),
-    content: { type: 'json_schema', json_schema: tool.parameters ?? NO_PARAMETERS },
+    // The same rewrite as a response_format schema (schema-rewrite.ts): what the checker
+    // accepted is what the grammar enforces.
+    content: {
+      type: 'json_schema',
+      json_schema: JSON.parse(rewriteForGrammar(JSON.stringify(tool.parameters ?? NO_PARAMETERS))) as Record<
+        string,
+        unknown
+      >,
+    },
     end: syntax.suffix,
   };
 }

@@ -1,0 +1,249 @@
+/**
+ * Keywords beside `anyOf`/`oneOf`, pushed into every branch.
+ *
+ * xgrammar (0.1.27) compiles a schema that has `anyOf` or `oneOf` from its branches alone and
+ * drops every keyword beside them: `{"required": ["x"], "anyOf": [...]}` accepts documents
+ * without `x`, `{"maxLength": 2, "anyOf": [{"type": "string"}]}` accepts any string. JSON
+ * Schema reads such a node as a conjunction, `P ∧ (B1 ∨ B2)`, which is `(P ∧ B1) ∨ (P ∧ B2)`:
+ * so the parent's keywords are merged into each branch before the grammar sees the schema.
+ *
+ * The merge of `P` and a branch `B` is exact for these cases, and refused for the rest (the
+ * reason names the keyword):
+ * - a keyword in only one of them is kept;
+ * - `required`: the union; `properties`: the union, a name in both must have equal schemas;
+ *   `type`: the intersection (`integer` within `number`) — an empty one drops the branch,
+ *   which no document can match;
+ * - any other keyword in both must be equal;
+ * - `additionalProperties`/`patternProperties` judge only their own schema's `properties`,
+ *   so either side having them refuses a merge that would add properties to it;
+ * - a branch `{"$ref": "#/..."}` is replaced by its target first; `true`/`{}` is `P` itself;
+ *   `false` is dropped.
+ */
+
+/** Keywords that stay on the parent: annotations and definitions (refs point to their path). */
+const STAYS = new Set([
+  'anyOf',
+  'oneOf',
+  '$defs',
+  'definitions',
+  '$schema',
+  '$id',
+  'id',
+  '$comment',
+  'title',
+  'description',
+  'default',
+  'examples',
+  'example',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+]);
+
+export type BranchMerge =
+  | { readonly ok: true; readonly branches: readonly unknown[]; readonly moved: readonly string[] }
+  | { readonly ok: false; readonly keyword: string; readonly reason: string };
+
+type Schema = Record<string, unknown>;
+
+/** Keywords that annotate only: two different values merge to the branch's. */
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  'example',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$comment',
+]);
+
+/** Keywords whose values are data, not schemas. */
+const DATA = new Set(['const', 'enum', 'default', 'examples', 'example']);
+
+const isSchemaObject = (v: unknown): v is Schema => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The keywords of `s` that constrain alongside its `anyOf`/`oneOf` (those that move). */
+function siblings(s: Schema): string[] {
+  return Object.keys(s).filter((k) => !STAYS.has(k) && !k.startsWith('x-'));
+}
+
+/** `s`'s `anyOf` or `oneOf` branches merged with the keywords beside them. */
+export function mergeBranches(s: Schema, root: unknown): BranchMerge {
+  const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
+  const branches = s[alt] as unknown[];
+  const moved = siblings(s);
+  if (moved.length === 0) return { ok: true, branches, moved };
+  const parent = Object.fromEntries(moved.map((k) => [k, s[k]]));
+  const out: unknown[] = [];
+  for (let i = 0; i < branches.length; i++) {
+    const b = resolveRef(branches[i], root);
+    if (b === undefined)
+      return {
+        ok: false,
+        keyword: `${alt}[${i}].$ref`,
+        reason: 'cannot be merged with the keywords beside it',
+      };
+    const merged = mergeOne(parent, b);
+    if (merged === null) continue;
+    if ('keyword' in merged)
+      return {
+        ok: false,
+        keyword: merged.keyword ? `${alt}[${i}].${merged.keyword}` : `${alt}[${i}]`,
+        reason: `conflicts with '${merged.keyword}' beside ${alt} (${merged.reason}); the grammar library enforces only the branches, so the two must merge`,
+      };
+    out.push(merged.schema);
+  }
+  if (out.length === 0)
+    return { ok: false, keyword: alt, reason: `no branch is compatible with the keywords beside ${alt}` };
+  return { ok: true, branches: out, moved };
+}
+
+/**
+ * Rewrites in place every node whose `anyOf`/`oneOf` has constraining keywords beside it
+ * (schema-check has refused the schemas whose merge fails). True when anything changed.
+ */
+export function distributeSiblings(node: unknown, root: unknown = node): boolean {
+  if (!isSchemaObject(node)) return false;
+  let changed = false;
+  if (Array.isArray(node.anyOf) !== Array.isArray(node.oneOf)) {
+    const m = mergeBranches(node, root);
+    if (m.ok && m.moved.length > 0) {
+      for (const k of m.moved) delete node[k];
+      node[Array.isArray(node.oneOf) ? 'oneOf' : 'anyOf'] = m.branches;
+      changed = true;
+    }
+  }
+  for (const [k, v] of Object.entries(node)) {
+    // Data (a `const` or `enum` value, examples) holds no schema: merging inside it would
+    // change the data.
+    if (DATA.has(k)) continue;
+    if (Array.isArray(v)) for (const x of v) changed = distributeSiblings(x, root) || changed;
+    else changed = distributeSiblings(v, root) || changed;
+  }
+  return changed;
+}
+
+/** A branch with a local `$ref` followed (up to 8 hops); undefined when it cannot be. */
+function resolveRef(b: unknown, root: unknown): unknown {
+  for (let hop = 0; hop < 8; hop++) {
+    if (!isSchemaObject(b) || typeof b.$ref !== 'string') return b;
+    // A $ref with other constraining keywords beside it: older drafts ignore them, newer
+    // ones conjoin them; rather than guess, refuse.
+    if (siblings(b).length > 1) return undefined;
+    const target = pointer(root, b.$ref);
+    if (target === undefined) return undefined;
+    b = target;
+  }
+  return undefined;
+}
+
+/** The JSON pointer `#/a/b` within `root`. */
+function pointer(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#')) return undefined;
+  let at: unknown = root;
+  for (const raw of ref.slice(1).split('/').slice(1)) {
+    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (!isSchemaObject(at) && !Array.isArray(at)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return at;
+}
+
+type MergeResult =
+  { readonly schema: unknown } | { readonly keyword: string; readonly reason: string } | null;
+
+/** `P ∧ B` as one schema; null when no document can match it (the branch is dropped). */
+function mergeOne(parent: Schema, b: unknown): MergeResult {
+  if (b === false) return null;
+  if (b === true) return { schema: structuredClone(parent) };
+  if (!isSchemaObject(b)) return { keyword: '', reason: 'a branch must be a schema' };
+  const out: Schema = structuredClone(b);
+  const closes = (s: Schema) => s.additionalProperties !== undefined || s.patternProperties !== undefined;
+  const names = (s: Schema) => Object.keys(isSchemaObject(s.properties) ? s.properties : {});
+  if (closes(parent) && names(b).some((n) => !names(parent).includes(n)))
+    return { keyword: 'properties', reason: 'additionalProperties beside it judges only its own properties' };
+  if (closes(b) && names(parent).some((n) => !names(b).includes(n)))
+    return { keyword: 'additionalProperties', reason: "it would judge the parent's properties too" };
+  for (const [k, pv] of Object.entries(parent)) {
+    if (!(k in out)) {
+      out[k] = structuredClone(pv);
+      continue;
+    }
+    const bv = out[k];
+    if (k === 'required' && Array.isArray(pv) && Array.isArray(bv)) {
+      out[k] = [...new Set([...bv, ...pv])];
+    } else if (k === 'properties' && isSchemaObject(pv) && isSchemaObject(bv)) {
+      // The parent's properties first, in its order, then the branch's own: the grammar
+      // writes properties in the order listed.
+      const merged: Schema = {};
+      out[k] = merged;
+      for (const [name, sub] of Object.entries(pv)) {
+        if (!(name in bv)) {
+          merged[name] = structuredClone(sub);
+          continue;
+        }
+        // A property in both: its schema is the conjunction of the two, merged the same way.
+        let inner: MergeResult;
+        if (sub === true || sameJson(sub, bv[name])) inner = { schema: bv[name] };
+        else if (isSchemaObject(sub)) inner = mergeOne(sub, bv[name]);
+        else inner = { keyword: '', reason: 'different schemas' };
+        if (inner === null) return null; // no value fits both: the property rules the branch out
+        if ('keyword' in inner)
+          return {
+            keyword: ['properties', name, inner.keyword].filter(Boolean).join('.'),
+            reason: inner.reason,
+          };
+        merged[name] = inner.schema;
+      }
+      for (const [name, sub] of Object.entries(bv)) if (!(name in merged)) merged[name] = sub;
+    } else if (k === 'enum' && Array.isArray(pv) && Array.isArray(bv)) {
+      const keep = new Set(pv.map(canonicalJson));
+      const both = bv.filter((v) => keep.has(canonicalJson(v)));
+      if (both.length === 0) return null;
+      out[k] = both;
+    } else if (ANNOTATIONS.has(k)) {
+      // Annotations constrain nothing: the branch's own wins.
+    } else if (k === 'type') {
+      const types = intersectTypes(pv, bv);
+      if (types.length === 0) return null;
+      out[k] = types.length === 1 ? types[0] : types;
+    } else if (!sameJson(pv, bv)) {
+      return { keyword: k, reason: 'different values' };
+    }
+  }
+  // A const beside an enum (one from each side): the const, if the enum has it.
+  if ('const' in out && Array.isArray(out.enum)) {
+    if (!out.enum.some((v) => sameJson(v, out.const))) return null;
+    delete out.enum;
+  }
+  return { schema: out };
+}
+
+function intersectTypes(a: unknown, b: unknown): string[] {
+  const list = (t: unknown) => (Array.isArray(t) ? t.map(String) : [String(t)]);
+  const bs = list(b);
+  const out = new Set<string>();
+  for (const t of list(a)) {
+    if (bs.includes(t)) out.add(t);
+    else if (t === 'number' && bs.includes('integer')) out.add('integer');
+    else if (t === 'integer' && bs.includes('number')) out.add('integer');
+  }
+  return [...out];
+}
+
+/** Equal as JSON values (object key order ignored). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+export function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (isSchemaObject(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v);
+}
