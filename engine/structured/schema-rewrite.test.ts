@@ -4,19 +4,13 @@
  * 0-9 under the bound's prefix, with 0s, 9s or the bound's own digits after it, plus the
  * neighbours), on the bare grammar (a one-symbol vocabulary, text accepted character-wise).
  */
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { GrammarCompiler } from '@mlc-ai/web-xgrammar';
+import { loadGrammarAddon } from '../../native/native.js';
+import { bareCompiler, grammarAccepts } from './bare-grammar.js';
 import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
-import { loadXGrammar } from './xgrammar.js';
 
-const xg = loadXGrammar();
-let compiler: GrammarCompiler;
-
-before(async () => {
-  const info = await xg.TokenizerInfo.createTokenizerInfo(['a'], 'raw', false, 1, [0]);
-  compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
-});
+const xg = loadGrammarAddon();
 
 test('int32/int64 on integer types become ranges; everything else is left alone', () => {
   const schema = {
@@ -74,32 +68,25 @@ function around(bound: bigint): bigint[] {
 }
 
 for (const [format, [lo, hi]] of Object.entries(INTEGER_FORMAT_RANGES)) {
-  test(`the grammar enforces the ${format} range exactly, null included`, async () => {
+  test(`the grammar enforces the ${format} range exactly, null included`, () => {
     const schema = rewriteForGrammar(JSON.stringify({ type: ['integer', 'null'], format }));
-    const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
-    const accepts = async (text: string) => {
-      const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-      try {
-        return m._acceptString(text) && m.isTerminated();
-      } finally {
-        m.dispose();
-      }
-    };
+    const grammar = xg.compileJsonSchema(bareCompiler(), schema, true);
+    const accepts = (text: string) => grammarAccepts(grammar, text);
     const wrong: string[] = [];
     for (const v of [...around(BigInt(lo)), ...around(BigInt(hi))]) {
       const want = v >= BigInt(lo) && v <= BigInt(hi);
-      if ((await accepts(v.toString())) !== want) wrong.push(v.toString());
+      if (accepts(v.toString()) !== want) wrong.push(v.toString());
     }
     assert.deepEqual(wrong, []);
-    assert.equal(await accepts('null'), true);
-    assert.equal(await accepts('1.5'), false);
-    grammar.dispose();
+    assert.equal(accepts('null'), true);
+    assert.equal(accepts('1.5'), false);
+    xg.dispose(grammar);
   });
 }
 
-test('the grammar enforces byte (base64) as its pattern, null included', async () => {
+test('the grammar enforces byte (base64) as its pattern, null included', () => {
   const schema = rewriteForGrammar(JSON.stringify({ type: ['string', 'null'], format: 'byte' }));
-  const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
+  const grammar = xg.compileJsonSchema(bareCompiler(), schema, true);
   const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
   for (const text of [
     '',
@@ -114,13 +101,8 @@ test('the grammar enforces byte (base64) as its pattern, null included', async (
     'QUJD\nRA==',
     'QQ',
   ]) {
-    const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-    const ok = m._acceptString(JSON.stringify(text)) && m.isTerminated();
-    m.dispose();
-    assert.equal(ok, base64.test(text), JSON.stringify(text));
+    assert.equal(grammarAccepts(grammar, JSON.stringify(text)), base64.test(text), JSON.stringify(text));
   }
-  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-  assert.equal(m._acceptString('null') && m.isTerminated(), true);
-  m.dispose();
-  grammar.dispose();
+  assert.equal(grammarAccepts(grammar, 'null'), true);
+  xg.dispose(grammar);
 });
