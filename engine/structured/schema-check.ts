@@ -8,7 +8,15 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidArgument } from '../errors.js';
-import { INTEGER_FORMAT_RANGES, byteRewritable, integerType, stringType } from './schema-rewrite.js';
+import {
+  INTEGER_FORMAT_RANGES,
+  NUMBER_FORMAT_RANGES,
+  byteRewritable,
+  integerType,
+  numberType,
+  stringType,
+  wholeNumberTypes,
+} from './schema-rewrite.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -35,19 +43,22 @@ export const ENFORCED_KEYWORDS: readonly string[] = [
   'format',
   'minLength',
   'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
 ];
 
 /**
- * Keywords the grammar library turns into rules that are wrong: xgrammar 0.1.27's numeric
- * ranges accept values outside them (integer `maximum: 120` accepts 123; `exclusiveMinimum:
- * 3` accepts 3). Refused with that reason rather than enforced wrongly.
+ * Numeric bounds. xgrammar 0.2.8 enforces them exactly on integers (schema-exactness.test.ts
+ * checks every bound digit by digit) and soundly on numbers, on a grid of 10^-6: a decimal
+ * range writes at most 6 decimals and no exponent, and rounds each bound inwards to that grid
+ * (0.1234567 as a bound would be moved). It applies them only where the schema gives `type`,
+ * and an empty range becomes an empty number (`{"a": }`, not JSON) — checkRange refuses those.
  */
-const WRONGLY_ENFORCED: ReadonlyMap<string, string> = new Map(
-  ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].map((k) => [
-    k,
-    `keyword '${k}' is not supported: the grammar library's numeric ranges are not exact`,
-  ]),
-);
+const RANGE_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
+/** Decimals of the grammar library's decimal ranges. */
+const RANGE_DECIMALS = 6;
 
 /**
  * Standard JSON Schema keywords that constrain but that the grammar does not enforce:
@@ -81,22 +92,7 @@ export const REFUSED_KEYWORDS: readonly string[] = [
  * Formats that validators check (JSON Schema's own, and OpenAPI's numeric and base64 ones that
  * ajv-formats knows) but the grammar does not enforce. Other format names are annotations.
  */
-const REFUSED_FORMATS = new Set([
-  'iri',
-  'iri-reference',
-  'idn-email',
-  'idn-hostname',
-  'regex',
-  'float',
-  'double',
-]);
-
-/**
- * xgrammar 0.1.27 merges long alternations of strings wrongly: a 27-value `enum` taken from
- * JSONSchemaBench accepted "jejuno-intestinal stoma", a string that is not in it (the prefix of
- * one value joined to the suffix of another). Up to this many values it held in our tests.
- */
-export const MAX_ENUM_STRINGS = 16;
+const REFUSED_FORMATS = new Set(['iri', 'iri-reference', 'idn-email', 'idn-hostname', 'regex']);
 
 /** Keywords that annotate without constraining: accepted and ignored, as any validator does. */
 export const ANNOTATION_KEYWORDS: readonly string[] = [
@@ -132,6 +128,8 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'relative-json-pointer',
   'int32',
   'int64',
+  'float',
+  'double',
   'byte',
 ];
 
@@ -168,8 +166,6 @@ function walk(node: unknown, path: string): void {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
   const s = node as Record<string, unknown>;
   for (const key of Object.keys(s)) {
-    const wrong = WRONGLY_ENFORCED.get(key);
-    if (wrong) throw invalidArgument(`${path}.${key}`, wrong);
     if (REFUSED.has(key))
       throw invalidArgument(
         `${path}.${key}`,
@@ -186,6 +182,13 @@ function walk(node: unknown, path: string): void {
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
     );
+  // float/double are enforced as their finite ranges (schema-rewrite.ts), on number types only.
+  if (typeof s.format === 'string' && s.format in NUMBER_FORMAT_RANGES && !numberType(s.type))
+    throw invalidArgument(
+      `${path}.format`,
+      `format ${JSON.stringify(s.format)} is supported on type "number" (or ["number", "null"]) only`,
+    );
+  checkRange(s, path);
   // byte (base64) is enforced as a pattern (schema-rewrite.ts), on string types only.
   if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
     throw invalidArgument(
@@ -202,11 +205,6 @@ function walk(node: unknown, path: string): void {
     for (const k of ['minLength', 'maxLength', 'format'])
       if (s[k] !== undefined)
         throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
-  if (Array.isArray(s.enum) && s.enum.filter((v) => typeof v === 'string').length > MAX_ENUM_STRINGS)
-    throw invalidArgument(
-      `${path}.enum`,
-      `more than ${MAX_ENUM_STRINGS} string values are not supported (the grammar library merges long string alternations wrongly)`,
-    );
   if (Array.isArray(s.oneOf) && !branchesDisjoint(s.oneOf))
     throw invalidArgument(
       `${path}.oneOf`,
@@ -228,6 +226,76 @@ function walk(node: unknown, path: string): void {
   if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`));
   else walk(s.items, `${path}.items`);
   walk(s.additionalProperties, `${path}.additionalProperties`);
+}
+
+/** Refuses numeric bounds the grammar would not enforce as written (see RANGE_KEYWORDS). */
+function checkRange(s: Record<string, unknown>, path: string): void {
+  const given = RANGE_KEYWORDS.filter((k) => s[k] !== undefined);
+  if (given.length === 0) return;
+  const first = `${path}.${given[0]}`;
+  if (s.type === undefined)
+    throw invalidArgument(
+      first,
+      `keyword '${given[0]}' is enforced only beside "type": the grammar applies numeric bounds to typed numbers (add "type": "number" or "integer")`,
+    );
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  if (!types.includes('number') && !types.includes('integer')) return; // no number can be written
+  const bound = (k: (typeof RANGE_KEYWORDS)[number]) =>
+    typeof s[k] === 'number' ? (s[k] as number) : undefined;
+  if (wholeNumberTypes(s.type)) {
+    for (const k of given)
+      if (Math.abs(bound(k)!) >= 2 ** 63)
+        throw invalidArgument(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers');
+    // The whole numbers in range (fractional bounds round inwards, as schema-rewrite.ts does).
+    const format = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
+    const lo = Math.max(
+      Math.ceil(bound('minimum') ?? -Infinity),
+      Math.floor(bound('exclusiveMinimum') ?? -Infinity) + 1,
+      format?.[0] ?? -Infinity,
+    );
+    const hi = Math.min(
+      Math.floor(bound('maximum') ?? Infinity),
+      Math.ceil(bound('exclusiveMaximum') ?? Infinity) - 1,
+      format?.[1] ?? Infinity,
+    );
+    if (lo > hi) throw invalidArgument(first, 'the range is empty: no integer satisfies these bounds');
+    return;
+  }
+  for (const k of given) {
+    const v = bound(k)!;
+    if (Number(v.toFixed(RANGE_DECIMALS)) !== v)
+      throw invalidArgument(
+        `${path}.${k}`,
+        `number bounds with more than ${RANGE_DECIMALS} decimal places are not supported (the grammar writes numbers in a range with at most ${RANGE_DECIMALS} decimals)`,
+      );
+  }
+  // The tighter bound on each side; both are on the 10^-6 grid, so the range holds a grid
+  // value unless it is inverted, a single excluded point, or one grid step between exclusions.
+  const side = (
+    incl: number | undefined,
+    excl: number | undefined,
+    pick: (a: number, b: number) => boolean,
+  ) =>
+    incl === undefined
+      ? excl === undefined
+        ? undefined
+        : { v: excl, open: true }
+      : excl === undefined || pick(incl, excl)
+        ? { v: incl, open: false }
+        : { v: excl, open: true };
+  const lo = side(bound('minimum'), bound('exclusiveMinimum'), (i, e) => i > e);
+  const hi = side(bound('maximum'), bound('exclusiveMaximum'), (i, e) => i < e);
+  if (
+    lo &&
+    hi &&
+    (lo.v > hi.v ||
+      (lo.v === hi.v && (lo.open || hi.open)) ||
+      (lo.open && hi.open && hi.v - lo.v < 1.5 * 10 ** -RANGE_DECIMALS))
+  )
+    throw invalidArgument(
+      first,
+      `the range is empty: no number with at most ${RANGE_DECIMALS} decimals satisfies these bounds`,
+    );
 }
 
 /** The JSON types a branch can take (integer counted as number), or null when not evident. */

@@ -49,6 +49,41 @@ test('int32/int64 on integer types become ranges; everything else is left alone'
   assert.equal(rewriteForGrammar(plain), plain);
 });
 
+test('int32/float/double ranges meet the schema own bounds; fractional integer bounds become whole', () => {
+  const out = (schema: object) =>
+    JSON.parse(rewriteForGrammar(JSON.stringify(schema))) as Record<string, unknown>;
+  assert.deepEqual(out({ type: 'integer', format: 'int32', minimum: 0 }), {
+    type: 'integer',
+    minimum: 0,
+    maximum: 2147483647,
+  });
+  assert.deepEqual(out({ type: 'number', format: 'double', maximum: 5 }), {
+    type: 'number',
+    maximum: 5,
+    minimum: -Number.MAX_VALUE,
+  });
+  assert.deepEqual(out({ type: ['number', 'null'], format: 'float' }), {
+    type: ['number', 'null'],
+    minimum: -3.4028234663852886e38,
+    maximum: 3.4028234663852886e38,
+  });
+  assert.deepEqual(out({ type: 'integer', minimum: 0.5, exclusiveMaximum: 9.5 }), {
+    type: 'integer',
+    minimum: 1,
+    maximum: 9,
+  });
+  assert.deepEqual(out({ type: ['integer', 'null'], exclusiveMinimum: -2.5, maximum: -0.5, minimum: -2 }), {
+    type: ['integer', 'null'],
+    minimum: -2,
+    maximum: -1,
+  });
+  // Whole bounds and number types are left as they are.
+  const kept = '{"type":"integer","exclusiveMinimum":3,"maximum":7}';
+  assert.equal(rewriteForGrammar(kept), kept);
+  const num = '{"type":"number","exclusiveMaximum":0.5}';
+  assert.equal(rewriteForGrammar(num), num);
+});
+
 /** Candidates around a bound: the digit automaton's edges, and its neighbours. */
 function around(bound: bigint): bigint[] {
   const digits = (bound < 0n ? -bound : bound).toString();
