@@ -91,6 +91,10 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   );
   refused({ type: 'integer', format: 'byte' }, /f\.format: format "byte"/);
   refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
+  refused(
+    { properties: { a: { $ref: '#node' } } },
+    /f\.properties\.a\.\$ref: only references inside the schema/,
+  );
 });
 
 test('not JSON Schema, unknown types and non-objects are refused', () => {

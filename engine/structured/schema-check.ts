@@ -212,8 +212,10 @@ function walk(node: unknown, path: string): void {
     );
   if (Array.isArray(s.allOf) && s.allOf.length > 1)
     throw invalidArgument(`${path}.allOf`, 'allOf with more than one schema is not supported');
-  if (typeof s.$ref === 'string' && !s.$ref.startsWith('#'))
-    throw invalidArgument(`${path}.$ref`, 'only references inside the schema (#/...) are supported');
+  // xgrammar resolves '#' and JSON pointers ('#/...'); any other reference (another document,
+  // or an anchor such as '#node') it compiles as "any JSON value", with only a warning.
+  if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))
+    throw invalidArgument(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
   for (const k of SCHEMA_MAPS) {
     const m = s[k];
     if (m && typeof m === 'object')
