@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { canonicalText, choiceGrammar } from './constraint.js';
-import { checkJsonSchema } from './schema-check.js';
+import { checkJsonSchema, hasLookaround } from './schema-check.js';
 import { checkConstraint } from './validate.js';
 
 const refused = (schema: unknown, re: RegExp) =>
@@ -118,4 +118,11 @@ test('checkConstraint validates shapes', () => {
   assert.throws(() => checkConstraint({ kind: 'regex', pattern: '' }), /constraint\.pattern/);
   assert.throws(() => checkConstraint({ kind: 'grammar' }), /constraint\.ebnf/);
   assert.throws(() => checkConstraint(null), /constraint: must be an object/);
+});
+
+test('lookarounds are found outside escapes and character classes only', () => {
+  for (const p of ['(?=a)b', 'x(?!y)', '(?<=a)b', '(?<!a)b', '[a](?=b)'])
+    assert.equal(hasLookaround(p), true, p);
+  for (const p of ['\\(?=a', '[(?=]a', '(?:a)', '(?<name>a)', 'a?=b', '[\\]](?:x)'])
+    assert.equal(hasLookaround(p), false, p);
 });

@@ -200,6 +200,11 @@ function walk(node: unknown, path: string): void {
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is not supported (supported: ${ENFORCED_FORMATS.join(', ')})`,
     );
+  if (typeof s.pattern === 'string' && hasLookaround(s.pattern))
+    throw invalidArgument(`${path}.pattern`, LOOKAROUND);
+  if (s.patternProperties && typeof s.patternProperties === 'object')
+    for (const key of Object.keys(s.patternProperties))
+      if (hasLookaround(key)) throw invalidArgument(`${path}.patternProperties`, LOOKAROUND);
   // xgrammar drops the length limits and the format when a pattern is given.
   if (s.pattern !== undefined)
     for (const k of ['minLength', 'maxLength', 'format'])
@@ -228,6 +233,26 @@ function walk(node: unknown, path: string): void {
   if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`));
   else walk(s.items, `${path}.items`);
   walk(s.additionalProperties, `${path}.additionalProperties`);
+}
+
+const LOOKAROUND =
+  'lookahead and lookbehind ((?=, (?!, (?<=, (?<!) are not supported: the grammar library ignores lookaheads in a pattern';
+
+/**
+ * Whether a regular expression has a lookaround group. xgrammar 0.2.8 drops a lookahead in a
+ * schema's `pattern` with only a warning (`(?=a)b` then takes "b"); lookbehinds fail to
+ * compile. Escapes and character classes (where `(` is literal) are skipped.
+ */
+export function hasLookaround(pattern: string): boolean {
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(' && /^\?(?:[=!]|<[=!])/.test(pattern.slice(i + 1, i + 4))) return true;
+  }
+  return false;
 }
 
 /** Refuses numeric bounds the grammar would not enforce as written (see RANGE_KEYWORDS). */

@@ -290,3 +290,9 @@ test('still refused: a $ref to an anchor (#name) compiles as any JSON value', ()
   assert.equal(grammarAccepts(grammar, '{"a": [true, "x"]}'), true);
   xg.dispose(grammar);
 });
+
+test('still refused: a lookahead in a pattern is dropped ((?=a)b takes "b")', () => {
+  const grammar = compile({ type: 'string', pattern: '(?=a)b' });
+  assert.equal(grammarAccepts(grammar, '"b"'), true);
+  xg.dispose(grammar);
+});
