@@ -32,7 +32,7 @@ test('enforced keywords and non-vocabulary annotations are accepted', () => {
         k: { type: ['number', 'null'], minimum: -90.5, maximum: 90.000001 },
         l: { type: 'number', format: 'double', exclusiveMinimum: 0 },
         m: { type: ['integer', 'string'], maximum: 1.5 },
-        n: { type: 'string', minimum: 1e-9 }, // bounds apply to numbers only: none can be written
+        n: { type: 'string', minimum: 1e-9, format: 'non-blank', maxLength: 9 }, // bounds apply to numbers only: none can be written
         o: { enum: Array.from({ length: 200 }, (_, i) => `v${i}`) },
       },
       required: ['a'],

@@ -133,6 +133,11 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'byte',
 ];
 
+/** The string formats xgrammar writes itself (its own regular expression for each). */
+const STRING_FORMATS = new Set(
+  ENFORCED_FORMATS.filter((f) => !['int32', 'int64', 'float', 'double', 'byte'].includes(f)),
+);
+
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const REFUSED = new Set(REFUSED_KEYWORDS);
 /** Keywords whose value is a map name → subschema. */
@@ -205,6 +210,15 @@ function walk(node: unknown, path: string): void {
   if (s.patternProperties && typeof s.patternProperties === 'object')
     for (const key of Object.keys(s.patternProperties))
       if (hasLookaround(key)) throw invalidArgument(`${path}.patternProperties`, LOOKAROUND);
+  // xgrammar drops the length limits beside a format it writes itself (email: maxLength 5 took
+  // "abcdef@b.com"); formats it does not know are annotations and leave the limits alone.
+  if (typeof s.format === 'string' && STRING_FORMATS.has(s.format))
+    for (const k of ['minLength', 'maxLength'])
+      if (s[k] !== undefined)
+        throw invalidArgument(
+          `${path}.${k}`,
+          `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`,
+        );
   // xgrammar drops the length limits and the format when a pattern is given.
   if (s.pattern !== undefined)
     for (const k of ['minLength', 'maxLength', 'format'])

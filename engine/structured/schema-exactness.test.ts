@@ -296,3 +296,9 @@ test('still refused: a lookahead in a pattern is dropped ((?=a)b takes "b")', ()
   assert.equal(grammarAccepts(grammar, '"b"'), true);
   xg.dispose(grammar);
 });
+
+test('still refused: a built-in format drops minLength/maxLength beside it', () => {
+  const grammar = compile({ type: 'string', format: 'email', maxLength: 5 });
+  assert.equal(grammarAccepts(grammar, '"abcdef@b.com"'), true);
+  xg.dispose(grammar);
+});
