@@ -24,6 +24,35 @@
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_avx512\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-pthread"],
       "ldflags": ["-pthread"]
+    },
+    # xgrammar's C++ core, from its pinned source release that scripts/build-native.mjs unpacks
+    # into native/third_party/ (git-ignored): every cpp/**/*.cc as its CMakeLists.txt builds
+    # them (tvm_ffi/, the Python bindings, is not unpacked). Its own language level (C++17)
+    # and -O2 (grammar code is branchy, not vectorized: -O3 only costs compile time); its
+    # warnings are not ours to fix. RTTI on: it is C++ written for it.
+    {
+      "target_name": "xgrammar",
+      "type": "static_library",
+      "variables": { "xg": "native/third_party/xgrammar-0.2.8" },
+      "sources": ["<!@(node -p \"require('fs').readdirSync('native/third_party/xgrammar-0.2.8/cpp', {recursive: true}).filter(f => /\\.cc$/.test(f) && !f.startsWith('tvm_ffi')).sort().map(f => 'native/third_party/xgrammar-0.2.8/cpp/' + f).join(' ')\")"],
+      "include_dirs": ["<(xg)/include", "<(xg)/3rdparty/picojson", "<(xg)/3rdparty/dlpack/include"],
+      "cflags_cc!": ["-std=c++20", "-O3", "-Wall", "-Wextra", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-O2", "-fPIC", "-w", "-pthread"],
+      "defines": ["XGRAMMAR_ENABLE_CPPTRACE=0"],
+      "direct_dependent_settings": {
+        "include_dirs": ["<(xg)/include", "<(xg)/3rdparty/dlpack/include"],
+        "defines": ["XGRAMMAR_ENABLE_CPPTRACE=0"]
+      }
+    },
+    # The grammar addon: loaded only by the grammar worker thread (native/native.ts,
+    # loadGrammarAddon), so the compute addon and its flags stay as they are.
+    {
+      "target_name": "prism_xgrammar",
+      "dependencies": ["xgrammar"],
+      "sources": ["native/grammar/xgrammar_addon.cc"],
+      "cflags_cc!": ["-O3", "-fno-rtti"],
+      "cflags_cc": ["-O2", "-pthread"],
+      "ldflags": ["-pthread"]
     }
   ]
 }

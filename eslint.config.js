@@ -4,7 +4,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'build/', 'gen/', 'models/', 'test/fixtures/generated/', '.venv/'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'build/',
+      'native/third_party/',
+      'gen/',
+      'models/',
+      'test/fixtures/generated/',
+      '.venv/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -57,6 +57,10 @@ export function sampleFiles(dir: string, n: number | undefined): string[] {
 }
 
 function refusalReason(message: string): string {
+  if (/enforced only beside "type"/.test(message)) return 'numeric bound without type';
+  if (/the range is empty|decimal places|64-bit integers/.test(message)) return 'numeric bound';
+  if (/cannot be combined with format/.test(message)) return 'format with length';
+  if (/lookahead/.test(message)) return 'pattern with lookaround';
   const kw = /keyword '([^']+)'/.exec(message);
   if (kw) return `keyword ${kw[1]}`;
   if (/format/.test(message)) return 'format';

@@ -279,12 +279,12 @@ interface NativeAddon {
   setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
 }
 
-function findAddon(): string {
+function findAddon(file = 'prism_native.node'): string {
   const here = dirname(fileURLToPath(import.meta.url));
   // Source tree (tsx) is native/, compiled tree is dist/native/.
   for (const root of [join(here, '..'), join(here, '..', '..')]) {
     for (const kind of ['Release', 'Debug']) {
-      const candidate = join(root, 'build', kind, 'prism_native.node');
+      const candidate = join(root, 'build', kind, file);
       if (existsSync(candidate)) return candidate;
     }
   }
@@ -408,3 +408,83 @@ export const faultTestHooks = {
     wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
   },
 };
+
+// ---------------------------------------------------------------------------------------
+// The grammar addon (prism_xgrammar.node: xgrammar's C++ core, native/grammar/)
+// ---------------------------------------------------------------------------------------
+
+/** xgrammar's tokenizer description of a model's vocabulary. */
+export interface GrammarTokenizerHandle {
+  readonly __brand: 'prism.GrammarTokenizer';
+}
+/** A grammar compiler bound to one tokenizer description. */
+export interface GrammarCompilerHandle {
+  readonly __brand: 'prism.GrammarCompiler';
+}
+/** A compiled grammar (its token masks precomputed for the tokenizer). */
+export interface CompiledGrammarHandle {
+  readonly __brand: 'prism.CompiledGrammar';
+}
+/** One sequence's position in a compiled grammar. */
+export interface GrammarMatcherHandle {
+  readonly __brand: 'prism.GrammarMatcher';
+}
+
+/**
+ * xgrammar 0.2.8 (its pinned source release, built by `npm install`). Every failure —
+ * a schema, regex, EBNF text or structural tag the library rejects, a bad handle — throws a
+ * JS Error carrying xgrammar's reason; none ends the process. Handles are freed by `dispose`
+ * (or GC); a disposed handle throws when used.
+ */
+export interface GrammarAddon {
+  /** How `vocab` spells tokens: 'byte_level' (GPT-2 BPE), 'byte_fallback' (SentencePiece `<0x0A>`), 'raw'. */
+  createTokenizerInfo(
+    vocab: readonly string[],
+    vocabType: 'byte_level' | 'byte_fallback' | 'raw',
+    prependSpace: boolean,
+    /** Rows of the model's logits (may exceed `vocab.length`). */
+    vocabSize: number,
+    stopTokenIds: readonly number[],
+  ): GrammarTokenizerHandle;
+  /** xgrammar's own compile cache is off; `maxThreads` compiles one grammar's masks in parallel. */
+  createCompiler(info: GrammarTokenizerHandle, maxThreads: number): GrammarCompilerHandle;
+  /**
+   * Documents on one line with `, ` and `: ` (no free whitespace). `strict`: properties not
+   * in the schema are refused unless `additionalProperties` allows them.
+   */
+  compileJsonSchema(compiler: GrammarCompilerHandle, schema: string, strict: boolean): CompiledGrammarHandle;
+  /** xgrammar's EBNF (GBNF-like), rule `root` first. */
+  compileEbnf(compiler: GrammarCompilerHandle, ebnf: string): CompiledGrammarHandle;
+  /** A structural tag `{"type":"structural_tag","format":…}` as JSON text. */
+  compileStructuralTag(compiler: GrammarCompilerHandle, tag: string): CompiledGrammarHandle;
+  /**
+   * `terminateWithoutStopToken`: the matcher ends where the grammar ends (for testing
+   * strings); otherwise it ends only on a stop token, which it allows where the grammar can end.
+   */
+  createMatcher(grammar: CompiledGrammarHandle, terminateWithoutStopToken: boolean): GrammarMatcherHandle;
+  /** False (state unchanged) when the grammar does not allow the token here. */
+  acceptToken(matcher: GrammarMatcherHandle, token: number): boolean;
+  /** Advances by text, character-wise (tests); false (state unchanged) when not allowed. */
+  acceptString(matcher: GrammarMatcherHandle, text: string): boolean;
+  /** Fills `mask` (length `bitmaskSize(vocabSize)`) with the allowed next tokens, bit t = token t. */
+  fillNextTokenBitmask(matcher: GrammarMatcherHandle, mask: Int32Array): boolean;
+  isTerminated(matcher: GrammarMatcherHandle): boolean;
+  /** The text the grammar forces next ('' when it allows a choice). */
+  findJumpForwardString(matcher: GrammarMatcherHandle): string;
+  dispose(
+    handle: GrammarTokenizerHandle | GrammarCompilerHandle | CompiledGrammarHandle | GrammarMatcherHandle,
+  ): void;
+  /** Int32 words of a token mask over `vocabSize` tokens. */
+  bitmaskSize(vocabSize: number): number;
+}
+
+let grammarAddon: GrammarAddon | null = null;
+
+/**
+ * Loads the grammar addon on first use. Only the grammar worker thread (and tests) need it, so
+ * it is not loaded with the compute addon.
+ */
+export function loadGrammarAddon(): GrammarAddon {
+  grammarAddon ??= createRequire(import.meta.url)(findAddon('prism_xgrammar.node')) as GrammarAddon;
+  return grammarAddon;
+}

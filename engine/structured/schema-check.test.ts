@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { canonicalText, choiceGrammar } from './constraint.js';
-import { checkJsonSchema } from './schema-check.js';
+import { checkJsonSchema, hasLookaround } from './schema-check.js';
 import { checkConstraint } from './validate.js';
 
 const refused = (schema: unknown, re: RegExp) =>
@@ -28,6 +28,12 @@ test('enforced keywords and non-vocabulary annotations are accepted', () => {
         g: { type: ['integer', 'null'], format: 'int32' },
         h: { type: 'integer', format: 'int64' },
         i: { type: ['string', 'null'], format: 'byte' },
+        j: { type: 'integer', minimum: 0, exclusiveMaximum: 120 },
+        k: { type: ['number', 'null'], minimum: -90.5, maximum: 90.000001 },
+        l: { type: 'number', format: 'double', exclusiveMinimum: 0 },
+        m: { type: ['integer', 'string'], maximum: 1.5 },
+        n: { type: 'string', minimum: 1e-9, format: 'non-blank', maxLength: 9 }, // bounds apply to numbers only: none can be written
+        o: { enum: Array.from({ length: 200 }, (_, i) => `v${i}`) },
       },
       required: ['a'],
       additionalProperties: false,
@@ -41,8 +47,28 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   refused({ type: 'integer', multipleOf: 2 }, /^f\.multipleOf: keyword 'multipleOf' is not supported/);
   refused({ type: 'array', uniqueItems: true }, /f\.uniqueItems/);
   refused({ properties: { a: { not: { type: 'string' } } } }, /^f\.properties\.a\.not:/);
-  refused({ type: 'integer', maximum: 3 }, /f\.maximum: .*numeric ranges are not exact/);
-  refused({ anyOf: [{ type: 'number', exclusiveMinimum: 0 }] }, /f\.anyOf\[0\]\.exclusiveMinimum/);
+  refused({ enum: [1, 5], maximum: 3 }, /^f\.maximum: keyword 'maximum' is enforced only beside "type"/);
+  refused({ anyOf: [{ const: 2, exclusiveMinimum: 0 }] }, /^f\.anyOf\[0\]\.exclusiveMinimum: .*beside "type"/);
+  refused(
+    { type: 'number', minimum: 0.1234567 },
+    /^f\.minimum: number bounds with more than 6 decimal places/,
+  );
+  refused({ type: 'number', minimum: 2, maximum: 1 }, /^f\.minimum: the range is empty/);
+  refused(
+    { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 0.000001 },
+    /^f\.exclusiveMinimum: the range is empty/,
+  );
+  refused({ type: ['number', 'null'], minimum: 1, exclusiveMaximum: 1 }, /the range is empty/);
+  refused(
+    { type: 'integer', exclusiveMinimum: 3, exclusiveMaximum: 4 },
+    /^f\.exclusiveMinimum: the range is empty/,
+  );
+  refused({ type: 'integer', minimum: 0.5, maximum: 0.9 }, /the range is empty: no integer/);
+  refused({ type: 'integer', format: 'int32', minimum: 2147483648 }, /the range is empty/);
+  refused(
+    { type: 'integer', maximum: 1e20 },
+    /^f\.maximum: integer bounds must lie within the 64-bit integers/,
+  );
   refused(
     { type: 'string', pattern: 'a+', maxLength: 3 },
     /f\.maxLength: 'maxLength' cannot be combined with 'pattern'/,
@@ -57,14 +83,18 @@ test('keywords the grammar does not enforce (or enforces wrongly) are refused by
   refused({ type: 'string', format: 'int32' }, /f\.format: format "int32" is supported on type "integer"/);
   refused({ type: ['integer', 'string'], format: 'int64' }, /f\.format: format "int64"/);
   refused({ format: 'int32' }, /f\.format: format "int32"/);
-  refused({ type: 'number', format: 'float' }, /f\.format: format "float" is not supported/);
+  refused({ type: 'integer', format: 'double' }, /f\.format: format "double" is supported on type "number"/);
+  refused({ format: 'float' }, /f\.format: format "float"/);
   refused(
     { type: 'string', format: 'byte', maxLength: 8 },
     /f\.format: format "byte" is supported on type "string"/,
   );
   refused({ type: 'integer', format: 'byte' }, /f\.format: format "byte"/);
-  refused({ enum: Array.from({ length: 17 }, (_, i) => `v${i}`) }, /f\.enum: more than 16 string values/);
   refused({ $ref: 'http://example.com/s.json' }, /f\.\$ref: only references inside the schema/);
+  refused(
+    { properties: { a: { $ref: '#node' } } },
+    /f\.properties\.a\.\$ref: only references inside the schema/,
+  );
 });
 
 test('not JSON Schema, unknown types and non-objects are refused', () => {
@@ -88,4 +118,11 @@ test('checkConstraint validates shapes', () => {
   assert.throws(() => checkConstraint({ kind: 'regex', pattern: '' }), /constraint\.pattern/);
   assert.throws(() => checkConstraint({ kind: 'grammar' }), /constraint\.ebnf/);
   assert.throws(() => checkConstraint(null), /constraint: must be an object/);
+});
+
+test('lookarounds are found outside escapes and character classes only', () => {
+  for (const p of ['(?=a)b', 'x(?!y)', '(?<=a)b', '(?<!a)b', '[a](?=b)'])
+    assert.equal(hasLookaround(p), true, p);
+  for (const p of ['\\(?=a', '[(?=]a', '(?:a)', '(?<name>a)', 'a?=b', '[\\]](?:x)'])
+    assert.equal(hasLookaround(p), false, p);
 });

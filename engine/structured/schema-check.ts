@@ -8,7 +8,15 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { invalidArgument } from '../errors.js';
-import { INTEGER_FORMAT_RANGES, byteRewritable, integerType, stringType } from './schema-rewrite.js';
+import {
+  INTEGER_FORMAT_RANGES,
+  NUMBER_FORMAT_RANGES,
+  byteRewritable,
+  integerType,
+  numberType,
+  stringType,
+  wholeNumberTypes,
+} from './schema-rewrite.js';
 import { mergeBranches } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { impliedType, undecidableRequired } from './schema-implicit.js';
@@ -38,19 +46,22 @@ export const ENFORCED_KEYWORDS: readonly string[] = [
   'format',
   'minLength',
   'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
 ];
 
 /**
- * Keywords the grammar library turns into rules that are wrong: xgrammar 0.1.27's numeric
- * ranges accept values outside them (integer `maximum: 120` accepts 123; `exclusiveMinimum:
- * 3` accepts 3). Refused with that reason rather than enforced wrongly.
+ * Numeric bounds. xgrammar 0.2.8 enforces them exactly on integers (schema-exactness.test.ts
+ * checks every bound digit by digit) and soundly on numbers, on a grid of 10^-6: a decimal
+ * range writes at most 6 decimals and no exponent, and rounds each bound inwards to that grid
+ * (0.1234567 as a bound would be moved). It applies them only where the schema gives `type`,
+ * and an empty range becomes an empty number (`{"a": }`, not JSON) — checkRange refuses those.
  */
-const WRONGLY_ENFORCED: ReadonlyMap<string, string> = new Map(
-  ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'].map((k) => [
-    k,
-    `keyword '${k}' is not supported: the grammar library's numeric ranges are not exact`,
-  ]),
-);
+const RANGE_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
+/** Decimals of the grammar library's decimal ranges. */
+const RANGE_DECIMALS = 6;
 
 /**
  * Standard JSON Schema keywords that constrain but that the grammar does not enforce:
@@ -84,22 +95,7 @@ export const REFUSED_KEYWORDS: readonly string[] = [
  * Formats that validators check (JSON Schema's own, and OpenAPI's numeric and base64 ones that
  * ajv-formats knows) but the grammar does not enforce. Other format names are annotations.
  */
-const REFUSED_FORMATS = new Set([
-  'iri',
-  'iri-reference',
-  'idn-email',
-  'idn-hostname',
-  'regex',
-  'float',
-  'double',
-]);
-
-/**
- * xgrammar 0.1.27 merges long alternations of strings wrongly: a 27-value `enum` taken from
- * JSONSchemaBench accepted "jejuno-intestinal stoma", a string that is not in it (the prefix of
- * one value joined to the suffix of another). Up to this many values it held in our tests.
- */
-export const MAX_ENUM_STRINGS = 16;
+const REFUSED_FORMATS = new Set(['iri', 'iri-reference', 'idn-email', 'idn-hostname', 'regex']);
 
 /** Keywords that annotate without constraining: accepted and ignored, as any validator does. */
 export const ANNOTATION_KEYWORDS: readonly string[] = [
@@ -135,6 +131,8 @@ export const ENFORCED_FORMATS: readonly string[] = [
   'relative-json-pointer',
   'int32',
   'int64',
+  'float',
+  'double',
   'byte',
 ];
 
@@ -151,6 +149,11 @@ function isNoOp(s: Record<string, unknown>, key: string): boolean {
   }
   return false;
 }
+
+/** The string formats xgrammar writes itself (its own regular expression for each). */
+const STRING_FORMATS = new Set(
+  ENFORCED_FORMATS.filter((f) => !['int32', 'int64', 'float', 'double', 'byte'].includes(f)),
+);
 
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const REFUSED = new Set(REFUSED_KEYWORDS);
@@ -185,8 +188,6 @@ function walk(node: unknown, path: string, root: unknown): void {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
   const s = node as Record<string, unknown>;
   for (const key of Object.keys(s)) {
-    const wrong = WRONGLY_ENFORCED.get(key);
-    if (wrong) throw invalidArgument(`${path}.${key}`, wrong);
     if (REFUSED.has(key) && !isNoOp(s, key))
       throw invalidArgument(
         `${path}.${key}`,
@@ -203,6 +204,13 @@ function walk(node: unknown, path: string, root: unknown): void {
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
     );
+  // float/double are enforced as their finite ranges (schema-rewrite.ts), on number types only.
+  if (typeof s.format === 'string' && s.format in NUMBER_FORMAT_RANGES && !numberType(s.type))
+    throw invalidArgument(
+      `${path}.format`,
+      `format ${JSON.stringify(s.format)} is supported on type "number" (or ["number", "null"]) only`,
+    );
+  checkRange(s, path);
   // byte (base64) is enforced as a pattern (schema-rewrite.ts), on string types only.
   if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
     throw invalidArgument(
@@ -214,16 +222,25 @@ function walk(node: unknown, path: string, root: unknown): void {
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is not supported (supported: ${ENFORCED_FORMATS.join(', ')})`,
     );
+  if (typeof s.pattern === 'string' && hasLookaround(s.pattern))
+    throw invalidArgument(`${path}.pattern`, LOOKAROUND);
+  if (s.patternProperties && typeof s.patternProperties === 'object')
+    for (const key of Object.keys(s.patternProperties))
+      if (hasLookaround(key)) throw invalidArgument(`${path}.patternProperties`, LOOKAROUND);
+  // xgrammar drops the length limits beside a format it writes itself (email: maxLength 5 took
+  // "abcdef@b.com"); formats it does not know are annotations and leave the limits alone.
+  if (typeof s.format === 'string' && STRING_FORMATS.has(s.format))
+    for (const k of ['minLength', 'maxLength'])
+      if (s[k] !== undefined)
+        throw invalidArgument(
+          `${path}.${k}`,
+          `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`,
+        );
   // xgrammar drops the length limits and the format when a pattern is given.
   if (s.pattern !== undefined)
     for (const k of ['minLength', 'maxLength', 'format'])
       if (s[k] !== undefined)
         throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
-  if (Array.isArray(s.enum) && s.enum.filter((v) => typeof v === 'string').length > MAX_ENUM_STRINGS)
-    throw invalidArgument(
-      `${path}.enum`,
-      `more than ${MAX_ENUM_STRINGS} string values are not supported (the grammar library merges long string alternations wrongly)`,
-    );
   if (impliedType(s) === 'mixed')
     throw invalidArgument(path, "has keywords of several JSON types but no 'type': name the type");
   const undecided = undecidableRequired(s);
@@ -251,8 +268,10 @@ function walk(node: unknown, path: string, root: unknown): void {
   }
   if (Array.isArray(s.allOf) && s.allOf.length > 1)
     throw invalidArgument(`${path}.allOf`, 'allOf with more than one schema is not supported');
-  if (typeof s.$ref === 'string' && !s.$ref.startsWith('#'))
-    throw invalidArgument(`${path}.$ref`, 'only references inside the schema (#/...) are supported');
+  // xgrammar resolves '#' and JSON pointers ('#/...'); any other reference (another document,
+  // or an anchor such as '#node') it compiles as "any JSON value", with only a warning.
+  if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))
+    throw invalidArgument(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
   for (const k of SCHEMA_MAPS) {
     const m = s[k];
     if (m && typeof m === 'object')
@@ -265,4 +284,96 @@ function walk(node: unknown, path: string, root: unknown): void {
   if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`, root));
   else walk(s.items, `${path}.items`, root);
   walk(s.additionalProperties, `${path}.additionalProperties`, root);
+}
+
+const LOOKAROUND =
+  'lookahead and lookbehind ((?=, (?!, (?<=, (?<!) are not supported: the grammar library ignores lookaheads in a pattern';
+
+/**
+ * Whether a regular expression has a lookaround group. xgrammar 0.2.8 drops a lookahead in a
+ * schema's `pattern` with only a warning (`(?=a)b` then takes "b"); lookbehinds fail to
+ * compile. Escapes and character classes (where `(` is literal) are skipped.
+ */
+export function hasLookaround(pattern: string): boolean {
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(' && /^\?(?:[=!]|<[=!])/.test(pattern.slice(i + 1, i + 4))) return true;
+  }
+  return false;
+}
+
+/** Refuses numeric bounds the grammar would not enforce as written (see RANGE_KEYWORDS). */
+function checkRange(s: Record<string, unknown>, path: string): void {
+  const given = RANGE_KEYWORDS.filter((k) => s[k] !== undefined);
+  if (given.length === 0) return;
+  const first = `${path}.${given[0]}`;
+  // Bounds alone imply a number (schema-implicit.ts writes the type before compiling).
+  if (s.type === undefined && impliedType(s) === 'number') s = { ...s, type: 'number' };
+  if (s.type === undefined)
+    throw invalidArgument(
+      first,
+      `keyword '${given[0]}' is enforced only beside "type": the grammar applies numeric bounds to typed numbers (add "type": "number" or "integer")`,
+    );
+  const types = Array.isArray(s.type) ? s.type : [s.type];
+  if (!types.includes('number') && !types.includes('integer')) return; // no number can be written
+  const bound = (k: (typeof RANGE_KEYWORDS)[number]) =>
+    typeof s[k] === 'number' ? (s[k] as number) : undefined;
+  if (wholeNumberTypes(s.type)) {
+    for (const k of given)
+      if (Math.abs(bound(k)!) >= 2 ** 63)
+        throw invalidArgument(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers');
+    // The whole numbers in range (fractional bounds round inwards, as schema-rewrite.ts does).
+    const format = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
+    const lo = Math.max(
+      Math.ceil(bound('minimum') ?? -Infinity),
+      Math.floor(bound('exclusiveMinimum') ?? -Infinity) + 1,
+      format?.[0] ?? -Infinity,
+    );
+    const hi = Math.min(
+      Math.floor(bound('maximum') ?? Infinity),
+      Math.ceil(bound('exclusiveMaximum') ?? Infinity) - 1,
+      format?.[1] ?? Infinity,
+    );
+    if (lo > hi) throw invalidArgument(first, 'the range is empty: no integer satisfies these bounds');
+    return;
+  }
+  for (const k of given) {
+    const v = bound(k)!;
+    if (Number(v.toFixed(RANGE_DECIMALS)) !== v)
+      throw invalidArgument(
+        `${path}.${k}`,
+        `number bounds with more than ${RANGE_DECIMALS} decimal places are not supported (the grammar writes numbers in a range with at most ${RANGE_DECIMALS} decimals)`,
+      );
+  }
+  // The tighter bound on each side; both are on the 10^-6 grid, so the range holds a grid
+  // value unless it is inverted, a single excluded point, or one grid step between exclusions.
+  const side = (
+    incl: number | undefined,
+    excl: number | undefined,
+    pick: (a: number, b: number) => boolean,
+  ) =>
+    incl === undefined
+      ? excl === undefined
+        ? undefined
+        : { v: excl, open: true }
+      : excl === undefined || pick(incl, excl)
+        ? { v: incl, open: false }
+        : { v: excl, open: true };
+  const lo = side(bound('minimum'), bound('exclusiveMinimum'), (i, e) => i > e);
+  const hi = side(bound('maximum'), bound('exclusiveMaximum'), (i, e) => i < e);
+  if (
+    lo &&
+    hi &&
+    (lo.v > hi.v ||
+      (lo.v === hi.v && (lo.open || hi.open)) ||
+      (lo.open && hi.open && hi.v - lo.v < 1.5 * 10 ** -RANGE_DECIMALS))
+  )
+    throw invalidArgument(
+      first,
+      `the range is empty: no number with at most ${RANGE_DECIMALS} decimals satisfies these bounds`,
+    );
 }

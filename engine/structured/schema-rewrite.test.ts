@@ -4,19 +4,13 @@
  * 0-9 under the bound's prefix, with 0s, 9s or the bound's own digits after it, plus the
  * neighbours), on the bare grammar (a one-symbol vocabulary, text accepted character-wise).
  */
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { GrammarCompiler } from '@mlc-ai/web-xgrammar';
+import { loadGrammarAddon } from '../../native/native.js';
+import { bareCompiler, grammarAccepts } from './bare-grammar.js';
 import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
-import { loadXGrammar } from './xgrammar.js';
 
-const xg = loadXGrammar();
-let compiler: GrammarCompiler;
-
-before(async () => {
-  const info = await xg.TokenizerInfo.createTokenizerInfo(['a'], 'raw', false, 1, [0]);
-  compiler = await xg.GrammarCompiler.createGrammarCompiler(info, false);
-});
+const xg = loadGrammarAddon();
 
 test('int32/int64 on integer types become ranges; everything else is left alone', () => {
   const schema = {
@@ -55,6 +49,41 @@ test('int32/int64 on integer types become ranges; everything else is left alone'
   assert.equal(rewriteForGrammar(plain), plain);
 });
 
+test('int32/float/double ranges meet the schema own bounds; fractional integer bounds become whole', () => {
+  const out = (schema: object) =>
+    JSON.parse(rewriteForGrammar(JSON.stringify(schema))) as Record<string, unknown>;
+  assert.deepEqual(out({ type: 'integer', format: 'int32', minimum: 0 }), {
+    type: 'integer',
+    minimum: 0,
+    maximum: 2147483647,
+  });
+  assert.deepEqual(out({ type: 'number', format: 'double', maximum: 5 }), {
+    type: 'number',
+    maximum: 5,
+    minimum: -Number.MAX_VALUE,
+  });
+  assert.deepEqual(out({ type: ['number', 'null'], format: 'float' }), {
+    type: ['number', 'null'],
+    minimum: -3.4028234663852886e38,
+    maximum: 3.4028234663852886e38,
+  });
+  assert.deepEqual(out({ type: 'integer', minimum: 0.5, exclusiveMaximum: 9.5 }), {
+    type: 'integer',
+    minimum: 1,
+    maximum: 9,
+  });
+  assert.deepEqual(out({ type: ['integer', 'null'], exclusiveMinimum: -2.5, maximum: -0.5, minimum: -2 }), {
+    type: ['integer', 'null'],
+    minimum: -2,
+    maximum: -1,
+  });
+  // Whole bounds and number types are left as they are.
+  const kept = '{"type":"integer","exclusiveMinimum":3,"maximum":7}';
+  assert.equal(rewriteForGrammar(kept), kept);
+  const num = '{"type":"number","exclusiveMaximum":0.5}';
+  assert.equal(rewriteForGrammar(num), num);
+});
+
 /** Candidates around a bound: the digit automaton's edges, and its neighbours. */
 function around(bound: bigint): bigint[] {
   const digits = (bound < 0n ? -bound : bound).toString();
@@ -74,32 +103,25 @@ function around(bound: bigint): bigint[] {
 }
 
 for (const [format, [lo, hi]] of Object.entries(INTEGER_FORMAT_RANGES)) {
-  test(`the grammar enforces the ${format} range exactly, null included`, async () => {
+  test(`the grammar enforces the ${format} range exactly, null included`, () => {
     const schema = rewriteForGrammar(JSON.stringify({ type: ['integer', 'null'], format }));
-    const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
-    const accepts = async (text: string) => {
-      const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-      try {
-        return m._acceptString(text) && m.isTerminated();
-      } finally {
-        m.dispose();
-      }
-    };
+    const grammar = xg.compileJsonSchema(bareCompiler(), schema, true);
+    const accepts = (text: string) => grammarAccepts(grammar, text);
     const wrong: string[] = [];
     for (const v of [...around(BigInt(lo)), ...around(BigInt(hi))]) {
       const want = v >= BigInt(lo) && v <= BigInt(hi);
-      if ((await accepts(v.toString())) !== want) wrong.push(v.toString());
+      if (accepts(v.toString()) !== want) wrong.push(v.toString());
     }
     assert.deepEqual(wrong, []);
-    assert.equal(await accepts('null'), true);
-    assert.equal(await accepts('1.5'), false);
-    grammar.dispose();
+    assert.equal(accepts('null'), true);
+    assert.equal(accepts('1.5'), false);
+    xg.dispose(grammar);
   });
 }
 
-test('the grammar enforces byte (base64) as its pattern, null included', async () => {
+test('the grammar enforces byte (base64) as its pattern, null included', () => {
   const schema = rewriteForGrammar(JSON.stringify({ type: ['string', 'null'], format: 'byte' }));
-  const grammar = await compiler.compileJSONSchema(schema, false, -1, undefined, true);
+  const grammar = xg.compileJsonSchema(bareCompiler(), schema, true);
   const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
   for (const text of [
     '',
@@ -114,13 +136,8 @@ test('the grammar enforces byte (base64) as its pattern, null included', async (
     'QUJD\nRA==',
     'QQ',
   ]) {
-    const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-    const ok = m._acceptString(JSON.stringify(text)) && m.isTerminated();
-    m.dispose();
-    assert.equal(ok, base64.test(text), JSON.stringify(text));
+    assert.equal(grammarAccepts(grammar, JSON.stringify(text)), base64.test(text), JSON.stringify(text));
   }
-  const m = await xg.GrammarMatcher.createGrammarMatcher(grammar, undefined, true);
-  assert.equal(m._acceptString('null') && m.isTerminated(), true);
-  m.dispose();
-  grammar.dispose();
+  assert.equal(grammarAccepts(grammar, 'null'), true);
+  xg.dispose(grammar);
 });

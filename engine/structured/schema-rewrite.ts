@@ -4,11 +4,18 @@
  * spelled in keywords the library gets right.
  *
  * - `format: int32` on an integer type becomes `minimum: -2147483648, maximum: 2147483647`
- *   (xgrammar 0.1.27 skips the format; its range for exactly these bounds is exact, tested
- *   digit by digit in schema-rewrite.test.ts, unlike some others such as `maximum: 120`).
+ *   (xgrammar skips the format; its integer ranges are exact, tested digit by digit in
+ *   schema-rewrite.test.ts and schema-exactness.test.ts), intersected with any bounds the
+ *   schema gives.
  * - `format: int64` becomes the range of integers JSON parsers hold exactly, ±(2^53 − 1):
- *   narrower than int64 (whose bounds the library gets wrong), so every document is still a
- *   valid int64 — a documented narrowing, never a skipped check.
+ *   narrower than int64, so every document is still a valid int64 — a documented narrowing,
+ *   never a skipped check.
+ * - `format: float` / `double` on a number type become their finite ranges (±FLT_MAX /
+ *   ±DBL_MAX): xgrammar skips the format, and its bare number grammar allows exponents past a
+ *   double's range (`1e309`). Its decimal ranges write no exponent and at most 6 decimals, so
+ *   this too narrows (every document is a finite double), never skips.
+ * - Integer bounds that are not whole numbers (`maximum: 1.5` on an integer), which xgrammar
+ *   rejects, become the whole-number bounds they mean (`maximum: 1`).
  * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
  * - keywords beside `anyOf`/`oneOf` move into each branch (branch-merge.ts), and implied types
  *   and required properties are spelled out (schema-implicit.ts).
@@ -19,6 +26,11 @@ import { makeImplicitExplicit } from './schema-implicit.js';
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
   int32: [-2147483648, 2147483647],
   int64: [-Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+};
+
+export const NUMBER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
+  float: [-3.4028234663852886e38, 3.4028234663852886e38],
+  double: [-Number.MAX_VALUE, Number.MAX_VALUE],
 };
 
 /**
@@ -48,12 +60,17 @@ function rewrite(node: unknown): boolean {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
   const s = node as Record<string, unknown>;
   let changed = false;
-  const range = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
-  if (range && integerType(s.type)) {
+  const intRange = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
+  const numRange = typeof s.format === 'string' ? NUMBER_FORMAT_RANGES[s.format] : undefined;
+  const range =
+    intRange && integerType(s.type) ? intRange : numRange && numberType(s.type) ? numRange : undefined;
+  if (range) {
     delete s.format;
-    [s.minimum, s.maximum] = range;
+    s.minimum = typeof s.minimum === 'number' ? Math.max(s.minimum, range[0]) : range[0];
+    s.maximum = typeof s.maximum === 'number' ? Math.min(s.maximum, range[1]) : range[1];
     changed = true;
   }
+  if (wholeNumberTypes(s.type)) changed = wholeBounds(s) || changed;
   if (s.format === 'byte' && stringType(s.type) && byteRewritable(s)) {
     delete s.format;
     s.pattern = BASE64_PATTERN;
@@ -71,6 +88,49 @@ function rewrite(node: unknown): boolean {
   else changed = rewrite(s.items) || changed;
   changed = rewrite(s.additionalProperties) || changed;
   return changed;
+}
+
+/**
+ * On a type that holds only whole numbers, bounds that are not whole become the whole-number
+ * bounds they mean: x ≥ 0.5 is x ≥ 1, x > 0.5 is x ≥ 1, x ≤ 1.5 is x ≤ 1, x < 1.5 is x ≤ 1.
+ */
+function wholeBounds(s: Record<string, unknown>): boolean {
+  let changed = false;
+  const lower = (v: number) => {
+    s.minimum = typeof s.minimum === 'number' ? Math.max(s.minimum, v) : v;
+    changed = true;
+  };
+  const upper = (v: number) => {
+    s.maximum = typeof s.maximum === 'number' ? Math.min(s.maximum, v) : v;
+    changed = true;
+  };
+  const fractional = (v: unknown): v is number =>
+    typeof v === 'number' && Number.isFinite(v) && !Number.isInteger(v);
+  if (fractional(s.minimum)) lower(Math.ceil(s.minimum));
+  if (fractional(s.maximum)) upper(Math.floor(s.maximum));
+  if (fractional(s.exclusiveMinimum)) {
+    const v = Math.ceil(s.exclusiveMinimum);
+    delete s.exclusiveMinimum;
+    lower(v);
+  }
+  if (fractional(s.exclusiveMaximum)) {
+    const v = Math.floor(s.exclusiveMaximum);
+    delete s.exclusiveMaximum;
+    upper(v);
+  }
+  return changed;
+}
+
+/** A type (or union) whose numbers are whole: it has `integer` and not `number`. */
+export function wholeNumberTypes(type: unknown): boolean {
+  const types = Array.isArray(type) ? type : [type];
+  return types.includes('integer') && !types.includes('number');
+}
+
+/** `number`, or a union of `number` with `integer` or `null`. */
+export function numberType(type: unknown): boolean {
+  const types = Array.isArray(type) ? type : [type];
+  return types.includes('number') && types.every((t) => t === 'number' || t === 'integer' || t === 'null');
 }
 
 /** `string`, or a union of `string` with `null`. */

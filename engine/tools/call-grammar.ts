@@ -13,7 +13,7 @@
  * parses and validates. A reasoning model (its template knows `</think>`) may think first
  * under a forced choice: its output may start with text up to `</think>`.
  */
-import type { StructuralTag, StructuralTagFormat, TagFormat } from '@mlc-ai/web-xgrammar';
+import type { StructuralTag, StructuralTagFormat, TagFormat } from '../structured/structural-tag.js';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarConstraint } from '../structured/constraint.js';
 import { checkJsonSchema } from '../structured/schema-check.js';
