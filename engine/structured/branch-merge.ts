@@ -1,5 +1,5 @@
 /**
- * Keywords beside `anyOf`/`oneOf`, pushed into every branch.
+ * Keywords beside `anyOf`/`oneOf`, pushed into every branch; `allOf` folded into one schema.
  *
  * xgrammar (0.1.27) compiles a schema that has `anyOf` or `oneOf` from its branches alone and
  * drops every keyword beside them: `{"required": ["x"], "anyOf": [...]}` accepts documents
@@ -100,6 +100,46 @@ export function mergeBranches(s: Schema, root: unknown): BranchMerge {
   return { ok: true, branches: out, moved };
 }
 
+export type AllOfMerge =
+  | { readonly ok: true; readonly schema: Record<string, unknown> }
+  | { readonly ok: false; readonly keyword: string; readonly reason: string };
+
+/**
+ * `s` with its `allOf` folded in: `{P, allOf: [A, B]}` is `P ∧ A ∧ B`, merged by the same rules
+ * as a branch (the grammar library would need them as one schema anyway; xgrammar 0.2.8
+ * refuses an `allOf` of more than one schema). Members' own `allOf`s fold in too.
+ */
+export function mergeAllOf(s: Schema, root: unknown): AllOfMerge {
+  let acc: Schema = s;
+  for (let round = 0; Array.isArray(acc.allOf) && round < 8; round++) {
+    const members = acc.allOf as unknown[];
+    const { allOf: _members, ...rest } = acc;
+    let next: Schema = rest;
+    for (let i = 0; i < members.length; i++) {
+      const m = resolveRef(members[i], root);
+      if (m === undefined)
+        return {
+          ok: false,
+          keyword: `allOf[${i}].$ref`,
+          reason: 'cannot be merged with the schemas beside it',
+        };
+      const merged = mergeOne(next, m);
+      if (merged === null)
+        return { ok: false, keyword: 'allOf', reason: 'no document satisfies all of its schemas' };
+      if ('keyword' in merged)
+        return {
+          ok: false,
+          keyword: merged.keyword ? `allOf[${i}].${merged.keyword}` : `allOf[${i}]`,
+          reason: `conflicts with the schemas beside it (${merged.reason}); allOf is enforced by merging its schemas into one`,
+        };
+      next = merged.schema as Schema;
+    }
+    acc = next;
+  }
+  if (Array.isArray(acc.allOf)) return { ok: false, keyword: 'allOf', reason: 'is nested too deeply' };
+  return { ok: true, schema: acc };
+}
+
 /**
  * Rewrites in place every node whose `anyOf`/`oneOf` has constraining keywords beside it
  * (schema-check has refused the schemas whose merge fails). True when anything changed.
@@ -107,6 +147,14 @@ export function mergeBranches(s: Schema, root: unknown): BranchMerge {
 export function distributeSiblings(node: unknown, root: unknown = node): boolean {
   if (!isSchemaObject(node)) return false;
   let changed = false;
+  if (Array.isArray(node.allOf)) {
+    const m = mergeAllOf(node, root);
+    if (m.ok) {
+      for (const k of Object.keys(node)) delete node[k];
+      Object.assign(node, m.schema);
+      changed = true;
+    }
+  }
   if (Array.isArray(node.anyOf) !== Array.isArray(node.oneOf)) {
     const m = mergeBranches(node, root);
     if (m.ok && m.moved.length > 0) {
@@ -173,7 +221,7 @@ function mergeOne(parent: Schema, b: unknown): MergeResult {
     }
     const bv = out[k];
     if (k === 'required' && Array.isArray(pv) && Array.isArray(bv)) {
-      out[k] = [...new Set([...bv, ...pv])];
+      out[k] = [...new Set([...pv, ...bv])];
     } else if (k === 'properties' && isSchemaObject(pv) && isSchemaObject(bv)) {
       // The parent's properties first, in its order, then the branch's own: the grammar
       // writes properties in the order listed.

@@ -17,7 +17,7 @@ import {
   stringType,
   wholeNumberTypes,
 } from './schema-rewrite.js';
-import { mergeBranches } from './branch-merge.js';
+import { mergeAllOf, mergeBranches } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { impliedType, undecidableRequired } from './schema-implicit.js';
 
@@ -137,12 +137,32 @@ export const ENFORCED_FORMATS: readonly string[] = [
 ];
 
 /**
- * A refused keyword that constrains nothing where it stands, so validators and we ignore it:
+ * `multipleOf` where xgrammar 0.2.8 enforces it exactly (schema-shape.test.ts checks every
+ * integer in a window): on `type: "integer"`, a whole divisor from 1 to 1024, and no bounds
+ * (nor int32/int64, which become bounds) — beside a range it drops the divisor silently.
+ */
+function multipleOfEnforced(s: Record<string, unknown>): boolean {
+  const m = s.multipleOf;
+  return (
+    s.type === 'integer' &&
+    typeof m === 'number' &&
+    Number.isInteger(m) &&
+    m >= 1 &&
+    m <= 1024 &&
+    RANGE_KEYWORDS.every((k) => s[k] === undefined) &&
+    !(typeof s.format === 'string' && s.format in INTEGER_FORMAT_RANGES)
+  );
+}
+
+/**
+ * A refused keyword that the grammar enforces where it stands (`multipleOf`, above), or that
+ * constrains nothing there, so validators and we ignore it:
  * `additionalItems` without a tuple `items` array (it judges only items past the tuple), and
  * an empty `dependencies`/`dependentRequired`/`dependentSchemas` map.
  */
 function isNoOp(s: Record<string, unknown>, key: string): boolean {
   if (key === 'additionalItems') return !Array.isArray(s.items);
+  if (key === 'multipleOf') return multipleOfEnforced(s);
   if (key === 'dependencies' || key === 'dependentRequired' || key === 'dependentSchemas') {
     const m = s[key];
     return m !== null && typeof m === 'object' && !Array.isArray(m) && Object.keys(m).length === 0;
@@ -186,8 +206,21 @@ export function checkJsonSchema(schema: unknown, field: string): void {
 function walk(node: unknown, path: string, root: unknown): void {
   if (typeof node === 'boolean') return;
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
+  // allOf is enforced as the one schema its members merge into (branch-merge.ts): that schema
+  // is what the grammar compiles, so it is what is checked.
+  if (Array.isArray((node as Record<string, unknown>).allOf)) {
+    const merged = mergeAllOf(node as Record<string, unknown>, root);
+    if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
+    walk(merged.schema, path, root);
+    return;
+  }
   const s = node as Record<string, unknown>;
   for (const key of Object.keys(s)) {
+    if (key === 'multipleOf' && !multipleOfEnforced(s))
+      throw invalidArgument(
+        `${path}.multipleOf`,
+        `keyword 'multipleOf' is not supported here: the grammar enforces it only on type "integer", with a whole divisor from 1 to 1024 and no bounds (minimum/maximum, int32/int64)`,
+      );
     if (REFUSED.has(key) && !isNoOp(s, key))
       throw invalidArgument(
         `${path}.${key}`,
@@ -266,8 +299,6 @@ function walk(node: unknown, path: string, root: unknown): void {
         'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or make the branches exclusive (different types or const/enum values, a required property with different const values, or additionalProperties false)',
       );
   }
-  if (Array.isArray(s.allOf) && s.allOf.length > 1)
-    throw invalidArgument(`${path}.allOf`, 'allOf with more than one schema is not supported');
   // xgrammar resolves '#' and JSON pointers ('#/...'); any other reference (another document,
   // or an anchor such as '#node') it compiles as "any JSON value", with only a warning.
   if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))

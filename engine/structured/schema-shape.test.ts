@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadGrammarAddon } from '../../native/native.js';
 import { bareCompiler, grammarAccepts } from './bare-grammar.js';
-import { distributeSiblings, mergeBranches } from './branch-merge.js';
+import { distributeSiblings, mergeAllOf, mergeBranches } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { checkJsonSchema } from './schema-check.js';
 import { impliedType, makeImplicitExplicit } from './schema-implicit.js';
@@ -42,7 +42,7 @@ test('keywords beside anyOf/oneOf merge into each branch', () => {
     {
       type: 'object',
       properties: { x: { type: 'integer' }, kind: { enum: ['a'], type: 'string' }, y: { type: 'string' } },
-      required: ['y', 'x'],
+      required: ['x', 'y'],
     },
     {
       type: 'object',
@@ -56,6 +56,24 @@ test('keywords beside anyOf/oneOf merge into each branch', () => {
   assert.deepEqual(Object.keys(copy).sort(), ['$defs', 'anyOf', 'description']);
   // Nothing beside the branches: nothing to do.
   assert.equal(distributeSiblings({ anyOf: [{ type: 'string' }] }), false);
+});
+
+test('allOf folds into one schema', () => {
+  const s = {
+    allOf: [{ $ref: '#/$defs/base' }, { properties: { b: { type: 'integer' } }, required: ['b'] }],
+    description: 'kept',
+    $defs: { base: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } },
+  };
+  const m = mergeAllOf(s, s);
+  assert.ok(m.ok);
+  assert.deepEqual(m.schema, {
+    description: 'kept',
+    $defs: s.$defs,
+    type: 'object',
+    properties: { a: { type: 'string' }, b: { type: 'integer' } },
+    required: ['a', 'b'],
+  });
+  refused({ allOf: [{ type: 'string' }, { type: 'integer' }] }, /^f\.allOf: no document satisfies all/);
 });
 
 test('merges that would change the meaning are refused, naming the keyword', () => {
@@ -197,6 +215,16 @@ test('the grammar library drops what these rewrites spell out; after them it enf
       texts: ['{"e": "s"}', '{"x": 1, "e": "s"}'],
       want: [false, true],
     },
+    {
+      // allOf of a referenced base and an extension: one merged object schema (xgrammar 0.2.8
+      // keeps only the first member of an allOf, with a warning)
+      schema: {
+        allOf: [{ $ref: '#/$defs/base' }, { properties: { b: { type: 'integer' } }, required: ['b'] }],
+        $defs: { base: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } },
+      },
+      texts: ['{"b": 1}', '{"a": "x"}', '{"a": "x", "b": 1}'],
+      want: [false, false, true],
+    },
     // A length without a type; `required` without the property.
     { schema: { minLength: 2 }, texts: ['"x"', '"xy"'], want: [false, true] },
     { schema: { maximum: 3 }, texts: ['4', '3', '"x"'], want: [false, true, false] },
@@ -219,4 +247,30 @@ test('a merged branch passes the same rules as any schema', () => {
     { pattern: 'a+', anyOf: [{ type: 'string', maxLength: 3 }] },
     /^f\.anyOf\[0\]\.maxLength: 'maxLength' cannot be combined with 'pattern'/,
   );
+});
+
+test('integer multipleOf is enforced without bounds, refused beside them', () => {
+  for (const m of [3, 7, 1024]) {
+    const grammar = xg.compileJsonSchema(
+      bareCompiler(),
+      JSON.stringify({ type: 'integer', multipleOf: m }),
+      true,
+    );
+    try {
+      const wrong: number[] = [];
+      for (let v = -3000; v <= 3000; v++)
+        if (grammarAccepts(grammar, String(v)) !== (v % m === 0)) wrong.push(v);
+      assert.deepEqual(wrong, [], `multipleOf ${m}`);
+    } finally {
+      xg.dispose(grammar);
+    }
+  }
+  checkJsonSchema({ type: 'integer', multipleOf: 3 }, 'f');
+  refused(
+    { type: 'integer', multipleOf: 3, minimum: 0 },
+    /^f\.multipleOf: keyword 'multipleOf' is not supported/,
+  );
+  refused({ type: 'integer', multipleOf: 2048 }, /^f\.multipleOf/);
+  refused({ type: 'number', multipleOf: 0.5 }, /^f\.multipleOf/);
+  refused({ type: 'integer', format: 'int32', multipleOf: 3 }, /^f\.multipleOf/);
 });
