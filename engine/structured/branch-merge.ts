@@ -19,6 +19,7 @@
  * - a branch `{"$ref": "#/..."}` is replaced by its target first; `true`/`{}` is `P` itself;
  *   `false` is dropped.
  */
+import { typesLeftByNot } from './schema-implicit.js';
 
 /** Keywords that stay on the parent: annotations and definitions (refs point to their path). */
 const STAYS = new Set([
@@ -42,7 +43,7 @@ const STAYS = new Set([
 
 export type BranchMerge =
   | { readonly ok: true; readonly branches: readonly unknown[]; readonly moved: readonly string[] }
-  | { readonly ok: false; readonly keyword: string; readonly reason: string };
+  | { readonly ok: false; readonly keyword: string; readonly reason: string; readonly empty?: true };
 
 type Schema = Record<string, unknown>;
 
@@ -69,6 +70,8 @@ function siblings(s: Schema): string[] {
   return Object.keys(s).filter((k) => !STAYS.has(k) && !k.startsWith('x-'));
 }
 
+const hasOneAlternative = (s: Schema) => Array.isArray(s.anyOf) !== Array.isArray(s.oneOf);
+
 /** `s`'s `anyOf` or `oneOf` branches merged with the keywords beside them. */
 export function mergeBranches(s: Schema, root: unknown): BranchMerge {
   const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
@@ -87,6 +90,11 @@ export function mergeBranches(s: Schema, root: unknown): BranchMerge {
       };
     const merged = mergeOne(parent, b);
     if (merged === null) continue;
+    // A branch whose own alternatives all fail beside what it now holds matches nothing.
+    if ('schema' in merged && isSchemaObject(merged.schema) && hasOneAlternative(merged.schema)) {
+      const inner = mergeBranches(merged.schema, root);
+      if (!inner.ok && inner.empty) continue;
+    }
     if ('keyword' in merged)
       return {
         ok: false,
@@ -96,7 +104,12 @@ export function mergeBranches(s: Schema, root: unknown): BranchMerge {
     out.push(merged.schema);
   }
   if (out.length === 0)
-    return { ok: false, keyword: alt, reason: `no branch is compatible with the keywords beside ${alt}` };
+    return {
+      ok: false,
+      keyword: alt,
+      reason: `no branch is compatible with the keywords beside ${alt}`,
+      empty: true,
+    };
   return { ok: true, branches: out, moved };
 }
 
@@ -174,7 +187,7 @@ export function distributeSiblings(node: unknown, root: unknown = node): boolean
 }
 
 /** A branch with a local `$ref` followed (up to 8 hops); undefined when it cannot be. */
-function resolveRef(b: unknown, root: unknown): unknown {
+export function resolveRef(b: unknown, root: unknown): unknown {
   for (let hop = 0; hop < 8; hop++) {
     if (!isSchemaObject(b) || typeof b.$ref !== 'string') return b;
     // A $ref with other constraining keywords beside it: older drafts ignore them, newer
@@ -260,6 +273,13 @@ function mergeOne(parent: Schema, b: unknown): MergeResult {
     } else if (!sameJson(pv, bv)) {
       return { keyword: k, reason: 'different values' };
     }
+  }
+  // A `not: {type}` (from either side) is the types it leaves; none left: no document.
+  const left = typesLeftByNot(out);
+  if (left === 'empty') return null;
+  if (Array.isArray(left)) {
+    out.type = left.length === 1 ? left[0] : left;
+    delete out.not;
   }
   // A const beside an enum (one from each side): the const, if the enum has it.
   if ('const' in out && Array.isArray(out.enum)) {

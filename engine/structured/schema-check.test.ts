@@ -46,7 +46,7 @@ test('enforced keywords and non-vocabulary annotations are accepted', () => {
 test('keywords the grammar does not enforce (or enforces wrongly) are refused by name and path', () => {
   refused({ type: 'number', multipleOf: 2 }, /^f\.multipleOf: keyword 'multipleOf' is not supported/);
   refused({ type: 'array', uniqueItems: true }, /f\.uniqueItems/);
-  refused({ properties: { a: { not: { type: 'string' } } } }, /^f\.properties\.a\.not:/);
+  refused({ properties: { a: { not: { type: 'string', maxLength: 2 } } } }, /^f\.properties\.a\.not:/);
   refused({ enum: [1, 5], maximum: 3 }, /^f\.maximum: keyword 'maximum' is enforced only beside "type"/);
   refused(
     { anyOf: [{ const: 2, exclusiveMinimum: 0 }] },

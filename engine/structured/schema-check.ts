@@ -17,9 +17,10 @@ import {
   stringType,
   wholeNumberTypes,
 } from './schema-rewrite.js';
-import { mergeAllOf, mergeBranches } from './branch-merge.js';
+import { mergeAllOf, mergeBranches, resolveRef } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
-import { impliedType, undecidableRequired } from './schema-implicit.js';
+import { foldLengthIntoPattern } from './pattern-length.js';
+import { impliedType, typesLeftByNot, undecidableRequired } from './schema-implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -175,6 +176,8 @@ const STRING_FORMATS = new Set(
   ENFORCED_FORMATS.filter((f) => !['int32', 'int64', 'float', 'double', 'byte'].includes(f)),
 );
 
+const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const REFUSED = new Set(REFUSED_KEYWORDS);
 /** Keywords whose value is a map name → subschema. */
@@ -221,6 +224,16 @@ function walk(node: unknown, path: string, root: unknown): void {
         `${path}.multipleOf`,
         `keyword 'multipleOf' is not supported here: the grammar enforces it only on type "integer", with a whole divisor from 1 to 1024 and no bounds (minimum/maximum, int32/int64)`,
       );
+    if (key === 'not') {
+      const left = typesLeftByNot(s);
+      if (left === 'empty') throw invalidArgument(`${path}.not`, 'excludes every type the schema allows');
+      if (left === 'fractions')
+        throw invalidArgument(
+          `${path}.not`,
+          'excluding integers from numbers is not supported (the grammar has no type for numbers that are not whole)',
+        );
+      if (left !== null) continue;
+    }
     if (REFUSED.has(key) && !isNoOp(s, key))
       throw invalidArgument(
         `${path}.${key}`,
@@ -269,9 +282,16 @@ function walk(node: unknown, path: string, root: unknown): void {
           `${path}.${k}`,
           `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`,
         );
-  // xgrammar drops the length limits and the format when a pattern is given.
+  // xgrammar drops the length limits and the format when a pattern is given; lengths fold
+  // into a pattern that is one repeated character class (pattern-length.ts).
+  const folded =
+    typeof s.pattern === 'string' && (s.minLength !== undefined || s.maxLength !== undefined)
+      ? foldLengthIntoPattern(s.pattern, num(s.minLength), num(s.maxLength))
+      : null;
+  if (folded && 'empty' in folded)
+    throw invalidArgument(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength');
   if (s.pattern !== undefined)
-    for (const k of ['minLength', 'maxLength', 'format'])
+    for (const k of folded ? ['format'] : ['minLength', 'maxLength', 'format'])
       if (s[k] !== undefined)
         throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
   if (impliedType(s) === 'mixed')
@@ -284,6 +304,7 @@ function walk(node: unknown, path: string, root: unknown): void {
     );
   if (Array.isArray(s.oneOf) && Array.isArray(s.anyOf))
     throw invalidArgument(`${path}.oneOf`, 'oneOf beside anyOf is not supported');
+  let walkedBranches = false;
   if (Array.isArray(s.oneOf) || Array.isArray(s.anyOf)) {
     const merged = mergeBranches(s, root);
     if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
@@ -292,8 +313,9 @@ function walk(node: unknown, path: string, root: unknown): void {
     if (merged.moved.length > 0) {
       const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
       merged.branches.forEach((b, i) => walk(b, `${path}.${alt}[${i}]`, root));
+      walkedBranches = true;
     }
-    if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches))
+    if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches.map((b) => resolveRef(b, root) ?? b)))
       throw invalidArgument(
         `${path}.oneOf`,
         'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or make the branches exclusive (different types or const/enum values, a required property with different const values, or additionalProperties false)',
@@ -310,6 +332,9 @@ function walk(node: unknown, path: string, root: unknown): void {
   }
   for (const k of SCHEMA_LISTS) {
     const l = s[k];
+    // Merged branches were checked above: they, not the branches as written, are compiled
+    // (a branch that only conflicts with what is beside it has been dropped).
+    if (walkedBranches && (k === 'anyOf' || k === 'oneOf')) continue;
     if (Array.isArray(l)) l.forEach((sub, i) => walk(sub, `${path}.${k}[${i}]`, root));
   }
   if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`, root));

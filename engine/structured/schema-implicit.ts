@@ -12,6 +12,8 @@
  * - each `required` name missing from `properties` is added to them with the schema a
  *   validator applies to it: `additionalProperties` when that is a schema, otherwise `{}`
  *   (any value) — unchanged meaning.
+ * - `not: {"type": T}` becomes the `type` list it leaves (`not: {"type": "object"}` on an
+ *   untyped schema: every type but object).
  * schema-check refuses what cannot be made explicit (keywords of several types without a
  * `type`; a required name that `additionalProperties: false` or `patternProperties` decides).
  */
@@ -64,10 +66,36 @@ export function undecidableRequired(s: Schema): string | undefined {
   return s.required.map(String).find((name) => !(name in props));
 }
 
+/** The JSON types, `integer` within `number`. */
+const ALL_TYPES = ['string', 'number', 'boolean', 'null', 'object', 'array'];
+const NOT_ANNOTATIONS = new Set(['title', 'description', '$comment']);
+
+/**
+ * `not: {"type": T}` as the types it leaves: `s.type` (or every type) less T, as a list. null
+ * when `not` has another form; 'empty' when no type is left; 'fractions' when T takes
+ * `integer` from `number` (the numbers that are not whole have no type to name).
+ */
+export function typesLeftByNot(s: Schema): string[] | null | 'empty' | 'fractions' {
+  const n = s.not;
+  if (!isSchemaObject(n) || n.type === undefined) return null;
+  if (Object.keys(n).some((k) => k !== 'type' && !NOT_ANNOTATIONS.has(k))) return null;
+  const out = (Array.isArray(n.type) ? n.type : [n.type]).map(String);
+  if (out.includes('integer') && !out.includes('number')) return 'fractions';
+  const base = s.type === undefined ? ALL_TYPES : (Array.isArray(s.type) ? s.type : [s.type]).map(String);
+  const left = base.filter((t) => !out.includes(t) && !(t === 'integer' && out.includes('number')));
+  return left.length === 0 ? 'empty' : left;
+}
+
 /** Makes `node`'s implied types and required properties explicit, in place, everywhere. */
 export function makeImplicitExplicit(node: unknown): boolean {
   if (!isSchemaObject(node)) return false;
   let changed = false;
+  const left = typesLeftByNot(node);
+  if (Array.isArray(left)) {
+    node.type = left.length === 1 ? left[0] : left;
+    delete node.not;
+    changed = true;
+  }
   const t = impliedType(node);
   if (t && t !== 'mixed') {
     node.type = t;

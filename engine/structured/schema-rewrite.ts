@@ -17,10 +17,12 @@
  * - Integer bounds that are not whole numbers (`maximum: 1.5` on an integer), which xgrammar
  *   rejects, become the whole-number bounds they mean (`maximum: 1`).
  * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
+ * - `minLength`/`maxLength` beside a repeated-class `pattern` fold into it (pattern-length.ts).
  * - keywords beside `anyOf`/`oneOf` move into each branch (branch-merge.ts), and implied types
  *   and required properties are spelled out (schema-implicit.ts).
  */
 import { distributeSiblings } from './branch-merge.js';
+import { foldLengthIntoPattern } from './pattern-length.js';
 import { makeImplicitExplicit } from './schema-implicit.js';
 
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
@@ -75,6 +77,16 @@ function rewrite(node: unknown): boolean {
     delete s.format;
     s.pattern = BASE64_PATTERN;
     changed = true;
+  }
+  if (typeof s.pattern === 'string' && (s.minLength !== undefined || s.maxLength !== undefined)) {
+    const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+    const folded = foldLengthIntoPattern(s.pattern, num(s.minLength), num(s.maxLength));
+    if (folded && 'pattern' in folded) {
+      s.pattern = folded.pattern;
+      delete s.minLength;
+      delete s.maxLength;
+      changed = true;
+    }
   }
   for (const k of SCHEMA_MAPS) {
     const m = s[k];

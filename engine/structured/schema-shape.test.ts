@@ -11,7 +11,8 @@ import { bareCompiler, grammarAccepts } from './bare-grammar.js';
 import { distributeSiblings, mergeAllOf, mergeBranches } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { checkJsonSchema } from './schema-check.js';
-import { impliedType, makeImplicitExplicit } from './schema-implicit.js';
+import { foldLengthIntoPattern } from './pattern-length.js';
+import { impliedType, makeImplicitExplicit, typesLeftByNot } from './schema-implicit.js';
 import { rewriteForGrammar } from './schema-rewrite.js';
 
 const refused = (schema: unknown, re: RegExp) =>
@@ -90,6 +91,11 @@ test('merges that would change the meaning are refused, naming the keyword', () 
     /f\.oneOf\[0\]\.properties: conflicts .*judges only its own properties/,
   );
   refused({ type: 'string', anyOf: [{ type: 'integer' }] }, /f\.anyOf: no branch is compatible/);
+  // A branch whose own alternatives all fail is dropped like any branch that matches nothing.
+  const nested = { type: 'string', anyOf: [{ type: 'string' }, { anyOf: [{ type: 'integer' }] }] };
+  const nm = mergeBranches(nested, nested);
+  assert.ok(nm.ok);
+  assert.deepEqual(nm.branches, [{ type: 'string' }]);
   refused({ anyOf: [{ type: 'string' }], oneOf: [{ type: 'string' }] }, /f\.oneOf: oneOf beside anyOf/);
 });
 
@@ -225,6 +231,18 @@ test('the grammar library drops what these rewrites spell out; after them it enf
       texts: ['{"b": 1}', '{"a": "x"}', '{"a": "x", "b": 1}'],
       want: [false, false, true],
     },
+    {
+      // Lengths beside a repeated character class fold into its repetition.
+      schema: { type: 'string', pattern: '^[a-z_.]+$', maxLength: 3 },
+      texts: ['"abcd"', '""', '"a.c"'],
+      want: [false, false, true],
+    },
+    {
+      // not: {type} is the types it leaves.
+      schema: { not: { type: 'object' }, anyOf: [{ type: 'string' }, { type: 'object' }] },
+      texts: ['{}', '"x"'],
+      want: [false, true],
+    },
     // A length without a type; `required` without the property.
     { schema: { minLength: 2 }, texts: ['"x"', '"xy"'], want: [false, true] },
     { schema: { maximum: 3 }, texts: ['4', '3', '"x"'], want: [false, true, false] },
@@ -273,4 +291,47 @@ test('integer multipleOf is enforced without bounds, refused beside them', () =>
   refused({ type: 'integer', multipleOf: 2048 }, /^f\.multipleOf/);
   refused({ type: 'number', multipleOf: 0.5 }, /^f\.multipleOf/);
   refused({ type: 'integer', format: 'int32', multipleOf: 3 }, /^f\.multipleOf/);
+});
+
+test('pattern and lengths fold where the pattern is one repeated character class', () => {
+  assert.deepEqual(foldLengthIntoPattern('^[a-z]+$', undefined, 12), { pattern: '^[a-z]{1,12}$' });
+  assert.deepEqual(foldLengthIntoPattern('^[A-Z0-9]{10}$', 10, 10), { pattern: '^[A-Z0-9]{10}$' });
+  assert.deepEqual(foldLengthIntoPattern('^\\d*$', 2, undefined), { pattern: '^\\d{2,}$' });
+  assert.deepEqual(foldLengthIntoPattern('^[\\]a]{2,5}$', 3, 9), { pattern: '^[\\]a]{3,5}$' });
+  assert.deepEqual(foldLengthIntoPattern('^[a]{2}$', 3, undefined), { empty: true });
+  assert.equal(foldLengthIntoPattern('^[a-z]+[0-9]$', 1, 3), null);
+  assert.equal(foldLengthIntoPattern('[a-z]+', 1, 3), null); // unanchored: a search, not the whole string
+  refused(
+    { type: 'string', pattern: '^a[0-9]+$', maxLength: 3 },
+    /^f\.maxLength: 'maxLength' cannot be combined with 'pattern'/,
+  );
+  refused({ type: 'string', pattern: '^[0-9]{2}$', maxLength: 1 }, /^f\.pattern: no string matches/);
+});
+
+test('not with only a type is the types it leaves; other forms are refused', () => {
+  assert.deepEqual(typesLeftByNot({ not: { type: 'object' } }), [
+    'string',
+    'number',
+    'boolean',
+    'null',
+    'array',
+  ]);
+  assert.deepEqual(typesLeftByNot({ type: ['integer', 'null'], not: { type: 'null' } }), ['integer']);
+  assert.deepEqual(typesLeftByNot({ type: 'integer', not: { type: 'number' } }), 'empty');
+  assert.equal(typesLeftByNot({ not: { type: 'integer' } }), 'fractions');
+  assert.equal(typesLeftByNot({ not: { enum: [1] } }), null);
+  refused({ type: 'string', not: { type: 'string' } }, /^f\.not: excludes every type/);
+  refused({ not: { type: 'integer' } }, /^f\.not: excluding integers/);
+  refused({ not: { type: 'string', minLength: 2 } }, /^f\.not: keyword 'not' is not supported/);
+});
+
+test('oneOf branches that are references are compared by their targets', () => {
+  checkJsonSchema(
+    { oneOf: [{ $ref: '#/$defs/e' }, { enum: ['d', 'e'] }], $defs: { e: { enum: ['a', 'b'] } } },
+    'f',
+  );
+  refused(
+    { oneOf: [{ $ref: '#/$defs/e' }, { enum: ['b', 'c'] }], $defs: { e: { enum: ['a', 'b'] } } },
+    /^f\.oneOf/,
+  );
 });
