@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
+#include "kernels/lora_kernels.h"
 #include "simd.h"
 
 namespace prism {
@@ -83,6 +85,14 @@ float dot(const float* x, const W* a, int64_t n) {
 }
 
 constexpr int64_t kTile = 64;  // expand: output columns per work item (8 AVX accumulators)
+constexpr int32_t kShrinkRanks = 4;  // shrink: rank indices per work item
+
+// Bᵀ is stored tile-major: the columns [c0, c0 + w) of every rank row, w = min(kTile, out -
+// c0), form one contiguous [rank × w] block at tileOffset(c0). An expand item then streams
+// one contiguous block instead of rank strided pieces of a row: with several adapters per
+// step their weights come from memory every step, and strided 128-byte pieces defeat the
+// hardware prefetcher (the decode step's cost was that stream, not the FLOPs).
+constexpr int64_t tileOffset(int64_t c0, int64_t rank) { return c0 * rank; }
 
 // y[0, w) += Σ_j h[j] · bt[j·ld + (0, w)], w <= kTile.
 template <typename L, typename W>
@@ -155,7 +165,7 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
     m.in = in;
     m.out = out;
     m.scale = s.scale;
-    // Bᵀ with the output rows in the base model's order.
+    // Bᵀ with the output rows in the base model's order, stored tile by tile (tileOffset).
     const bool permute = !cfg.ropeNeox && (s.target == LoraTarget::Q || s.target == LoraTarget::K);
     const int64_t hd = cfg.headDim, half = hd / 2;
     std::vector<float> bt(static_cast<size_t>(s.rank * out));
@@ -165,7 +175,8 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
         const int64_t h = r / hd, rem = r % hd;
         dst = h * hd + 2 * (rem % half) + rem / half;
       }
-      for (int64_t j = 0; j < s.rank; j++) bt[j * out + dst] = s.b[r * s.rank + j];
+      const int64_t c0 = dst / kTile * kTile, w = std::min(kTile, out - c0);
+      for (int64_t j = 0; j < s.rank; j++) bt[tileOffset(c0, s.rank) + j * w + (dst - c0)] = s.b[r * s.rank + j];
     }
     if (storage == LoraStorage::F32) {
       m.a32.assign(s.a, s.a + s.aLen);
@@ -196,6 +207,29 @@ void LoraRunner::init(const ModelConfig& cfg, int64_t slots, int64_t maxRank, in
   const int64_t widest = std::max({cfg.heads * cfg.headDim, cfg.hidden, cfg.intermediate});
   items_.reserve(3 * slots * std::max(maxRank, (widest + kTile - 1) / kTile));
   h_.resize(3 * maxTokens * maxRank);
+  spans_.resize(2 * 3 * slots);
+  avx512_ = std::strcmp(selectedIsa(), "avx512") == 0;
+}
+
+int LoraRunner::prefetchSpans(int64_t layer, LoraSite site, const PrefetchSpan** spans) {
+  *spans = spans_.data();
+  if (nGroups_ == 0) return 0;
+  SiteTarget st[3];
+  int64_t in = 0;
+  const int nt = siteTargets(site, *cfg_, st, &in);
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)  // A (read by the shrink pass), then Bᵀ (expand)
+    for (int ti = 0; ti < nt; ti++)
+      for (int g = 0; g < nGroups_; g++) {
+        const LoraMatrix& m = slots_[groups_[g].slot]->layers[layer][static_cast<int>(st[ti].target)];
+        if (m.rank == 0) continue;
+        const size_t count = static_cast<size_t>(m.rank * (pass == 0 ? m.in : m.out));
+        if (!m.a16.empty())
+          spans_[n++] = {pass == 0 ? static_cast<const void*>(m.a16.data()) : m.bt16.data(), count * sizeof(uint16_t)};
+        else
+          spans_[n++] = {pass == 0 ? static_cast<const void*>(m.a32.data()) : m.bt32.data(), count * sizeof(float)};
+      }
+  return n;
 }
 
 void LoraRunner::bind(int64_t slot, std::shared_ptr<const Adapter> a) {
@@ -241,26 +275,36 @@ void LoraRunner::apply(int64_t layer, LoraSite site, const float* x, float* y, i
   };
   auto hRow = [&](int ti, int32_t pos) { return h_.data() + (ti * maxTokens_ + pos) * maxRank_; };
 
-  // Shrink: one item per (target, group, rank index).
+  // Shrink: one item per (target, group, block of kShrinkRanks rank indices).
   items_.clear();
   int64_t rowsTotal = 0;
   for (int g = 0; g < nGroups_; g++) rowsTotal += groups_[g].end - groups_[g].begin;
   for (int ti = 0; ti < nt; ti++)
     for (int g = 0; g < nGroups_; g++)
-      for (int32_t j = 0; j < matrix(ti, g).rank; j++) items_.push_back({static_cast<int16_t>(ti), static_cast<int16_t>(g), j});
+      for (int32_t j = 0; j < matrix(ti, g).rank; j += kShrinkRanks)
+        items_.push_back({static_cast<int16_t>(ti), static_cast<int16_t>(g), j});
   if (items_.empty()) return;
-  const int64_t perItem = in * std::max<int64_t>(1, rowsTotal / nGroups_);
+  const int64_t perItem = in * kShrinkRanks * std::max<int64_t>(1, rowsTotal / nGroups_);
+  const bool wide = avx512_ && in % 8 == 0;
   runItems(pool, static_cast<int64_t>(items_.size()), perItem, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; k++) {
       const Item it = items_[k];
       const LoraMatrix& m = matrix(it.target, it.group);
       const Group& g = groups_[it.group];
-      for (int32_t pos = g.begin; pos < g.end; pos++) {
-        const float* xr = x + static_cast<int64_t>(rows_[pos]) * in;
-        const float d = m.a32.empty() ? dot<F16>(xr, m.a16.data() + it.index * in, in)
-                                      : dot<F32>(xr, m.a32.data() + it.index * in, in);
-        hRow(it.target, pos)[it.index] = m.scale * d;
+      const int32_t j1 = std::min<int32_t>(it.index + kShrinkRanks, static_cast<int32_t>(m.rank));
+      if (wide) {
+        kernels::loraShrinkAvx512(x, in, rows_.data() + g.begin, g.end - g.begin, m.a16.empty() ? nullptr : m.a16.data(),
+                                  m.a32.empty() ? nullptr : m.a32.data(), in, it.index, j1, m.scale,
+                                  hRow(it.target, g.begin), maxRank_);
+        continue;
       }
+      for (int32_t j = it.index; j < j1; j++)
+        for (int32_t pos = g.begin; pos < g.end; pos++) {
+          const float* xr = x + static_cast<int64_t>(rows_[pos]) * in;
+          const float d =
+              m.a32.empty() ? dot<F16>(xr, m.a16.data() + j * in, in) : dot<F32>(xr, m.a32.data() + j * in, in);
+          hRow(it.target, pos)[j] = m.scale * d;
+        }
     }
   });
 
@@ -281,12 +325,20 @@ void LoraRunner::apply(int64_t layer, LoraSite site, const float* x, float* y, i
                const LoraMatrix& m = matrix(it.target, it.group);
                const Group& g = groups_[it.group];
                const int64_t c0 = static_cast<int64_t>(it.index) * kTile, w = std::min(kTile, m.out - c0);
+               const int64_t off = tileOffset(c0, m.rank);
+               if (avx512_ && w % 16 == 0) {
+                 kernels::loraExpandAvx512(y + st[it.target].offset + c0, ldy, rows_.data() + g.begin, g.end - g.begin,
+                                           hRow(it.target, g.begin), maxRank_,
+                                           m.bt16.empty() ? nullptr : m.bt16.data() + off,
+                                           m.bt32.empty() ? nullptr : m.bt32.data() + off, m.rank, w);
+                 continue;
+               }
                for (int32_t pos = g.begin; pos < g.end; pos++) {
                  float* yr = y + static_cast<int64_t>(rows_[pos]) * ldy + st[it.target].offset + c0;
                  if (m.bt32.empty())
-                   expandTile<F16>(yr, hRow(it.target, pos), m.bt16.data() + c0, m.rank, m.out, w);
+                   expandTile<F16>(yr, hRow(it.target, pos), m.bt16.data() + off, m.rank, w, w);
                  else
-                   expandTile<F32>(yr, hRow(it.target, pos), m.bt32.data() + c0, m.rank, m.out, w);
+                   expandTile<F32>(yr, hRow(it.target, pos), m.bt32.data() + off, m.rank, w, w);
                }
              }
            });

@@ -10,8 +10,8 @@
 // (target, adapter group, 64-column tile). Rows of one adapter share every load of its A
 // and B, and a step with no adapter rows costs nothing.
 //
-// Shapes: A is [rank × in] (PEFT lora_A.weight), B is kept transposed as Bᵀ [rank × out] so
-// the expand pass streams contiguous output columns; Q/K columns of Bᵀ are permuted to the
+// Shapes: A is [rank × in] (PEFT lora_A.weight), B is kept transposed as Bᵀ [rank × out],
+// stored as contiguous [rank × 64]-column tiles so each expand item streams one block; Q/K columns of Bᵀ are permuted to the
 // base model's row order (llama.cpp's GGUF llama files permute Q/K rows for adjacent-pair
 // RoPE; the same permutation applies to the rows of B).
 #pragma once
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "model.h"
 #include "step_plan.h"
 #include "thread_pool.h"
@@ -37,7 +38,7 @@ enum class LoraStorage { F32, F16 };
 struct LoraMatrix {
   int64_t rank = 0, in = 0, out = 0;
   float scale = 0;
-  std::vector<float> a32, bt32;      // F32 storage: A [rank × in], Bᵀ [rank × out]
+  std::vector<float> a32, bt32;      // F32 storage: A [rank × in], Bᵀ [rank × out] tile-major
   std::vector<uint16_t> a16, bt16;   // F16 storage
 };
 
@@ -88,6 +89,12 @@ class LoraRunner {
   // y[t, offset(target) ...] += update, for every target of `site` and every adapter row t.
   // x: [T × in] with row stride `in` of the site; y: row stride ldy.
   void apply(int64_t layer, LoraSite site, const float* x, float* y, int64_t ldy, ThreadPool& pool);
+  // The weights apply(layer, site) will read this step (A of every target and group, then
+  // Bᵀ), for the base linear before it to prefetch (KernelScratch::setPrefetch). Without
+  // it, with several adapters in a step, the shrink and expand passes stream every A and Bᵀ
+  // from memory each step at memory speed, while the base matmul before them leaves the bus
+  // idle. Returns the number of spans (0 when the step has no adapter rows).
+  int prefetchSpans(int64_t layer, LoraSite site, const PrefetchSpan** spans);
 
  private:
   struct Group {
@@ -106,6 +113,8 @@ class LoraRunner {
   int32_t nGroups_ = 0;
   std::vector<Item> items_;
   std::vector<float> h_;             // [3 targets × maxTokens × maxRank]: shrink results
+  std::vector<PrefetchSpan> spans_;  // [2 × 3 targets × slots]: prefetchSpans()
+  bool avx512_ = false;              // the AVX-512 kernels (kernels/lora_kernels.h) may run
 };
 
 }  // namespace prism
