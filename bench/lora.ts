@@ -226,7 +226,8 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'prism-bench-lora-'));
   try {
     for (const r of RANKS)
-      for (let i = 0; i < Math.max(...COUNTS); i++) writeAdapter(join(dir, `r${r}-${i}`), base, r, 1000 * r + i);
+      for (let i = 0; i < Math.max(...COUNTS); i++)
+        writeAdapter(join(dir, `r${r}-${i}`), base, r, 1000 * r + i);
     const engine = await loadEngine(modelPath, {
       maxBatchSize: CONC,
       maxPrefillTokens: 2048,
