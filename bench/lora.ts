@@ -6,6 +6,7 @@
  * weights) into a temporary folder and loaded through the engine's own loader.
  *
  *   npm run bench:lora [-- --rounds N --new-tokens N --threads N]
+ *   npm run bench:lora -- --ranks 64 --counts 8 --no-peer     (a short A/B run)
  *
  * Scenarios are run round-robin (--rounds times, median reported), so machine drift hits all
  * alike. Then the peer (bench/lora-peer.ts): llama.cpp on the same GGUF with one adapter for
@@ -33,11 +34,17 @@ const { values: args } = parseArgs({
     'new-tokens': { type: 'string', default: '48' },
     threads: { type: 'string' },
     concurrency: { type: 'string', default: '16' },
+    // A shorter run: only these adapter counts and ranks (base only is always run), no peer.
+    counts: { type: 'string', default: '1,4,8' },
+    ranks: { type: 'string', default: '8,64' },
+    'no-peer': { type: 'boolean', default: false },
   },
 });
 const ROUNDS = Number(args.rounds);
 const NEW = Number(args['new-tokens']);
 const CONC = Number(args.concurrency);
+const COUNTS = args.counts.split(',').map(Number);
+const RANKS = args.ranks.split(',').map(Number);
 
 const F32 = new Float32Array(1);
 const U32 = new Uint32Array(F32.buffer);
@@ -172,7 +179,7 @@ async function comparePeer(
 
   const peers: { label: string; peer: LlamaLoraPeer; rank: number }[] = [];
   peers.push({ label: 'base only', peer: await LlamaLoraPeer.load(peerOptions), rank: 0 });
-  for (const rank of [8, 64]) {
+  for (const rank of RANKS) {
     const file = join(dir, `r${rank}-0.gguf`);
     await convertToGgufLora(join(dir, `r${rank}-0`), file, heads);
     peers.push({ label: `1 adapter r${rank}`, peer: await LlamaLoraPeer.load(peerOptions, file), rank });
@@ -218,8 +225,9 @@ async function main(): Promise<void> {
   disposeModel(probe);
   const dir = mkdtempSync(join(tmpdir(), 'prism-bench-lora-'));
   try {
-    for (const r of [8, 64])
-      for (let i = 0; i < 8; i++) writeAdapter(join(dir, `r${r}-${i}`), base, r, 1000 * r + i);
+    for (const r of RANKS)
+      for (let i = 0; i < Math.max(...COUNTS); i++)
+        writeAdapter(join(dir, `r${r}-${i}`), base, r, 1000 * r + i);
     const engine = await loadEngine(modelPath, {
       maxBatchSize: CONC,
       maxPrefillTokens: 2048,
@@ -232,14 +240,14 @@ async function main(): Promise<void> {
     const scenarios: { label: string; adapters: string[]; rank: number }[] = [
       { label: 'base only', adapters: [], rank: 0 },
     ];
-    for (const rank of [8, 64])
-      for (const n of [1, 4, 8])
+    for (const rank of RANKS)
+      for (const n of COUNTS)
         scenarios.push({
           label: `${n} adapter${n > 1 ? 's' : ''} r${rank}`,
           adapters: Array.from({ length: n }, (_, i) => `r${rank}-${i}`),
           rank,
         });
-    const loadMs: Record<number, number[]> = { 8: [], 64: [] };
+    const loadMs: Record<number, number[]> = Object.fromEntries(RANKS.map((r) => [r, []]));
     const results = new Map<string, number[]>();
     await runScenario(engine, []); // warm-up
     for (let round = 0; round < ROUNDS; round++) {
@@ -264,11 +272,11 @@ async function main(): Promise<void> {
       const t = median(results.get(sc.label)!);
       console.log(`| ${sc.label} | ${t.toFixed(1)} | ${((t / baseTps) * 100).toFixed(0)}% |`);
     }
-    for (const r of [8, 64])
+    for (const r of RANKS)
       console.log(
         `adapter load time r${r} (all 7 linear layers × ${base.numLayers} layers, F16 file): median ${median(loadMs[r]!).toFixed(1)} ms`,
       );
-    await comparePeer(engine, modelPath, base, dir);
+    if (!args['no-peer']) await comparePeer(engine, modelPath, base, dir);
     await engine.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -58,6 +58,9 @@ class Context {
   void layer(int64_t l, const StepPlanData& plan);
   void attention(int64_t l, const StepPlanData& plan);
   void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
+  // The base linear of a LoRA site, prefetching the site's adapter weights while it runs.
+  void loraLinear(const LinearGroup& g, int64_t layer, LoraSite site, const float* x, int64_t n, float* y,
+                  int64_t ldy);
   void outputHead(const StepPlanData& plan, StepResultData& out);
   void sampleAll(const StepPlanData& plan, StepResultData& out);
   void injectFault();

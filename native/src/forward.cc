@@ -85,6 +85,15 @@ void Context::linear(const LinearGroup& g, const float* x, int64_t n, float* y, 
   for (const auto& p : g.parts) matmul(p.w, x, n, g.inFeatures, y + p.outOffset, ldy, pool_, scratch_);
 }
 
+void Context::loraLinear(const LinearGroup& g, int64_t layer, LoraSite site, const float* x, int64_t n, float* y,
+                         int64_t ldy) {
+  const PrefetchSpan* spans = nullptr;
+  const int count = lora_.prefetchSpans(layer, site, &spans);
+  scratch_.setPrefetch(spans, count);
+  linear(g, x, n, y, ldy);
+  scratch_.setPrefetch(nullptr, 0);
+}
+
 void Context::copyBlocks(const StepPlanData& plan) {
   const size_t per = static_cast<size_t>(cfg_.kvHeads * opts_.blockSize * cfg_.headDim);
   for (size_t k = 0; k + 1 < plan.blockCopies.size(); k += 2) {
@@ -157,7 +166,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::rmsNorm(&x_[t * D], L.attnNorm.data(), &xn_[t * D], D, eps);
   });
-  linear(L.qkv, xn_.data(), T, qkv_.data(), qkvDim_);
+  loraLinear(L.qkv, l, LoraSite::Qkv, xn_.data(), T, qkv_.data(), qkvDim_);
   lora_.apply(l, LoraSite::Qkv, xn_.data(), qkv_.data(), qkvDim_, pool_);
 
   // Bias, q/k norm, RoPE, 1/sqrt(d) folded into q; K/V written into the paged cache.
@@ -195,7 +204,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   });
 
   attention(l, plan);
-  linear(L.o, attn_.data(), T, tmp_.data(), D);
+  loraLinear(L.o, l, LoraSite::O, attn_.data(), T, tmp_.data(), D);
   lora_.apply(l, LoraSite::O, attn_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
@@ -203,12 +212,12 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
       simd::rmsNorm(&x_[t * D], L.ffnNorm.data(), &xn_[t * D], D, eps);
     }
   });
-  linear(L.gateUp, xn_.data(), T, gu_.data(), 2 * I);
+  loraLinear(L.gateUp, l, LoraSite::GateUp, xn_.data(), T, gu_.data(), 2 * I);
   lora_.apply(l, LoraSite::GateUp, xn_.data(), gu_.data(), 2 * I, pool_);
   forRange(T, I * 4, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::swiglu(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
   });
-  linear(L.down, act_.data(), T, tmp_.data(), D);
+  loraLinear(L.down, l, LoraSite::Down, act_.data(), T, tmp_.data(), D);
   lora_.apply(l, LoraSite::Down, act_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::addInPlace(&x_[t * D], &tmp_[t * D], D);

@@ -4,8 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 #include <stdexcept>
 
+#include "kernels/lora_kernels.h"
 #include "simd.h"
 
 namespace prism {
@@ -83,6 +89,14 @@ float dot(const float* x, const W* a, int64_t n) {
 }
 
 constexpr int64_t kTile = 64;  // expand: output columns per work item (8 AVX accumulators)
+constexpr int32_t kShrinkRanks = 4;  // shrink: rank indices per work item
+
+// Bᵀ is stored tile-major: the columns [c0, c0 + w) of every rank row, w = min(kTile, out -
+// c0), form one contiguous [rank × w] block at tileOffset(c0). An expand item then streams
+// one contiguous block instead of rank strided pieces of a row: with several adapters per
+// step their weights come from memory every step, and strided 128-byte pieces defeat the
+// hardware prefetcher (the decode step's cost was that stream, not the FLOPs).
+constexpr int64_t tileOffset(int64_t c0, int64_t rank) { return c0 * rank; }
 
 // y[0, w) += Σ_j h[j] · bt[j·ld + (0, w)], w <= kTile.
 template <typename L, typename W>
@@ -155,7 +169,7 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
     m.in = in;
     m.out = out;
     m.scale = s.scale;
-    // Bᵀ with the output rows in the base model's order.
+    // Bᵀ with the output rows in the base model's order, stored tile by tile (tileOffset).
     const bool permute = !cfg.ropeNeox && (s.target == LoraTarget::Q || s.target == LoraTarget::K);
     const int64_t hd = cfg.headDim, half = hd / 2;
     std::vector<float> bt(static_cast<size_t>(s.rank * out));
@@ -165,7 +179,8 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
         const int64_t h = r / hd, rem = r % hd;
         dst = h * hd + 2 * (rem % half) + rem / half;
       }
-      for (int64_t j = 0; j < s.rank; j++) bt[j * out + dst] = s.b[r * s.rank + j];
+      const int64_t c0 = dst / kTile * kTile, w = std::min(kTile, out - c0);
+      for (int64_t j = 0; j < s.rank; j++) bt[tileOffset(c0, s.rank) + j * w + (dst - c0)] = s.b[r * s.rank + j];
     }
     if (storage == LoraStorage::F32) {
       m.a32.assign(s.a, s.a + s.aLen);
@@ -180,8 +195,52 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
     }
     a->maxRank = std::max(a->maxRank, s.rank);
   }
+  // Into one arena, in the order apply() reads them: per layer and site, the A of each
+  // target, then the Bᵀ of each.
+  auto align = [](size_t n) { return (n + 63) / 64 * 64; };
+  size_t total = 0;
+  for (auto& layer : a->layers)
+    for (LoraMatrix& m : layer)
+      total += align(m.a32.size() * 4) + align(m.bt32.size() * 4) + align(m.a16.size() * 2) + align(m.bt16.size() * 2);
+  a->arena = std::make_unique<HugeArena>(total);
+  size_t at = 0;
+  auto place = [&](const void* src, size_t n) {
+    uint8_t* dst = a->arena->data + at;
+    if (n) std::memcpy(dst, src, n);
+    at += align(n);
+    return dst;
+  };
+  // Sites in order: QKV (A q,k,v then Bᵀ q,k,v), O, gate-up, down.
+  static constexpr int kSites[4][2] = {{0, 3}, {3, 4}, {4, 6}, {6, 7}};
+  for (auto& layer : a->layers)
+    for (const auto& site : kSites) {
+      for (int t = site[0]; t < site[1]; t++) {
+        LoraMatrix& m = layer[t];
+        if (!m.a32.empty()) m.pa32 = reinterpret_cast<const float*>(place(m.a32.data(), m.a32.size() * 4));
+        if (!m.a16.empty()) m.pa16 = reinterpret_cast<const uint16_t*>(place(m.a16.data(), m.a16.size() * 2));
+      }
+      for (int t = site[0]; t < site[1]; t++) {
+        LoraMatrix& m = layer[t];
+        if (!m.bt32.empty()) m.pbt32 = reinterpret_cast<const float*>(place(m.bt32.data(), m.bt32.size() * 4));
+        if (!m.bt16.empty()) m.pbt16 = reinterpret_cast<const uint16_t*>(place(m.bt16.data(), m.bt16.size() * 2));
+        std::vector<float>().swap(m.a32);
+        std::vector<float>().swap(m.bt32);
+        std::vector<uint16_t>().swap(m.a16);
+        std::vector<uint16_t>().swap(m.bt16);
+      }
+    }
   return a;
 }
+
+HugeArena::HugeArena(size_t n) : bytes(n) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t size = std::max<size_t>(kHuge, (n + kHuge - 1) / kHuge * kHuge);
+  data = static_cast<uint8_t*>(std::aligned_alloc(kHuge, size));
+  if (!data) throw std::bad_alloc();
+  madvise(data, size, MADV_HUGEPAGE);  // a hint: without it (or if refused) 4 KiB pages
+}
+
+HugeArena::~HugeArena() { std::free(data); }
 
 void LoraRunner::init(const ModelConfig& cfg, int64_t slots, int64_t maxRank, int64_t maxTokens) {
   cfg_ = &cfg;
@@ -196,6 +255,77 @@ void LoraRunner::init(const ModelConfig& cfg, int64_t slots, int64_t maxRank, in
   const int64_t widest = std::max({cfg.heads * cfg.headDim, cfg.hidden, cfg.intermediate});
   items_.reserve(3 * slots * std::max(maxRank, (widest + kTile - 1) / kTile));
   h_.resize(3 * maxTokens * maxRank);
+  siteBuf_.resize(2 * 3 * slots);
+  spans_.resize(5 * 2 * 3 * slots);  // up to five sites' spans (one layer ahead)
+  avx512_ = std::strcmp(selectedIsa(), "avx512") == 0;
+}
+
+int LoraRunner::siteSpans(int64_t layer, int site, PrefetchSpan* out, size_t* bytes) const {
+  SiteTarget st[3];
+  int64_t in = 0;
+  const int nt = siteTargets(static_cast<LoraSite>(site), *cfg_, st, &in);
+  int n = 0;
+  *bytes = 0;
+  for (int pass = 0; pass < 2; pass++)  // A (read by the shrink pass), then Bᵀ (expand)
+    for (int ti = 0; ti < nt; ti++)
+      for (int g = 0; g < nGroups_; g++) {
+        const LoraMatrix& m = slots_[groups_[g].slot]->layers[layer][static_cast<int>(st[ti].target)];
+        if (m.rank == 0) continue;
+        const size_t count = static_cast<size_t>(m.rank * (pass == 0 ? m.in : m.out));
+        if (m.pa16)
+          out[n++] = {pass == 0 ? static_cast<const void*>(m.pa16) : m.pbt16, count * sizeof(uint16_t)};
+        else
+          out[n++] = {pass == 0 ? static_cast<const void*>(m.pa32) : m.pbt32, count * sizeof(float)};
+        *bytes += out[n - 1].bytes;
+      }
+  return n;
+}
+
+int LoraRunner::prefetchSpans(int64_t layer, LoraSite site, const PrefetchSpan** spans) {
+  *spans = spans_.data();
+  if (nGroups_ == 0) return 0;
+  // This linear's share of the layer's base weights sets how many bytes it prefetches: the
+  // layer's adapter bytes × share, so the prefetch runs at the layer's average rate. It
+  // starts where the last one stopped (at least at this site) and stays within one layer
+  // ahead. The QKV and O linears are short next to their adapter bytes; the gate-up and
+  // down linears run ahead into the next sites, so the cursor leads by about a site.
+  const ModelConfig& c = *cfg_;
+  const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+  const double elems[4] = {static_cast<double>(c.hidden * (q + 2 * kv)), static_cast<double>(q * c.hidden),
+                           static_cast<double>(c.hidden * 2 * c.intermediate),
+                           static_cast<double>(c.intermediate * c.hidden)};
+  size_t layerBytes = 0;
+  for (int s = 0; s < 4; s++) {
+    size_t b = 0;
+    siteSpans(layer, s, siteBuf_.data(), &b);
+    layerBytes += b;
+  }
+  size_t budget = static_cast<size_t>(static_cast<double>(layerBytes) * elems[static_cast<int>(site)] /
+                                      (elems[0] + elems[1] + elems[2] + elems[3]));
+  const int64_t here = layer * 4 + static_cast<int64_t>(site);
+  if (pfSite_ < here) {
+    pfSite_ = here;
+    pfOffset_ = 0;
+  }
+  int n = 0;
+  while (budget > 0 && pfSite_ < here + 4 && pfSite_ < c.layers * 4) {
+    size_t siteBytes = 0;
+    const int m = siteSpans(pfSite_ / 4, static_cast<int>(pfSite_ % 4), siteBuf_.data(), &siteBytes);
+    size_t at = 0;  // byte offset of span i in the site
+    for (int i = 0; i < m && budget > 0; at += siteBuf_[i].bytes, i++) {
+      const size_t end = at + siteBuf_[i].bytes;
+      if (end <= pfOffset_) continue;
+      const size_t from = pfOffset_ - at, take = std::min(budget, end - pfOffset_);
+      spans_[n++] = {static_cast<const char*>(siteBuf_[i].data) + from, take};
+      budget -= take;
+      pfOffset_ += take;
+    }
+    if (pfOffset_ >= siteBytes) {
+      pfSite_++;
+      pfOffset_ = 0;
+    }
+  }
+  return n;
 }
 
 void LoraRunner::bind(int64_t slot, std::shared_ptr<const Adapter> a) {
@@ -209,6 +339,8 @@ void LoraRunner::bind(int64_t slot, std::shared_ptr<const Adapter> a) {
 
 void LoraRunner::prepare(const StepPlanData& plan, const std::vector<int32_t>& tokenSeq) {
   nGroups_ = 0;
+  pfSite_ = 0;
+  pfOffset_ = 0;
   if (plan.adapterSlots.empty() || slots_.empty()) return;
   bool any = false;
   for (int32_t s = 0; s < plan.S; s++) any |= plan.adapterSlots[s] >= 0;
@@ -241,26 +373,35 @@ void LoraRunner::apply(int64_t layer, LoraSite site, const float* x, float* y, i
   };
   auto hRow = [&](int ti, int32_t pos) { return h_.data() + (ti * maxTokens_ + pos) * maxRank_; };
 
-  // Shrink: one item per (target, group, rank index).
+  // Shrink: one item per (target, group, block of kShrinkRanks rank indices).
   items_.clear();
   int64_t rowsTotal = 0;
   for (int g = 0; g < nGroups_; g++) rowsTotal += groups_[g].end - groups_[g].begin;
   for (int ti = 0; ti < nt; ti++)
     for (int g = 0; g < nGroups_; g++)
-      for (int32_t j = 0; j < matrix(ti, g).rank; j++) items_.push_back({static_cast<int16_t>(ti), static_cast<int16_t>(g), j});
+      for (int32_t j = 0; j < matrix(ti, g).rank; j += kShrinkRanks)
+        items_.push_back({static_cast<int16_t>(ti), static_cast<int16_t>(g), j});
   if (items_.empty()) return;
-  const int64_t perItem = in * std::max<int64_t>(1, rowsTotal / nGroups_);
+  const int64_t perItem = in * kShrinkRanks * std::max<int64_t>(1, rowsTotal / nGroups_);
+  const bool wide = avx512_ && in % 8 == 0;
   runItems(pool, static_cast<int64_t>(items_.size()), perItem, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; k++) {
       const Item it = items_[k];
       const LoraMatrix& m = matrix(it.target, it.group);
       const Group& g = groups_[it.group];
-      for (int32_t pos = g.begin; pos < g.end; pos++) {
-        const float* xr = x + static_cast<int64_t>(rows_[pos]) * in;
-        const float d = m.a32.empty() ? dot<F16>(xr, m.a16.data() + it.index * in, in)
-                                      : dot<F32>(xr, m.a32.data() + it.index * in, in);
-        hRow(it.target, pos)[it.index] = m.scale * d;
+      const int32_t j1 = std::min<int32_t>(it.index + kShrinkRanks, static_cast<int32_t>(m.rank));
+      if (wide) {
+        kernels::loraShrinkAvx512(x, in, rows_.data() + g.begin, g.end - g.begin, m.pa16, m.pa32, in, it.index, j1, m.scale,
+                                  hRow(it.target, g.begin), maxRank_);
+        continue;
       }
+      for (int32_t j = it.index; j < j1; j++)
+        for (int32_t pos = g.begin; pos < g.end; pos++) {
+          const float* xr = x + static_cast<int64_t>(rows_[pos]) * in;
+          const float d =
+              m.pa32 ? dot<F32>(xr, m.pa32 + j * in, in) : dot<F16>(xr, m.pa16 + j * in, in);
+          hRow(it.target, pos)[j] = m.scale * d;
+        }
     }
   });
 
@@ -281,12 +422,20 @@ void LoraRunner::apply(int64_t layer, LoraSite site, const float* x, float* y, i
                const LoraMatrix& m = matrix(it.target, it.group);
                const Group& g = groups_[it.group];
                const int64_t c0 = static_cast<int64_t>(it.index) * kTile, w = std::min(kTile, m.out - c0);
+               const int64_t off = tileOffset(c0, m.rank);
+               if (avx512_ && w % 16 == 0) {
+                 kernels::loraExpandAvx512(y + st[it.target].offset + c0, ldy, rows_.data() + g.begin, g.end - g.begin,
+                                           hRow(it.target, g.begin), maxRank_,
+                                           m.pbt16 ? m.pbt16 + off : nullptr, m.pbt32 ? m.pbt32 + off : nullptr,
+                                           m.rank, w);
+                 continue;
+               }
                for (int32_t pos = g.begin; pos < g.end; pos++) {
                  float* yr = y + static_cast<int64_t>(rows_[pos]) * ldy + st[it.target].offset + c0;
-                 if (m.bt32.empty())
-                   expandTile<F16>(yr, hRow(it.target, pos), m.bt16.data() + c0, m.rank, m.out, w);
+                 if (m.pbt32)
+                   expandTile<F32>(yr, hRow(it.target, pos), m.pbt32 + off, m.rank, w, w);
                  else
-                   expandTile<F32>(yr, hRow(it.target, pos), m.bt32.data() + c0, m.rank, m.out, w);
+                   expandTile<F16>(yr, hRow(it.target, pos), m.pbt16 + off, m.rank, w, w);
                }
              }
            });

@@ -10,8 +10,8 @@
 // (target, adapter group, 64-column tile). Rows of one adapter share every load of its A
 // and B, and a step with no adapter rows costs nothing.
 //
-// Shapes: A is [rank × in] (PEFT lora_A.weight), B is kept transposed as Bᵀ [rank × out] so
-// the expand pass streams contiguous output columns; Q/K columns of Bᵀ are permuted to the
+// Shapes: A is [rank × in] (PEFT lora_A.weight), B is kept transposed as Bᵀ [rank × out],
+// stored as contiguous [rank × 64]-column tiles so each expand item streams one block; Q/K columns of Bᵀ are permuted to the
 // base model's row order (llama.cpp's GGUF llama files permute Q/K rows for adjacent-pair
 // RoPE; the same permutation applies to the rows of B).
 #pragma once
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "model.h"
 #include "step_plan.h"
 #include "thread_pool.h"
@@ -37,8 +38,24 @@ enum class LoraStorage { F32, F16 };
 struct LoraMatrix {
   int64_t rank = 0, in = 0, out = 0;
   float scale = 0;
-  std::vector<float> a32, bt32;      // F32 storage: A [rank × in], Bᵀ [rank × out]
-  std::vector<uint16_t> a16, bt16;   // F16 storage
+  // Where apply() reads them: the adapter's arena (one of the two pairs is null).
+  const float *pa32 = nullptr, *pbt32 = nullptr;  // F32 storage: A [rank × in], Bᵀ [rank × out] tile-major
+  const uint16_t *pa16 = nullptr, *pbt16 = nullptr;  // F16 storage
+  // Built here first, then moved into the arena and released.
+  std::vector<float> a32, bt32;
+  std::vector<uint16_t> a16, bt16;
+};
+
+// One block for all of an adapter's matrices, on transparent huge pages where the kernel
+// allows: with 8 rank-64 adapters a decode step reads ~300 MB of them, and on 4 KiB pages
+// every 4 KiB of that stream costs a TLB miss (a two-level page walk under a hypervisor).
+struct HugeArena {
+  explicit HugeArena(size_t bytes);
+  ~HugeArena();
+  HugeArena(const HugeArena&) = delete;
+  HugeArena& operator=(const HugeArena&) = delete;
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
 };
 
 struct Adapter {
@@ -46,6 +63,7 @@ struct Adapter {
   int64_t maxRank = 0;
   size_t bytes = 0;
   std::vector<std::array<LoraMatrix, kLoraTargets>> layers;
+  std::unique_ptr<HugeArena> arena;
   // The base model's shape the matrices were built for (bind refuses any other).
   int64_t hidden = 0, intermediate = 0, heads = 0, kvHeads = 0, headDim = 0;
   bool ropeNeox = false;
@@ -88,6 +106,13 @@ class LoraRunner {
   // y[t, offset(target) ...] += update, for every target of `site` and every adapter row t.
   // x: [T × in] with row stride `in` of the site; y: row stride ldy.
   void apply(int64_t layer, LoraSite site, const float* x, float* y, int64_t ldy, ThreadPool& pool);
+  // The adapter weights the base linear of (layer, site) prefetches while it runs
+  // (KernelScratch::setPrefetch): the stream of A and Bᵀ blocks that apply() will read this
+  // step, in apply()'s order, from a cursor kept at or ahead of this site. Without it, with
+  // several adapters in a step, the shrink and expand passes stream every A and Bᵀ from
+  // memory each step at memory speed, while the base matmuls leave the bus idle. Returns the
+  // number of spans (0 when the step has no adapter rows). Call in the forward pass's order.
+  int prefetchSpans(int64_t layer, LoraSite site, const PrefetchSpan** spans);
 
  private:
   struct Group {
@@ -106,6 +131,13 @@ class LoraRunner {
   int32_t nGroups_ = 0;
   std::vector<Item> items_;
   std::vector<float> h_;             // [3 targets × maxTokens × maxRank]: shrink results
+  std::vector<PrefetchSpan> spans_;  // prefetchSpans()' answer
+  std::vector<PrefetchSpan> siteBuf_;  // [2 × 3 targets × slots]: one site's weights
+  int64_t pfSite_ = 0;               // prefetch cursor: layer × 4 + site, byte offset in it
+  size_t pfOffset_ = 0;
+  // The weights apply(layer, site) reads this step, in its order; returns their count.
+  int siteSpans(int64_t layer, int site, PrefetchSpan* out, size_t* bytes) const;
+  bool avx512_ = false;              // the AVX-512 kernels (kernels/lora_kernels.h) may run
 };
 
 }  // namespace prism

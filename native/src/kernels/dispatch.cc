@@ -187,6 +187,25 @@ uint8_t* KernelScratch::bytes(size_t n) {
   return buf_.data();
 }
 
+void KernelScratch::setPrefetch(const PrefetchSpan* spans, int n) {
+  spans_ = spans;
+  nSpans_ = n;
+  prefetchBytes_ = 0;
+  for (int i = 0; i < n; i++) prefetchBytes_ += spans[i].bytes;
+}
+
+void KernelScratch::prefetchSlice(int64_t part, int64_t parts) const {
+  if (prefetchBytes_ == 0 || parts <= 0) return;
+  const size_t begin = prefetchBytes_ * static_cast<size_t>(part) / static_cast<size_t>(parts);
+  const size_t end = prefetchBytes_ * static_cast<size_t>(part + 1) / static_cast<size_t>(parts);
+  size_t at = 0;  // byte offset of span i within the concatenation
+  for (int i = 0; i < nSpans_ && at < end; at += spans_[i].bytes, i++) {
+    const size_t b = std::max(begin, at), e = std::min(end, at + spans_[i].bytes);
+    const char* p = static_cast<const char*>(spans_[i].data);
+    for (size_t o = b - at; o < e - at; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+  }
+}
+
 void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool& pool, KernelScratch& scratch) {
   runMatmul(currentIsa(), W, x, n, ldx, y, ldy, pool, scratch);

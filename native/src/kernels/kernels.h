@@ -93,12 +93,32 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
 // by reserve() for the largest (n, cols) the context will run; matmul() never allocates
 // (if a call needs more than was reserved, bytes() grows the buffer once, on the calling
 // thread, rather than failing). One KernelScratch per concurrently running matmul.
+//
+// It also carries the memory a pass right after the matmul will read (the LoRA weights of the
+// same linear, see native/src/lora.h): a quantized matmul is compute-bound and leaves the
+// memory bus idle, so it prefetches those bytes into the cache between its row tiles, and
+// the next pass finds them there instead of streaming them from memory at its own pace.
+// Prefetching changes no result.
+struct PrefetchSpan {
+  const void* data;
+  size_t bytes;
+};
 class KernelScratch {
  public:
   void reserve(int64_t maxRows, int64_t maxCols, int threads);
   uint8_t* bytes(size_t n);  // returns a buffer of at least n bytes (already reserved)
+  // The spans to prefetch during the next matmul() calls (n = 0: none); the caller keeps
+  // them alive and clears them after.
+  void setPrefetch(const PrefetchSpan* spans, int n);
+  bool hasPrefetch() const { return prefetchBytes_ > 0; }
+  // Prefetches the part-th of `parts` equal slices of the spans' bytes (into L2).
+  void prefetchSlice(int64_t part, int64_t parts) const;
+
  private:
   std::vector<uint8_t> buf_;
+  const PrefetchSpan* spans_ = nullptr;
+  int nSpans_ = 0;
+  size_t prefetchBytes_ = 0;
 };
 
 // y[t * ldy + r] = sum_k W[r][k] * x[t * ldx + k]   for t in [0, n), r in [0, W.rows)

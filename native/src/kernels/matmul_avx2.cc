@@ -271,7 +271,19 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   if (rowTiles >= 4 * threads || n < 2 * threads) {
     auto task = [&](int i, int nt) {
       int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
-      if (rb < re) Kernel::range(W, qa, rb, re, 0, n, y, ldy);
+      if (!scratch.hasPrefetch()) {
+        if (rb < re) Kernel::range(W, qa, rb, re, 0, n, y, ldy);
+        return;
+      }
+      // One row tile at a time (the same per-row arithmetic: pieces start on row-tile
+      // boundaries), each after its even slice of the prefetch, so the loads spread over the
+      // whole matmul instead of stalling it in one burst.
+      const int64_t pieces = rowTiles / nt + 1;
+      for (int64_t k = 0; k < pieces; k++) {
+        scratch.prefetchSlice(i * pieces + k, nt * pieces);
+        const int64_t a = rb + k * rt, b = std::min(re, a + rt);
+        if (a < b) Kernel::range(W, qa, a, b, 0, n, y, ldy);
+      }
     };
     pool.run(TaskRef(task));
   } else {
