@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy_zero.h"
 #include "thread_pool.h"
 
 namespace prism {
@@ -98,7 +99,8 @@ class KernelScratch {
   void reserve(int64_t maxRows, int64_t maxCols, int threads);
   uint8_t* bytes(size_t n);  // returns a buffer of at least n bytes (already reserved)
  private:
-  std::vector<uint8_t> buf_;
+  // Sized for the largest prefill; pages become resident as steps use them (lazy_zero.h).
+  LazyZeroVector<uint8_t> buf_;
 };
 
 // y[t * ldy + r] = sum_k W[r][k] * x[t * ldx + k]   for t in [0, n), r in [0, W.rows)
