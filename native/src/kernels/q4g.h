@@ -13,16 +13,15 @@ namespace {
 // Decode streams every weight byte from DRAM once. Left to the hardware prefetcher, one
 // core reached ~20 GB/s on the 1B shapes (a plain read loop: ~40): the R rows of a decode
 // tile are contiguous, so while a tile works on group g it asks for the matching slice of
-// the next tile. One tile ahead, not two: the lines land in L1 (T0 beat T1 and NTA), and
-// at 3B shapes a tile of the FFN down matrix is 18 KiB (Q4_0) to 35 KiB (Q8_0), so two
-// tiles ahead overflowed the 48 KiB L1 before use. bench/kernels/decode_bench, 1 thread,
-// GB/s medians, 2 tiles → 1: 3B Q4_0 31-33 → 34-36, Q4_K 33 → 37, Q8_0 33 → 33; 1B Q4_0
-// 33 → 33-35, Q4_K 35 → 35-36, Q8_0 33-34 → 35-36 (fixed 3-12 KiB distances and 3-4 tiles
-// were slower). Prefetches past the end of the matrix are harmless: they never fault.
+// the region two tiles ahead (the best of 1-4 tiles and fixed 4-16 KiB distances measured,
+// T0 over T1). One tile ahead streamed faster on one thread at 3B shapes (decode_bench:
+// Q4_0 31-33 -> 34-36 GB/s) but was slower end to end at two threads on a quiet machine
+// (3B Q4_0 30.8 -> 25.8 tok/s, Q4_K 31.0 -> 23.8): with both cores streaming the latency
+// to cover is longer. Prefetches past the end of the matrix are harmless: they never fault.
 static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
   // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
-  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes + per * static_cast<size_t>(g);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + 2 * tileBytes + per * static_cast<size_t>(g);
   const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
   for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }

@@ -173,10 +173,10 @@ struct Q6GAvx512 {
 
 // Q8G: 8 dpbusd of the unsigned (w + 128) bytes per group, minus 128·Σx per block.
 struct Q8GAvx512 {
-  // Two rows per decode tile, not four: a Q8 row is twice a Q4 row's bytes, and with the
-  // one-tile-ahead prefetch (q4g.h) the shorter distance streamed faster (decode_bench, 1
-  // thread, GB/s medians, 4 rows → 2: 1B 35.0-35.3 → 36.3-37.2, 3B 32.3-33.5 → 31.1-36.0).
-  static constexpr int kDecodeRows = 2;
+  // Four rows per decode tile. Two streamed faster on one thread (decode_bench, 1B
+  // 35.0-35.3 → 36.3-37.2 GB/s) but not end to end at two threads (3B Q8_0, quiet pair:
+  // 14.9 → 13.0 tok/s with the two-tile prefetch of q4g.h).
+  static constexpr int kDecodeRows = 4;
   // 4 rows × 2 tokens for prefill, as Q4GAvx512 (prefill_bench, 3B shapes, 64 tokens, 1
   // thread: 151 → 204-211 GMAC/s; 4×1 130).
   static constexpr int kPrefillRows = 4;
