@@ -266,7 +266,7 @@ interface NativeAddon {
   quantizeForTest(type: TensorType, values: Float32Array, rows: number, cols: number): Uint8Array;
   /** Kernel test hook: dequantize `type` storage into floats. */
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
-  /** Streams `bytes` of memory `passes` times with all cores; returns GB/s (for the roofline). */
+  /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
   createAdapterAsync(
@@ -388,7 +388,7 @@ export function cpuFeatures(): CpuFeatures {
   return addon.cpuFeatures();
 }
 
-export function measureMemoryBandwidth(bytes = 256 * 1024 * 1024, passes = 5): number {
+export function measureMemoryBandwidth(bytes = 256 * 1024 * 1024, passes = 50): number {
   return addon.measureMemoryBandwidth(bytes, passes);
 }
 

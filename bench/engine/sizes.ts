@@ -120,7 +120,7 @@ export function renderSizeSuite(
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
-    `- Roofline: measured memory bandwidth ${meta.bandwidthGBs.toFixed(1)} GB/s ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding)`,
+    `- Roofline: measured memory bandwidth ${meta.bandwidthGBs.toFixed(1)} GB/s (fastest of 50 reads of 256 MiB on every core) ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding)`,
     '',
     '| shape | type | MB/token | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "lazy_zero.h"
 #include "late_masks.h"
 #include "lora.h"
 #include "model.h"
@@ -81,9 +82,10 @@ class Context {
 
   // KV cache in F16: [layer][block][kvHead][slot][headDim] for K and for V.
   std::vector<uint16_t> kCache_, vCache_;
-  // Activations, [maxBatchTokens × width].
-  std::vector<float> x_, xn_, qkv_, attn_, gu_, act_, tmp_;
-  std::vector<float> ropeCos_, ropeSin_;  // [maxBatchTokens × headDim/2]
+  // Activations, [maxBatchTokens × width]: sized for the largest prefill, resident only
+  // for the rows steps have used (lazy_zero.h).
+  LazyZeroVector<float> x_, xn_, qkv_, attn_, gu_, act_, tmp_;
+  LazyZeroVector<float> ropeCos_, ropeSin_;  // [maxBatchTokens × headDim/2]
   std::vector<float> invFreq_;            // [headDim/2]
   std::vector<int32_t> tokenSeq_;         // sequence of each token of the step
   // Attention work tiles: (first token, count) runs of up to kTile tokens of one sequence.
@@ -91,8 +93,8 @@ class Context {
   std::vector<std::pair<int32_t, int32_t>> tiles_;
   std::vector<int32_t> outRows_;          // tokens whose logits are computed
   std::vector<int32_t> seqOutRow_;        // per sequence: row of its last token in logits_, -1 if none
-  std::vector<float> xSel_;               // [maxBatchTokens × hidden]
-  std::vector<float> logits_;             // [rows × vocab]
+  LazyZeroVector<float> xSel_;            // [maxBatchTokens × hidden]
+  LazyZeroVector<float> logits_;          // [rows × vocab]
   std::vector<std::vector<float>> attnScratch_;  // per thread: K/V block in f32, scores and accumulators per head
   std::vector<SamplerScratch> samplerScratch_;   // per thread
   LoraRunner lora_;

@@ -6,7 +6,8 @@
 namespace prism {
 
 bool cpuHasF16c();
-// Reads a `bytes` buffer `passes` times with every core; returns GB/s (1e9 bytes/s).
+// Reads a `bytes` buffer `passes` times with every core; returns the fastest pass's GB/s
+// (1e9 bytes/s). Callers pass a buffer several times the last-level cache.
 double measureBandwidth(int64_t bytes, int64_t passes);
 
 }  // namespace prism

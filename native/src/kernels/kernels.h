@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lazy_zero.h"
 #include "thread_pool.h"
 
 namespace prism {
@@ -115,7 +116,8 @@ class KernelScratch {
   void prefetchSlice(int64_t part, int64_t parts) const;
 
  private:
-  std::vector<uint8_t> buf_;
+  // Sized for the largest prefill; pages become resident as steps use them (lazy_zero.h).
+  LazyZeroVector<uint8_t> buf_;
   const PrefetchSpan* spans_ = nullptr;
   int nSpans_ = 0;
   size_t prefetchBytes_ = 0;

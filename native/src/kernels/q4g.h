@@ -14,7 +14,10 @@ namespace {
 // core reached ~20 GB/s on the 1B shapes (a plain read loop: ~40): the R rows of a decode
 // tile are contiguous, so while a tile works on group g it asks for the matching slice of
 // the region two tiles ahead (the best of 1-4 tiles and fixed 4-16 KiB distances measured,
-// T0 over T1). Prefetches past the end of the matrix are harmless: they never fault.
+// T0 over T1). One tile ahead streamed faster on one thread at 3B shapes (decode_bench:
+// Q4_0 31-33 -> 34-36 GB/s) but was slower end to end at two threads on a quiet machine
+// (3B Q4_0 30.8 -> 25.8 tok/s, Q4_K 31.0 -> 23.8): with both cores streaming the latency
+// to cover is longer. Prefetches past the end of the matrix are harmless: they never fault.
 static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
   // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
