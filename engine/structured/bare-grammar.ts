@@ -25,3 +25,25 @@ export function grammarAccepts(grammar: CompiledGrammarHandle, text: string): bo
     xg.dispose(m);
   }
 }
+
+/**
+ * Integers around a bound, for range tests: every digit position set to 0-9 under the bound's
+ * prefix (with 0s, 9s or the bound's own digits after it), the neighbours, and the negated bound.
+ */
+export function around(bound: bigint): bigint[] {
+  const digits = (bound < 0n ? -bound : bound).toString();
+  const sign = bound < 0n ? -1n : 1n;
+  const out = new Set<bigint>([0n, 1n, -1n]);
+  for (let i = 0; i < digits.length; i++)
+    for (let d = 0; d <= 9; d++)
+      for (const tail of [
+        '0'.repeat(digits.length - i - 1),
+        '9'.repeat(digits.length - i - 1),
+        digits.slice(i + 1),
+      ])
+        out.add(sign * BigInt(digits.slice(0, i) + d + tail));
+  for (let k = -12n; k <= 12n; k++) out.add(bound + k);
+  out.add(sign * BigInt('1' + '0'.repeat(digits.length)));
+  out.add(-sign * BigInt(digits));
+  return [...out];
+}

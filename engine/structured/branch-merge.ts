@@ -21,26 +21,6 @@
  */
 import { typesLeftByNot } from './schema-implicit.js';
 
-/** Keywords that stay on the parent: annotations and definitions (refs point to their path). */
-const STAYS = new Set([
-  'anyOf',
-  'oneOf',
-  '$defs',
-  'definitions',
-  '$schema',
-  '$id',
-  'id',
-  '$comment',
-  'title',
-  'description',
-  'default',
-  'examples',
-  'example',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-]);
-
 export type BranchMerge =
   | { readonly ok: true; readonly branches: readonly unknown[]; readonly moved: readonly string[] }
   | { readonly ok: false; readonly keyword: string; readonly reason: string; readonly empty?: true };
@@ -59,6 +39,10 @@ const ANNOTATIONS = new Set([
   'writeOnly',
   '$comment',
 ]);
+
+/** Keywords that stay on the parent: the alternatives, definitions (refs point to their path),
+ * annotations. */
+const STAYS = new Set([...ANNOTATIONS, 'anyOf', 'oneOf', '$defs', 'definitions', '$schema', '$id', 'id']);
 
 /** Keywords whose values are data, not schemas. */
 const DATA = new Set(['const', 'enum', 'default', 'examples', 'example']);

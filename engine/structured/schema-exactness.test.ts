@@ -14,7 +14,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadGrammarAddon } from '../../native/native.js';
-import { bareCompiler, grammarAccepts } from './bare-grammar.js';
+import { around, bareCompiler, grammarAccepts } from './bare-grammar.js';
 import { checkJsonSchema } from './schema-check.js';
 import { rewriteForGrammar } from './schema-rewrite.js';
 
@@ -22,25 +22,6 @@ const xg = loadGrammarAddon();
 
 function compile(schema: object) {
   return xg.compileJsonSchema(bareCompiler(), JSON.stringify(schema), true);
-}
-
-/** Integers around a bound: every digit position set to 0-9 under the bound's prefix. */
-function around(bound: bigint): bigint[] {
-  const digits = (bound < 0n ? -bound : bound).toString();
-  const sign = bound < 0n ? -1n : 1n;
-  const out = new Set<bigint>([0n, 1n, -1n]);
-  for (let i = 0; i < digits.length; i++)
-    for (let d = 0; d <= 9; d++)
-      for (const tail of [
-        '0'.repeat(digits.length - i - 1),
-        '9'.repeat(digits.length - i - 1),
-        digits.slice(i + 1),
-      ])
-        out.add(sign * BigInt(digits.slice(0, i) + d + tail));
-  for (let k = -12n; k <= 12n; k++) out.add(bound + k);
-  out.add(sign * BigInt('1' + '0'.repeat(digits.length)));
-  out.add(-sign * BigInt(digits));
-  return [...out];
 }
 
 interface Range {

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadGrammarAddon } from '../../native/native.js';
-import { bareCompiler, grammarAccepts } from './bare-grammar.js';
+import { around, bareCompiler, grammarAccepts } from './bare-grammar.js';
 import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
 
 const xg = loadGrammarAddon();
@@ -83,24 +83,6 @@ test('int32/float/double ranges meet the schema own bounds; fractional integer b
   const num = '{"type":"number","exclusiveMaximum":0.5}';
   assert.equal(rewriteForGrammar(num), num);
 });
-
-/** Candidates around a bound: the digit automaton's edges, and its neighbours. */
-function around(bound: bigint): bigint[] {
-  const digits = (bound < 0n ? -bound : bound).toString();
-  const sign = bound < 0n ? -1n : 1n;
-  const out = new Set<bigint>([0n, 1n, -1n]);
-  for (let i = 0; i < digits.length; i++)
-    for (let d = 0; d <= 9; d++)
-      for (const tail of [
-        '0'.repeat(digits.length - i - 1),
-        '9'.repeat(digits.length - i - 1),
-        digits.slice(i + 1),
-      ])
-        out.add(sign * BigInt(digits.slice(0, i) + d + tail));
-  for (let k = -12n; k <= 12n; k++) out.add(bound + k);
-  out.add(sign * BigInt('1' + '0'.repeat(digits.length)));
-  return [...out];
-}
 
 for (const [format, [lo, hi]] of Object.entries(INTEGER_FORMAT_RANGES)) {
   test(`the grammar enforces the ${format} range exactly, null included`, () => {
