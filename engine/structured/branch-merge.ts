@@ -20,12 +20,11 @@
  *   `false` is dropped.
  */
 import { typesLeftByNot } from './schema-implicit.js';
+import { isSchemaObject, subschemas, type Schema } from './schema-node.js';
 
 export type BranchMerge =
   | { readonly ok: true; readonly branches: readonly unknown[]; readonly moved: readonly string[] }
   | { readonly ok: false; readonly keyword: string; readonly reason: string; readonly empty?: true };
-
-type Schema = Record<string, unknown>;
 
 /** Keywords that annotate only: two different values merge to the branch's. */
 const ANNOTATIONS = new Set([
@@ -43,11 +42,6 @@ const ANNOTATIONS = new Set([
 /** Keywords that stay on the parent: the alternatives, definitions (refs point to their path),
  * annotations. */
 const STAYS = new Set([...ANNOTATIONS, 'anyOf', 'oneOf', '$defs', 'definitions', '$schema', '$id', 'id']);
-
-/** Keywords whose values are data, not schemas. */
-const DATA = new Set(['const', 'enum', 'default', 'examples', 'example']);
-
-const isSchemaObject = (v: unknown): v is Schema => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The keywords of `s` that constrain alongside its `anyOf`/`oneOf` (those that move). */
 function siblings(s: Schema): string[] {
@@ -160,13 +154,7 @@ export function distributeSiblings(node: unknown, root: unknown = node): boolean
       changed = true;
     }
   }
-  for (const [k, v] of Object.entries(node)) {
-    // Data (a `const` or `enum` value, examples) holds no schema: merging inside it would
-    // change the data.
-    if (DATA.has(k)) continue;
-    if (Array.isArray(v)) for (const x of v) changed = distributeSiblings(x, root) || changed;
-    else changed = distributeSiblings(v, root) || changed;
-  }
+  for (const sub of subschemas(node)) changed = distributeSiblings(sub, root) || changed;
   return changed;
 }
 

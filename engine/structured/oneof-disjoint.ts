@@ -18,10 +18,7 @@
  */
 import { canonicalJson } from './branch-merge.js';
 import { impliedType } from './schema-implicit.js';
-
-type Schema = Record<string, unknown>;
-
-const isSchemaObject = (v: unknown): v is Schema => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isSchemaObject, type Schema } from './schema-node.js';
 
 export function branchesDisjoint(branches: readonly unknown[]): boolean {
   for (let i = 0; i < branches.length; i++)

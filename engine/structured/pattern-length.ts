@@ -14,6 +14,13 @@ const ATOM = String.raw`(\[(?:[^\]\\]|\\.)+\]|\\[dDwWsS]|\.)`;
 /** `^atom quantifier$`, the quantifier `+`, `*`, `{n}`, `{n,}` or `{n,m}`. */
 const REPEATED_ATOM = new RegExp(String.raw`^\^${ATOM}(\+|\*|\{(\d+)(,(\d*))?\})\$$`);
 
+/** `s`'s `pattern` with its `minLength`/`maxLength` folded in; null when it has no such pair. */
+export function foldSchemaLengths(s: Record<string, unknown>): FoldedPattern {
+  if (typeof s.pattern !== 'string' || (s.minLength === undefined && s.maxLength === undefined)) return null;
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  return foldLengthIntoPattern(s.pattern, num(s.minLength), num(s.maxLength));
+}
+
 export type FoldedPattern = { readonly pattern: string } | { readonly empty: true } | null;
 
 /**

@@ -19,7 +19,8 @@ import {
 } from './schema-rewrite.js';
 import { mergeAllOf, mergeBranches, resolveRef } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
-import { foldLengthIntoPattern } from './pattern-length.js';
+import { foldSchemaLengths } from './pattern-length.js';
+import { SCHEMA_LISTS, SCHEMA_MAPS } from './schema-node.js';
 import { impliedType, typesLeftByNot, undecidableRequired } from './schema-implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
@@ -176,14 +177,8 @@ const STRING_FORMATS = new Set(
   ENFORCED_FORMATS.filter((f) => !['int32', 'int64', 'float', 'double', 'byte'].includes(f)),
 );
 
-const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const REFUSED = new Set(REFUSED_KEYWORDS);
-/** Keywords whose value is a map name → subschema. */
-const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions'];
-/** Keywords whose value is a list of subschemas. */
-const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
 
 let metaValidator: Ajv2020 | null = null;
 
@@ -284,10 +279,7 @@ function walk(node: unknown, path: string, root: unknown): void {
         );
   // xgrammar drops the length limits and the format when a pattern is given; lengths fold
   // into a pattern that is one repeated character class (pattern-length.ts).
-  const folded =
-    typeof s.pattern === 'string' && (s.minLength !== undefined || s.maxLength !== undefined)
-      ? foldLengthIntoPattern(s.pattern, num(s.minLength), num(s.maxLength))
-      : null;
+  const folded = foldSchemaLengths(s);
   if (folded && 'empty' in folded)
     throw invalidArgument(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength');
   if (s.pattern !== undefined)

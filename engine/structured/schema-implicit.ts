@@ -17,10 +17,7 @@
  * schema-check refuses what cannot be made explicit (keywords of several types without a
  * `type`; a required name that `additionalProperties: false` or `patternProperties` decides).
  */
-
-type Schema = Record<string, unknown>;
-
-const isSchemaObject = (v: unknown): v is Schema => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isSchemaObject, subschemas, type Schema } from './schema-node.js';
 
 /** Type-specific keywords, by the JSON type they apply to. */
 const KEYWORD_TYPE: Readonly<Record<string, string>> = {
@@ -115,13 +112,6 @@ export function makeImplicitExplicit(node: unknown): boolean {
       changed = true;
     }
   }
-  for (const [k, v] of Object.entries(node)) {
-    if (k === 'const' || k === 'enum' || k === 'default' || k === 'examples' || k === 'example') continue;
-    if (Array.isArray(v)) for (const x of v) changed = makeImplicitExplicit(x) || changed;
-    else if (k === 'properties' || k === 'patternProperties' || k === '$defs' || k === 'definitions') {
-      if (isSchemaObject(v))
-        for (const sub of Object.values(v)) changed = makeImplicitExplicit(sub) || changed;
-    } else changed = makeImplicitExplicit(v) || changed;
-  }
+  for (const sub of subschemas(node)) changed = makeImplicitExplicit(sub) || changed;
   return changed;
 }

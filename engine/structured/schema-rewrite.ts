@@ -22,7 +22,8 @@
  *   and required properties are spelled out (schema-implicit.ts).
  */
 import { distributeSiblings } from './branch-merge.js';
-import { foldLengthIntoPattern } from './pattern-length.js';
+import { foldSchemaLengths } from './pattern-length.js';
+import { subschemas } from './schema-node.js';
 import { makeImplicitExplicit } from './schema-implicit.js';
 
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
@@ -42,10 +43,6 @@ export const NUMBER_FORMAT_RANGES: Readonly<Record<string, readonly [number, num
  * pattern (schema-check refuses those combinations).
  */
 export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
-
-/** Keywords whose value is a map name → subschema, or a list of subschemas (as in schema-check). */
-const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions'];
-const SCHEMA_LISTS = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
 
 /** The schema text xgrammar compiles (the input itself when nothing needs rewriting). */
 export function rewriteForGrammar(schemaText: string): string {
@@ -78,27 +75,14 @@ function rewrite(node: unknown): boolean {
     s.pattern = BASE64_PATTERN;
     changed = true;
   }
-  if (typeof s.pattern === 'string' && (s.minLength !== undefined || s.maxLength !== undefined)) {
-    const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-    const folded = foldLengthIntoPattern(s.pattern, num(s.minLength), num(s.maxLength));
-    if (folded && 'pattern' in folded) {
-      s.pattern = folded.pattern;
-      delete s.minLength;
-      delete s.maxLength;
-      changed = true;
-    }
+  const folded = foldSchemaLengths(s);
+  if (folded && 'pattern' in folded) {
+    s.pattern = folded.pattern;
+    delete s.minLength;
+    delete s.maxLength;
+    changed = true;
   }
-  for (const k of SCHEMA_MAPS) {
-    const m = s[k];
-    if (m && typeof m === 'object') for (const sub of Object.values(m)) changed = rewrite(sub) || changed;
-  }
-  for (const k of SCHEMA_LISTS) {
-    const l = s[k];
-    if (Array.isArray(l)) for (const sub of l) changed = rewrite(sub) || changed;
-  }
-  if (Array.isArray(s.items)) for (const sub of s.items) changed = rewrite(sub) || changed;
-  else changed = rewrite(s.items) || changed;
-  changed = rewrite(s.additionalProperties) || changed;
+  for (const sub of subschemas(s)) changed = rewrite(sub) || changed;
   return changed;
 }
 
