@@ -193,9 +193,11 @@ async function interleaved(
   runs: number,
   warmup: number,
   measure: (engine: BenchEngine) => Promise<number>,
+  beforeRound?: () => void,
 ): Promise<MeasureResult> {
   const results: Partial<Record<EngineName, number[]>> = {};
   for (let round = -warmup; round < runs; round++) {
+    if (round >= 0) beforeRound?.();
     const order = round % 2 === 0 ? engines : [...engines].reverse();
     for (const engine of order) {
       const tokPerSec = await measure(engine);
@@ -254,9 +256,6 @@ async function sizeSuite(
   command: string,
 ): Promise<void> {
   const models = ensureSizeModels(root, suite.sizes, suite.types, log);
-  const native = args.engines.includes('prism') ? await loadNative() : undefined;
-  log('measuring memory bandwidth ...');
-  const bandwidthGBs = native ? native.measureMemoryBandwidth() : NaN;
   const loadAtStart = loadavg()[0];
   const rows: SizeRow[] = [];
   for (const model of models) {
@@ -268,10 +267,9 @@ async function sizeSuite(
     commit: describeCommit(root),
     machine: describeMachine(),
     command,
-    bandwidthGBs,
     load: `${loadAtStart.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end`,
   });
-  if (args.output === 'json') process.stdout.write(JSON.stringify({ bandwidthGBs, rows }, null, 2) + '\n');
+  if (args.output === 'json') process.stdout.write(JSON.stringify({ rows }, null, 2) + '\n');
   else process.stdout.write(body + '\n');
   if (args.updateDocs) {
     const docPath = join(root, 'docs', 'benchmarks.md');
@@ -349,13 +347,27 @@ async function benchModel(
     const wants = (m: MeasureName) => args.measures.has(m);
     if (wants('single'))
       log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
+    // The roofline's bandwidth is probed before every measured round of single-stream decode,
+    // not once per run: this machine's memory bandwidth moves with its neighbours (a plain
+    // two-core read loop: 45-48 GB/s in some minutes, 75-80 in others), and a probe taken
+    // minutes away from the decode runs put rows at 117% of "their" roofline.
+    const bandwidthRuns: number[] = [];
+    const core = prism ? native : undefined;
+    const probe = core ? () => void bandwidthRuns.push(core.measureMemoryBandwidth()) : undefined;
     const singleDecode = !wants('single')
       ? undefined
-      : await interleaved('single-stream decode', engines, args.runs, args.warmup, async (engine) => {
-          const t = await engine.decodeSingle(singlePrompt, args.newTokens);
-          expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
-          return (t.decodedTokens / t.decodeMs) * 1000;
-        });
+      : await interleaved(
+          'single-stream decode',
+          engines,
+          args.runs,
+          args.warmup,
+          async (engine) => {
+            const t = await engine.decodeSingle(singlePrompt, args.newTokens);
+            expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
+            return (t.decodedTokens / t.decodeMs) * 1000;
+          },
+          probe,
+        );
 
     if (wants('aggregate'))
       log(`aggregate decode: ${args.sequences} sequences × ${args.newTokens} new tokens`);
@@ -390,15 +402,18 @@ async function benchModel(
 
     let roofline: Roofline | undefined;
     if (native && prism) {
-      log('measuring memory bandwidth ...');
-      const bandwidthGBs = native.measureMemoryBandwidth();
+      if (bandwidthRuns.length === 0) {
+        log('measuring memory bandwidth ...');
+        probe?.();
+      }
+      const bandwidthGBs = median(bandwidthRuns);
       const weightBytes = prism.info.weightBytes;
       const tokPerSec = (bandwidthGBs * 1e9) / weightBytes;
       const percent: Partial<Record<EngineName, number>> = {};
       for (const [name, value] of Object.entries(singleDecode?.median ?? {})) {
         percent[name as EngineName] = (value / tokPerSec) * 100;
       }
-      roofline = { bandwidthGBs, weightBytes, tokPerSec, percent };
+      roofline = { bandwidthGBs, bandwidthRuns, weightBytes, tokPerSec, percent };
     }
 
     let continuations: Continuation[] = [];

@@ -17,7 +17,10 @@ export interface MeasureResult {
 }
 
 export interface Roofline {
+  /** Median of the probes taken before each measured round of single-stream decode. */
   readonly bandwidthGBs: number;
+  /** Each probe: the fastest of 50 timed reads of a 256 MiB buffer on every core. */
+  readonly bandwidthRuns: readonly number[];
   readonly weightBytes: number;
   /** bandwidth ÷ weight bytes: the single-stream decode rate if only weight reads counted. */
   readonly tokPerSec: number;

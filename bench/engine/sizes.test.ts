@@ -42,6 +42,7 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       prefill: measure('prefill', 80, 100),
       aggregateDecode: measure('aggregate', 40, 80),
     },
+    roofline: { bandwidthGBs: 25, bandwidthRuns: [24, 25, 26], weightBytes: 500e6, tokPerSec: 50, percent: {} },
   } as unknown as EngineBenchReport;
   const model = {
     size: '1b',
@@ -56,14 +57,14 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
     commit: 'c',
     machine: 'm',
     command: 'cmd',
-    bandwidthGBs: 25,
     load: '1',
   });
   // 25 GB/s ÷ 500 MB = 50 tok/s roofline; Prism 30 tok/s = 60%, llama.cpp 20 = 40%.
   assert.match(
     md,
-    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 50\.0 \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 60% \| 40% \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
+    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 25\.0 \| 50\.0 \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 60% \| 40% \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
   );
+  assert.match(md, /bandwidth probes, GB\/s: 24\.0, 25\.0, 26\.0/);
   assert.doesNotMatch(md, /Prism memory/);
   const withMemory = renderSizeSuite(
     [
@@ -75,7 +76,7 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
         },
       },
     ],
-    { date: 'd', commit: 'c', machine: 'm', command: 'cmd', bandwidthGBs: 25, load: '1' },
+    { date: 'd', commit: 'c', machine: 'm', command: 'cmd', load: '1' },
   );
   assert.match(
     withMemory,

@@ -105,7 +105,6 @@ export function renderSizeSuite(
     commit: string;
     machine: string;
     command: string;
-    bandwidthGBs: number;
     load: string;
   },
 ): string {
@@ -120,21 +119,23 @@ export function renderSizeSuite(
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
-    `- Roofline: measured memory bandwidth ${meta.bandwidthGBs.toFixed(1)} GB/s (fastest of 50 reads of 256 MiB on every core) ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding)`,
+    "- Roofline of a row: its bandwidth ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding). " +
+      "A row's bandwidth is the median of probes taken before each measured round of its single-stream decode (each probe: the fastest of 50 reads of 256 MiB on every core): this machine's bandwidth moves with its neighbours from minute to minute, so one probe for the whole suite does not describe every row",
     '',
-    '| shape | type | MB/token | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| shape | type | MB/token | bandwidth GB/s | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { model, report } of rows) {
     const m = report.measures;
-    const roof = (meta.bandwidthGBs * 1e9) / model.bytesPerToken;
+    const bandwidthGBs = report.roofline?.bandwidthGBs ?? NaN;
+    const roof = (bandwidthGBs * 1e9) / model.bytesPerToken;
     const pct = (e: EngineName) => {
       const v = m.singleDecode?.median[e];
-      return v === undefined ? '—' : `${((v / roof) * 100).toFixed(0)}%`;
+      return v === undefined || Number.isNaN(roof) ? '—' : `${((v / roof) * 100).toFixed(0)}%`;
     };
     const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
     out.push(
-      `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${roof.toFixed(1)} | ` +
+      `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${fmt(bandwidthGBs)} | ${fmt(roof)} | ` +
         `${dl} | ${dp} | ${dr} | ${pct('prism')} | ${pct('llama.cpp')} | ` +
         `${cell(m.prefill?.median, m.prefill?.ratio).join(' | ')} | ${cell(m.aggregateDecode?.median, m.aggregateDecode?.ratio).join(' | ')} |`,
     );
@@ -147,6 +148,8 @@ export function renderSizeSuite(
         (x) =>
           `${x.label}: ${(x.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'} | ${(x.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`,
       );
+    const probes = report.roofline?.bandwidthRuns ?? [];
+    if (probes.length > 0) parts.push(`bandwidth probes, GB/s: ${probes.map((v) => fmt(v)).join(', ')}`);
     out.push(`- ${model.shape} ${model.type.toUpperCase()}: ${parts.join('; ')}`);
   }
   const withMemory = rows.filter((r) => r.report.prismMemory);
