@@ -236,7 +236,8 @@ export type TensorType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4
 // The addon's raw exports
 // ---------------------------------------------------------------------------------------
 
-interface NativeAddon {
+// Exported as a type for bench/kernels/ab-steps.ts, which loads several builds of the addon at once.
+export interface NativeAddon {
   readGgufMetadata(path: string): Record<string, GgufValue>;
   loadModel(path: string, onProgress: ((fraction: number) => void) | undefined): Promise<ModelHandle>;
   modelInfo(model: ModelHandle): ModelInfo;

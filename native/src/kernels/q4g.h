@@ -13,17 +13,20 @@ namespace {
 // Decode streams every weight byte from DRAM once. Left to the hardware prefetcher, one
 // core reached ~20 GB/s on the 1B shapes (a plain read loop: ~40): the R rows of a decode
 // tile are contiguous, so while a tile works on group g it asks for the matching slice of
-// the region two tiles ahead (the best of 1-4 tiles and fixed 4-16 KiB distances measured,
-// T0 over T1). One tile ahead streamed faster on one thread at 3B shapes (decode_bench:
-// Q4_0 31-33 -> 34-36 GB/s) but was slower end to end at two threads on a quiet machine
-// (3B Q4_0 30.8 -> 25.8 tok/s, Q4_K 31.0 -> 23.8): with both cores streaming the latency
-// to cover is longer. Prefetches past the end of the matrix are harmless: they never fault.
+// the next tile, hinted non-temporal (each weight line is used once; the hint asks the
+// caches not to keep it at the expense of the KV cache and activations). Chosen with
+// `bench/kernels/ab-steps.ts`: two builds loaded in one process take decode steps in turn,
+// so the machine's minute-to-minute swings in memory bandwidth hit both alike; paired-median step time against the old two tiles
+// ahead, T0: 3B Q4_0 −10% (fast minutes) / −5% (slow), 3B Q4_K −5%, 3B Q8_0 −5%, 1B Q4_0
+// −5%, 1B Q4_K −2%, 1B Q8_0 −5%; half a tile ahead +9%, three tiles +3%, fixed 8 / 16 KiB
+// −3% / −2%, no software prefetch +29%. (Sequential runs had favoured two tiles: they were
+// measuring the bandwidth swings.) Prefetches past the end of the matrix never fault.
 static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
   // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
-  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + 2 * tileBytes + per * static_cast<size_t>(g);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes + per * static_cast<size_t>(g);
   const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
-  for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+  for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_NTA);
 }
 
 // n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same

@@ -175,7 +175,8 @@ struct Q6GAvx512 {
 struct Q8GAvx512 {
   // Four rows per decode tile. Two streamed faster on one thread (decode_bench, 1B
   // 35.0-35.3 → 36.3-37.2 GB/s) but not end to end at two threads (3B Q8_0, quiet pair:
-  // 14.9 → 13.0 tok/s with the two-tile prefetch of q4g.h).
+  // 14.9 → 13.0 tok/s with the two-tile prefetch of q4g.h then; sequential runs, which
+  // bench/kernels/ab-steps.ts later showed to be swayed by the machine's bandwidth swings).
   static constexpr int kDecodeRows = 4;
   // 4 rows × 2 tokens for prefill, as Q4GAvx512 (prefill_bench, 3B shapes, 64 tokens, 1
   // thread: 151 → 204-211 GMAC/s; 4×1 130).

@@ -1,0 +1,78 @@
+/**
+ * A/B of native builds on one model, decode step by decode step, in one process:
+ *
+ *   cp build/Release/prism_native.node /tmp/a.node     # build A
+ *   ... change, rebuild ...
+ *   cp build/Release/prism_native.node /tmp/b.node     # build B
+ *   node --import tsx bench/kernels/ab-steps.ts models/sizes/3b-q4_0.gguf 150 /tmp/a.node /tmp/b.node
+ *
+ * Why not two runs of bench:engine: this machine's memory bandwidth swings with its
+ * neighbours (a plain two-core read loop reads 45-48 GB/s in some minutes and 75-80 in
+ * others, changing every few tens of seconds), and decode follows it, so two sequential
+ * runs mostly compare minutes. Here every build loads the model into its own context and
+ * the builds take single-token decode steps in turn (order alternating), so each swing hits
+ * all of them alike; the paired median of step-time ratios against the first build is the
+ * answer (noise about ±1% on the 3B shapes). Each addon is a separate dlopen, so several
+ * builds coexist in one process; each holds its own copy of the weights.
+ */
+import { createRequire } from 'node:module';
+import type { ContextHandle, NativeAddon } from '../../native/native.js';
+import { greedyPlan } from '../engine/plan.js';
+import { median } from '../stats.js';
+
+const BLOCK = 128;
+const BLOCKS = [0, 1, 2, 3];
+const PROMPT = 32;
+
+const [modelPath, stepsArg, ...addonPaths] = process.argv.slice(2);
+const steps = Number(stepsArg);
+if (!modelPath || !Number.isInteger(steps) || steps < 1 || addonPaths.length < 2) {
+  process.stderr.write('usage: ab-steps.ts MODEL.gguf STEPS A.node B.node [C.node ...]\n');
+  process.exit(2);
+}
+const threads = Number(process.env.THREADS ?? 2);
+
+const require = createRequire(import.meta.url);
+const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
+for (const path of addonPaths) {
+  const addon = require(path) as NativeAddon;
+  const model = await addon.loadModel(modelPath, undefined);
+  const ctx = addon.createContext(model, {
+    kvBlocks: BLOCKS.length,
+    blockSize: BLOCK,
+    maxBatchTokens: 512,
+    maxSeqs: 1,
+    threads,
+  });
+  const prompt = Array.from({ length: PROMPT }, (_, i) => 100 + i);
+  const first = await addon.step(
+    ctx,
+    greedyPlan([{ tokens: prompt, startPosition: 0, blocks: BLOCKS, sample: true }], BLOCK),
+  );
+  builds.push({ path, addon, ctx, next: first.tokens[0], times: [] });
+}
+
+const maxPosition = BLOCKS.length * BLOCK - 1;
+for (let i = 0; i < steps; i++) {
+  // Positions wrap back to just after the prompt so any step count fits the four blocks.
+  const position = PROMPT + (i % (maxPosition - PROMPT));
+  for (const b of i % 2 ? [...builds].reverse() : builds) {
+    const start = performance.now();
+    const result = await b.addon.step(
+      b.ctx,
+      greedyPlan([{ tokens: [b.next], startPosition: position, blocks: BLOCKS, sample: true }], BLOCK),
+    );
+    b.times.push(performance.now() - start);
+    b.next = result.tokens[0];
+  }
+}
+
+const base = builds[0].times;
+for (const b of builds) {
+  const mean = b.times.reduce((x, y) => x + y, 0) / b.times.length;
+  const paired = median(b.times.map((t, i) => t / base[i]));
+  process.stdout.write(
+    `${b.path}: mean step ${mean.toFixed(2)} ms (${(1000 / mean).toFixed(1)} tok/s), ` +
+      `median ${median(b.times).toFixed(2)} ms, paired median ratio to the first ${paired.toFixed(3)}\n`,
+  );
+}
