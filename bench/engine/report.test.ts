@@ -40,7 +40,13 @@ const report: EngineBenchReport = {
     aggregateDecode: measure('aggregate decode, 32 sequences', 120, 60),
     prefill: measure('prefill, 512-token prompt', 500, 500),
   },
-  roofline: { bandwidthGBs: 20, bandwidthRuns: [20], weightBytes: 80e6, tokPerSec: 250, percent: { 'llama.cpp': 20, prism: 30 } },
+  roofline: {
+    bandwidthGBs: 20,
+    bandwidthRuns: [20],
+    weightBytes: 80e6,
+    tokPerSec: 250,
+    percent: { 'llama.cpp': 20, prism: 30 },
+  },
   continuations: [
     {
       question: 'Q|1',

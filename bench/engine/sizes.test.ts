@@ -42,7 +42,13 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       prefill: measure('prefill', 80, 100),
       aggregateDecode: measure('aggregate', 40, 80),
     },
-    roofline: { bandwidthGBs: 25, bandwidthRuns: [24, 25, 26], weightBytes: 500e6, tokPerSec: 50, percent: {} },
+    roofline: {
+      bandwidthGBs: 25,
+      bandwidthRuns: [24, 25, 26],
+      weightBytes: 500e6,
+      tokPerSec: 50,
+      percent: {},
+    },
   } as unknown as EngineBenchReport;
   const model = {
     size: '1b',
