@@ -24,7 +24,7 @@ export interface Roofline {
   readonly weightBytes: number;
   /** bandwidth ÷ weight bytes: the single-stream decode rate if only weight reads counted. */
   readonly tokPerSec: number;
-  /** Each engine's single-stream decode median as a percentage of `tokPerSec`. */
+  /** Each engine's single-stream decode as a percentage of the roofline: the median over runs of each run against its round's probe. */
   readonly percent: Partial<Record<EngineName, number>>;
 }
 

@@ -120,7 +120,7 @@ export function renderSizeSuite(
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
     "- Roofline of a row: its bandwidth ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding). " +
-      "A row's bandwidth is the median of probes taken before each measured round of its single-stream decode (each probe: the fastest of 50 reads of 256 MiB on every core): this machine's bandwidth moves with its neighbours from minute to minute, so one probe for the whole suite does not describe every row",
+      "A row's bandwidth is the median of probes taken before each measured round of its single-stream decode (each probe: the fastest of 50 reads of 256 MiB on every core), and its % roofline the median of each run against its own round's probe: this machine's bandwidth moves with its neighbours from minute to minute, so one probe for the whole suite does not describe every row",
     '',
     '| shape | type | MB/token | bandwidth GB/s | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -130,8 +130,8 @@ export function renderSizeSuite(
     const bandwidthGBs = report.roofline?.bandwidthGBs ?? NaN;
     const roof = (bandwidthGBs * 1e9) / model.bytesPerToken;
     const pct = (e: EngineName) => {
-      const v = m.singleDecode?.median[e];
-      return v === undefined || Number.isNaN(roof) ? '—' : `${((v / roof) * 100).toFixed(0)}%`;
+      const v = report.roofline?.percent[e];
+      return v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(0)}%`;
     };
     const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
     out.push(
