@@ -19,7 +19,7 @@ import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Template } from '@huggingface/jinja';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
-import { commonPrefixLength, median, ratio } from './stats.js';
+import { commonPrefixLength, median, pairedRooflinePercent, ratio } from './stats.js';
 import { describeCommit, describeMachine } from './engine/environment.js';
 import { LlamaCppEngine } from './engine/llamacpp.js';
 import { loadNative, PrismEngine } from './engine/prism.js';
@@ -409,15 +409,10 @@ async function benchModel(
       const bandwidthGBs = median(bandwidthRuns);
       const weightBytes = prism.info.weightBytes;
       const tokPerSec = (bandwidthGBs * 1e9) / weightBytes;
-      // Each run against the probe taken just before its round, then the median: a median
-      // decode over a median bandwidth can pair a fast minute's decode with a slow minute's
-      // bandwidth and read over 100%.
+      // Run by run against the probe taken just before each round (pairedRooflinePercent).
       const percent: Partial<Record<EngineName, number>> = {};
       for (const [name, values] of Object.entries(singleDecode?.runs ?? {})) {
-        const paired = values.length === bandwidthRuns.length;
-        percent[name as EngineName] = paired
-          ? median(values.map((v, i) => (v * weightBytes) / (bandwidthRuns[i] * 1e9))) * 100
-          : ((singleDecode?.median[name as EngineName] ?? NaN) / tokPerSec) * 100;
+        percent[name as EngineName] = pairedRooflinePercent(values, bandwidthRuns, weightBytes);
       }
       roofline = { bandwidthGBs, bandwidthRuns, weightBytes, tokPerSec, percent };
     }

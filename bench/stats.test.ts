@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commonPrefixLength, fmt, median, range, ratio } from './stats.js';
+import { commonPrefixLength, fmt, median, pairedRooflinePercent, range, ratio } from './stats.js';
 
 test('median of odd and even counts, unsorted input untouched', () => {
   const values = [5, 1, 3];
@@ -26,4 +26,16 @@ test('commonPrefixLength', () => {
   assert.equal(commonPrefixLength([1, 2], [1, 2, 3]), 2);
   assert.equal(commonPrefixLength([], [1]), 0);
   assert.equal(commonPrefixLength([9], [1]), 0);
+});
+
+test('pairedRooflinePercent: each run against its own probe, then the median', () => {
+  // The 3B Q4_0 row of one size suite (1641.4 MB per token): runs in slow and fast minutes.
+  const runs = [25.6, 24.2, 32.7, 35.8, 37.8];
+  const probes = [50.0, 46.8, 48.4, 75.9, 80.7];
+  const bytes = 1641.4e6;
+  // Paired: 84, 85, 111 (a fast run after a slow probe), 77, 77 → median 84%.
+  assert.equal(Math.round(pairedRooflinePercent(runs, probes, bytes)), 84);
+  // Median decode (32.7) over median bandwidth (50.0) would read 107%.
+  assert.equal(Math.round(((32.7 * bytes) / (median(probes) * 1e9)) * 100), 107);
+  assert.throws(() => pairedRooflinePercent([1, 2], [1], 1e9), /2 runs but 1 probes/);
 });

@@ -24,6 +24,22 @@ export function ratio(numerator: number | undefined, denominator: number | undef
   return numerator / denominator;
 }
 
+/**
+ * Decode as a percentage of the bandwidth roofline, run by run: each run's tok/s against the
+ * roofline of the bandwidth probed just before it (GB/s ÷ bytes read per token), then the
+ * median. A median decode over a median bandwidth can pair one minute's decode with another
+ * minute's bandwidth and read over 100% on a machine whose bandwidth swings.
+ */
+export function pairedRooflinePercent(
+  tokPerSec: readonly number[],
+  bandwidthGBs: readonly number[],
+  bytesPerToken: number,
+): number {
+  if (tokPerSec.length !== bandwidthGBs.length)
+    throw new RangeError(`pairedRooflinePercent: ${tokPerSec.length} runs but ${bandwidthGBs.length} probes`);
+  return median(tokPerSec.map((v, i) => (v * bytesPerToken) / (bandwidthGBs[i] * 1e9))) * 100;
+}
+
 /** Fixed-point number for a table cell; '—' for NaN/undefined. */
 export function fmt(value: number | undefined, digits = 1): string {
   return value === undefined || Number.isNaN(value) ? '—' : value.toFixed(digits);

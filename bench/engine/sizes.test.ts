@@ -47,7 +47,7 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       bandwidthRuns: [24, 25, 26],
       weightBytes: 500e6,
       tokPerSec: 50,
-      percent: {},
+      percent: { 'llama.cpp': 40, prism: 60 },
     },
   } as unknown as EngineBenchReport;
   const model = {
