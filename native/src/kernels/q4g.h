@@ -16,11 +16,12 @@ namespace {
 // the next tile, hinted non-temporal (each weight line is used once; the hint asks the
 // caches not to keep it at the expense of the KV cache and activations). Chosen with
 // `bench/kernels/ab-steps.ts`: two builds loaded in one process take decode steps in turn,
-// so the machine's minute-to-minute swings in memory bandwidth hit both alike; paired-median step time against the old two tiles
-// ahead, T0: 3B Q4_0 −10% (fast minutes) / −5% (slow), 3B Q4_K −5%, 3B Q8_0 −5%, 1B Q4_0
-// −5%, 1B Q4_K −2%, 1B Q8_0 −5%; half a tile ahead +9%, three tiles +3%, fixed 8 / 16 KiB
-// −3% / −2%, no software prefetch +29%. (Sequential runs had favoured two tiles: they were
-// measuring the bandwidth swings.) Prefetches past the end of the matrix never fault.
+// so the machine's minute-to-minute swings in memory bandwidth hit both alike. Paired-median
+// step time against the old two tiles ahead, T0: 3B Q4_0 −10% (fast minutes) / −5% (slow),
+// 3B Q4_K −5%, 3B Q8_0 −5%, 1B Q4_0 −5%, 1B Q4_K −2%, 1B Q8_0 −5%, 3B Q4_0 on AVX2 −4%;
+// half a tile ahead +9%, three tiles +3%, fixed 8 / 16 KiB −3% / −2%, no software prefetch
+// +29%. (Sequential runs had favoured two tiles: they were measuring the bandwidth swings.)
+// Prefetches past the end of the matrix never fault.
 static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
   // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
