@@ -173,11 +173,13 @@ struct Q6GAvx512 {
 
 // Q8G: 8 dpbusd of the unsigned (w + 128) bytes per group, minus 128·Σx per block.
 struct Q8GAvx512 {
-  // Four rows per decode tile. Two streamed faster on one thread (decode_bench, 1B
-  // 35.0-35.3 → 36.3-37.2 GB/s) but not end to end at two threads (3B Q8_0, quiet pair:
-  // 14.9 → 13.0 tok/s with the two-tile prefetch of q4g.h then; sequential runs, which
-  // bench/kernels/ab-steps.ts later showed to be swayed by the machine's bandwidth swings).
-  static constexpr int kDecodeRows = 4;
+  // Two rows per decode tile (a Q8 tile of four 3B FFN-down rows is 35 KiB; the one-tile
+  // prefetch of q4g.h then reaches 17 KiB ahead). Paired decode steps against four rows
+  // (bench/kernels/ab-steps.ts, 2 threads): 3B Q8_0 0.916 and 0.944 of the step time, 1B
+  // Q8_0 0.965. The same change lost for Q4G (3B Q4_0 0.976 and 1.010) and with Q6G (3B
+  // Q4_K 1.047), and one row per tile is far slower (3B Q4_0 1.25). An earlier sequential
+  // comparison had rejected two rows: it measured the machine's bandwidth swings.
+  static constexpr int kDecodeRows = 2;
   // 4 rows × 2 tokens for prefill, as Q4GAvx512 (prefill_bench, 3B shapes, 64 tokens, 1
   // thread: 151 → 204-211 GMAC/s; 4×1 130).
   static constexpr int kPrefillRows = 4;
