@@ -16,9 +16,10 @@
  * builds coexist in one process; each holds its own copy of the weights.
  */
 import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
-import { median } from '../stats.js';
+import { median, nowMs } from '../stats.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1, 2, 3];
@@ -35,7 +36,9 @@ const threads = Number(process.env.THREADS ?? 2);
 const require = createRequire(import.meta.url);
 const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
 for (const path of addonPaths) {
-  const addon = require(path) as NativeAddon;
+  // Resolved against the working directory: require() alone would resolve a relative path
+  // against this file.
+  const addon = require(resolve(path)) as NativeAddon;
   const model = await addon.loadModel(modelPath, undefined);
   const ctx = addon.createContext(model, {
     kvBlocks: BLOCKS.length,
@@ -57,12 +60,12 @@ for (let i = 0; i < steps; i++) {
   // Positions wrap back to just after the prompt so any step count fits the four blocks.
   const position = PROMPT + (i % (maxPosition - PROMPT));
   for (const b of i % 2 ? [...builds].reverse() : builds) {
-    const start = performance.now();
+    const start = nowMs();
     const result = await b.addon.step(
       b.ctx,
       greedyPlan([{ tokens: [b.next], startPosition: position, blocks: BLOCKS, sample: true }], BLOCK),
     );
-    b.times.push(performance.now() - start);
+    b.times.push(nowMs() - start);
     b.next = result.tokens[0];
   }
 }
