@@ -5,6 +5,7 @@
 //   kernels_check dequant TYPE ROWS COLS in.bin out.f32    reference dequantizer on a file
 // check_gguf.py drives the last two against the Python gguf package.
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -186,11 +187,71 @@ int checkPool() {
   return failures;
 }
 
+// The idle work of the pool (weight_prefetch.h uses it): every thread reports the end of its
+// share of each region once, waiting threads do idle steps, and nothing calls a removed one.
+int checkIdleWork() {
+  struct Counting final : prism::IdleWork {
+    std::atomic<long> done[4] = {}, steps[4] = {};
+    void regionDone(int thread) override { done[thread]++; }
+    bool step(int thread) override {
+      steps[thread]++;
+      return true;
+    }
+  };
+  int failures = 0;
+  for (int threads : {2, 3}) {
+    Counting idle;
+    ThreadPool pool(threads);
+    pool.setIdleWork(&idle);
+    const int runs = 2000;
+    auto quick = [](int, int) {};
+    for (int r = 0; r < runs; ++r) pool.run(prism::TaskRef(quick));
+    for (int i = 0; i < threads; ++i)
+      if (idle.done[i] != runs) {
+        std::printf("FAIL idle threads=%d: thread %d reported %ld region ends of %d\n", threads, i, long(idle.done[i]), runs);
+        ++failures;
+      }
+    // Thread 0 (the owner) slow: the workers wait at the join and must have done idle steps;
+    // then the last worker slow: the owner waits and must have too.
+    const long before1 = idle.steps[1];
+    auto ownerSlow = [](int i, int) {
+      if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    };
+    pool.run(prism::TaskRef(ownerSlow));
+    const long before0 = idle.steps[0];
+    auto workerSlow = [&](int i, int n) {
+      if (i == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    };
+    pool.run(prism::TaskRef(workerSlow));
+    if (idle.steps[1] == before1 || idle.steps[0] == before0) {
+      std::printf("FAIL idle threads=%d: no idle steps while waiting (worker %ld, owner %ld)\n", threads,
+                  long(idle.steps[1] - before1), long(idle.steps[0] - before0));
+      ++failures;
+    }
+    // Removed: after one region (spins that began before it may still hold the old pointer),
+    // nothing calls it again.
+    pool.setIdleWork(nullptr);
+    pool.run(prism::TaskRef(quick));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    long total = 0;
+    for (int i = 0; i < threads; ++i) total += idle.done[i] + idle.steps[i];
+    for (int r = 0; r < 100; ++r) pool.run(prism::TaskRef(ownerSlow));
+    long after = 0;
+    for (int i = 0; i < threads; ++i) after += idle.done[i] + idle.steps[i];
+    if (after != total) {
+      std::printf("FAIL idle threads=%d: called %ld times after removal\n", threads, after - total);
+      ++failures;
+    }
+  }
+  std::printf("thread pool idle work %s\n", failures ? "FAILED" : "ok");
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string cmd = argc > 1 ? argv[1] : "matmul";
-  if (cmd == "matmul") return checkPool() + checkMatmul() ? 1 : 0;
+  if (cmd == "matmul") return checkPool() + checkIdleWork() + checkMatmul() ? 1 : 0;
   if ((cmd == "quant" || cmd == "dequant") && argc == 7) {
     TensorType type = parseType(argv[2]);
     int64_t rows = std::atoll(argv[3]), cols = std::atoll(argv[4]);

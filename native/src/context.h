@@ -14,6 +14,7 @@
 #include "sampler.h"
 #include "step_plan.h"
 #include "thread_pool.h"
+#include "weight_prefetch.h"
 
 namespace prism {
 
@@ -58,10 +59,12 @@ class Context {
   void ropeTables(const StepPlanData& plan);
   void layer(int64_t l, const StepPlanData& plan);
   void attention(int64_t l, const StepPlanData& plan);
-  void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
+  // `after`: the group the step multiplies by next (its weights are prefetched by threads
+  // that wait, weight_prefetch.h).
+  void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy, const LinearGroup& after);
   // The base linear of a LoRA site, prefetching the site's adapter weights while it runs.
   void loraLinear(const LinearGroup& g, int64_t layer, LoraSite site, const float* x, int64_t n, float* y,
-                  int64_t ldy);
+                  int64_t ldy, const LinearGroup& after);
   void outputHead(const StepPlanData& plan, StepResultData& out);
   void sampleAll(const StepPlanData& plan, StepResultData& out);
   void injectFault();
@@ -76,6 +79,9 @@ class Context {
   std::shared_ptr<Model> model_;
   const ModelConfig& cfg_;
   ContextOptionsData opts_;
+  // Before pool_: the pool's threads use it until the pool is destroyed.
+  WeightPrefetcher prefetcher_;
+  static constexpr int64_t kPrefetchMaxTokens = 8;
   ThreadPool pool_;
   KernelScratch scratch_;
   int64_t qDim_, kvDim_, qkvDim_;

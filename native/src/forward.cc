@@ -13,7 +13,8 @@
 namespace prism {
 
 Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
-    : model_(std::move(model)), cfg_(model_->cfg), opts_(opts), pool_(opts.threads) {
+    : model_(std::move(model)), cfg_(model_->cfg), opts_(opts), prefetcher_(opts.threads), pool_(opts.threads) {
+  pool_.setIdleWork(&prefetcher_);
   const ModelConfig& c = cfg_;
   const int64_t T = opts.maxBatchTokens, hd = c.headDim;
   qDim_ = c.heads * hd;
@@ -81,16 +82,24 @@ void Context::forRange(int64_t count, int64_t workPerItem, F&& f) {
   pool_.run(TaskRef(task));
 }
 
-void Context::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {
-  for (const auto& p : g.parts) matmul(p.w, x, n, g.inFeatures, y + p.outOffset, ldy, pool_, scratch_);
+void Context::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy, const LinearGroup& after) {
+  for (size_t k = 0; k < g.parts.size(); k++) {
+    const LinearWeight* next = k + 1 < g.parts.size() ? &g.parts[k + 1].w
+                               : after.parts.empty()  ? nullptr
+                                                      : &after.parts.front().w;
+    // Only for decode-sized batches: larger ones block their rows in L2 (kernels/q4g.h).
+    prefetcher_.setNext(n <= kPrefetchMaxTokens ? next : nullptr);
+    matmul(g.parts[k].w, x, n, g.inFeatures, y + g.parts[k].outOffset, ldy, pool_, scratch_);
+  }
+  prefetcher_.setNext(nullptr);
 }
 
 void Context::loraLinear(const LinearGroup& g, int64_t layer, LoraSite site, const float* x, int64_t n, float* y,
-                         int64_t ldy) {
+                         int64_t ldy, const LinearGroup& after) {
   const PrefetchSpan* spans = nullptr;
   const int count = lora_.prefetchSpans(layer, site, &spans);
   scratch_.setPrefetch(spans, count);
-  linear(g, x, n, y, ldy);
+  linear(g, x, n, y, ldy, after);
   scratch_.setPrefetch(nullptr, 0);
 }
 
@@ -166,7 +175,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::rmsNorm(&x_[t * D], L.attnNorm.data(), &xn_[t * D], D, eps);
   });
-  loraLinear(L.qkv, l, LoraSite::Qkv, xn_.data(), T, qkv_.data(), qkvDim_);
+  loraLinear(L.qkv, l, LoraSite::Qkv, xn_.data(), T, qkv_.data(), qkvDim_, L.o);
   lora_.apply(l, LoraSite::Qkv, xn_.data(), qkv_.data(), qkvDim_, pool_);
 
   // Bias, q/k norm, RoPE, 1/sqrt(d) folded into q; K/V written into the paged cache.
@@ -204,7 +213,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   });
 
   attention(l, plan);
-  loraLinear(L.o, l, LoraSite::O, attn_.data(), T, tmp_.data(), D);
+  loraLinear(L.o, l, LoraSite::O, attn_.data(), T, tmp_.data(), D, L.gateUp);
   lora_.apply(l, LoraSite::O, attn_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
@@ -212,12 +221,14 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
       simd::rmsNorm(&x_[t * D], L.ffnNorm.data(), &xn_[t * D], D, eps);
     }
   });
-  loraLinear(L.gateUp, l, LoraSite::GateUp, xn_.data(), T, gu_.data(), 2 * I);
+  loraLinear(L.gateUp, l, LoraSite::GateUp, xn_.data(), T, gu_.data(), 2 * I, L.down);
   lora_.apply(l, LoraSite::GateUp, xn_.data(), gu_.data(), 2 * I, pool_);
   forRange(T, I * 4, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::swiglu(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
   });
-  loraLinear(L.down, l, LoraSite::Down, act_.data(), T, tmp_.data(), D);
+  // The next step starts again at layer 0, so the output head's successor is its QKV.
+  const LinearGroup& afterDown = l + 1 < cfg_.layers ? model_->layers[l + 1].qkv : model_->output;
+  loraLinear(L.down, l, LoraSite::Down, act_.data(), T, tmp_.data(), D, afterDown);
   lora_.apply(l, LoraSite::Down, act_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
@@ -368,7 +379,7 @@ void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
     for (int64_t r = b; r < e; r++) simd::rmsNorm(&x_[outRows_[r] * D], model_->outputNorm.data(), &xSel_[r * D], D, eps);
   });
   if (static_cast<size_t>(R * V) > logits_.size()) logits_.resize(R * V);  // only for 'all'
-  linear(model_->output, xSel_.data(), R, logits_.data(), V);
+  linear(model_->output, xSel_.data(), R, logits_.data(), V, model_->layers.front().qkv);
   if (plan.returnLogits != ReturnLogits::None) {
     out.logits = logits_.data();
     out.logitRows = plan.returnLogits == ReturnLogits::All ? plan.T : S;

@@ -34,13 +34,16 @@ namespace {
 constexpr auto kSpinTime = std::chrono::microseconds(300);
 constexpr auto kYieldAfter = std::chrono::microseconds(30);
 
-// Spins until pred() holds or kSpinTime has passed; returns pred()'s last value.
+// Spins until pred() holds or kSpinTime has passed; returns pred()'s last value. While it
+// spins, it does the idle work (if any) piece by piece, checking pred() between pieces.
 template <typename Pred>
-bool spinUntil(Pred pred) {
+bool spinUntil(Pred pred, IdleWork* idle, int thread) {
   auto start = std::chrono::steady_clock::now();
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (pred()) return true;
+      if (idle != nullptr && idle->step(thread)) continue;
+      idle = nullptr;
       PRISM_CPU_RELAX();
     }
     auto spent = std::chrono::steady_clock::now() - start;
@@ -57,6 +60,7 @@ struct ThreadPool::State {
   alignas(64) std::atomic<int> pending{0};
   alignas(64) std::atomic<int> ownerSleeping{0};
   TaskRef* task = nullptr;
+  std::atomic<IdleWork*> idle{nullptr};
   bool stop = false;
   std::vector<std::thread> workers;
 };
@@ -92,7 +96,7 @@ void ThreadPool::workerLoop(State* s, int index, int threads) {
   uint32_t seen = 0;
   for (;;) {
     auto changed = [&] { return s->generation.load(std::memory_order_acquire) != seen; };
-    if (!spinUntil(changed)) {
+    if (!spinUntil(changed, s->idle.load(std::memory_order_acquire), index)) {
       s->workerSleepers.fetch_add(1, std::memory_order_seq_cst);
       s->generation.wait(seen, std::memory_order_seq_cst);
       s->workerSleepers.fetch_sub(1, std::memory_order_relaxed);
@@ -101,6 +105,7 @@ void ThreadPool::workerLoop(State* s, int index, int threads) {
     if (s->stop) return;
     // Tasks must not throw on workers (the kernels do not): an exception here terminates.
     (*s->task)(index, threads);
+    if (IdleWork* idle = s->idle.load(std::memory_order_acquire)) idle->regionDone(index);
     if (s->pending.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
         s->ownerSleeping.load(std::memory_order_seq_cst) != 0) {
       s->pending.notify_one();
@@ -127,13 +132,17 @@ void ThreadPool::run(TaskRef task) {
     waitForWorkers();
     throw;
   }
+  if (IdleWork* idle = s->idle.load(std::memory_order_acquire)) idle->regionDone(0);
   waitForWorkers();
 }
+
+void ThreadPool::setIdleWork(IdleWork* idle) { state_->idle.store(idle, std::memory_order_release); }
 
 void ThreadPool::waitForWorkers() {
   State* s = state_;
   auto done = [&] { return s->pending.load(std::memory_order_acquire) == 0; };
-  while (!spinUntil(done)) {
+  IdleWork* idle = s->idle.load(std::memory_order_acquire);
+  while (!spinUntil(done, idle, 0)) {
     s->ownerSleeping.store(1, std::memory_order_seq_cst);
     int left = s->pending.load(std::memory_order_seq_cst);
     if (left != 0) s->pending.wait(left, std::memory_order_seq_cst);

@@ -22,6 +22,20 @@ class TaskRef {
   void (*call_)(void*, int, int);
 };
 
+// Work a pool thread may do while it waits for others (at a join, or for the next region).
+// Context uses it to stream the weights a thread reads next into its L2 (weight_prefetch.h):
+// decode is bound by memory bandwidth, and a core that waits leaves its share of it unused.
+class IdleWork {
+ public:
+  virtual ~IdleWork() = default;
+  // Thread `thread` has finished its share of the current region (called before the region
+  // counts it as done, so the owner has not moved on yet).
+  virtual void regionDone(int thread) = 0;
+  // One small piece of work (a few hundred nanoseconds at most, so a waiting thread still
+  // answers promptly); returns false when there is nothing left to do.
+  virtual bool step(int thread) = 0;
+};
+
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);  // threads >= 1, including the owner
@@ -33,6 +47,9 @@ class ThreadPool {
   // Runs task(i, size()) for i in [0, size()) — i = 0 on the calling thread — and returns
   // when all have finished. Not re-entrant.
   void run(TaskRef task);
+
+  // Installs (or, with nullptr, removes) the idle work; it must outlive the pool's use of it.
+  void setIdleWork(IdleWork* idle);
 
   // Convenience: splits [0, count) into contiguous chunks, one per thread.
   template <typename F>
