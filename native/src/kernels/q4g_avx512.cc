@@ -30,7 +30,7 @@ struct Q4GAvx512 {
   static constexpr int kPrefillRows = 4;
   static constexpr int kPrefillTokens = 2;
 
-  template <int R, int T>
+  template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
     const size_t sb = q4gScaleBytes(Layout);
@@ -44,7 +44,7 @@ struct Q4GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
@@ -107,7 +107,7 @@ struct Q6GAvx512 {
   static constexpr int kPrefillRows = 2;
   static constexpr int kPrefillTokens = 2;
 
-  template <int R, int T>
+  template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = q6gRowBytes(W.cols);
     const int64_t groups = a.groups, padded = a.padded;
@@ -119,7 +119,7 @@ struct Q6GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dotA[R][T], dotB[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dotA[r][t] = dotB[r][t] = _mm512_setzero_si512();
@@ -185,7 +185,7 @@ struct Q8GAvx512 {
   static constexpr int kPrefillRows = 4;
   static constexpr int kPrefillTokens = 2;
 
-  template <int R, int T>
+  template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = q8gRowBytes(W.cols);
     const int64_t groups = a.groups;
@@ -196,7 +196,7 @@ struct Q8GAvx512 {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (T == 1 && R > 1) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
