@@ -72,6 +72,20 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
   );
   assert.match(md, /bandwidth probes, GB\/s: 24\.0, 25\.0, 26\.0/);
   assert.doesNotMatch(md, /Prism memory/);
+  assert.doesNotMatch(md, /- Kernels:/); // no engine descriptions in this report
+  const described = renderSizeSuite(
+    [
+      {
+        model,
+        report: {
+          ...report,
+          engines: { prism: { isa: 'avx2' }, 'llama.cpp': { 'ggml CPU features': 'AVX2 FMA F16C' } },
+        },
+      },
+    ],
+    { date: 'd', commit: 'c', machine: 'm', command: 'cmd', load: '1' },
+  );
+  assert.match(described, /- Kernels: Prism avx2; llama\.cpp's ggml CPU backend AVX2 FMA F16C/);
   const withMemory = renderSizeSuite(
     [
       {

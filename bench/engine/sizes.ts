@@ -97,6 +97,19 @@ function cell(values: Partial<Record<EngineName, number>> | undefined, ratio: nu
   return [...ENGINES.map((e) => fmt(values?.[e])), r];
 }
 
+/**
+ * Which kernels each engine ran, from the first row's engine descriptions: Prism's ISA
+ * (PRISM_ISA may force AVX2 on an AVX-512 machine) and the CPU features of the ggml backend
+ * llama.cpp loaded, so a table measured with either held back says so.
+ */
+function kernelsLine(rows: readonly SizeRow[]): string[] {
+  const engines = rows[0]?.report.engines;
+  const isa = engines?.prism?.isa;
+  const ggml = engines?.['llama.cpp']?.['ggml CPU features'];
+  if (isa === undefined && ggml === undefined) return [];
+  return [`- Kernels: Prism ${isa ?? '—'}; llama.cpp's ggml CPU backend ${ggml ?? '—'}`];
+}
+
 /** Markdown for docs/benchmarks.md: one table row per file, then the runs behind the medians. */
 export function renderSizeSuite(
   rows: readonly SizeRow[],
@@ -119,6 +132,7 @@ export function renderSizeSuite(
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
+    ...kernelsLine(rows),
     "- Roofline of a row: its bandwidth ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding). " +
       "A row's bandwidth is the median of probes taken before each measured round of its single-stream decode (each probe: the fastest of 50 reads of 256 MiB on every core), and its % roofline the median of each run against its own round's probe: this machine's bandwidth moves with its neighbours from minute to minute, so one probe for the whole suite does not describe every row",
     '',
