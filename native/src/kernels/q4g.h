@@ -151,8 +151,9 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
           // The first token chunk of a row group reads its rows from DRAM: there the first
           // tile of each row band prefetches the next band as decode tiles do. A batch of a
           // few tokens (aggregate decode) is all first chunk and had waited on those reads:
-          // 3B layer shapes, 16 tokens, 1 thread, AVX2 Q4_0 127 → 150 GFLOP/s, AVX-512
-          // 425 → 465 (512-token prefill, which reads each band once per 100+ tokens, as
+          // batch_bench, 3B layer shapes, 16 tokens, 1 thread, GFLOP/s: AVX2 Q4_0 131-135 →
+          // 168-173, Q8_0 126 → 172-174; AVX-512 Q4_0 441-486 → 475-512, Q4_K 398-406 →
+          // 472-478 (512-token prefill, which reads each band once per 100+ tokens, as
           // before). Later chunks find the group in L2.
           if (c0 == tb && t + TP <= c1) {
             Kernel::template tile<RP, TP, true>(W, a, r, t, y, ldy);
