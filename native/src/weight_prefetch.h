@@ -45,28 +45,24 @@ class WeightPrefetcher final : public IdleWork {
     // edges where a kernel rounds to its tile height only costs a few wasted lines).
     const size_t rowBytes = w->bytes / static_cast<size_t>(w->rows);
     const int64_t r0 = w->rows * thread / n, r1 = w->rows * (thread + 1) / n;
-    const uintptr_t base = reinterpret_cast<uintptr_t>(w->owned.empty() ? w->data : w->owned.data());
-    const uintptr_t begin = base + rowBytes * static_cast<size_t>(r0);
-    s.cursor.store(begin, std::memory_order_relaxed);
-    s.end.store(begin + std::min(kMaxBytes, rowBytes * static_cast<size_t>(r1 - r0)), std::memory_order_relaxed);
+    s.cursor = reinterpret_cast<uintptr_t>(weightData(*w)) + rowBytes * static_cast<size_t>(r0);
+    s.end = s.cursor + std::min(kMaxBytes, rowBytes * static_cast<size_t>(r1 - r0));
   }
 
   bool step(int thread) override {
     Slot& s = slots_[static_cast<size_t>(thread)];
-    const uintptr_t at = s.cursor.load(std::memory_order_relaxed), end = s.end.load(std::memory_order_relaxed);
-    if (at >= end) return false;
-    const uintptr_t stop = std::min(end, at + kPieceBytes);
-    // Prefetches never fault, so a slot re-aimed by its own thread meanwhile is harmless.
-    for (uintptr_t p = at; p < stop; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
-    s.cursor.store(stop, std::memory_order_relaxed);
+    if (s.cursor >= s.end) return false;
+    const uintptr_t stop = std::min(s.end, s.cursor + kPieceBytes);
+    for (; s.cursor < stop; s.cursor += 64) _mm_prefetch(reinterpret_cast<const char*>(s.cursor), _MM_HINT_T1);
     return true;
   }
 
  private:
   // Each slot is written and read only by its own thread (regionDone and step both run on
-  // it); relaxed atomics keep that well-defined without ordering anything.
+  // it), so plain fields; a cache line each, so the threads do not share one. Addresses as
+  // integers: prefetches never fault, and the region is only ever prefetched, not read.
   struct alignas(64) Slot {
-    std::atomic<uintptr_t> cursor{0}, end{0};
+    uintptr_t cursor = 0, end = 0;
   };
   std::vector<Slot> slots_;
   std::atomic<const LinearWeight*> next_{nullptr};

@@ -177,12 +177,6 @@ static inline Q4XRow q4xRow(const uint8_t* base, int64_t cols, int64_t row) {
   return {p, d, d + blocks};
 }
 
-// The bytes a kernel reads: `owned` when the weight was repacked (robust to a LinearWeight
-// having been copied, which would leave `data` pointing at the original's buffer).
-static inline const uint8_t* weightData(const LinearWeight& W) {
-  return W.owned.empty() ? W.data : W.owned.data();
-}
-
 // Repacks rows of a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4X (repack.cc).
 void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst);
 // Dequantizes one kLayoutQ4X row (reference path).

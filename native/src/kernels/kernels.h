@@ -84,6 +84,10 @@ struct LinearWeight {
   // non-empty the kernels read it rather than `data`, so a copied LinearWeight stays valid.
 };
 
+// The bytes a kernel reads: `owned` when the weight was repacked (robust to a LinearWeight
+// having been copied, which would leave `data` pointing at the original's buffer).
+inline const uint8_t* weightData(const LinearWeight& W) { return W.owned.empty() ? W.data : W.owned.data(); }
+
 // Builds a LinearWeight for a GGUF/safetensors tensor [rows × cols] of `type` at `data`.
 // The source bytes stay valid for the life of the model (mmap), so zero copy is allowed.
 // `precision` selects the activation rounding of the quantized kernels (see above).

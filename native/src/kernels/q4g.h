@@ -132,12 +132,13 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
                           : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
                                                    : q4gRowBytes(W.cols, W.layout);
   auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
-    if (te - tb < 2) {  // decode-like: one token at a time, many rows per tile
-      for (int64_t t = tb; t < te; ++t) {
-        int64_t r = rb;
-        for (; r + RD <= re; r += RD) Kernel::template tile<RD, 1>(W, a, r, t, y, ldy);
-        for (; r < re; ++r) Kernel::template tile<1, 1>(W, a, r, t, y, ldy);
-      }
+    // One token (decode): many rows per tile, streamed once. Two tokens or more take the
+    // row groups below even when fewer than TP: streaming all rows once per token would read
+    // every weight byte from DRAM that many times.
+    if (te - tb == 1) {
+      int64_t r = rb;
+      for (; r + RD <= re; r += RD) Kernel::template tile<RD, 1>(W, a, r, tb, y, ldy);
+      for (; r < re; ++r) Kernel::template tile<1, 1>(W, a, r, tb, y, ldy);
       return;
     }
     const int64_t group = rowGroupFor(rowBytes, RP), chunk = std::max<int64_t>(TP, tokenChunkFor(W.cols, TP));
