@@ -32,7 +32,7 @@ export interface AdapterHandle {
 // Model description
 // ---------------------------------------------------------------------------------------
 
-export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma3' | 'phi3';
 
 export interface ModelInfo {
   /** File (GGUF) or directory (Hugging Face safetensors) the model came from. */
