@@ -164,8 +164,10 @@ export class GrammarService {
       (r) => {
         if (!('mask' in r)) return;
         if (!r.accepted && g.error === null) g.error = 'the grammar refused a sampled token';
+        if (r.stuck && g.error === null)
+          g.error = 'the grammar allows no token here: no finite document matches the constraint';
         g.terminated = r.terminated;
-        g.mask = r.mask;
+        g.mask = r.stuck ? null : r.mask;
         g.jump = r.jump;
         this.maskTimes.push(r.maskMs);
         if (this.maskTimes.length > 100_000) this.maskTimes.splice(0, 50_000);

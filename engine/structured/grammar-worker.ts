@@ -67,6 +67,8 @@ export type WorkerReply =
       readonly maskMs: number;
       /** What the grammar forces next ('' when it allows a choice, or jump is off). */
       readonly jump: string;
+      /** Not terminated, yet no token (not even a stop token) is allowed: a dead end. */
+      readonly stuck: boolean;
     }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
@@ -184,9 +186,13 @@ function nextMask(
   const t0 = performance.now();
   const mask = new Int32Array(terminated ? 0 : maskWords);
   if (!terminated) xg.fillNextTokenBitmask(m, mask);
+  // A grammar whose language is empty (a schema no finite document matches, e.g. a required
+  // property that is the schema itself) leaves nothing to sample: fail that sequence rather
+  // than hand the sampler a mask that excludes the whole vocabulary.
+  const stuck = !terminated && mask.every((w) => w === 0);
   const maskMs = performance.now() - t0;
-  const forced = jump && !terminated && accepted ? xg.findJumpForwardString(m) : '';
-  return { id, ok: true, accepted, terminated, mask, maskMs, jump: forced };
+  const forced = jump && !terminated && accepted && !stuck ? xg.findJumpForwardString(m) : '';
+  return { id, ok: true, accepted, terminated, mask, maskMs, jump: forced, stuck };
 }
 
 // One request at a time, in order (the addon is synchronous): a matcher's accepts apply in

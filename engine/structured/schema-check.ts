@@ -17,7 +17,16 @@ import {
   stringType,
   wholeNumberTypes,
 } from './schema-rewrite.js';
-import { mergeAllOf, mergeBranches, resolveRef } from './branch-merge.js';
+import {
+  mergeAllOf,
+  mergeBranches,
+  mergeCycle,
+  mergeCycleError,
+  referenceLoop,
+  resolveRef,
+  type Inlined,
+} from './branch-merge.js';
+import { checkSchemaSize, type VisitBudget } from './schema-limits.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { foldSchemaLengths } from './pattern-length.js';
 import { SCHEMA_LISTS, SCHEMA_MAPS } from './schema-node.js';
@@ -189,6 +198,8 @@ let metaValidator: Ajv2020 | null = null;
 export function checkJsonSchema(schema: unknown, field: string): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
     throw invalidArgument(field, 'must be a JSON Schema object');
+  // First, iteratively: everything after this recurses over the schema's nesting.
+  const budget = checkSchemaSize(schema, field);
   metaValidator ??= new Ajv2020({ strict: false, validateFormats: false });
   // `$schema` names a draft; the meta-schema check below is 2020-12's, which draft-07
   // schemas (the common case) also pass, so the name itself is not looked up.
@@ -198,18 +209,38 @@ export function checkJsonSchema(schema: unknown, field: string): void {
     const where = e?.instancePath ? e.instancePath.replace(/\//g, '.') : '';
     throw invalidArgument(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
   }
-  walk(schema as Record<string, unknown>, field, schema);
+  try {
+    walk(schema as Record<string, unknown>, field, { root: schema, budget }, []);
+  } catch (e) {
+    // The limits above keep the walk's recursion bounded; should a schema still exhaust the
+    // stack, it is the client's schema that is too complex, never a server error.
+    if (e instanceof RangeError) throw invalidArgument(field, 'is too complex to check (nested too deeply)');
+    throw e;
+  }
 }
 
-function walk(node: unknown, path: string, root: unknown): void {
+interface Walk {
+  readonly root: unknown;
+  readonly budget: VisitBudget;
+}
+
+/**
+ * Checks `node` at `path`. `expanding`: the definitions that merges on the way here have
+ * inlined (branch-merge.ts); a merge that inlines one of them again is a cycle, refused.
+ */
+function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inlined[]): void {
   if (typeof node === 'boolean') return;
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
+  ctx.budget.visit(path);
+  const root = ctx.root;
   // allOf is enforced as the one schema its members merge into (branch-merge.ts): that schema
   // is what the grammar compiles, so it is what is checked.
   if (Array.isArray((node as Record<string, unknown>).allOf)) {
     const merged = mergeAllOf(node as Record<string, unknown>, root);
     if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
-    walk(merged.schema, path, root);
+    const cycle = mergeCycle(merged.inlined, expanding);
+    if (cycle !== undefined) throw mergeCycleError(`${path}.allOf`, cycle);
+    walk(merged.schema, path, ctx, [...expanding, ...merged.inlined]);
     return;
   }
   const s = node as Record<string, unknown>;
@@ -304,7 +335,11 @@ function walk(node: unknown, path: string, root: unknown): void {
     // parent beside a branch's maxLength) must pass the same rules.
     if (merged.moved.length > 0) {
       const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
-      merged.branches.forEach((b, i) => walk(b, `${path}.${alt}[${i}]`, root));
+      merged.branches.forEach((b, i) => {
+        const cycle = mergeCycle(merged.inlined[i]!, expanding);
+        if (cycle !== undefined) throw mergeCycleError(`${path}.${alt}[${i}]`, cycle);
+        walk(b, `${path}.${alt}[${i}]`, ctx, [...expanding, ...merged.inlined[i]!]);
+      });
       walkedBranches = true;
     }
     if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches.map((b) => resolveRef(b, root) ?? b)))
@@ -317,21 +352,27 @@ function walk(node: unknown, path: string, root: unknown): void {
   // or an anchor such as '#node') it compiles as "any JSON value", with only a warning.
   if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))
     throw invalidArgument(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
+  const loop = referenceLoop(s, root);
+  if (loop !== undefined)
+    throw invalidArgument(
+      path,
+      `is a cycle of references (through ${JSON.stringify(loop)}) that never reaches a schema: no document matches it`,
+    );
   for (const k of SCHEMA_MAPS) {
     const m = s[k];
     if (m && typeof m === 'object')
-      for (const [name, sub] of Object.entries(m)) walk(sub, `${path}.${k}.${name}`, root);
+      for (const [name, sub] of Object.entries(m)) walk(sub, `${path}.${k}.${name}`, ctx, expanding);
   }
   for (const k of SCHEMA_LISTS) {
     const l = s[k];
     // Merged branches were checked above: they, not the branches as written, are compiled
     // (a branch that only conflicts with what is beside it has been dropped).
     if (walkedBranches && (k === 'anyOf' || k === 'oneOf')) continue;
-    if (Array.isArray(l)) l.forEach((sub, i) => walk(sub, `${path}.${k}[${i}]`, root));
+    if (Array.isArray(l)) l.forEach((sub, i) => walk(sub, `${path}.${k}[${i}]`, ctx, expanding));
   }
-  if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`, root));
-  else walk(s.items, `${path}.items`, root);
-  walk(s.additionalProperties, `${path}.additionalProperties`, root);
+  if (Array.isArray(s.items)) s.items.forEach((sub, i) => walk(sub, `${path}.items[${i}]`, ctx, expanding));
+  else walk(s.items, `${path}.items`, ctx, expanding);
+  walk(s.additionalProperties, `${path}.additionalProperties`, ctx, expanding);
 }
 
 const LOOKAROUND =
