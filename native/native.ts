@@ -472,6 +472,8 @@ export interface GrammarAddon {
   isTerminated(matcher: GrammarMatcherHandle): boolean;
   /** The text the grammar forces next ('' when it allows a choice). */
   findJumpForwardString(matcher: GrammarMatcherHandle): string;
+  /** Undoes the last `numTokens` accepted tokens (at most as many as were accepted). */
+  rollback(matcher: GrammarMatcherHandle, numTokens: number): void;
   dispose(
     handle: GrammarTokenizerHandle | GrammarCompilerHandle | CompiledGrammarHandle | GrammarMatcherHandle,
   ): void;
