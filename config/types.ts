@@ -172,6 +172,8 @@ export interface BackendConfig {
   readonly interNodeTLSEnabled: boolean;
   readonly ModelDeployConfig: ModelDeployConfig;
   readonly ScheduleConfig: ScheduleConfig;
+  /** Prism's: KV-cache events (engine/kv-events.ts); endpoint '' = off, topic '' = the default. */
+  readonly KvEventsConfig: { readonly endpoint: string; readonly topic: string };
   readonly [interNodeTlsField: `interNode${string}`]: unknown;
 }
 

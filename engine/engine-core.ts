@@ -11,7 +11,7 @@
  */
 import type { AdapterManager } from './adapters/manager.js';
 import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rpcs.js';
-import { BlockManager } from './block-manager.js';
+import { BlockManager, type BlockCacheObserver } from './block-manager.js';
 import { EngineMetrics } from './engine-metrics.js';
 import { EngineError } from './errors.js';
 import { RequestTable, type LiveRequest } from './live-request.js';
@@ -49,6 +49,8 @@ export interface EngineCoreDeps {
   readonly toolParser?: ToolParserFamily;
   /** Served LoRA adapters (engine/adapters/); absent = base model only. */
   readonly adapters?: AdapterManager;
+  /** Hears the prefix cache change (engine/kv-events.ts publishes it); absent = nobody. */
+  readonly blockObserver?: BlockCacheObserver;
 }
 
 const ms = () => performance.now();
@@ -72,7 +74,12 @@ export class EngineCore implements Engine {
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
-    this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
+    this.blocks = new BlockManager(
+      deps.runner.kvBlocks,
+      deps.runner.blockSize,
+      o.prefixCache,
+      deps.blockObserver ?? null,
+    );
     this.scheduler = new Scheduler(
       { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
       this.blocks,
