@@ -195,6 +195,16 @@ export class BlockManager {
     }
   }
 
+  /**
+   * Speculative decoding: releases the blocks past those that hold the sequence's computed
+   * tokens (blocks a step allocated for draft tokens the sampler refused), tail first. They
+   * were never keyed: only blocks full of computed tokens are.
+   */
+  trimToComputed(seq: KvSequence): void {
+    const keep = Math.ceil(seq.numComputed / this.blockSize);
+    while (seq.blockTable.length > keep) this.release(seq.blockTable.pop()!);
+  }
+
   /** Shares `parent`'s blocks with `child`; a partly filled last block becomes copy-on-write. */
   fork(parent: KvSequence, child: KvSequence): void {
     child.blockTable = parent.blockTable.slice();

@@ -22,6 +22,9 @@ import { RequestIntake } from './request-intake.js';
 import type { Runner, StepOutput } from './runner.js';
 import { Scheduler, type ScheduledBatch } from './scheduler.js';
 import type { Sequence } from './sequence.js';
+import { checkGrammarDrafts } from './speculative/grammar-drafts.js';
+import type { Proposer } from './speculative/proposer.js';
+import { Speculator, type SpeculatorOptions } from './speculative/speculator.js';
 import { StepFaults } from './step-fault.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import { EngineChat } from './tools/engine-chat.js';
@@ -51,6 +54,8 @@ export interface EngineCoreDeps {
   readonly adapters?: AdapterManager;
   /** Hears the prefix cache change (engine/kv-events.ts publishes it); absent = nobody. */
   readonly blockObserver?: BlockCacheObserver;
+  /** Speculative decoding (engine/speculative/): the proposer and its settings; absent = off. */
+  readonly speculation?: { readonly proposer: Proposer; readonly options: SpeculatorOptions };
 }
 
 const ms = () => performance.now();
@@ -71,6 +76,8 @@ export class EngineCore implements Engine {
   /** Structured output (public for the benchmark's switches: overlapMasks, jumpForward). */
   readonly structured: StructuredOutput;
   private readonly faults = new StepFaults();
+  /** Speculative decoding: proposes before the scheduler, learns from each verify step. */
+  private readonly speculator: Speculator | null;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -105,6 +112,13 @@ export class EngineCore implements Engine {
       admitted: (req, seq, signal) => this.admitted(req, seq, signal),
       cancel: (id) => void this.cancel(id),
     });
+    const spec = deps.speculation;
+    this.speculator = spec
+      ? new Speculator(spec.proposer, spec.options, {
+          room: (seq) => this.draftRoom(seq),
+          checkDrafts: checkGrammarDrafts,
+        })
+      : null;
     this.outputs = new OutputProcessor({
       tokenizer: deps.tokenizer,
       maxSeqLen: o.maxSeqLen,
@@ -210,6 +224,8 @@ export class EngineCore implements Engine {
       this.deps.adapters?.betweenSteps();
       if (!this.scheduler.hasWork) return;
       const runningBefore = this.scheduler.running.length;
+      const proposing = this.speculator?.propose(this.scheduler.running);
+      if (proposing) await proposing;
       const batch = this.scheduler.schedule();
       if (batch.items.length === 0) {
         // Admissions that only forked changed the running set; else the head can never fit.
@@ -219,8 +235,9 @@ export class EngineCore implements Engine {
       const out = await this.execute(batch);
       if (out) {
         try {
-          this.scheduler.postprocess(batch, out.tokens);
+          this.scheduler.postprocess(batch, out.tokens, out.numAccepted);
           this.outputs.process(batch, out);
+          this.speculator?.verified(batch, out);
         } catch (e) {
           this.failBatch(batch, e); // e.g. a tokenizer error: fails these requests, not the engine
         }
@@ -250,6 +267,14 @@ export class EngineCore implements Engine {
       this.stepping = false;
       for (const { seq } of batch.items) seq.inFlight = false;
     }
+  }
+
+  /** Draft tokens `seq` may take: its request's max tokens and maxSeqLen, less the token sampled after them. */
+  private draftRoom(seq: Sequence): number {
+    const req = this.requests.get(seq.requestId);
+    const c = req?.choices[seq.index];
+    if (!req || !c || c.reason !== null) return 0;
+    return Math.min(req.maxNew - c.tokenIds.length, this.deps.options.maxSeqLen - seq.tokens.length) - 1;
   }
 
   private reapAborted(): void {
@@ -309,6 +334,7 @@ export class EngineCore implements Engine {
       runningLoraAdapters: this.adapterNames(this.scheduler.running),
       waitingLoraAdapters: this.adapterNames(this.scheduler.waiting),
       maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
+      ...(this.speculator ? { specDecode: this.speculator.metrics.snapshot() } : {}),
     };
   }
 
@@ -336,6 +362,7 @@ export class EngineCore implements Engine {
     this.closed = true;
     for (const id of this.requests.ids()) await this.cancel(id);
     while (this.loop) await this.loop;
+    await this.speculator?.close();
     await this.structured.close();
     this.deps.dispose?.();
   }

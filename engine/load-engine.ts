@@ -30,6 +30,7 @@ import {
   type EngineOptions,
 } from './options.js';
 import { NativeRunner } from './runner.js';
+import { startSpeculation } from './speculative/start.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
 
@@ -107,6 +108,7 @@ export async function loadEngine(
   for (const w of [configured.warning, toolParser.warning]) if (w) process.emitWarning(w);
   let ctx;
   let adapters: AdapterManager | undefined;
+  let speculation: Awaited<ReturnType<typeof startSpeculation>> | undefined;
   let kvEvents: KvEventPublisher | undefined;
   const modelName = o.modelName ?? defaultServedModelName(modelPath);
   // The adapter manager asks the engine whether a step runs; the engine is made after it.
@@ -123,6 +125,8 @@ export async function loadEngine(
     });
     if (lora && o.lora)
       adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
+    if (o.speculative)
+      speculation = await startSpeculation(o.speculative, { name: modelName, architecture: m.architecture });
     if (o.kvEvents) {
       // Loaded only when asked for: the ZeroMQ addon stays out of engines that publish nothing.
       const { KvEventPublisher } = await import('./kv-events.js');
@@ -173,6 +177,7 @@ export async function loadEngine(
     },
     ...(adapters ? { adapters } : {}),
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
+    ...(speculation ? { speculation } : {}),
   });
   holder.core = core;
   return core;

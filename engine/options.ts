@@ -6,6 +6,11 @@
  */
 import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
+import {
+  resolveSpeculative,
+  type ResolvedSpeculativeOptions,
+  type SpeculativeOptions,
+} from './speculative/options.js';
 
 /** How an over-long prompt is handled (MindIE `truncation`): 0 error, -1 cut the right end, 1 cut the left end. */
 export type TruncationMode = 0 | -1 | 1;
@@ -47,6 +52,8 @@ export interface EngineOptions {
   readonly lora?: LoraOptions;
   /** Publish KV-cache events (engine/kv-events.ts); absent = off. */
   readonly kvEvents?: KvEventsOptions;
+  /** Speculative decoding (engine/speculative/); absent = off. */
+  readonly speculative?: SpeculativeOptions;
 }
 
 export interface KvEventsOptions {
@@ -96,6 +103,7 @@ export interface ResolvedEngineOptions {
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
   readonly kvEvents: KvEventsOptions | undefined;
+  readonly speculative: ResolvedSpeculativeOptions | undefined;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -180,6 +188,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     modelName: options.modelName,
     lora: options.lora,
     kvEvents: checkKvEvents(options.kvEvents),
+    speculative: resolveSpeculative(options.speculative),
   };
 }
 

@@ -15,6 +15,7 @@ import type { EngineTokenizer } from './prompt.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch } from './scheduler.js';
 import type { Sequence } from './sequence.js';
+import { StepTokens, type StepToken } from './speculative/verified.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
@@ -39,6 +40,7 @@ export class OutputProcessor {
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
     const now = ms();
+    const step = new StepTokens(batch, out);
     batch.items.forEach((item, k) => {
       if (!item.sample || item.seq.aborted) return;
       const seq = item.seq;
@@ -47,7 +49,7 @@ export class OutputProcessor {
       const c = req.choices[seq.index];
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
-      this.acceptToken(req, seq, c, out, k, now);
+      this.acceptTokens(req, seq, c, step, k, now);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
@@ -62,38 +64,62 @@ export class OutputProcessor {
     req.spans?.firstToken(now, req.promptLen, req.cachedPromptTokens);
   }
 
-  /** The `k`-th item's sampled token (and what jump-forward appends) joins choice `c`. */
-  private acceptToken(
+  /**
+   * The `k`-th item's tokens join choice `c`: the draft tokens the sampler accepted
+   * (speculative decoding), the sampled token, and what jump-forward appends after it. They
+   * go in one by one, so a stop condition among them ends the choice where it occurs.
+   */
+  private acceptTokens(
     req: LiveRequest,
     seq: Sequence,
     c: ChoiceOutput,
-    out: StepOutput,
+    step: StepTokens,
     k: number,
     now: number,
   ): void {
-    const token = out.tokens[k];
-    const logprob = out.logprobs[k];
-    const atLimit = () => c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.deps.maxSeqLen;
-    const sampled = c.accept(token, logprob, now, atLimit());
-    const { delta, chat, tokens } = this.appendForced(seq, c, token, sampled, now, atLimit);
+    const produced = step.of(k);
+    const sampled = { delta: '', chat: undefined as ChatDelta | undefined };
+    const early: number[] = [];
+    const lps: TokenLogprob[] = [];
+    let gapMs: number | null = null;
+    // The scheduler has appended the step's tokens to seq.tokens: those after the one being
+    // accepted do not count against maxSeqLen yet.
+    let later = produced.length - 1;
+    const atLimit = () =>
+      c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length - later >= this.deps.maxSeqLen;
+    for (const p of produced) {
+      const r = c.accept(p.token, p.logprob, now, atLimit());
+      if (early.length === 0) gapMs = r.gapMs;
+      sampled.delta += r.delta;
+      if (r.chat) sampled.chat = sampled.chat ? mergeChatDeltas(sampled.chat, r.chat) : r.chat;
+      if (req.params.logprobs) lps.push(this.tokenLogprob(p));
+      if (later === 0 || c.reason !== null) break;
+      early.push(p.token);
+      later--;
+    }
+    // Jump-forward starts from the state the last token was sampled in.
+    const a = step.accepted(k);
+    const jump = a > 0 ? (seq.draft?.jumps?.[a] ?? '') : undefined;
+    const last = produced[early.length].token;
+    const forced = this.appendForced(seq, c, last, sampled, now, atLimit, jump);
+    const tokens = [...early, ...forced.tokens];
     const grammarError = this.deps.structured.afterTokens(seq, tokens);
     if (grammarError !== null && c.reason === null) {
       c.reason = 'error';
       c.error = grammarError;
     }
-    if (sampled.gapMs !== null) this.deps.metrics.interToken.observe(sampled.gapMs / 1000);
+    if (gapMs !== null) this.deps.metrics.interToken.observe(gapMs / 1000);
     this.deps.metrics.generationTokens += tokens.length;
-    const lp = req.params.logprobs ? this.tokenLogprob(token, logprob, out, k) : undefined;
-    if (lp) c.logprobs.push(lp);
+    c.logprobs.push(...lps);
     if (req.buffered) return;
     req.queue.push({
       type: 'token',
       requestId: req.id,
       index: c.index,
       tokenIds: tokens,
-      text: delta,
-      ...(lp ? { logprobs: [lp] } : {}),
-      ...(chat ? { chat } : {}),
+      text: forced.delta,
+      ...(lps.length > 0 ? { logprobs: lps } : {}),
+      ...(forced.chat ? { chat: forced.chat } : {}),
     });
   }
 
@@ -110,10 +136,11 @@ export class OutputProcessor {
     sampled: { delta: string; chat?: ChatDelta },
     now: number,
     atLimit: () => boolean,
+    jump?: string,
   ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
     const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
     if (c.reason !== null) return out;
-    for (const j of this.deps.structured.forcedAfter(seq, token)) {
+    for (const j of this.deps.structured.forcedAfter(seq, token, jump)) {
       seq.tokens.push(j);
       out.tokens.push(j);
       const r = c.accept(j, 0, now, atLimit());
@@ -124,16 +151,16 @@ export class OutputProcessor {
     return out;
   }
 
-  private tokenLogprob(token: number, logprob: number, out: StepOutput, k: number): TokenLogprob {
+  private tokenLogprob(p: StepToken): TokenLogprob {
     const tok = this.deps.tokenizer;
     const top: { tokenId: number; text: string; logprob: number }[] = [];
-    const stride = out.topLogprobsStride;
+    const stride = p.topIds.length > 0 ? p.topStride : 0;
     for (let j = 0; j < stride; j++) {
-      const id = out.topLogprobIds[k * stride + j];
+      const id = p.topIds[p.topAt + j];
       if (id < 0) break;
-      top.push({ tokenId: id, text: tok.tokenText(id), logprob: out.topLogprobValues[k * stride + j] });
+      top.push({ tokenId: id, text: tok.tokenText(id), logprob: p.topValues[p.topAt + j] });
     }
-    return { tokenId: token, text: tok.tokenText(token), logprob, top };
+    return { tokenId: p.token, text: tok.tokenText(p.token), logprob: p.logprob, top };
   }
 
   /**

@@ -11,7 +11,15 @@ import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 /** The part of a native StepResult the engine reads. */
 export type StepOutput = Pick<
   StepResult,
-  'tokens' | 'logprobs' | 'topLogprobsStride' | 'topLogprobIds' | 'topLogprobValues'
+  | 'tokens'
+  | 'logprobs'
+  | 'topLogprobsStride'
+  | 'topLogprobIds'
+  | 'topLogprobValues'
+  | 'numAccepted'
+  | 'acceptedLogprobs'
+  | 'acceptedTopLogprobIds'
+  | 'acceptedTopLogprobValues'
 >;
 
 export interface Runner {

@@ -17,6 +17,12 @@ export interface ScheduledSeq {
   readonly numNew: number;
   /** Sample a token after the last one (the sequence reaches the end of its known tokens). */
   readonly sample: boolean;
+  /**
+   * Speculative decoding: draft tokens placed after the `numNew` known ones (their K/V is
+   * computed in this step too, their slots counted in its budget); the sampler verifies them.
+   * Absent or empty: none.
+   */
+  readonly draft?: readonly number[];
 }
 
 export interface ScheduledBatch {
@@ -89,7 +95,7 @@ export class Scheduler {
     const order = [...this.running.filter((q) => !q.inPrefill), ...this.running.filter((q) => q.inPrefill)];
     const scheduled = new Set<Sequence>();
     let preempted = false;
-    for (const seq of order) {
+    for (const [at, seq] of order.entries()) {
       if (step.tokens <= 0) break;
       if (seq.status !== 'running') continue; // preempted earlier in this loop
       const n = step.chunkFor(seq.numPending);
@@ -109,11 +115,23 @@ export class Scheduler {
       }
       if (!fits) break;
       const prefill = seq.inPrefill;
-      step.place(seq, n, this.blocks.allocate(seq, n), prefill);
+      // Speculative decoding: the draft rides along only when the step takes every pending
+      // token, within the budget the sequences after this one still need, and only on free
+      // blocks (a draft never preempts anything).
+      const draft = this.placeableDraft(seq, n, step.tokens - n - (order.length - at - 1));
+      step.place(seq, n, this.blocks.allocate(seq, n + draft.length), prefill, draft);
       scheduled.add(seq);
       adapters.take(seq);
     }
     return preempted;
+  }
+
+  /** The part of `seq.draft` that may join a chunk of `n` tokens with `room` budget left. */
+  private placeableDraft(seq: Sequence, n: number, room: number): readonly number[] {
+    if (!seq.draft || n !== seq.numPending || room <= 0) return NO_DRAFT;
+    let d = Math.min(seq.draft.tokens.length, room);
+    while (d > 0 && this.blocks.blocksNeeded(seq, n + d) > this.blocks.freeBlocks) d--;
+    return d > 0 ? seq.draft.tokens.slice(0, d) : NO_DRAFT;
   }
 
   /** Admits waiting sequences in arrival order while the step has room (FIFO: the head blocks). */
@@ -158,12 +176,21 @@ export class Scheduler {
     return true;
   }
 
-  /** Applies a finished step: advances computed counts, keys full blocks, appends sampled tokens, forks. */
-  postprocess(batch: ScheduledBatch, sampled: Int32Array): void {
+  /**
+   * Applies a finished step: advances computed counts, keys full blocks, appends sampled tokens,
+   * forks. `accepted` (speculative decoding): draft tokens the sampler accepted per item; they
+   * join the sequence before its sampled token, and the blocks that held only refused ones
+   * go back to the pool (their slots in kept blocks are overwritten by later tokens).
+   */
+  postprocess(batch: ScheduledBatch, sampled: Int32Array, accepted?: Int32Array): void {
     batch.items.forEach((item, k) => {
       const seq = item.seq;
       if (seq.status !== 'running') return;
-      seq.numComputed += item.numNew;
+      const draft = item.draft ?? NO_DRAFT;
+      const a = draft.length > 0 ? Math.min(accepted?.[k] ?? 0, draft.length) : 0;
+      for (let i = 0; i < a; i++) seq.tokens.push(draft[i]);
+      seq.numComputed += item.numNew + a;
+      if (draft.length > 0) this.blocks.trimToComputed(seq);
       this.blocks.registerFull(seq);
       if (item.sample) seq.tokens.push(sampled[k]);
       else if (seq.forkInto > 1 && seq.numPending === 0) this.fork(seq);
@@ -231,7 +258,7 @@ class StepBudget {
    * `prefill`: it counts against `maxPrefillBatchSize` (a running sequence still in its
    * prompt; every sequence admitted in this step).
    */
-  place(seq: Sequence, n: number, copy: BlockCopy | null, prefill: boolean): void {
+  place(seq: Sequence, n: number, copy: BlockCopy | null, prefill: boolean, draft = NO_DRAFT): void {
     if (copy) this.copies.push(copy);
     if (prefill) this.prefills++;
     this.items.push({
@@ -239,8 +266,9 @@ class StepBudget {
       start: seq.numComputed,
       numNew: n,
       sample: seq.numComputed + n === seq.tokens.length,
+      ...(draft.length > 0 ? { draft } : {}),
     });
-    this.tokens -= n;
+    this.tokens -= n + draft.length;
   }
 
   batch(): ScheduledBatch {
@@ -262,6 +290,8 @@ class AdapterBudget {
     if (seq.adapterSlot >= 0) this.inStep.add(seq.adapterSlot);
   }
 }
+
+const NO_DRAFT: readonly number[] = [];
 
 function remove<T>(list: T[], item: T): boolean {
   const i = list.indexOf(item);

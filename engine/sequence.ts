@@ -8,6 +8,7 @@
  * FINISHED. What a finished sequence reports lives in the output processor (output-processor.ts), not here.
  */
 import type { KvSequence } from './block-manager.js';
+import type { Draft } from './speculative/draft.js';
 import type { GrammarMatcher } from './structured/grammar-backend.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
@@ -74,6 +75,11 @@ export class Sequence implements KvSequence {
    * preemption and recompute keep, so it needs no restoring when the KV is recomputed.
    */
   grammar: GrammarMatcher | null = null;
+  /**
+   * Speculative decoding: this step's proposal (engine/speculative/), set before the scheduler
+   * runs and spent when the step is processed. Never part of `tokens` until verified.
+   */
+  draft: Draft | null = null;
 
   /** Request it belongs to. */
   readonly requestId: string;

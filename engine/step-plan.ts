@@ -4,6 +4,7 @@
  */
 import type { StepPlan } from '../native/native.js';
 import type { ScheduledBatch } from './scheduler.js';
+import type { Sequence } from './sequence.js';
 
 /**
  * `lateMasks`: the constrained sequences' masks are not in the plan; each such sequence gets a
@@ -15,9 +16,12 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
   let T = 0;
   let blockCount = 0;
   let penaltyCount = 0;
-  for (const { seq, start, numNew } of batch.items) {
-    T += numNew;
-    blockCount += Math.ceil((start + numNew) / blockSize);
+  let anyDraft = false;
+  for (const { seq, start, numNew, draft } of batch.items) {
+    const d = draft?.length ?? 0;
+    if (d > 0) anyDraft = true;
+    T += numNew + d;
+    blockCount += Math.ceil((start + numNew + d) / blockSize);
     if (hasPenalty(seq.sampling)) penaltyCount += start + numNew;
   }
   const tokens = new Int32Array(T);
@@ -39,18 +43,26 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
   const allowedMaskRows = new Int32Array(S).fill(-1);
   const topLogprobs = new Int32Array(S);
   const adapterSlots = new Int32Array(S);
+  const draftCounts = new Int32Array(anyDraft ? S : 0);
   let anyAdapter = false;
 
   let t = 0;
   let b = 0;
   let p = 0;
-  batch.items.forEach(({ seq, start, numNew, sample: doSample }, s) => {
+  batch.items.forEach(({ seq, start, numNew, sample: doSample, draft }, s) => {
     for (let i = 0; i < numNew; i++, t++) {
       tokens[t] = seq.tokens[start + i];
       positions[t] = start + i;
     }
+    // Draft tokens follow the known ones; the sampler verifies them (native/native.ts).
+    const d = draft?.length ?? 0;
+    for (let i = 0; i < d; i++, t++) {
+      tokens[t] = draft![i];
+      positions[t] = start + numNew + i;
+    }
+    if (anyDraft) draftCounts[s] = d;
     seqTokenOffsets[s + 1] = t;
-    const nBlocks = Math.ceil((start + numNew) / blockSize);
+    const nBlocks = Math.ceil((start + numNew + d) / blockSize);
     if (seq.blockTable.length < nBlocks) {
       throw new Error(
         `sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`,
@@ -107,6 +119,7 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
     ...(lateMaskRows > 0 ? { lateMaskRows } : {}),
     topLogprobs,
     ...(anyAdapter ? { adapterSlots } : {}),
+    ...(anyDraft ? { draftCounts } : {}),
   };
 }
 
@@ -125,11 +138,11 @@ function hasPenalty(sp: {
  */
 function maskRows(batch: ScheduledBatch, rows: Int32Array): Int32Array {
   const masks: Int32Array[] = [];
-  batch.items.forEach(({ seq, sample }, s) => {
+  batch.items.forEach(({ seq, sample, draft }, s) => {
     const mask = seq.grammar?.mask;
     if (!sample || !mask || mask.length === 0) return;
     rows[s] = masks.length;
-    masks.push(mask);
+    masks.push(mask, ...draftMasks(seq, draft?.length ?? 0, mask.length));
   });
   if (masks.length === 0) return new Int32Array(0);
   const words = masks[0].length;
@@ -138,21 +151,43 @@ function maskRows(batch: ScheduledBatch, rows: Int32Array): Int32Array {
   return out;
 }
 
-/** Late masks: a row for every constrained sequence that samples, in batch order. */
+/**
+ * Speculative decoding: the masks of a constrained sequence's verified positions after the
+ * first (the state after each draft token: the grammar check computed them before the step).
+ * A missing one (no check ran) allows every token: the sampler then never gets past the
+ * first draft token the grammar refuses, since that position's own mask refuses it.
+ */
+function draftMasks(seq: Sequence, d: number, words: number): Int32Array[] {
+  const out: Int32Array[] = [];
+  for (let i = 0; i < d; i++) out.push(seq.draft?.masks?.[i] ?? new Int32Array(words).fill(-1));
+  return out;
+}
+
+/** Late masks: rows for every constrained sequence that samples (1 + its draft tokens), in batch order. */
 function lateRows(batch: ScheduledBatch, rows: Int32Array): number {
   let n = 0;
-  batch.items.forEach(({ seq, sample }, s) => {
-    if (sample && seq.grammar) rows[s] = n++;
+  batch.items.forEach(({ seq, sample, draft }, s) => {
+    if (!sample || !seq.grammar) return;
+    rows[s] = n;
+    n += 1 + (draft?.length ?? 0);
   });
   return n;
 }
 
 /**
- * The matchers behind the rows `lateRows` names, taken when the plan is built (a request
- * cancelled while the step runs lets go of its sequences' matchers; its rows stay).
+ * The matchers (and draft masks) behind the rows `lateRows` names, taken when the plan is
+ * built (a request cancelled while the step runs lets go of its sequences' matchers; its rows
+ * stay).
  */
 export function lateMaskSources(batch: ScheduledBatch): { readonly mask: Int32Array | null }[] {
-  return batch.items.filter((i) => i.sample && i.seq.grammar).map((i) => i.seq.grammar!);
+  const out: { readonly mask: Int32Array | null }[] = [];
+  for (const { seq, sample, draft } of batch.items) {
+    if (!sample || !seq.grammar) continue;
+    out.push(seq.grammar);
+    const d = draft?.length ?? 0;
+    for (let i = 0; i < d; i++) out.push({ mask: seq.draft?.masks?.[i] ?? null });
+  }
+  return out;
 }
 
 /**

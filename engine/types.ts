@@ -3,6 +3,7 @@
  * `generate` command call. One request in, a stream of events out. The gRPC messages in
  * proto/ mirror these records; the mapping lives in one file on the service side.
  */
+import type { SpecDecodeStats } from './speculative/metrics.js';
 import type { Constraint } from './structured/constraint.js';
 
 export type { Constraint } from './structured/constraint.js';
@@ -213,6 +214,8 @@ export interface EngineStatus {
   readonly runningLoraAdapters: readonly string[];
   readonly waitingLoraAdapters: readonly string[];
   readonly maxLora: number;
+  /** Speculative decoding's counters (engine/speculative/metrics.ts); absent when it is off. */
+  readonly specDecode?: SpecDecodeStats;
 }
 
 /** Static facts about the served model and limits. */

@@ -143,6 +143,23 @@ export interface StepPlan {
    * `setAdapterSlot`. Absent = every sequence uses the base model.
    */
   readonly adapterSlots?: Int32Array;
+  /**
+   * Speculative decoding (length S, optional): the last draftCounts[s] tokens of sequence s
+   * are draft tokens to verify (sample[s] must be 1, and at least one token must come before
+   * them). Position i of its last k+1 tokens' logits is sampled as output number
+   * sampleCounters[s]+i would be without speculation (mask row allowedMaskRows[s]+i, the draft
+   * tokens before it added to the penalty history, the same seeded draw); draft token i is
+   * accepted when that sample equals it, and the first sample that does not (or the one after
+   * every draft token) is the sequence's token. So the output is the same as without
+   * speculation, greedy and seeded alike. A constrained sequence with k draft tokens owns mask
+   * rows allowedMaskRows[s] .. +k.
+   */
+  readonly draftCounts?: Int32Array;
+  /**
+   * Run only the first `exitLayer` layers, then the final norm and the output head
+   * (self-speculation's draft pass); the later layers' K/V are not written. Default: all.
+   */
+  readonly exitLayer?: number;
 }
 
 export interface StepResult {
@@ -166,6 +183,16 @@ export interface StepResult {
    * Such a sequence has tokens[s] = -1; the other sequences' results are valid.
    */
   readonly errors?: ReadonlyArray<string | null>;
+  /**
+   * Plans with draftCounts: draft tokens accepted per sequence (`tokens[s]` is the token
+   * sampled after them). The accepted* arrays have a slot per draft token of the plan, in
+   * order (sequence s's start at the sum of the earlier draftCounts): the logprob (and top
+   * alternatives, stride topLogprobsStride) of each accepted one; NaN / -1 past those.
+   */
+  readonly numAccepted?: Int32Array;
+  readonly acceptedLogprobs?: Float32Array;
+  readonly acceptedTopLogprobIds?: Int32Array;
+  readonly acceptedTopLogprobValues?: Float32Array;
 }
 
 export interface ContextOptions {

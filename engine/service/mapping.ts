@@ -348,8 +348,9 @@ function histogramFromProto(h: pb.Histogram | undefined): HistogramSnapshot {
 
 export function statusToProto(s: EngineStatus): pb.StatusResponse {
   // fromPartial: a field the engine leaves out becomes its zero value instead of failing to encode.
+  const { specDecode, ...rest } = s;
   return pb.StatusResponse.fromPartial({
-    ...s,
+    ...rest,
     ttft: histogramToProto(s.ttft),
     interTokenLatency: histogramToProto(s.interTokenLatency),
     e2eLatency: histogramToProto(s.e2eLatency),
@@ -357,12 +358,17 @@ export function statusToProto(s: EngineStatus): pb.StatusResponse {
     generationTokensPerRequest: histogramToProto(s.generationTokensPerRequest),
     runningLoraAdapters: [...s.runningLoraAdapters],
     waitingLoraAdapters: [...s.waitingLoraAdapters],
+    ...(specDecode
+      ? { specDecode: { ...specDecode, acceptedPerPosition: [...specDecode.acceptedPerPosition] } }
+      : {}),
   });
 }
 
 export function statusFromProto(s: pb.StatusResponse): EngineStatus {
+  const { specDecode, ...rest } = s;
   return {
-    ...s,
+    ...rest,
+    ...(specDecode ? { specDecode } : {}),
     ttft: histogramFromProto(s.ttft),
     interTokenLatency: histogramFromProto(s.interTokenLatency),
     e2eLatency: histogramFromProto(s.e2eLatency),

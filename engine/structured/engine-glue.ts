@@ -92,13 +92,16 @@ export class StructuredOutput {
 
   /**
    * Jump-forward: the tokens the grammar forces after `token` (just sampled for `seq`), to
-   * append without sampling. Call before `afterTokens`, which moves the matcher on.
+   * append without sampling. Call before `afterTokens`, which moves the matcher on. `jump`:
+   * the string forced where `token` was sampled, when that is not the matcher's state (after
+   * accepted draft tokens, speculative decoding).
    */
-  forcedAfter(seq: Sequence, token: number): number[] {
+  forcedAfter(seq: Sequence, token: number, jump?: string): number[] {
     const g = seq.grammar;
-    if (!g?.jumpForward || !this.jumpTokenizer || g.error !== null || g.terminated || g.jump === '')
+    const forced = jump ?? g?.jump ?? '';
+    if (!g?.jumpForward || !this.jumpTokenizer || g.error !== null || g.terminated || forced === '')
       return [];
-    const tokens = forcedTokens(this.jumpTokenizer, token, g.jump);
+    const tokens = forcedTokens(this.jumpTokenizer, token, forced);
     this.jumpedTokens += tokens.length;
     return tokens;
   }

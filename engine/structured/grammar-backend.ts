@@ -47,6 +47,22 @@ export interface GrammarMatcher {
   rollback(n: number): void;
   /** Copies the mask into row `row` of `out` (rows of `mask.length` words); false without one. */
   fillMask(out: Int32Array, row: number): boolean;
+  /**
+   * Speculative decoding: how many of `tokens` (draft tokens after the current state) the
+   * grammar takes in a row, with the state after each one taken; the matcher itself does not
+   * move. Queued behind the matcher's earlier calls.
+   */
+  checkDraft(tokens: readonly number[]): Promise<DraftCheck>;
+}
+
+/** What a matcher says of a draft (`GrammarMatcher.checkDraft`). */
+export interface DraftCheck {
+  /** Draft tokens taken in a row (never one that completes the document: the model samples that). */
+  readonly taken: number;
+  /** The allowed-token mask after each token taken (`taken` of them). */
+  readonly masks: readonly Int32Array[];
+  /** The forced string (jump-forward) before the first token and after each one taken. */
+  readonly jumps: readonly string[];
 }
 
 export interface GrammarBackend {

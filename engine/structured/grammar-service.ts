@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarVocab } from '../tokenizer/grammar-vocab.js';
 import { canonicalText, type GrammarConstraint } from './constraint.js';
-import type { CompiledGrammarRef, GrammarBackend, GrammarMatcher } from './grammar-backend.js';
+import type { CompiledGrammarRef, DraftCheck, GrammarBackend, GrammarMatcher } from './grammar-backend.js';
 import type { GrammarWorkerInit, WorkerReply, WorkerRequest } from './grammar-worker.js';
 
 export interface GrammarServiceOptions {
@@ -26,6 +26,7 @@ export interface GrammarServiceOptions {
 interface MatcherPort {
   accept(g: SequenceGrammar, tokens: readonly number[]): void;
   rollback(g: SequenceGrammar, n: number): void;
+  draft(g: SequenceGrammar, tokens: readonly number[]): Promise<DraftCheck>;
 }
 
 /** One sequence's matcher on the grammar thread, as the engine sees it. */
@@ -57,6 +58,10 @@ export class SequenceGrammar implements GrammarMatcher {
     out.set(m, row * m.length);
     return true;
   }
+
+  checkDraft(tokens: readonly number[]): Promise<DraftCheck> {
+    return this.port ? this.port.draft(this, tokens) : Promise.resolve({ taken: 0, masks: [], jumps: [] });
+  }
 }
 
 type Reply = Exclude<WorkerReply, { ok: false } | { started: true }>;
@@ -77,8 +82,11 @@ export class GrammarService implements GrammarBackend, MatcherPort {
   /** Per-token mask times (ms) as the worker measured them, for the benchmark. */
   readonly maskTimes: number[] = [];
 
+  private readonly vocabSize: number;
+
   constructor(options: GrammarServiceOptions) {
     this.timeoutMs = options.compileTimeoutMs ?? 10_000;
+    this.vocabSize = options.vocabSize;
     const init: GrammarWorkerInit = {
       tokens: options.vocab.tokens,
       vocabType: options.vocab.vocabType,
@@ -173,6 +181,23 @@ export class GrammarService implements GrammarBackend, MatcherPort {
   /** Undoes the matcher's last `n` tokens; the mask of that earlier state arrives in `pending`. */
   rollback(g: SequenceGrammar, n: number): void {
     this.after(g, { op: 'rollback', matcher: g.id, count: n });
+  }
+
+  /** Checks draft tokens against the matcher, queued behind its earlier calls; its state stays. */
+  draft(g: SequenceGrammar, tokens: readonly number[]): Promise<DraftCheck> {
+    const words = Math.ceil(this.vocabSize / 32);
+    const result = g.pending
+      .then(() => this.call({ op: 'draft', matcher: g.id, tokens }))
+      .then((r): DraftCheck => {
+        if (!('taken' in r)) throw new Error('the grammar thread answered a draft check with something else');
+        const masks = Array.from({ length: r.taken }, (_, i) => r.masks.subarray(i * words, (i + 1) * words));
+        return { taken: r.taken, masks, jumps: r.jumps };
+      });
+    g.pending = result.then(
+      () => {},
+      () => {},
+    );
+    return result;
   }
 
   /** Queues `req` behind the matcher's earlier calls (the thread answers them in order). */

@@ -53,6 +53,16 @@ export type WorkerRequest =
     }
   /** Undo the matcher's last `count` tokens (speculative decoding's refused drafts). */
   | { readonly op: 'rollback'; readonly id: number; readonly matcher: number; readonly count: number }
+  /**
+   * Speculative decoding: how many of these draft tokens the grammar takes in a row, and the
+   * mask (and forced string) after each one taken; the matcher is rolled back to where it was.
+   */
+  | {
+      readonly op: 'draft';
+      readonly id: number;
+      readonly matcher: number;
+      readonly tokens: readonly number[];
+    }
   | { readonly op: 'free'; readonly id: number; readonly matcher: number };
 
 export type WorkerReply =
@@ -71,6 +81,16 @@ export type WorkerReply =
       readonly jump: string;
       /** Not terminated, yet no token (not even a stop token) is allowed: a dead end. */
       readonly stuck: boolean;
+    }
+  | {
+      readonly id: number;
+      readonly ok: true;
+      /** Draft tokens taken (a token after which the document is complete is not). */
+      readonly taken: number;
+      /** `taken` masks, one after each token taken, back to back. */
+      readonly masks: Int32Array;
+      /** The forced string before the first token and after each one taken (jump-forward on). */
+      readonly jumps: readonly string[];
     }
   | { readonly id: number; readonly ok: false; readonly error: string };
 
@@ -179,6 +199,11 @@ function handle(req: WorkerRequest): WorkerReply {
       xg.rollback(entry.m, req.count);
       return nextMask(req.id, entry, true);
     }
+    case 'draft': {
+      const entry = matchers.get(req.matcher);
+      if (!entry) return { id: req.id, ok: false, error: 'no such matcher' };
+      return checkDraft(req.id, entry, req.tokens);
+    }
     case 'free': {
       const entry = matchers.get(req.matcher);
       if (entry) xg.dispose(entry.m);
@@ -186,6 +211,40 @@ function handle(req: WorkerRequest): WorkerReply {
       return { id: req.id, ok: true };
     }
   }
+}
+
+/**
+ * Walks the draft through the matcher: a token is taken when the grammar allows it and the
+ * state after it still allows a token (a stop token that ends the document is left to the
+ * model to sample). Rolls back what it took, so the engine's accept of the verified tokens
+ * starts from the same state.
+ */
+function checkDraft(
+  id: number,
+  { m, jump }: { readonly m: GrammarMatcherHandle; readonly jump: boolean },
+  tokens: readonly number[],
+): WorkerReply {
+  if (xg.isTerminated(m)) return { id, ok: true, taken: 0, masks: new Int32Array(0), jumps: [] };
+  const masks = new Int32Array(tokens.length * maskWords);
+  const jumps = [jump ? xg.findJumpForwardString(m) : ''];
+  let taken = 0;
+  for (const t of tokens) {
+    if (!xg.acceptToken(m, t)) break;
+    const row = masks.subarray(taken * maskWords, (taken + 1) * maskWords);
+    if (xg.isTerminated(m)) {
+      xg.rollback(m, 1);
+      break;
+    }
+    xg.fillNextTokenBitmask(m, row);
+    if (row.every((w) => w === 0)) {
+      xg.rollback(m, 1); // a dead end: the model's own sample there will fail the request
+      break;
+    }
+    taken++;
+    jumps.push(jump ? xg.findJumpForwardString(m) : '');
+  }
+  if (taken > 0) xg.rollback(m, taken);
+  return { id, ok: true, taken, masks: masks.slice(0, taken * maskWords), jumps };
 }
 
 function nextMask(
@@ -215,6 +274,7 @@ parentPort!.on('message', (req: WorkerRequest) => {
   } catch (e) {
     reply = { id: req.id, ok: false, error: e instanceof Error ? e.message : String(e) };
   }
-  const transfer = 'mask' in reply && reply.mask.byteLength > 0 ? [reply.mask.buffer as ArrayBuffer] : [];
+  const bits = 'mask' in reply ? reply.mask : 'masks' in reply ? reply.masks : null;
+  const transfer = bits && bits.byteLength > 0 ? [bits.buffer as ArrayBuffer] : [];
   parentPort!.postMessage(reply, transfer);
 });

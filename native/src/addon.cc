@@ -277,6 +277,12 @@ class StepWorker : public Napi::AsyncWorker {
     o.Set("topLogprobIds", i32(r.topIds.data(), r.topIds.size()));
     o.Set("topLogprobValues", f32(r.topValues.data(), r.topValues.size()));
     if (ctx_->plan.lateMaskRows > 0) o.Set("lateMaskWaitMs", r.lateMaskWaitMs);
+    if (!ctx_->plan.draftCounts.empty()) {
+      o.Set("numAccepted", i32(r.numAccepted.data(), S));
+      o.Set("acceptedLogprobs", f32(r.acceptedLogprobs.data(), r.acceptedLogprobs.size()));
+      o.Set("acceptedTopLogprobIds", i32(r.acceptedTopIds.data(), r.acceptedTopIds.size()));
+      o.Set("acceptedTopLogprobValues", f32(r.acceptedTopValues.data(), r.acceptedTopValues.size()));
+    }
     if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * ctx_->model()->cfg.vocab)));
     if (r.anyError) {
       Napi::Array errs = Napi::Array::New(env, S);

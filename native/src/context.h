@@ -112,7 +112,7 @@ class Context {
   static constexpr int32_t kTile = 8;
   std::vector<std::pair<int32_t, int32_t>> tiles_;
   std::vector<int32_t> outRows_;          // tokens whose logits are computed
-  std::vector<int32_t> seqOutRow_;        // per sequence: row of its last token in logits_, -1 if none
+  std::vector<int32_t> seqOutRow_;        // per sequence: its first row in logits_ (1 + draft tokens rows), -1 if none
   LazyZeroVector<float> xSel_;            // [maxBatchTokens × hidden]
   LazyZeroVector<float> logits_;          // [rows × vocab]
   std::vector<std::vector<float>> attnScratch_;  // per thread: K/V block in f32, scores and accumulators per head

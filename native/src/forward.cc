@@ -78,6 +78,9 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   plan.sample.reserve(opts.maxSeqs);
   plan.seeds.reserve(opts.maxSeqs);
   plan.adapterSlots.reserve(opts.maxSeqs);
+  plan.draftCounts.reserve(opts.maxSeqs);
+  plan.draftOffsets.reserve(opts.maxSeqs + 1);
+  result.numAccepted.reserve(opts.maxSeqs);
   result.tokens.reserve(opts.maxSeqs);
   result.logprobs.reserve(opts.maxSeqs);
   result.errors.reserve(opts.maxSeqs);
@@ -403,17 +406,23 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
   });
 }
 
+// Logits rows: per sequence that samples, its last token's, or with k draft tokens its last
+// k+1 tokens' (the position before each draft token verifies it; the last gives the token
+// after them). seqOutRow_[s] is the first of them.
 void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
   const int64_t D = cfg_.hidden, V = cfg_.vocab, S = plan.S;
   outRows_.clear();
+  auto drafts = [&](int64_t s) { return plan.draftCounts.empty() ? 0 : plan.draftCounts[s]; };
   if (plan.returnLogits == ReturnLogits::All) {
     for (int32_t t = 0; t < plan.T; t++) outRows_.push_back(t);
-    for (int64_t s = 0; s < S; s++) seqOutRow_[s] = plan.seqTokenOffsets[s + 1] - 1;
+    for (int64_t s = 0; s < S; s++) seqOutRow_[s] = plan.seqTokenOffsets[s + 1] - 1 - drafts(s);
   } else {
     for (int64_t s = 0; s < S; s++) {
       const bool need = plan.returnLogits == ReturnLogits::Last || plan.sample[s] || plan.topLogprobs[s] >= 0;
       seqOutRow_[s] = need ? static_cast<int32_t>(outRows_.size()) : -1;
-      if (need) outRows_.push_back(plan.seqTokenOffsets[s + 1] - 1);
+      if (!need) continue;
+      for (int32_t t = plan.seqTokenOffsets[s + 1] - 1 - drafts(s); t < plan.seqTokenOffsets[s + 1]; t++)
+        outRows_.push_back(t);
     }
   }
   const int64_t R = static_cast<int64_t>(outRows_.size());
@@ -424,7 +433,7 @@ void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
   forRange(R, D, [&](int64_t b, int64_t e, int) {
     for (int64_t r = b; r < e; r++) simd::rmsNorm(&x_[outRows_[r] * D], model_->outputNorm.data(), &xSel_[r * D], D, eps);
   });
-  if (static_cast<size_t>(R * V) > logits_.size()) logits_.resize(R * V);  // only for 'all'
+  if (static_cast<size_t>(R * V) > logits_.size()) logits_.resize(R * V);  // 'all', or many draft rows
   linear(model_->output, xSel_.data(), R, logits_.data(), V, model_->layers.front().qkv);
   if (plan.returnLogits != ReturnLogits::None) {
     out.logits = logits_.data();
@@ -433,7 +442,7 @@ void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
 }
 
 void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
-  const int64_t S = plan.S, V = cfg_.vocab, words = (V + 31) / 32;
+  const int64_t S = plan.S, V = cfg_.vocab, words = (V + 31) / 32, D = plan.draftTotal;
   int32_t stride = 0;
   for (int64_t s = 0; s < S; s++) stride = std::max(stride, plan.topLogprobs[s]);
   out.topStride = stride;
@@ -444,6 +453,10 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
   out.errors.resize(S);
   for (auto& e : out.errors) e.clear();
   out.anyError = false;
+  out.numAccepted.assign(plan.draftCounts.empty() ? 0 : S, 0);
+  out.acceptedLogprobs.assign(D, NAN);
+  out.acceptedTopIds.assign(D * stride, -1);
+  out.acceptedTopValues.assign(D * stride, NAN);
   forRange(S, V, [&](int64_t b, int64_t e, int thread) {
     for (int64_t s = b; s < e; s++) {
       if (!plan.sample[s] && plan.topLogprobs[s] < 0) continue;
@@ -456,18 +469,55 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
       p.frequencyPenalty = plan.frequencyPenalty[s];
       p.penaltyTokens = plan.penaltyTokens.data() + plan.penaltyTokenOffsets[s];
       p.penaltyCount = plan.penaltyTokenOffsets[s + 1] - plan.penaltyTokenOffsets[s];
-      p.allowedMask = plan.allowedMaskRows[s] >= 0
-                          ? reinterpret_cast<const uint32_t*>(plan.allowedMask.data()) + plan.allowedMaskRows[s] * words
-                          : nullptr;
       p.seed = plan.seeds[s];
-      p.counter = static_cast<uint64_t>(plan.sampleCounters[s]);
       p.topLogprobs = plan.topLogprobs[s];
-      SampleOutcome o;
-      sampleToken(&logits_[seqOutRow_[s] * V], V, p, samplerScratch_[thread], o, &out.topIds[s * stride],
-                  &out.topValues[s * stride]);
-      out.tokens[s] = plan.sample[s] ? o.token : -1;
-      out.logprobs[s] = o.logprob;
-      if (!o.error.empty()) out.errors[s] = o.error;
+      const uint32_t* masks = plan.allowedMaskRows[s] >= 0
+                                  ? reinterpret_cast<const uint32_t*>(plan.allowedMask.data()) + plan.allowedMaskRows[s] * words
+                                  : nullptr;
+      // Verification (speculative decoding): position i of the k+1 is sampled exactly as
+      // output number counter+i would be without speculation — its own mask row, the draft
+      // tokens before it in the penalty history, the same (seed, counter+i) draw — and draft
+      // token i is accepted when that sample equals it. This is the rejection-sampling rule
+      // for a draft that proposes one token with certainty (accept with probability p(d),
+      // else draw from p without d, renormalised), and because the draw is the one the
+      // non-speculative sampler makes, the output is token-for-token the same as without
+      // speculation: greedy and seeded sampling alike.
+      const int32_t k = plan.draftCounts.empty() ? 0 : plan.draftCounts[s];
+      const int32_t* draft = plan.tokens.data() + plan.seqTokenOffsets[s + 1] - k;
+      const int64_t slot0 = plan.draftOffsets.empty() ? 0 : plan.draftOffsets[s];
+      for (int32_t i = 0; i <= k; i++) {
+        p.allowedMask = masks ? masks + i * words : nullptr;
+        p.counter = static_cast<uint64_t>(plan.sampleCounters[s]) + static_cast<uint64_t>(i);
+        p.penaltyTail = draft;
+        p.penaltyTailCount = i;
+        const bool last = i == k;
+        int32_t* topIds = last ? &out.topIds[s * stride] : &out.acceptedTopIds[(slot0 + i) * stride];
+        float* topValues = last ? &out.topValues[s * stride] : &out.acceptedTopValues[(slot0 + i) * stride];
+        SampleOutcome o;
+        sampleToken(&logits_[(seqOutRow_[s] + i) * V], V, p, samplerScratch_[thread], o, topIds, topValues);
+        if (!o.error.empty()) {
+          out.errors[s] = o.error;
+          if (!last) {
+            std::fill(topIds, topIds + stride, -1);
+            std::fill(topValues, topValues + stride, NAN);
+          }
+          break;
+        }
+        if (!last && o.token == draft[i]) {
+          out.acceptedLogprobs[slot0 + i] = o.logprob;
+          out.numAccepted[s] = i + 1;
+          continue;
+        }
+        if (!last) {  // refused: the sample taken instead is the sequence's token
+          std::copy(topIds, topIds + stride, &out.topIds[s * stride]);
+          std::copy(topValues, topValues + stride, &out.topValues[s * stride]);
+          std::fill(topIds, topIds + stride, -1);
+          std::fill(topValues, topValues + stride, NAN);
+        }
+        out.tokens[s] = plan.sample[s] ? o.token : -1;
+        out.logprobs[s] = o.logprob;
+        break;
+      }
     }
   });
   for (int64_t s = 0; s < S; s++)
@@ -485,7 +535,7 @@ void Context::step(StepPlanData& plan, StepResultData& out) {
   copyBlocks(plan);
   embed(plan);
   ropeTables(plan);
-  for (int64_t l = 0; l < cfg_.layers; l++) {
+  for (int64_t l = 0; l < plan.exitLayer; l++) {
     layer(l, plan);
     if (l == 0 && failSteps.load(std::memory_order_relaxed) > 0) injectFault();
   }

@@ -115,13 +115,33 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
   const int64_t words = (V + 31) / 32;
   if (p.allowedMask.size() % words != 0)
     rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));
+  // Speculative decoding: the last draftCounts[s] tokens of sequence s are draft tokens, each
+  // verified against the logits of the position before it (so is the token after them).
+  copyField(env, plan, "draftCounts", I32, "Int32Array", S, p.draftCounts, true);
+  p.draftOffsets.assign(S + 1, 0);
+  for (size_t s = 0; s < p.draftCounts.size(); s++) {
+    const std::string i = "[" + std::to_string(s) + "]";
+    const int32_t k = p.draftCounts[s];
+    const int32_t n = p.seqTokenOffsets[s + 1] - p.seqTokenOffsets[s];
+    if (k < 0) rangeError(env, "draftCounts" + i, "must be >= 0");
+    if (k > 0) {
+      if (k >= n)
+        rangeError(env, "draftCounts" + i, std::to_string(k) + " draft tokens must leave at least one of the sequence's " +
+                                               std::to_string(n) + " tokens before them");
+      if (p.sample[s] != 1) rangeError(env, "draftCounts" + i, "a sequence with draft tokens must sample (sample[s] = 1)");
+    }
+    p.draftOffsets[s + 1] = p.draftOffsets[s] + k;
+  }
+  p.draftTotal = p.draftOffsets[S];
   // Late masks (late_masks.h): the rows are named now, their bits arrive with supplyMasks.
   p.lateMaskRows = 0;
   Napi::Value late = plan.Get("lateMaskRows");
   if (!late.IsUndefined()) {
     const double n = late.IsNumber() ? late.As<Napi::Number>().DoubleValue() : -1;
-    if (!(n >= 0 && n <= static_cast<double>(S) && n == std::floor(n)))
-      rangeError(env, "lateMaskRows", "must be an integer in [0, S=" + std::to_string(S) + "]");
+    // A constrained sequence with k draft tokens has k+1 rows (one per verified position).
+    const int64_t most = S + p.draftTotal;
+    if (!(n >= 0 && n <= static_cast<double>(most) && n == std::floor(n)))
+      rangeError(env, "lateMaskRows", "must be an integer in [0, S + draft tokens = " + std::to_string(most) + "]");
     p.lateMaskRows = static_cast<int64_t>(n);
     if (p.lateMaskRows > 0 && !p.allowedMask.empty())
       rangeError(env, "allowedMask", "must be empty when lateMaskRows > 0 (the masks come with supplyMasks)");
@@ -139,10 +159,23 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
     if (!std::isfinite(p.presencePenalty[s])) rangeError(env, "presencePenalty" + i, "must be finite");
     if (!std::isfinite(p.frequencyPenalty[s])) rangeError(env, "frequencyPenalty" + i, "must be finite");
     if (p.sampleCounters[s] < 0) rangeError(env, "sampleCounters" + i, "must be >= 0");
-    if (p.allowedMaskRows[s] < -1 || p.allowedMaskRows[s] >= maskRows)
-      rangeError(env, "allowedMaskRows" + i, "must be -1 or a row of allowedMask (< " + std::to_string(maskRows) + ")");
+    // With k draft tokens, rows r..r+k are the masks of its k+1 verified positions.
+    const int64_t lastRow = p.allowedMaskRows[s] + (p.draftCounts.empty() ? 0 : p.draftCounts[s]);
+    if (p.allowedMaskRows[s] < -1 || (p.allowedMaskRows[s] >= 0 && lastRow >= maskRows))
+      rangeError(env, "allowedMaskRows" + i,
+                 "must be -1 or a row r of allowedMask with r + draftCounts[s] < " + std::to_string(maskRows));
     if (p.topLogprobs[s] < -1 || p.topLogprobs[s] > std::min<int64_t>(V, 1024))
       rangeError(env, "topLogprobs" + i, "must be in [-1, " + std::to_string(std::min<int64_t>(V, 1024)) + "]");
+  }
+
+  // Self-speculation's draft pass: only the first exitLayer layers, then the output head.
+  p.exitLayer = ctx.model()->cfg.layers;
+  Napi::Value exit = plan.Get("exitLayer");
+  if (!exit.IsUndefined()) {
+    const double n = exit.IsNumber() ? exit.As<Napi::Number>().DoubleValue() : -1;
+    if (!(n >= 1 && n <= static_cast<double>(p.exitLayer) && n == std::floor(n)))
+      rangeError(env, "exitLayer", "must be an integer in [1, layers=" + std::to_string(p.exitLayer) + "]");
+    p.exitLayer = static_cast<int64_t>(n);
   }
 
   p.returnLogits = ReturnLogits::None;
@@ -153,6 +186,8 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
     else if (s == "last") p.returnLogits = ReturnLogits::Last;
     else if (s == "all") p.returnLogits = ReturnLogits::All;
     else throw Napi::TypeError::New(env, "plan.returnLogits must be 'none', 'last' or 'all'");
+    if (p.returnLogits == ReturnLogits::Last && p.draftTotal > 0)
+      throw Napi::TypeError::New(env, "plan.returnLogits 'last' cannot be combined with draftCounts (use 'all')");
   }
   // LoRA slot per sequence (lora.h): optional; each must be -1 (base) or a bound slot.
   copyField(env, plan, "adapterSlots", I32, "Int32Array", S, p.adapterSlots, true);

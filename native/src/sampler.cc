@@ -49,20 +49,26 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
   float* z = s.z.data();
   std::copy(logits, logits + V, z);
 
-  // Penalties over the token history (counts kept zero between calls: undone below).
-  if (p.penaltyCount > 0 && (p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f)) {
+  // Penalties over the token history, penaltyTokens then penaltyTail (counts kept zero
+  // between calls: undone below).
+  if (p.penaltyCount + p.penaltyTailCount > 0 &&
+      (p.repetitionPenalty != 1.0f || p.presencePenalty != 0.0f || p.frequencyPenalty != 0.0f)) {
     int32_t* counts = s.counts.data();
-    for (int64_t k = 0; k < p.penaltyCount; k++) counts[p.penaltyTokens[k]]++;
-    for (int64_t k = 0; k < p.penaltyCount; k++) {
-      int32_t t = p.penaltyTokens[k];
-      int32_t c = counts[t];
-      if (c == 0) continue;  // already applied for this distinct token
-      float v = z[t];
-      if (p.repetitionPenalty != 1.0f) v = v > 0 ? v / p.repetitionPenalty : v * p.repetitionPenalty;
-      v -= p.presencePenalty + p.frequencyPenalty * static_cast<float>(c);
-      z[t] = v;
-      counts[t] = 0;
-    }
+    const int32_t* spans[2] = {p.penaltyTokens, p.penaltyTail};
+    const int64_t lens[2] = {p.penaltyCount, p.penaltyTailCount};
+    for (int h = 0; h < 2; h++)
+      for (int64_t k = 0; k < lens[h]; k++) counts[spans[h][k]]++;
+    for (int h = 0; h < 2; h++)
+      for (int64_t k = 0; k < lens[h]; k++) {
+        int32_t t = spans[h][k];
+        int32_t c = counts[t];
+        if (c == 0) continue;  // already applied for this distinct token
+        float v = z[t];
+        if (p.repetitionPenalty != 1.0f) v = v > 0 ? v / p.repetitionPenalty : v * p.repetitionPenalty;
+        v -= p.presencePenalty + p.frequencyPenalty * static_cast<float>(c);
+        z[t] = v;
+        counts[t] = 0;
+      }
   }
   if (p.allowedMask) {
     for (int64_t t = 0; t < V; t++)

@@ -24,6 +24,9 @@ struct SampleParams {
   int32_t topK = 0;
   const int32_t* penaltyTokens = nullptr;
   int64_t penaltyCount = 0;
+  // More history after penaltyTokens: a verified position's draft tokens before it.
+  const int32_t* penaltyTail = nullptr;
+  int64_t penaltyTailCount = 0;
   const uint32_t* allowedMask = nullptr;  // ceil(vocab/32) words, or null
   uint64_t seed = 0;
   uint64_t counter = 0;

@@ -22,6 +22,14 @@ struct StepPlanData {
   ReturnLogits returnLogits = ReturnLogits::None;
   // > 0: allowedMask is empty and its rows come later (late_masks.h); sampling waits for them.
   int64_t lateMaskRows = 0;
+  // Speculative decoding: per sequence, how many of its last tokens are draft tokens to
+  // verify (empty = none). draftOffsets (derived, S+1) is where each sequence's draft slots
+  // start in the result's accepted* arrays.
+  std::vector<int32_t> draftCounts, draftOffsets;
+  int64_t draftTotal = 0;
+  // Layers to run (1..layers): fewer is self-speculation's draft pass (the first layers and
+  // the output head); their K/V are written, the later layers' are not.
+  int64_t exitLayer = 0;
 };
 
 struct StepResultData {
@@ -37,6 +45,13 @@ struct StepResultData {
   int64_t logitRows = 0;
   // Late masks: how long sampling waited for them after the forward pass (ms).
   double lateMaskWaitMs = 0;
+  // Speculative decoding (plans with draftCounts): per sequence the draft tokens accepted
+  // (tokens[s] is then the token sampled after them), and per draft slot the logprob (and
+  // top alternatives) of an accepted draft token, NaN / -1 for the rest.
+  std::vector<int32_t> numAccepted;
+  std::vector<float> acceptedLogprobs;
+  std::vector<int32_t> acceptedTopIds;
+  std::vector<float> acceptedTopValues;
 };
 
 }  // namespace prism

@@ -420,6 +420,21 @@ export interface StatusResponse {
   runningLoraAdapters: string[];
   waitingLoraAdapters: string[];
   maxLora: number;
+  /** Speculative decoding's counters; absent when the engine does not speculate. */
+  specDecode?: SpecDecodeStats | undefined;
+}
+
+/**
+ * vLLM's vllm:spec_decode_* counters: verify steps that carried draft tokens, draft tokens
+ * proposed and accepted, and accepted draft tokens per draft position (0-based).
+ */
+export interface SpecDecodeStats {
+  /** The proposer: ngram, draft or layer-skip. */
+  method: string;
+  numDrafts: number;
+  numDraftTokens: number;
+  numAcceptedTokens: number;
+  acceptedPerPosition: number[];
 }
 
 export interface InfoRequest {
@@ -4688,6 +4703,7 @@ function createBaseStatusResponse(): StatusResponse {
     runningLoraAdapters: [],
     waitingLoraAdapters: [],
     maxLora: 0,
+    specDecode: undefined,
   };
 }
 
@@ -4767,6 +4783,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.maxLora !== 0) {
       writer.uint32(336).uint32(message.maxLora);
+    }
+    if (message.specDecode !== undefined) {
+      SpecDecodeStats.encode(message.specDecode, writer.uint32(346).fork()).join();
     }
     return writer;
   },
@@ -4984,6 +5003,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.maxLora = reader.uint32();
             continue;
           }
+          case 43: {
+            if (tag !== 346) {
+              break;
+            }
+
+            message.specDecode = SpecDecodeStats.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5103,6 +5130,11 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.max_lora)
         ? globalThis.Number(object.max_lora)
         : 0,
+      specDecode: isSet(object.specDecode)
+        ? SpecDecodeStats.fromJSON(object.specDecode)
+        : isSet(object.spec_decode)
+        ? SpecDecodeStats.fromJSON(object.spec_decode)
+        : undefined,
     };
   },
 
@@ -5183,6 +5215,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.maxLora !== 0) {
       obj.maxLora = Math.round(message.maxLora);
     }
+    if (message.specDecode !== undefined) {
+      obj.specDecode = SpecDecodeStats.toJSON(message.specDecode);
+    }
     return obj;
   },
 
@@ -5226,6 +5261,172 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.runningLoraAdapters = object.runningLoraAdapters?.map((e) => e) || [];
     message.waitingLoraAdapters = object.waitingLoraAdapters?.map((e) => e) || [];
     message.maxLora = object.maxLora ?? 0;
+    message.specDecode = (object.specDecode !== undefined && object.specDecode !== null)
+      ? SpecDecodeStats.fromPartial(object.specDecode)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSpecDecodeStats(): SpecDecodeStats {
+  return { method: "", numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] };
+}
+
+export const SpecDecodeStats: MessageFns<SpecDecodeStats> = {
+  encode(message: SpecDecodeStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.method !== "") {
+      writer.uint32(10).string(message.method);
+    }
+    if (message.numDrafts !== 0) {
+      writer.uint32(16).uint64(message.numDrafts);
+    }
+    if (message.numDraftTokens !== 0) {
+      writer.uint32(24).uint64(message.numDraftTokens);
+    }
+    if (message.numAcceptedTokens !== 0) {
+      writer.uint32(32).uint64(message.numAcceptedTokens);
+    }
+    if (message.acceptedPerPosition.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.acceptedPerPosition) {
+        writer.uint64(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SpecDecodeStats {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSpecDecodeStats();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.method = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.numDrafts = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.numDraftTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.numAcceptedTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag === 40) {
+              message.acceptedPerPosition.push(longToNumber(reader.uint64()));
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.acceptedPerPosition.push(longToNumber(reader.uint64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SpecDecodeStats {
+    return {
+      method: isSet(object.method) ? globalThis.String(object.method) : "",
+      numDrafts: isSet(object.numDrafts)
+        ? globalThis.Number(object.numDrafts)
+        : isSet(object.num_drafts)
+        ? globalThis.Number(object.num_drafts)
+        : 0,
+      numDraftTokens: isSet(object.numDraftTokens)
+        ? globalThis.Number(object.numDraftTokens)
+        : isSet(object.num_draft_tokens)
+        ? globalThis.Number(object.num_draft_tokens)
+        : 0,
+      numAcceptedTokens: isSet(object.numAcceptedTokens)
+        ? globalThis.Number(object.numAcceptedTokens)
+        : isSet(object.num_accepted_tokens)
+        ? globalThis.Number(object.num_accepted_tokens)
+        : 0,
+      acceptedPerPosition: globalThis.Array.isArray(object?.acceptedPerPosition)
+        ? object.acceptedPerPosition.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.accepted_per_position)
+        ? object.accepted_per_position.map((e: any) => globalThis.Number(e))
+        : [],
+    };
+  },
+
+  toJSON(message: SpecDecodeStats): unknown {
+    const obj: any = {};
+    if (message.method !== "") {
+      obj.method = message.method;
+    }
+    if (message.numDrafts !== 0) {
+      obj.numDrafts = Math.round(message.numDrafts);
+    }
+    if (message.numDraftTokens !== 0) {
+      obj.numDraftTokens = Math.round(message.numDraftTokens);
+    }
+    if (message.numAcceptedTokens !== 0) {
+      obj.numAcceptedTokens = Math.round(message.numAcceptedTokens);
+    }
+    if (message.acceptedPerPosition?.length) {
+      obj.acceptedPerPosition = message.acceptedPerPosition.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SpecDecodeStats>, I>>(base?: I): SpecDecodeStats {
+    return SpecDecodeStats.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SpecDecodeStats>, I>>(object: I): SpecDecodeStats {
+    const message = createBaseSpecDecodeStats();
+    message.method = object.method ?? "";
+    message.numDrafts = object.numDrafts ?? 0;
+    message.numDraftTokens = object.numDraftTokens ?? 0;
+    message.numAcceptedTokens = object.numAcceptedTokens ?? 0;
+    message.acceptedPerPosition = object.acceptedPerPosition?.map((e) => e) || [];
     return message;
   },
 };

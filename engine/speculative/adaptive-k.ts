@@ -1,0 +1,108 @@
+/**
+ * The adaptive k: how many draft tokens each sequence gets in a step. Two inputs:
+ *
+ *  - each sequence's acceptance α, the chance that one more draft token is accepted given the
+ *    previous one was (accepted draft tokens ÷ (accepted + rejections), a decaying average
+ *    over its recent verify steps). With k drafts, a verify step yields 1 + α + … + α^k
+ *    tokens on average, so the j-th draft token is worth α^j;
+ *  - the step's cost as a function of its token count, c(T): flat while the step is bound by
+ *    reading the weights (a verify token costs a little: its attention, its logits row,
+ *    its sampling), linear once it is bound by compute (`StepCost`).
+ *
+ * Draft tokens are handed out in order of worth across the whole batch, each only while it
+ * raises the step's expected tokens per unit of cost. So a sequence whose drafts are rarely
+ * accepted stops proposing (its first draft token is worth less than it costs), and a batch
+ * that is already compute-bound gets fewer drafts (each costs a whole token there), which
+ * is what vLLM's n-gram results at high load call for (anchors.md §8).
+ */
+
+/** Relative cost of a step of T tokens: c(T) = 1 + perToken·(T-1) up to `knee`, then linear. */
+export interface StepCost {
+  /** Extra cost of one more token while the step is bound by reading the weights (× a 1-token step). */
+  readonly perToken: number;
+  /** Tokens per step past which it is bound by compute (each token then costs c(knee)/knee). */
+  readonly knee: number;
+}
+
+/**
+ * Measured on the default model on the development machine (bench:spec's step-cost table,
+ * docs/benchmarks.md): steps of up to ~16 tokens cost within a few percent of a 1-token
+ * step, and past ~48 tokens a step grows in proportion to its tokens.
+ */
+export const DEFAULT_STEP_COST: StepCost = { perToken: 0.03, knee: 48 };
+
+export function stepCost(c: StepCost, tokens: number): number {
+  const flat = (t: number) => 1 + c.perToken * (t - 1);
+  if (tokens <= c.knee) return flat(Math.max(1, tokens));
+  return flat(c.knee) * (tokens / c.knee);
+}
+
+/** One sequence's acceptance record. */
+export class Acceptance {
+  /** Decaying sums of accepted draft tokens and of rejections (a draft token refused). */
+  private accepted: number;
+  private rejected: number;
+
+  constructor(
+    prior: number,
+    private readonly decay = 0.8,
+  ) {
+    // A prior worth two verify steps: a new sequence starts proposing, and two refusals
+    // in a row are enough to stop it.
+    this.accepted = 2 * prior;
+    this.rejected = 2 * (1 - prior);
+  }
+
+  /** Chance that one more draft token is accepted. */
+  get alpha(): number {
+    const n = this.accepted + this.rejected;
+    return n > 0 ? this.accepted / n : 0;
+  }
+
+  /** A verify step of `drafted` tokens accepted `accepted` of them. */
+  record(drafted: number, accepted: number): void {
+    if (drafted <= 0) return;
+    this.accepted = this.accepted * this.decay + accepted;
+    this.rejected = this.rejected * this.decay + (accepted < drafted ? 1 : 0);
+  }
+}
+
+export interface DraftCandidate {
+  readonly alpha: number;
+  /** Most draft tokens it may take (its proposal's length, its room before its limits). */
+  readonly max: number;
+}
+
+/**
+ * Draft tokens per candidate for a step that already holds `baseTokens` tokens and samples
+ * `baseOutputs` sequences. Greedy over the tokens' worth α^j, best first, while the step's
+ * expected output per unit of cost rises.
+ */
+export function allocateDrafts(
+  candidates: readonly DraftCandidate[],
+  baseTokens: number,
+  baseOutputs: number,
+  cost: StepCost,
+  minAlpha: number,
+): number[] {
+  const k = candidates.map(() => 0);
+  // Next worth of each candidate (α^(k+1)); a plain scan per token is enough for batches
+  // of a few hundred sequences and drafts of at most 16.
+  const worth = candidates.map((c) => (c.max > 0 && c.alpha >= minAlpha ? c.alpha : 0));
+  let tokens = Math.max(1, baseTokens);
+  let expected = Math.max(1, baseOutputs);
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < worth.length; i++) if (worth[i] > 0 && (best < 0 || worth[i] > worth[best])) best = i;
+    if (best < 0) break;
+    const g = worth[best];
+    const before = expected / stepCost(cost, tokens);
+    const after = (expected + g) / stepCost(cost, tokens + 1);
+    if (after <= before) break;
+    k[best]++;
+    tokens++;
+    expected += g;
+    worth[best] = k[best] < candidates[best].max ? g * candidates[best].alpha : 0;
+  }
+  return k;
+}

@@ -1,0 +1,90 @@
+/**
+ * The draft-free proposer: n-gram / prompt lookup (vLLM's `ngram`, llama.cpp's lookup
+ * decoding, MindIE's `memory_decoding`). The last n tokens of a sequence (n from `maxN` down
+ * to `minN`) are looked up among its earlier tokens, prompt and output alike; where they
+ * occurred before, the tokens that followed that occurrence are the proposal. Text that
+ * quotes its input (a rewrite, a summary, an edit of code, JSON that copies fields) repeats
+ * long runs of the prompt, and this finds them for the price of a hash lookup.
+ *
+ * Each sequence keeps an index from every n-gram it holds to the end of its latest
+ * occurrence, grown as tokens are verified (never for draft tokens: a sequence's `tokens`
+ * hold verified ones only), so a lookup costs O(maxN) whatever the length.
+ */
+import type { Sequence } from '../sequence.js';
+import type { DraftAsk, Proposer } from './proposer.js';
+
+export interface NgramOptions {
+  /** Longest suffix looked up (vLLM prompt_lookup_max). */
+  readonly maxN: number;
+  /** Shortest suffix looked up (vLLM prompt_lookup_min). */
+  readonly minN: number;
+}
+
+export const NGRAM_DEFAULTS: NgramOptions = { maxN: 4, minN: 2 };
+
+/** One sequence's n-gram index: key → end of the latest occurrence (exclusive). */
+export class NgramIndex {
+  private readonly ends = new Map<string, number>();
+  /** Tokens whose n-grams ending at them are indexed: every end in [n, indexed]. */
+  private indexed = 0;
+
+  constructor(private readonly o: NgramOptions) {}
+
+  /**
+   * Up to `k` tokens that followed the latest earlier occurrence of the longest suffix of
+   * `tokens` found (of maxN..minN tokens); [] when none occurred before.
+   */
+  propose(tokens: readonly number[], k: number): number[] {
+    const L = tokens.length;
+    // Index every n-gram that ends before the last token: an occurrence that ends at L is the
+    // suffix itself, and one that ends at L-1 .. has a continuation to propose.
+    this.grow(tokens, L - 1);
+    for (let n = Math.min(this.o.maxN, L - 1); n >= this.o.minN; n--) {
+      const end = this.ends.get(key(tokens, L - n, L));
+      if (end === undefined) continue;
+      return tokens.slice(end, Math.min(end + k, L)) as number[];
+    }
+    return [];
+  }
+
+  /** Indexes the n-grams ending at positions up to `upTo` (exclusive end). */
+  private grow(tokens: readonly number[], upTo: number): void {
+    for (let end = this.indexed + 1; end <= upTo; end++) {
+      for (let n = this.o.minN; n <= this.o.maxN && n <= end; n++)
+        this.ends.set(key(tokens, end - n, end), end);
+    }
+    if (upTo > this.indexed) this.indexed = upTo;
+  }
+}
+
+function key(tokens: readonly number[], from: number, to: number): string {
+  let s = '';
+  for (let i = from; i < to; i++) s += i === from ? `${tokens[i]}` : `,${tokens[i]}`;
+  return s;
+}
+
+export class NgramProposer implements Proposer {
+  readonly method = 'ngram';
+  /** A lookup costs nothing: proposals are scored even where they are not sent (adaptive k). */
+  readonly costly = false;
+  private readonly index = new WeakMap<Sequence, NgramIndex>();
+
+  constructor(private readonly o: NgramOptions = NGRAM_DEFAULTS) {
+    if (!(Number.isInteger(o.minN) && o.minN >= 1 && Number.isInteger(o.maxN) && o.maxN >= o.minN))
+      throw new RangeError(`n-gram sizes must satisfy 1 <= minN <= maxN, got ${o.minN}..${o.maxN}`);
+  }
+
+  propose(asks: readonly DraftAsk[]): number[][] {
+    return asks.map(({ seq, k }) => {
+      let ix = this.index.get(seq);
+      if (!ix) this.index.set(seq, (ix = new NgramIndex(this.o)));
+      return k > 0 ? ix.propose(seq.tokens, k) : [];
+    });
+  }
+
+  release(seq: Sequence): void {
+    this.index.delete(seq);
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,31 @@
+/**
+ * What a speculative proposer is: given sequences (their verified tokens so far) and how many
+ * tokens each may propose, it proposes that many or fewer. The engine verifies every proposal
+ * with the target model (the native sampler), so a proposer can only change speed, never the
+ * output. Three implementations: n-gram lookup (ngram.ts), a draft model (draft-model.ts),
+ * the target's own first layers (layer-skip.ts).
+ */
+import type { Sequence } from '../sequence.js';
+
+/** The proposers `prism serve --speculative` and plugin_params name. */
+export type SpeculativeMethod = 'ngram' | 'draft' | 'layer-skip';
+
+export interface DraftAsk {
+  readonly seq: Sequence;
+  /** Most tokens to propose (>= 1). */
+  readonly k: number;
+}
+
+export interface Proposer {
+  readonly method: SpeculativeMethod;
+  /**
+   * Proposals cost a model pass. A free one (a lookup) is asked even for sequences that will
+   * not be given draft slots, so the adaptive k can score what it would have proposed.
+   */
+  readonly costly: boolean;
+  /** One list per ask, in order, each at most `k` long (greedy proposals: one token each). */
+  propose(asks: readonly DraftAsk[]): number[][] | Promise<number[][]>;
+  /** Forgets a finished sequence's state (its index, its draft KV). */
+  release(seq: Sequence): void;
+  close(): void | Promise<void>;
+}

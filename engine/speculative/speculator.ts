@@ -1,0 +1,189 @@
+/**
+ * Speculative decoding as the step loop sees it: two calls around a step.
+ *
+ *  - `propose(running)`, before the scheduler: decides each sequence's k (adaptive-k.ts),
+ *    asks the proposer, lets structured output cut each draft at the first token its grammar
+ *    refuses (and compute the masks of the verified positions), and leaves the result in
+ *    `seq.draft`. The scheduler gives the sequence 1 + k token slots when the step has room.
+ *  - `verified(batch, out)`, after the output processor: records what the native sampler
+ *    accepted (metrics, each sequence's acceptance) and clears the drafts.
+ *
+ * Draft tokens never enter `seq.tokens` until they are verified, so the block manager keys
+ * no block by them and a preempted sequence recomputes verified tokens only.
+ */
+import type { StepOutput } from '../runner.js';
+import type { ScheduledBatch } from '../scheduler.js';
+import type { Sequence } from '../sequence.js';
+import { Acceptance, allocateDrafts, DEFAULT_STEP_COST, type StepCost } from './adaptive-k.js';
+import type { Draft } from './draft.js';
+import { SpecDecodeMetrics } from './metrics.js';
+import type { Proposer } from './proposer.js';
+
+export interface SpeculatorOptions {
+  /** Most draft tokens per sequence and step (num_speculative_tokens). */
+  readonly numSpeculativeTokens: number;
+  /** The step-cost model the adaptive k weighs draft tokens against. */
+  readonly cost?: StepCost;
+  /** Below this acceptance a sequence proposes nothing, whatever the cost model says. */
+  readonly minAcceptance?: number;
+  /** Acceptance a new sequence starts with (before any verify step). */
+  readonly priorAcceptance?: number;
+  /** Adaptive k off: every proposal is sent in full (tests and the benchmark's fixed-k rows). */
+  readonly fixedK?: boolean;
+}
+
+export interface SpeculatorHooks {
+  /** Most draft tokens `seq` may still take: its request's max tokens and maxSeqLen, less the bonus token. */
+  room(seq: Sequence): number;
+  /** Structured output: cuts the drafts of constrained sequences and attaches their masks. */
+  checkDrafts?(seqs: readonly Sequence[]): Promise<void>;
+}
+
+/** A sequence whose pending tokens are at most this many (decode, a jump-forward run) may draft. */
+const MAX_PENDING = 16;
+/** Costly proposers: a sequence whose k fell to 0 gets one draft token every this many steps. */
+const PROBE_EVERY = 8;
+
+export class Speculator {
+  readonly metrics: SpecDecodeMetrics;
+  private readonly acceptance = new WeakMap<Sequence, Acceptance>();
+  /** Free proposers: the first token proposed but not sent, scored against what came. */
+  private readonly shadows = new WeakMap<Sequence, number>();
+  private readonly cost: StepCost;
+  private steps = 0;
+  private failures = 0;
+
+  constructor(
+    readonly proposer: Proposer,
+    private readonly o: SpeculatorOptions,
+    private readonly hooks: SpeculatorHooks,
+  ) {
+    this.metrics = new SpecDecodeMetrics(proposer.method, o.numSpeculativeTokens);
+    this.cost = o.cost ?? DEFAULT_STEP_COST;
+  }
+
+  /**
+   * Sets `seq.draft` for the running sequences that will sample in the next step. Returns a
+   * promise only when it has to wait (a model pass, a grammar check); a failed proposal
+   * leaves the sequences without drafts, never fails a request.
+   */
+  propose(running: readonly Sequence[]): Promise<void> | void {
+    this.steps++;
+    try {
+      const pending = this.tryPropose(running);
+      if (pending) return pending.catch((e: unknown) => this.dropDrafts(running, e));
+    } catch (e) {
+      this.dropDrafts(running, e);
+    }
+  }
+
+  private dropDrafts(running: readonly Sequence[], e: unknown): void {
+    for (const seq of running) seq.draft = null;
+    this.failures++;
+    if (this.failures === 1 || this.failures % 1000 === 0)
+      process.emitWarning(
+        `speculative decoding: proposing failed (${this.failures} time(s)), steps go on without drafts: ${e instanceof Error ? e.message : String(e)}`,
+      );
+  }
+
+  private tryPropose(running: readonly Sequence[]): Promise<void> | void {
+    const eligible: Sequence[] = [];
+    const room: number[] = [];
+    let baseTokens = 0;
+    for (const seq of running) {
+      seq.draft = null;
+      if (seq.status !== 'running' || seq.aborted) continue;
+      baseTokens += Math.min(seq.numPending, MAX_PENDING);
+      if (seq.forkInto > 1 || seq.numPending < 1 || seq.numPending > MAX_PENDING) continue;
+      const r = Math.min(this.o.numSpeculativeTokens, this.hooks.room(seq));
+      if (r <= 0) continue;
+      eligible.push(seq);
+      room.push(r);
+    }
+    if (eligible.length === 0) return;
+    const alpha = eligible.map((s) => this.acceptanceOf(s).alpha);
+    const allocate = (max: readonly number[]) =>
+      this.o.fixedK
+        ? [...max]
+        : allocateDrafts(
+            max.map((m, i) => ({ alpha: alpha[i], max: m })),
+            baseTokens,
+            running.length,
+            this.cost,
+            this.o.minAcceptance ?? 0.1,
+          );
+    if (!this.proposer.costly) {
+      // A lookup is free: propose for all, then send what pays.
+      const proposals = this.proposer.propose(eligible.map((seq, i) => ({ seq, k: room[i] })));
+      if (proposals instanceof Promise) throw new Error('a free proposer must answer at once');
+      return this.attach(eligible, proposals, allocate(proposals.map((p) => p.length)));
+    }
+    // A model pass is not: decide first, then propose for the sequences given slots.
+    const k = allocate(room).map((n, i) =>
+      n === 0 && this.steps % PROBE_EVERY === 0 ? Math.min(1, room[i]) : n,
+    );
+    const asked = eligible.map((seq, i) => ({ seq, k: k[i] })).filter((a) => a.k > 0);
+    if (asked.length === 0) return;
+    return Promise.resolve(this.proposer.propose(asked)).then((got) => {
+      let j = 0;
+      return this.attach(
+        eligible,
+        k.map((n) => (n > 0 ? got[j++] : [])),
+        k,
+      );
+    });
+  }
+
+  /** Drafts of k[i] tokens from each proposal; constrained ones are checked by their grammar. */
+  private attach(eligible: readonly Sequence[], proposals: readonly number[][], k: readonly number[]) {
+    const drafted: Sequence[] = [];
+    eligible.forEach((seq, i) => {
+      const tokens = proposals[i].slice(0, k[i]);
+      if (tokens.length > 0) {
+        seq.draft = { tokens, masks: null, jumps: null } satisfies Draft;
+        drafted.push(seq);
+      } else if (proposals[i].length > 0) {
+        this.shadows.set(seq, proposals[i][0]);
+      }
+    });
+    if (this.hooks.checkDrafts && drafted.some((s) => s.grammar)) return this.hooks.checkDrafts(drafted);
+  }
+
+  /** After a step: what the sampler accepted, per sequence; the drafts are spent. */
+  verified(batch: ScheduledBatch, out: StepOutput): void {
+    batch.items.forEach((item, k) => {
+      const seq = item.seq;
+      seq.draft = null;
+      if (!item.sample || out.tokens[k] < 0) return;
+      const drafted = item.draft?.length ?? 0;
+      if (drafted > 0) {
+        const accepted = out.numAccepted?.[k] ?? 0;
+        this.metrics.record(drafted, accepted);
+        this.acceptanceOf(seq).record(drafted, accepted);
+        return;
+      }
+      const shadow = this.shadows.get(seq);
+      if (shadow === undefined) return;
+      this.shadows.delete(seq);
+      this.acceptanceOf(seq).record(1, shadow === out.tokens[k] ? 1 : 0);
+    });
+  }
+
+  /** Forgets a finished sequence. */
+  release(seq: Sequence): void {
+    seq.draft = null;
+    this.acceptance.delete(seq);
+    this.shadows.delete(seq);
+    this.proposer.release(seq);
+  }
+
+  async close(): Promise<void> {
+    await this.proposer.close();
+  }
+
+  private acceptanceOf(seq: Sequence): Acceptance {
+    let a = this.acceptance.get(seq);
+    if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? 0.6)));
+    return a;
+  }
+}
