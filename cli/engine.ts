@@ -15,6 +15,12 @@ import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
+import {
+  speculativeFlagOptions,
+  speculativeFromFlags,
+  speculativeHelp,
+  type SpeculativeFlags,
+} from './speculative-flags.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -33,6 +39,7 @@ options:
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
 ${kvEventsHelp}
+${speculativeHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -49,6 +56,8 @@ interface EngineArgs {
   readonly threads?: number;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
+  /** --speculative / --num-speculative-tokens / --draft-model, when given. */
+  readonly speculative?: SpeculativeFlags;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -64,6 +73,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         listen: { type: 'string' },
         threads: { type: 'string' },
         ...kvEventsFlagOptions,
+        ...speculativeFlagOptions,
       },
     }));
   } catch (e) {
@@ -87,6 +97,17 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     model: values.model,
     config: values.config,
     listen,
+    ...(values.speculative !== undefined ||
+    values['num-speculative-tokens'] !== undefined ||
+    values['draft-model'] !== undefined
+      ? {
+          speculative: {
+            speculative: values.speculative,
+            'num-speculative-tokens': values['num-speculative-tokens'],
+            'draft-model': values['draft-model'],
+          },
+        }
+      : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
@@ -142,9 +163,15 @@ export async function run(argv: string[]): Promise<number> {
       () => defaultKvEventsTopic(modelName),
       (m) => new UsageError(m),
     );
+    const speculative = speculativeFromFlags(
+      args.speculative ?? {},
+      fromConfig.speculative,
+      (m) => new UsageError(m),
+    );
     options = {
       ...fromConfig,
       kvEvents,
+      ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
   } catch (e) {

@@ -24,6 +24,7 @@ import {
   type LoadedConfigs,
 } from '../gateways/serve-loop.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
+import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -43,6 +44,7 @@ ${listenerHelp}
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
 ${kvEventsHelp}
+${speculativeHelp}
   -h, --help            show this help
 
 Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
@@ -70,6 +72,7 @@ export async function run(argv: string[]): Promise<number> {
       'max-loras': { type: 'string' },
       'max-lora-rank': { type: 'string' },
       ...kvEventsFlagOptions,
+      ...speculativeFlagOptions,
     });
     for (const [flag, max] of [
       ['max-loras', 1024],
@@ -124,6 +127,13 @@ export async function run(argv: string[]): Promise<number> {
     log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
     return 2;
   }
+  let speculative;
+  try {
+    speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
+  } catch (e) {
+    log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
+    return 2;
+  }
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
@@ -133,6 +143,7 @@ export async function run(argv: string[]): Promise<number> {
         ...options,
         modelName,
         kvEvents,
+        ...(speculative ? { speculative } : {}),
         ...(threads !== undefined ? { threads } : {}),
         ...(values['max-loras'] !== undefined
           ? {

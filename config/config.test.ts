@@ -518,7 +518,7 @@ describe('plugin_params', () => {
     const both = parsePluginParams('{"plugin_type":"mtp,prefix_cache","num_speculative_tokens":1}', at);
     assert.deepEqual(both.errors, []);
     assert.deepEqual(both.plugins, { prefixCache: true, mtp: true, numSpeculativeTokens: 1 });
-    assert.match(both.warnings[0], /'mtp' is accepted for compatibility but has no effect/);
+    assert.deepEqual(both.warnings, [], 'mtp is checked against the model when it is loaded');
     assert.deepEqual(
       parsePluginParams('{"plugin_type":" prefix_cache , mtp "}', at).plugins.prefixCache,
       true,
@@ -534,7 +534,7 @@ describe('plugin_params', () => {
   });
   test('unknown plugin names are rejected clearly', () => {
     assert.deepEqual(parsePluginParams('{"plugin_type":"la,prefix_cache"}', at).errors, [
-      "P.plugin_type: unknown plugin 'la' (supported: prefix_cache, mtp)",
+      "P.plugin_type: unknown plugin 'la' (supported: prefix_cache, mtp, memory_decoding)",
     ]);
     assert.match(parsePluginParams('{"plugin_type":"prefix_cache,"}', at).errors[0], /empty plugin name/);
     assert.match(
@@ -569,13 +569,55 @@ describe('plugin_params', () => {
     );
     assert.match(
       parsePluginParams('{"plugin_type":"prefix_cache","num_speculative_tokens":2}', at).errors[0],
-      /only applies with plugin 'mtp'/,
+      /only applies with plugin 'mtp' or 'memory_decoding'/,
     );
+  });
+  test('memory_decoding: the n-gram proposer, its draft length and adaptive switch', () => {
+    const p = parsePluginParams(
+      '{"plugin_type":"memory_decoding,prefix_cache","decoding_length":8,"dynamic_algo":false}',
+      at,
+    );
+    assert.deepEqual(p.errors, []);
+    assert.deepEqual(p.plugins, {
+      prefixCache: true,
+      mtp: false,
+      memoryDecoding: true,
+      numSpeculativeTokens: 8,
+      dynamicAlgo: false,
+    });
+    const errors = (raw: string) => parsePluginParams(raw, at).errors.join('\n');
+    assert.match(
+      errors('{"plugin_type":"mtp,memory_decoding"}'),
+      /'mtp' and 'memory_decoding' cannot be combined/,
+    );
+    assert.match(
+      errors('{"plugin_type":"mtp","decoding_length":4}'),
+      /decoding_length: only applies with plugin 'memory_decoding'/,
+    );
+    assert.match(
+      errors('{"plugin_type":"memory_decoding","dynamic_algo":1}'),
+      /dynamic_algo: must be a boolean/,
+    );
+    assert.match(
+      errors('{"plugin_type":"memory_decoding","decoding_length":4,"num_speculative_tokens":5}'),
+      /decoding_length: differs from num_speculative_tokens/,
+    );
+  });
+  test('speculative plugins become the engine option, naming the field for the engine to refuse mtp with', () => {
+    const o = (plugin: string) =>
+      engineOptionsFromConfig(validateConfig(model({ plugin_params: plugin }), 't.json', noEnv)).speculative;
+    assert.deepEqual(o('{"plugin_type":"memory_decoding","num_speculative_tokens":3}'), {
+      method: 'ngram',
+      numSpeculativeTokens: 3,
+      field: 'BackendConfig.ModelDeployConfig.ModelConfig[0].plugin_params.plugin_type',
+    });
+    assert.equal(o('{"plugin_type":"mtp,prefix_cache"}')?.method, 'mtp');
+    assert.equal(o('{"plugin_type":"prefix_cache"}'), undefined);
   });
   test('through the loader: the field path is named', () => {
     assertIssue(
       model({ plugin_params: '{"plugin_type":"turbo"}' }),
-      "BackendConfig.ModelDeployConfig.ModelConfig[0].plugin_params.plugin_type: unknown plugin 'turbo' (supported: prefix_cache, mtp)",
+      "BackendConfig.ModelDeployConfig.ModelConfig[0].plugin_params.plugin_type: unknown plugin 'turbo' (supported: prefix_cache, mtp, memory_decoding)",
     );
     const c = validateConfig(model({ plugin_params: '{"plugin_type":"prefix_cache"}' }), 't.json', noEnv);
     assert.equal(c.plugins.prefixCache, true);

@@ -74,6 +74,7 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     // MindIE: maxLinkNum requests run, twice that many wait; the rest are refused.
     maxQueueSize: 2 * config.file.ServerConfig.maxLinkNum,
     prefixCache: config.plugins.prefixCache,
+    ...speculativeFromPlugins(config.plugins),
     // On CPU the "NPU memory" budget is the KV cache's; -1 (automatic) leaves the engine default.
     ...(model.npuMemSize > 0 ? { kvCacheBytes: model.npuMemSize * GIB } : {}),
     ...(template !== undefined ? { chatTemplatePath: template } : {}),
@@ -93,5 +94,18 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
           },
         }
       : {}),
+  };
+}
+
+/** plugin_params' speculative plugins as engine options; the field is named in the engine's errors. */
+function speculativeFromPlugins(p: ResolvedConfig['plugins']): Pick<EngineOptions, 'speculative'> {
+  if (!p.mtp && !p.memoryDecoding) return {};
+  return {
+    speculative: {
+      method: p.mtp ? 'mtp' : 'ngram',
+      ...(p.numSpeculativeTokens !== undefined ? { numSpeculativeTokens: p.numSpeculativeTokens } : {}),
+      ...(p.dynamicAlgo !== undefined ? { adaptive: p.dynamicAlgo } : {}),
+      field: `${MODEL}.plugin_params.plugin_type`,
+    },
   };
 }

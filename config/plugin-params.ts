@@ -2,14 +2,25 @@
  * `ModelConfig.plugin_params`: a JSON object *encoded as a string* (MindIE's format), e.g.
  * "{\"plugin_type\":\"mtp,prefix_cache\",\"num_speculative_tokens\":1}". `plugin_type` is a
  * comma-joined list of plugin names; unknown names are rejected, never silently dropped.
+ *
+ * Speculative decoding (engine/speculative/): `memory_decoding` is MindIE's draft-free
+ * lookup decoding, served by the n-gram proposer (`decoding_length` or
+ * `num_speculative_tokens` draft tokens; `dynamic_algo` false turns the adaptive k off);
+ * `mtp` (multi-token prediction) is passed on and refused when the model is loaded unless
+ * it has MTP heads. One of the two at most.
  */
+import { MAX_SPECULATIVE_TOKENS } from '../engine/speculative/options.js';
 import type { PluginParams } from './types.js';
 
-export const KNOWN_PLUGINS = ['prefix_cache', 'mtp'] as const;
+export const KNOWN_PLUGINS = ['prefix_cache', 'mtp', 'memory_decoding'] as const;
 const KNOWN: ReadonlySet<string> = new Set(KNOWN_PLUGINS);
-const KNOWN_KEYS: ReadonlySet<string> = new Set(['plugin_type', 'num_speculative_tokens']);
-/** MindIE gives no bound; a draft longer than this has no benefit on any model it serves. */
-export const MAX_SPECULATIVE_TOKENS = 16;
+const KNOWN_KEYS: ReadonlySet<string> = new Set([
+  'plugin_type',
+  'num_speculative_tokens',
+  'decoding_length',
+  'dynamic_algo',
+]);
+const SPECULATIVE = ['mtp', 'memory_decoding'];
 
 export interface ParsedPlugins {
   readonly plugins: PluginParams;
@@ -68,31 +79,47 @@ export function parsePluginParams(raw: string | undefined, at: string): ParsedPl
     }
   }
 
-  let numSpeculativeTokens: number | undefined;
-  const nst = obj.num_speculative_tokens;
-  if (nst !== undefined) {
-    if (typeof nst !== 'number' || !Number.isInteger(nst) || nst < 1 || nst > MAX_SPECULATIVE_TOKENS) {
-      errors.push(
-        `${at}.num_speculative_tokens: must be an integer in [1, ${MAX_SPECULATIVE_TOKENS}], got ${JSON.stringify(nst)}`,
-      );
-    } else if (!names.has('mtp')) {
-      errors.push(`${at}.num_speculative_tokens: only applies with plugin 'mtp' in plugin_type`);
-    } else {
-      numSpeculativeTokens = nst;
-    }
-  }
-  if (names.has('mtp')) {
-    // MTP only changes speed (drafted tokens are verified), never the output; Prism's
-    // models have no MTP heads, so the plugin is accepted for compatibility and has no effect.
-    warnings.push(
-      `${at}: plugin 'mtp' is accepted for compatibility but has no effect (Prism does not implement multi-token prediction)`,
+  const speculative = SPECULATIVE.filter((n) => names.has(n));
+  if (speculative.length > 1)
+    errors.push(
+      `${at}.plugin_type: plugins '${speculative.join("' and '")}' cannot be combined (one proposer)`,
     );
+  const draftLength = (key: string, only: readonly string[]): number | undefined => {
+    const v = obj[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_SPECULATIVE_TOKENS) {
+      errors.push(
+        `${at}.${key}: must be an integer in [1, ${MAX_SPECULATIVE_TOKENS}], got ${JSON.stringify(v)}`,
+      );
+    } else if (!only.some((n) => names.has(n))) {
+      errors.push(
+        `${at}.${key}: only applies with plugin ${only.map((n) => `'${n}'`).join(' or ')} in plugin_type`,
+      );
+    } else {
+      return v;
+    }
+    return undefined;
+  };
+  const nst = draftLength('num_speculative_tokens', SPECULATIVE);
+  const decodingLength = draftLength('decoding_length', ['memory_decoding']);
+  if (nst !== undefined && decodingLength !== undefined && nst !== decodingLength)
+    errors.push(`${at}.decoding_length: differs from num_speculative_tokens (${nst}); give one of them`);
+  const numSpeculativeTokens = nst ?? decodingLength;
+  let dynamicAlgo: boolean | undefined;
+  if (obj.dynamic_algo !== undefined) {
+    if (typeof obj.dynamic_algo !== 'boolean')
+      errors.push(`${at}.dynamic_algo: must be a boolean, got ${JSON.stringify(obj.dynamic_algo)}`);
+    else if (!names.has('memory_decoding'))
+      errors.push(`${at}.dynamic_algo: only applies with plugin 'memory_decoding' in plugin_type`);
+    else dynamicAlgo = obj.dynamic_algo;
   }
   return {
     plugins: {
       prefixCache: names.has('prefix_cache'),
       mtp: names.has('mtp'),
+      ...(names.has('memory_decoding') ? { memoryDecoding: true } : {}),
       ...(numSpeculativeTokens !== undefined ? { numSpeculativeTokens } : {}),
+      ...(dynamicAlgo !== undefined ? { dynamicAlgo } : {}),
     },
     errors,
     warnings,

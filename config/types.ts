@@ -195,8 +195,13 @@ export interface PrismConfigFile {
 /** `plugin_params` parsed (plugin-params.ts). */
 export interface PluginParams {
   readonly prefixCache: boolean;
+  /** Multi-token prediction: refused when the model is loaded unless it has MTP heads. */
   readonly mtp: boolean;
+  /** MindIE's lookup decoding: the n-gram proposer (engine/speculative/ngram.ts). */
+  readonly memoryDecoding?: boolean;
   readonly numSpeculativeTokens?: number;
+  /** memory_decoding's adaptive draft length (default on). */
+  readonly dynamicAlgo?: boolean;
 }
 
 export interface ResolvedConfig {

@@ -47,10 +47,10 @@ export class Acceptance {
     prior: number,
     private readonly decay = 0.8,
   ) {
-    // A prior worth two verify steps: a new sequence starts proposing, and two refusals
-    // in a row are enough to stop it.
-    this.accepted = 2 * prior;
-    this.rejected = 2 * (1 - prior);
+    // A prior worth one verify step: a new sequence starts proposing, and two refusals in
+    // a row are enough to stop it (at the default prior and floor).
+    this.accepted = prior;
+    this.rejected = 1 - prior;
   }
 
   /** Chance that one more draft token is accepted. */

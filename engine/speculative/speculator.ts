@@ -110,7 +110,7 @@ export class Speculator {
             baseTokens,
             running.length,
             this.cost,
-            this.o.minAcceptance ?? 0.1,
+            this.o.minAcceptance ?? 0.2,
           );
     if (!this.proposer.costly) {
       // A lookup is free: propose for all, then send what pays.

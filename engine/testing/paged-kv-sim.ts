@@ -52,6 +52,7 @@ export class PagedKvSim implements Runner {
     const S = plan.sample.length;
     const tokens = new Int32Array(S).fill(-1);
     const logprobs = new Float32Array(S).fill(NaN);
+    let numAccepted: Int32Array | undefined;
     for (let s = 0; s < S; s++) {
       const table = plan.blockTables.subarray(plan.blockTableOffsets[s], plan.blockTableOffsets[s + 1]);
       const slot = (pos: number) => {
@@ -65,21 +66,30 @@ export class PagedKvSim implements Runner {
         last = plan.positions[t];
       }
       if (!plan.sample[s]) continue;
-      // "Attention": read the whole context back from the paged cache.
+      // "Attention": read the whole context back from the paged cache. With k draft tokens
+      // (speculative decoding) the last k+1 positions each predict the next token; draft
+      // token i is accepted when position i predicts it (the native sampler's rule).
+      const k = plan.draftCounts?.[s] ?? 0;
+      const end = plan.seqTokenOffsets[s + 1];
       let h = 2166136261;
       for (let pos = 0; pos <= last; pos++) {
         const v = this.slots[slot(pos)];
         if (v < 0) throw new Error(`position ${pos} read before it was written`);
         h = Math.imul(h ^ v, 16777619) >>> 0;
+        const i = pos - (last - k);
+        if (i < 0) continue;
+        const next = simSample(h, this.vocabSize, plan.temperature[s] > 0, plan.seeds[s], plan.sampleCounters[s] + i);
+        if (i < k && next.token === plan.tokens[end - k + i]) {
+          (numAccepted ??= new Int32Array(S))[s] = i + 1;
+          continue;
+        }
+        tokens[s] = next.token;
+        logprobs[s] = next.logprob;
+        break;
       }
-      if (plan.temperature[s] > 0) {
-        h = Math.imul(h ^ Number(plan.seeds[s] & 0xffffffffn), 16777619) >>> 0;
-        h = Math.imul(h ^ plan.sampleCounters[s], 16777619) >>> 0;
-      }
-      tokens[s] = h % this.vocabSize;
-      logprobs[s] = -((h >>> 8) % 1000) / 100;
     }
     return {
+      ...(plan.draftCounts ? { numAccepted: numAccepted ?? new Int32Array(S) } : {}),
       tokens,
       logprobs,
       topLogprobsStride: 0,
@@ -87,4 +97,29 @@ export class PagedKvSim implements Runner {
       topLogprobValues: new Float32Array(0),
     };
   }
+}
+
+/**
+ * The simulator's "model": the token after a context whose running FNV hash is `h` (seeded
+ * draws mix in the seed and the output counter). Exported so a test proposer can predict it.
+ */
+export function simSample(
+  h: number,
+  vocabSize: number,
+  sampled: boolean,
+  seed: bigint,
+  counter: number,
+): { token: number; logprob: number } {
+  if (sampled) {
+    h = Math.imul(h ^ Number(seed & 0xffffffffn), 16777619) >>> 0;
+    h = Math.imul(h ^ counter, 16777619) >>> 0;
+  }
+  return { token: h % vocabSize, logprob: -((h >>> 8) % 1000) / 100 };
+}
+
+/** The running hash `simSample` takes, over a whole context. */
+export function simHash(context: readonly number[]): number {
+  let h = 2166136261;
+  for (const v of context) h = Math.imul(h ^ v, 16777619) >>> 0;
+  return h;
 }

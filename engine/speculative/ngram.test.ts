@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NgramIndex, NgramProposer } from './ngram.js';
+import { Sequence } from '../sequence.js';
+
+const sampling = {
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  repetitionPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  seed: 0n,
+  topLogprobs: 0,
+};
+
+test('the longest suffix found earlier proposes what followed its latest occurrence', () => {
+  const ix = new NgramIndex({ maxN: 3, minN: 1 });
+  //            0  1  2  3  4  5  6  7  8  9
+  const toks = [1, 2, 3, 4, 5, 9, 2, 3, 4, 7, 2, 3];
+  // Suffix [4? no] (7,2,3) unseen; (2,3) last seen ending at 8 → propose 4,7,2
+  assert.deepEqual(ix.propose(toks, 3), [4, 7, 2]);
+  // A longer match wins over a more recent shorter one.
+  const ix2 = new NgramIndex({ maxN: 3, minN: 1 });
+  assert.deepEqual(ix2.propose([5, 6, 7, 8, 1, 7, 9, 5, 6, 7], 2), [8, 1]);
+});
+
+test('no proposal without an earlier occurrence; the proposal never runs past the end', () => {
+  const ix = new NgramIndex({ maxN: 4, minN: 2 });
+  assert.deepEqual(ix.propose([1, 2, 3, 4], 5), []);
+  assert.deepEqual(ix.propose([1, 2, 3, 4, 1, 2], 5), [3, 4, 1, 2]);
+  // A run of one token proposes itself again.
+  assert.deepEqual(new NgramIndex({ maxN: 2, minN: 2 }).propose([8, 8, 8], 3), [8]);
+});
+
+test('the index grows with the sequence and finds later occurrences', () => {
+  const p = new NgramProposer({ maxN: 2, minN: 2 });
+  const seq = new Sequence({ requestId: 'r', prompt: [1, 2, 3, 1], sampling, arrival: 0 });
+  assert.deepEqual(p.propose([{ seq, k: 2 }]), [[]]);
+  seq.tokens.push(2);
+  assert.deepEqual(p.propose([{ seq, k: 2 }]), [[3, 1]]);
+  seq.tokens.push(5, 1, 2);
+  assert.deepEqual(p.propose([{ seq, k: 3 }]), [[5, 1, 2]], 'the latest occurrence of (1, 2)');
+  assert.throws(() => new NgramProposer({ maxN: 1, minN: 2 }), /1 <= minN <= maxN/);
+});
