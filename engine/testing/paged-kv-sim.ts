@@ -78,7 +78,13 @@ export class PagedKvSim implements Runner {
         h = Math.imul(h ^ v, 16777619) >>> 0;
         const i = pos - (last - k);
         if (i < 0) continue;
-        const next = simSample(h, this.vocabSize, plan.temperature[s] > 0, plan.seeds[s], plan.sampleCounters[s] + i);
+        const next = simSample(
+          h,
+          this.vocabSize,
+          plan.temperature[s] > 0,
+          plan.seeds[s],
+          plan.sampleCounters[s] + i,
+        );
         if (i < k && next.token === plan.tokens[end - k + i]) {
           (numAccepted ??= new Int32Array(S))[s] = i + 1;
           continue;
