@@ -17,7 +17,7 @@ test('Gemma 3: system folded into the first user turn, assistant as model, gener
       { role: 'system', content: 'You are terse.' },
       { role: 'user', content: 'Hi' },
       { role: 'assistant', content: 'Hello!' },
-      { role: 'user', content: [{ type: 'text', text: 'And?' }] },
+      { role: 'user', content: 'And?' },
     ],
     { addGenerationPrompt: true, bosToken: '<bos>' },
   );
