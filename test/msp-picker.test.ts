@@ -45,13 +45,13 @@ async function startPod(name: string, engine: EngineOptions): Promise<Pod> {
   return { name, h, stop: new AbortController(), streams: [] };
 }
 
-function load(pod: Pod, promptBlocks: number, adapter?: string): void {
+function load(pod: Pod, promptBlocks: number, adapter?: string, maxNewTokens = 250): void {
   const r: GenerateRequest = {
     prompt: {
       kind: 'tokens',
       ids: Array.from({ length: promptBlocks * BLOCK }, (_, i) => 2000 + ((i * 37) % 5000)),
     },
-    params: { maxNewTokens: 250, doSample: false, ignoreEos: true },
+    params: { maxNewTokens, doSample: false, ignoreEos: true },
     ...(adapter ? { adapter } : {}),
   };
   pod.streams.push(
@@ -97,8 +97,10 @@ const scrapeAll = async () =>
   Promise.all(pods.map(async (p) => ({ name: p.name, m: await scrapeMsp(p.h.url) })));
 
 before(async () => {
-  // queued: one request at a time. full: a pool of 34 blocks. light: room for everything.
-  pods.push(await startPod('full', { kvBlocks: 34, maxBatchSize: 4 }));
+  // full: a pool of 70 blocks. queued: one request at a time. light: room for everything.
+  pods.push(
+    await startPod('full', { kvBlocks: 70, maxBatchSize: 4, maxSeqLen: 1024, maxInputTokenLen: 1000 }),
+  );
   pods.push(await startPod('queued', { kvBlocks: 64, maxBatchSize: 1 }));
   pods.push(await startPod('light', { kvBlocks: 64, maxBatchSize: 4 }));
 });
@@ -112,27 +114,32 @@ after(async () => {
 
 test('three engines, three loads: the metrics say so, and a metrics-driven choice follows them', async () => {
   const [full, queued, light] = pods;
-  load(full, 14);
-  load(full, 14); // two prompts of 14 blocks: 28 of 34 blocks and growing (> 0.8)
-  for (let i = 0; i < 3; i++) load(queued, 1); // one runs, two wait
-  load(light, 2, 'qv');
-  await until(full, (s) => s.running === 2 && 1 - s.freeBlocks / s.totalBlocks >= KV_FULL);
+  // One prompt of 57 blocks: 57 of 70 and growing (> 0.8), never past 64 (no preemption).
+  load(full, 57, undefined, 100);
+  for (let i = 0; i < 3; i++) load(queued, 1, undefined, 450); // one runs, two wait
+  load(light, 2, 'qv', 450);
   await until(queued, (s) => s.running === 1 && s.waiting === 2);
   await until(light, (s) => s.running === 1);
+  // The full engine's state is the shortest-lived (its cache has room for 100 more tokens):
+  // it is read as soon as it is reached.
+  await until(full, (s) => s.running === 1 && 1 - s.freeBlocks / s.totalBlocks >= KV_FULL);
 
   const view = await scrapeAll();
   const m = Object.fromEntries(view.map((p) => [p.name, p.m]));
   assert.deepEqual([m.queued.waitingQueueSize, m.queued.runningRequestsSize], [2, 1]);
-  assert.deepEqual([m.full.waitingQueueSize, m.full.runningRequestsSize], [0, 2]);
-  assert.ok(m.full.kvCacheUsagePercent >= KV_FULL && m.full.cacheNumBlocks === 34);
+  assert.deepEqual([m.full.waitingQueueSize, m.full.runningRequestsSize], [0, 1]);
+  assert.ok(m.full.kvCacheUsagePercent >= KV_FULL, `full: KV use ${m.full.kvCacheUsagePercent}`);
+  assert.equal(m.full.cacheNumBlocks, 70);
   assert.deepEqual([m.light.waitingQueueSize, m.light.activeModels, m.light.maxActiveModels], [0, ['qv'], 2]);
   assert.ok(m.light.kvCacheUsagePercent < 0.1);
   assert.equal(choose(view), 'light', 'the base model: not the queue, not the full cache');
 
-  // The queue drains: now the queued engine is the idlest of all.
+  // The queue drains: now the queued engine is the idlest of all. (The full engine may have
+  // finished its one request by now, so the adapter choices are between the other two.)
   await unload(queued);
-  const idle = await scrapeAll();
+  const idle = (await scrapeAll()).filter((p) => p.name !== 'full');
   const q = idle.find((p) => p.name === 'queued')!.m;
+  assert.deepEqual(idle.find((p) => p.name === 'light')!.m.activeModels, ['qv'], 'qv still runs on light');
   assert.deepEqual(
     [q.waitingQueueSize, q.runningRequestsSize, q.kvCacheUsagePercent, q.activeModels],
     [0, 0, 0, []],

@@ -68,7 +68,7 @@ umoci repack --image "$out/oci:$version" "$work/bundle"
 umoci config --image "$out/oci:$version" \
   --config.entrypoint=/usr/local/bin/prism --config.cmd=serve \
   --config.user=65532:65532 --config.workingdir=/opt/prism \
-  --config.env=NODE_ENV=production \
+  --config.env=NODE_ENV=production --config.env=PRISM_MODELS_DIR=/opt/prism/models \
   --config.exposedports=8000/tcp --config.exposedports=8001/tcp --config.exposedports=8002/tcp \
   --author='Prism' --config.label=org.opencontainers.image.title=prism \
   --config.label=org.opencontainers.image.version="$version"
