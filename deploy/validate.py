@@ -3,7 +3,8 @@
 
 - The Helm chart (deploy/helm/prism) is linted and rendered with Helm's own Go library (the
   helm-python-sdk package binds it), with its default values and with each file in
-  deploy/helm/test-values/.
+  deploy/helm/test-values/; values of the wrong shape must be refused by its
+  values.schema.json.
 - Every rendered object and every manifest in deploy/kserve/ is validated: built-in kinds
   against the Kubernetes OpenAPI schemas that kubernetes-validate ships, in strict mode
   (unknown fields are errors), custom resources against the openAPIV3Schema of their CRD
@@ -153,6 +154,15 @@ def main(argv):
         for doc in docs:
             errors += validate(doc, f"chart ({label})", crds)
             checked += 1
+    # values.schema.json: Helm refuses values of the wrong shape before rendering anything.
+    refused = []
+    for bad in ({"ports": {"http": "8000x"}}, {"kvEvents": {"endpoint": "http://indexer:5557"}}, {"modle": {}}):
+        try:
+            with helm.Chart.load(str(CHART)) as chart:
+                chart.render(bad, name=RELEASE, namespace=NAMESPACE)
+            errors.append(f"values.schema.json accepted {json.dumps(bad)}")
+        except helm.HelmError as e:
+            refused.append(str(e))
     kserve = {}
     for f in sorted((DEPLOY / "kserve").glob("*.yaml")):
         docs = load_all(f.read_text())
@@ -168,6 +178,7 @@ def main(argv):
                 "checked": checked,
                 "errors": errors,
                 "rendered": rendered,
+                "refusedValues": refused,
                 "kserve": kserve,
             }
         )

@@ -29,6 +29,7 @@ interface Report {
   checked: number;
   errors: string[];
   rendered: Record<string, K8sObject[]>;
+  refusedValues: string[];
   kserve: Record<string, K8sObject[]>;
 }
 
