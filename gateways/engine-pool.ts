@@ -207,6 +207,7 @@ export class EnginePool implements Engine {
       runningLoraAdapters: [...new Set(list.flatMap((s) => s.runningLoraAdapters))].sort(),
       waitingLoraAdapters: [...new Set(list.flatMap((s) => s.waitingLoraAdapters))].sort(),
       maxLora: list[0].maxLora,
+      ...sumSpecDecode(list),
     };
   }
 
@@ -217,4 +218,21 @@ export class EnginePool implements Engine {
   async close(): Promise<void> {
     await Promise.all(this.members.map((m) => m.engine.close()));
   }
+}
+
+/** Speculative decoding's counters over the engines that speculate (none: absent). */
+function sumSpecDecode(list: readonly EngineStatus[]): Pick<EngineStatus, 'specDecode'> {
+  const spec = list.flatMap((s) => (s.specDecode ? [s.specDecode] : []));
+  if (spec.length === 0) return {};
+  const perPos: number[] = [];
+  for (const s of spec) s.acceptedPerPosition.forEach((v, i) => (perPos[i] = (perPos[i] ?? 0) + v));
+  return {
+    specDecode: {
+      method: [...new Set(spec.map((s) => s.method))].join(','),
+      numDrafts: spec.reduce((a, s) => a + s.numDrafts, 0),
+      numDraftTokens: spec.reduce((a, s) => a + s.numDraftTokens, 0),
+      numAcceptedTokens: spec.reduce((a, s) => a + s.numAcceptedTokens, 0),
+      acceptedPerPosition: perPos,
+    },
+  };
 }

@@ -47,6 +47,16 @@ export async function prismMetrics(gw: GatewayContext, s: EngineStatus): Promise
       interToken: histogram(s.interTokenLatency),
       e2e: histogram(s.e2eLatency),
     },
+    // Speculative decoding's counters (vLLM's spec_decode_*); null when the engine does not speculate.
+    speculativeDecoding: s.specDecode
+      ? {
+          method: s.specDecode.method,
+          drafts: s.specDecode.numDrafts,
+          draftTokens: s.specDecode.numDraftTokens,
+          acceptedTokens: s.specDecode.numAcceptedTokens,
+          acceptedPerPosition: s.specDecode.acceptedPerPosition,
+        }
+      : null,
     families: gw.state.families.snapshot(),
     models: (await servedModels(gw)).map((m) => ({ id: m.id, parent: m.parent })),
   };

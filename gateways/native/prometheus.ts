@@ -30,6 +30,8 @@ interface Definition {
   readonly read: (s: EngineStatus, rates: Rates) => number | HistogramSnapshot;
   /** Labels besides model_name (info-style gauges). */
   readonly labels?: (s: EngineStatus) => Record<string, string>;
+  /** Instead of `read`: any number of samples, each with its own labels (none: no sample). */
+  readonly samples?: (s: EngineStatus) => { value: number; labels: Record<string, string> }[];
 }
 
 interface Rates {
@@ -199,6 +201,31 @@ const definitions: readonly Definition[] = [
     type: 'histogram',
     read: (s) => s.generationTokensPerRequest,
   },
+  // Speculative decoding, under vLLM's names; no samples when the engine does not speculate.
+  ...(
+    [
+      ['vllm:spec_decode_num_drafts_total', 'Verify steps that carried draft tokens.', 'numDrafts'],
+      ['vllm:spec_decode_num_draft_tokens_total', 'Draft tokens proposed and verified.', 'numDraftTokens'],
+      ['vllm:spec_decode_num_accepted_tokens_total', 'Draft tokens accepted.', 'numAcceptedTokens'],
+    ] as const
+  ).map(([name, help, field]): Definition => ({
+    names: [name],
+    help,
+    type: 'counter',
+    read: () => 0,
+    samples: (s) => (s.specDecode ? [{ value: s.specDecode[field], labels: {} }] : []),
+  })),
+  {
+    names: ['vllm:spec_decode_num_accepted_tokens_per_pos_total'],
+    help: 'Draft tokens accepted, by draft position (0-based).',
+    type: 'counter',
+    read: () => 0,
+    samples: (s) =>
+      (s.specDecode?.acceptedPerPosition ?? []).map((value, i) => ({
+        value,
+        labels: { position: String(i) },
+      })),
+  },
 ];
 
 function histogramValues(name: string, h: HistogramSnapshot, labels: Record<string, string>): MetricValue[] {
@@ -232,6 +259,12 @@ export class PrometheusExporter {
           type: def.type,
           get: () => {
             const s = this.status!;
+            if (def.samples) {
+              const values = def
+                .samples(s)
+                .map((x) => ({ value: x.value, labels: { ...labels, ...x.labels } }));
+              return { name, help: def.help, type: def.type, aggregator: 'sum', values };
+            }
             const v = def.read(s, this.rates);
             const all = def.labels ? { ...labels, ...def.labels(s) } : labels;
             return {

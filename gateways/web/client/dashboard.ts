@@ -138,6 +138,13 @@ function showTotals(m: PrismMetrics): void {
       : '–'
     : 'off';
   $('preemptions').textContent = fmt(m.requests.preemptions);
+  // Speculative decoding: the share of draft tokens accepted, and tokens gained per verify step.
+  const sd = m.speculativeDecoding;
+  $('spec-accepted').textContent = !sd
+    ? 'off'
+    : sd.draftTokens > 0
+      ? `${((100 * sd.acceptedTokens) / sd.draftTokens).toFixed(1)} % · ${(sd.acceptedTokens / Math.max(1, sd.drafts)).toFixed(2)}/step (${sd.method})`
+      : `– (${sd.method})`;
   $('families').replaceChildren(
     ...Object.entries(m.families).map(([family, c]) => {
       const tr = document.createElement('tr');

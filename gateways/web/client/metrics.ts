@@ -28,6 +28,14 @@ export interface PrismMetrics {
   kvBlocks: { total: number; free: number; used: number; blockSize: number };
   prefixCache: { enabled: boolean; queriedTokens: number; hitTokens: number };
   latencySeconds: { ttft: Histogram; interToken: Histogram; e2e: Histogram };
+  /** Speculative decoding's counters; null (or absent, from an older server) when it is off. */
+  speculativeDecoding?: {
+    method: string;
+    drafts: number;
+    draftTokens: number;
+    acceptedTokens: number;
+    acceptedPerPosition: number[];
+  } | null;
   families: Record<string, { requests: number; errors: number }>;
   models: { id: string; parent: string | null }[];
 }
