@@ -16,7 +16,8 @@ export const speculativeFlagOptions = {
 export const speculativeHelp = `  --speculative M       speculative decoding (output unchanged, fewer steps): ngram (draft-free
                         lookup of the prompt and output so far; plugin_params memory_decoding),
                         draft (a smaller model with the same vocabulary, --draft-model), or
-                        layer-skip (the model's own first layers propose); default off
+                        layer-skip (the model's own first layers propose); default off.
+                        draft and layer-skip are not built yet: the engine refuses them
   --num-speculative-tokens N
                         most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 5; adapted
                         per sequence to its acceptance and to the batch)

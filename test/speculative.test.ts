@@ -23,8 +23,12 @@ const base: EngineOptions = {
   maxSeqLen: 512,
   cacheBlockSize: 16,
   threads: 2,
+  // The distribution test sends 160 requests at once.
+  maxQueueSize: 1024,
 };
-const SPEC: EngineOptions['speculative'] = { method: 'ngram', numSpeculativeTokens: 6 };
+// Adaptive k off: every proposal is verified, even in a large batch, so these tests see the
+// most drafts (the adaptive k has its own tests in engine/speculative/).
+const SPEC: EngineOptions['speculative'] = { method: 'ngram', numSpeculativeTokens: 6, adaptive: false };
 
 let plain: EngineCore;
 let h: Harness;
@@ -97,7 +101,7 @@ test('greedy: the same tokens as without speculation over 50 prompts, batched; d
   assert.ok(list.length >= 50);
   const reqs = list.map((text): GenerateRequest => ({
     prompt: { kind: 'text', text },
-    params: { temperature: 0, maxNewTokens: 32 },
+    params: { temperature: 0, maxNewTokens: 24 },
   }));
   const [a, b] = await both(reqs);
   for (let i = 0; i < reqs.length; i++) assert.deepEqual(b[i].tokenIds, a[i].tokenIds, list[i]);
@@ -128,7 +132,9 @@ test('distribution: at a verified position, sampled tokens follow the model (chi
   const N = 160;
   const reqs = Array.from({ length: N }, (_, i): GenerateRequest => ({
     prompt: { kind: 'tokens', ids },
-    params: { temperature: T, seed: i, maxNewTokens: 2, ignoreEos: true },
+    // Three tokens: after the first, one draft token fits, so the second is sampled at a
+    // position verified against a draft.
+    params: { temperature: T, seed: i, maxNewTokens: 3, ignoreEos: true },
   }));
   const before = (await spec.status()).specDecode!;
   const [a, b] = await both(reqs);

@@ -2,8 +2,8 @@
  * What a speculative proposer is: given sequences (their verified tokens so far) and how many
  * tokens each may propose, it proposes that many or fewer. The engine verifies every proposal
  * with the target model (the native sampler), so a proposer can only change speed, never the
- * output. Three implementations: n-gram lookup (ngram.ts), a draft model (draft-model.ts),
- * the target's own first layers (layer-skip.ts).
+ * output. Built: the n-gram lookup (ngram.ts). The draft-model and layer-skip methods are
+ * named in the options but not built yet; start.ts refuses them with an error naming the field.
  */
 import type { Sequence } from '../sequence.js';
 

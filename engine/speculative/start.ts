@@ -1,9 +1,8 @@
 /**
  * Builds the proposer the options name, for a loaded model (engine/load-engine.ts calls it):
- * the n-gram lookup needs nothing, a draft model is loaded with its own KV pool, layer
- * skipping runs on the served model's own context. `mtp` is refused here, naming the field
- * it came from, unless the model has multi-token-prediction heads (no architecture Prism
- * loads has them).
+ * the n-gram lookup needs nothing. The draft-model and layer-skip proposers are not built
+ * yet and are refused here with an error naming the field, as is `mtp` unless the model has
+ * multi-token-prediction heads (no architecture Prism loads has them).
  */
 import { EngineError } from '../errors.js';
 import { NgramProposer } from './ngram.js';
