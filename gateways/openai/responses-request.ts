@@ -6,8 +6,8 @@
  * references, and tool types other than `function`.
  */
 import type { ChatMessage, ChatTool, ToolChoice } from '../../engine/types.js';
-import { checkJsonSchema } from '../../engine/structured/schema-check.js';
-import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { prepareSchema } from '../../engine/structured/schema/prepare.js';
+import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
@@ -318,11 +318,8 @@ export function toolFields(body: ResponsesBody): {
     tools.forEach((t, i) => {
       if (typeof toolChoice === 'object' && t.name !== toolChoice.function) return;
       if (t.parameters === undefined) return;
-      try {
-        checkJsonSchema(t.parameters, `tools[${i}].parameters`);
-      } catch (e) {
-        throw toHttpError(e);
-      }
+      const prepared = prepareSchema(t.parameters, `tools[${i}].parameters`);
+      if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
     });
   }
   return {

@@ -8,7 +8,7 @@
  */
 import type { Context } from 'koa';
 import type { Constraint } from '../../engine/structured/constraint.js';
-import { checkJsonSchema } from '../../engine/structured/schema-check.js';
+import { prepareSchema } from '../../engine/structured/schema/prepare.js';
 import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { events, newRequestId } from '../shared/engine-calls.js';
@@ -18,7 +18,7 @@ import {
   resolveRequestedModel,
   type GatewayContext,
 } from '../shared/gateway-context.js';
-import { invalid, toHttpError } from '../shared/http-error.js';
+import { invalid } from '../shared/http-error.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import { withConstraintField } from '../shared/structured.js';
@@ -45,11 +45,9 @@ function textConstraint(body: ResponsesBody): { constraint: Constraint; field: s
     );
   if (format.schema === undefined)
     throw invalid('text.format.schema', "is required when type is 'json_schema'");
-  try {
-    checkJsonSchema(format.schema, 'text.format.schema');
-  } catch (e) {
-    throw toHttpError(e);
-  }
+  // The engine's one entry point of schema preparation: a refusal names the client's field.
+  const prepared = prepareSchema(format.schema, 'text.format.schema');
+  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
   return {
     constraint: { kind: 'json_schema', schema: JSON.stringify(format.schema) },
     field: 'text.format.schema',
