@@ -213,6 +213,26 @@ export class BlockManager {
     seq.cowPending = false;
   }
 
+  /**
+   * Split prefill/decode (engine/kv-transfer/): another reference on each block, held apart
+   * from any sequence — a lease keeps a finished prompt's KV for the engine that pulls it, a
+   * pull keeps the local cached prefix it builds on. A free block leaves the free list.
+   */
+  hold(blocks: readonly number[]): void {
+    for (const b of blocks) this.take(b);
+  }
+
+  /** Drops references taken by `hold` or `takeLoose` (a block at 0 goes back to the free list). */
+  unhold(blocks: readonly number[]): void {
+    for (const b of blocks) this.release(b);
+  }
+
+  /** `n` fresh blocks with one reference each, for KV another engine sends; null when fewer are free. */
+  takeLoose(n: number): number[] | null {
+    if (n > this.freeCount) return null;
+    return Array.from({ length: n }, () => this.takeFresh());
+  }
+
   /** Ref count of a block (for tests and invariants). */
   refCount(block: number): number {
     return this.refs[block];

@@ -4,7 +4,17 @@
  * scheduler's unit tests can drive it with a scripted runner while the engine itself always
  * runs this one.
  */
-import { contextInfo, step, supplyMasks, type ContextHandle, type StepResult } from '../native/native.js';
+import {
+  contextInfo,
+  kvLayout,
+  readKvBlock,
+  step,
+  supplyMasks,
+  writeKvBlock,
+  type ContextHandle,
+  type StepResult,
+} from '../native/native.js';
+import type { KvStore } from './kv-transfer/types.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
@@ -23,6 +33,8 @@ export interface Runner {
    * `late.masks` settles. Absent: every mask the step needs is already there (or none is).
    */
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
+  /** Block-by-block access to the KV cache (split prefill/decode); absent: no KV transfer. */
+  readonly kv?: KvStore;
 }
 
 export interface LateMasks {
@@ -34,6 +46,7 @@ export interface LateMasks {
 export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
+  readonly kv: KvStore;
 
   constructor(
     private readonly ctx: ContextHandle,
@@ -43,6 +56,11 @@ export class NativeRunner implements Runner {
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
+    this.kv = {
+      layout: kvLayout(ctx),
+      read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
+      write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
+    };
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {

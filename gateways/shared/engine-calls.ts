@@ -9,6 +9,7 @@ import type { GatewayContext } from './gateway-context.js';
 import { HttpError } from './http-error.js';
 import { renameConstraintError } from './structured.js';
 import { tracedGenerate } from './tracing.js';
+import { withPdHeaders } from '../pd/mindie-headers.js';
 
 export function newRequestId(prefix: string): string {
   return `${prefix}-${randomUUID().replace(/-/g, '')}`;
@@ -50,6 +51,7 @@ export async function collect(
 ): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
+  request = withPdHeaders(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
       if (ev.type === 'token') {
@@ -85,6 +87,7 @@ export async function* events(
   request: GenerateRequest,
   signal: AbortSignal,
 ): AsyncGenerator<GenerateEvent> {
+  request = withPdHeaders(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
       if (ev.type === 'finish') failIfError(ev);

@@ -49,6 +49,13 @@ class Context {
   LoraRunner& lora() { return lora_; }
   const LoraRunner& lora() const { return lora_; }
 
+  // KV transfer between engines (kv_transfer.cc): one layer of one block is K then V of all
+  // its KV heads, blockSize × headDim F16 values each. The copies take layers [l0, l0 + n) of
+  // `block`; the addon checks the ranges. Only blocks no running step writes are copied.
+  int64_t kvBlockLayerBytes() const;
+  void readKvBlock(int64_t block, int64_t l0, int64_t n, uint8_t* out) const;
+  void writeKvBlock(int64_t block, int64_t l0, int64_t n, const uint8_t* in);
+
  private:
   // Runs f(begin, end, thread) over [0, count): inline when the work is small (decode's
   // per-token vector ops), else split across the pool.
@@ -78,6 +85,12 @@ class Context {
   }
   uint16_t* vAt(int64_t layer, int64_t block, int64_t kvHead) {
     return vCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
+  }
+  const uint16_t* kAt(int64_t layer, int64_t block) const {
+    return kCache_.data() + ((layer * opts_.kvBlocks + block) * cfg_.kvHeads * opts_.blockSize) * cfg_.headDim;
+  }
+  const uint16_t* vAt(int64_t layer, int64_t block) const {
+    return vCache_.data() + ((layer * opts_.kvBlocks + block) * cfg_.kvHeads * opts_.blockSize) * cfg_.headDim;
   }
 
   std::shared_ptr<Model> model_;
