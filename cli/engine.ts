@@ -53,7 +53,7 @@ interface EngineArgs {
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
-  readonly pd: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
+  readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -94,7 +94,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     model: values.model,
     config: values.config,
     listen,
-    pd,
+    ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
@@ -152,7 +152,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
-      ...args.pd,
+      ...(args.pd ?? {}),
       kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };

@@ -2,7 +2,7 @@
  * Split prefill/decode between real engines (default model, gRPC on unix sockets): both flows
  * at the engine API, moved tokens counted as cached, the decode engine's prefix cache keying
  * the pulled blocks, roles, and the refusals. Every test ends with every KV block free on
- * every engine. The faults (peers dying mid-transfer, clients leaving) are in pd-faults.test.ts.
+ * every engine. The faults (peers dying mid-transfer, clients leaving) have their own file.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,7 +68,10 @@ describe('llm-d flow: kv_transfer_params from the prefill engine, pulled by the 
     assert.ok((await prefill.client.status()).leasedBlocks > 0);
 
     const out = finishOf(
-      await run(decode.client, { ...greedy(LONG, 8, 'llmd-1'), kvTransfer: { kind: 'remotePrefill', ...params } }),
+      await run(decode.client, {
+        ...greedy(LONG, 8, 'llmd-1'),
+        kvTransfer: { kind: 'remotePrefill', ...params },
+      }),
     );
     assert.deepEqual(out.tokenIds, reference.tokenIds);
     assert.equal(out.text, reference.text);
@@ -83,16 +86,27 @@ describe('llm-d flow: kv_transfer_params from the prefill engine, pulled by the 
   test('the decode engine keys pulled blocks in its prefix cache: a second request pulls only the rest', async () => {
     const before = (await decode.client.status()).kvBytesIn;
     const pull = async (id: string, text: string) => {
-      const p = finishOf(await run(prefill.client, { ...greedy(text, 1, id), kvTransfer: { kind: 'remoteDecode' } }));
+      const p = finishOf(
+        await run(prefill.client, { ...greedy(text, 1, id), kvTransfer: { kind: 'remoteDecode' } }),
+      );
       return finishOf(
-        await run(decode.client, { ...greedy(text, 4, id), kvTransfer: { kind: 'remotePrefill', ...p.kvTransfer! } }),
+        await run(decode.client, {
+          ...greedy(text, 4, id),
+          kvTransfer: { kind: 'remotePrefill', ...p.kvTransfer! },
+        }),
       );
     };
-    const a = await pull('cache-a', LONG + ' First question.');
+    const shared =
+      'Rivers carry water from mountains to the sea, shaping valleys, feeding farms and towns, and ' +
+      'moving sand and stones a little further every year. Over thousands of years a river can cut ' +
+      'a canyon through solid rock, and its delta can grow far out into the sea it flows into.';
+    const a = await pull('cache-a', shared + ' First question.');
     const mid = (await decode.client.status()).kvBytesIn;
-    const b = await pull('cache-b', LONG + ' Second question, a little longer.');
+    const b = await pull('cache-b', shared + ' Second question, a little longer.');
     const end = (await decode.client.status()).kvBytesIn;
     assert.ok(a.usage.cachedPromptTokens > 0);
+    // b's cached tokens: the shared prefix from the local cache plus its own moved tokens.
+    assert.equal(b.usage.cachedPromptTokens, b.usage.promptTokens - 1);
     assert.ok(end - mid < mid - before, `second pull ${end - mid} bytes, first ${mid - before}`);
     await allFree();
   });
@@ -111,7 +125,7 @@ describe('llm-d flow: kv_transfer_params from the prefill engine, pulled by the 
 });
 
 describe('MindIE flow: hand-off to d-target, results over DecodeResults', () => {
-  test('first token from the prefill engine, the rest from the decode engine, together one engine\'s answer', async () => {
+  test("first token from the prefill engine, the rest from the decode engine, together one engine's answer", async () => {
     const reference = await run(mixed.client, greedy(LONG, 10));
     const refFinish = finishOf(reference);
     const stream = decode.client.decodeResults();
@@ -137,13 +151,17 @@ describe('MindIE flow: hand-off to d-target, results over DecodeResults', () => 
       results.push(r.value.event);
       if (r.value.event.type === 'finish') break;
     }
-    await it.return?.();
+    await it.return?.(undefined);
     const last = finishOf(results);
     assert.deepEqual(last.tokenIds, refFinish.tokenIds);
     assert.equal(last.text, refFinish.text);
     // The streamed pieces: the prefill engine's first token, then the decode engine's, as one engine streams them.
-    const pieces = [...tokens, ...results.filter((e) => e.type === 'token')].map((e) => (e.type === 'token' ? e.text : ''));
-    const refPieces = reference.filter((e) => e.type === 'token').map((e) => (e.type === 'token' ? e.text : ''));
+    const pieces = [...tokens, ...results.filter((e) => e.type === 'token')].map((e) =>
+      e.type === 'token' ? e.text : '',
+    );
+    const refPieces = reference
+      .filter((e) => e.type === 'token')
+      .map((e) => (e.type === 'token' ? e.text : ''));
     assert.deepEqual(pieces, refPieces);
     assert.equal(last.usage.cachedPromptTokens, last.usage.promptTokens);
     await allFree();
@@ -163,7 +181,9 @@ describe('MindIE flow: hand-off to d-target, results over DecodeResults', () => 
 
 describe('roles', () => {
   test('prefill and decode engines refuse whole requests; mixed takes everything', async () => {
-    await assert.rejects(run(prefill.client, greedy('Hello')), (e: Error) => /role is prefill/.test(e.message));
+    await assert.rejects(run(prefill.client, greedy('Hello')), (e: Error) =>
+      /role is prefill/.test(e.message),
+    );
     await assert.rejects(run(decode.client, greedy('Hello')), (e: Error) => /role is decode/.test(e.message));
     await assert.rejects(
       run(decode.client, { ...greedy('Hello'), kvTransfer: { kind: 'remoteDecode' } }),

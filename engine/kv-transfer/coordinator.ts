@@ -181,7 +181,11 @@ export class PdCoordinator implements Engine {
     const n = request.params?.n ?? 1;
     const bestOf = request.params?.bestOf ?? n;
     if (n > 1 || bestOf > 1)
-      throw new EngineError('UNIMPLEMENTED', 'n or best_of above 1 is not supported with split prefill/decode', 'n');
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'n or best_of above 1 is not supported with split prefill/decode',
+        'n',
+      );
     const id = request.requestId ?? randomUUID();
     const p = pickLeastLoaded(this.prefill);
     const d = pickLeastLoaded(this.decode);
@@ -208,7 +212,10 @@ export class PdCoordinator implements Engine {
     let finished = false;
     try {
       const prefill = p.engine.generate(
-        { ...request, kvTransfer: { kind: 'remoteDecode', decodeTarget: d.address, recompute: this.o.recompute } },
+        {
+          ...request,
+          kvTransfer: { kind: 'remoteDecode', decodeTarget: d.address, recompute: this.o.recompute },
+        },
         signal,
       );
       for await (const event of prefill) {
@@ -281,7 +288,10 @@ export class PdCoordinator implements Engine {
     return this.any((e) => e.tokenize(text, addSpecialTokens));
   }
 
-  detokenize(ids: readonly number[], skipSpecialTokens?: boolean): Promise<{ text: string; tokens: string[] }> {
+  detokenize(
+    ids: readonly number[],
+    skipSpecialTokens?: boolean,
+  ): Promise<{ text: string; tokens: string[] }> {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
@@ -299,12 +309,16 @@ export class PdCoordinator implements Engine {
       ...this.prefill.map((m) => ({ m, role: 'prefill' as const })),
       ...this.decode.map((m) => ({ m, role: 'decode' as const })),
     ];
-    return Promise.all(all.map(async ({ m, role }) => ({ address: m.address, role, info: await m.engine.info() })));
+    return Promise.all(
+      all.map(async ({ m, role }) => ({ address: m.address, role, info: await m.engine.info() })),
+    );
   }
 
   /** The decode engines' status summed (their running requests are the coordinator's answers in flight). */
   async status(): Promise<EngineStatus> {
-    const s = await Promise.all([...this.prefill, ...this.decode].map((m) => m.engine.status().catch(() => null)));
+    const s = await Promise.all(
+      [...this.prefill, ...this.decode].map((m) => m.engine.status().catch(() => null)),
+    );
     const list = s.filter((x): x is EngineStatus => x !== null);
     if (list.length === 0) throw new EngineError('UNAVAILABLE', 'no engine answered the status request');
     const sum = (f: (x: EngineStatus) => number): number => list.reduce((a, x) => a + f(x), 0);
@@ -329,7 +343,10 @@ export class PdCoordinator implements Engine {
 
   loadAdapter(): Promise<{ message: string; rank: number; loadMs: number }> {
     return Promise.reject(
-      new EngineError('UNIMPLEMENTED', 'LoRA adapters are not served through the split prefill/decode coordinator'),
+      new EngineError(
+        'UNIMPLEMENTED',
+        'LoRA adapters are not served through the split prefill/decode coordinator',
+      ),
     );
   }
 
@@ -345,6 +362,7 @@ export class PdCoordinator implements Engine {
     throw new EngineError('UNIMPLEMENTED', 'the coordinator has no role; assign roles on the engines');
   }
 
+  // eslint-disable-next-line require-yield
   async *decodeResults(): AsyncGenerator<DecodeResult> {
     throw new EngineError('UNIMPLEMENTED', 'the coordinator has no results stream; its decode engines do');
   }

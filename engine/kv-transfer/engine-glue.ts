@@ -15,6 +15,7 @@
  *   holding those blocks; the scheduler starts it where the KV ends. With recompute allowed,
  *   a failed pull queues it without KV instead (its prompt is computed here).
  */
+import * as grpc from '@grpc/grpc-js';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { BlockManager } from '../block-manager.js';
 import type { ChoiceOutput } from '../choice-output.js';
@@ -83,8 +84,8 @@ export interface DisaggregationDeps {
   /** Checks a request as `generate` would, without admitting it (a hand-off's answer). */
   check(request: GenerateRequest): void;
   submit(request: GenerateRequest): AsyncIterable<GenerateEvent>;
-  /** Hands a request whose sequence may run now to the step loop. */
-  enqueue(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void;
+  /** Hands a sequence that may run now to the step loop. */
+  enqueue(seq: Sequence): void;
   /** Ends a request with an error (its stream ends with it). */
   fail(req: LiveRequest, error: EngineError): void;
   cancel(id: string): void;
@@ -139,7 +140,11 @@ export class Disaggregation {
     }
     const n = request.params?.n ?? 1;
     if (n > 1 || (request.params?.bestOf ?? n) > 1)
-      throw new EngineError('UNIMPLEMENTED', 'n or best_of above 1 is not supported with split prefill/decode', 'n');
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'n or best_of above 1 is not supported with split prefill/decode',
+        'n',
+      );
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
     if (spec.kind === 'remoteDecode') {
@@ -189,7 +194,8 @@ export class Disaggregation {
    */
   afterFirstToken(req: LiveRequest, c: ChoiceOutput): void {
     const pd = req.pd;
-    if (pd?.kind !== 'prefill' || pd.spec.kind !== 'remoteDecode' || pd.spec.decodeTarget === undefined) return;
+    if (pd?.kind !== 'prefill' || pd.spec.kind !== 'remoteDecode' || pd.spec.decodeTarget === undefined)
+      return;
     if (c.reason !== null || c.tokenIds.length !== 1) return;
     c.reason = 'length';
     pd.handOffWanted = true;
@@ -263,7 +269,8 @@ export class Disaggregation {
     const client = this.peers.get(target);
     try {
       await new Promise<void>((resolve, reject) => {
-        client.handOff(message, { deadline: Date.now() + this.d.options.transferTimeoutMs }, (err) =>
+        const deadline = Date.now() + this.d.options.transferTimeoutMs;
+        client.handOff(message, new grpc.Metadata(), { deadline }, (err) =>
           err ? reject(fromGrpcError(err)) : resolve(),
         );
       });
@@ -282,7 +289,7 @@ export class Disaggregation {
    * not hold already), then queues it. Tokens the prefill engine generated join its choice
    * first, as if sampled here (the prefill engine streamed them).
    */
-  async pullThenEnqueue(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): Promise<void> {
+  async pullThenEnqueue(req: LiveRequest, seq: Sequence): Promise<void> {
     const pd = req.pd!;
     const spec = pd.spec as RemotePrefill & { handOff?: HandOffPart };
     const source = remoteTarget(spec.remoteHost, spec.remotePort);
@@ -296,7 +303,10 @@ export class Disaggregation {
     const promptLen = seq.promptLen;
     const place = (h: PulledHeader): number[] => {
       if (h.tokenIds.length !== promptLen || h.tokenIds.some((t, i) => t !== seq.tokens[i]))
-        throw new EngineError('GENERATION_FAILED', 'the two engines made different prompt tokens of the request');
+        throw new EngineError(
+          'GENERATION_FAILED',
+          'the two engines made different prompt tokens of the request',
+        );
       const got = blocks.takeLoose(h.numBlocks);
       if (!got)
         throw new EngineError(
@@ -325,7 +335,7 @@ export class Disaggregation {
       const error = e instanceof EngineError ? e : new EngineError('GENERATION_FAILED', String(e));
       const mismatch = /cannot share KV|different prompt tokens/.test(error.message);
       if (spec.recompute && !mismatch) {
-        this.d.enqueue(req, seq, signal); // computed here from its prompt (and prefix cache)
+        this.d.enqueue(seq); // computed here from its prompt (and prefix cache)
         return;
       }
       this.d.fail(req, error);
@@ -345,7 +355,7 @@ export class Disaggregation {
     seq.numComputed = spec.handOff ? promptLen : promptLen - 1;
     seq.cachedPromptTokens = Math.min(seq.numComputed, promptLen);
     blocks.registerFull(seq);
-    this.d.enqueue(req, seq, signal);
+    this.d.enqueue(seq);
   }
 
   /** The prefill engine's tokens join the choice (and the grammar) without an event. */

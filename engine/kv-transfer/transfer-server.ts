@@ -79,8 +79,9 @@ export async function* serveTransfer(
     for (let i = req.firstBlock; i < lease.blocks.length; i++) {
       for (let l = 0; l < layers; l += perChunk) {
         const count = Math.min(perChunk, layers - l);
-        const data = src.kv.read(lease.blocks[i], l, count);
-        src.served?.(data.byteLength);
+        const bytes = src.kv.read(lease.blocks[i], l, count);
+        src.served?.(bytes.byteLength);
+        const data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
         yield { part: { $case: 'block', block: { blockIndex: i, layerStart: l, layerCount: count, data } } };
       }
     }
