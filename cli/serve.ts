@@ -167,7 +167,11 @@ export async function run(argv: string[]): Promise<number> {
   const socket = values['engine-socket'] ?? join(tmpdir(), `prism-engine-${process.pid}.sock`);
   let server;
   try {
-    server = await startEngineServer(engine, { listen: `unix:${socket}`, log, kvTransfer: engine.disaggregation });
+    server = await startEngineServer(engine, {
+      listen: `unix:${socket}`,
+      log,
+      kvTransfer: engine.disaggregation,
+    });
   } catch (e) {
     log((e as Error).message);
     await engine.close();

@@ -198,7 +198,8 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
 
 function checkRole(role: EngineRole | undefined): EngineRole {
   if (role === undefined) return 'mixed';
-  if (!ENGINE_ROLES.includes(role)) throw bad('role', `must be one of ${ENGINE_ROLES.join(', ')}, got '${String(role)}'`);
+  if (!ENGINE_ROLES.includes(role))
+    throw bad('role', `must be one of ${ENGINE_ROLES.join(', ')}, got '${String(role)}'`);
   return role;
 }
 

@@ -27,7 +27,11 @@ function sampleFile(hash: ReturnType<typeof createHash>, file: string): void {
     const size = fstatSync(fd).size;
     hash.update(`${file.split(/[\\/]/).pop()}:${size};`);
     const buf = Buffer.alloc(SAMPLE_BYTES);
-    for (const at of [0, Math.max(0, Math.floor(size / 2) - SAMPLE_BYTES / 2), Math.max(0, size - SAMPLE_BYTES)]) {
+    for (const at of [
+      0,
+      Math.max(0, Math.floor(size / 2) - SAMPLE_BYTES / 2),
+      Math.max(0, size - SAMPLE_BYTES),
+    ]) {
       const n = readSync(fd, buf, 0, Math.min(SAMPLE_BYTES, size - at), at);
       hash.update(buf.subarray(0, n));
     }

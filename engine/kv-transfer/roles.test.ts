@@ -6,7 +6,10 @@ import { parseRole, Roles } from './roles.js';
 test('each role takes its kinds of request and refuses the others as UNAVAILABLE', () => {
   const r = new Roles('prefill');
   r.check('prefill');
-  assert.throws(() => r.check('whole'), (e: EngineError) => e.code === 'UNAVAILABLE' && /role is prefill/.test(e.message));
+  assert.throws(
+    () => r.check('whole'),
+    (e: EngineError) => e.code === 'UNAVAILABLE' && /role is prefill/.test(e.message),
+  );
   assert.throws(() => r.check('decode'), EngineError);
   const d = new Roles('decode');
   d.check('decode');

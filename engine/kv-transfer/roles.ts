@@ -31,7 +31,12 @@ const HOW: Record<RequestKind, string> = {
 
 export function parseRole(text: string, field = 'role'): EngineRole {
   const role = ENGINE_ROLES.find((r) => r === text);
-  if (!role) throw new EngineError('INVALID_ARGUMENT', `${field}: must be one of ${ENGINE_ROLES.join(', ')}, got '${text}'`, field);
+  if (!role)
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `${field}: must be one of ${ENGINE_ROLES.join(', ')}, got '${text}'`,
+      field,
+    );
   return role;
 }
 

@@ -91,7 +91,9 @@ export async function pullKv(
         };
         const needed = Math.ceil(h.tokenIds.length / mine.compat.blockSize) - request.firstBlock;
         if (h.numBlocks !== needed)
-          throw fail(`the header announces ${h.numBlocks} blocks for ${h.tokenIds.length} tokens, expected ${needed}`);
+          throw fail(
+            `the header announces ${h.numBlocks} blocks for ${h.tokenIds.length} tokens, expected ${needed}`,
+          );
         blocks = place(header);
         if (blocks.length !== h.numBlocks) throw fail('no place for the blocks');
         written = new Uint8Array(h.numBlocks * layers);
@@ -105,12 +107,18 @@ export async function pullKv(
       if (b.layerCount < 1 || b.layerStart + b.layerCount > layers)
         throw fail(`layers ${b.layerStart}+${b.layerCount} are outside the model's ${layers}`);
       if (b.data.byteLength !== b.layerCount * blockLayerBytes)
-        throw fail(`block ${b.blockIndex} carries ${b.data.byteLength} bytes for ${b.layerCount} layers of ${blockLayerBytes}`);
+        throw fail(
+          `block ${b.blockIndex} carries ${b.data.byteLength} bytes for ${b.layerCount} layers of ${blockLayerBytes}`,
+        );
       for (let l = b.layerStart; l < b.layerStart + b.layerCount; l++) {
         if (written[i * layers + l]) throw fail(`layer ${l} of block ${b.blockIndex} arrived twice`);
         written[i * layers + l] = 1;
       }
-      mine.kv.write(blocks[i], b.layerStart, new Uint8Array(b.data.buffer, b.data.byteOffset, b.data.byteLength));
+      mine.kv.write(
+        blocks[i],
+        b.layerStart,
+        new Uint8Array(b.data.buffer, b.data.byteOffset, b.data.byteLength),
+      );
       bytes += b.data.byteLength;
     }
   } catch (err) {

@@ -102,9 +102,17 @@ export interface KvTransferCounters {
 
 /** The first differing field of two compat records, or null when they agree. */
 export function compatMismatch(mine: KvCompat, theirs: KvCompat): string | null {
-  const fields: (keyof KvCompat)[] = ['modelFingerprint', 'blockSize', 'kvDtype', 'layers', 'kvHeads', 'headDim'];
+  const fields: (keyof KvCompat)[] = [
+    'modelFingerprint',
+    'blockSize',
+    'kvDtype',
+    'layers',
+    'kvHeads',
+    'headDim',
+  ];
   for (const f of fields) {
-    if (mine[f] !== theirs[f]) return `${f}: this engine has ${String(mine[f])}, the other ${String(theirs[f])}`;
+    if (mine[f] !== theirs[f])
+      return `${f}: this engine has ${String(mine[f])}, the other ${String(theirs[f])}`;
   }
   return null;
 }

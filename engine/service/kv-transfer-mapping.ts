@@ -76,7 +76,10 @@ export function decodeResultToProto(
 ): pb.DecodeResult {
   if ('held' in r) return { requestId: '', body: undefined };
   if ('error' in r)
-    return { requestId: r.requestId, body: { $case: 'error', error: { code: r.error.code, message: r.error.message } } };
+    return {
+      requestId: r.requestId,
+      body: { $case: 'error', error: { code: r.error.code, message: r.error.message } },
+    };
   const m = event(r.event).event!;
   return {
     requestId: r.requestId,
@@ -91,7 +94,9 @@ export function decodeResultFromProto(
   const body = m.body;
   if (!body) return m.requestId === '' ? { requestId: '', held: true } : undefined;
   if (body.$case === 'error') {
-    const code = ERROR_CODES.has(body.error.code) ? (body.error.code as EngineErrorCode) : 'GENERATION_FAILED';
+    const code = ERROR_CODES.has(body.error.code)
+      ? (body.error.code as EngineErrorCode)
+      : 'GENERATION_FAILED';
     return { requestId: m.requestId, error: new EngineError(code, body.error.message) };
   }
   const ev = event(

@@ -24,7 +24,12 @@ import type {
   TokenLogprob,
 } from '../types.js';
 import { ENGINE_ROLES, type EngineRole } from '../kv-transfer/types.js';
-import { kvParamsFromProto, kvParamsToProto, kvTransferFromProto, kvTransferToProto } from './kv-transfer-mapping.js';
+import {
+  kvParamsFromProto,
+  kvParamsToProto,
+  kvTransferFromProto,
+  kvTransferToProto,
+} from './kv-transfer-mapping.js';
 import {
   chatDeltaFromProto,
   chatDeltaToProto,

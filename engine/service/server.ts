@@ -17,10 +17,7 @@ import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
 import type { Engine, GenerateEvent } from '../types.js';
 import { parseRole } from '../kv-transfer/roles.js';
-import {
-  checkHandOff,
-  decodeResultToProto,
-} from './kv-transfer-mapping.js';
+import { checkHandOff, decodeResultToProto } from './kv-transfer-mapping.js';
 import { grpcTarget, parseListenAddress, removeStaleSocket } from './listen-address.js';
 import {
   chatMessagesFromProto,

@@ -22,7 +22,10 @@ export const kvTransferSchemaProperty = {
           do_remote_prefill: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
           remote_engine_id: nullableString,
           remote_block_ids: {
-            anyOf: [{ type: 'array', maxItems: 1 << 20, items: { type: 'integer', minimum: 0 } }, { type: 'null' }],
+            anyOf: [
+              { type: 'array', maxItems: 1 << 20, items: { type: 'integer', minimum: 0 } },
+              { type: 'null' },
+            ],
           },
           remote_host: nullableString,
           remote_port: { anyOf: [{ type: 'integer', minimum: 0, maximum: 65535 }, { type: 'null' }] },
@@ -58,10 +61,12 @@ export function kvTransferFromBody(p: KvTransferBody | null | undefined): { kvTr
   if (p.do_remote_decode) return { kvTransfer: { kind: 'remoteDecode' } };
   if (!p.do_remote_prefill) return {};
   const need = (v: string | null | undefined, name: string): string => {
-    if (typeof v !== 'string' || v === '') throw invalid(`${F}.${name}`, 'is required with do_remote_prefill');
+    if (typeof v !== 'string' || v === '')
+      throw invalid(`${F}.${name}`, 'is required with do_remote_prefill');
     return v;
   };
-  if (typeof p.remote_port !== 'number') throw invalid(`${F}.remote_port`, 'is required with do_remote_prefill');
+  if (typeof p.remote_port !== 'number')
+    throw invalid(`${F}.remote_port`, 'is required with do_remote_prefill');
   return {
     kvTransfer: {
       kind: 'remotePrefill',

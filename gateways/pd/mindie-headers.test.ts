@@ -9,7 +9,12 @@ test('no PD header: an ordinary request', () => {
 });
 
 test('req-type prefill with req-id and d-target: a prefill that hands off', () => {
-  const pd = parse({ 'req-type': 'prefill', 'req-id': '0x1a2b', 'd-target': '127.0.0.1;50052', 'is-recompute': 'true' });
+  const pd = parse({
+    'req-type': 'prefill',
+    'req-id': '0x1a2b',
+    'd-target': '127.0.0.1;50052',
+    'is-recompute': 'true',
+  });
   assert.deepEqual(pd, {
     requestId: '0x1a2b',
     spec: { kind: 'remoteDecode', decodeTarget: '127.0.0.1;50052', recompute: true },

@@ -17,7 +17,8 @@ import type { GenerateRequest } from '../../engine/types.js';
 import { HttpError } from '../shared/http-error.js';
 
 /** What a request's PD headers ask for, or why they are refused. */
-type PdHeaders = { readonly requestId: string; readonly spec: KvTransferSpec } | { readonly error: HttpError };
+type PdHeaders =
+  { readonly requestId: string; readonly spec: KvTransferSpec } | { readonly error: HttpError };
 
 const store = new AsyncLocalStorage<PdHeaders>();
 
@@ -41,11 +42,14 @@ export function parsePdHeaders(get: (name: string) => string | undefined): PdHea
   const reqId = get('req-id');
   const target = get('d-target');
   const recompute = get('is-recompute');
-  if (type === undefined && reqId === undefined && target === undefined && recompute === undefined) return null;
-  if (type !== 'prefill') return bad('req-type', `must be 'prefill' with req-id and d-target, got '${type ?? ''}'`);
+  if (type === undefined && reqId === undefined && target === undefined && recompute === undefined)
+    return null;
+  if (type !== 'prefill')
+    return bad('req-type', `must be 'prefill' with req-id and d-target, got '${type ?? ''}'`);
   if (reqId === undefined || !REQ_ID.test(reqId))
     return bad('req-id', 'is required: a hexadecimal id of at most 254 digits (an optional 0x before them)');
-  if (target === undefined) return bad('d-target', 'is required: the decode engine as HOST;PORT, HOST:PORT or unix:PATH');
+  if (target === undefined)
+    return bad('d-target', 'is required: the decode engine as HOST;PORT, HOST:PORT or unix:PATH');
   if (recompute !== undefined && recompute !== 'true' && recompute !== 'false')
     return bad('is-recompute', `must be true or false, got '${recompute}'`);
   const t = target.trim();
