@@ -147,7 +147,7 @@ export class TcpProxy {
   }
 
   /** Resolves once a transfer is stalled at the mark. */
-  async stalled(ms = 5000): Promise<void> {
+  async stalled(ms = 60_000): Promise<void> {
     const until = Date.now() + ms;
     while (this.held.length === 0) {
       if (Date.now() > until) throw new Error('the proxy never stalled');

@@ -208,6 +208,9 @@ export class PdCoordinator implements Engine {
     const id = request.requestId!;
     const link = this.links.get(d)!;
     const rest = link.register(id);
+    // A client that leaves while the decode engine works: stop waiting (the finally cancels it there).
+    const onAbort = (): void => rest.end(new EngineError('CANCELLED', 'the client went away'));
+    signal?.addEventListener('abort', onAbort, { once: true });
     let handedOff = false;
     let finished = false;
     try {
@@ -232,6 +235,7 @@ export class PdCoordinator implements Engine {
         yield event;
       }
     } finally {
+      signal?.removeEventListener('abort', onAbort);
       link.unregister(id);
       // Left early (client gone, error): the decode engine may hold the request.
       if (handedOff && !finished) void d.engine.cancel(id).catch(() => {});
