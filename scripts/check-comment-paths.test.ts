@@ -19,9 +19,7 @@ test('a citation of a renamed file is caught: bare names, root paths and relativ
   const check = (comment: string) =>
     missingCitations(comment, 'engine/tools/registry.ts', tracked, basenames, root);
   assert.deepEqual(check(' taught by the built-in tool template (tool-template.ts).'), ['tool-template.ts']);
-  assert.deepEqual(check(' see engine/scheduler.ts and engine/block-table.ts'), [
-    'engine/block-table.ts',
-  ]);
+  assert.deepEqual(check(' see engine/scheduler.ts and engine/block-table.ts'), ['engine/block-table.ts']);
   assert.deepEqual(check(' the prompt (./tool-prompt.ts, ../scheduler.js)'), []);
   assert.deepEqual(check(' the prompt (./tool-template.ts)'), ['./tool-template.ts']);
   // Another project's file, named as such, and format names are not repository files.
