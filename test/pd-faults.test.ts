@@ -60,16 +60,18 @@ after(async () => {
   await Promise.all([reference?.close(), decode?.close()]);
 });
 
+/** `lead` makes the prompt one no engine has cached (the prefix cache would shorten the transfer). */
 async function postCompletion(
   url: string,
   signal?: AbortSignal,
+  lead = '',
 ): Promise<{ status: number; json: JsonBody }> {
   const res = await fetch(url + '/v1/completions', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       model: MODEL_NAME,
-      prompt: PROMPT,
+      prompt: lead + PROMPT,
       max_tokens: 6,
       temperature: 0,
       ignore_eos: true,
@@ -173,8 +175,13 @@ describe('the client hangs up mid-transfer', () => {
 
 describe('a model mismatch', () => {
   test('is refused by the prefill engine before any block moves', async () => {
+    // Another model with the default model's tokenizer (a fixture the project generates).
+    const otherModel = fixture('llama-q4_1').path;
     const prefill = await startTestEngine('prefill');
-    const other = await startTestEngine('decode', {}, fixture('llama-q4_1').path);
+    const other = await startTestEngine('decode', {}, otherModel).catch(async (e: unknown) => {
+      await prefill.close();
+      throw e;
+    });
     try {
       const p = finishOf(
         await run(prefill.client, { ...greedy('mismatch', 1), kvTransfer: { kind: 'remoteDecode' } }),

@@ -84,35 +84,38 @@ describe('MindIE', () => {
     };
     const want = await postJson(`${single.url}/v1/chat/completions`, chat);
     const holder = new AbortController();
-    const dresult = await fetch(`${decode.url}/dresult`, { signal: holder.signal });
-    assert.equal(dresult.status, 200);
-    const frames = readDresult(dresult, (f) =>
-      f.some((x) => x.prefix === 'lastData' || x.prefix === 'error'),
-    );
-    const first = await postJson(`${prefill.url}/v1/chat/completions`, chat, {
-      'req-type': 'prefill',
-      'req-id': '0xc0ffee',
-      'd-target': decode.engine.address,
-      'is-recompute': 'false',
-    });
-    assert.equal(first.status, 200, first.text);
-    // The prefill instance answers with the first token, in the family's format.
-    const firstText: string = first.json.choices[0].message.content;
-    assert.ok(want.json.choices[0].message.content.startsWith(firstText));
-    const got = (await frames).filter((f) => f.id === '0xc0ffee');
-    holder.abort();
-    assert.ok(got.length >= 2);
-    assert.ok(got.slice(0, -1).every((f) => f.prefix === 'data'));
-    assert.equal(got.at(-1)!.prefix, 'lastData');
-    const last = JSON.parse(got.at(-1)!.body) as FinishEvent;
-    assert.equal(last.type, 'finish');
-    assert.equal(last.text, want.json.choices[0].message.content);
-    const pieces = [
-      firstText,
-      ...got.slice(0, -1).map((f) => (JSON.parse(f.body) as GenerateEvent & { text: string }).text),
-    ];
-    assert.equal(pieces.join(''), last.text);
-    await Promise.all([waitAllFree(prefill.client), waitAllFree(decode.client)]);
+    try {
+      const dresult = await fetch(`${decode.url}/dresult`, { signal: holder.signal });
+      assert.equal(dresult.status, 200);
+      const frames = readDresult(dresult, (f) =>
+        f.some((x) => x.prefix === 'lastData' || x.prefix === 'error'),
+      );
+      const first = await postJson(`${prefill.url}/v1/chat/completions`, chat, {
+        'req-type': 'prefill',
+        'req-id': '0xc0ffee',
+        'd-target': decode.engine.address,
+        'is-recompute': 'false',
+      });
+      assert.equal(first.status, 200, first.text);
+      // The prefill instance answers with the first token, in the family's format.
+      const firstText: string = first.json.choices[0].message.content;
+      assert.ok(want.json.choices[0].message.content.startsWith(firstText));
+      const got = (await frames).filter((f) => f.id === '0xc0ffee');
+      assert.ok(got.length >= 2);
+      assert.ok(got.slice(0, -1).every((f) => f.prefix === 'data'));
+      assert.equal(got.at(-1)!.prefix, 'lastData');
+      const last = JSON.parse(got.at(-1)!.body) as FinishEvent;
+      assert.equal(last.type, 'finish');
+      assert.equal(last.text, want.json.choices[0].message.content);
+      const pieces = [
+        firstText,
+        ...got.slice(0, -1).map((f) => (JSON.parse(f.body) as GenerateEvent & { text: string }).text),
+      ];
+      assert.equal(pieces.join(''), last.text);
+      await Promise.all([waitAllFree(prefill.client), waitAllFree(decode.client)]);
+    } finally {
+      holder.abort(); // a failed check must not leave /dresult open (the gateway would never close)
+    }
   });
 
   test("a malformed PD header is a 400 in the family's shape, naming the header", async () => {

@@ -147,6 +147,14 @@ export class Disaggregation {
       );
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
+    // A sliding window releases a prompt's early blocks while it is computed, so there would
+    // be no whole prompt to lease; moving only the window's blocks is not built.
+    if (this.d.blocks.window > 0)
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'KV transfer is not supported for models whose every layer has a sliding window',
+        'kv_transfer',
+      );
     if (spec.kind === 'remoteDecode') {
       if (spec.decodeTarget !== undefined && decodeTargetAddress(spec.decodeTarget) === null)
         throw invalidArgument(

@@ -31,6 +31,7 @@ test('each broken header is refused naming it (MindIE 400)', () => {
     [{ 'req-type': 'prefill', 'd-target': 'h;1' }, 'req-id'],
     [{ 'req-type': 'prefill', 'req-id': 'not-hex', 'd-target': 'h;1' }, 'req-id'],
     [{ 'req-type': 'prefill', 'req-id': 'ff' }, 'd-target'],
+    [{ 'req-type': 'prefill', 'req-id': 'ff', 'd-target': 'nowhere:port' }, 'd-target'],
     [{ 'req-type': 'prefill', 'req-id': 'ff', 'd-target': 'h;1', 'is-recompute': 'yes' }, 'is-recompute'],
   ];
   for (const [h, field] of cases) {

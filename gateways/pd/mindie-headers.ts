@@ -12,6 +12,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type Koa from 'koa';
+import { decodeTargetAddress } from '../../engine/kv-transfer/peers.js';
 import type { KvTransferSpec } from '../../engine/kv-transfer/types.js';
 import type { GenerateRequest } from '../../engine/types.js';
 import { HttpError } from '../shared/http-error.js';
@@ -54,6 +55,8 @@ export function parsePdHeaders(get: (name: string) => string | undefined): PdHea
     return bad('is-recompute', `must be true or false, got '${recompute}'`);
   const t = target.trim();
   const decodeTarget = t.startsWith('unix:') || /[;:]\d{1,5}$/.test(t) ? t : `${t}:${DEFAULT_ENGINE_PORT}`;
+  if (decodeTargetAddress(decodeTarget) === null)
+    return bad('d-target', `must be HOST, HOST;PORT, HOST:PORT, [IPv6]:PORT or unix:PATH, got '${target}'`);
   return {
     requestId: reqId,
     spec: { kind: 'remoteDecode', decodeTarget, recompute: recompute === 'true' },
