@@ -147,12 +147,13 @@ export class Disaggregation {
       );
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
-    // A sliding window releases a prompt's early blocks while it is computed, so there would
-    // be no whole prompt to lease; moving only the window's blocks is not built.
-    if (this.d.blocks.window > 0)
+    // A sliding window releases a prompt's early pages while it is computed (and a model
+    // with mixed layers keeps several pages per block): there would be no whole prompt of
+    // one page per block to lease. Moving layer groups' pages is not built.
+    if (!this.d.blocks.uniformLayers)
       throw new EngineError(
         'UNIMPLEMENTED',
-        'KV transfer is not supported for models whose every layer has a sliding window',
+        'KV transfer is not supported for models with sliding-window layers',
         'kv_transfer',
       );
     if (spec.kind === 'remoteDecode') {
@@ -303,7 +304,9 @@ export class Disaggregation {
     const source = remoteTarget(spec.remoteHost, spec.remotePort);
     const blocks = this.d.blocks;
     const cached = blocks.findCachedPrefix(seq);
-    blocks.hold(cached.blocks);
+    // One page per block (check() refuses other layouts): the cached blocks are their pages.
+    const cachedPages = cached.blocks.map((pages) => pages[0]);
+    blocks.hold(cachedPages);
     if (spec.handOff) this.prime(req, seq, spec.handOff);
     const controller = new AbortController();
     pd.pull = controller;
@@ -337,7 +340,7 @@ export class Disaggregation {
       this.counts.transferMsIn += r.ms;
       this.counts.tokensIn += promptLen - cached.blocks.length * blocks.blockSize;
     } catch (e) {
-      blocks.unhold([...cached.blocks, ...fresh]);
+      blocks.unhold([...cachedPages, ...fresh]);
       if (seq.aborted) return; // cancelled: the request has already ended
       this.counts.failures++;
       const error = e instanceof EngineError ? e : new EngineError('GENERATION_FAILED', String(e));
@@ -352,11 +355,11 @@ export class Disaggregation {
       pd.pull = undefined;
     }
     if (seq.aborted) {
-      blocks.unhold([...cached.blocks, ...fresh]);
+      blocks.unhold([...cachedPages, ...fresh]);
       return;
     }
     // The sequence takes over the references: its table holds the local prefix, then the pulled blocks.
-    seq.blockTable = [...cached.blocks, ...fresh];
+    seq.blockTable = [...cachedPages, ...fresh];
     seq.blockKeys = [...cached.keys];
     // A handed-off request continues after its first token; a pulled one computes its last
     // prompt token here (its logits give the first token), as vLLM's decode side does.

@@ -15,11 +15,11 @@
  * Either way the bytes move over the engine's own gRPC service (TransferKv), pulled by the
  * decode engine from the prefill engine that holds them under a lease.
  */
-import type { KvLayout } from '../../native/native.js';
+import type { KvTransferLayout } from '../../native/native.js';
 import type { EngineError } from '../errors.js';
 import type { GenerateEvent } from '../types.js';
 
-export type { KvLayout } from '../../native/native.js';
+export type { KvTransferLayout } from '../../native/native.js';
 
 /** What an engine takes: `mixed` (the default) runs whole requests and both halves of split ones. */
 export type EngineRole = 'prefill' | 'decode' | 'mixed';
@@ -83,7 +83,7 @@ export interface KvCompat {
 
 /** A runner's KV cache, block by block (the native copies; engine/runner.ts). */
 export interface KvStore {
-  readonly layout: KvLayout;
+  readonly layout: KvTransferLayout;
   read(block: number, layerStart: number, layerCount: number): Uint8Array;
   write(block: number, layerStart: number, data: Uint8Array): void;
 }

@@ -51,7 +51,7 @@ int64_t intAt(const Napi::CallbackInfo& info, size_t i, const char* name, int64_
 }
 
 // kvLayout(ctx) → { layers, kvHeads, headDim, blockSize, kvBlocks, dtype, blockLayerBytes }
-Napi::Value KvLayout(const Napi::CallbackInfo& info) {
+Napi::Value KvTransferLayout(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Context& ctx = *contextBox(env, info[0], "ctx")->ctx;
   const ModelConfig& c = ctx.model()->cfg;
@@ -106,7 +106,7 @@ Napi::Value WriteKvBlock(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void registerKvTransferExports(Napi::Env env, Napi::Object exports) {
-  exports.Set("kvLayout", Napi::Function::New(env, KvLayout));
+  exports.Set("kvLayout", Napi::Function::New(env, KvTransferLayout));
   exports.Set("readKvBlock", Napi::Function::New(env, ReadKvBlock));
   exports.Set("writeKvBlock", Napi::Function::New(env, WriteKvBlock));
 }
