@@ -21,6 +21,8 @@ import {
   speculativeHelp,
   type SpeculativeFlags,
 } from './speculative-flags.js';
+import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -40,6 +42,7 @@ options:
   --threads N           compute threads (default: the machine's cores)
 ${kvEventsHelp}
 ${speculativeHelp}
+${pdHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -58,6 +61,8 @@ interface EngineArgs {
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --speculative / --num-speculative-tokens / --draft-model, when given. */
   readonly speculative?: SpeculativeFlags;
+  /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
+  readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -74,6 +79,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         threads: { type: 'string' },
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
+        ...pdFlagOptions,
       },
     }));
   } catch (e) {
@@ -93,6 +99,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
+  const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
     model: values.model,
     config: values.config,
@@ -108,6 +115,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
           },
         }
       : {}),
+    ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
@@ -170,6 +178,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...(args.pd ?? {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
@@ -195,7 +204,7 @@ export async function run(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startEngineServer(engine, { listen: args.listen, log });
+    server = await startEngineServer(engine, { listen: args.listen, log, kvTransfer: engine.disaggregation });
   } catch (e) {
     log((e as Error).message);
     await engine.close();
@@ -205,7 +214,7 @@ export async function run(argv: string[]): Promise<number> {
   log(
     `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
-      `config ${config.source ?? 'defaults'}]`,
+      `config ${config.source ?? 'defaults'}; role ${options.role ?? 'mixed'}]`,
   );
 
   const running = server;

@@ -29,6 +29,8 @@ import { StepFaults } from './step-fault.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import { EngineChat } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
+import { Disaggregation } from './kv-transfer/engine-glue.js';
+import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type {
   AdapterList,
   ChatMessage,
@@ -78,6 +80,8 @@ export class EngineCore implements Engine {
   private readonly faults = new StepFaults();
   /** Speculative decoding: proposes before the scheduler, learns from each verify step. */
   private readonly speculator: Speculator | null;
+  /** Split prefill/decode (engine/kv-transfer/): roles, leases, pulls, hand-offs, the results hub. */
+  readonly disaggregation: Disaggregation;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -96,6 +100,21 @@ export class EngineCore implements Engine {
     );
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
     this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize, undefined, o.threads);
+    this.disaggregation = new Disaggregation({
+      kv: deps.runner.kv,
+      modelFingerprint: deps.info.modelFingerprint,
+      engineId: deps.info.engineId,
+      blocks: this.blocks,
+      structured: this.structured,
+      maxSeqLen: o.maxSeqLen,
+      options: { role: o.role, leaseTtlMs: o.kvLeaseMs, transferTimeoutMs: o.kvTransferTimeoutMs },
+      liveRequests: () => this.requests.all(),
+      check: (request) => this.intake.check(request),
+      submit: (request) => this.generate(request),
+      enqueue: (seq) => this.enqueue(seq),
+      fail: (req, error) => this.outputs.abort(req, { message: error.message, fault: error }),
+      cancel: (id) => void this.cancel(id),
+    });
     this.intake = new RequestIntake({
       tokenizer: deps.tokenizer,
       options: o,
@@ -112,6 +131,7 @@ export class EngineCore implements Engine {
       closed: () => this.closed,
       admitted: (req, seq, signal) => this.admitted(req, seq, signal),
       cancel: (id) => void this.cancel(id),
+      disaggregation: this.disaggregation,
     });
     const spec = deps.speculation;
     this.speculator = spec
@@ -127,7 +147,12 @@ export class EngineCore implements Engine {
       adapters: deps.adapters,
       table: this.requests,
       metrics: this.metrics,
-      finishSequence: (seq) => this.scheduler.finish(seq),
+      finishSequence: (seq) => {
+        this.disaggregation.finishing(this.requests.get(seq.requestId), seq);
+        this.speculator?.release(seq);
+        this.scheduler.finish(seq);
+      },
+      disaggregation: this.disaggregation,
     });
   }
 
@@ -142,9 +167,11 @@ export class EngineCore implements Engine {
       throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
   }
 
-  /** An admitted request joins the scheduler's queue; its caller's signal cancels it. */
+  /**
+   * An admitted request joins the scheduler's queue (one that arrives with its KV once the KV
+   * is in: engine/kv-transfer/); its caller's signal cancels it.
+   */
   private admitted(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void {
-    this.scheduler.add(seq);
     if (signal) {
       const onAbort = () => void this.cancel(req.id);
       if (signal.aborted) queueMicrotask(onAbort);
@@ -153,12 +180,20 @@ export class EngineCore implements Engine {
         req.detachSignal = () => signal.removeEventListener('abort', onAbort);
       }
     }
+    if (req.pd?.kind === 'decode') void this.disaggregation.pullThenEnqueue(req, seq);
+    else this.enqueue(seq);
+  }
+
+  private enqueue(seq: Sequence): void {
+    this.scheduler.add(seq);
     this.kick();
   }
 
+  /** Cancels a live request, or frees the KV leased under the id for another engine to pull. */
   async cancel(requestId: string): Promise<boolean> {
     const req = this.requests.get(requestId);
-    if (!req) return false;
+    const leased = this.disaggregation.cancelled(requestId, req);
+    if (!req) return leased;
     this.outputs.abort(req);
     return true;
   }
@@ -275,6 +310,8 @@ export class EngineCore implements Engine {
     const req = this.requests.get(seq.requestId);
     const c = req?.choices[seq.index];
     if (!req || !c || c.reason !== null) return 0;
+    // Split prefill/decode: a prefill-side request ends at its first token; no drafts.
+    if (req.pd?.kind === 'prefill') return 0;
     return Math.min(req.maxNew - c.tokenIds.length, this.deps.options.maxSeqLen - seq.tokens.length) - 1;
   }
 
@@ -336,7 +373,33 @@ export class EngineCore implements Engine {
       waitingLoraAdapters: this.adapterNames(this.scheduler.waiting),
       maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
       ...(this.speculator ? { specDecode: this.speculator.metrics.snapshot() } : {}),
+      ...this.kvStatus(),
     };
+  }
+
+  private kvStatus() {
+    const { role, status } = this.disaggregation.roleState();
+    const c = this.disaggregation.counters();
+    return {
+      role,
+      roleStatus: status,
+      leasedBlocks: c.leasedBlocks,
+      kvTransfersIn: c.transfersIn,
+      kvBytesIn: c.bytesIn,
+      kvTransferMsIn: c.transferMsIn,
+      kvTokensIn: c.tokensIn,
+      kvTransfersOut: c.transfersOut,
+      kvBytesOut: c.bytesOut,
+      kvTransferFailures: c.failures,
+    };
+  }
+
+  async setRole(role: EngineRole): Promise<RoleState> {
+    return this.disaggregation.setRole(role);
+  }
+
+  decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult> {
+    return this.disaggregation.decodeResults(signal);
   }
 
   private adapterNames(seqs: readonly Sequence[]): string[] {
@@ -362,6 +425,7 @@ export class EngineCore implements Engine {
     this.stopping = true;
     this.closed = true;
     for (const id of this.requests.ids()) await this.cancel(id);
+    this.disaggregation.close();
     while (this.loop) await this.loop;
     await this.speculator?.close();
     await this.structured.close();
