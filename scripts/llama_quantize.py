@@ -132,3 +132,21 @@ def quantize_model(src: Path, dst: Path, ftype: str, threads: int = 2, allow_req
     rc = lib.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(p))
     if rc != 0:
         raise RuntimeError(f'llama_model_quantize({src} -> {dst}, {ftype}) failed with {rc}')
+
+
+def main() -> None:
+    import argparse
+    ap = argparse.ArgumentParser(description='Quantize a GGUF file with llama.cpp\'s own quantizer (llama-quantize).')
+    ap.add_argument('src', type=Path)
+    ap.add_argument('dst', type=Path)
+    ap.add_argument('ftype', choices=sorted(FTYPES))
+    ap.add_argument('--threads', type=int, default=2)
+    ap.add_argument('--allow-requantize', action='store_true',
+                    help='accept a quantized source (its values are dequantized first, as llama-quantize does)')
+    args = ap.parse_args()
+    quantize_model(args.src, args.dst, args.ftype, threads=args.threads, allow_requantize=args.allow_requantize,
+                   quiet=True)
+
+
+if __name__ == '__main__':
+    main()

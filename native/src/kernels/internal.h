@@ -143,13 +143,13 @@ void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
 // 4 chunks of 64 bytes of low nibbles (as Q4G), then 2 chunks of 64 bytes of high 2-bit
 // pairs (chunk e, bits 2k..2k+1 of byte p: vector 4e + k, byte p), so q = lo | hi << 4 in
 // 0..63. Vectors 0-3 hold values 0-15 of each block (Q6_K's first 16-value sub-block),
-// vectors 4-7 values 16-31 (the second). After all groups: d[padded] (f16, the super-block
-// scale), scA[padded], scB[padded] (int8 sub-block scales): value = d·sc·(q − 32), exactly
-// Q6_K's. 28 bytes per 32 values (the file: 26.25).
+// vectors 4-7 values 16-31 (the second). After all groups: scA[padded], scB[padded] (int8
+// sub-block scales), then d[padded / 8] (f16, one per 256-value super-block, as the file):
+// value = d·sc·(q − 32), exactly Q6_K's. 26.25 bytes per 32 values, the file's.
 constexpr int kLayoutQ6G = 4;
 static inline size_t q6gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
-  return g * 384 + g * kQ4GBlocks * 4;
+  return g * 384 + g * kQ4GBlocks * 2 + g * 2 * 2;
 }
 // kLayoutQ8G: Q8_0 weights for int8 activations in the group permutation: per group 8
 // vectors of 64 bytes (byte p of vector v: value 4v + p%4 of block p/4) holding w + 128 as
