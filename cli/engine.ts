@@ -7,12 +7,14 @@ import { parseArgs } from 'node:util';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
-import { ensureDefaultModel } from '../engine/default-model.js';
-import { loadEngine } from '../engine/load-engine.js';
+import { DEFAULT_MODEL_FILE, ensureDefaultModel } from '../engine/default-model.js';
+import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
+import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
+import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -30,6 +32,7 @@ options:
   --listen ADDRESS      HOST:PORT, [IPv6]:PORT or unix:PATH (default ${DEFAULT_LISTEN};
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
+${kvEventsHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -44,6 +47,8 @@ interface EngineArgs {
   readonly config?: string;
   readonly listen: string;
   readonly threads?: number;
+  /** --kv-events-endpoint / --kv-events-topic, when given. */
+  readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -58,6 +63,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         config: { type: 'string' },
         listen: { type: 'string' },
         threads: { type: 'string' },
+        ...kvEventsFlagOptions,
       },
     }));
   } catch (e) {
@@ -82,6 +88,14 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     config: values.config,
     listen,
     ...(threads !== undefined ? { threads } : {}),
+    ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
+      ? {
+          kvEvents: {
+            'kv-events-endpoint': values['kv-events-endpoint'],
+            'kv-events-topic': values['kv-events-topic'],
+          },
+        }
+      : {}),
   };
 }
 
@@ -118,8 +132,19 @@ export async function run(argv: string[]): Promise<number> {
 
   let options;
   try {
+    const fromConfig = engineOptionsFromConfig(config);
+    const modelName =
+      fromConfig.modelName ??
+      defaultServedModelName(args.model ?? modelPathFromConfig(config) ?? DEFAULT_MODEL_FILE);
+    const kvEvents: KvEventsOptions | undefined = kvEventsFromFlags(
+      args.kvEvents ?? {},
+      fromConfig.kvEvents,
+      () => defaultKvEventsTopic(modelName),
+      (m) => new UsageError(m),
+    );
     options = {
-      ...engineOptionsFromConfig(config),
+      ...fromConfig,
+      kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
   } catch (e) {

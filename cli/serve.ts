@@ -3,12 +3,13 @@
  * engine through its gRPC API, over a private unix socket, exactly as a separate
  * `prism gateway` would — one code path for the single-box and the multi-box deployment.
  */
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
+import { defaultKvEventsTopic } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
@@ -22,6 +23,7 @@ import {
   UsageError,
   type LoadedConfigs,
 } from '../gateways/serve-loop.js';
+import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -40,6 +42,7 @@ ${listenerHelp}
   --max-loras N         LoRA adapters resident at once; with --max-lora-rank turns on loading
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
+${kvEventsHelp}
   -h, --help            show this help
 
 Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
@@ -52,21 +55,25 @@ function log(line: string): void {
   process.stderr.write(`prism serve: ${line}\n`);
 }
 
+/** The flags `prism serve` takes (deploy/'s manifests are checked against them). */
+export const serveOptions = {
+  ...listenerOptions,
+  model: { type: 'string' },
+  'model-name': { type: 'string' },
+  'engine-socket': { type: 'string' },
+  threads: { type: 'string' },
+  'max-loras': { type: 'string' },
+  'max-lora-rank': { type: 'string' },
+  ...kvEventsFlagOptions,
+} as const;
+
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
 export async function run(argv: string[]): Promise<number> {
   let values;
   let loaded: LoadedConfigs;
   let threads: number | undefined;
   try {
-    values = parseFlags(argv, {
-      ...listenerOptions,
-      model: { type: 'string' },
-      'model-name': { type: 'string' },
-      'engine-socket': { type: 'string' },
-      threads: { type: 'string' },
-      'max-loras': { type: 'string' },
-      'max-lora-rank': { type: 'string' },
-    });
+    values = parseFlags(argv, serveOptions);
     for (const [flag, max] of [
       ['max-loras', 1024],
       ['max-lora-rank', 65536],
@@ -106,6 +113,20 @@ export async function run(argv: string[]): Promise<number> {
     return 2;
   }
   const modelName = values['model-name'] ?? options.modelName ?? defaultServedModelName(modelPath);
+  let kvEvents;
+  try {
+    // llm-d's scorer names pods address:port, so the default topic carries the service port.
+    const pod = `${process.env.POD_IP || hostname()}:${loaded.gateway.service.port}`;
+    kvEvents = kvEventsFromFlags(
+      values,
+      options.kvEvents,
+      () => defaultKvEventsTopic(modelName, pod),
+      (m) => new UsageError(m),
+    );
+  } catch (e) {
+    log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
+    return 2;
+  }
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
@@ -114,6 +135,7 @@ export async function run(argv: string[]): Promise<number> {
       {
         ...options,
         modelName,
+        kvEvents,
         ...(threads !== undefined ? { threads } : {}),
         ...(values['max-loras'] !== undefined
           ? {

@@ -718,6 +718,23 @@ describe('mapping to EngineOptions', () => {
     });
     assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).lora, undefined);
   });
+  test('KvEventsConfig reaches the engine options; an empty endpoint is off', () => {
+    const c = validateConfig(
+      { BackendConfig: { KvEventsConfig: { endpoint: 'tcp://*:5557', topic: 'kv@pod@m' } } },
+      '/etc/x.json',
+    );
+    assert.deepEqual(engineOptionsFromConfig(c).kvEvents, { endpoint: 'tcp://*:5557', topic: 'kv@pod@m' });
+    const noTopic = validateConfig(
+      { BackendConfig: { KvEventsConfig: { endpoint: 'ipc:///run/kv' } } },
+      '/x',
+    );
+    assert.deepEqual(engineOptionsFromConfig(noTopic).kvEvents, { endpoint: 'ipc:///run/kv' });
+    assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).kvEvents, undefined);
+    assert.throws(
+      () => validateConfig({ BackendConfig: { KvEventsConfig: { endpoint: 'http://x:1' } } }, '/x'),
+      /BackendConfig\.KvEventsConfig\.endpoint: must be '' \(off\), tcp:\/\/HOST:PORT/,
+    );
+  });
   test('chat_template: several model types need the served one to match', () => {
     const c = validateConfig(
       model({ models: { llama: { chat_template: '/a.jinja' }, qwen2: { chat_template: '/b.jinja' } } }),

@@ -57,7 +57,7 @@ export function modelPathFromConfig(config: ResolvedConfig): string | undefined 
 }
 
 export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: string): EngineOptions {
-  const { ModelDeployConfig: deploy, ScheduleConfig: sched } = config.file.BackendConfig;
+  const { ModelDeployConfig: deploy, ScheduleConfig: sched, KvEventsConfig: kv } = config.file.BackendConfig;
   const model = deploy.ModelConfig[0];
   const template = chatTemplatePath(config, modelType);
   const parsers = toolCallParsers(config);
@@ -80,6 +80,9 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     ...(Object.keys(parsers).length > 0 ? { toolCallParsers: parsers } : {}),
     // Without a file the served name is the model's own; with one it is modelName, as in MindIE.
     ...(config.source !== undefined ? { modelName: model.modelName } : {}),
+    ...(kv.endpoint !== ''
+      ? { kvEvents: { endpoint: kv.endpoint, ...(kv.topic !== '' ? { topic: kv.topic } : {}) } }
+      : {}),
     ...(deploy.LoraModules.length > 0 || deploy.maxLoras > 0
       ? {
           lora: {

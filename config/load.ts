@@ -10,7 +10,12 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { checkCrossFieldRules } from './cross-field-rules.js';
 import { applyDerivedDefaults, writtenIn } from './derived-defaults.js';
 import { parsePluginParams } from './plugin-params.js';
-import { ADAPTER_NAME_PATTERN, configSchema, MODEL_NAME_PATTERN } from './schema.js';
+import {
+  ADAPTER_NAME_PATTERN,
+  configSchema,
+  KV_EVENTS_ENDPOINT_PATTERN,
+  MODEL_NAME_PATTERN,
+} from './schema.js';
 import type { PrismConfigFile, ResolvedConfig } from './types.js';
 
 /** MindIE: the file's size must be in (0, 10 MB]. */
@@ -61,6 +66,8 @@ const PATTERN_RULES: Record<string, string> = {
     "must be 1-256 letters, digits, '-', '.' or '_', not starting or ending with '-', '.' or '_'",
   [ADAPTER_NAME_PATTERN]: "must be 1-256 letters, digits, '-' or '_', not starting or ending with '-' or '_'",
   '^/': 'must be an absolute path',
+  [KV_EVENTS_ENDPOINT_PATTERN]:
+    "must be '' (off), tcp://HOST:PORT (tcp://*:PORT binds), ipc://PATH or inproc://NAME",
 };
 
 function describe(e: ErrorObject): string {

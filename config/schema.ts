@@ -124,6 +124,8 @@ const serverConfig = section({
   managementApiKeys: apiKeyList,
   managementApiKeyFile: path(),
   openHealthAndMetrics: bool(true),
+  /** A keyless management listener off the loopback is refused unless this says it is on purpose. */
+  allowOpenManagement: bool(false),
   limits: limitsSection,
 });
 
@@ -216,6 +218,18 @@ const scheduleConfig = section({
   enablePrefixCache: bool(),
 });
 
+/** ZeroMQ addresses the KV-event publisher opens ('' = off). */
+export const KV_EVENTS_ENDPOINT_PATTERN = '^$|^tcp://[^\\s/]+:(\\d{1,5}|\\*)$|^ipc://\\S+$|^inproc://\\S+$';
+
+/**
+ * Prism's extension (not in MindIE): KV-cache events for prefix-aware routers
+ * (engine/kv-events.ts). An empty endpoint turns them off; an empty topic takes the default.
+ */
+const kvEventsConfig = section({
+  endpoint: { type: 'string', default: '', pattern: KV_EVENTS_ENDPOINT_PATTERN },
+  topic: { type: 'string', maxLength: 1024, default: '' },
+});
+
 const backendConfig = section({
   backendName: { type: 'string', default: 'mindieservice_llm_engine' },
   modelInstanceNumber: int(1, 1, 10),
@@ -239,6 +253,7 @@ const backendConfig = section({
   interNodeKmcKsfStandby: path(),
   ModelDeployConfig: modelDeployConfig,
   ScheduleConfig: scheduleConfig,
+  KvEventsConfig: kvEventsConfig,
 });
 
 /** MindIE's LogConfig fields (names and defaults of its sample config.json). */

@@ -66,6 +66,7 @@ export interface ServerConfig {
   readonly managementApiKeyFile?: string;
   /** Prism: health and metrics routes answer without a key. */
   readonly openHealthAndMetrics: boolean;
+  readonly allowOpenManagement: boolean;
   /** Prism: limits that protect the process. */
   readonly limits: ServerLimits;
 }
@@ -172,6 +173,8 @@ export interface BackendConfig {
   readonly interNodeTLSEnabled: boolean;
   readonly ModelDeployConfig: ModelDeployConfig;
   readonly ScheduleConfig: ScheduleConfig;
+  /** Prism's: KV-cache events (engine/kv-events.ts); endpoint '' = off, topic '' = the default. */
+  readonly KvEventsConfig: { readonly endpoint: string; readonly topic: string };
   readonly [interNodeTlsField: `interNode${string}`]: unknown;
 }
 

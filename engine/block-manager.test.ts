@@ -128,3 +128,42 @@ test('with the prefix cache off nothing is reused or counted', () => {
   assert.equal(bm.queries, 0);
   assert.equal(bm.hits, 0);
 });
+
+test('the observer hears every key stored and dropped, in order: its mirror is the cached set', () => {
+  const mirror = new Map<string, { parent: string; tokens: number[]; extra: string }>();
+  const log: string[] = [];
+  const bm = new BlockManager(6, 4, true, {
+    stored(key, parent, tokens, extra) {
+      assert.equal(mirror.has(key), false, 'a key is stored once until it is removed');
+      mirror.set(key, { parent, tokens: [...tokens], extra });
+      log.push('stored');
+    },
+    removed(key) {
+      assert.equal(mirror.delete(key), true, 'only a stored key is removed');
+      log.push('removed');
+    },
+  });
+  const sameAsEngine = () =>
+    assert.deepEqual(
+      new Map([...mirror].map(([k, v]) => [k, v.tokens])),
+      new Map([...bm.cachedBlocks()].map(([k, t]) => [k, [...t]])),
+    );
+  const a = seq(range(9));
+  run(bm, a);
+  sameAsEngine();
+  assert.deepEqual(mirror.get(a.blockKeys[1]), { parent: a.blockKeys[0], tokens: range(4, 4), extra: '' });
+  bm.free(a);
+  // A second adapter's prompt with the same tokens keys its own blocks (extra differs).
+  const b = seq(range(9), 'lora\0x\x001');
+  run(bm, b);
+  sameAsEngine();
+  assert.equal(mirror.get(b.blockKeys[0])?.extra, 'lora\0x\x001');
+  bm.free(b);
+  // Six blocks in all: a long new prompt takes the LRU ones and drops their keys.
+  const c = seq(range(21, 100));
+  run(bm, c);
+  sameAsEngine();
+  assert.ok(log.includes('removed'), 'the pool was small enough to evict');
+  bm.free(c);
+  sameAsEngine();
+});

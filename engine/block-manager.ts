@@ -6,6 +6,11 @@
  * keep their key and sit in an O(1) LRU free list (intrusive doubly linked list): allocation
  * takes the least recently freed block, and a sequence frees its blocks tail first, so its
  * tail is evicted before the prefix that others are likelier to share.
+ *
+ * An optional observer hears every change to the set of keyed blocks (a block keyed in
+ * registerFull, a key dropped when its block is taken for new tokens): engine/kv-events.ts
+ * publishes them as vLLM's KV-cache events, so a router can mirror which prefixes this engine
+ * holds.
  */
 import { createHash } from 'node:crypto';
 
@@ -29,6 +34,17 @@ export interface BlockCopy {
   readonly dst: number;
 }
 
+/**
+ * Hears the prefix cache change, synchronously, in the order the changes happen. Only keyed
+ * blocks are reported: a block that holds tokens but no key is not reusable by a later prompt.
+ */
+export interface BlockCacheObserver {
+  /** A full block is reusable under `key`; `parentKey` is its chain parent ('' for the first block). */
+  stored(key: string, parentKey: string, tokens: Int32Array, extra: string): void;
+  /** The block keyed `key` was taken for new tokens: nothing is reusable under `key` any more. */
+  removed(key: string): void;
+}
+
 const NONE = -1;
 
 export class BlockManager {
@@ -48,7 +64,12 @@ export class BlockManager {
   private readonly inFree: Uint8Array;
   private freeCount = 0;
 
-  constructor(numBlocks: number, blockSize: number, prefixCache: boolean) {
+  constructor(
+    numBlocks: number,
+    blockSize: number,
+    prefixCache: boolean,
+    private readonly observer: BlockCacheObserver | null = null,
+  ) {
     if (!Number.isInteger(numBlocks) || numBlocks < 1)
       throw new RangeError(`numBlocks must be >= 1, got ${numBlocks}`);
     if (!Number.isInteger(blockSize) || blockSize < 1)
@@ -68,6 +89,11 @@ export class BlockManager {
 
   get freeBlocks(): number {
     return this.freeCount;
+  }
+
+  /** The prefix cache's contents: the key and tokens of every block a later prompt can reuse. */
+  *cachedBlocks(): IterableIterator<[key: string, tokens: Int32Array]> {
+    for (const [key, b] of this.byKey) yield [key, this.stored[b]!];
   }
 
   /** Chain key of one full block. */
@@ -160,9 +186,11 @@ export class BlockManager {
       const b = seq.blockTable[i];
       // No deduplication: when another block already holds this key, ours stays unkeyed.
       if (this.prefixCache && this.keys[b] === null && !this.byKey.has(key)) {
+        const stored = Int32Array.from(slice);
         this.keys[b] = key;
-        this.stored[b] = Int32Array.from(slice);
+        this.stored[b] = stored;
         this.byKey.set(key, b);
+        this.observer?.stored(key, i === 0 ? '' : seq.blockKeys[i - 1], stored, seq.cacheExtra);
       }
     }
   }
@@ -202,7 +230,10 @@ export class BlockManager {
     this.unlink(b);
     const key = this.keys[b];
     if (key !== null) {
-      if (this.byKey.get(key) === b) this.byKey.delete(key);
+      if (this.byKey.get(key) === b) {
+        this.byKey.delete(key);
+        this.observer?.removed(key);
+      }
       this.keys[b] = null;
       this.stored[b] = null;
     }

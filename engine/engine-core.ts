@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rpcs.js';
-import { BlockManager } from './block-manager.js';
+import { BlockManager, type BlockCacheObserver } from './block-manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import { EngineChat, resultAsDelta } from './tools/engine-chat.js';
@@ -54,6 +54,8 @@ export interface EngineCoreDeps {
   readonly toolParser?: ToolParserFamily;
   /** Served LoRA adapters (engine/adapters/); absent = base model only. */
   readonly adapters?: AdapterManager;
+  /** Hears the prefix cache change (engine/kv-events.ts publishes it); absent = nobody. */
+  readonly blockObserver?: BlockCacheObserver;
 }
 
 /** A request that passed the checks that need no tokenizer. */
@@ -118,7 +120,12 @@ export class EngineCore implements Engine {
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
-    this.blocks = new BlockManager(deps.runner.kvBlocks, deps.runner.blockSize, o.prefixCache);
+    this.blocks = new BlockManager(
+      deps.runner.kvBlocks,
+      deps.runner.blockSize,
+      o.prefixCache,
+      deps.blockObserver ?? null,
+    );
     this.scheduler = new Scheduler(
       { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
       this.blocks,

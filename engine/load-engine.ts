@@ -19,8 +19,10 @@ import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
+import type { KvEventPublisher } from './kv-events.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
 import {
+  defaultKvEventsTopic,
   kvBlocksForBudget,
   kvBytesPerBlock,
   minKvBlocks,
@@ -47,6 +49,8 @@ export interface LoadEngineHooks {
   readonly onContext?: (ctx: ContextHandle) => void;
   /** Weights, KV pool and resident memory once loaded (what `prism serve` prints at start). */
   readonly onMemory?: (report: MemoryReport) => void;
+  /** The KV-event publisher, when options.kvEvents turned it on (its bound address, idle()). */
+  readonly onKvEvents?: (publisher: KvEventPublisher) => void;
 }
 
 export async function loadEngine(
@@ -103,6 +107,8 @@ export async function loadEngine(
   for (const w of [configured.warning, toolParser.warning]) if (w) process.emitWarning(w);
   let ctx;
   let adapters: AdapterManager | undefined;
+  let kvEvents: KvEventPublisher | undefined;
+  const modelName = o.modelName ?? defaultServedModelName(modelPath);
   // The adapter manager asks the engine whether a step runs; the engine is made after it.
   const holder: { core?: EngineCore } = {};
   try {
@@ -117,12 +123,19 @@ export async function loadEngine(
     });
     if (lora && o.lora)
       adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
+    if (o.kvEvents) {
+      // Loaded only when asked for: the ZeroMQ addon stays out of engines that publish nothing.
+      const { KvEventPublisher } = await import('./kv-events.js');
+      const topic = o.kvEvents.topic ?? defaultKvEventsTopic(modelName);
+      kvEvents = await KvEventPublisher.start({ endpoint: o.kvEvents.endpoint, topic }, o.cacheBlockSize);
+    }
   } catch (e) {
     if (ctx) disposeContext(ctx);
     disposeModel(model);
     throw e;
   }
   hooks.onContext?.(ctx);
+  if (kvEvents) hooks.onKvEvents?.(kvEvents);
   hooks.onMemory?.({
     weightBytes: m.weightBytes,
     kvBytes: contextInfo(ctx).kvBytes,
@@ -138,7 +151,7 @@ export async function loadEngine(
     chatTemplate,
     toolParser: toolParser.family,
     info: {
-      modelName: o.modelName ?? defaultServedModelName(modelPath),
+      modelName,
       modelPath,
       architecture: m.architecture,
       vocabSize: m.vocabSize,
@@ -154,10 +167,12 @@ export async function loadEngine(
       startedAt: Date.now(),
     },
     dispose: () => {
+      void kvEvents?.close();
       disposeContext(ctx);
       disposeModel(model);
     },
     ...(adapters ? { adapters } : {}),
+    ...(kvEvents ? { blockObserver: kvEvents } : {}),
   });
   holder.core = core;
   return core;

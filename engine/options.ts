@@ -4,6 +4,7 @@
  * shared/reference/mindie-compat.md §2); config/ maps a loaded config.json onto it, the CLI
  * builds it from flags. `resolveEngineOptions` fills defaults and checks every bound once.
  */
+import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
 
 /** How an over-long prompt is handled (MindIE `truncation`): 0 error, -1 cut the right end, 1 cut the left end. */
@@ -44,6 +45,24 @@ export interface EngineOptions {
   readonly modelName?: string;
   /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
   readonly lora?: LoraOptions;
+  /** Publish KV-cache events (engine/kv-events.ts); absent = off. */
+  readonly kvEvents?: KvEventsOptions;
+}
+
+export interface KvEventsOptions {
+  /** ZeroMQ endpoint: tcp://*:PORT binds (subscribers connect here), tcp://HOST:PORT connects. */
+  readonly endpoint: string;
+  /** Topic of every message; default defaultKvEventsTopic(served model name). */
+  readonly topic?: string;
+}
+
+/**
+ * llm-d's topic, `kv@<pod>@<model>`: the indexer takes the pod and the model from it. The pod
+ * defaults to POD_IP (set from the downward API in deploy/) or the host name; `prism serve`
+ * adds its service port, since llm-d's scorer names pods `address:port`.
+ */
+export function defaultKvEventsTopic(modelName: string, podId = process.env.POD_IP || hostname()): string {
+  return `kv@${podId}@${modelName}`;
 }
 
 export interface LoraOptions {
@@ -76,6 +95,7 @@ export interface ResolvedEngineOptions {
   readonly threads: number | undefined;
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
+  readonly kvEvents: KvEventsOptions | undefined;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -159,7 +179,28 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     threads,
     modelName: options.modelName,
     lora: options.lora,
+    kvEvents: checkKvEvents(options.kvEvents),
   };
+}
+
+/** ZeroMQ addresses the publisher can open: tcp with a port (or `*`), ipc, inproc. */
+const KV_EVENTS_ENDPOINT = /^(tcp:\/\/[^\s/]+:(\d{1,5}|\*)|ipc:\/\/\S+|inproc:\/\/\S+)$/;
+
+function checkKvEvents(kv: KvEventsOptions | undefined): KvEventsOptions | undefined {
+  if (kv === undefined) return undefined;
+  if (typeof kv.endpoint !== 'string' || !KV_EVENTS_ENDPOINT.test(kv.endpoint)) {
+    throw bad(
+      'kvEvents.endpoint',
+      `must be tcp://HOST:PORT (tcp://*:PORT binds), ipc://PATH or inproc://NAME, got '${String(kv.endpoint)}'`,
+    );
+  }
+  if (
+    kv.topic !== undefined &&
+    (typeof kv.topic !== 'string' || kv.topic.length === 0 || kv.topic.length > 1024)
+  ) {
+    throw bad('kvEvents.topic', 'must be a non-empty string of at most 1024 characters');
+  }
+  return kv;
 }
 
 /** Bytes of one KV block: K and V, every layer, F16 storage (2 bytes per element). */

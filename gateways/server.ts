@@ -16,7 +16,8 @@ import { openaiRouter } from './openai/index.js';
 import { familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
-import { mindieErrorFormat, type ErrorFormatter } from './shared/error-boundary.js';
+import { mindieErrorFormat } from './native/errors.js';
+import type { ErrorFormatter } from './shared/error-boundary.js';
 import { HttpError } from './shared/http-error.js';
 import { requestLimits } from './shared/limits.js';
 import { startListener, type RunningListener } from './shared/listener.js';
@@ -40,6 +41,9 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         healthRouter(gw),
         tgiInfoRouter(gw),
         playgroundAssetsRouter(),
+        // The model-server protocol's metrics on the serving port, where an endpoint picker
+        // (and vLLM's and TGI's users) scrape them; the metrics listener keeps its own.
+        metricsRouter(gw),
       ];
     case 'management':
       return [

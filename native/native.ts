@@ -32,7 +32,7 @@ export interface AdapterHandle {
 // Model description
 // ---------------------------------------------------------------------------------------
 
-export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma3' | 'phi3';
 
 export interface ModelInfo {
   /** File (GGUF) or directory (Hugging Face safetensors) the model came from. */
@@ -487,6 +487,8 @@ export interface GrammarAddon {
   isTerminated(matcher: GrammarMatcherHandle): boolean;
   /** The text the grammar forces next ('' when it allows a choice). */
   findJumpForwardString(matcher: GrammarMatcherHandle): string;
+  /** Undoes the last `numTokens` accepted tokens (at most as many as were accepted). */
+  rollback(matcher: GrammarMatcherHandle, numTokens: number): void;
   dispose(
     handle: GrammarTokenizerHandle | GrammarCompilerHandle | CompiledGrammarHandle | GrammarMatcherHandle,
   ): void;

@@ -140,3 +140,17 @@ const result = spawnSync(
 );
 if (result.status !== 0) process.exit(result.status ?? 1);
 writeFileSync(stampFile, stamp);
+
+// The CUDA backend (native/cuda/, its own library loaded at run time): built when nvcc and
+// cuBLASLt are there, else skipped with one line (scripts/build-cuda.mjs). A failed CUDA build
+// fails the install only under PRISM_CUDA=1: the CPU addon above works without it.
+const cuda = spawnSync(process.execPath, [join(root, 'scripts', 'build-cuda.mjs')], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (cuda.status !== 0) {
+  if (process.env.PRISM_CUDA === '1') process.exit(cuda.status ?? 1);
+  console.log(
+    'prism: the CUDA backend did not build (see above); the CPU addon is built and works without it',
+  );
+}

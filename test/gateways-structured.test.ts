@@ -171,6 +171,85 @@ describe('OpenAI', () => {
       assert.match(r.json.error.message, re);
     }
   });
+
+  test('recursive schemas: 400 naming the path for a merge that recurses, never a 500; plain recursion works', async () => {
+    // Issue 21's patterns: a keyword beside anyOf whose branch refers back to its definition.
+    const node = {
+      definitions: {
+        node: {
+          type: 'object',
+          additionalProperties: {
+            minProperties: 1,
+            anyOf: [{ type: 'string' }, { $ref: '#/definitions/node' }],
+          },
+        },
+      },
+      $ref: '#/definitions/node',
+    };
+    // Nested far past the limit, sent as text (the client's own JSON.stringify would overflow).
+    const levels = 5000;
+    const deep = `${'{"type":"array","items":'.repeat(levels)}{"type":"string"}${'}'.repeat(levels)}`;
+    const cases: [string, string, RegExp][] = [
+      [
+        '/v1/chat/completions',
+        JSON.stringify({
+          messages,
+          response_format: { type: 'json_schema', json_schema: { name: 'n', schema: node } },
+        }),
+        /^response_format\.json_schema\.schema\.definitions\.node\.additionalProperties\.anyOf\[1\]\..*: refers back to "#\/definitions\/node" through a merge/,
+      ],
+      [
+        '/v1/completions',
+        JSON.stringify({ prompt: 'x', guided_json: node }),
+        /^guided_json\.definitions\.node\..*refers back/,
+      ],
+      [
+        '/v1/chat/completions',
+        `{"messages":${JSON.stringify(messages)},"response_format":{"type":"json_schema","json_schema":{"name":"n","schema":${deep}}}}`,
+        // The gateway's own body limit (ServerConfig.limits.maxJsonDepth) or the schema's.
+        /^response_format\.json_schema\.schema(\.items)+: (is )?nested (too )?deep/,
+      ],
+    ];
+    for (const [path, body, re] of cases) {
+      const r = await postJson(
+        `${h.url}${path}`,
+        `{"model":${JSON.stringify(MODEL_NAME)},"max_tokens":5,${body.slice(1)}`,
+      );
+      assert.equal(r.status, 400, r.text.slice(0, 300));
+      assert.match(r.json.error.message, re);
+    }
+    const tgi = await postJson(`${h.url}/generate`, {
+      inputs: 'x',
+      parameters: { max_new_tokens: 5, grammar: { type: 'json', value: node } },
+    });
+    assert.equal(tgi.status, 422, tgi.text);
+    assert.match(tgi.json.error, /parameters\.grammar\.value\.definitions\.node\..*refers back/);
+    // `items: {allOf: [{$ref: menuItem}]}` inside menuItem stays a recursive reference: it runs.
+    const menu = {
+      type: 'object',
+      properties: { menu: { type: 'array', items: { $ref: '#/definitions/menuItem' }, maxItems: 2 } },
+      required: ['menu'],
+      definitions: {
+        menuItem: {
+          type: 'object',
+          properties: {
+            label: { type: 'string', maxLength: 8 },
+            items: { type: 'array', maxItems: 1, items: { allOf: [{ $ref: '#/definitions/menuItem' }] } },
+          },
+          required: ['label'],
+        },
+      },
+    };
+    const r = await postJson(`${h.url}/v1/chat/completions`, {
+      model: MODEL_NAME,
+      messages,
+      max_tokens: 80,
+      temperature: 0,
+      response_format: { type: 'json_schema', json_schema: { name: 'menu', schema: menu } },
+    });
+    assert.equal(r.status, 200, r.text);
+    if (r.json.choices[0].finish_reason === 'stop') valid(r.json.choices[0].message.content, menu);
+  });
 });
 
 describe('TGI, vLLM /generate, native /infer, KServe generate', () => {

@@ -231,7 +231,7 @@ export class AdapterManager {
     if (!name) return { entry: null, cacheExtra: '' };
     const e = this.entries.get(name);
     if (!e) throw new EngineError('NOT_FOUND', `Model ${name} not found.`, 'adapter');
-    return { entry: e, cacheExtra: `lora\0${e.name}\0${e.generation}` };
+    return { entry: e, cacheExtra: adapterCacheExtra(e.name, e.generation) };
   }
 
   acquire(e: AdapterEntry | null): void {
@@ -292,4 +292,16 @@ export class AdapterManager {
       this.unloading.splice(i, 1);
     }
   }
+}
+
+/** The prefix-cache isolation key of an adapter's requests: its name and load generation. */
+export function adapterCacheExtra(name: string, generation: number): string {
+  return `lora\0${name}\0${generation}`;
+}
+
+/** The adapter a block's cache key names (inverse of adapterCacheExtra); null for the base model. */
+export function adapterOfCacheExtra(extra: string): { name: string; generation: number } | null {
+  const parts = extra.split('\0');
+  if (parts.length !== 3 || parts[0] !== 'lora') return null;
+  return { name: parts[1], generation: Number(parts[2]) };
 }

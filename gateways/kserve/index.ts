@@ -6,15 +6,17 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { basename } from 'node:path';
-import type { GenerateRequest, SamplingParams } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest, SamplingParams } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
+import { mindieErrorBody, mindieErrorFormat } from '../native/errors.js';
+import { errorBoundary } from '../shared/error-boundary.js';
 import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
-import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { HttpError, invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
-import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
 
 const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
@@ -261,18 +263,17 @@ async function handleGenerate(
     };
     return;
   }
-  const it = events(gw, request, signal)[Symbol.asyncIterator]();
-  const first = await it.next();
-  const sse = new SseWriter(ctx);
   let full = '';
   let generated = 0;
-  try {
-    for (let r = first; !r.done; r = await it.next()) {
-      const ev = r.value;
+  await streamSse<GenerateEvent>(ctx, {
+    events: events(gw, request, signal),
+    signal,
+    errorBody: mindieErrorBody,
+    onEvent: (ev, sse) => {
       if (ev.type === 'token') {
         full += ev.text;
         generated += ev.tokenIds.length;
-        if (ev.text === '') continue;
+        if (ev.text === '') return;
         sse.data({
           ...head,
           text_output: gw.config.fullTextEnabled ? full : ev.text,
@@ -292,12 +293,8 @@ async function handleGenerate(
           decode_time: ev.timings.decodeMs,
         });
       }
-    }
-  } catch (err) {
-    if (!signal.aborted) sse.data(mindieErrorFormat(toHttpError(err)).body);
-  } finally {
-    sse.end();
-  }
+    },
+  });
 }
 
 // ------------------------------------------------------------------------------ /stopInfer

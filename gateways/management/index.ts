@@ -5,7 +5,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { events } from '../shared/engine-calls.js';
-import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
+import { mindieErrorFormat } from '../native/errors.js';
+import { errorBoundary } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';
 import { newRequestId } from '../shared/engine-calls.js';

@@ -1,6 +1,7 @@
 /** The native (MindIE self-developed) family: inference on the service listener, control on management, /metrics on the metrics listener. */
 import Router from '@koa/router';
-import { errorBoundary, mindieErrorFormat } from '../shared/error-boundary.js';
+import { errorBoundary } from '../shared/error-boundary.js';
+import { mindieErrorFormat } from './errors.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import {
   handleConfig,

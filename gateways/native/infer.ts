@@ -3,14 +3,13 @@
  * text parts), POST /infer_token (token ids), and POST /v1/tokenizer (count tokens).
  */
 import type { Context } from 'koa';
-import type { GenerateRequest, PromptInput } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest, PromptInput } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { mindieErrorFormat } from '../shared/error-boundary.js';
 import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
-import { HttpError, invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { HttpError, invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
-import { SseWriter } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
 import {
   mindieSampling,
   parametersSchema,
@@ -18,6 +17,7 @@ import {
   withMindieConstraint,
   type MindieParameters,
 } from '../kserve/index.js';
+import { mindieErrorBody } from './errors.js';
 
 /** Largest token id /infer_token accepts (MindIE's bound). */
 const MAX_TOKEN_ID = 1048576;
@@ -113,13 +113,12 @@ export async function handleNativeInfer(
     };
     return;
   }
-  const it = events(gw, request, signal)[Symbol.asyncIterator]();
-  const first = await it.next();
-  const sse = new SseWriter(ctx);
   let full = '';
-  try {
-    for (let r = first; !r.done; r = await it.next()) {
-      const ev = r.value;
+  await streamSse<GenerateEvent>(ctx, {
+    events: events(gw, request, signal),
+    signal,
+    errorBody: mindieErrorBody,
+    onEvent: (ev, sse) => {
       if (ev.type === 'token') {
         full += ev.text;
         sse.data({
@@ -138,12 +137,8 @@ export async function handleNativeInfer(
           token: { id: [], text: null },
         });
       }
-    }
-  } catch (err) {
-    if (!signal.aborted) sse.data(mindieErrorFormat(toHttpError(err)).body);
-  } finally {
-    sse.end();
-  }
+    },
+  });
 }
 
 const validateTokenizer = compileSchema<{ inputs: string; do_decode?: boolean }>({

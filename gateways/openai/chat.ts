@@ -3,14 +3,15 @@
  * (the engine renders the model's chat template) → chat.completion or chat.completion.chunk SSE.
  */
 import type { Context } from 'koa';
-import type { ChatMessage, GenerateRequest, TokenLogprob } from '../../engine/types.js';
+import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
-import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField } from '../shared/structured.js';
-import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
 import {
   chatDelta,
   chatMessage,
@@ -199,25 +200,26 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const base = { id, object: 'chat.completion.chunk', created, model };
   const chunk = (choices: object[], usage?: object): object =>
     includeUsage ? { ...base, choices, usage: usage ?? null } : { ...base, choices };
-  // Fetch the first event before committing to a 200 stream, so that request errors
-  // (validation by the engine, overload, unknown model) still get a proper status code.
-  const it = events(gw, request, signal)[Symbol.asyncIterator]();
-  const first = await it.next();
-  const sse = new SseWriter(ctx);
   const n = request.params.n ?? 1;
-  for (let i = 0; i < n; i++) {
-    sse.data(
-      chunk([{ index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]),
-    );
-  }
   const finishes: { completionTokens: number; promptTokens: number; cachedPromptTokens: number }[] = [];
   let reasoning = 0;
-  try {
-    for (let r = first; !r.done; r = await it.next()) {
-      const ev = r.value;
+  await streamSse<GenerateEvent>(ctx, {
+    events: events(gw, request, signal),
+    signal,
+    errorBody: openaiErrorBody,
+    onOpen: (sse) => {
+      for (let i = 0; i < n; i++) {
+        sse.data(
+          chunk([
+            { index: i, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+          ]),
+        );
+      }
+    },
+    onEvent: (ev, sse) => {
       if (ev.type === 'token') {
         const delta = chatDelta(ev.text, ev.chat);
-        if (delta === null && !ev.logprobs?.length) continue;
+        if (delta === null && !ev.logprobs?.length) return;
         sse.data(
           chunk([
             {
@@ -237,19 +239,17 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
           ]),
         );
       }
-    }
-    if (includeUsage) {
-      const usage = {
-        promptTokens: finishes[0]?.promptTokens ?? 0,
-        cachedPromptTokens: finishes[0]?.cachedPromptTokens ?? 0,
-        completionTokens: finishes.reduce((s, u) => s + u.completionTokens, 0),
-      };
-      sse.data({ ...base, choices: [], usage: withReasoningTokens(openaiUsage(usage), reasoning) });
-    }
-    sse.data('[DONE]');
-  } catch (err) {
-    if (!signal.aborted) sse.data(openaiErrorBody(toHttpError(err)));
-  } finally {
-    sse.end();
-  }
+    },
+    onEnd: (sse) => {
+      if (includeUsage) {
+        const usage = {
+          promptTokens: finishes[0]?.promptTokens ?? 0,
+          cachedPromptTokens: finishes[0]?.cachedPromptTokens ?? 0,
+          completionTokens: finishes.reduce((s, u) => s + u.completionTokens, 0),
+        };
+        sse.data({ ...base, choices: [], usage: withReasoningTokens(openaiUsage(usage), reasoning) });
+      }
+      sse.data('[DONE]');
+    },
+  });
 }

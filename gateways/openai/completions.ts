@@ -3,14 +3,22 @@
  * prompt, choices numbered prompt-major as OpenAI does) → text_completion or its SSE chunks.
  */
 import type { Context } from 'koa';
-import type { Engine, GenerateRequest, PromptInput, TokenLogprob, Usage } from '../../engine/types.js';
+import type {
+  Engine,
+  GenerateEvent,
+  GenerateRequest,
+  PromptInput,
+  TokenLogprob,
+  Usage,
+} from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
-import { invalid, notSupported, toHttpError } from '../shared/http-error.js';
+import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField } from '../shared/structured.js';
-import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { mergeAnswers, streamSse, type Tagged } from '../shared/stream.js';
 import { openaiErrorBody } from './errors.js';
 import {
   openaiFinishReason,
@@ -130,7 +138,8 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   const created = Math.floor(Date.now() / 1000);
   // One failing prompt (or the client leaving) cancels the requests of the other prompts.
   const failed = new AbortController();
-  const signal = AbortSignal.any([clientGoneSignal(ctx), failed.signal]);
+  const clientGone = clientGoneSignal(ctx);
+  const signal = AbortSignal.any([clientGone, failed.signal]);
 
   if (!body.stream) {
     const answers: CollectedAnswer[] = await Promise.all(requests.map((r) => collect(gw, r, signal))).catch(
@@ -166,61 +175,52 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   const base = { id, object: 'text_completion', created, model };
   const chunk = (choices: object[]): object =>
     includeUsage ? { ...base, choices, usage: null } : { ...base, choices };
-  // Start every prompt's request; wait for the first prompt's first event before answering
-  // 200 so that errors found up front (engine validation, overload) keep their status codes.
-  const iterators = requests.map((r) => events(gw, r, signal)[Symbol.asyncIterator]());
-  const firsts = await Promise.all(iterators.map((it) => it.next())).catch((err: unknown) => {
-    failed.abort();
-    throw err;
-  });
-  const sse = new SseWriter(ctx);
   const usages = new Map<number, Usage>();
   const completionTokens = { total: 0 };
   const echoed = new Set<number>();
-  try {
-    await Promise.all(
-      iterators.map(async (it, pi) => {
-        for (let r = firsts[pi]; !r.done; r = await it.next()) {
-          const ev = r.value;
-          const index = pi * n + ev.index;
-          const prefix = body.echo && !echoed.has(index) ? (echoed.add(index), echoes[pi]) : '';
-          if (ev.type === 'token') {
-            if (ev.text === '' && prefix === '' && !ev.logprobs?.length) continue;
-            sse.data(
-              chunk([
-                {
-                  index,
-                  text: prefix + ev.text,
-                  logprobs: wantLogprobs && ev.logprobs ? completionLogprobs(ev.logprobs, 0) : null,
-                  finish_reason: null,
-                },
-              ]),
-            );
-          } else {
-            // The prompt counts once per request; completions add up over its sequences.
-            if (!usages.has(pi)) usages.set(pi, ev.usage);
-            completionTokens.total += ev.usage.completionTokens;
-            sse.data(
-              chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
-            );
-          }
-        }
-      }),
-    );
-    if (includeUsage) {
-      const usage = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: completionTokens.total };
-      for (const u of usages.values()) {
-        usage.promptTokens += u.promptTokens;
-        usage.cachedPromptTokens += u.cachedPromptTokens;
+  // Every prompt's request starts at once; the stream opens once each has its first event,
+  // so that errors found up front (engine validation, overload) keep their status codes.
+  await streamSse<Tagged<GenerateEvent>>(ctx, {
+    events: mergeAnswers(
+      requests.map((r) => events(gw, r, signal)),
+      () => failed.abort(),
+    ),
+    signal: clientGone,
+    errorBody: openaiErrorBody,
+    onEvent: ({ source: pi, event: ev }, sse) => {
+      const index = pi * n + ev.index;
+      const prefix = body.echo && !echoed.has(index) ? (echoed.add(index), echoes[pi]) : '';
+      if (ev.type === 'token') {
+        if (ev.text === '' && prefix === '' && !ev.logprobs?.length) return;
+        sse.data(
+          chunk([
+            {
+              index,
+              text: prefix + ev.text,
+              logprobs: wantLogprobs && ev.logprobs ? completionLogprobs(ev.logprobs, 0) : null,
+              finish_reason: null,
+            },
+          ]),
+        );
+      } else {
+        // The prompt counts once per request; completions add up over its sequences.
+        if (!usages.has(pi)) usages.set(pi, ev.usage);
+        completionTokens.total += ev.usage.completionTokens;
+        sse.data(
+          chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
+        );
       }
-      sse.data({ ...base, choices: [], usage: openaiUsage(usage) });
-    }
-    sse.data('[DONE]');
-  } catch (err) {
-    const clientGone = signal.aborted;
-    failed.abort();
-    if (!clientGone) sse.data(openaiErrorBody(toHttpError(err)));
-  } finally {
-    sse.end();
-  }
+    },
+    onEnd: (sse) => {
+      if (includeUsage) {
+        const usage = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: completionTokens.total };
+        for (const u of usages.values()) {
+          usage.promptTokens += u.promptTokens;
+          usage.cachedPromptTokens += u.cachedPromptTokens;
+        }
+        sse.data({ ...base, choices: [], usage: openaiUsage(usage) });
+      }
+      sse.data('[DONE]');
+    },
+  });
 }

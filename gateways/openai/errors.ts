@@ -1,28 +1,28 @@
 /** OpenAI error bodies: `{"error":{"message","type","param","code"}}` (the shape the openai SDKs parse). */
 import type { ErrorFormatter } from '../shared/error-boundary.js';
-import type { HttpError } from '../shared/http-error.js';
+import { httpStatusOf, type HttpError } from '../shared/http-error.js';
 
-const replyOf: Record<HttpError['kind'], { status: number; type: string; code: string | null }> = {
-  validation: { status: 400, type: 'invalid_request_error', code: null },
-  bad_json: { status: 400, type: 'invalid_request_error', code: 'invalid_json' },
-  too_large: { status: 413, type: 'invalid_request_error', code: 'request_too_large' },
-  unauthorized: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key' },
-  not_found: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },
-  overloaded: { status: 429, type: 'server_overloaded', code: 'queue_full' },
-  unavailable: { status: 503, type: 'service_unavailable', code: null },
-  generation: { status: 424, type: 'generation_error', code: null },
-  not_supported: { status: 501, type: 'not_implemented', code: null },
-  internal: { status: 500, type: 'internal_error', code: null },
+const wordsOf: Record<HttpError['kind'], { type: string; code: string | null }> = {
+  validation: { type: 'invalid_request_error', code: null },
+  bad_json: { type: 'invalid_request_error', code: 'invalid_json' },
+  too_large: { type: 'invalid_request_error', code: 'request_too_large' },
+  unauthorized: { type: 'invalid_request_error', code: 'invalid_api_key' },
+  not_found: { type: 'invalid_request_error', code: 'model_not_found' },
+  overloaded: { type: 'server_overloaded', code: 'queue_full' },
+  unavailable: { type: 'service_unavailable', code: null },
+  generation: { type: 'generation_error', code: null },
+  not_supported: { type: 'not_implemented', code: null },
+  internal: { type: 'internal_error', code: null },
 };
 
 export function openaiErrorBody(err: HttpError): {
   error: { message: string; type: string; param: string | null; code: string | null };
 } {
-  const r = replyOf[err.kind];
-  return { error: { message: err.message, type: r.type, param: err.field ?? null, code: r.code } };
+  const w = wordsOf[err.kind];
+  return { error: { message: err.message, type: w.type, param: err.field ?? null, code: w.code } };
 }
 
 export const openaiErrorFormat: ErrorFormatter = (err) => ({
-  status: replyOf[err.kind].status,
+  status: httpStatusOf(err.kind, 'openai'),
   body: openaiErrorBody(err),
 });

@@ -1,7 +1,7 @@
 /**
- * One gateway-side error record. Handlers throw HttpError (or let EngineErrors through);
- * each API family turns it into its own status code and body in exactly one place
- * (its `errors.ts`), so the status of a failure is decided here and the shape there.
+ * One gateway-side error record. Handlers throw HttpError (or let EngineErrors through); the
+ * status of a failure is decided here (one table), and each API family words its body in
+ * exactly one place (openai/errors.ts, tgi/errors.ts, native/errors.ts for MindIE's shape).
  */
 import { EngineError, type EngineErrorCode } from '../../engine/errors.js';
 
@@ -41,6 +41,31 @@ const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
   INTERNAL: 'internal',
   UNIMPLEMENTED: 'not_supported',
 };
+
+/**
+ * The HTTP status of every kind of failure: the one status table (engine codes reach it through
+ * `kindOfEngineCode`). Families choose the body's words, never the status, with one exception
+ * the OpenAI API makes: a request it cannot accept is 400 there, 422 in TGI and MindIE.
+ */
+const statusOfKind: Record<ErrorKind, number> = {
+  validation: 422,
+  bad_json: 422,
+  too_large: 413,
+  unauthorized: 401,
+  not_found: 404,
+  overloaded: 429,
+  unavailable: 503,
+  generation: 424,
+  not_supported: 501,
+  internal: 500,
+};
+
+export type ErrorDialect = 'openai' | 'tgi' | 'mindie';
+
+export function httpStatusOf(kind: ErrorKind, dialect: ErrorDialect): number {
+  if (dialect === 'openai' && (kind === 'validation' || kind === 'bad_json')) return 400;
+  return statusOfKind[kind];
+}
 
 /** Any thrown value → HttpError. Unknown exceptions are bugs: logged, reported as `internal`. */
 export function toHttpError(err: unknown): HttpError {

@@ -9,7 +9,8 @@ import { after, before, test } from 'node:test';
 import Koa from 'koa';
 import { DEFAULT_LIMITS, type GatewayLimits } from '../config.js';
 import { readJsonBody } from './body.js';
-import { errorBoundary, mindieErrorFormat } from './error-boundary.js';
+import { mindieErrorFormat } from '../native/errors.js';
+import { errorBoundary } from './error-boundary.js';
 import { startListener, type RunningListener } from './listener.js';
 import { checkJsonShape, requestLimits } from './limits.js';
 

@@ -5,11 +5,12 @@
  * carries the full text and details.
  */
 import type { Context } from 'koa';
-import type { FinishEvent, TokenLogprob } from '../../engine/types.js';
+import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/types.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
-import { invalid, toHttpError } from '../shared/http-error.js';
-import { clientGoneSignal, SseWriter } from '../shared/sse.js';
+import { invalid } from '../shared/http-error.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
 import { tgiErrorBody } from './errors.js';
 import { tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
 
@@ -72,33 +73,49 @@ function readyOrUndefined<T>(p: Promise<T>): Promise<T | undefined> {
   return Promise.race([p, new Promise<undefined>((r) => setImmediate(() => r(undefined)))]);
 }
 
+/** Marks a pause in a stream: the next event was not waiting when the last one was handled. */
+const IDLE = Symbol('idle');
+
+/**
+ * The events, with IDLE between two of them when the second was not already waiting. TGI puts
+ * the finish details on the last token's frame, so the newest token frame is held back only
+ * while the finish event may follow in the same tick; a pause sends it. Never IDLE before the
+ * first event: that one decides between an HTTP error status and a 200 stream.
+ */
+async function* withPauses<T>(it: AsyncIterator<T>): AsyncGenerator<T | typeof IDLE> {
+  let pending = it.next();
+  let r: IteratorResult<T> | undefined = await pending;
+  for (;;) {
+    if (r === undefined) {
+      yield IDLE;
+      r = await pending;
+    }
+    if (r.done) return;
+    pending = it.next();
+    yield r.value;
+    r = await readyOrUndefined(pending);
+  }
+}
+
 export async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
   assertAccepting(gw);
   const request = toEngineRequest(gw, body, newRequestId('tgi'), true);
   const p = body.parameters ?? {};
   const signal = clientGoneSignal(ctx);
-  const it = events(gw, request, signal)[Symbol.asyncIterator]();
-  let pending = it.next();
-  // The first event decides between an HTTP error status and a 200 stream.
-  await pending;
-  const sse = new SseWriter(ctx);
   let index = 0;
   let text = p.return_full_text ? body.inputs : '';
   /** The newest token frame, held back only while the finish event may follow in the same tick. */
   let held: Record<string, unknown> | undefined;
   let lastId = 0;
-  try {
-    for (;;) {
-      let r = held ? await readyOrUndefined(pending) : await pending;
-      if (r === undefined) {
-        sse.data(held);
+  await streamSse<GenerateEvent | typeof IDLE>(ctx, {
+    events: withPauses(events(gw, request, signal)[Symbol.asyncIterator]()),
+    signal,
+    errorBody: tgiErrorBody,
+    onEvent: async (ev, sse) => {
+      if (ev === IDLE) {
+        if (held) sse.data(held);
         held = undefined;
-        r = await pending;
-      }
-      if (r.done) break;
-      pending = it.next();
-      const ev = r.value;
-      if (ev.type === 'token') {
+      } else if (ev.type === 'token') {
         if (held) sse.data(held);
         held = undefined;
         // One frame per token id; a multi-id event (a UTF-8 character split over tokens)
@@ -136,13 +153,11 @@ export async function generateStream(gw: GatewayContext, ctx: Context, body: Tgi
         sse.data({ ...frame, generated_text: text, details });
         held = undefined;
       }
-    }
-    if (held) sse.data(held);
-  } catch (err) {
-    if (!signal.aborted) sse.data(tgiErrorBody(toHttpError(err)));
-  } finally {
-    sse.end();
-  }
+    },
+    onEnd: (sse) => {
+      if (held) sse.data(held);
+    },
+  });
 }
 
 export async function handleGenerateStream(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {

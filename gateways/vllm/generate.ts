@@ -4,14 +4,15 @@
  * object holding each sequence's whole text so far (vLLM's own framing, not SSE).
  */
 import type { Context } from 'koa';
-import type { GenerateRequest } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
-import { notSupported, toHttpError } from '../shared/http-error.js';
+import { notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
-import { clientGoneSignal, RawStreamWriter } from '../shared/sse.js';
-import { mindieErrorFormat } from '../shared/error-boundary.js';
+import { mindieErrorBody } from '../native/errors.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamNulJson } from '../shared/stream.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -107,20 +108,15 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
     ctx.body = { text: answer.choices.map((c) => body.prompt + c.text) };
     return;
   }
-  const it = events(gw, request, signal)[Symbol.asyncIterator]();
-  const first = await it.next();
-  const out = new RawStreamWriter(ctx, 'application/json');
   const texts = Array.from({ length: request.params.n ?? 1 }, () => body.prompt);
-  try {
-    for (let r = first; !r.done; r = await it.next()) {
-      const ev = r.value;
-      if (ev.type !== 'token' || ev.text === '') continue;
+  await streamNulJson<GenerateEvent>(ctx, {
+    events: events(gw, request, signal),
+    signal,
+    errorBody: mindieErrorBody,
+    onEvent: (ev, out) => {
+      if (ev.type !== 'token' || ev.text === '') return;
       texts[ev.index] += ev.text;
       out.write(JSON.stringify({ text: texts }) + '\0');
-    }
-  } catch (err) {
-    if (!signal.aborted) out.write(JSON.stringify(mindieErrorFormat(toHttpError(err)).body) + '\0');
-  } finally {
-    out.end();
-  }
+    },
+  });
 }

@@ -1,0 +1,70 @@
+// A context on the device: the paged KV cache in device memory, the activation buffers,
+// and one step's forward pass and sampling. Buffers are sized once for (max_batch_tokens,
+// max_seqs); a step allocates nothing except when a plan needs more than any before it
+// (logits of every token, a longer block table or token history).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "../prism_cuda.h"
+#include "gemm.h"
+#include "model.h"
+
+namespace pc {
+
+class DeviceContext {
+ public:
+  DeviceContext(DeviceModel& model, const pc_context_options& opts);
+
+  void forward(const pc_step_plan& plan);
+  void sample(const pc_step_plan& plan, const int32_t* masks, int64_t maskRows, pc_step_result& out);
+  size_t kvBytes() const { return kCache_.bytes() + vCache_.bytes(); }
+  double lastStepMs() const { return lastMs_; }
+
+ private:
+  // One step's arrays on the device (the plan and what the host derived from it), copied
+  // with a single transfer from a pinned staging buffer.
+  struct StepArrays {
+    const int32_t *tokens, *positions, *blockTableOffsets, *blockTables, *blockCopies, *tokenSeq, *tileFirst, *tileCount,
+        *outRows, *seqRow;
+    const uint8_t* sample;
+    const float *temperature, *topP, *repetitionPenalty, *presencePenalty, *frequencyPenalty;
+    const int32_t *topK, *penaltyOffsets, *penaltyTokens, *maskRow, *topLogprobs;
+    const double* uniform;
+  };
+  void upload(const pc_step_plan& plan);
+  void linear(const DeviceLinear& L, const float* x, int64_t n, float* y, int64_t ldy, bool accumulate);
+  void layer(int64_t l, int64_t T);
+  int attentionSplits(int64_t T) const;
+
+  DeviceModel& m_;
+  pc_context_options opts_;
+  const pc_model_config& cfg_;
+  int64_t qkvDim_ = 0;
+  int multiprocessors_ = 1;
+  Stream stream_;
+  Gemm gemm_;
+  Timer timer_;
+  double lastMs_ = -1;
+
+  DeviceBuffer kCache_, vCache_;
+  int64_t layerStride_ = 0, blockStride_ = 0;
+  DeviceBuffer x_, xn_, qkv_, attn_, gu_, act_, xSel_, logits_, partial_;
+  DeviceBuffer xBf16_, wBf16_;
+  int64_t wBf16Rows_ = 0;  // rows of the widest matrix that fit wBf16_
+  DeviceBuffer penaltyCounts_, masks_;
+  DeviceBuffer resultDev_;
+  PinnedBuffer resultHost_;
+
+  PinnedBuffer planHost_;
+  DeviceBuffer planDev_;
+  StepArrays a_{};
+  // Host-side derivations, reused step after step.
+  std::vector<int32_t> tokenSeq_, tileFirst_, tileCount_, outRows_, seqRow_;
+  int tileTokens_ = 1;
+  int64_t T_ = 0, S_ = 0, rows_ = 0, maxPositions_ = 0;
+  bool forwardDone_ = false;
+};
+
+}  // namespace pc
