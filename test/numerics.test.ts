@@ -338,6 +338,7 @@ const LABELS = [
   'qwen3moe-gguf-q8_0',
   'mixtral-f32',
   'mixtral-gguf-f32',
+  'mistral-window-gguf-f32',
   LONG_WINDOW,
 ];
 
