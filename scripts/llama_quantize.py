@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 BINS = ROOT / 'node_modules' / '@node-llama-cpp' / 'linux-x64' / 'bins' / 'linux-x64'
 INFO = ROOT / 'node_modules' / 'node-llama-cpp' / 'llama' / 'llama.cpp.info.json'
-PARAMS_RELEASE = 'v0.4.0'  # the llama.cpp release whose llama.h the struct below follows
+PARAMS_RELEASE = 'v0.4.0'  # the struct below follows this llama.cpp release's llama.h
 
 # GGML type numbers and block geometry (values, bytes) of the types used here.
 GGML_TYPES = {

@@ -36,7 +36,7 @@ constexpr TypeInfo kTypes[] = {
 };
 
 static_assert(kQ4_KBytes == 144 && kQ6_KBytes == 210 && kQ4_1Bytes == 20 && kQ8_0Bytes == 34);
-// GGML's block_q5_0, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs (ggml-common.h).
+// GGML's block_q5_0, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs (in GGML's ggml-common.h).
 static_assert(kQ5_0Bytes == 22 && kQ5_1Bytes == 24 && kQ5_KBytes == 176 && kQ3_KBytes == 110 && kQ2_KBytes == 84 &&
               kIQ4_NLBytes == 18 && kIQ4_XSBytes == 136);
 
