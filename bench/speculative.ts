@@ -1,0 +1,362 @@
+/**
+ * `npm run bench:spec`: speculative decoding (the n-gram proposer) against no speculation, in
+ * one run, on the default model; the same model file, the same prompt token ids, greedy.
+ *
+ *  1. Output tokens/s per task and concurrency, Prism without and with `--speculative ngram`
+ *     (two engines in this process, rounds alternating A/B then B/A, medians), the acceptance
+ *     rate (accepted / proposed draft tokens), the mean accepted length (accepted draft tokens
+ *     per verify step) and whether both outputs were token-for-token the same. Tasks:
+ *     input-grounded (rewrite a passage, edit code, extract JSON quoting the input, under a
+ *     json_schema constraint on both sides) and open-ended chat.
+ *  2. The peer: llama.cpp's own prompt-lookup speculation (node-llama-cpp's
+ *     InputLookupTokenPredictor) against none, one sequence, the same prompt ids.
+ *  3. At a size model's shape (random weights accept nothing, so acceptance cannot be measured
+ *     there): the native step's cost for 1 + k tokens of one sequence against 1 token, and the
+ *     speed-up the default model's measured mean accepted length would give at that cost.
+ *
+ * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m]
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { InputLookupTokenPredictor, type Token } from 'node-llama-cpp';
+import { ensureDefaultModel } from '../engine/default-model.js';
+import type { EngineCore } from '../engine/engine-core.js';
+import { loadEngine } from '../engine/load-engine.js';
+import type { EngineOptions } from '../engine/options.js';
+import type { SpecDecodeStats } from '../engine/speculative/metrics.js';
+import type { Constraint, GenerateRequest } from '../engine/types.js';
+import {
+  createContext,
+  disposeContext,
+  disposeModel,
+  loadModel,
+  modelInfo,
+  step,
+  type StepPlan,
+} from '../native/native.js';
+import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
+import { fmt, median, nowMs } from './stats.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    tokens: { type: 'string', default: '96' },
+    k: { type: 'string', default: '5' },
+    threads: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: '1,16' },
+    /** Skip llama.cpp's lookup speculation. */
+    'no-peer': { type: 'boolean', default: false },
+    /** The size model (models/sizes/NAME.gguf) whose verify-step cost is measured; '' skips it. */
+    size: { type: 'string', default: '3b-q5_k_m' },
+  },
+});
+const rounds = Number(args.rounds);
+const maxTokens = Number(args.tokens);
+const K = Number(args.k);
+const threads = Number(args.threads);
+const concurrencies = args.concurrency.split(',').map(Number);
+
+const PASSAGES = [
+  'The old lighthouse stood at the edge of the cliff for more than a century. Sailors trusted its light, and the keeper climbed its hundred steps every evening to wind the clockwork that turned the lens.',
+  'Every morning the baker opened his shop at six and sold bread until noon. In the afternoon he prepared the dough for the next day, and on Sundays he baked cakes for the village fair.',
+  'Photosynthesis turns light, water and carbon dioxide into sugar and oxygen. It happens in the chloroplasts of plant cells, where chlorophyll absorbs mostly red and blue light.',
+  'The committee will meet on Tuesday to review the annual budget proposal. Members should read the report beforehand and send their questions to the secretary by Monday evening.',
+];
+const CODE = [
+  'function total(items) {\n  let total = 0;\n  for (const item of items) {\n    total += item.price * item.count;\n  }\n  return total;\n}',
+  'def average(values):\n    total = 0\n    for value in values:\n        total += value\n    return total / len(values)',
+];
+const PEOPLE = [
+  ['Ada Lovelace', 'London', 'mathematician', 1815],
+  ['Marie Curie', 'Warsaw', 'physicist', 1867],
+  ['Alan Turing', 'London', 'computer scientist', 1912],
+  ['Grace Hopper', 'New York', 'computer scientist', 1906],
+] as const;
+const TOPICS = [
+  'a dragon who is afraid of fire',
+  'the deep sea',
+  'a robot learning to paint',
+  'winter in a small town',
+];
+
+const chat = (user: string) => `<|im_start|>user\n${user}<|im_end|>\n<|im_start|>assistant\n`;
+const PERSON_SCHEMA = JSON.stringify({
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    city: { type: 'string' },
+    occupation: { type: 'string' },
+    born: { type: 'integer' },
+  },
+  required: ['name', 'city', 'occupation', 'born'],
+});
+
+interface Task {
+  readonly name: string;
+  readonly grounded: boolean;
+  readonly prompts: readonly string[];
+  readonly constraint?: Constraint;
+}
+
+const TASKS: readonly Task[] = [
+  {
+    name: 'rewrite a passage',
+    grounded: true,
+    prompts: PASSAGES.map((p) => chat(`Repeat this passage word for word:\n\n${p}`)),
+  },
+  {
+    name: 'edit code',
+    grounded: true,
+    prompts: CODE.map((c) =>
+      chat(`Rename the variable total to sum in this code and print the whole code:\n\n${c}`),
+    ),
+  },
+  {
+    name: 'extract JSON (json_schema)',
+    grounded: true,
+    prompts: PEOPLE.map(([n, c, o, y]) =>
+      chat(
+        `Extract name, city, occupation and born as JSON: "${n}, the ${o}, was born in ${c} in ${y}. ${n} is remembered in ${c}."`,
+      ),
+    ),
+    constraint: { kind: 'json_schema', schema: PERSON_SCHEMA },
+  },
+  {
+    name: 'open-ended chat',
+    grounded: false,
+    prompts: TOPICS.map((t) => chat(`Write a short story about ${t}.`)),
+  },
+];
+
+interface Run {
+  tokS: number;
+  outputs: (readonly number[])[];
+}
+
+async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Constraint): Promise<Run> {
+  const t0 = nowMs();
+  const outputs = await Promise.all(
+    ids.map(async (p) => {
+      const req: GenerateRequest = {
+        prompt: { kind: 'tokens', ids: [...p] },
+        params: { temperature: 0, maxNewTokens: maxTokens },
+        ...(constraint ? { constraint } : {}),
+      };
+      let out: readonly number[] = [];
+      for await (const ev of e.generate(req)) if (ev.type === 'finish') out = ev.tokenIds;
+      return out;
+    }),
+  );
+  const ms = nowMs() - t0;
+  const n = outputs.reduce((a, o) => a + o.length, 0);
+  return { tokS: (n / ms) * 1000, outputs };
+}
+
+const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').trim() : 'n/a');
+
+function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
+  const drafts = b.numDrafts - a.numDrafts;
+  const proposed = b.numDraftTokens - a.numDraftTokens;
+  const accepted = b.numAcceptedTokens - a.numAcceptedTokens;
+  return { drafts, proposed, accepted };
+}
+
+async function main(): Promise<void> {
+  const modelPath = ensureDefaultModel();
+  const base: EngineOptions = {
+    maxBatchSize: 32,
+    maxPrefillTokens: 2048,
+    kvCacheBytes: 128 << 20,
+    maxSeqLen: 1024,
+    threads,
+    // Every round computes its prompts afresh on both sides (rounds repeat the same prompts).
+    prefixCache: false,
+  };
+  const plain = await loadEngine(modelPath, base);
+  const spec = await loadEngine(modelPath, {
+    ...base,
+    speculative: { method: 'ngram', numSpeculativeTokens: K },
+  });
+  console.log(
+    `# bench:spec — ${modelPath.split('/').pop()}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds`,
+  );
+  console.log(`load average at start: ${loadavg()}\n`);
+  console.log(
+    '| task | conc. | no spec tok/s | ngram tok/s | ratio | accepted | mean accepted / step | same output |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  const ids = new Map<Task, number[][]>();
+  for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
+  let groundedAccepted = 0;
+  let groundedDrafts = 0;
+  for (const task of TASKS) {
+    for (const c of concurrencies) {
+      const prompts = Array.from({ length: c }, (_, i) => ids.get(task)![i % task.prompts.length]);
+      const a: number[] = [];
+      const b: number[] = [];
+      let same = true;
+      const before = (await spec.status()).specDecode!;
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
+        const got: Record<string, Run> = {};
+        for (const side of order)
+          got[side] = await runBatch(side === 'A' ? plain : spec, prompts, task.constraint);
+        a.push(got.A.tokS);
+        b.push(got.B.tokS);
+        same &&= got.A.outputs.every((o, i) => o.join() === got.B.outputs[i].join());
+      }
+      const d = specDelta(before, (await spec.status()).specDecode!);
+      if (task.grounded && c === 1) {
+        groundedAccepted += d.accepted;
+        groundedDrafts += d.drafts;
+      }
+      const ma = median(a);
+      const mb = median(b);
+      console.log(
+        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
+      );
+    }
+  }
+  console.log(`\nload average after Prism: ${loadavg()}`);
+  await plain.close();
+  await spec.close();
+  // Tokens gained per verify step on the grounded tasks, single stream: what the projection uses.
+  const meanAccepted = groundedAccepted / Math.max(1, groundedDrafts);
+
+  if (!args['no-peer']) await peer(modelPath, ids);
+  if (args.size) await sizeProjection(args.size, meanAccepted);
+}
+
+/** llama.cpp: one sequence without and with its input-lookup predictor, the same prompt ids. */
+async function peer(modelPath: string, ids: Map<Task, number[][]>): Promise<void> {
+  const { llama, model } = await loadPrebuiltLlamaModel(modelPath, threads);
+  const ctx = await model.createContext({
+    contextSize: 1024,
+    sequences: 2,
+    threads: { ideal: threads, min: threads },
+  });
+  const plainSeq = ctx.getSequence();
+  const lookupSeq = ctx.getSequence({
+    tokenPredictor: new InputLookupTokenPredictor({ predictionLength: { max: K } }),
+  });
+  const eog = new Set([model.tokens.eos, model.tokens.eot].filter((t): t is Token => t !== null));
+  const gen = async (seq: typeof plainSeq, prompt: readonly number[]) => {
+    await seq.clearHistory();
+    const t0 = nowMs();
+    let n = 0;
+    for await (const t of seq.evaluate(prompt as Token[], { temperature: 0 })) {
+      if (eog.has(t)) break;
+      if (++n >= maxTokens) break;
+    }
+    return (n / (nowMs() - t0)) * 1000;
+  };
+  console.log(`\n## llama.cpp (node-llama-cpp InputLookupTokenPredictor, prediction ≤ ${K}), concurrency 1`);
+  console.log(`load average: ${loadavg()}\n`);
+  console.log('| task | no lookup tok/s | lookup tok/s | ratio | validated / predicted |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const task of TASKS) {
+    if (task.constraint) continue; // node-llama-cpp's predictor is not run under a grammar here
+    const a: number[] = [];
+    const b: number[] = [];
+    const s0 = { ...lookupSeq.tokenPredictions };
+    for (let r = 0; r < rounds; r++)
+      for (const p of ids.get(task)!) {
+        if (r % 2 === 0) {
+          a.push(await gen(plainSeq, p));
+          b.push(await gen(lookupSeq, p));
+        } else {
+          b.push(await gen(lookupSeq, p));
+          a.push(await gen(plainSeq, p));
+        }
+      }
+    const s1 = lookupSeq.tokenPredictions;
+    const validated = s1.validated - s0.validated;
+    const refuted = s1.refuted - s0.refuted;
+    console.log(
+      `| ${task.name} | ${fmt(median(a))} | ${fmt(median(b))} | ${fmt(median(b) / median(a), 2)}× | ${fmt((100 * validated) / Math.max(1, validated + refuted))} % of ${validated + refuted} |`,
+    );
+  }
+  await ctx.dispose();
+  await model.dispose();
+  await llama.dispose();
+}
+
+/**
+ * The native step of one sequence at a size model's shape: 1 token against 1 + k (k draft
+ * tokens verified), at a context of 256 positions; the projected speed-up is the tokens a
+ * verify step yields (1 + mean accepted) over its cost relative to a 1-token step.
+ */
+async function sizeProjection(name: string, meanAccepted: number): Promise<void> {
+  const path = join('models', 'sizes', `${name}.gguf`);
+  if (!existsSync(path)) {
+    console.log(`\n(size model ${path} not found: run scripts/make-size-models.py; projection skipped)`);
+    return;
+  }
+  const model = await loadModel(path);
+  const info = modelInfo(model);
+  const pages = info.kvLayout?.pagesPerBlock ?? 1;
+  const bs = 16;
+  const ctxLen = 256;
+  const nBlocks = Math.ceil((ctxLen + K + 1) / bs);
+  const ctx = createContext(model, {
+    kvBlocks: nBlocks * pages,
+    blockSize: bs,
+    maxBatchTokens: 64,
+    maxSeqs: 1,
+    threads,
+  });
+  const table = Array.from({ length: nBlocks * pages }, (_, i) => i);
+  const plan = (n: number): StepPlan => ({
+    tokens: Int32Array.from({ length: n }, (_, i) => 100 + i),
+    positions: Int32Array.from({ length: n }, (_, i) => ctxLen + i),
+    seqTokenOffsets: Int32Array.from([0, n]),
+    blockTableOffsets: Int32Array.from([0, table.length]),
+    blockTables: Int32Array.from(table),
+    sample: Uint8Array.from([1]),
+    temperature: Float32Array.from([0]),
+    topK: Int32Array.from([0]),
+    topP: Float32Array.from([1]),
+    repetitionPenalty: Float32Array.from([1]),
+    presencePenalty: Float32Array.from([0]),
+    frequencyPenalty: Float32Array.from([0]),
+    penaltyTokenOffsets: Int32Array.from([0, 0]),
+    penaltyTokens: new Int32Array(0),
+    seeds: BigUint64Array.from([0n]),
+    sampleCounters: Int32Array.from([0]),
+    allowedMaskRows: Int32Array.from([-1]),
+    allowedMask: new Int32Array(0),
+    topLogprobs: Int32Array.from([0]),
+    ...(n > 1 ? { draftCounts: Int32Array.from([n - 1]) } : {}),
+  });
+  const time = async (n: number) => {
+    const t0 = nowMs();
+    await step(ctx, plan(n));
+    return nowMs() - t0;
+  };
+  await time(1);
+  await time(1 + K);
+  const one: number[] = [];
+  const many: number[] = [];
+  for (let r = 0; r < 5; r++) {
+    one.push(await time(1));
+    many.push(await time(1 + K));
+  }
+  const cost = median(many) / median(one);
+  const perStep = 1 + meanAccepted;
+  console.log(`\n## Verify-step cost at ${name} (${info.numLayers} layers), one sequence, context ${ctxLen}`);
+  console.log(`load average: ${loadavg()}\n`);
+  console.log('| step | median ms | cost vs 1 token |');
+  console.log('|---|---:|---:|');
+  console.log(`| 1 token | ${fmt(median(one))} | 1.00 |`);
+  console.log(`| 1 + ${K} tokens (verify) | ${fmt(median(many))} | ${fmt(cost, 2)} |`);
+  console.log(
+    `\nProjected single-stream speed-up at ${name} with the default model's measured grounded acceptance ` +
+      `(${fmt(perStep, 2)} tokens per verify step, k ≤ ${K}): ${fmt(perStep / cost, 2)}× ` +
+      `(every verify step charged at the full 1 + ${K} cost; proposer and scheduling time not counted).`,
+  );
+  disposeContext(ctx);
+  disposeModel(model);
+}
+
+await main();
