@@ -61,6 +61,8 @@ export interface ModelInfo {
    * one global; Mistral: every layer).
    */
   readonly layerWindows: readonly number[];
+  /** How the paged KV cache keeps the layers (native/src/kv_layout.h). */
+  readonly kvLayout: KvLayout;
   /** Mixture of experts: experts per layer and how many each token uses (0 and 0 for a dense model). */
   readonly experts: number;
   readonly expertsUsed: number;
@@ -93,7 +95,9 @@ export type GgufValue = number | bigint | string | boolean | GgufValue[];
  * `positions[...]`, and the KV blocks `blockTables[blockTableOffsets[s] .. blockTableOffsets[s+1])`
  * that cover positions 0 .. (last position of the step). Block b holds positions
  * [b*blockSize, (b+1)*blockSize) of that sequence. The step writes K/V of the new tokens into
- * those blocks and attends over every earlier position of the sequence.
+ * those blocks and attends over every earlier position of the sequence (a sliding layer: over
+ * its window only). A block is `kvLayout.pagesPerBlock` consecutive entries of the table, each
+ * a page id of the pool (ModelInfo.kvLayout; one entry per block for most models).
  */
 export interface StepPlan {
   readonly tokens: Int32Array;
@@ -101,7 +105,7 @@ export interface StepPlan {
   readonly seqTokenOffsets: Int32Array;
   readonly blockTableOffsets: Int32Array;
   readonly blockTables: Int32Array;
-  /** KV block copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
+  /** KV page copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
   readonly blockCopies?: Int32Array;
 
   // --- sampling (applied to the last token of each sequence with sample[s] = 1) ---
@@ -180,8 +184,23 @@ export interface StepResult {
   readonly errors?: ReadonlyArray<string | null>;
 }
 
+/**
+ * The paged KV cache's layout (native/src/kv_layout.h). The pool is made of pages, each the K/V
+ * of `pageLayers` layers for one block of positions. Layers that attend alike form one group;
+ * a model that mixes global and sliding-window layers (Gemma 3) has two, global first, so the
+ * sliding group's pages can be released behind its window while the global group keeps the
+ * whole context. One block of a sequence is `pagesPerBlock` table entries: each group's pages
+ * in group order.
+ */
+export interface KvLayout {
+  readonly pageLayers: number;
+  readonly pagesPerBlock: number;
+  /** window 0: the group attends to the whole context; pages: entries one block takes. */
+  readonly groups: readonly { readonly window: number; readonly pages: number }[];
+}
+
 export interface ContextOptions {
-  /** Number of KV blocks in the pool. */
+  /** Number of pages in the KV pool (= blocks when ModelInfo.kvLayout.pagesPerBlock is 1). */
   readonly kvBlocks: number;
   /** Tokens per KV block. */
   readonly blockSize: number;
@@ -221,12 +240,28 @@ export interface AdapterInfo {
 }
 
 export interface ContextInfo {
+  /** Pages in the KV pool (ContextOptions.kvBlocks). */
   readonly kvBlocks: number;
   readonly blockSize: number;
   readonly kvBytes: number;
   readonly threads: number;
   /** Kernel family chosen at run time: 'avx512' | 'avx2' | 'reference'. */
   readonly isa: string;
+}
+
+/**
+ * What a KV transfer between two engines must agree on, besides the model itself: one layer
+ * of one block is K then V of every KV head, `blockSize × headDim` values of `dtype` each
+ * (`blockLayerBytes` in all), little-endian.
+ */
+export interface KvTransferLayout {
+  readonly layers: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly blockSize: number;
+  readonly kvBlocks: number;
+  readonly dtype: 'f16';
+  readonly blockLayerBytes: number;
 }
 
 export interface CpuFeatures {
@@ -291,6 +326,9 @@ export interface NativeAddon {
   adapterInfo(adapter: AdapterHandle): AdapterInfo;
   disposeAdapter(adapter: AdapterHandle): void;
   setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
+  kvLayout(ctx: ContextHandle): KvTransferLayout;
+  readKvBlock(ctx: ContextHandle, block: number, layerStart: number, layerCount: number): Uint8Array;
+  writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void;
 }
 
 function findAddon(file = 'prism_native.node'): string {
@@ -396,6 +434,33 @@ export function disposeAdapter(adapter: AdapterHandle): void {
  */
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
+}
+
+export function kvTransferLayout(ctx: ContextHandle): KvTransferLayout {
+  return addon.kvLayout(ctx);
+}
+
+/**
+ * Copies layers [layerStart, layerStart + layerCount) of KV block `block` out of the cache
+ * (`layerCount × blockLayerBytes` bytes). Block and layer ranges are checked (RangeError).
+ * Only blocks that no running step writes may be read (a leased block: engine/kv-transfer/).
+ */
+export function readKvBlock(
+  ctx: ContextHandle,
+  block: number,
+  layerStart: number,
+  layerCount: number,
+): Uint8Array {
+  return wrapNativeError(() => addon.readKvBlock(ctx, block, layerStart, layerCount));
+}
+
+/**
+ * Writes whole layers from `layerStart` into KV block `block` (data: a positive multiple of
+ * `blockLayerBytes` that ends at or before the last layer; RangeError otherwise). Only a block
+ * that no running step reads or writes may be written (one just allocated for a transfer).
+ */
+export function writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void {
+  wrapNativeError(() => addon.writeKvBlock(ctx, block, layerStart, data));
 }
 
 export function cpuFeatures(): CpuFeatures {
