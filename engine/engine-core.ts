@@ -114,6 +114,7 @@ export class EngineCore implements Engine {
       table: this.requests,
       metrics: this.metrics,
       finishSequence: (seq) => this.scheduler.finish(seq),
+      forkBeam: (parent) => this.scheduler.forkBeam(parent),
     });
   }
 
