@@ -6,6 +6,7 @@
 import type { SamplingParams } from '../../engine/types.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { HttpError, notSupported } from '../shared/http-error.js';
+import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -35,6 +36,7 @@ export const samplingSchemaProperties = {
   logit_bias: nullable({ type: 'object' }),
   ...beamSchemaProperties,
   user: nullable({ type: 'string' }),
+  ...kvTransferSchemaProperty,
 } as const;
 
 export interface SamplingFields extends BeamFields {
@@ -58,6 +60,7 @@ export interface SamplingFields extends BeamFields {
   include_stop_str_in_output?: boolean | null;
   logit_bias?: Record<string, unknown> | null;
   user?: string | null;
+  kv_transfer_params?: KvTransferBody | null;
 }
 
 /** Drops nulls so absent and null both mean "engine default". */
