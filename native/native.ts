@@ -284,7 +284,22 @@ export interface CpuFeatures {
 }
 
 /** Kernel storage types (GGML numbering names). */
-export type TensorType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K';
+export type TensorType =
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'Q8_0'
+  | 'Q4_0'
+  | 'Q4_1'
+  | 'Q4_K'
+  | 'Q6_K'
+  | 'Q5_0'
+  | 'Q5_1'
+  | 'Q5_K'
+  | 'Q3_K'
+  | 'Q2_K'
+  | 'IQ4_NL'
+  | 'IQ4_XS';
 
 // ---------------------------------------------------------------------------------------
 // The addon's raw exports
