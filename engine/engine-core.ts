@@ -152,6 +152,7 @@ export class EngineCore implements Engine {
         this.speculator?.release(seq);
         this.scheduler.finish(seq);
       },
+      forkBeam: (parent) => this.scheduler.forkBeam(parent),
       disaggregation: this.disaggregation,
     });
   }
@@ -310,8 +311,11 @@ export class EngineCore implements Engine {
     const req = this.requests.get(seq.requestId);
     const c = req?.choices[seq.index];
     if (!req || !c || c.reason !== null) return 0;
-    // Split prefill/decode: a prefill-side request ends at its first token; no drafts.
-    if (req.pd?.kind === 'prefill') return 0;
+    // Split prefill/decode: a prefill-side request ends at its first token. Beam search
+    // chooses among one step's candidates. min_tokens: end tokens are suppressed at every
+    // position of a step, so a verify step must not reach past the minimum. No drafts.
+    if (req.pd?.kind === 'prefill' || req.beams) return 0;
+    if (seq.numOutput < (seq.sampling.minTokens ?? 0)) return 0;
     return Math.min(req.maxNew - c.tokenIds.length, this.deps.options.maxSeqLen - seq.tokens.length) - 1;
   }
 
