@@ -8,6 +8,9 @@
  * Used by test/structured-jsonschemabench.test.ts (a fixed sample per category) and, as a
  * script, over the full sets:
  *   PRISM_SHARED_DIR=/path/to/shared node --import tsx bench/jsonschemabench.ts [perCategory] [maxTokens]
+ * and, without a model, the preparation and compile coverage of every schema (the shared
+ * categories, the other categories of a copy of the benchmark's data/ folder, a generated set):
+ *   node --import tsx bench/jsonschemabench.ts --coverage [/path/to/jsonschemabench/data]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -200,7 +203,187 @@ export function refusalSummary(results: readonly CategoryResult[]): string {
     .join('\n');
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+// ------------------------------------------------------------------ coverage without a model
+
+/** How each schema of a set fares in preparation and compilation (no model, no generation). */
+export interface CoverageRow {
+  readonly set: string;
+  schemas: number;
+  /** The grammar alone enforces it exactly (also what OpenAI `strict: true` accepts). */
+  exact: number;
+  /** Accepted: the grammar enforces part, the finished document is checked for the rest. */
+  checked: number;
+  /** Refused with a 4xx naming the field, by reason. */
+  refused: number;
+  readonly reasons: Map<string, number>;
+  /** Prepared, but the grammar library refused to compile it (a 4xx too). */
+  compileFailed: number;
+  /** Anything else thrown: would be a 5xx. Must be 0. */
+  thrown: number;
+  readonly thrownSamples: string[];
+  /** Files that are not JSON at all (not counted as schemas). */
+  notJson: number;
+  readonly prepareMs: number[];
+}
+
+/** The refusal reason, without the values in it (for counting). */
+function reasonKey(reason: string): string {
+  const kw = /keyword '([^']+)'/.exec(reason);
+  if (kw) return `keyword ${kw[1]}`;
+  return reason
+    .replace(/"[^"]*"/g, '…')
+    .replace(/\d+/g, 'N')
+    .slice(0, 70);
+}
+
+/**
+ * Prepares (schema/prepare.ts) and compiles (xgrammar, over a printable-ASCII vocabulary:
+ * whether a grammar compiles does not depend on the model's) every schema of `schemas`.
+ */
+export async function coverage(set: string, schemas: Iterable<unknown>, notJson = 0): Promise<CoverageRow> {
+  const { prepareSchema } = await import('../engine/structured/schema/prepare.js');
+  const { asciiGrammarCompiler } = await import('../engine/structured/bare-grammar.js');
+  const { loadGrammarAddon } = await import('../native/native.js');
+  const xg = loadGrammarAddon();
+  const row: CoverageRow = {
+    set,
+    schemas: 0,
+    exact: 0,
+    checked: 0,
+    refused: 0,
+    reasons: new Map(),
+    compileFailed: 0,
+    thrown: 0,
+    thrownSamples: [],
+    notJson,
+    prepareMs: [],
+  };
+  for (const schema of schemas) {
+    row.schemas++;
+    let prepared;
+    const t0 = performance.now();
+    try {
+      prepared = prepareSchema(schema, 'schema');
+    } catch (e) {
+      row.thrown++;
+      row.thrownSamples.push(`${(e as Error).message}: ${JSON.stringify(schema).slice(0, 200)}`);
+      continue;
+    } finally {
+      row.prepareMs.push(performance.now() - t0);
+    }
+    if ('refused' in prepared) {
+      row.refused++;
+      const k = reasonKey(prepared.refused);
+      row.reasons.set(k, (row.reasons.get(k) ?? 0) + 1);
+      continue;
+    }
+    try {
+      xg.dispose(xg.compileJsonSchema(asciiGrammarCompiler(), prepared.schema, true));
+    } catch {
+      row.compileFailed++;
+      continue;
+    }
+    if (prepared.check) row.checked++;
+    else row.exact++;
+  }
+  return row;
+}
+
+/** The schemas of a folder of JSON files (sorted), and how many files were not JSON. */
+export function schemaFiles(dir: string): { schemas: unknown[]; notJson: number } {
+  const schemas: unknown[] = [];
+  let notJson = 0;
+  for (const f of sampleFiles(dir, undefined)) {
+    try {
+      schemas.push(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+    } catch {
+      notJson++;
+    }
+  }
+  return { schemas, notJson };
+}
+
+export function coverageTable(rows: readonly CoverageRow[]): string {
+  const out = [
+    '| set | schemas | grammar alone | accepted with the check | accepted in all | refused (4xx) | compile failed (4xx) | 5xx |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows) {
+    const ok = r.exact + r.checked;
+    out.push(
+      `| ${r.set} | ${r.schemas} | ${r.exact} (${pct(r.exact, r.schemas)}) | ${r.checked} (${pct(r.checked, r.schemas)}) | ${ok} (${pct(ok, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.thrown} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+export function coverageReasons(rows: readonly CoverageRow[]): string {
+  return rows
+    .filter((r) => r.reasons.size > 0)
+    .map(
+      (r) =>
+        `${r.set}: ${[...r.reasons.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 6)
+          .map(([k, v]) => `${k} (${v})`)
+          .join('; ')}`,
+    )
+    .join('\n');
+}
+
+if (
+  process.argv[1] &&
+  resolve(process.argv[1]) === fileURLToPath(import.meta.url) &&
+  process.argv[2] === '--coverage'
+) {
+  // Coverage without a model: the shared categories, any other JSONSchemaBench categories in
+  // the folder given (e.g. a copy of the benchmark's data/ with those not in this repository),
+  // and a generated set (test/fuzz/json-schemas.ts).
+  const fc = (await import('fast-check')).default;
+  const { jsonSchemas } = await import('../test/fuzz/json-schemas.js');
+  const rows: CoverageRow[] = [];
+  const shared = jsonSchemaBenchDir();
+  const only = process.env.PRISM_COVERAGE_SETS?.split(',');
+  const wanted = (name: string) => !only || only.some((o) => name.startsWith(o));
+  const progress = (r: CoverageRow) => console.error(`${r.set}: ${r.exact} + ${r.checked} of ${r.schemas}`);
+  for (const c of CATEGORIES.filter(wanted)) {
+    const { schemas, notJson } = schemaFiles(join(shared, c));
+    rows.push(await coverage(c, schemas, notJson));
+    progress(rows.at(-1)!);
+  }
+  const external = process.argv[3];
+  if (external)
+    for (const c of readdirSync(external).sort()) {
+      if ((CATEGORIES as readonly string[]).includes(c) || !wanted(c)) continue;
+      const dir = join(external, c);
+      let files: string[];
+      try {
+        files = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      if (files.length === 0) continue;
+      const { schemas, notJson } = schemaFiles(dir);
+      rows.push(await coverage(`${c} (not in the repository)`, schemas, notJson));
+      progress(rows.at(-1)!);
+    }
+  if (wanted('generated'))
+    rows.push(
+      await coverage('generated (fast-check, seed 1)', fc.sample(jsonSchemas, { numRuns: 2000, seed: 1 })),
+    );
+  console.log(coverageTable(rows));
+  console.log(coverageReasons(rows));
+  for (const r of rows) for (const t of r.thrownSamples.slice(0, 3)) console.log(`5xx ${r.set}: ${t}`);
+  const all = rows.flatMap((r) => r.prepareMs).sort((a, b) => a - b);
+  console.log(
+    `prepare ms: median ${all[Math.floor(all.length / 2)]!.toFixed(2)}, p99 ${all[Math.floor(all.length * 0.99)]!.toFixed(1)}, max ${all.at(-1)!.toFixed(0)}; load ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+} else if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { ensureDefaultModel } = await import('../engine/default-model.js');
   const { loadEngine } = await import('../engine/load-engine.js');
   const perCategory = process.argv[2] ? Number(process.argv[2]) : undefined;

@@ -64,6 +64,8 @@ export interface GrammarBackend {
    * constraint (always, where the grammar is exact); else why it does not.
    */
   checkDocument(key: string, text: string): Promise<string | null>;
+  /** Null when the JSON `text` satisfies the JSON Schema `schema` (text); else why not. */
+  checkJson(schema: string, text: string): Promise<string | null>;
   /** Lets go of a matcher. */
   free(m: GrammarMatcher): void;
   /** Set when the backend can serve no more calls (its thread died); a fresh one is made. */

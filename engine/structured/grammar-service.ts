@@ -165,6 +165,11 @@ export class GrammarService implements GrammarBackend, MatcherPort {
     return 'invalid' in r ? r.invalid : null;
   }
 
+  async checkJson(schema: string, text: string): Promise<string | null> {
+    const r = await this.call({ op: 'checkJson', schema, text });
+    return 'invalid' in r ? r.invalid : null;
+  }
+
   /** A new matcher at the grammar's start; its first mask arrives in `pending`. */
   createMatcher(key: string, jumpForward = false): SequenceGrammar {
     const g = new SequenceGrammar(this.nextMatcher++, key, jumpForward, this);

@@ -56,7 +56,9 @@ export type WorkerRequest =
   | { readonly op: 'rollback'; readonly id: number; readonly matcher: number; readonly count: number }
   | { readonly op: 'free'; readonly id: number; readonly matcher: number }
   /** Validate a finished document of the grammar `key` (schemas compiled with a check). */
-  | { readonly op: 'check'; readonly id: number; readonly key: string; readonly text: string };
+  | { readonly op: 'check'; readonly id: number; readonly key: string; readonly text: string }
+  /** Validate a JSON text against a schema (a client's, as prepareSchema's `check` gives it). */
+  | { readonly op: 'checkJson'; readonly id: number; readonly schema: string; readonly text: string };
 
 export type WorkerReply =
   /** A compile left the queue and started (not a final answer). */
@@ -95,6 +97,8 @@ interface Compiled {
   readonly check: DocumentCheck | null;
 }
 const cache = new Map<string, Compiled>();
+/** Checks of tool-call arguments, by schema text (least recently used evicted). */
+const jsonChecks = new Map<string, DocumentCheck>();
 const matchers = new Map<number, { readonly m: GrammarMatcherHandle; readonly jump: boolean }>();
 const maskWords = xg.bitmaskSize(init.vocabSize);
 /** Threads one compile may use (xgrammar splits a grammar's token-mask precomputation). */
@@ -229,6 +233,14 @@ function handle(req: WorkerRequest): WorkerReply {
           ? documentCheck(req.key.slice('json_schema\n'.length))
           : null;
       return { id: req.id, ok: true, invalid: check ? check(req.text) : null };
+    }
+    case 'checkJson': {
+      let check = jsonChecks.get(req.schema);
+      if (check) jsonChecks.delete(req.schema);
+      else check = compileCheck(req.schema);
+      jsonChecks.set(req.schema, check);
+      while (jsonChecks.size > init.cacheSize) jsonChecks.delete(jsonChecks.keys().next().value as string);
+      return { id: req.id, ok: true, invalid: check(req.text) };
     }
     case 'free': {
       const entry = matchers.get(req.matcher);
