@@ -40,8 +40,13 @@ export interface CategoryResult {
   valid: number;
   /** Cut by max_tokens. */
   length: number;
-  /** The engine failed the request after compiling (should be 0). */
+  /** The engine failed the request after compiling for another reason (should be 0). */
   errors: number;
+  /**
+   * The output failed the check of what the grammar could not enforce on every attempt: the
+   * request failed with a clear error (never an invalid document presented as valid).
+   */
+  checkFailed: number;
   /** Completed outputs ajv could not check because ajv itself rejects the schema. */
   unvalidatable: number;
   readonly refusals: Map<string, number>;
@@ -102,8 +107,13 @@ async function runOne(
   r.compiled++;
   r.compileMs.push(performance.now() - t0);
   const f = events.find((x): x is FinishEvent => x.type === 'finish');
+  if (f?.reason === 'error' && /does not satisfy the schema after/.test(f.error ?? '')) {
+    r.checkFailed++;
+    return;
+  }
   if (!f || f.reason === 'error') {
     r.errors++;
+    if (f?.error) r.invalidSamples.push(`error: ${f.error.slice(0, 200)}`);
     return;
   }
   if (f.reason === 'length') {
@@ -114,10 +124,20 @@ async function runOne(
   let validate;
   try {
     const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
-    validate = validator.compile(schema);
+    try {
+      validate = validator.compile(schema);
+    } catch {
+      // A draft-4 schema (boolean exclusive bounds, ...) that ajv's 2020-12 dialect refuses:
+      // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts).
+      const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
+      const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
+      validate = validator.compile(read);
+    }
   } catch {
     r.unvalidatable++;
     return;
+  } finally {
+    validator.removeSchema();
   }
   let doc: unknown;
   try {
@@ -132,11 +152,23 @@ async function runOne(
 
 export async function runJsonSchemaBench(
   engine: Engine,
-  options: { perCategory?: number; maxTokens: number; concurrency: number },
+  options: {
+    perCategory?: number;
+    maxTokens: number;
+    concurrency: number;
+    /** Other category folders (name → folder) to run after the shared ones. */
+    extra?: readonly { readonly category: string; readonly dir: string }[];
+    /** Only these categories (default: every shared one, then the extra). */
+    only?: readonly string[];
+  },
 ): Promise<CategoryResult[]> {
   const dir = jsonSchemaBenchDir();
   const results: CategoryResult[] = [];
-  for (const category of CATEGORIES) {
+  const sets = [
+    ...CATEGORIES.map((c) => ({ category: c, dir: join(dir, c) })),
+    ...(options.extra ?? []),
+  ].filter((x) => !options.only || options.only.includes(x.category));
+  for (const { category, dir: folder } of sets) {
     const r: CategoryResult = {
       category,
       schemas: 0,
@@ -147,6 +179,7 @@ export async function runJsonSchemaBench(
       valid: 0,
       length: 0,
       errors: 0,
+      checkFailed: 0,
       unvalidatable: 0,
       refusals: new Map(),
       invalidSamples: [],
@@ -154,19 +187,13 @@ export async function runJsonSchemaBench(
     };
     const validator = new Ajv2020({ strict: false, allErrors: false });
     addFormats.default(validator);
-    const files = sampleFiles(join(dir, category), options.perCategory);
+    const files = sampleFiles(folder, options.perCategory);
     r.schemas = files.length;
     let next = 0;
     const worker = async () => {
       while (next < files.length) {
         const file = files[next++];
-        await runOne(
-          engine,
-          readFileSync(join(dir, category, file), 'utf8'),
-          options.maxTokens,
-          r,
-          validator,
-        );
+        await runOne(engine, readFileSync(join(folder, file), 'utf8'), options.maxTokens, r, validator);
       }
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
@@ -179,12 +206,12 @@ const pct = (a: number, b: number) => (b === 0 ? '—' : `${((100 * a) / b).toFi
 
 export function resultTable(results: readonly CategoryResult[]): string {
   const rows = [
-    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | errors |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | failed the check 3 times (424) | other errors |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
     rows.push(
-      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.errors} |`,
+      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.checkFailed} | ${r.errors} |`,
     );
   }
   return rows.join('\n');
@@ -213,8 +240,9 @@ export interface CoverageRow {
   exact: number;
   /** Accepted: the grammar enforces part, the finished document is checked for the rest. */
   checked: number;
-  /** Refused with a 4xx naming the field, by reason. */
+  /** Refused with a 4xx naming the field. */
   refused: number;
+  /** Refusals and compile failures, by reason. */
   readonly reasons: Map<string, number>;
   /** Prepared, but the grammar library refused to compile it (a 4xx too). */
   compileFailed: number;
@@ -279,8 +307,10 @@ export async function coverage(set: string, schemas: Iterable<unknown>, notJson 
     }
     try {
       xg.dispose(xg.compileJsonSchema(asciiGrammarCompiler(), prepared.schema, true));
-    } catch {
+    } catch (e) {
       row.compileFailed++;
+      const k = `compile: ${reasonKey((e as Error).message)}`;
+      row.reasons.set(k, (row.reasons.get(k) ?? 0) + 1);
       continue;
     }
     if (prepared.check) row.checked++;
@@ -394,11 +424,40 @@ if (
     kvCacheBytes: 256 << 20,
   });
   const t0 = performance.now();
-  const results = await runJsonSchemaBench(engine, { perCategory, maxTokens, concurrency: 16 });
+  // PRISM_JSB_EXTRA: a folder of more categories (e.g. the benchmark's data/), each a folder
+  // of schemas; PRISM_JSB_ONLY: a comma-separated list of the categories to run.
+  const extraDir = process.env.PRISM_JSB_EXTRA;
+  const extra = extraDir
+    ? readdirSync(extraDir)
+        .filter((c) => !(CATEGORIES as readonly string[]).includes(c))
+        .map((c) => ({ category: c, dir: join(extraDir, c) }))
+        .filter((x) => {
+          try {
+            return readdirSync(x.dir).length > 0;
+          } catch {
+            return false;
+          }
+        })
+    : [];
+  const only = process.env.PRISM_JSB_ONLY?.split(',');
+  const results = await runJsonSchemaBench(engine, {
+    perCategory,
+    maxTokens,
+    concurrency: 16,
+    extra,
+    ...(only ? { only } : {}),
+  });
   console.log(resultTable(results));
   console.log(refusalSummary(results));
   for (const r of results)
     for (const s of r.invalidSamples.slice(0, 3)) console.log(`invalid ${r.category}: ${s}`);
-  console.log(`max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  console.log(
+    `max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s; choices resampled after a failed check ${engine.structured.resampledChoices}, failed every attempt ${engine.structured.failedChecks}; load ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   await engine.close();
 }

@@ -29,6 +29,10 @@ export class StructuredOutput {
   jumpForward: boolean;
   /** Tokens appended by jump-forward (the benchmark reports it). */
   jumpedTokens = 0;
+  /** Choices sampled again after their output failed its check (choice-checks.ts). */
+  resampledChoices = 0;
+  /** Choices that failed the check on every attempt (their request failed). */
+  failedChecks = 0;
 
   constructor(
     private readonly tokenizer: EngineTokenizer,

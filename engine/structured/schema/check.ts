@@ -339,6 +339,17 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
       'is greater than the number of prefixItems while items is false: no array satisfies both',
       ['minItems'],
     );
+  if (
+    s.additionalProperties === false &&
+    s.patternProperties === undefined &&
+    typeof s.minProperties === 'number' &&
+    s.minProperties > Object.keys(isSchemaObject(s.properties) ? s.properties : {}).length
+  )
+    problem(
+      `${path}.minProperties`,
+      'is greater than the number of properties while additionalProperties is false: no object satisfies both',
+      ['minProperties'],
+    );
   if (isSchemaObject(s.properties))
     for (const [name, sub] of Object.entries(s.properties))
       if (sub === false && !forbiddenPropertyDroppable(s, name))

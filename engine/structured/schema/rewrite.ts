@@ -92,6 +92,27 @@ function rewrite(node: unknown): boolean {
     s.prefixItems = (s.prefixItems as unknown[]).map((x) => (x === true ? {} : x));
     changed = true;
   }
+  // Prism writes no array item past prefixItems and no property past properties unless the
+  // schema allows them; where minItems/minProperties needs more, the schema's own default
+  // (any) holds, or xgrammar 0.2.8 refuses to compile a grammar with no document.
+  if (
+    Array.isArray(s.prefixItems) &&
+    s.items === undefined &&
+    typeof s.minItems === 'number' &&
+    s.minItems > s.prefixItems.length
+  ) {
+    s.items = {};
+    changed = true;
+  }
+  if (
+    typeof s.minProperties === 'number' &&
+    s.additionalProperties === undefined &&
+    s.patternProperties === undefined &&
+    s.minProperties > Object.keys(isSchemaObject(s.properties) ? s.properties : {}).length
+  ) {
+    s.additionalProperties = {};
+    changed = true;
+  }
   // Positions past maxItems never hold an item: xgrammar 0.2.8 refuses prefixItems longer
   // than maxItems, so they go (the same array language).
   if (Array.isArray(s.prefixItems) && typeof s.maxItems === 'number' && s.prefixItems.length > s.maxItems) {
