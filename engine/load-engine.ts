@@ -145,7 +145,7 @@ export async function loadEngine(
     machineBytes,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize),
+    runner: new NativeRunner(ctx, m.vocabSize, m.layerWindows),
     tokenizer,
     options: o,
     chatTemplate,

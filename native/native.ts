@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
+import { checkCpuBaseline } from './cpu-baseline.js';
+import { wrapNativeError } from './errors.js';
 // ---------------------------------------------------------------------------------------
 // Opaque handles
 // ---------------------------------------------------------------------------------------
@@ -32,7 +33,7 @@ export interface AdapterHandle {
 // Model description
 // ---------------------------------------------------------------------------------------
 
-export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma3' | 'phi3';
 
 export interface ModelInfo {
   /** File (GGUF) or directory (Hugging Face safetensors) the model came from. */
@@ -54,7 +55,19 @@ export interface ModelInfo {
   readonly rmsNormEps: number;
   /** Output head shares the token-embedding matrix. */
   readonly tiedEmbeddings: boolean;
-  /** Bytes of weights read to decode one token (all layers + output head): the roofline's denominator. */
+  /**
+   * Sliding-window attention per layer: the token at position p of a layer with window W > 0
+   * attends to positions p-W+1 .. p; 0 = the whole context (Gemma 3: five local layers, then
+   * one global; Mistral: every layer).
+   */
+  readonly layerWindows: readonly number[];
+  /** Mixture of experts: experts per layer and how many each token uses (0 and 0 for a dense model). */
+  readonly experts: number;
+  readonly expertsUsed: number;
+  /**
+   * Bytes of weights read to decode one token (all layers + output head; for a mixture of
+   * experts only the experts one token uses): the roofline's denominator.
+   */
   readonly weightBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
@@ -292,13 +305,13 @@ function findAddon(file = 'prism_native.node'): string {
   throw new Error('prism native addon not built: run `npm install` (it compiles native/ with node-gyp)');
 }
 
+// Before loading: the addon is compiled for AVX2 + FMA + F16C + BMI2 (cpu-baseline.ts).
+checkCpuBaseline();
 const addon = createRequire(import.meta.url)(findAddon()) as NativeAddon;
 
 // ---------------------------------------------------------------------------------------
 // Public API (thin wrappers so that native errors become typed errors in one place)
 // ---------------------------------------------------------------------------------------
-
-import { wrapNativeError } from './errors.js';
 
 export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));
