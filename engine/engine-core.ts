@@ -114,6 +114,10 @@ export class EngineCore implements Engine {
       table: this.requests,
       metrics: this.metrics,
       finishSequence: (seq) => this.scheduler.finish(seq),
+      addSequence: (seq) => {
+        this.scheduler.add(seq);
+        this.kick(); // a check answers between steps: the loop may be idle
+      },
     });
   }
 

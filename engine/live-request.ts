@@ -24,7 +24,10 @@ export interface LiveRequest {
   readonly seqs: Sequence[];
   /** One per best_of choice, by sequence index. */
   readonly choices: ChoiceOutput[];
-  /** best_of > n: events are held back until the best n are known. */
+  /**
+   * Events are held back until the request finishes: best_of > n (the best n are sent then),
+   * or outputs checked when a choice ends (structured/choice-checks.ts).
+   */
   readonly buffered: boolean;
   firstScheduled: number;
   firstToken: number;

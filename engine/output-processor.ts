@@ -14,7 +14,8 @@ import type { LiveRequest, RequestTable } from './live-request.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch } from './scheduler.js';
-import type { Sequence } from './sequence.js';
+import { Sequence } from './sequence.js';
+import { ChoiceChecks, resampleSeed } from './structured/choice-checks.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
@@ -29,12 +30,23 @@ export interface OutputDeps {
   readonly metrics: EngineMetrics;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
+  /** Queues a new sequence of a live request (a choice sampled again after a failed check). */
+  addSequence(seq: Sequence): void;
 }
 
 const ms = () => performance.now();
 
 export class OutputProcessor {
-  constructor(private readonly deps: OutputDeps) {}
+  /** Choices whose output is checked before the request finishes (structured/choice-checks.ts). */
+  private readonly checks: ChoiceChecks<LiveRequest>;
+
+  constructor(private readonly deps: OutputDeps) {
+    this.checks = new ChoiceChecks(deps.structured, {
+      isLive: (req) => deps.table.get(req.id) === req,
+      restart: (req, index, attempt) => this.restartChoice(req, index, attempt),
+      settled: (req) => this.finishIfDone(req),
+    });
+  }
 
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
@@ -50,9 +62,43 @@ export class OutputProcessor {
       this.acceptToken(req, seq, c, out, k, now);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
-        if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
+        // A choice the grammar enforced only in part is checked first (the check finishes it).
+        if (!this.checks.afterFinish(req, seq, c)) this.finishIfDone(req);
       }
     });
+  }
+
+  /** Finalizes `req` once every choice has finished and no check is pending. */
+  private finishIfDone(req: LiveRequest): void {
+    if (req.choices.every((x) => x.reason !== null) && !this.checks.checking(req)) this.finalize(req);
+  }
+
+  /**
+   * Choice `index` of `req` failed its check: a new sequence samples it again from the prompt
+   * (its full blocks come from the prefix cache), with the seed of attempt `attempt`
+   * (choice-checks.ts), a fresh matcher and a fresh output. The request's output is held
+   * (`buffered`), so nothing of the failed attempt was sent.
+   */
+  private restartChoice(req: LiveRequest, index: number, attempt: number): void {
+    const old = req.seqs.findLast((s) => s.index === index);
+    const c = req.choices[index];
+    if (!old || !c) return;
+    const seq = new Sequence({
+      requestId: req.id,
+      index,
+      prompt: old.tokens.slice(0, old.promptLen),
+      sampling: { ...old.sampling, seed: resampleSeed(BigInt(c.seed), attempt) },
+      arrival: old.arrival,
+      cacheExtra: old.cacheExtra,
+    });
+    seq.cachedPromptTokens = old.cachedPromptTokens;
+    seq.adapterSlot = old.adapterSlot;
+    seq.adapterGeneration = old.adapterGeneration;
+    const g = old.grammar;
+    if (g) this.deps.structured.attach(seq, g.key, g.jumpForward);
+    req.choices[index] = c.renewed();
+    req.seqs.push(seq);
+    this.deps.addSequence(seq);
   }
 
   private firstToken(req: LiveRequest, seq: Sequence, now: number): void {
@@ -163,6 +209,7 @@ export class OutputProcessor {
     req.detachSignal();
     d.adapters?.release(req.adapter);
     d.structured.release(req.seqs);
+    this.checks.forget(req);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -172,13 +219,15 @@ export class OutputProcessor {
       decodeMs: end - first,
       ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
     };
-    const chosen = req.buffered ? bestChoices(req.choices, req.params.n) : req.choices;
+    // Held for best_of (the best n are sent) or for checks (all are, in order).
+    const chosen = req.params.bestOf > req.params.n ? bestChoices(req.choices, req.params.n) : req.choices;
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
       const chat = c.chatResult();
       generated += c.tokenIds.length;
-      if (req.buffered && c.tokenIds.length > 0) {
+      // A held choice that failed (e.g. its check, on every attempt) sends no text: only its error.
+      if (req.buffered && c.tokenIds.length > 0 && c.reason !== 'error') {
         req.queue.push({
           type: 'token',
           requestId: req.id,

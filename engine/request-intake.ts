@@ -241,7 +241,9 @@ export class RequestIntake {
       queue,
       seqs: [seq],
       choices,
-      buffered: params.bestOf > params.n,
+      // Held back: best_of > n (the best n are sent), or outputs checked when a choice ends
+      // (a choice that fails is sampled again, so nothing of it may have been sent).
+      buffered: params.bestOf > params.n || (grammarKey !== null && d.structured.holdsOutput(grammarKey)),
       firstScheduled: -1,
       firstToken: -1,
       cachedPromptTokens: 0,

@@ -66,7 +66,11 @@ export function asciiGrammarCompiler(): GrammarCompilerHandle {
  * each step's mask by `random` (closing characters favoured as the text grows, so walks end),
  * until the grammar takes the stop token; null when it has not within `maxChars`.
  */
-export function sampleDocument(grammar: CompiledGrammarHandle, random: () => number, maxChars = 400): string | null {
+export function sampleDocument(
+  grammar: CompiledGrammarHandle,
+  random: () => number,
+  maxChars = 400,
+): string | null {
   const stop = ASCII.length;
   const m = xg.createMatcher(grammar, false);
   const mask = new Int32Array(xg.bitmaskSize(ASCII.length + 1));

@@ -9,7 +9,7 @@
  * the length limit are not checked (they are incomplete, and reported so).
  */
 import type { ChoiceOutput } from '../choice-output.js';
-import type { Sequence } from '../request-state.js';
+import type { Sequence } from '../sequence.js';
 import type { StructuredOutput } from './engine-glue.js';
 
 /** Attempts per choice, the first included. */

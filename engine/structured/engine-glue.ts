@@ -5,6 +5,7 @@
  * that never sees one never pays for it).
  */
 import { availableParallelism } from 'node:os';
+import type { ChoiceOutput } from '../choice-output.js';
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../sequence.js';
