@@ -19,6 +19,8 @@ import { ChoiceChecks, resampleSeed } from './structured/choice-checks.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
+import type { Disaggregation } from './kv-transfer/engine-glue.js';
+import { asEngineError } from './request-intake.js';
 
 export interface OutputDeps {
   readonly tokenizer: EngineTokenizer;
@@ -32,6 +34,8 @@ export interface OutputDeps {
   finishSequence(seq: Sequence): void;
   /** Queues a new sequence of a live request (a choice sampled again after a failed check). */
   addSequence(seq: Sequence): void;
+  /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
+  readonly disaggregation: Pick<Disaggregation, 'afterFirstToken' | 'beforeFinalize'>;
 }
 
 const ms = () => performance.now();
@@ -60,6 +64,7 @@ export class OutputProcessor {
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
       this.acceptToken(req, seq, c, out, k, now);
+      if (req.pd) this.deps.disaggregation.afterFirstToken(req, c);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
         // A choice the grammar enforced only in part is checked first (the check finishes it).
@@ -202,8 +207,26 @@ export class OutputProcessor {
     this.finalize(req);
   }
 
-  /** Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. */
+  /**
+   * Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. A
+   * request handed to another engine (split prefill/decode) finishes once the hand-off is done.
+   */
   private finalize(req: LiveRequest): void {
+    const handOff = req.pd && this.deps.disaggregation.beforeFinalize(req);
+    if (handOff) {
+      handOff.then(
+        () => this.finalizeNow(req),
+        (e: unknown) => {
+          req.fault = asEngineError(e);
+          this.finalizeNow(req);
+        },
+      );
+      return;
+    }
+    this.finalizeNow(req);
+  }
+
+  private finalizeNow(req: LiveRequest): void {
     const d = this.deps;
     if (!d.table.remove(req.id)) return;
     req.detachSignal();
@@ -256,6 +279,7 @@ export class OutputProcessor {
         ...(c.error !== undefined ? { error: c.error } : {}),
         ...(chat ? { chat } : {}),
         decodeTimesMs: c.gapList,
+        ...(req.pd?.params ? { kvTransfer: req.pd.params } : {}),
       };
       if (!req.fault) req.queue.push(finish);
     });
