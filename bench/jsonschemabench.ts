@@ -385,7 +385,10 @@ if (
   // 300 per category; unset, every file.
   const sample = process.env.PRISM_COVERAGE_SAMPLE ? Number(process.env.PRISM_COVERAGE_SAMPLE) : undefined;
   const wanted = (name: string) => !only || only.some((o) => name.startsWith(o));
-  const progress = (r: CoverageRow) => console.error(`${r.set}: ${r.exact} + ${r.checked} of ${r.schemas}`);
+  const progress = (r: CoverageRow) =>
+    console.error(
+      `${r.set}: ${r.exact} + ${r.checked} of ${r.schemas}, refused ${r.refused}, compile failed ${r.compileFailed}, 5xx ${r.thrown}; ${coverageReasons([r])}`,
+    );
   for (const c of CATEGORIES.filter(wanted)) {
     const { schemas, notJson } = schemaFiles(join(shared, c), sample);
     rows.push(await coverage(c, schemas, notJson));
