@@ -141,6 +141,7 @@ export class EngineCore implements Engine {
         this.scheduler.add(seq);
         this.kick(); // a check answers between steps: the loop may be idle
       },
+      forkBeam: (parent) => this.scheduler.forkBeam(parent),
       disaggregation: this.disaggregation,
     });
   }
