@@ -442,6 +442,7 @@ Napi::Value MeasureMemoryBandwidth(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void registerLoraExports(Napi::Env env, Napi::Object exports);
+void registerKvTransferExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
@@ -460,6 +461,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
   registerLoraExports(env, exports);  // lora_addon.cc
+  registerKvTransferExports(env, exports);  // kv_transfer.cc
   return exports;
 }
 
