@@ -14,6 +14,7 @@ import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
+import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -32,6 +33,7 @@ options:
   --listen ADDRESS      HOST:PORT, [IPv6]:PORT or unix:PATH (default ${DEFAULT_LISTEN};
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
+${deviceHelp}
 ${kvEventsHelp}
   -h, --help            show this help
 
@@ -47,6 +49,8 @@ interface EngineArgs {
   readonly config?: string;
   readonly listen: string;
   readonly threads?: number;
+  /** --device, when given. */
+  readonly device?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
 }
@@ -63,6 +67,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         config: { type: 'string' },
         listen: { type: 'string' },
         threads: { type: 'string' },
+        ...deviceFlagOption,
         ...kvEventsFlagOptions,
       },
     }));
@@ -83,11 +88,14 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
+  const device = parseDeviceFlag(values.device);
+  if (device.error) throw new UsageError(device.error);
   return {
     model: values.model,
     config: values.config,
     listen,
     ...(threads !== undefined ? { threads } : {}),
+    ...(device.device !== undefined ? { device: device.device } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -146,6 +154,7 @@ export async function run(argv: string[]): Promise<number> {
       ...fromConfig,
       kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      ...(args.device !== undefined ? { device: args.device } : {}),
     };
   } catch (e) {
     log((e as Error).message);
@@ -176,7 +185,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const info = await engine.info();
   log(
-    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
+    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${info.device} (${info.deviceName}), ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
       `config ${config.source ?? 'defaults'}]`,
   );

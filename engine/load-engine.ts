@@ -8,6 +8,7 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
   contextInfo,
+  cudaDevices,
   createContext,
   disposeContext,
   disposeModel,
@@ -17,6 +18,7 @@ import {
 } from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
+import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import type { KvEventPublisher } from './kv-events.js';
@@ -71,8 +73,18 @@ export async function loadEngine(
       );
     }
   }
+  const device = resolveDevice(o.device);
+  // CUDA asked for and not there: the error names why, before anything is loaded.
+  if (device !== 'cpu') requireCudaDevice(device);
+  if (device !== 'cpu' && o.lora) {
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `lora: LoRA adapters are not supported on a CUDA device yet (device ${device}); serve them on the CPU`,
+      'lora',
+    );
+  }
   const [model, tokenizer] = await Promise.all([
-    loadModel(modelPath, hooks.onProgress),
+    loadModel(modelPath, hooks.onProgress, { device }),
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
@@ -84,14 +96,22 @@ export async function loadEngine(
   const machineBytes = machineMemoryBytes();
   let kvBlocks: number;
   try {
-    kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
-    const perBlock = kvBytesPerBlock(o, m);
-    checkMemoryFits({
-      weightBytes: m.weightBytes,
-      kvBytes: kvBlocks * perBlock,
-      minKvBytes: minKvBlocks(o) * perBlock,
-      machineBytes,
-    });
+    if (device === 'cpu') {
+      kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
+      const perBlock = kvBytesPerBlock(o, m);
+      checkMemoryFits({
+        weightBytes: m.weightBytes,
+        kvBytes: kvBlocks * perBlock,
+        minKvBytes: minKvBlocks(o) * perBlock,
+        machineBytes,
+      });
+    } else {
+      // On a GPU the KV pool takes what the weights left (unless a budget was configured);
+      // an oversized one fails at allocation, with the device's own message.
+      const free = cudaDevices().find((d) => d.device === device)?.freeBytes ?? 0;
+      const budget = options.kvCacheBytes ?? defaultDeviceKvBytes(free, o, m);
+      kvBlocks = o.kvBlocks ?? kvBlocksForBudget({ ...o, kvCacheBytes: budget }, m);
+    }
   } catch (e) {
     disposeModel(model);
     throw e;
@@ -136,13 +156,16 @@ export async function loadEngine(
   }
   hooks.onContext?.(ctx);
   if (kvEvents) hooks.onKvEvents?.(kvEvents);
+  const ctxInfo = contextInfo(ctx);
   hooks.onMemory?.({
     weightBytes: m.weightBytes,
-    kvBytes: contextInfo(ctx).kvBytes,
+    kvBytes: ctxInfo.kvBytes,
     kvBlocks,
     blockSize: o.cacheBlockSize,
     rssBytes: process.memoryUsage().rss,
     machineBytes,
+    device,
+    deviceName: m.deviceName,
   });
   const core = new EngineCore({
     runner: new NativeRunner(ctx, m.vocabSize),
@@ -165,6 +188,8 @@ export async function loadEngine(
       prefixCache: o.prefixCache,
       dtype: Object.entries(m.tensorTypes).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown',
       startedAt: Date.now(),
+      device,
+      deviceName: ctxInfo.deviceName,
     },
     dispose: () => {
       void kvEvents?.close();

@@ -231,6 +231,9 @@ export interface EngineInfo {
   readonly prefixCache: boolean;
   readonly dtype: string;
   readonly startedAt: number;
+  /** 'cpu' or 'cuda:N' (EngineOptions.device), and the device in words ('NVIDIA H200', 'CPU (avx512)'). */
+  readonly device: string;
+  readonly deviceName: string;
 }
 
 /**

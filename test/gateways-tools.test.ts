@@ -68,6 +68,8 @@ async function serve(replies: string[], chatTemplate?: string) {
     prefixCache: false,
     dtype: 'none',
     startedAt: Date.now(),
+    device: 'cpu',
+    deviceName: 'scripted',
   };
   const core = new EngineCore({
     runner: new ScriptedSim(replies, 2048, 4),

@@ -56,7 +56,13 @@ export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 
     });
   }
   ctx.body = {
-    service: { roleStatus: s.stopping ? 'RoleUnknown' : 'RoleReady', currentRole: gw.state.role },
+    service: {
+      roleStatus: s.stopping ? 'RoleUnknown' : 'RoleReady',
+      currentRole: gw.state.role,
+      // Prism's: where the model runs ('cpu' or 'cuda:N') and that device in words.
+      device: gw.info.device,
+      deviceName: gw.info.deviceName,
+    },
     resource,
     linkStatus: { peers: [] },
   };

@@ -40,4 +40,30 @@ ContextBox* contextBox(Napi::Env env, Napi::Value v, const char* what) {
   return b;
 }
 
+Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
+  const ModelConfig& c = m.cfg;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("path", c.path);
+  o.Set("format", c.format);
+  o.Set("architecture", archName(c.arch));
+  o.Set("name", c.name);
+  o.Set("vocabSize", static_cast<double>(c.vocab));
+  o.Set("hiddenSize", static_cast<double>(c.hidden));
+  o.Set("intermediateSize", static_cast<double>(c.intermediate));
+  o.Set("numLayers", static_cast<double>(c.layers));
+  o.Set("numHeads", static_cast<double>(c.heads));
+  o.Set("numKvHeads", static_cast<double>(c.kvHeads));
+  o.Set("headDim", static_cast<double>(c.headDim));
+  o.Set("contextLength", static_cast<double>(c.contextLength));
+  o.Set("ropeTheta", c.ropeTheta);
+  o.Set("rmsNormEps", c.eps);
+  o.Set("tiedEmbeddings", c.tiedEmbeddings);
+  o.Set("weightBytes", m.weightBytes);
+  o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
+  Napi::Object types = Napi::Object::New(env);
+  for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
+  o.Set("tensorTypes", types);
+  return o;
+}
+
 }  // namespace prism

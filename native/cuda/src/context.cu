@@ -48,10 +48,8 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
   blockStride_ = cfg_.kv_heads * opts.block_size * hd;
   layerStride_ = opts.kv_blocks * blockStride_;
   const size_t kvElems = static_cast<size_t>(cfg_.layers * layerStride_);
-  kCache_.allocate(kvElems * 2);
-  vCache_.allocate(kvElems * 2);
-  fillBytes(kCache_.get(), 0, kCache_.bytes(), stream_);
-  fillBytes(vCache_.get(), 0, vCache_.bytes(), stream_);
+  kCache_.allocateZeroed(kvElems * 2, stream_);
+  vCache_.allocateZeroed(kvElems * 2, stream_);
   const size_t f = sizeof(float);
   x_.allocate(static_cast<size_t>(T * D) * f);
   xn_.allocate(static_cast<size_t>(T * std::max(D, qDim)) * f);
@@ -64,8 +62,7 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
   partial_.allocate(static_cast<size_t>(std::min(T, kSplitMaxTokens) * cfg_.heads * (hd + 2) * kMaxSplits) * f);
   if (T > kGemvMaxTokens) xBf16_.allocate(static_cast<size_t>(T * m_.maxCols()) * 2);
   const int64_t penaltyBlocks = std::min<int64_t>(S, kPenaltyBlocks);
-  penaltyCounts_.allocate(static_cast<size_t>(penaltyBlocks * V) * 4);
-  fillBytes(penaltyCounts_.get(), 0, penaltyCounts_.bytes(), stream_);
+  penaltyCounts_.allocateZeroed(static_cast<size_t>(penaltyBlocks * V) * 4, stream_);
   const size_t resultBytes = 3 * alignUp(static_cast<size_t>(S) * 4) + 2 * alignUp(static_cast<size_t>(S) * kMaxTopLogprobs * 4);
   resultDev_.allocate(resultBytes);
   resultHost_.allocate(resultBytes);
@@ -208,7 +205,8 @@ void DeviceContext::linear(const DeviceLinear& L, const float* x, int64_t n, flo
     }
     // Other types are decoded into bf16 a band of rows at a time (bounded scratch).
     if (wBf16_.bytes() == 0) {
-      wBf16Rows_ = std::max<int64_t>(1, static_cast<int64_t>(kWeightScratchBytes / (static_cast<size_t>(m_.maxCols()) * 2)));
+      const size_t bytes = std::min(kWeightScratchBytes, static_cast<size_t>(m_.maxMatrixElems()) * 2);
+      wBf16Rows_ = std::max<int64_t>(1, static_cast<int64_t>(bytes / (static_cast<size_t>(m_.maxCols()) * 2)));
       wBf16_.allocate(static_cast<size_t>(wBf16Rows_ * m_.maxCols()) * 2);
     }
     const int64_t band = std::max<int64_t>(1, wBf16Rows_ * m_.maxCols() / k);

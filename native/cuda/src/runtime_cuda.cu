@@ -61,6 +61,11 @@ void DeviceBuffer::allocate(size_t bytes) {
   bytes_ = bytes;
 }
 
+void DeviceBuffer::allocateZeroed(size_t bytes, const Stream& s) {
+  allocate(bytes);
+  fillBytes(p_, 0, bytes, s);
+}
+
 void DeviceBuffer::release() noexcept {
   if (p_) cudaFree(p_);
   p_ = nullptr;

@@ -441,6 +441,12 @@ export interface InfoResponse {
   dtype: string;
   /** Milliseconds since the Unix epoch. */
   startedAt: number;
+  /**
+   * Where the model runs: "cpu" or "cuda:N", and that device in words ("NVIDIA H200",
+   * "CPU (avx512)").
+   */
+  device: string;
+  deviceName: string;
 }
 
 export interface ListModelsRequest {
@@ -5298,6 +5304,8 @@ function createBaseInfoResponse(): InfoResponse {
     prefixCache: false,
     dtype: "",
     startedAt: 0,
+    device: "",
+    deviceName: "",
   };
 }
 
@@ -5344,6 +5352,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.startedAt !== 0) {
       writer.uint32(113).double(message.startedAt);
+    }
+    if (message.device !== "") {
+      writer.uint32(122).string(message.device);
+    }
+    if (message.deviceName !== "") {
+      writer.uint32(130).string(message.deviceName);
     }
     return writer;
   },
@@ -5473,6 +5487,22 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.startedAt = reader.double();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.device = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.deviceName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5549,6 +5579,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         : isSet(object.started_at)
         ? globalThis.Number(object.started_at)
         : 0,
+      device: isSet(object.device) ? globalThis.String(object.device) : "",
+      deviceName: isSet(object.deviceName)
+        ? globalThis.String(object.deviceName)
+        : isSet(object.device_name)
+        ? globalThis.String(object.device_name)
+        : "",
     };
   },
 
@@ -5596,6 +5632,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.startedAt !== 0) {
       obj.startedAt = floatToJson(message.startedAt);
     }
+    if (message.device !== "") {
+      obj.device = message.device;
+    }
+    if (message.deviceName !== "") {
+      obj.deviceName = message.deviceName;
+    }
     return obj;
   },
 
@@ -5618,6 +5660,8 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.prefixCache = object.prefixCache ?? false;
     message.dtype = object.dtype ?? "";
     message.startedAt = object.startedAt ?? 0;
+    message.device = object.device ?? "";
+    message.deviceName = object.deviceName ?? "";
     return message;
   },
 };
