@@ -217,7 +217,7 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
       const g = svc.createMatcher(key);
       await g.pending;
       for (const id of tok.encode(doc, { addSpecialTokens: false })) {
-        svc.accept(g, id);
+        g.accept([id]);
         await g.pending;
       }
       svc.free(g);

@@ -57,23 +57,26 @@ function log(line: string): void {
   process.stderr.write(`prism serve: ${line}\n`);
 }
 
+/** The flags `prism serve` takes (deploy/'s manifests are checked against them). */
+export const serveOptions = {
+  ...listenerOptions,
+  model: { type: 'string' },
+  'model-name': { type: 'string' },
+  'engine-socket': { type: 'string' },
+  threads: { type: 'string' },
+  ...deviceFlagOption,
+  'max-loras': { type: 'string' },
+  'max-lora-rank': { type: 'string' },
+  ...kvEventsFlagOptions,
+} as const;
+
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
 export async function run(argv: string[]): Promise<number> {
   let values;
   let loaded: LoadedConfigs;
   let threads: number | undefined;
   try {
-    values = parseFlags(argv, {
-      ...listenerOptions,
-      model: { type: 'string' },
-      'model-name': { type: 'string' },
-      'engine-socket': { type: 'string' },
-      threads: { type: 'string' },
-      ...deviceFlagOption,
-      'max-loras': { type: 'string' },
-      'max-lora-rank': { type: 'string' },
-      ...kvEventsFlagOptions,
-    });
+    values = parseFlags(argv, serveOptions);
     for (const [flag, max] of [
       ['max-loras', 1024],
       ['max-lora-rank', 65536],

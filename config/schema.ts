@@ -124,6 +124,8 @@ const serverConfig = section({
   managementApiKeys: apiKeyList,
   managementApiKeyFile: path(),
   openHealthAndMetrics: bool(true),
+  /** A keyless management listener off the loopback is refused unless this says it is on purpose. */
+  allowOpenManagement: bool(false),
   limits: limitsSection,
 });
 

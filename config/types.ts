@@ -66,6 +66,7 @@ export interface ServerConfig {
   readonly managementApiKeyFile?: string;
   /** Prism: health and metrics routes answer without a key. */
   readonly openHealthAndMetrics: boolean;
+  readonly allowOpenManagement: boolean;
   /** Prism: limits that protect the process. */
   readonly limits: ServerLimits;
 }

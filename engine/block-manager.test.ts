@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BlockManager, type KvSequence } from './block-manager.js';
+import { BlockManager, RELEASED, type KvSequence } from './block-manager.js';
 
 function seq(tokens: number[], extra = ''): KvSequence {
   return { tokens, numComputed: 0, blockTable: [], blockKeys: [], cowPending: false, cacheExtra: extra };
@@ -166,4 +166,63 @@ test('the observer hears every key stored and dropped, in order: its mirror is t
   assert.ok(log.includes('removed'), 'the pool was small enough to evict');
   bm.free(c);
   sameAsEngine();
+});
+
+/** Computes `s` chunk by chunk as the scheduler would: allocate, compute, register. */
+function step(bm: BlockManager, s: KvSequence, n: number): void {
+  bm.allocate(s, n);
+  s.numComputed += n;
+  bm.registerFull(s);
+}
+
+test('sliding window: blocks wholly before the next token window are released, the rest kept', () => {
+  // Window 6 over blocks of 4: after 16 tokens the next token (position 16) sees 11..16, so
+  // blocks 0 (0-3) and 1 (4-7) are released; block 2 (8-11) holds position 11 and stays.
+  const bm = new BlockManager(8, 4, true, null, 6);
+  const s = seq(range(20));
+  bm.admit(s, bm.findCachedPrefix(s));
+  step(bm, s, 8);
+  // After 8 tokens the next one sees 3..8: block 0 still holds position 3.
+  assert.notEqual(s.blockTable[0], RELEASED);
+  step(bm, s, 8);
+  assert.equal(s.blockTable[0], RELEASED);
+  assert.equal(s.blockTable[1], RELEASED);
+  assert.notEqual(s.blockTable[2], RELEASED);
+  assert.equal(bm.freeBlocks, 8 - 2);
+  // A long sequence costs window-sized memory: 20 more tokens, never more than 3 blocks held.
+  for (let i = 0; i < 4; i++) {
+    step(bm, s, 1);
+    assert.ok(8 - bm.freeBlocks <= 3, `held ${8 - bm.freeBlocks} blocks`);
+  }
+  bm.free(s);
+  assert.equal(bm.freeBlocks, 8);
+});
+
+test('sliding window: released blocks stay in the prefix cache, and a fork shares only what is held', () => {
+  const bm = new BlockManager(12, 4, true, null, 4);
+  const a = seq(range(13));
+  bm.admit(a, bm.findCachedPrefix(a));
+  step(bm, a, 13);
+  assert.equal(a.blockTable[0], RELEASED);
+  assert.equal(a.blockTable[1], RELEASED);
+  // The same prompt again reuses every full block, the released ones included (their KV
+  // depends only on the tokens before them).
+  const b = seq(range(13));
+  assert.equal(run(bm, b), 12);
+  const child = seq(range(13));
+  bm.fork(a, child);
+  assert.equal(child.blockTable[0], RELEASED);
+  bm.free(child);
+  bm.free(a);
+  bm.free(b);
+  assert.equal(bm.freeBlocks, 12);
+});
+
+test('no window (or a model with global layers): every block is kept', () => {
+  const bm = new BlockManager(8, 4, true);
+  const s = seq(range(20));
+  bm.admit(s, bm.findCachedPrefix(s));
+  step(bm, s, 20);
+  assert.ok(s.blockTable.every((b) => b !== RELEASED));
+  assert.throws(() => new BlockManager(8, 4, true, null, -1), /window/);
 });

@@ -7,6 +7,15 @@
  * takes the least recently freed block, and a sequence frees its blocks tail first, so its
  * tail is evicted before the prefix that others are likelier to share.
  *
+ * Sliding windows (`window` > 0: every layer of the model attends to at most the last
+ * `window` positions, as Mistral's and Phi-3's do): once a step has computed a sequence up to
+ * position p, no later token reads a position before p - window + 1, so registerFull releases
+ * the blocks wholly before that (tail-first order does not apply: they go like any freed
+ * block, keeping their keys for the prefix cache, which stays correct because a block's KV
+ * depends only on the tokens up to it). Their table entries become RELEASED; the native
+ * attention never reads a block outside the window. A model whose layers do not all slide
+ * (Gemma 3 mixes in global layers) keeps every block: window 0.
+ *
  * An optional observer hears every change to the set of keyed blocks (a block keyed in
  * registerFull, a key dropped when its block is taken for new tokens): engine/kv-events.ts
  * publishes them as vLLM's KV-cache events, so a router can mirror which prefixes this engine
@@ -46,6 +55,8 @@ export interface BlockCacheObserver {
 }
 
 const NONE = -1;
+/** A block-table entry whose block was released because it lies wholly outside the window. */
+export const RELEASED = -1;
 
 export class BlockManager {
   readonly numBlocks: number;
@@ -69,11 +80,15 @@ export class BlockManager {
     blockSize: number,
     prefixCache: boolean,
     private readonly observer: BlockCacheObserver | null = null,
+    /** Positions every layer attends to behind the newest (0: the whole sequence). */
+    readonly window = 0,
   ) {
     if (!Number.isInteger(numBlocks) || numBlocks < 1)
       throw new RangeError(`numBlocks must be >= 1, got ${numBlocks}`);
     if (!Number.isInteger(blockSize) || blockSize < 1)
       throw new RangeError(`blockSize must be >= 1, got ${blockSize}`);
+    if (!Number.isInteger(window) || window < 0)
+      throw new RangeError(`window must be a whole number >= 0, got ${window}`);
     this.numBlocks = numBlocks;
     this.blockSize = blockSize;
     this.prefixCache = prefixCache;
@@ -175,8 +190,27 @@ export class BlockManager {
     return copy;
   }
 
-  /** Keys the blocks that became full since the last call (after a step computed them). */
+  /**
+   * Keys the blocks that became full since the last call (after a step computed them), and
+   * under a sliding window releases the blocks no later token of `seq` will read.
+   */
   registerFull(seq: KvSequence): void {
+    this.keyFull(seq);
+    if (this.window > 0) this.releaseOutsideWindow(seq);
+  }
+
+  /** Blocks wholly before position numComputed - window + 1 (the next token's first visible). */
+  private releaseOutsideWindow(seq: KvSequence): void {
+    const firstVisible = seq.numComputed - this.window + 1;
+    const outside = Math.min(Math.floor(firstVisible / this.blockSize), seq.blockKeys.length);
+    for (let i = 0; i < outside; i++) {
+      if (seq.blockTable[i] === RELEASED) continue;
+      this.release(seq.blockTable[i]);
+      seq.blockTable[i] = RELEASED;
+    }
+  }
+
+  private keyFull(seq: KvSequence): void {
     const B = this.blockSize;
     const full = Math.min(Math.floor(seq.numComputed / B), seq.blockTable.length);
     for (let i = seq.blockKeys.length; i < full; i++) {
@@ -200,13 +234,14 @@ export class BlockManager {
     child.blockTable = parent.blockTable.slice();
     child.blockKeys = parent.blockKeys.slice();
     child.numComputed = parent.numComputed;
-    for (const b of child.blockTable) this.refs[b]++;
+    for (const b of child.blockTable) if (b !== RELEASED) this.refs[b]++;
     child.cowPending = parent.numComputed % this.blockSize !== 0 && child.blockTable.length > 0;
   }
 
   /** Releases a sequence's blocks, tail first (so its tail is evicted before its prefix). */
   free(seq: KvSequence): void {
-    for (let i = seq.blockTable.length - 1; i >= 0; i--) this.release(seq.blockTable[i]);
+    for (let i = seq.blockTable.length - 1; i >= 0; i--)
+      if (seq.blockTable[i] !== RELEASED) this.release(seq.blockTable[i]);
     seq.blockTable = [];
     seq.blockKeys = [];
     seq.numComputed = 0;

@@ -125,6 +125,7 @@ export class EngineCore implements Engine {
       deps.runner.blockSize,
       o.prefixCache,
       deps.blockObserver ?? null,
+      deps.runner.kvWindow ?? 0,
     );
     this.scheduler = new Scheduler(
       { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },

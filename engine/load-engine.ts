@@ -168,7 +168,7 @@ export async function loadEngine(
     deviceName: m.deviceName,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize),
+    runner: new NativeRunner(ctx, m.vocabSize, m.layerWindows),
     tokenizer,
     options: o,
     chatTemplate,

@@ -8,7 +8,7 @@
  * FINISHED. What a finished sequence reports lives in the engine core, not here.
  */
 import type { KvSequence } from './block-manager.js';
-import type { SequenceGrammar } from './structured/grammar-service.js';
+import type { GrammarMatcher } from './structured/grammar-backend.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -55,7 +55,7 @@ export class Sequence implements KvSequence {
    * Structured output: this sequence's matcher. It depends only on the sampled tokens, which
    * preemption and recompute keep, so it needs no restoring when the KV is recomputed.
    */
-  grammar: SequenceGrammar | null = null;
+  grammar: GrammarMatcher | null = null;
 
   constructor(
     /** Request it belongs to, and its choice index. */

@@ -17,6 +17,8 @@ export type StepOutput = Pick<
 export interface Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
+  /** Positions every layer of the model attends to behind the newest (0 or absent: all). */
+  readonly kvWindow?: number;
   /**
    * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
    * being computed; the step may start its forward pass and must sample only after
@@ -34,12 +36,18 @@ export interface LateMasks {
 export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
+  readonly kvWindow: number;
 
   constructor(
     private readonly ctx: ContextHandle,
     /** Rows of the logits (a mask row has ceil(vocabSize/32) words). */
     private readonly vocabSize: number,
+    /** The model's sliding window per layer (ModelInfo.layerWindows). */
+    layerWindows: readonly number[] = [],
   ) {
+    // Blocks can be released only when every layer slides; then the widest window counts.
+    this.kvWindow =
+      layerWindows.length > 0 && layerWindows.every((w) => w > 0) ? Math.max(...layerWindows) : 0;
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;

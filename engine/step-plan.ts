@@ -56,7 +56,9 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
         `sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`,
       );
     }
-    for (let i = 0; i < nBlocks; i++) blockTables[b++] = seq.blockTable[i];
+    // A block released outside a sliding window is never read (native attention starts at
+    // the window); block 0 stands in for it so the table stays a valid list of block ids.
+    for (let i = 0; i < nBlocks; i++) blockTables[b++] = Math.max(0, seq.blockTable[i]);
     blockTableOffsets[s + 1] = b;
     const sp = seq.sampling;
     if (hasPenalty(sp)) for (let i = 0; i < start + numNew; i++) penaltyTokens[p++] = seq.tokens[i];

@@ -29,6 +29,8 @@ export interface ListenerConfig {
   readonly tls?: TlsConfig;
   /** API keys this listener accepts (shared/auth.ts); absent or empty: no authentication. */
   readonly apiKeys?: readonly string[];
+  /** Keyless off the loopback on purpose (management: --allow-open-management); shared/listener.ts. */
+  readonly allowOpen?: boolean;
 }
 
 /**
@@ -270,6 +272,10 @@ export interface ListenerOverrides {
   readonly apiKeys?: readonly string[];
   /** `--management-api-key(-file)`: replace the management (and metrics) keys when given. */
   readonly managementApiKeys?: readonly string[];
+  /** `--allow-open-management`: a keyless management listener off the loopback on purpose. */
+  readonly allowOpenManagement?: boolean;
+  /** `--allow-all-zero-ip-listening`: ServerConfig.allowAllZeroIpListening from the command line. */
+  readonly allowAllZeroIpListening?: boolean;
 }
 
 /**
@@ -319,7 +325,11 @@ export function resolveGatewayConfig(
       metrics: { ...cfg.metrics, apiKeys: flags.managementApiKeys },
     };
   }
-  const allowZero = file.ServerConfig?.allowAllZeroIpListening === true;
+  if (flags.allowOpenManagement === true || file.ServerConfig?.allowOpenManagement === true) {
+    cfg = { ...cfg, management: { ...cfg.management, allowOpen: true } };
+  }
+  const allowZero =
+    flags.allowAllZeroIpListening === true || file.ServerConfig?.allowAllZeroIpListening === true;
   for (const [name, l] of [
     ['service', cfg.service],
     ['management', cfg.management],
@@ -327,7 +337,7 @@ export function resolveGatewayConfig(
   ] as const) {
     if ((l.host === '0.0.0.0' || l.host === '::') && !allowZero) {
       throw new Error(
-        `${name} listener: binding ${l.host} needs ServerConfig.allowAllZeroIpListening = true`,
+        `${name} listener: binding ${l.host} needs ServerConfig.allowAllZeroIpListening = true (or --allow-all-zero-ip-listening)`,
       );
     }
   }

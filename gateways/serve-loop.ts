@@ -26,7 +26,15 @@ export const listenerHelp = `  --config FILE         MindIE-style config.json (S
                         list: prefer --api-key-file
   --api-key-file FILE   service API keys, one per line (# comments and blank lines skipped)
   --management-api-key KEY, --management-api-key-file FILE
-                        the same for the management and metrics listeners`;
+                        the same for the management and metrics listeners
+  --allow-all-zero-ip-listening
+                        allow --host 0.0.0.0 or :: (every address of the machine, as a
+                        container needs); ServerConfig.allowAllZeroIpListening
+  --allow-open-management
+                        start a management listener without keys on a non-loopback address
+                        (refused otherwise: it loads adapters and stops the service;
+                        ServerConfig.allowOpenManagement); keyless service and metrics
+                        listeners there start with a warning`;
 
 export const listenerOptions = {
   config: { type: 'string' },
@@ -38,6 +46,8 @@ export const listenerOptions = {
   'api-key-file': { type: 'string' },
   'management-api-key': { type: 'string', multiple: true },
   'management-api-key-file': { type: 'string' },
+  'allow-all-zero-ip-listening': { type: 'boolean' },
+  'allow-open-management': { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: O) {
@@ -88,6 +98,8 @@ export function loadConfigs(values: FlagValues): LoadedConfigs {
     metricsPort: portFlag(values['metrics-port'] as string | undefined, '--metrics-port'),
     apiKeys: keyFlags(values, 'api-key'),
     managementApiKeys: keyFlags(values, 'management-api-key'),
+    allowOpenManagement: values['allow-open-management'] === true,
+    allowAllZeroIpListening: values['allow-all-zero-ip-listening'] === true,
   };
   let gateway: GatewayConfig;
   try {
@@ -124,7 +136,10 @@ export async function serveUntilStopped(
     await shutdown();
     return 1;
   }
-  for (const l of gateway.listeners) log(`${l.name} listener on ${l.url}`);
+  for (const l of gateway.listeners) {
+    log(`${l.name} listener on ${l.url}`);
+    if (l.warning) log(`warning: ${l.warning}`);
+  }
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = async (why: string): Promise<void> => {

@@ -41,6 +41,9 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         healthRouter(gw),
         tgiInfoRouter(gw),
         playgroundAssetsRouter(),
+        // The model-server protocol's metrics on the serving port, where an endpoint picker
+        // (and vLLM's and TGI's users) scrape them; the metrics listener keeps its own.
+        metricsRouter(gw),
       ];
     case 'management':
       return [

@@ -32,7 +32,7 @@ export interface AdapterHandle {
 // Model description
 // ---------------------------------------------------------------------------------------
 
-export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gemma3' | 'phi3';
 
 export interface ModelInfo {
   /** File (GGUF) or directory (Hugging Face safetensors) the model came from. */
@@ -54,7 +54,19 @@ export interface ModelInfo {
   readonly rmsNormEps: number;
   /** Output head shares the token-embedding matrix. */
   readonly tiedEmbeddings: boolean;
-  /** Bytes of weights read to decode one token (all layers + output head): the roofline's denominator. */
+  /**
+   * Sliding-window attention per layer: the token at position p of a layer with window W > 0
+   * attends to positions p-W+1 .. p; 0 = the whole context (Gemma 3: five local layers, then
+   * one global; Mistral: every layer).
+   */
+  readonly layerWindows: readonly number[];
+  /** Mixture of experts: experts per layer and how many each token uses (0 and 0 for a dense model). */
+  readonly experts: number;
+  readonly expertsUsed: number;
+  /**
+   * Bytes of weights read to decode one token (all layers + output head; for a mixture of
+   * experts only the experts one token uses): the roofline's denominator.
+   */
   readonly weightBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
@@ -585,6 +597,8 @@ export interface GrammarAddon {
   isTerminated(matcher: GrammarMatcherHandle): boolean;
   /** The text the grammar forces next ('' when it allows a choice). */
   findJumpForwardString(matcher: GrammarMatcherHandle): string;
+  /** Undoes the last `numTokens` accepted tokens (at most as many as were accepted). */
+  rollback(matcher: GrammarMatcherHandle, numTokens: number): void;
   dispose(
     handle: GrammarTokenizerHandle | GrammarCompilerHandle | CompiledGrammarHandle | GrammarMatcherHandle,
   ): void;

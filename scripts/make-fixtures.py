@@ -402,6 +402,259 @@ def write_llama_gguf(out: Path, type_name: str, tokenizer_kvs: list[tuple], tens
 
 
 # ---------------------------------------------------------------------------------------
+# Architectures beyond llama/qwen: Gemma 3, Mistral with a sliding window, Phi-3 (Phi-4-mini
+# shape), Qwen3-MoE, Mixtral. Each is a Hugging Face folder (F32 safetensors, no tokenizer:
+# the numerics test tokenizes with the default model's vocabulary, which these share) and,
+# where GGUF has the architecture, a GGUF of the very same weights laid out as llama.cpp's
+# converter lays it out (the numerics test holds both to the folder's float reference).
+# ---------------------------------------------------------------------------------------
+
+# Windows shorter than the 570-token test text, so a model that ignored them would fail.
+ARCH_SPECS = {
+    # Gemma 3: five sliding layers then a global one (the GGUF pattern), local RoPE base 10000.
+    'gemma3': dict(arch='gemma3', hidden=64, layers=6, heads=4, kv_heads=2, head_dim=32, inter=256,
+                   window=48, seed=11),
+    # Mistral: every layer slides.
+    'mistral-window': dict(arch='mistral', hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16,
+                           inter=256, window=64, seed=12),
+    # The issue's target: a 4,096-token window run on 6,000 tokens (random ids from a
+    # 512-token vocabulary keep the reference's [6000 x vocab] logits small).
+    'mistral-4k-window': dict(arch='mistral', hidden=64, layers=2, heads=2, kv_heads=1, head_dim=32,
+                              inter=128, window=4096, context=8192, vocab=512, seed=16),
+    # Phi-4-mini's shape of Phi-3: fused QKV and gate-up, 3/4 of each head rotated, LongRoPE
+    # past an original context of 256, tied head.
+    'phi3': dict(arch='phi3', hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, inter=256,
+                 partial=0.75, original_ctx=256, context=4096, seed=13),
+    # Qwen3-MoE: 8 experts, 2 per token, renormalised.
+    'qwen3moe': dict(arch='qwen3moe', hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, inter=256,
+                     experts=8, used=2, expert_inter=64, seed=14),
+    # Mixtral: 4 experts, 2 per token.
+    'mixtral': dict(arch='mixtral', hidden=64, layers=4, heads=4, kv_heads=2, head_dim=16, inter=128,
+                    experts=4, used=2, expert_inter=128, seed=15),
+}
+ROUTER_GAIN = 2.0  # router logits std ~2: expert choices are clear-cut, not near-ties
+
+
+def arch_hf_weights(spec: dict, vocab: int) -> dict[str, np.ndarray]:
+    """HF-named float32 weights of an ARCH_SPECS model (layout [out, in])."""
+    s, d, hd, arch = spec['seed'], spec['hidden'], spec['head_dim'], spec['arch']
+    nq, nkv, inter = spec['heads'] * hd, spec['kv_heads'] * hd, spec['inter']
+    gemma = arch == 'gemma3'
+    # Gemma's norms compute x * (1 + w): its weights are stored around 0, not around 1.
+    base = 0.0 if gemma else 1.0
+    w: dict[str, np.ndarray] = {'model.embed_tokens.weight': normal(s, 'embed', (vocab, d), EMBED_STD)}
+    for i in range(spec['layers']):
+        p = f'model.layers.{i}.'
+        a = p + 'self_attn.'
+        w[p + 'input_layernorm.weight'] = normal(s, p + 'ln1', (d,), NORM_JITTER, base)
+        w[p + 'post_attention_layernorm.weight'] = normal(s, p + 'ln2', (d,), NORM_JITTER, base)
+        if gemma:
+            w[p + 'pre_feedforward_layernorm.weight'] = normal(s, p + 'ln3', (d,), NORM_JITTER, base)
+            w[p + 'post_feedforward_layernorm.weight'] = normal(s, p + 'ln4', (d,), NORM_JITTER, base)
+        q = normal(s, p + 'q', (nq, d), QK_GAIN / np.sqrt(d))
+        k = normal(s, p + 'k', (nkv, d), QK_GAIN / np.sqrt(d))
+        v = normal(s, p + 'v', (nkv, d), 1 / np.sqrt(d))
+        if arch == 'phi3':
+            w[a + 'qkv_proj.weight'] = np.concatenate([q, k, v])
+        else:
+            w[a + 'q_proj.weight'], w[a + 'k_proj.weight'], w[a + 'v_proj.weight'] = q, k, v
+        w[a + 'o_proj.weight'] = normal(s, p + 'o', (d, nq), ATTN_OUT_GAIN / np.sqrt(nq))
+        if arch in ('gemma3', 'qwen3moe'):
+            w[a + 'q_norm.weight'] = normal(s, p + 'qn', (hd,), NORM_JITTER, QK_GAIN - 1 + base)
+            w[a + 'k_norm.weight'] = normal(s, p + 'kn', (hd,), NORM_JITTER, QK_GAIN - 1 + base)
+        if arch in ('qwen3moe', 'mixtral'):
+            E, I = spec['experts'], spec['expert_inter']
+            moe = 'mlp.' if arch == 'qwen3moe' else 'block_sparse_moe.'
+            w[p + moe + 'gate.weight'] = normal(s, p + 'router', (E, d), ROUTER_GAIN / np.sqrt(d))
+            names = ('gate_proj', 'up_proj', 'down_proj') if arch == 'qwen3moe' else ('w1', 'w3', 'w2')
+            for e in range(E):
+                x = f'{p}{moe}experts.{e}.'
+                w[x + names[0] + '.weight'] = normal(s, x + 'gate', (I, d), 1 / np.sqrt(d))
+                w[x + names[1] + '.weight'] = normal(s, x + 'up', (I, d), 1 / np.sqrt(d))
+                w[x + names[2] + '.weight'] = normal(s, x + 'down', (d, I), MLP_OUT_GAIN / np.sqrt(I))
+        else:
+            gate = normal(s, p + 'gate', (inter, d), 1 / np.sqrt(d))
+            up = normal(s, p + 'up', (inter, d), 1 / np.sqrt(d))
+            if arch == 'phi3':
+                w[p + 'mlp.gate_up_proj.weight'] = np.concatenate([gate, up])
+            else:
+                w[p + 'mlp.gate_proj.weight'], w[p + 'mlp.up_proj.weight'] = gate, up
+            w[p + 'mlp.down_proj.weight'] = normal(s, p + 'down', (d, inter), MLP_OUT_GAIN / np.sqrt(inter))
+    w['model.norm.weight'] = normal(s, 'norm', (d,), NORM_JITTER, base)
+    if arch in ('mistral', 'qwen3moe', 'mixtral'):  # untied heads, as those models have
+        w['lm_head.weight'] = w['model.embed_tokens.weight'] + normal(s, 'lm_head', (vocab, d), UNTIED_HEAD_NOISE)
+    return w
+
+
+def longrope_factors(spec: dict) -> tuple[list[float], list[float]]:
+    n = int(spec['head_dim'] * spec['partial']) // 2
+    short = [round(1.0 + 0.05 * i, 4) for i in range(n)]
+    long = [round(1.0 + 0.5 * i, 4) for i in range(n)]
+    return short, long
+
+
+def arch_config(spec: dict, vocab: int) -> dict:
+    arch, L = spec['arch'], spec['layers']
+    common = {'vocab_size': vocab, 'hidden_size': spec['hidden'], 'intermediate_size': spec['inter'],
+              'num_hidden_layers': L, 'num_attention_heads': spec['heads'],
+              'num_key_value_heads': spec['kv_heads'], 'rms_norm_eps': 1e-6, 'torch_dtype': 'float32',
+              'bos_token_id': 1, 'eos_token_id': 2, 'max_position_embeddings': spec.get('context', 4096)}
+    if arch == 'gemma3':
+        layer_types = ['full_attention' if (i + 1) % 6 == 0 else 'sliding_attention' for i in range(L)]
+        return {**common, 'architectures': ['Gemma3ForCausalLM'], 'model_type': 'gemma3_text',
+                'head_dim': spec['head_dim'], 'hidden_activation': 'gelu_pytorch_tanh',
+                'query_pre_attn_scalar': spec['head_dim'], 'sliding_window': spec['window'],
+                'layer_types': layer_types, 'final_logit_softcapping': None, 'attn_logit_softcapping': None,
+                'rope_parameters': {'full_attention': {'rope_type': 'default', 'rope_theta': 1_000_000.0},
+                                    'sliding_attention': {'rope_type': 'default', 'rope_theta': 10_000.0}},
+                'tie_word_embeddings': True, 'pad_token_id': 0}
+    if arch == 'mistral':
+        return {**common, 'architectures': ['MistralForCausalLM'], 'model_type': 'mistral',
+                'head_dim': spec['head_dim'], 'hidden_act': 'silu', 'sliding_window': spec['window'],
+                'rope_theta': 10_000.0, 'tie_word_embeddings': False}
+    if arch == 'phi3':
+        short, long = longrope_factors(spec)
+        return {**common, 'architectures': ['Phi3ForCausalLM'], 'model_type': 'phi3', 'hidden_act': 'silu',
+                'partial_rotary_factor': spec['partial'], 'original_max_position_embeddings': spec['original_ctx'],
+                'rope_theta': 10_000.0, 'sliding_window': None, 'tie_word_embeddings': True, 'pad_token_id': 0,
+                'rope_scaling': {'type': 'longrope', 'short_factor': short, 'long_factor': long}}
+    if arch == 'qwen3moe':
+        return {**common, 'architectures': ['Qwen3MoeForCausalLM'], 'model_type': 'qwen3_moe',
+                'head_dim': spec['head_dim'], 'hidden_act': 'silu', 'num_experts': spec['experts'],
+                'num_experts_per_tok': spec['used'], 'moe_intermediate_size': spec['expert_inter'],
+                'norm_topk_prob': True, 'decoder_sparse_step': 1, 'mlp_only_layers': [],
+                'rope_theta': 1_000_000.0, 'tie_word_embeddings': False}
+    if arch == 'mixtral':
+        return {**common, 'architectures': ['MixtralForCausalLM'], 'model_type': 'mixtral',
+                'head_dim': spec['head_dim'], 'hidden_act': 'silu', 'num_local_experts': spec['experts'],
+                'num_experts_per_tok': spec['used'], 'rope_theta': 1_000_000.0, 'sliding_window': None,
+                'tie_word_embeddings': False}
+    raise ValueError(arch)
+
+
+def write_arch_dir(out: Path, name: str, spec: dict, weights: dict[str, np.ndarray], vocab: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{name}-', dir=out))
+    write_safetensors(tmp / 'model.safetensors', weights, 'F32')
+    (tmp / 'config.json').write_text(json.dumps(arch_config(spec, vocab), indent=2) + '\n')
+    replace_path(tmp, out / name)
+
+
+def arch_gguf_tensors(spec: dict, hf: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """GGUF names -> float32 arrays as llama.cpp's convert_hf_to_gguf.py writes this model."""
+    arch = spec['arch']
+    t = {'token_embd.weight': hf['model.embed_tokens.weight'], 'output_norm.weight': hf['model.norm.weight']}
+    if 'lm_head.weight' in hf:
+        t['output.weight'] = hf['lm_head.weight']
+    names = {'input_layernorm': 'attn_norm', 'self_attn.q_proj': 'attn_q', 'self_attn.k_proj': 'attn_k',
+             'self_attn.v_proj': 'attn_v', 'self_attn.qkv_proj': 'attn_qkv', 'self_attn.o_proj': 'attn_output',
+             'self_attn.q_norm': 'attn_q_norm', 'self_attn.k_norm': 'attn_k_norm', 'mlp.gate_proj': 'ffn_gate',
+             'mlp.up_proj': 'ffn_up', 'mlp.gate_up_proj': 'ffn_up', 'mlp.down_proj': 'ffn_down',
+             'mlp.gate': 'ffn_gate_inp', 'block_sparse_moe.gate': 'ffn_gate_inp'}
+    if arch == 'gemma3':
+        names.update({'post_attention_layernorm': 'post_attention_norm', 'pre_feedforward_layernorm': 'ffn_norm',
+                      'post_feedforward_layernorm': 'post_ffw_norm'})
+    else:
+        names['post_attention_layernorm'] = 'ffn_norm'
+    for i in range(spec['layers']):
+        p = f'model.layers.{i}.'
+        for hf_name, gg_name in names.items():
+            key = f'{p}{hf_name}.weight'
+            if key not in hf:
+                continue
+            w = hf[key]
+            if arch == 'gemma3' and hf_name.endswith(('layernorm', 'norm')):
+                w = w + 1.0  # the converter bakes Gemma's (1 + w) into the file
+            if arch in ('mixtral', 'mistral') and gg_name == 'attn_q':  # a llama GGUF: q/k rows permuted
+                w = permute_for_gguf(w, spec['heads'])
+            elif arch in ('mixtral', 'mistral') and gg_name == 'attn_k':
+                w = permute_for_gguf(w, spec['kv_heads'])
+            t[f'blk.{i}.{gg_name}.weight'] = w
+        if 'experts' in spec:  # experts stacked into one [experts, out, in] tensor per matrix
+            moe = 'mlp.' if arch == 'qwen3moe' else 'block_sparse_moe.'
+            parts = (('gate_proj', 'up_proj', 'down_proj') if arch == 'qwen3moe' else ('w1', 'w3', 'w2'))
+            for part, gg in zip(parts, ('ffn_gate_exps', 'ffn_up_exps', 'ffn_down_exps')):
+                t[f'blk.{i}.{gg}.weight'] = np.stack(
+                    [hf[f'{p}{moe}experts.{e}.{part}.weight'] for e in range(spec['experts'])])
+    if arch == 'gemma3':
+        t['output_norm.weight'] = t['output_norm.weight'] + 1.0
+    return t
+
+
+def write_arch_gguf(out: Path, name: str, spec: dict, tensors: dict[str, np.ndarray], type_name: str,
+                    tokenizer_kvs: list[tuple]) -> str:
+    import gguf
+    arch = {'mixtral': 'llama', 'mistral': 'llama'}.get(spec['arch'], spec['arch'])
+    fname = f'{name}.gguf'
+    fd, tmp = tempfile.mkstemp(prefix=f'.{fname}-', dir=out)
+    os.close(fd)
+    w = gguf.GGUFWriter(tmp, arch)
+    w.add_name(f'prism-fixture-{name}')
+    w.add_context_length(spec.get('context', 4096))
+    w.add_embedding_length(spec['hidden'])
+    w.add_block_count(spec['layers'])
+    w.add_feed_forward_length(spec['inter'])
+    w.add_head_count(spec['heads'])
+    w.add_head_count_kv(spec['kv_heads'])
+    w.add_key_length(spec['head_dim'])
+    w.add_value_length(spec['head_dim'])
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_vocab_size(tensors['token_embd.weight'].shape[0])
+    w.add_file_type(FILE_TYPE[type_name])
+    w.add_quantization_version(2)
+    if spec['arch'] == 'gemma3':
+        w.add_rope_freq_base(1_000_000.0)
+        w.add_sliding_window(spec['window'])
+    elif spec['arch'] == 'phi3':
+        rot = int(spec['head_dim'] * spec['partial'])
+        w.add_rope_dimension_count(rot)
+        w.add_rope_freq_base(10_000.0)
+        w.add_rope_scaling_orig_ctx_len(spec['original_ctx'])
+        scale = spec['context'] / spec['original_ctx']
+        w.add_rope_scaling_attn_factors(float(np.sqrt(1 + np.log(scale) / np.log(spec['original_ctx']))))
+        short, long = longrope_factors(spec)
+        tensors = dict(tensors, **{'rope_factors_long.weight': np.array(long, dtype=np.float32),
+                                   'rope_factors_short.weight': np.array(short, dtype=np.float32)})
+    elif spec['arch'] == 'mistral':
+        w.add_rope_freq_base(10_000.0)
+        w.add_sliding_window(spec['window'])  # {arch}.attention.sliding_window
+    else:
+        w.add_rope_freq_base(1_000_000.0)
+    if 'experts' in spec:
+        w.add_expert_count(spec['experts'])
+        w.add_expert_used_count(spec['used'])
+        if spec['arch'] == 'qwen3moe':
+            w.add_expert_feed_forward_length(spec['expert_inter'])
+    for key, value, vtype, sub in tokenizer_kvs:
+        w.add_key_value(key, value, vtype, sub_type=sub)
+    for tname, arr in tensors.items():
+        # Norms, routers and factor tables stay F32, as llama.cpp keeps them.
+        if arr.ndim == 1 or tname.endswith('ffn_gate_inp.weight') or type_name == 'F32':
+            w.add_tensor(tname, arr.astype(np.float32))
+            continue
+        data, raw = quantize(arr.reshape(-1, arr.shape[-1]), type_name)
+        data = data.reshape(*arr.shape[:-1], -1)
+        w.add_tensor(tname, data, raw_shape=data.shape, raw_dtype=raw)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    replace_path(Path(tmp), out / fname)
+    return fname
+
+
+def quantized_values(arr: np.ndarray, type_name: str) -> np.ndarray:
+    """What a matrix holds after storage as `type_name`: quantize, then dequantize."""
+    import gguf
+    data, raw = quantize(arr, type_name)
+    return gguf.quants.dequantize(data, raw).astype(np.float32).reshape(arr.shape)
+
+
+# The GGUF twins of the folders: (folder, storage type).
+ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe', 'F32'), ('qwen3moe', 'Q8_0'),
+              ('mixtral', 'F32'), ('mistral-window', 'F32')]
+
+
+# ---------------------------------------------------------------------------------------
 
 def generator_hash() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
@@ -449,6 +702,37 @@ def main() -> None:
         fname = write_llama_gguf(out, type_name, tokenizer_kvs, llama_tensors[tied])
         fixtures.append({'name': fname[:-5], 'path': fname, 'format': 'gguf', 'architecture': 'llama',
                          'weightType': type_name, 'tied': tied})
+        print(f'make-fixtures: {fname}', file=sys.stderr)
+
+    arch_weights = {name: arch_hf_weights(spec, spec.get('vocab', vocab)) for name, spec in ARCH_SPECS.items()}
+    for name, spec in ARCH_SPECS.items():
+        dirname = f'{name}-f32'
+        write_arch_dir(out, dirname, spec, arch_weights[name], spec.get('vocab', vocab))
+        # `tokenizer: default`: tokenize with the default model (these folders carry no
+        # tokenizer); the small-vocabulary one is run on token ids.
+        fixtures.append({'name': dirname, 'path': dirname, 'format': 'safetensors', 'architecture': spec['arch'],
+                         'weightType': 'F32', 'tied': 'lm_head.weight' not in arch_weights[name],
+                         **({} if 'vocab' in spec else {'tokenizer': 'default'})})
+        print(f'make-fixtures: {dirname}/', file=sys.stderr)
+    for name, type_name in ARCH_GGUFS:
+        spec = ARCH_SPECS[name]
+        weights, reference = arch_weights[name], f'{name}-f32'
+        if type_name != 'F32':
+            # A quantized twin is held to a folder of its own dequantized values (quantizing
+            # those again gives the very same bytes), so the comparison is of equal weights.
+            weights = {k: quantized_values(v, type_name) if v.ndim == 2 and not k.endswith('gate.weight') else v
+                       for k, v in weights.items()}
+            reference = f'{name}-{type_name.lower()}-values-f32'
+            write_arch_dir(out, reference, spec, weights, vocab)
+            fixtures.append({'name': reference, 'path': reference, 'format': 'safetensors',
+                             'architecture': spec['arch'], 'weightType': 'F32',
+                             'tied': 'lm_head.weight' not in weights, 'tokenizer': 'default'})
+        tensors = arch_gguf_tensors(spec, weights)
+        fname = write_arch_gguf(out, f'{name}-gguf-{type_name.lower()}', spec, tensors, type_name, tokenizer_kvs)
+        # `reference`: the float reference is the folder of the same weights.
+        fixtures.append({'name': fname[:-5], 'path': fname, 'format': 'gguf', 'architecture': spec['arch'],
+                         'weightType': type_name, 'tied': 'lm_head.weight' not in weights,
+                         'tokenizer': 'default', 'reference': reference})
         print(f'make-fixtures: {fname}', file=sys.stderr)
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}

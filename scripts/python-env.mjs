@@ -19,19 +19,28 @@ function run(cmd, args, cwd) {
 /** Returns the `bin` folder to put first on PATH, or undefined when PYTHON is set. */
 export function ensurePythonEnv(root) {
   if (process.env.PYTHON) return undefined;
-  const venv = join(root, '.venv');
+  return ensureVenv(root, '.venv', 'requirements-dev.txt');
+}
+
+/**
+ * A virtual environment at `dir` (relative to root) holding exactly `requirements`, made on
+ * first use and remade when that file changes; returns its `bin` folder. The deployment
+ * checks keep their tools in their own one (deploy/.venv, deploy/requirements.txt).
+ */
+export function ensureVenv(root, dir, requirements) {
+  const venv = join(root, dir);
   const bin = join(venv, 'bin');
   const stampFile = join(venv, 'prism-requirements.sha256');
   const want = createHash('sha256')
-    .update(readFileSync(join(root, 'requirements-dev.txt')))
+    .update(readFileSync(join(root, requirements)))
     .digest('hex');
   if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === want) return bin;
-  console.log('prism: setting up the Python test environment in .venv/ (requirements-dev.txt)');
+  console.log(`prism: setting up the Python environment in ${dir}/ (${requirements})`);
   rmSync(venv, { recursive: true, force: true });
   run('python3', ['-m', 'venv', venv], root);
   run(
     join(bin, 'python'),
-    ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', 'requirements-dev.txt'],
+    ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', requirements],
     root,
   );
   writeFileSync(stampFile, want);

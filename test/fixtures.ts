@@ -19,11 +19,15 @@ export interface Fixture {
   /** Absolute path: a .gguf file or a Hugging Face folder. */
   readonly path: string;
   readonly format: FixtureFormat;
-  readonly architecture: 'llama' | 'qwen2' | 'qwen3';
+  readonly architecture: 'llama' | 'qwen2' | 'qwen3' | 'gemma3' | 'mistral' | 'phi3' | 'qwen3moe' | 'mixtral';
   /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
   readonly weightType: string;
   /** Output head shares the token embedding. */
   readonly tied: boolean;
+  /** 'default': the fixture has no tokenizer of its own; it shares the default model's vocabulary. */
+  readonly tokenizer?: 'default';
+  /** A GGUF twin's float reference: the fixture (a folder of the same weights) of this name. */
+  readonly reference?: string;
 }
 
 interface Manifest {

@@ -8,16 +8,19 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureDefaultModel } from '../engine/default-model.js';
+import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { externalBlockHash, type KvEventPublisher } from '../engine/kv-events.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { GenerateRequest } from '../engine/types.js';
 import { adapterFixture } from './adapter-fixtures.js';
 import { KvEventMirror } from './k8s/kv-event-mirror.js';
+// @ts-expect-error -- a plain .mjs module without types
+import { ensureVenv } from '../scripts/python-env.mjs';
 
 const BLOCK = 16;
 const KV_BLOCKS = 40;
@@ -145,6 +148,26 @@ describe('KV-cache events rebuild the engine cached-block set exactly', () => {
     await assertMirrorIsEngine();
     assert.ok(mirror.counts.removed > before, 'evictions were published');
     assert.ok(mirror.blocks.size <= KV_BLOCKS);
+  });
+
+  test("vLLM's own event types decode every message (msgspec, declared as vLLM declares them)", () => {
+    const root = projectRoot();
+    const bin = ensureVenv(root, 'deploy/.venv', 'deploy/requirements.txt') as string;
+    const r = spawnSync(join(bin, 'python'), ['test/k8s/vllm_kv_events.py'], {
+      cwd: root,
+      input: mirror.payloads.map((p) => p.toString('hex')).join('\n') + '\n',
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    const decoded = JSON.parse(r.stdout) as Record<string, unknown>;
+    assert.deepEqual(decoded, {
+      batches: mirror.counts.batches,
+      BlockStored: mirror.counts.stored,
+      BlockRemoved: mirror.counts.removed,
+      AllBlocksCleared: mirror.counts.cleared,
+      loraNames: ['dyn', 'qv'],
+      mediums: ['CPU'],
+    });
   });
 
   test('closing the engine clears every block', async () => {

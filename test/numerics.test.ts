@@ -3,7 +3,11 @@
  * same weights (test/reference/logits.py: transformers + torch CPU), over 570 positions of
  * real text, for the default model and for every generated fixture (qwen2 tied/untied and
  * qwen3 in F32 and BF16 safetensors; llama GGUF in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
- * Q6_K). Prism runs the text the way the scheduler would: prefill chunks of irregular
+ * Q6_K; Gemma 3, Mistral with a sliding window, Phi-3 with partial rotary and LongRoPE,
+ * Qwen3-MoE and Mixtral as F32 safetensors, most also as GGUF files of the same weights; and
+ * a Mistral with a 4,096-token window run on 6,000 token ids). Sliding windows are shorter
+ * than the text, and a last test shows that the reference without them differs, so a model
+ * that ignored its window would fail. Prism runs the text the way the scheduler would: prefill chunks of irregular
  * sizes (so chunks start mid-block on top of a cached prefix) and then single-token decode
  * steps, over a shuffled block table.
  *
@@ -64,6 +68,10 @@ interface Case {
   readonly label: string;
   readonly path: string;
   readonly weightType: string;
+  /** The model whose float reference this one is held to (a GGUF twin's folder), else its own. */
+  readonly referencePath: string;
+  /** Tokenize the passage with the default model (fixtures that share its vocabulary). */
+  readonly defaultTokenizer: boolean;
 }
 
 interface Stats {
@@ -77,21 +85,80 @@ interface Stats {
 
 const cases: Case[] = [];
 const refs = new Map<string, ReferenceLogits>();
+const windowlessRefs = new Map<string, ReferenceLogits>();
+
+/**
+ * The issue's target case: a Mistral-shaped model with a 4,096-token window given 6,000
+ * tokens (random ids of its 512-token vocabulary), prefilled in 512-token chunks and decoded
+ * one token at a time past position 5,632.
+ */
+const LONG_WINDOW = 'mistral-4k-window-f32';
+const LONG_TOKENS = 6000;
+const LONG_CHUNKS = [...Array<number>(11).fill(512)];
+
+function longWindowIds(): number[] {
+  let x = 12345;
+  return Array.from({ length: LONG_TOKENS }, () => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return (x >>> 8) % 512;
+  });
+}
+
+/**
+ * Fixtures with sliding windows shorter than what they are run on (make-fixtures.py: 48 and
+ * 64 tokens of the 570-token passage; 4,096 of 6,000 ids).
+ */
+const WINDOW_LABELS = ['gemma3-f32', 'mistral-window-f32', LONG_WINDOW];
+const WINDOW_SIZES: Readonly<Record<string, number>> = {
+  'gemma3-f32': 48,
+  'mistral-window-f32': 64,
+  [LONG_WINDOW]: 4096,
+};
+/** A reference config override that makes every layer attend to the whole passage. */
+const WINDOW_OFF = { sliding_window: 1_000_000 };
 
 before(() => {
   const defaultModel = ensureDefaultModel();
-  cases.push({ label: 'default', path: defaultModel, weightType: 'Q4_1' });
-  for (const f of ensureFixtures()) cases.push({ label: f.name, path: f.path, weightType: f.weightType });
-  const results = referenceLogits(
-    cases.map((c) => ({
-      model: c.path,
-      text: PASSAGE,
-      maxTokens: MAX_TOKENS,
-      // The llama fixtures carry the default model's vocabulary: tokenize once.
-      ...(c.path.endsWith('.gguf') ? { tokenizer: defaultModel } : {}),
-    })),
+  cases.push({
+    label: 'default',
+    path: defaultModel,
+    weightType: 'Q4_1',
+    referencePath: defaultModel,
+    defaultTokenizer: false,
+  });
+  const fixtures = ensureFixtures();
+  for (const f of fixtures) {
+    const twin = f.reference === undefined ? f : fixtures.find((x) => x.name === f.reference);
+    assert.ok(twin, `${f.name}: its reference fixture ${f.reference} is missing`);
+    cases.push({
+      label: f.name,
+      path: f.path,
+      weightType: f.weightType,
+      referencePath: twin.path,
+      // The GGUF fixtures and the folders without a tokenizer carry the default model's vocabulary.
+      defaultTokenizer: f.format === 'gguf' || f.tokenizer === 'default',
+    });
+  }
+  const jobs = cases.map((c) =>
+    c.label === LONG_WINDOW
+      ? { model: c.referencePath, ids: longWindowIds() }
+      : {
+          model: c.referencePath,
+          text: PASSAGE,
+          maxTokens: MAX_TOKENS,
+          ...(c.defaultTokenizer ? { tokenizer: defaultModel } : {}),
+        },
   );
+  // The sliding-window fixtures once more with the window switched off in the reference: what a
+  // model that ignored its window would compute (the window test below shows it differs).
+  const windowless = WINDOW_LABELS.map((label) => {
+    const c = cases.find((x) => x.label === label);
+    assert.ok(c, `no fixture called ${label}`);
+    return { ...jobs[cases.indexOf(c)], config: WINDOW_OFF };
+  });
+  const results = referenceLogits([...jobs, ...windowless]);
   cases.forEach((c, i) => refs.set(c.label, results[i]));
+  WINDOW_LABELS.forEach((label, i) => windowlessRefs.set(label, results[cases.length + i]));
 });
 
 function argmax(row: Float32Array, offset: number, n: number): number {
@@ -177,6 +244,7 @@ async function runTeacherForced(
   c: Case,
   ref: ReferenceLogits,
   activations: 'auto' | 'int8' | 'int16' = 'auto',
+  prefillChunks: readonly number[] = PREFILL_CHUNKS,
 ): Promise<Stats> {
   const model = await loadCase(c, activations);
   const info = modelInfo(model);
@@ -195,7 +263,7 @@ async function runTeacherForced(
   const ctx = createContext(model, {
     kvBlocks,
     blockSize: BLOCK_SIZE,
-    maxBatchTokens: Math.max(...PREFILL_CHUNKS),
+    maxBatchTokens: Math.max(...prefillChunks),
     maxSeqs: 1,
   });
   const s: Stats = {
@@ -207,8 +275,9 @@ async function runTeacherForced(
     greedyChecked: 0,
   };
   try {
-    const chunks = [...PREFILL_CHUNKS];
-    for (let p = MIN_POSITIONS; p < total; p++) chunks.push(1); // the rest: decode steps
+    const chunks = [...prefillChunks];
+    const prefilled = prefillChunks.reduce((a, b) => a + b, 0);
+    for (let p = prefilled; p < total; p++) chunks.push(1); // the rest: decode steps
     let start = 0;
     for (const n of chunks) {
       const result = await step(ctx, plan(ref.ids, start, n, blockOrder));
@@ -248,6 +317,21 @@ const LABELS = [
   'llama-q4_1',
   'llama-q4_k',
   'llama-q6_k',
+  // Architectures beyond llama/qwen (make-fixtures.py ARCH_SPECS); the GGUF files are held
+  // to the float reference of the folder with the same weights.
+  'gemma3-f32',
+  'gemma3-gguf-f32',
+  'gemma3-gguf-q8_0',
+  'mistral-window-f32',
+  'phi3-f32',
+  'phi3-gguf-f32',
+  'qwen3moe-f32',
+  'qwen3moe-gguf-f32',
+  'qwen3moe-gguf-q8_0',
+  'mixtral-f32',
+  'mixtral-gguf-f32',
+  'mistral-window-gguf-f32',
+  LONG_WINDOW,
 ];
 
 for (const label of LABELS) {
@@ -255,7 +339,7 @@ for (const label of LABELS) {
     const c = cases.find((x) => x.label === label);
     assert.ok(c, `no model/fixture called ${label} (fixtures: ${cases.map((x) => x.label).join(', ')})`);
     const ref = refs.get(label)!;
-    const s = await runTeacherForced(c, ref);
+    const s = await runTeacherForced(c, ref, 'auto', label === LONG_WINDOW ? LONG_CHUNKS : PREFILL_CHUNKS);
     const strict = s.strictAgree / s.positions;
     const relMean = s.relSum / s.positions;
     console.log(
@@ -302,6 +386,34 @@ for (const label of INT8_LABELS) {
     assert.ok(
       relMean <= bound,
       `${label} (int8): mean relative logit error ${relMean.toExponential(2)} > ${bound}`,
+    );
+  });
+}
+
+/**
+ * The sliding-window fixtures have teeth: the same weights with the window switched off (the
+ * reference once more, `WINDOW_OFF`) give logits far from the windowed reference past the
+ * window, so a Prism that ignored the window would fail the tests above.
+ */
+for (const label of WINDOW_LABELS) {
+  test(`ignoring the sliding window would fail the numerics: ${label}`, () => {
+    const windowed = refs.get(label)!;
+    const open = windowlessRefs.get(label)!;
+    const s: Stats = { positions: 0, strictAgree: 0, relSum: 0, relMax: 0, maxAbs: 0, greedyChecked: 0 };
+    // Positions past the window, where the two differ.
+    const from = WINDOW_SIZES[label];
+    const n = windowed.positions - from;
+    compareRows(open.rows(from, n), windowed.rows(from, n), n, windowed.vocab, s);
+    const strict = s.strictAgree / s.positions;
+    const relMean = s.relSum / s.positions;
+    console.log(
+      `numerics ${label.padEnd(18)} windowless vs windowed reference past the window (${n} positions): ` +
+        `top1=${(strict * 100).toFixed(2)}% ` +
+        `relErr mean=${relMean.toExponential(2)}`,
+    );
+    assert.ok(
+      strict < STRICT_TOP1_FLOOR || relMean > 10 * relErrorBound(label),
+      `${label}: the window changes too little (top-1 ${(strict * 100).toFixed(2)}%, relErr ${relMean.toExponential(2)})`,
     );
   });
 }

@@ -13,12 +13,13 @@ import type { ScheduledBatch } from '../scheduler.js';
 import { mergeChatDeltas } from '../tools/engine-chat.js';
 import type { ChatDelta } from '../types.js';
 import type { Constraint, GrammarConstraint } from './constraint.js';
+import type { GrammarBackend } from './grammar-backend.js';
 import { GrammarService } from './grammar-service.js';
 import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
 import { checkConstraint } from './validate.js';
 
 export class StructuredOutput {
-  private service: GrammarService | null = null;
+  private service: GrammarBackend | null = null;
   /** Jump-forward (jump-forward.ts); needs a tokenizer that encodes on the event loop. */
   private readonly jumpTokenizer: JumpTokenizer | null;
   /** Jump-forward on (the default where the tokenizer allows it); the benchmark's A/B switch. */
@@ -57,7 +58,8 @@ export class StructuredOutput {
     return constraint;
   }
 
-  get grammars(): GrammarService {
+  /** The grammar backend (xgrammar on its own thread, the one implementation). */
+  get grammars(): GrammarBackend {
     // A grammar thread that died fails its requests; the next request starts a fresh one.
     if (this.service?.dead) this.service = null;
     // Jump-forward encodes on the event loop: start that tokenizer's thread now, unawaited.
@@ -191,7 +193,7 @@ export class StructuredOutput {
     const g = seq.grammar;
     if (!g) return null;
     if (g.error !== null) return g.error;
-    if (!g.terminated) this.grammars.accept(g, ...tokens);
+    if (!g.terminated) g.accept(tokens);
     return null;
   }
 

@@ -1,14 +1,16 @@
 /**
- * The engine's side of the grammar thread (grammar-worker.ts): compiles constraints there
- * (an LRU cache keyed by canonical text lives in the worker), keeps one matcher per
- * sequence, and holds each matcher's mask for the next step. A request waits for its
- * compile outside the scheduler, so a slow grammar never holds up the batch; a compile that
- * fails or takes longer than the limit fails that request with INVALID_ARGUMENT.
+ * xgrammar as the engine's `GrammarBackend` (grammar-backend.ts): the engine's side of the
+ * grammar thread (grammar-worker.ts), which compiles constraints (an LRU cache keyed by
+ * canonical text lives there) and owns every matcher. Here each sequence's matcher is a
+ * `SequenceGrammar` holding the mask for its next step. A request waits for its compile
+ * outside the scheduler, so a slow grammar never holds up the batch; a compile that fails or
+ * takes longer than the limit fails that request with INVALID_ARGUMENT.
  */
 import { Worker } from 'node:worker_threads';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarVocab } from '../tokenizer/grammar-vocab.js';
 import { canonicalText, type GrammarConstraint } from './constraint.js';
+import type { CompiledGrammarRef, GrammarBackend, GrammarMatcher } from './grammar-backend.js';
 import type { GrammarWorkerInit, WorkerReply, WorkerRequest } from './grammar-worker.js';
 
 export interface GrammarServiceOptions {
@@ -20,34 +22,48 @@ export interface GrammarServiceOptions {
   readonly compileTimeoutMs?: number;
 }
 
-/** One sequence's matcher as the engine sees it. */
-export class SequenceGrammar {
-  /** Allowed tokens for the next sample (null until the worker answered). */
+/** What a matcher asks of its backend: the thread's answers to its calls. */
+interface MatcherPort {
+  accept(g: SequenceGrammar, tokens: readonly number[]): void;
+  rollback(g: SequenceGrammar, n: number): void;
+}
+
+/** One sequence's matcher on the grammar thread, as the engine sees it. */
+export class SequenceGrammar implements GrammarMatcher {
   mask: Int32Array | null = null;
-  /** The grammar took a stop token: the document is complete. */
   terminated = false;
-  /** Set when the matcher refused a token or the worker failed. */
   error: string | null = null;
-  /**
-   * Jump-forward: the string the grammar forces from the state `mask` is for ('' when there
-   * is a choice, or when jump-forward is off for this sequence).
-   */
   jump = '';
-  /** The worker's answer to the latest create/accept; awaited before the next step. */
   pending: Promise<void> = Promise.resolve();
   constructor(
     readonly id: number,
     readonly key: string,
-    /** Jump-forward asked for (the worker then reports `jump`). */
     readonly jumpForward = false,
+    /** The backend that answers (none for a matcher built by hand in a test). */
+    private readonly port: MatcherPort | null = null,
   ) {}
+
+  accept(tokens: readonly number[]): void {
+    this.port?.accept(this, tokens);
+  }
+
+  rollback(n: number): void {
+    this.port?.rollback(this, n);
+  }
+
+  fillMask(out: Int32Array, row: number): boolean {
+    const m = this.mask;
+    if (!m || m.length === 0) return false;
+    out.set(m, row * m.length);
+    return true;
+  }
 }
 
 type Reply = Exclude<WorkerReply, { ok: false } | { started: true }>;
 /** A request without its id (Omit over a union keeps only the common keys, hence this). */
 type Request = WorkerRequest extends infer R ? (R extends WorkerRequest ? Omit<R, 'id'> : never) : never;
 
-export class GrammarService {
+export class GrammarService implements GrammarBackend, MatcherPort {
   private readonly worker: Worker;
   private nextId = 1;
   private nextMatcher = 1;
@@ -115,10 +131,7 @@ export class GrammarService {
    * Compiles (or finds in the cache) the grammar of `c`; resolves to its cache key.
    * `field` names the request field in errors.
    */
-  async compile(
-    c: GrammarConstraint,
-    field = 'constraint',
-  ): Promise<{ key: string; ms: number; cached: boolean }> {
+  async compile(c: GrammarConstraint, field = 'constraint'): Promise<CompiledGrammarRef> {
     const key = canonicalText(c);
     let timer: NodeJS.Timeout | undefined;
     let expire: (e: Error) => void = () => {};
@@ -144,7 +157,7 @@ export class GrammarService {
 
   /** A new matcher at the grammar's start; its first mask arrives in `pending`. */
   createMatcher(key: string, jumpForward = false): SequenceGrammar {
-    const g = new SequenceGrammar(this.nextMatcher++, key, jumpForward);
+    const g = new SequenceGrammar(this.nextMatcher++, key, jumpForward, this);
     g.pending = this.track(g, this.call({ op: 'create', key, matcher: g.id, jump: jumpForward }));
     return g;
   }
@@ -153,10 +166,20 @@ export class GrammarService {
    * Advances the matcher by a sampled token (and the tokens jump-forward appended after it);
    * the next mask arrives in `pending`.
    */
-  accept(g: SequenceGrammar, ...tokens: number[]): void {
+  accept(g: SequenceGrammar, tokens: readonly number[]): void {
+    this.after(g, { op: 'accept', matcher: g.id, tokens });
+  }
+
+  /** Undoes the matcher's last `n` tokens; the mask of that earlier state arrives in `pending`. */
+  rollback(g: SequenceGrammar, n: number): void {
+    this.after(g, { op: 'rollback', matcher: g.id, count: n });
+  }
+
+  /** Queues `req` behind the matcher's earlier calls (the thread answers them in order). */
+  private after(g: SequenceGrammar, req: Request): void {
     g.mask = null;
     g.jump = '';
-    g.pending = g.pending.then(() => this.track(g, this.call({ op: 'accept', matcher: g.id, tokens })));
+    g.pending = g.pending.then(() => this.track(g, this.call(req)));
   }
 
   private track(g: SequenceGrammar, reply: Promise<Reply>): Promise<void> {
@@ -178,7 +201,8 @@ export class GrammarService {
     );
   }
 
-  free(g: SequenceGrammar): void {
+  free(g: GrammarMatcher): void {
+    if (!(g instanceof SequenceGrammar)) return;
     void g.pending.then(() => this.call({ op: 'free', matcher: g.id })).catch(() => {});
   }
 

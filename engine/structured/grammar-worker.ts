@@ -16,7 +16,7 @@ import {
   type GrammarMatcherHandle,
 } from '../../native/native.js';
 import { choiceGrammar, type GrammarConstraint } from './constraint.js';
-import { rewriteForGrammar } from './schema-rewrite.js';
+import { prepareSchema } from './schema/prepare.js';
 
 export interface GrammarWorkerInit {
   readonly tokens: readonly string[];
@@ -51,6 +51,8 @@ export type WorkerRequest =
       readonly matcher: number;
       readonly tokens: readonly number[];
     }
+  /** Undo the matcher's last `count` tokens (speculative decoding's refused drafts). */
+  | { readonly op: 'rollback'; readonly id: number; readonly matcher: number; readonly count: number }
   | { readonly op: 'free'; readonly id: number; readonly matcher: number };
 
 export type WorkerReply =
@@ -100,11 +102,14 @@ function compileConstraint(c: GrammarConstraint): CompiledGrammarHandle {
     case 'json_object':
       // Any object: no strict mode, so any properties may appear.
       return xg.compileJsonSchema(gc, '{"type":"object"}', false);
-    case 'json_schema':
+    case 'json_schema': {
       // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and
       // punctuation are then forced strings that jump-forward appends without sampling, and a
       // model cannot spin in whitespace.
-      return xg.compileJsonSchema(gc, rewriteForGrammar(c.schema), true);
+      const prepared = prepareSchema(JSON.parse(c.schema) as unknown);
+      if ('refused' in prepared) throw new Error(`${prepared.field}: ${prepared.refused}`);
+      return xg.compileJsonSchema(gc, prepared.schema, true);
+    }
     case 'regex':
       return xg.compileStructuralTag(
         gc,
@@ -167,6 +172,12 @@ function handle(req: WorkerRequest): WorkerReply {
       let accepted = true;
       for (const t of req.tokens) if (!(accepted = xg.acceptToken(entry.m, t))) break;
       return nextMask(req.id, entry, accepted);
+    }
+    case 'rollback': {
+      const entry = matchers.get(req.matcher);
+      if (!entry) return { id: req.id, ok: false, error: 'no such matcher' };
+      xg.rollback(entry.m, req.count);
+      return nextMask(req.id, entry, true);
     }
     case 'free': {
       const entry = matchers.get(req.matcher);

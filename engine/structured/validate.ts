@@ -5,7 +5,7 @@
  */
 import { invalidArgument } from '../errors.js';
 import type { Constraint } from './constraint.js';
-import { checkJsonSchema } from './schema-check.js';
+import { prepareSchema } from './schema/prepare.js';
 
 /** Large enough for Kubernetes object schemas (up to ~2 MB of JSON). */
 const MAX_TEXT = 8 << 20;
@@ -32,7 +32,8 @@ export function checkConstraint(c: unknown, field = 'constraint'): Constraint {
       } catch (e) {
         throw invalidArgument(`${field}.schema`, `is not JSON: ${(e as Error).message}`);
       }
-      checkJsonSchema(parsed, `${field}.schema`);
+      const prepared = prepareSchema(parsed, `${field}.schema`);
+      if ('refused' in prepared) throw invalidArgument(prepared.field, prepared.refused);
       return { kind: 'json_schema', schema };
     }
     case 'regex':

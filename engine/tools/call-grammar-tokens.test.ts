@@ -48,7 +48,7 @@ async function feed(
   const ids = tok.encode(text, { addSpecialTokens: false });
   let accepted = 0;
   for (const id of ids) {
-    svc.accept(g, id);
+    g.accept([id]);
     await g.pending;
     if (g.error !== null) break;
     accepted++;

@@ -16,8 +16,7 @@
 import type { StructuralTag, StructuralTagFormat, TagFormat } from '../structured/structural-tag.js';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { GrammarConstraint } from '../structured/constraint.js';
-import { checkJsonSchema } from '../structured/schema-check.js';
-import { rewriteForGrammar } from '../structured/schema-rewrite.js';
+import { prepareSchema } from '../structured/schema/prepare.js';
 import type { ChatTool, ToolChoice } from '../types.js';
 import { callSyntax, type CallSyntax } from './call-syntax.js';
 import { THINK_END } from './reasoning.js';
@@ -35,19 +34,36 @@ const NO_PARAMETERS = { type: 'object', properties: {} };
 /** Whitespace a reasoning model writes between `</think>` and its answer. */
 const AFTER_THINK: StructuralTagFormat = { type: 'regex', pattern: '[ \\n]{0,2}' };
 
-function callTag(syntax: CallSyntax, tool: ChatTool): TagFormat {
+/**
+ * Each tool's `parameters` prepared as a response_format schema is (schema/prepare.ts): what
+ * the check accepted is what the grammar enforces. Null when one is refused; `field` given,
+ * the refusal is thrown as a 4xx naming that tool's parameters instead.
+ */
+function preparedParameters(
+  tools: readonly ChatTool[],
+  field?: (i: number) => string,
+): Map<ChatTool, Record<string, unknown>> | null {
+  const out = new Map<ChatTool, Record<string, unknown>>();
+  for (const [i, t] of tools.entries()) {
+    const p = prepareSchema(t.parameters ?? NO_PARAMETERS, field?.(i) ?? 'parameters');
+    if ('refused' in p) {
+      if (field) throw invalidArgument(p.field, p.refused);
+      return null;
+    }
+    out.set(t, JSON.parse(p.schema) as Record<string, unknown>);
+  }
+  return out;
+}
+
+function callTag(
+  syntax: CallSyntax,
+  tool: ChatTool,
+  schemas: Map<ChatTool, Record<string, unknown>>,
+): TagFormat {
   return {
     type: 'tag',
     begin: syntax.prefix(tool.name),
-    // The same rewrite as a response_format schema (schema-rewrite.ts): what the checker
-    // accepted is what the grammar enforces.
-    content: {
-      type: 'json_schema',
-      json_schema: JSON.parse(rewriteForGrammar(JSON.stringify(tool.parameters ?? NO_PARAMETERS))) as Record<
-        string,
-        unknown
-      >,
-    },
+    content: { type: 'json_schema', json_schema: schemas.get(tool)! },
     end: syntax.suffix,
   };
 }
@@ -64,8 +80,13 @@ function commonPrefix(texts: readonly string[]): string {
  * rule, so the markers become a tag around it; where calls are simply concatenated
  * (DeepSeek-V3.1) the calls' common opening text serves as the separator instead.
  */
-function callGroup(syntax: CallSyntax, tools: readonly ChatTool[], parallel: boolean): StructuralTagFormat {
-  let tags = tools.map((t) => callTag(syntax, t));
+function callGroup(
+  syntax: CallSyntax,
+  tools: readonly ChatTool[],
+  parallel: boolean,
+  schemas: Map<ChatTool, Record<string, unknown>>,
+): StructuralTagFormat {
+  let tags = tools.map((t) => callTag(syntax, t, schemas));
   let separator = syntax.separator;
   let open = syntax.groupBegin;
   let close = syntax.groupEnd;
@@ -94,10 +115,11 @@ function triggeredCalls(
   syntax: CallSyntax,
   tools: readonly ChatTool[],
   parallel: boolean,
+  schemas: Map<ChatTool, Record<string, unknown>>,
 ): StructuralTagFormat | null {
   if (syntax.groupBegin !== '') {
     // DeepSeek: the group marker is the trigger; the calls inside it are constrained.
-    const group = callGroup(syntax, tools, parallel) as TagFormat;
+    const group = callGroup(syntax, tools, parallel, schemas) as TagFormat;
     return {
       type: 'triggered_tags',
       triggers: [syntax.groupBegin],
@@ -105,7 +127,7 @@ function triggeredCalls(
       stop_after_first: !parallel,
     };
   }
-  const tags = tools.map((t) => callTag(syntax, t));
+  const tags = tools.map((t) => callTag(syntax, t, schemas));
   if (!tags.every((t) => t.begin.startsWith(syntax.trigger))) return null;
   return { type: 'triggered_tags', triggers: [syntax.trigger], tags, stop_after_first: !parallel };
 }
@@ -141,15 +163,8 @@ export function toolCallConstraint(
     if (syntax === null || syntax.arguments !== 'json') return null;
     // Under auto a schema the grammar cannot enforce leaves the calls unconstrained (as
     // without a grammar) rather than failing a request that worked before.
-    const enforceable = tools.every((t) => {
-      try {
-        checkJsonSchema(t.parameters ?? NO_PARAMETERS, 'parameters');
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    const format = enforceable ? triggeredCalls(syntax, tools, parallel) : null;
+    const schemas = preparedParameters(tools);
+    const format = schemas ? triggeredCalls(syntax, tools, parallel, schemas) : null;
     return format ? structuralTag(format) : null;
   }
   if (syntax === null || syntax.arguments !== 'json')
@@ -164,11 +179,11 @@ export function toolCallConstraint(
       `${field}.tool_choice`,
       `names '${(choice as { function: string }).function}', which is not one of the tools`,
     );
-  for (const t of offered) {
-    const i = tools.indexOf(t);
-    checkJsonSchema(t.parameters ?? NO_PARAMETERS, `${field}.tools[${i}].parameters`);
-  }
-  const calls = callGroup(syntax, offered, choice === 'required' && parallel);
+  const schemas = preparedParameters(
+    offered,
+    (i) => `${field}.tools[${tools.indexOf(offered[i]!)}].parameters`,
+  )!;
+  const calls = callGroup(syntax, offered, choice === 'required' && parallel, schemas);
   if (!reasoning) return structuralTag(calls);
   // A reasoning model may think first (or starts inside a think block the prompt opened).
   const thought: TagFormat = { type: 'tag', begin: '', content: { type: 'any_text' }, end: THINK_END };

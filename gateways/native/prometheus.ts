@@ -2,6 +2,15 @@
  * GET /metrics: the engine's counters, gauges and histograms (EngineStatus, read once per
  * scrape) in Prometheus text format through prom-client, under MindIE's names and under
  * vLLM's `vllm:` names, each with the `model_name` label.
+ *
+ * The `vllm:` gauges are the Inference Extension's model-server protocol
+ * (docs/proposals/003-model-server-protocol), with vLLM's meaning, which an endpoint picker
+ * reads to place requests: num_requests_waiting (queue), num_requests_running,
+ * kv_cache_usage_perc (a fraction in [0, 1] of the KV blocks held by requests; blocks that
+ * only keep prefix-cache contents count as free, since any request may take them),
+ * lora_requests_info (labels: the adapters of running and waiting requests and the slot
+ * count; value: when this state was read, so a picker takes the newest series) and
+ * cache_config_info (labels block_size and num_gpu_blocks, the size of the KV pool).
  */
 import { Registry } from 'prom-client';
 import type { EngineStatus, HistogramSnapshot } from '../../engine/types.js';
@@ -146,6 +155,15 @@ const definitions: readonly Definition[] = [
       waiting_lora_adapters: s.waitingLoraAdapters.join(','),
       max_lora: String(s.maxLora),
     }),
+  },
+  {
+    // vLLM's info gauge of the KV cache's shape (value 1); a picker's prefix scorer reads the
+    // block size and the pool size from its labels.
+    names: ['vllm:cache_config_info'],
+    help: 'Information of the LLMEngine CacheConfig.',
+    type: 'gauge',
+    read: () => 1,
+    labels: (s) => ({ block_size: String(s.blockSize), num_gpu_blocks: String(s.totalBlocks) }),
   },
   {
     names: ['time_to_first_token_seconds', 'vllm:time_to_first_token_seconds'],

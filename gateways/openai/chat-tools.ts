@@ -7,8 +7,8 @@
  * (engine/tools/); this only maps.
  */
 import type { ChatDelta, ChatTool, FinishEvent, ToolChoice, Usage } from '../../engine/types.js';
-import { checkJsonSchema } from '../../engine/structured/schema-check.js';
-import { invalid, toHttpError } from '../shared/http-error.js';
+import { prepareSchema } from '../../engine/structured/schema/prepare.js';
+import { invalid } from '../shared/http-error.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -95,11 +95,8 @@ export function toolPromptFields(
     tools.forEach((t, i) => {
       if (typeof choice === 'object' && t.function.name !== choice.function.name) return;
       if (t.function.parameters === undefined) return;
-      try {
-        checkJsonSchema(t.function.parameters, `tools[${i}].function.parameters`);
-      } catch (e) {
-        throw toHttpError(e);
-      }
+      const prepared = prepareSchema(t.function.parameters, `tools[${i}].function.parameters`);
+      if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
     });
   }
   if (tools.length > 0 && choice !== 'none') {

@@ -2,12 +2,19 @@
  * One HTTP or HTTPS listener per ServerConfig address. HTTPS with CA files configured is
  * mutual TLS: the client must present a certificate chaining to one of those CAs (and not on
  * a configured CRL), otherwise the TLS handshake is refused before any HTTP is read.
+ *
+ * Exposure (checkExposure): a listener without API keys is open to whoever reaches its
+ * address, which is safe only on the loopback default. On any other address (a pod's, or
+ * 0.0.0.0) a keyless management listener is refused — it loads adapters and stops the
+ * service — unless the operator says it is open on purpose (ListenerConfig.allowOpen:
+ * `--allow-open-management`, ServerConfig.allowOpenManagement); a keyless service or metrics
+ * listener starts with a warning naming it (behind a cluster's gateway it is the usual setup).
  */
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { DEFAULT_LIMITS, type GatewayLimits, type ListenerConfig, type TlsConfig } from '../config.js';
 import { applyConnectionLimits, serverLimitOptions } from './limits.js';
 
@@ -75,8 +82,40 @@ export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<s
   };
 }
 
+/** Addresses only this machine reaches: 127.0.0.0/8, ::1 (and their mapped and named forms). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (h === 'localhost' || h === '::1' || h === '0:0:0:0:0:0:0:1') return true;
+  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h;
+  return isIP(v4) === 4 && v4.startsWith('127.');
+}
+
+/**
+ * Refuses a keyless management listener off the loopback (unless allowed), else returns the
+ * warning a keyless listener off the loopback gets (undefined: nothing to say). `name` is the
+ * listener group's name (`service+management` when they share an address).
+ */
+export function checkExposure(name: string, cfg: ListenerConfig): string | undefined {
+  if (isLoopbackHost(cfg.host) || (cfg.apiKeys?.length ?? 0) > 0) return undefined;
+  const where = `${cfg.host}:${cfg.port}`;
+  if (name.split('+').includes('management') && !cfg.allowOpen) {
+    throw new Error(
+      `${name} listener on ${where} has no API keys, and anyone who reaches it can load adapters and ` +
+        `stop the service: set --management-api-key-file (ServerConfig.managementApiKeyFile), bind it ` +
+        `to a loopback address, or pass --allow-open-management (ServerConfig.allowOpenManagement) to ` +
+        `run it open on purpose`,
+    );
+  }
+  return (
+    `${name} listener on ${where} (not a loopback address) has no API keys: anyone who reaches it ` +
+    `can use it (set --${name.startsWith('service') ? '' : 'management-'}api-key-file if that is not intended)`
+  );
+}
+
 export interface RunningListener {
   readonly name: string;
+  /** Said once at start (a keyless listener off the loopback). */
+  readonly warning?: string;
   readonly server: Server;
   /** `http://host:port` or `https://host:port`, with the bound port. */
   readonly url: string;
@@ -91,6 +130,7 @@ export async function startListener(
   limits: GatewayLimits = DEFAULT_LIMITS,
   capConnections = false,
 ): Promise<RunningListener> {
+  const warning = checkExposure(name, cfg);
   let server: Server;
   const limitOptions = serverLimitOptions(limits);
   if (cfg.tls) {
@@ -115,6 +155,7 @@ export async function startListener(
   const host = cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host;
   return {
     name,
+    ...(warning ? { warning } : {}),
     server,
     url: `${cfg.tls ? 'https' : 'http'}://${host}:${port}`,
     close: () =>

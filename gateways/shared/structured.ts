@@ -9,13 +9,14 @@
  *                              (OpenAI routes, vLLM `/generate`, native `/infer`, KServe `generate`)
  *   TGI                        `parameters.grammar` {type: json | regex, value}
  *
- * At most one of them per request. The engine compiles the constraint; a compile error comes
- * back as INVALID_ARGUMENT on the field `constraint`, which `renameConstraintError` turns
- * back into the client's field name.
+ * At most one of them per request. A JSON Schema is prepared here (engine/structured/schema/
+ * prepare.ts, the engine's one entry point) so a refusal names the client's field; the engine
+ * compiles the constraint, and a compile error comes back as INVALID_ARGUMENT whose `field` is
+ * `constraint` (or a path under it), which `renameConstraintError` turns into the client's.
  */
 import { EngineError } from '../../engine/errors.js';
 import type { Constraint } from '../../engine/structured/constraint.js';
-import { checkJsonSchema } from '../../engine/structured/schema-check.js';
+import { prepareSchema } from '../../engine/structured/schema/prepare.js';
 import type { GenerateRequest } from '../../engine/types.js';
 import { HttpError, invalid, toHttpError } from './http-error.js';
 
@@ -31,13 +32,23 @@ export function withConstraintField(request: GenerateRequest, field: string | un
   return request;
 }
 
-/** Turns the engine's "constraint: ..." compile error into one about the client's field; other errors pass. */
+/** The engine's name for a request's constraint, the root of the fields its errors carry. */
+const ENGINE_FIELD = 'constraint';
+
+/**
+ * Turns the engine's INVALID_ARGUMENT about its field `constraint` (or a path under it) into
+ * one about the client's field; other errors pass. Decided by the error's code and field,
+ * never by its text.
+ */
 export function renameConstraintError(request: GenerateRequest, err: unknown): unknown {
   const field = fieldOf.get(request);
-  if (field === undefined || !(err instanceof EngineError) || !err.message.startsWith('constraint'))
-    return err;
-  const e = toHttpError(err);
-  return new HttpError(e.kind, field + err.message.slice('constraint'.length), field);
+  if (field === undefined || !(err instanceof EngineError) || err.code !== 'INVALID_ARGUMENT') return err;
+  const at = err.field;
+  if (at === undefined || !(at === ENGINE_FIELD || at.startsWith(`${ENGINE_FIELD}.`))) return err;
+  const renamed = field + at.slice(ENGINE_FIELD.length);
+  // invalidArgument writes `${field}: ${rule}`; the rule is what follows the field.
+  const rule = err.message.startsWith(`${at}: `) ? err.message.slice(at.length + 2) : err.message;
+  return new HttpError(toHttpError(err).kind, `${renamed}: ${rule}`, renamed);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -54,11 +65,8 @@ function schemaConstraint(value: unknown, field: string): Constraint {
       throw invalid(field, `is not JSON: ${(e as Error).message}`);
     }
   }
-  try {
-    checkJsonSchema(schema, field);
-  } catch (e) {
-    throw toHttpError(e);
-  }
+  const prepared = prepareSchema(schema, field);
+  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
   return { kind: 'json_schema', schema: JSON.stringify(schema) };
 }
 

@@ -250,6 +250,20 @@ Napi::Value FindJumpForwardString(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] { return Napi::String::New(info.Env(), m.FindJumpForwardString()); });
 }
 
+// rollback(matcher, numTokens): undoes the last `numTokens` accepted tokens (0 <= numTokens <=
+// the tokens accepted so far; xgrammar 0.2.8 keeps the whole history, its max_rollback_tokens
+// is unused). Speculative decoding rolls a matcher back over the draft tokens it refuses.
+Napi::Value Rollback(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  GrammarMatcher& m = unwrap<GrammarMatcher>(info[0], kMatcherTag, "matcher");
+  const int32_t n = intArg(info, 1, "numTokens");
+  if (n < 0) throw Napi::RangeError::New(env, "numTokens must be >= 0");
+  return guarded(env, [&] {
+    m.Rollback(n);  // a count past the history fails xgrammar's check: a JS Error
+    return env.Undefined();
+  });
+}
+
 // dispose(handle): frees the object now (matchers made from a grammar keep their own
 // reference to it); disposing twice, or a handle of no kind, is a no-op / TypeError.
 Napi::Value Dispose(const Napi::CallbackInfo& info) {
@@ -288,6 +302,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("fillNextTokenBitmask", Napi::Function::New(env, FillNextTokenBitmask));
   exports.Set("isTerminated", Napi::Function::New(env, IsTerminated));
   exports.Set("findJumpForwardString", Napi::Function::New(env, FindJumpForwardString));
+  exports.Set("rollback", Napi::Function::New(env, Rollback));
   exports.Set("dispose", Napi::Function::New(env, Dispose));
   exports.Set("bitmaskSize", Napi::Function::New(env, BitmaskSize));
   return exports;

@@ -59,6 +59,10 @@ class Context {
   void ropeTables(const StepPlanData& plan);
   void layer(int64_t l, const StepPlanData& plan);
   void attention(int64_t l, const StepPlanData& plan);
+  // The FFN of layer l for T tokens: normed input in xn_, output in tmp_.
+  void denseFfn(int64_t l, int64_t T);
+  void expertFfn(int64_t l, int64_t T);  // mixture of experts (moe.cc)
+  void gate(const float* gate, const float* up, float* out, int64_t n) const;
   // `after`: the group the step multiplies by next (its weights are prefetched by threads
   // that wait, weight_prefetch.h).
   void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy, const LinearGroup& after);
@@ -91,8 +95,18 @@ class Context {
   // Activations, [maxBatchTokens × width]: sized for the largest prefill, resident only
   // for the rows steps have used (lazy_zero.h).
   LazyZeroVector<float> x_, xn_, qkv_, attn_, gu_, act_, tmp_;
-  LazyZeroVector<float> ropeCos_, ropeSin_;  // [maxBatchTokens × headDim/2]
-  std::vector<float> invFreq_;            // [headDim/2]
+  std::vector<RopeSpec> ropes_;              // the global RoPE, then the sliding layers' if different
+  LazyZeroVector<float> ropeCos_, ropeSin_;  // per RoPE: [maxBatchTokens × ropeDim/2]
+  std::vector<float> invFreq_;               // per RoPE: [ropeDim/2]
+  const float embedScale_ = static_cast<float>(cfg_.embedScale);
+  // Mixture of experts (moe.cc): router logits [T × experts], each token's chosen experts
+  // and their weights [T × expertsUsed], the tokens each expert got this layer, and the
+  // gathered inputs / outputs of one expert's tokens [T × hidden].
+  std::vector<float> routerLogits_;
+  std::vector<int32_t> expertChoice_;
+  std::vector<float> expertWeight_;
+  std::vector<std::vector<int32_t>> expertTokens_;
+  LazyZeroVector<float> xe_, ye_;
   std::vector<int32_t> tokenSeq_;         // sequence of each token of the step
   // Attention work tiles: (first token, count) runs of up to kTile tokens of one sequence.
   static constexpr int32_t kTile = 8;
@@ -105,5 +119,19 @@ class Context {
   std::vector<SamplerScratch> samplerScratch_;   // per thread
   LoraRunner lora_;
 };
+
+template <typename F>
+void Context::forRange(int64_t count, int64_t workPerItem, F&& f) {
+  if (count <= 0) return;
+  if (pool_.size() == 1 || count == 1 || count * workPerItem < 16384) {
+    f(int64_t{0}, count, 0);
+    return;
+  }
+  auto task = [&](int i, int n) {
+    int64_t begin = count * i / n, end = count * (i + 1) / n;
+    if (begin < end) f(begin, end, i);
+  };
+  pool_.run(TaskRef(task));
+}
 
 }  // namespace prism

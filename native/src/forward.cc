@@ -27,16 +27,31 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   xn_.resize(T * std::max(c.hidden, qDim_));
   qkv_.resize(T * qkvDim_);
   attn_.resize(T * qDim_);
-  gu_.resize(T * 2 * c.intermediate);
-  act_.resize(T * c.intermediate);
+  const int64_t ffnWidth = std::max(c.intermediate, c.expertIntermediate);
+  gu_.resize(T * 2 * ffnWidth);
+  act_.resize(T * ffnWidth);
   tmp_.resize(T * c.hidden);
-  ropeCos_.resize(T * hd / 2);
-  ropeSin_.resize(T * hd / 2);
-  invFreq_.resize(hd / 2);
-  for (int64_t i = 0; i < hd / 2; i++) {
-    double f = 1.0 / std::pow(c.ropeTheta, 2.0 * static_cast<double>(i) / static_cast<double>(hd));
-    if (!c.ropeFreqFactors.empty()) f /= c.ropeFreqFactors[i];
-    invFreq_[i] = static_cast<float>(f);
+  // One cos/sin table per distinct RoPE (Gemma 3's sliding layers have their own).
+  ropes_.push_back(c.globalRope());
+  if (c.localRope) ropes_.push_back(c.localRopeSpec);
+  const int64_t half = c.ropeDim / 2;
+  ropeCos_.resize(ropes_.size() * T * half);
+  ropeSin_.resize(ropes_.size() * T * half);
+  invFreq_.resize(ropes_.size() * half);
+  for (size_t r = 0; r < ropes_.size(); r++)
+    for (int64_t i = 0; i < half; i++) {
+      double f = 1.0 / std::pow(ropes_[r].theta, 2.0 * static_cast<double>(i) / static_cast<double>(c.ropeDim));
+      if (!ropes_[r].freqFactors.empty()) f /= ropes_[r].freqFactors[i];
+      invFreq_[r * half + i] = static_cast<float>(f);
+    }
+  if (c.experts > 0) {
+    routerLogits_.resize(T * c.experts);
+    expertChoice_.resize(T * c.expertsUsed);
+    expertWeight_.resize(T * c.expertsUsed);
+    expertTokens_.resize(c.experts);
+    for (auto& v : expertTokens_) v.reserve(T);
+    xe_.resize(T * c.hidden);
+    ye_.resize(T * c.hidden);
   }
   tokenSeq_.resize(T);
   outRows_.reserve(T);
@@ -66,20 +81,6 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   result.tokens.reserve(opts.maxSeqs);
   result.logprobs.reserve(opts.maxSeqs);
   result.errors.reserve(opts.maxSeqs);
-}
-
-template <typename F>
-void Context::forRange(int64_t count, int64_t workPerItem, F&& f) {
-  if (count <= 0) return;
-  if (pool_.size() == 1 || count == 1 || count * workPerItem < 16384) {
-    f(int64_t{0}, count, 0);
-    return;
-  }
-  auto task = [&](int i, int n) {
-    int64_t begin = count * i / n, end = count * (i + 1) / n;
-    if (begin < end) f(begin, end, i);
-  };
-  pool_.run(TaskRef(task));
 }
 
 void Context::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy, const LinearGroup& after) {
@@ -118,31 +119,42 @@ void Context::copyBlocks(const StepPlanData& plan) {
 void Context::embed(const StepPlanData& plan) {
   const int64_t D = cfg_.hidden;
   forRange(plan.T, D * 4, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; t++) dequantizeRow(model_->embedType, model_->embedData, D, plan.tokens[t], &x_[t * D]);
-  });
-}
-
-void Context::ropeTables(const StepPlanData& plan) {
-  const int64_t half = cfg_.headDim / 2;
-  forRange(plan.T, half * 16, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
-      const double pos = plan.positions[t];
-      for (int64_t i = 0; i < half; i++) {
-        // Angle in double: positions up to millions times frequencies near 1 lose the
-        // fractional part in float.
-        double a = pos * static_cast<double>(invFreq_[i]);
-        ropeCos_[t * half + i] = static_cast<float>(std::cos(a));
-        ropeSin_[t * half + i] = static_cast<float>(std::sin(a));
-      }
+      dequantizeRow(model_->embedType, model_->embedData, D, plan.tokens[t], &x_[t * D]);
+      if (embedScale_ != 1.0f)
+        for (int64_t i = 0; i < D; i++) x_[t * D + i] *= embedScale_;
     }
   });
 }
 
+void Context::ropeTables(const StepPlanData& plan) {
+  const int64_t half = cfg_.ropeDim / 2, T = plan.T;
+  for (size_t r = 0; r < ropes_.size(); r++) {
+    const float* inv = &invFreq_[r * half];
+    const double mag = ropes_[r].attnFactor;
+    float* cs = &ropeCos_[r * opts_.maxBatchTokens * half];
+    float* sn = &ropeSin_[r * opts_.maxBatchTokens * half];
+    forRange(T, half * 16, [&](int64_t b, int64_t e, int) {
+      for (int64_t t = b; t < e; t++) {
+        const double pos = plan.positions[t];
+        for (int64_t i = 0; i < half; i++) {
+          // Angle in double: positions up to millions times frequencies near 1 lose the
+          // fractional part in float.
+          double a = pos * static_cast<double>(inv[i]);
+          cs[t * half + i] = static_cast<float>(std::cos(a) * mag);
+          sn[t * half + i] = static_cast<float>(std::sin(a) * mag);
+        }
+      }
+    });
+  }
+}
+
 namespace {
 
-// Rotates one head vector in place.
-inline void rope(float* v, const float* cs, const float* sn, int64_t hd, bool neox) {
-  const int64_t half = hd / 2;
+// Rotates the first `dims` values of one head vector in place (the rest, under partial
+// rotary, pass through).
+inline void rope(float* v, const float* cs, const float* sn, int64_t dims, bool neox) {
+  const int64_t half = dims / 2;
   if (neox) {
     int64_t i = 0;
     for (; i + 8 <= half; i += 8) {
@@ -169,7 +181,7 @@ inline void rope(float* v, const float* cs, const float* sn, int64_t hd, bool ne
 
 void Context::layer(int64_t l, const StepPlanData& plan) {
   const LayerWeights& L = model_->layers[l];
-  const int64_t T = plan.T, D = cfg_.hidden, hd = cfg_.headDim, I = cfg_.intermediate;
+  const int64_t T = plan.T, D = cfg_.hidden, hd = cfg_.headDim;
   const float eps = static_cast<float>(cfg_.eps);
 
   forRange(T, D, [&](int64_t b, int64_t e, int) {
@@ -178,20 +190,24 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   loraLinear(L.qkv, l, LoraSite::Qkv, xn_.data(), T, qkv_.data(), qkvDim_, L.o);
   lora_.apply(l, LoraSite::Qkv, xn_.data(), qkv_.data(), qkvDim_, pool_);
 
-  // Bias, q/k norm, RoPE, 1/sqrt(d) folded into q; K/V written into the paged cache.
-  const float qScale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Bias, q/k norm, RoPE, the query scale folded into q; K/V written into the paged cache.
+  const float qScale = cfg_.queryScale > 0 ? static_cast<float>(cfg_.queryScale) : 1.0f / std::sqrt(static_cast<float>(hd));
   const bool neox = cfg_.ropeNeox;
+  const int64_t half = cfg_.ropeDim / 2;
+  const size_t table = cfg_.localRope && cfg_.sliding(l) ? 1 : 0;
+  const float* cosTable = &ropeCos_[table * opts_.maxBatchTokens * half];
+  const float* sinTable = &ropeSin_[table * opts_.maxBatchTokens * half];
   forRange(T, qkvDim_ * 4, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
       float* row = &qkv_[t * qkvDim_];
       if (!L.qkvBias.empty()) simd::addInPlace(row, L.qkvBias.data(), qkvDim_);
-      const float* cs = &ropeCos_[t * (hd / 2)];
-      const float* sn = &ropeSin_[t * (hd / 2)];
+      const float* cs = cosTable + t * half;
+      const float* sn = sinTable + t * half;
       for (int64_t h = 0; h < cfg_.heads + cfg_.kvHeads; h++) {
         float* v = row + h * hd;
         const bool isQ = h < cfg_.heads;
         if (!L.qNorm.empty()) simd::rmsNorm(v, isQ ? L.qNorm.data() : L.kNorm.data(), v, hd, eps);
-        rope(v, cs, sn, hd, neox);
+        rope(v, cs, sn, cfg_.ropeDim, neox);
         if (isQ)
           for (int64_t i = 0; i < hd; i++) v[i] *= qScale;
       }
@@ -213,26 +229,46 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
   });
 
   attention(l, plan);
-  loraLinear(L.o, l, LoraSite::O, attn_.data(), T, tmp_.data(), D, L.gateUp);
+  const bool moe = cfg_.experts > 0;
+  const LinearGroup& afterO = moe ? L.moe.router : L.gateUp;
+  loraLinear(L.o, l, LoraSite::O, attn_.data(), T, tmp_.data(), D, afterO);
   lora_.apply(l, LoraSite::O, attn_.data(), tmp_.data(), D, pool_);
   forRange(T, D, [&](int64_t b, int64_t e, int) {
     for (int64_t t = b; t < e; t++) {
+      if (!L.postAttnNorm.empty()) simd::rmsNorm(&tmp_[t * D], L.postAttnNorm.data(), &tmp_[t * D], D, eps);
       simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
       simd::rmsNorm(&x_[t * D], L.ffnNorm.data(), &xn_[t * D], D, eps);
     }
   });
+  if (moe) expertFfn(l, T);
+  else denseFfn(l, T);
+  forRange(T, D, [&](int64_t b, int64_t e, int) {
+    for (int64_t t = b; t < e; t++) {
+      if (!L.postFfnNorm.empty()) simd::rmsNorm(&tmp_[t * D], L.postFfnNorm.data(), &tmp_[t * D], D, eps);
+      simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
+    }
+  });
+}
+
+// The gated FFN of one token: out = act(gate) * up, act = SiLU or tanh GELU.
+void Context::gate(const float* gate, const float* up, float* out, int64_t n) const {
+  if (cfg_.activation == Activation::GeluTanh) simd::geglu(gate, up, out, n);
+  else simd::swiglu(gate, up, out, n);
+}
+
+// xn_ (normed input) → tmp_ through the dense gated FFN.
+void Context::denseFfn(int64_t l, int64_t T) {
+  const LayerWeights& L = model_->layers[l];
+  const int64_t D = cfg_.hidden, I = cfg_.intermediate;
   loraLinear(L.gateUp, l, LoraSite::GateUp, xn_.data(), T, gu_.data(), 2 * I, L.down);
   lora_.apply(l, LoraSite::GateUp, xn_.data(), gu_.data(), 2 * I, pool_);
   forRange(T, I * 4, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; t++) simd::swiglu(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
+    for (int64_t t = b; t < e; t++) gate(&gu_[t * 2 * I], &gu_[t * 2 * I + I], &act_[t * I], I);
   });
   // The next step starts again at layer 0, so the output head's successor is its QKV.
   const LinearGroup& afterDown = l + 1 < cfg_.layers ? model_->layers[l + 1].qkv : model_->output;
   loraLinear(L.down, l, LoraSite::Down, act_.data(), T, tmp_.data(), D, afterDown);
   lora_.apply(l, LoraSite::Down, act_.data(), tmp_.data(), D, pool_);
-  forRange(T, D, [&](int64_t b, int64_t e, int) {
-    for (int64_t t = b; t < e; t++) simd::addInPlace(&x_[t * D], &tmp_[t * D], D);
-  });
 }
 
 namespace {
@@ -259,11 +295,13 @@ inline void halfToFloat(const uint16_t* src, float* dst, int64_t n) {
 // style), so scratch is one block of K/V, one block of scores and the tile's accumulators.
 void Context::attention(int64_t l, const StepPlanData& plan) {
   const int64_t hd = cfg_.headDim, G = cfg_.kvHeads, group = cfg_.heads / cfg_.kvHeads, bs = opts_.blockSize;
+  const int64_t window = cfg_.layerWindow[l];  // 0: the whole context
   const int64_t nTiles = static_cast<int64_t>(tiles_.size());
   const int64_t items = nTiles * G;
   int64_t maxPos = 0;
   for (int32_t t = 0; t < plan.T; t++) maxPos = std::max<int64_t>(maxPos, plan.positions[t]);
-  forRange(items, (maxPos + 1) * hd * group * kTile, [&](int64_t b, int64_t e, int thread) {
+  const int64_t span = window > 0 ? std::min<int64_t>(window + kTile, maxPos + 1) : maxPos + 1;
+  forRange(items, span * hd * group * kTile, [&](int64_t b, int64_t e, int thread) {
     float* kf = attnScratch_[thread].data();
     float* vf = kf + bs * hd;
     float* sc = vf + bs * hd;                     // [bs]
@@ -280,14 +318,22 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
       std::fill(acc, acc + states * hd, 0.0f);
       std::fill(mx, mx + states, -INFINITY);
       std::fill(sum, sum + states, 0.0f);
-      for (int64_t blk = 0; blk * bs < nPosMax; blk++) {
+      // A sliding layer's token at position p sees p-window+1 .. p: blocks wholly before the
+      // first token's window are never read (the block manager may have freed them).
+      const int64_t first = window > 0 ? std::max<int64_t>(0, pos0 - window + 1) : 0;
+      for (int64_t blk = first / bs; blk * bs < nPosMax; blk++) {
         const int64_t nBlk = std::min(bs, nPosMax - blk * bs);
         halfToFloat(kAt(l, table[blk], g), kf, nBlk * hd);
         halfToFloat(vAt(l, table[blk], g), vf, nBlk * hd);
         for (int64_t qi = 0; qi < nt; qi++) {
-          // Token t0+qi sees positions 0 .. pos0+qi (causal within the tile).
-          const int64_t n = std::min(nBlk, pos0 + qi + 1 - blk * bs);
+          // Token t0+qi sees positions lo .. pos0+qi (causal within the tile), here block
+          // slots j0 .. n-1.
+          const int64_t lo = window > 0 ? pos0 + qi - window + 1 : 0;
+          const int64_t j0 = std::max<int64_t>(0, lo - blk * bs);
+          const int64_t n = std::min(nBlk, pos0 + qi + 1 - blk * bs) - j0;
           if (n <= 0) continue;
+          const float* kb = kf + j0 * hd;
+          const float* vb = vf + j0 * hd;
           for (int64_t h = 0; h < group; h++) {
             const int64_t st = qi * group + h;
             const float* q = &qkv_[(t0 + qi) * qkvDim_ + (g * group + h) * hd];
@@ -297,13 +343,13 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
               for (int r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
               for (int64_t i = 0; i < hd; i += 8) {
                 const __m256 qv = _mm256_loadu_ps(q + i);
-                for (int r = 0; r < 8; r++) a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + (j + r) * hd + i), a[r]);
+                for (int r = 0; r < 8; r++) a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kb + (j + r) * hd + i), a[r]);
               }
               _mm256_storeu_ps(sc + j, reduce8(a));
             }
             for (; j < n; j++) {
               __m256 d = _mm256_setzero_ps();
-              for (int64_t i = 0; i < hd; i += 8) d = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kf + j * hd + i), d);
+              for (int64_t i = 0; i < hd; i += 8) d = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kb + j * hd + i), d);
               sc[j] = simd::hsum(d);
             }
             float bmax = -INFINITY;
@@ -333,14 +379,14 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
               for (int r = 0; r < 8; r++) v[r] = _mm256_mul_ps(_mm256_loadu_ps(ah + i0 + 8 * r), vc);
               for (j = 0; j < n; j++) {
                 const __m256 w = _mm256_set1_ps(sc[j]);
-                const float* vr = vf + j * hd + i0;
+                const float* vr = vb + j * hd + i0;
                 for (int r = 0; r < 8; r++) v[r] = _mm256_fmadd_ps(w, _mm256_loadu_ps(vr + 8 * r), v[r]);
               }
               for (int r = 0; r < 8; r++) _mm256_storeu_ps(ah + i0 + 8 * r, v[r]);
             }
             for (; i0 < hd; i0 += 8) {  // head dims that are not a multiple of 64
               __m256 v = _mm256_mul_ps(_mm256_loadu_ps(ah + i0), vc);
-              for (j = 0; j < n; j++) v = _mm256_fmadd_ps(_mm256_set1_ps(sc[j]), _mm256_loadu_ps(vf + j * hd + i0), v);
+              for (j = 0; j < n; j++) v = _mm256_fmadd_ps(_mm256_set1_ps(sc[j]), _mm256_loadu_ps(vb + j * hd + i0), v);
               _mm256_storeu_ps(ah + i0, v);
             }
           }

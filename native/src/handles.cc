@@ -58,6 +58,11 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   o.Set("ropeTheta", c.ropeTheta);
   o.Set("rmsNormEps", c.eps);
   o.Set("tiedEmbeddings", c.tiedEmbeddings);
+  Napi::Array windows = Napi::Array::New(env, c.layerWindow.size());
+  for (size_t l = 0; l < c.layerWindow.size(); l++) windows.Set(l, static_cast<double>(c.layerWindow[l]));
+  o.Set("layerWindows", windows);
+  o.Set("experts", static_cast<double>(c.experts));
+  o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
   o.Set("weightBytes", m.weightBytes);
   o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
   Napi::Object types = Napi::Object::New(env);

@@ -153,6 +153,9 @@ std::shared_ptr<Adapter> buildAdapter(const ModelConfig& cfg, const std::vector<
     const std::string where = "layer " + std::to_string(s.layer) + " target '" + kTargetNames[static_cast<int>(s.target)] + "'";
     if (s.layer < 0 || s.layer >= cfg.layers)
       throw std::invalid_argument(where + ": layer must be in [0, " + std::to_string(cfg.layers) + ")");
+    // A mixture-of-experts FFN has no single gate/up/down for an adapter to add to.
+    if (cfg.experts > 0 && (s.target == LoraTarget::Gate || s.target == LoraTarget::Up || s.target == LoraTarget::Down))
+      throw std::invalid_argument(where + ": the FFN of a mixture-of-experts model takes no adapter");
     LoraMatrix& m = a->layers[s.layer][static_cast<int>(s.target)];
     if (m.rank != 0) throw std::invalid_argument(where + ": given twice");
     int64_t in = 0, out = 0;

@@ -18,11 +18,22 @@ const char* archName(Arch a) {
     case Arch::Llama: return "llama";
     case Arch::Qwen2: return "qwen2";
     case Arch::Qwen3: return "qwen3";
+    case Arch::Qwen3Moe: return "qwen3moe";
+    case Arch::Gemma3: return "gemma3";
+    case Arch::Phi3: return "phi3";
   }
   return "?";
 }
 
 namespace {
+
+// Weight bytes one use of a linear layer reads (the roofline's unit).
+double bytesOf(const LinearGroup& g) {
+  double n = 0;
+  for (const auto& p : g.parts)
+    n += p.w.bytes ? static_cast<double>(p.w.bytes) : static_cast<double>(typeRowBytes(p.w.type, g.inFeatures) * p.w.rows);
+  return n;
+}
 
 class Builder {
  public:
@@ -52,6 +63,34 @@ class Builder {
     return t;
   }
   bool has(const std::string& name) const { return set_.tensors.count(name) != 0; }
+
+  // An RMSNorm weight, with the format's offset added (Gemma's HF (1 + w) norms).
+  std::vector<float> norm(const std::string& name, int64_t n) {
+    std::vector<float> v = vec(name, n);
+    for (float& x : v) x += m_.cfg.normOffset;
+    return v;
+  }
+
+  // GGUF stores a layer's experts as one 3-D tensor [cols, rows, experts] (innermost first);
+  // each expert's [rows × cols] matrix is a contiguous slice of it. The slices join the set
+  // as `<base>.<e>.weight`, the names Hugging Face per-expert tensors are read under.
+  void splitExperts(const std::string& base, int64_t rows, int64_t cols, int64_t experts) {
+    const std::string name = base + "_exps.weight";
+    auto it = set_.tensors.find(name);
+    if (it == set_.tensors.end()) return;  // per-expert tensors (safetensors), or missing
+    const SourceTensor& t = get(name, {cols, rows, experts});
+    const size_t per = typeRowBytes(static_cast<TensorType>(t.type), cols) * static_cast<size_t>(rows);
+    if (per * static_cast<size_t>(experts) != t.bytes) fail(name, "byte size does not match its shape and type");
+    for (int64_t e = 0; e < experts; e++) {
+      SourceTensor s = t;
+      s.dims = {cols, rows};
+      s.data = t.data + per * e;
+      s.bytes = per;
+      const std::string sliceName = base + "." + std::to_string(e) + ".weight";
+      set_.tensors[sliceName] = s;
+      set_.originalNames[sliceName] = display(name) + "[expert " + std::to_string(e) + "]";
+    }
+  }
 
   std::vector<float> vec(const std::string& name, int64_t n) {
     const SourceTensor& t = get(name, {n});
@@ -114,9 +153,7 @@ class Builder {
     } catch (const std::exception& e) {
       fail(parts.front().first, std::string("cannot prepare weights: ") + e.what());
     }
-    for (auto& p : g.parts)
-      m_.weightBytes += p.w.bytes ? static_cast<double>(p.w.bytes)
-                                  : static_cast<double>(typeRowBytes(p.w.type, cols) * p.w.rows);
+    m_.weightBytes += bytesOf(g);
     return g;
   }
 
@@ -145,15 +182,40 @@ ActivationPrecision chooseActivations(const ModelConfig& c, const std::string& f
   return c.hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
 }
 
+// Checks the architecture-level settings the readers filled in (windows, rotary, experts).
+void checkConfig(ModelConfig& c, const std::string& file) {
+  auto bad = [&](const std::string& why) { throw FormatError(file, "", why); };
+  if (c.headDim % 8 != 0 || c.headDim > 512)
+    bad("head dim " + std::to_string(c.headDim) + " must be a multiple of 8 and at most 512");
+  if (c.heads % c.kvHeads != 0)
+    bad("attention head count " + std::to_string(c.heads) + " is not a multiple of the KV head count " +
+        std::to_string(c.kvHeads));
+  if (c.ropeDim == 0) c.ropeDim = c.headDim;
+  if (c.ropeDim % 2 != 0 || c.ropeDim > c.headDim)
+    bad("rotary dimension count " + std::to_string(c.ropeDim) + " must be even and at most the head dim " +
+        std::to_string(c.headDim));
+  for (const std::vector<float>* f : {&c.ropeFreqFactors, &c.localRopeSpec.freqFactors})
+    if (!f->empty() && static_cast<int64_t>(f->size()) != c.ropeDim / 2)
+      bad("rotary frequency factors: " + std::to_string(f->size()) + " given, the rotary dimension needs " +
+          std::to_string(c.ropeDim / 2));
+  if (c.layerWindow.empty()) c.layerWindow.assign(c.layers, 0);
+  if (static_cast<int64_t>(c.layerWindow.size()) != c.layers)
+    bad("sliding-window layer pattern has " + std::to_string(c.layerWindow.size()) + " entries for " +
+        std::to_string(c.layers) + " layers");
+  for (int64_t w : c.layerWindow)
+    if (w < 0) bad("sliding window " + std::to_string(w) + " must be positive");
+  if (c.experts > 0) {
+    if (c.expertsUsed < 1 || c.expertsUsed > c.experts)
+      bad("experts used per token (" + std::to_string(c.expertsUsed) + ") must be in 1.." + std::to_string(c.experts));
+    if (c.expertIntermediate < 1) bad("expert FFN width must be positive");
+  }
+}
+
 void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparation prep) {
   ModelConfig& c = m.cfg;
+  checkConfig(c, set.file);
   m.activations = chooseActivations(c, set.file);
   Builder b(m, set, prep);
-  if (c.headDim % 8 != 0 || c.headDim > 512)
-    throw FormatError(set.file, "", "head dim " + std::to_string(c.headDim) + " must be a multiple of 8 and at most 512");
-  if (c.heads % c.kvHeads != 0)
-    throw FormatError(set.file, "", "attention head count " + std::to_string(c.heads) +
-                                        " is not a multiple of the KV head count " + std::to_string(c.kvHeads));
   auto emb = set.tensors.find("token_embd.weight");
   if (emb == set.tensors.end()) b.fail("token_embd.weight", "missing token embedding");
   if (emb->second.dims.size() != 2 || emb->second.dims[0] != c.hidden)
@@ -171,9 +233,15 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
   for (int64_t l = 0; l < c.layers; l++) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights& L = m.layers[l];
-    L.attnNorm = b.vec(p + "attn_norm.weight", D);
-    L.ffnNorm = b.vec(p + "ffn_norm.weight", D);
-    L.qkv = b.linear({{p + "attn_q.weight", qDim}, {p + "attn_k.weight", kvDim}, {p + "attn_v.weight", kvDim}}, D);
+    L.attnNorm = b.norm(p + "attn_norm.weight", D);
+    L.ffnNorm = b.norm(p + "ffn_norm.weight", D);
+    if (c.postNorms) {
+      L.postAttnNorm = b.norm(p + "post_attention_norm.weight", D);
+      L.postFfnNorm = b.norm(p + "post_ffw_norm.weight", D);
+    }
+    // Phi-3 stores Q, K and V as one fused matrix; the others as three.
+    if (c.arch == Arch::Phi3) L.qkv = b.linear({{p + "attn_qkv.weight", qDim + 2 * kvDim}}, D);
+    else L.qkv = b.linear({{p + "attn_q.weight", qDim}, {p + "attn_k.weight", kvDim}, {p + "attn_v.weight", kvDim}}, D);
     if (c.arch == Arch::Qwen2) {
       auto q = b.vec(p + "attn_q.bias", qDim), k = b.vec(p + "attn_k.bias", kvDim), v = b.vec(p + "attn_v.bias", kvDim);
       L.qkvBias = q;
@@ -182,18 +250,42 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
     } else if (b.has(p + "attn_q.bias")) {
       b.fail(p + "attn_q.bias", std::string("unexpected bias for the ") + archName(c.arch) + " architecture");
     }
-    if (c.arch == Arch::Qwen3) {
-      L.qNorm = b.vec(p + "attn_q_norm.weight", hd);
-      L.kNorm = b.vec(p + "attn_k_norm.weight", hd);
+    if (c.arch == Arch::Qwen3 || c.arch == Arch::Qwen3Moe || c.arch == Arch::Gemma3) {
+      L.qNorm = b.norm(p + "attn_q_norm.weight", hd);
+      L.kNorm = b.norm(p + "attn_k_norm.weight", hd);
     }
     L.o = b.linear({{p + "attn_output.weight", D}}, qDim);
-    L.gateUp = b.linear({{p + "ffn_gate.weight", c.intermediate}, {p + "ffn_up.weight", c.intermediate}}, D);
-    L.down = b.linear({{p + "ffn_down.weight", D}}, c.intermediate);
+    if (c.experts > 0) {
+      const int64_t E = c.experts, I = c.expertIntermediate;
+      L.moe.router = b.linear({{p + "ffn_gate_inp.weight", E}}, D);
+      b.splitExperts(p + "ffn_gate", I, D, E);
+      b.splitExperts(p + "ffn_up", I, D, E);
+      b.splitExperts(p + "ffn_down", D, I, E);
+      for (int64_t e = 0; e < E; e++) {
+        const std::string x = "." + std::to_string(e) + ".weight";
+        L.moe.gateUp.push_back(b.linear({{p + "ffn_gate" + x, I}, {p + "ffn_up" + x, I}}, D));
+        L.moe.down.push_back(b.linear({{p + "ffn_down" + x, D}}, I));
+      }
+    } else if (c.arch == Arch::Phi3) {
+      // Phi-3's fused gate-up: one [2I × D] matrix, gate rows first.
+      L.gateUp = b.linear({{p + "ffn_up.weight", 2 * c.intermediate}}, D);
+      L.down = b.linear({{p + "ffn_down.weight", D}}, c.intermediate);
+    } else {
+      L.gateUp = b.linear({{p + "ffn_gate.weight", c.intermediate}, {p + "ffn_up.weight", c.intermediate}}, D);
+      L.down = b.linear({{p + "ffn_down.weight", D}}, c.intermediate);
+    }
     if (progress) progress(static_cast<double>(l + 1) / static_cast<double>(c.layers + 1));
   }
-  m.outputNorm = b.vec("output_norm.weight", D);
+  m.outputNorm = b.norm("output_norm.weight", D);
   c.tiedEmbeddings = !b.has("output.weight");
   m.output = b.linear({{c.tiedEmbeddings ? "token_embd.weight" : "output.weight", c.vocab}}, D);
+  if (c.experts > 0) {
+    // The roofline's bytes per token: only the experts a token uses are read (plus the router).
+    const double perExpert = m.layers.empty() || m.layers[0].moe.gateUp.empty()
+                                 ? 0
+                                 : bytesOf(m.layers[0].moe.gateUp[0]) + bytesOf(m.layers[0].moe.down[0]);
+    m.weightBytes -= static_cast<double>(c.layers) * perExpert * static_cast<double>(c.experts - c.expertsUsed);
+  }
   if (progress) progress(1.0);
 }
 

@@ -16,8 +16,21 @@
 
 namespace prism {
 
-enum class Arch { Llama, Qwen2, Qwen3 };
+// Llama covers Mistral (a sliding window) and Mixtral (experts); the other names are the
+// GGUF architectures. What each one varies is listed in docs/models.md.
+enum class Arch { Llama, Qwen2, Qwen3, Qwen3Moe, Gemma3, Phi3 };
 const char* archName(Arch a);
+
+// The FFN's gate activation: SwiGLU (silu(gate) * up) or GeGLU with tanh GELU (Gemma).
+enum class Activation { Silu, GeluTanh };
+
+// One rotary embedding: inverse frequency i = 1 / (theta^(2i/ropeDim) * freqFactors[i]),
+// cos/sin multiplied by attnFactor (LongRoPE's magnitude correction; 1 elsewhere).
+struct RopeSpec {
+  double theta = 10000.0;
+  std::vector<float> freqFactors;  // [ropeDim/2]; empty means 1
+  double attnFactor = 1.0;
+};
 
 struct ModelConfig {
   Arch arch = Arch::Llama;
@@ -32,9 +45,40 @@ struct ModelConfig {
   // as llama.cpp's GGUF llama files expect (their Q/K rows were permuted at conversion).
   bool ropeNeox = false;
   // Scaling of the rotary frequencies: inverse frequency i is divided by ropeFreqFactors[i]
-  // (llama3 / linear scaling); empty means 1.
+  // (llama3 / linear / LongRoPE scaling); empty means 1.
   std::vector<float> ropeFreqFactors;
+  double ropeAttnFactor = 1.0;  // LongRoPE: cos/sin scaled by this
+  // Rotated dimensions of each head, from the front (partial rotary: Phi-4-mini rotates 3/4).
+  int64_t ropeDim = 0;
   bool tiedEmbeddings = false;
+
+  // Sliding-window attention: a layer with window W > 0 lets the token at position p attend
+  // to positions p-W+1 .. p only (transformers' and llama.cpp's convention); 0 = the whole
+  // context. One entry per layer.
+  std::vector<int64_t> layerWindow;
+  // The RoPE of the sliding layers when it differs from the global one (Gemma 3: theta
+  // 10000 and no scaling); unset = the same as the others.
+  bool localRope = false;
+  RopeSpec localRopeSpec;
+
+  // Gemma 3: embeddings scaled by sqrt(hidden), norms after attention and after the FFN as
+  // well as before them, GeGLU, and its own query scale.
+  double embedScale = 1.0;
+  bool postNorms = false;
+  Activation activation = Activation::Silu;
+  double queryScale = 0;  // 0 = 1/sqrt(headDim)
+  // Added to every RMSNorm weight at load: Gemma's HF checkpoints store w for a (1 + w)
+  // norm; llama.cpp's converter already added the 1 to its GGUF files.
+  float normOffset = 0;
+
+  // Mixture of experts: `experts` FFNs of width expertIntermediate per layer, of which the
+  // router picks expertsUsed per token; weights are the softmax over all experts of the
+  // router logits, renormalised over the chosen ones when normTopK (Mixtral, Qwen3-MoE).
+  int64_t experts = 0, expertsUsed = 0, expertIntermediate = 0;
+  bool normTopK = true;
+
+  bool sliding(int64_t layer) const { return layerWindow[layer] > 0; }
+  RopeSpec globalRope() const { return {ropeTheta, ropeFreqFactors, ropeAttnFactor}; }
 };
 
 // A tensor as stored in a file, under its GGUF name, dims innermost first.
@@ -65,14 +109,23 @@ struct LinearGroup {
   int64_t inFeatures = 0;
 };
 
+// A mixture-of-experts FFN: the router [experts × hidden] and each expert's gate/up and down.
+struct ExpertWeights {
+  LinearGroup router;
+  std::vector<LinearGroup> gateUp;  // per expert, out: [gate (I) | up (I)]
+  std::vector<LinearGroup> down;    // per expert
+};
+
 struct LayerWeights {
   std::vector<float> attnNorm, ffnNorm;
+  std::vector<float> postAttnNorm, postFfnNorm;  // Gemma 3 only
   std::vector<float> qNorm, kNorm;  // qwen3: per-head RMSNorm weights [headDim]
   std::vector<float> qkvBias;       // qwen2: [q | k | v] bias, empty when absent
   LinearGroup qkv;                  // out: [q (heads*hd) | k (kvHeads*hd) | v (kvHeads*hd)]
   LinearGroup o;
   LinearGroup gateUp;  // out: [gate (I) | up (I)]
   LinearGroup down;
+  ExpertWeights moe;  // MoE models: used instead of gateUp/down
 };
 
 struct Model {

@@ -62,15 +62,19 @@ double cfgNum(const JsonValue& c, const std::string& path, const char* key, doub
   return v->num;
 }
 
-// HF tensor name → GGUF tensor name ("" = not used by the model).
-std::string ggufName(const std::string& hf) {
+// HF tensor name → GGUF tensor name ("" = not used by the model). Per-expert tensors keep
+// their expert number: `blk.N.ffn_gate.E.weight` (the names model.cc slices GGUF's 3-D
+// expert tensors into).
+std::string ggufName(const std::string& hf, Arch arch) {
   static const std::regex layer(R"(^model\.layers\.(\d+)\.(.+)$)");
+  static const std::regex expert(R"(^(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight$)");
   static const std::map<std::string, std::string> perLayer = {
       {"input_layernorm.weight", "attn_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
       {"self_attn.q_proj.weight", "attn_q.weight"},
       {"self_attn.k_proj.weight", "attn_k.weight"},
       {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
       {"self_attn.o_proj.weight", "attn_output.weight"},
       {"self_attn.q_proj.bias", "attn_q.bias"},
       {"self_attn.k_proj.bias", "attn_k.bias"},
@@ -79,20 +83,39 @@ std::string ggufName(const std::string& hf) {
       {"self_attn.k_norm.weight", "attn_k_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},  // Phi-3: [gate | up] in one matrix
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},              // Qwen3-MoE router
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},  // Mixtral router
+  };
+  // Gemma 3 has four norms a layer, and its post_attention_layernorm is not the FFN's input norm.
+  static const std::map<std::string, std::string> gemmaNorms = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+  };
+  static const std::map<std::string, std::string> expertParts = {
+      {"gate_proj", "ffn_gate"}, {"up_proj", "ffn_up"}, {"down_proj", "ffn_down"},  // Qwen3-MoE
+      {"w1", "ffn_gate"},        {"w3", "ffn_up"},      {"w2", "ffn_down"},         // Mixtral
   };
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
   std::smatch m;
   if (std::regex_match(hf, m, layer)) {
-    auto it = perLayer.find(m[2].str());
-    if (it != perLayer.end()) return "blk." + m[1].str() + "." + it->second;
+    const std::string blk = "blk." + m[1].str() + ".", rest = m[2].str();
+    if (arch == Arch::Gemma3)
+      if (auto it = gemmaNorms.find(rest); it != gemmaNorms.end()) return blk + it->second;
+    if (auto it = perLayer.find(rest); it != perLayer.end()) return blk + it->second;
+    std::smatch e;
+    if (std::regex_match(rest, e, expert))
+      if (auto it = expertParts.find(e[2].str()); it != expertParts.end())
+        return blk + it->second + "." + e[1].str() + ".weight";
   }
   return "";
 }
 
-void readSafetensorsFile(const std::string& path, TensorSet& set) {
+void readSafetensorsFile(const std::string& path, Arch arch, TensorSet& set) {
   auto map = std::make_shared<MappedFile>(path);
   const size_t size = map->size();
   if (size < 8) throw FormatError(path, "", "truncated file: no header length");
@@ -142,7 +165,7 @@ void readSafetensorsFile(const std::string& path, TensorSet& set) {
                                         " bytes): truncated or corrupt");
     uint64_t begin = static_cast<uint64_t>(b), end = static_cast<uint64_t>(e);
     ranges.emplace_back(begin, end);
-    std::string gname = ggufName(name);
+    std::string gname = ggufName(name, arch);
     if (gname.empty()) continue;
     if (elemBytes == 0) throw FormatError(path, name, "unsupported dtype '" + dtype->str + "' (F32, F16, BF16 are supported)");
     if (end - begin != elements * elemBytes)
@@ -185,6 +208,45 @@ std::vector<float> llama3FreqFactors(int64_t headDim, double theta, double facto
   return out;
 }
 
+// One rotary embedding's scaling from a rope_parameters / rope_scaling object (null: none).
+static RopeSpec readRope(const JsonValue* rs, const JsonValue& c, const ModelConfig& cfg, double theta, const std::string& path) {
+  RopeSpec r;
+  r.theta = theta;
+  if (!rs || rs->kind == JsonValue::Kind::Null) return r;
+  if (!rs->isObject()) throw FormatError(path, "", "'rope_scaling' must be an object or null");
+  const JsonValue* rt = rs->get("rope_type");
+  if (!rt) rt = rs->get("type");
+  std::string kind = rt && rt->isString() ? rt->str : "default";
+  double factor = cfgNum(*rs, path, "factor", 1.0, 1e-6, 1e6);
+  if (kind == "llama3") {
+    r.freqFactors = llama3FreqFactors(cfg.ropeDim, theta, factor, cfgNum(*rs, path, "low_freq_factor", 1.0, 1e-6, 1e6),
+                                      cfgNum(*rs, path, "high_freq_factor", 4.0, 1e-6, 1e6),
+                                      cfgNum(*rs, path, "original_max_position_embeddings", 8192, 1, 1e9));
+  } else if (kind == "linear") {
+    r.freqFactors.assign(cfg.ropeDim / 2, static_cast<float>(factor));
+  } else if (kind == "longrope") {
+    // LongRoPE (Phi-3): per-frequency factors, long ones past the original context (chosen
+    // here for the served context: the trained length, as llama.cpp does by default), and
+    // cos/sin scaled by sqrt(1 + ln(s)/ln(original)), s = trained / original length.
+    const double original = cfgNum(*rs, path, "original_max_position_embeddings",
+                                   cfgNum(c, path, "original_max_position_embeddings", static_cast<double>(cfg.contextLength), 1, 1e9), 1, 1e9);
+    const JsonValue* f = rs->get(static_cast<double>(cfg.contextLength) > original ? "long_factor" : "short_factor");
+    if (!f || !f->isArray() || static_cast<int64_t>(f->arr.size()) != cfg.ropeDim / 2)
+      throw FormatError(path, "", "LongRoPE needs long_factor and short_factor with " + std::to_string(cfg.ropeDim / 2) + " numbers");
+    for (const JsonValue& v : f->arr) {
+      if (!v.isNumber() || !(v.num > 0) || !std::isfinite(v.num)) throw FormatError(path, "", "LongRoPE factors must be positive numbers");
+      r.freqFactors.push_back(static_cast<float>(v.num));
+    }
+    const double s = rs->get("factor") ? factor : static_cast<double>(cfg.contextLength) / original;
+    r.attnFactor = rs->get("attention_factor") ? cfgNum(*rs, path, "attention_factor", 1, 1e-3, 1e3)
+                   : s <= 1.0                   ? 1.0
+                                                : std::sqrt(1 + std::log(s) / std::log(original));
+  } else if (kind != "default") {
+    throw FormatError(path, "", "unsupported rope scaling type '" + kind + "' (supported: default, linear, llama3, longrope)");
+  }
+  return r;
+}
+
 void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& set) {
   const std::string configPath = (fs::path(dir) / "config.json").string();
   if (!fs::exists(configPath)) throw FormatError(dir, "", "no config.json in the model directory");
@@ -197,11 +259,21 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     if (const JsonValue* archs = c.get("architectures"); archs && archs->isArray() && !archs->arr.empty() &&
                                                           archs->arr[0].isString())
       type = archs->arr[0].str;
-  if (type == "llama" || type == "mistral" || type == "LlamaForCausalLM" || type == "MistralForCausalLM")
-    cfg.arch = Arch::Llama;
+  bool slidingAll = false;  // the config's sliding_window applies to every layer
+  if (type == "llama" || type == "LlamaForCausalLM") cfg.arch = Arch::Llama;
+  else if (type == "mistral" || type == "MistralForCausalLM" || type == "mixtral" || type == "MixtralForCausalLM")
+    cfg.arch = Arch::Llama, slidingAll = true;
   else if (type == "qwen2" || type == "Qwen2ForCausalLM") cfg.arch = Arch::Qwen2;
   else if (type == "qwen3" || type == "Qwen3ForCausalLM") cfg.arch = Arch::Qwen3;
-  else throw FormatError(configPath, "", "unsupported architecture '" + type + "' (supported: llama, mistral, qwen2, qwen3)");
+  else if (type == "qwen3_moe" || type == "Qwen3MoeForCausalLM") cfg.arch = Arch::Qwen3Moe;
+  else if (type == "gemma3_text" || type == "Gemma3ForCausalLM") cfg.arch = Arch::Gemma3;
+  else if (type == "phi3" || type == "Phi3ForCausalLM") cfg.arch = Arch::Phi3, slidingAll = true;
+  else if (type == "gemma3")
+    throw FormatError(configPath, "", "Gemma 3 with a vision tower (Gemma3ForConditionalGeneration) is unsupported; "
+                                      "its text model (gemma3_text, Gemma3ForCausalLM) is");
+  else
+    throw FormatError(configPath, "", "unsupported architecture '" + type +
+                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3)");
 
   cfg.format = "safetensors";
   cfg.path = dir;
@@ -217,37 +289,102 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   int64_t defCtx = 4096;
   cfg.contextLength = cfgInt(c, configPath, "max_position_embeddings", 1, 1ll << 24, &defCtx);
   cfg.eps = cfgNum(c, configPath, "rms_norm_eps", 1e-6, 0, 1);
-  // Rotary settings: transformers < 5 writes `rope_theta` + `rope_scaling`; transformers 5
-  // writes one `rope_parameters` object holding rope_theta, rope_type and the scaling keys.
-  const JsonValue* ropeParams = c.get("rope_parameters");
-  if (ropeParams && ropeParams->kind != JsonValue::Kind::Null && !ropeParams->isObject())
-    throw FormatError(configPath, "", "'rope_parameters' must be an object or null");
-  if (ropeParams && !ropeParams->isObject()) ropeParams = nullptr;
-  cfg.ropeTheta = cfgNum(ropeParams ? *ropeParams : c, configPath, "rope_theta",
-                         cfgNum(c, configPath, "rope_theta", 10000.0, 1, 1e12), 1, 1e12);
   cfg.ropeNeox = true;  // HF checkpoints use rotate_half for every supported architecture
   const JsonValue* tie = c.get("tie_word_embeddings");
   if (tie && tie->kind != JsonValue::Kind::Bool && tie->kind != JsonValue::Kind::Null)
     throw FormatError(configPath, "", "'tie_word_embeddings' must be a boolean");
-  bool tied = tie && tie->kind == JsonValue::Kind::Bool && tie->b;
+  // Gemma ties its head by default (the config class's default, which save_pretrained omits).
+  bool tied = tie && tie->kind == JsonValue::Kind::Bool ? tie->b : cfg.arch == Arch::Gemma3;
+  for (const char* key : {"attention_chunk_size", "final_logit_softcapping", "attn_logit_softcapping"})
+    if (const JsonValue* v = c.get(key); v && v->kind != JsonValue::Kind::Null)
+      throw FormatError(configPath, "", std::string("'") + key + "' is unsupported (it must be null or absent)");
+  const char* act = cfg.arch == Arch::Gemma3 ? "hidden_activation" : "hidden_act";
+  const std::string wantAct = cfg.arch == Arch::Gemma3 ? "gelu_pytorch_tanh" : "silu";
+  if (const JsonValue* v = c.get(act); v && v->isString() && v->str != wantAct)
+    throw FormatError(configPath, "", std::string("'") + act + "' = '" + v->str + "' is unsupported (expected '" + wantAct + "')");
 
-  const JsonValue* rs = ropeParams ? ropeParams : c.get("rope_scaling");
-  if (rs && rs->kind != JsonValue::Kind::Null) {
-    if (!rs->isObject()) throw FormatError(configPath, "", "'rope_scaling' must be an object or null");
-    const JsonValue* rt = rs->get("rope_type");
-    if (!rt) rt = rs->get("type");
-    std::string kind = rt && rt->isString() ? rt->str : "default";
-    double factor = cfgNum(*rs, configPath, "factor", 1.0, 1e-6, 1e6);
-    if (kind == "llama3") {
-      cfg.ropeFreqFactors = llama3FreqFactors(
-          cfg.headDim, cfg.ropeTheta, factor, cfgNum(*rs, configPath, "low_freq_factor", 1.0, 1e-6, 1e6),
-          cfgNum(*rs, configPath, "high_freq_factor", 4.0, 1e-6, 1e6),
-          cfgNum(*rs, configPath, "original_max_position_embeddings", 8192, 1, 1e9));
-    } else if (kind == "linear") {
-      cfg.ropeFreqFactors.assign(cfg.headDim / 2, static_cast<float>(factor));
-    } else if (kind != "default") {
-      throw FormatError(configPath, "", "unsupported rope scaling type '" + kind + "' (supported: default, linear, llama3)");
+  // Rotary settings: transformers < 5 writes `rope_theta` + `rope_scaling`; transformers 5
+  // writes one `rope_parameters` object holding rope_theta, rope_type and the scaling keys,
+  // or (Gemma 3) one such object per layer type.
+  const JsonValue* ropeParams = c.get("rope_parameters");
+  if (ropeParams && ropeParams->kind != JsonValue::Kind::Null && !ropeParams->isObject())
+    throw FormatError(configPath, "", "'rope_parameters' must be an object or null");
+  if (ropeParams && !ropeParams->isObject()) ropeParams = nullptr;
+  const double partial = cfgNum(ropeParams && ropeParams->get("partial_rotary_factor") ? *ropeParams : c, configPath,
+                                "partial_rotary_factor", 1.0, 1e-3, 1.0);
+  cfg.ropeDim = static_cast<int64_t>(static_cast<double>(cfg.headDim) * partial);
+  const JsonValue* globalParams = ropeParams;
+  const JsonValue* localParams = nullptr;
+  if (ropeParams && ropeParams->get("full_attention")) {
+    globalParams = ropeParams->get("full_attention");
+    localParams = ropeParams->get("sliding_attention");
+  }
+  const JsonValue* legacyScaling = c.get("rope_scaling");
+  cfg.ropeTheta = cfgNum(globalParams ? *globalParams : c, configPath, "rope_theta",
+                         cfgNum(c, configPath, "rope_theta", 10000.0, 1, 1e12), 1, 1e12);
+  RopeSpec global = readRope(globalParams ? globalParams : legacyScaling, c, cfg, cfg.ropeTheta, configPath);
+  cfg.ropeFreqFactors = global.freqFactors;
+  cfg.ropeAttnFactor = global.attnFactor;
+
+  // Which layers slide: transformers 5 lists `layer_types`; older configs say it per model.
+  const JsonValue* window = c.get("sliding_window");
+  int64_t W = 0;
+  if (window && window->kind != JsonValue::Kind::Null) W = cfgInt(c, configPath, "sliding_window", 1, 1ll << 24);
+  cfg.layerWindow.assign(cfg.layers, 0);
+  if (const JsonValue* types = c.get("layer_types"); types && types->kind != JsonValue::Kind::Null) {
+    if (!types->isArray() || static_cast<int64_t>(types->arr.size()) != cfg.layers)
+      throw FormatError(configPath, "", "'layer_types' must list one type per layer");
+    for (int64_t l = 0; l < cfg.layers; l++) {
+      const JsonValue& t = types->arr[l];
+      if (t.isString() && t.str == "full_attention") continue;
+      if (!(t.isString() && t.str == "sliding_attention"))
+        throw FormatError(configPath, "", "layer_types[" + std::to_string(l) + "] = '" + (t.isString() ? t.str : "?") +
+                                              "' is unsupported (full_attention, sliding_attention are)");
+      if (W == 0) throw FormatError(configPath, "", "a sliding_attention layer needs 'sliding_window'");
+      cfg.layerWindow[l] = W;
     }
+  } else if (cfg.arch == Arch::Gemma3) {
+    int64_t six = 6;
+    const int64_t pattern = c.get("sliding_window_pattern") ? cfgInt(c, configPath, "sliding_window_pattern", 1, 1024)
+                                                            : cfgInt(c, configPath, "_sliding_window_pattern", 1, 1024, &six);
+    for (int64_t l = 0; l < cfg.layers; l++) cfg.layerWindow[l] = (l + 1) % pattern != 0 ? W : 0;
+  } else if (slidingAll) {
+    cfg.layerWindow.assign(cfg.layers, W);
+  } else if (const JsonValue* use = c.get("use_sliding_window"); use && use->kind == JsonValue::Kind::Bool && use->b) {
+    // Qwen2/Qwen3 (transformers' rule): layers from max_window_layers on slide.
+    const int64_t from = cfgInt(c, configPath, "max_window_layers", 0, 1024, &cfg.layers);
+    if (W == 0) throw FormatError(configPath, "", "use_sliding_window needs 'sliding_window'");
+    for (int64_t l = from; l < cfg.layers; l++) cfg.layerWindow[l] = W;
+  }
+
+  if (cfg.arch == Arch::Gemma3) {
+    cfg.localRope = true;
+    cfg.localRopeSpec = localParams ? readRope(localParams, c, cfg, cfgNum(*localParams, configPath, "rope_theta", 10000, 1, 1e12), configPath)
+                                    : RopeSpec{cfgNum(c, configPath, "rope_local_base_freq", 10000.0, 1, 1e12), {}, 1.0};
+    cfg.embedScale = std::sqrt(static_cast<double>(cfg.hidden));
+    cfg.postNorms = true;
+    cfg.activation = Activation::GeluTanh;
+    cfg.normOffset = 1.0f;
+    cfg.queryScale = 1.0 / std::sqrt(cfgNum(c, configPath, "query_pre_attn_scalar", 256, 1, 1e6));
+  }
+
+  // Mixture of experts.
+  if (const char* key = c.get("num_local_experts") ? "num_local_experts" : c.get("num_experts") ? "num_experts" : nullptr) {
+    cfg.experts = cfgInt(c, configPath, key, 1, 1024);
+    cfg.expertsUsed = cfgInt(c, configPath, "num_experts_per_tok", 1, 1024);
+    cfg.expertIntermediate = cfg.arch == Arch::Qwen3Moe ? cfgInt(c, configPath, "moe_intermediate_size", 1, 1 << 18)
+                                                        : cfg.intermediate;
+    // Mixtral always renormalises the chosen experts' weights; Qwen3-MoE says so in its config.
+    if (const JsonValue* n = c.get("norm_topk_prob"); n && n->kind == JsonValue::Kind::Bool) cfg.normTopK = n->b;
+    if (const JsonValue* dense = c.get("mlp_only_layers"); dense && dense->isArray() && !dense->arr.empty())
+      throw FormatError(configPath, "", "'mlp_only_layers' (dense layers among expert layers) is unsupported");
+    int64_t one = 1;
+    if (cfgInt(c, configPath, "decoder_sparse_step", 1, 1024, &one) != 1)
+      throw FormatError(configPath, "", "'decoder_sparse_step' other than 1 is unsupported");
+    if (const JsonValue* sh = c.get("shared_expert_intermediate_size"); sh && sh->isNumber() && sh->num > 0)
+      throw FormatError(configPath, "", "shared experts are unsupported");
+  } else if (cfg.arch == Arch::Qwen3Moe) {
+    throw FormatError(configPath, "", "missing 'num_experts'");
   }
 
   // Which files: the index's weight_map, else every *.safetensors in the directory.
@@ -268,7 +405,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   }
   if (files.empty()) throw FormatError(dir, "", "no *.safetensors files in the model directory");
   set.file = dir;
-  for (const std::string& f : files) readSafetensorsFile((fs::path(dir) / f).string(), set);
+  for (const std::string& f : files) readSafetensorsFile((fs::path(dir) / f).string(), cfg.arch, set);
 
   if (!set.tensors.count("output.weight") && !tied && set.tensors.count("token_embd.weight"))
     throw FormatError(dir, "lm_head.weight", "missing, and tie_word_embeddings is false");

@@ -89,4 +89,23 @@ inline void swiglu(const float* gate, const float* up, float* out, int64_t n) {
   for (; i < n; i++) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+// out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU with the tanh approximation, as Gemma and
+// PyTorch's gelu(approximate='tanh')): gelu_tanh(x) = 0.5x(1 + tanh(u)) = x / (1 + e^(-2u)),
+// u = sqrt(2/pi) (x + 0.044715 x^3).
+inline void geglu(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
+  int64_t i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f), m2k = _mm256_set1_ps(-2.0f * k), c = _mm256_set1_ps(0.044715f);
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(gate + i);
+    __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(c, x), _mm256_mul_ps(x, x), x);  // x + 0.044715 x^3
+    __m256 g = _mm256_div_ps(x, _mm256_add_ps(one, exp(_mm256_mul_ps(m2k, inner))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; i++) {
+    const float x = gate[i];
+    out[i] = x / (1.0f + std::exp(-2.0f * k * (x + 0.044715f * x * x * x))) * up[i];
+  }
+}
+
 }  // namespace prism::simd

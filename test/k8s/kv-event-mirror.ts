@@ -41,6 +41,8 @@ export class KvEventMirror {
   /** Every BlockStored seen, with its adapter: the history, whatever was evicted since. */
   readonly storedLora: { loraId: number | null; loraName: string | null }[] = [];
   readonly topics = new Set<string>();
+  /** Every payload as received (for a second decoder). */
+  readonly payloads: Buffer[] = [];
   private nextSeq = 0n;
   private readonly sub = new Subscriber();
   private readonly done: Promise<void>;
@@ -94,6 +96,7 @@ export class KvEventMirror {
     assert.equal(seqBytes.length, 8, 'the sequence number is 8 bytes');
     assert.equal(seqBytes.readBigUInt64BE(0), this.nextSeq, 'sequence numbers count up from 0 without gaps');
     this.nextSeq++;
+    this.payloads.push(payload);
     const batch = decode(payload, { useBigInt64: true }) as unknown;
     assert.ok(Array.isArray(batch) && batch.length === 2, 'a batch is [ts, events] (array_like)');
     const [ts, events] = batch as [unknown, unknown];

@@ -17,6 +17,8 @@ in the file given by --jobs:
                               #   instead (the llama fixtures share the default model's
                               #   vocabulary; building a GGUF tokenizer costs seconds)
    "maxTokens": 570,          # optional cap on the tokenized length
+   "config": {...},           # optional config overrides (e.g. {"sliding_window": null}), to
+                              #   show what a model computes without one of its features
    "out": "path/prefix"}
 Output per job: <out>.f32, the raw little-endian float32 logits [T x V] (row t = logits
 after token t, i.e. the prediction of token t+1), and <out>.json with
@@ -37,11 +39,11 @@ from pathlib import Path
 REFERENCE_VERSION = 1
 
 
-def load_model(model_path: Path):
+def load_model(model_path: Path, overrides: dict | None = None):
     import torch
     from transformers import AutoModelForCausalLM
 
-    kwargs = dict(dtype=torch.float32, attn_implementation='eager')
+    kwargs = dict(dtype=torch.float32, attn_implementation='eager', **(overrides or {}))
     if model_path.is_file():
         if model_path.suffix != '.gguf':
             raise SystemExit(f'reference: {model_path} is a file but not a .gguf')
@@ -76,10 +78,11 @@ def run_job(job: dict, models: dict, tokenizers: dict) -> None:
     model_path = Path(job['model']).resolve()
     out = Path(job['out'])
     started = time.time()
-    if model_path not in models:
+    key = (model_path, json.dumps(job.get('config'), sort_keys=True))
+    if key not in models:
         models.clear()  # one model resident at a time keeps memory flat across many jobs
-        models[model_path] = load_model(model_path)
-    model = models[model_path]
+        models[key] = load_model(model_path, job.get('config'))
+    model = models[key]
     if 'ids' in job:
         ids = [int(i) for i in job['ids']]
     elif 'text' in job:

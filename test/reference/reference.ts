@@ -35,6 +35,8 @@ export interface ReferenceJob {
   readonly tokenizer?: string;
   /** Keep at most this many tokens. */
   readonly maxTokens?: number;
+  /** Config overrides for the reference model (e.g. `{ sliding_window: null }`). */
+  readonly config?: Readonly<Record<string, unknown>>;
 }
 
 export interface ReferenceLogits {
@@ -79,7 +81,12 @@ function cacheKey(job: ReferenceJob): string {
   const h = createHash('sha256');
   h.update(modelHash(job.model));
   h.update(
-    JSON.stringify({ ids: job.ids ?? null, text: job.text ?? null, maxTokens: job.maxTokens ?? null }),
+    JSON.stringify({
+      ids: job.ids ?? null,
+      text: job.text ?? null,
+      maxTokens: job.maxTokens ?? null,
+      ...(job.config ? { config: job.config } : {}),
+    }),
   );
   h.update(readFileSync(referenceScript()));
   return h.digest('hex').slice(0, 32);

@@ -1,5 +1,6 @@
 #include "device_model.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "sampler.h"
@@ -25,8 +26,27 @@ int archOf(Arch a) {
     case Arch::Llama: return PC_ARCH_LLAMA;
     case Arch::Qwen2: return PC_ARCH_QWEN2;
     case Arch::Qwen3: return PC_ARCH_QWEN3;
+    default: break;
   }
   throw std::runtime_error(std::string("the CUDA backend does not run the ") + archName(a) + " architecture yet");
+}
+
+// What the device's forward pass implements of ModelConfig: the Llama / Qwen2 / Qwen3 layer.
+// Variations the CPU runs and the device does not yet are refused by name.
+void checkSupported(const ModelConfig& c) {
+  auto refuse = [&](const std::string& what) {
+    throw std::runtime_error("the CUDA backend does not run " + what + " yet (" + archName(c.arch) +
+                             " model): serve it on the CPU");
+  };
+  archOf(c.arch);
+  if (c.experts > 0) refuse("mixture-of-experts layers");
+  for (int64_t w : c.layerWindow)
+    if (w > 0) refuse("sliding-window attention");
+  if (c.ropeDim != 0 && c.ropeDim != c.headDim) refuse("partial rotary embeddings");
+  if (c.ropeAttnFactor != 1.0) refuse("LongRoPE attention scaling");
+  if (c.postNorms || c.activation != Activation::Silu || c.embedScale != 1.0) refuse("Gemma-style layers");
+  if (c.queryScale != 0 && c.queryScale != 1.0 / std::sqrt(static_cast<double>(c.headDim)))
+    refuse("a query scale other than 1/sqrt(head dim)");
 }
 
 void uploadLinear(const DeviceModel& d, int role, int64_t layer, const LinearGroup& g) {
@@ -64,6 +84,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
       path, [&](double f) { if (progress) progress(0.05 * f); }, WeightPreparation::FileBytes);
   const Model& m = *d->host;
   const ModelConfig& c = m.cfg;
+  checkSupported(c);
   pc_model_config cfg{};
   cfg.arch = archOf(c.arch);
   cfg.vocab = c.vocab;

@@ -1,7 +1,7 @@
 /**
  * A JSON Schema node as the checks and rewrites of this folder see it, and where its
- * subschemas are — one list, so that the check (schema-check.ts) and every rewrite
- * (schema-rewrite.ts, branch-merge.ts, schema-implicit.ts) visit the same places.
+ * subschemas are — one list, so that the check (check.ts) and every rewrite
+ * (rewrite.ts, branch-merge.ts, implicit.ts) visit the same places.
  */
 export type Schema = Record<string, unknown>;
 

@@ -1,11 +1,13 @@
 /**
  * Rewrites a JSON Schema that passed `checkJsonSchema` into one that xgrammar enforces
  * exactly, keyword for keyword, before it compiles: the client's constraint is kept, only
- * spelled in keywords the library gets right.
+ * spelled in keywords the library gets right (xgrammar 0.2.8; each case is an entry of
+ * xgrammar-workarounds.ts: int32-format, byte-format, pattern-drops-lengths, and those of
+ * branch-merge.ts and implicit.ts).
  *
  * - `format: int32` on an integer type becomes `minimum: -2147483648, maximum: 2147483647`
  *   (xgrammar skips the format; its integer ranges are exact, tested digit by digit in
- *   schema-rewrite.test.ts and schema-exactness.test.ts), intersected with any bounds the
+ *   rewrite.test.ts and exactness.test.ts), intersected with any bounds the
  *   schema gives.
  * - `format: int64` becomes the range of integers JSON parsers hold exactly, ±(2^53 − 1):
  *   narrower than int64, so every document is still a valid int64 — a documented narrowing,
@@ -19,12 +21,12 @@
  * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
  * - `minLength`/`maxLength` beside a repeated-class `pattern` fold into it (pattern-length.ts).
  * - keywords beside `anyOf`/`oneOf` move into each branch (branch-merge.ts), and implied types
- *   and required properties are spelled out (schema-implicit.ts).
+ *   and required properties are spelled out (implicit.ts).
  */
 import { distributeSiblings } from './branch-merge.js';
 import { foldSchemaLengths } from './pattern-length.js';
-import { subschemas } from './schema-node.js';
-import { makeImplicitExplicit } from './schema-implicit.js';
+import { subschemas } from './node.js';
+import { makeImplicitExplicit } from './implicit.js';
 
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
   int32: [-2147483648, 2147483647],
@@ -40,7 +42,7 @@ export const NUMBER_FORMAT_RANGES: Readonly<Record<string, readonly [number, num
  * `format: byte` (OpenAPI's base64) on a string type becomes this `pattern` (ajv-formats' own
  * base64 expression; xgrammar enforces `pattern`, also inside a `["string", "null"]` union).
  * Only without `pattern`, `minLength` and `maxLength`, which xgrammar would drop beside a
- * pattern (schema-check refuses those combinations).
+ * pattern (check.ts refuses those combinations).
  */
 export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
 

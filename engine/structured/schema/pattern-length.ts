@@ -1,7 +1,7 @@
 /**
  * `pattern` with `minLength`/`maxLength`, where the two can be one pattern.
  *
- * xgrammar drops length limits beside a `pattern` (schema-check refuses the pair). The common
+ * xgrammar drops length limits beside a `pattern` (check.ts refuses the pair). The common
  * case is a pattern that is one character class repeated over the whole string,
  * `^[a-zA-Z0-9_.]+$` with `maxLength: 12`: a class matches exactly one character (one code
  * point, which is what JSON Schema's lengths count), so the limits fold into the repetition,

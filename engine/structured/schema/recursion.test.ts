@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadGrammarAddon } from '../../native/native.js';
-import { bareCompiler, grammarAccepts } from './bare-grammar.js';
-import { checkJsonSchema } from './schema-check.js';
-import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES } from './schema-limits.js';
-import { rewriteForGrammar } from './schema-rewrite.js';
+import { loadGrammarAddon } from '../../../native/native.js';
+import { bareCompiler, grammarAccepts } from '../bare-grammar.js';
+import { checkJsonSchema } from './check.js';
+import { MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES } from './limits.js';
+import { rewriteForGrammar } from './rewrite.js';
 
 const xg = loadGrammarAddon();
 

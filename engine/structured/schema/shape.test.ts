@@ -6,14 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { loadGrammarAddon } from '../../native/native.js';
-import { bareCompiler, grammarAccepts } from './bare-grammar.js';
+import { loadGrammarAddon } from '../../../native/native.js';
+import { bareCompiler, grammarAccepts } from '../bare-grammar.js';
 import { distributeSiblings, mergeAllOf, mergeBranches } from './branch-merge.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
-import { checkJsonSchema } from './schema-check.js';
+import { checkJsonSchema } from './check.js';
 import { foldLengthIntoPattern } from './pattern-length.js';
-import { impliedType, makeImplicitExplicit, typesLeftByNot } from './schema-implicit.js';
-import { rewriteForGrammar } from './schema-rewrite.js';
+import { impliedType, makeImplicitExplicit, typesLeftByNot } from './implicit.js';
 
 const refused = (schema: unknown, re: RegExp) =>
   assert.throws(
@@ -195,70 +194,6 @@ test('keywords that constrain nothing where they stand are accepted', () => {
 });
 
 const xg = loadGrammarAddon();
-
-/** Whether the grammar compiled from `schema` (as Prism compiles it) accepts each text. */
-function accepts(schema: unknown, rewrite: boolean, texts: string[]): boolean[] {
-  const text = JSON.stringify(schema);
-  const grammar = xg.compileJsonSchema(bareCompiler(), rewrite ? rewriteForGrammar(text) : text, true);
-  try {
-    return texts.map((t) => grammarAccepts(grammar, t));
-  } finally {
-    xg.dispose(grammar);
-  }
-}
-
-test('the grammar library drops what these rewrites spell out; after them it enforces it', () => {
-  const cases: { schema: unknown; texts: string[]; want: boolean[] }[] = [
-    {
-      // `required` beside anyOf
-      schema: {
-        type: 'object',
-        properties: { x: { type: 'integer' } },
-        required: ['x'],
-        anyOf: [{ properties: { e: { type: 'string' } }, required: ['e'] }],
-      },
-      // The parent's properties come first in the merged branch (the grammar keeps order).
-      texts: ['{"e": "s"}', '{"x": 1, "e": "s"}'],
-      want: [false, true],
-    },
-    {
-      // allOf of a referenced base and an extension: one merged object schema (xgrammar 0.2.8
-      // keeps only the first member of an allOf, with a warning)
-      schema: {
-        allOf: [{ $ref: '#/$defs/base' }, { properties: { b: { type: 'integer' } }, required: ['b'] }],
-        $defs: { base: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } },
-      },
-      texts: ['{"b": 1}', '{"a": "x"}', '{"a": "x", "b": 1}'],
-      want: [false, false, true],
-    },
-    {
-      // Lengths beside a repeated character class fold into its repetition.
-      schema: { type: 'string', pattern: '^[a-z_.]+$', maxLength: 3 },
-      texts: ['"abcd"', '""', '"a.c"'],
-      want: [false, false, true],
-    },
-    {
-      // not: {type} is the types it leaves.
-      schema: { not: { type: 'object' }, anyOf: [{ type: 'string' }, { type: 'object' }] },
-      texts: ['{}', '"x"'],
-      want: [false, true],
-    },
-    // A length without a type; `required` without the property.
-    { schema: { minLength: 2 }, texts: ['"x"', '"xy"'], want: [false, true] },
-    { schema: { maximum: 3 }, texts: ['4', '3', '"x"'], want: [false, true, false] },
-    { schema: { type: 'object', required: ['a'] }, texts: ['{}', '{"a": 1}'], want: [false, true] },
-  ];
-  for (const { schema, texts, want } of cases) {
-    assert.deepEqual(accepts(schema, true, texts), want, JSON.stringify(schema));
-    // Without the rewrite the library accepts at least one of the invalid texts: the reason
-    // these rewrites exist (if a new version fixes it, this says so).
-    const raw = accepts(schema, false, texts);
-    assert.ok(
-      raw.some((got, i) => got && !want[i]),
-      `${JSON.stringify(schema)}: the library now enforces it without the rewrite`,
-    );
-  }
-});
 
 test('a merged branch passes the same rules as any schema', () => {
   refused(

@@ -1,8 +1,9 @@
 /**
  * What a schema implies but does not spell out, made explicit before the grammar compiles it.
  *
- * xgrammar (0.1.27) reads type-specific keywords only under a `type`, and `required` only for
- * names listed in `properties` — and silently drops the rest:
+ * xgrammar 0.2.8 reads type-specific keywords only under a `type`, and `required` only for
+ * names listed in `properties` — and silently drops the rest (xgrammar-workarounds.ts:
+ * untyped-keywords, untyped-bounds, required-unlisted; and it ignores `not`, not-type):
  * - `{"minLength": 2}` accepts `"x"`, `{"required": ["a"]}` accepts `{}`;
  * - `{"type": "object", "required": ["a"]}` accepts `{}` and never writes `a`.
  * Both are rewritten here:
@@ -14,10 +15,10 @@
  *   (any value) — unchanged meaning.
  * - `not: {"type": T}` becomes the `type` list it leaves (`not: {"type": "object"}` on an
  *   untyped schema: every type but object).
- * schema-check refuses what cannot be made explicit (keywords of several types without a
+ * check.ts refuses what cannot be made explicit (keywords of several types without a
  * `type`; a required name that `additionalProperties: false` or `patternProperties` decides).
  */
-import { isSchemaObject, subschemas, type Schema } from './schema-node.js';
+import { isSchemaObject, subschemas, type Schema } from './node.js';
 
 /** Type-specific keywords, by the JSON type they apply to. */
 const KEYWORD_TYPE: Readonly<Record<string, string>> = {

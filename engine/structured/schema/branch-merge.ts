@@ -1,8 +1,9 @@
 /**
  * Keywords beside `anyOf`/`oneOf`, pushed into every branch; `allOf` folded into one schema.
  *
- * xgrammar (0.1.27) compiles a schema that has `anyOf` or `oneOf` from its branches alone and
- * drops every keyword beside them: `{"required": ["x"], "anyOf": [...]}` accepts documents
+ * xgrammar 0.2.8 compiles a schema that has `anyOf` or `oneOf` from its branches alone and
+ * drops every keyword beside them (xgrammar-workarounds.ts: siblings-beside-anyof; and an allOf
+ * of several schemas keeps only its first, allof-first-member): `{"required": ["x"], "anyOf": [...]}` accepts documents
  * without `x`, `{"maxLength": 2, "anyOf": [{"type": "string"}]}` accepts any string. JSON
  * Schema reads such a node as a conjunction, `P ∧ (B1 ∨ B2)`, which is `(P ∧ B1) ∨ (P ∧ B2)`:
  * so the parent's keywords are merged into each branch before the grammar sees the schema.
@@ -22,14 +23,14 @@
  * Inlining a reference copies its definition, so a definition that reaches itself through
  * such a merge (`items: {"allOf": [{"$ref": "#/definitions/menuItem"}]}` inside `menuItem`)
  * would expand without end. Each merge reports the references it inlined (`inlined`); the
- * walks over merged schemas (schema-check.ts, `distributeSiblings`) carry the references
+ * walks over merged schemas (check.ts, `distributeSiblings`) carry the references
  * being expanded and refuse one that comes round again (`MergeCycle`). An `allOf` of one
  * reference with nothing beside it needs no merge: it stays the reference, and a recursive
  * definition stays a recursive grammar rule.
  */
-import { typesLeftByNot } from './schema-implicit.js';
-import { invalidArgument } from '../errors.js';
-import { isSchemaObject, subschemas, type Schema } from './schema-node.js';
+import { typesLeftByNot } from './implicit.js';
+import { refuse } from './refusal.js';
+import { isSchemaObject, subschemas, type Schema } from './node.js';
 
 export type BranchMerge =
   | {
@@ -197,7 +198,7 @@ export function mergeCycle(inlined: readonly Inlined[], expanding: readonly Inli
 
 /** The 400 for a merge that would expand a cycle, at `path`. */
 export function mergeCycleError(path: string, ref: string) {
-  return invalidArgument(
+  return refuse(
     path,
     `refers back to ${JSON.stringify(ref)} through a merge (keywords beside anyOf/oneOf, or allOf) that would copy that definition into itself without end; make the recursion a plain $ref (e.g. items: {"$ref": ${JSON.stringify(ref)}}) without keywords merged into it`,
   );
@@ -205,7 +206,7 @@ export function mergeCycleError(path: string, ref: string) {
 
 /**
  * Rewrites in place every node whose `anyOf`/`oneOf` has constraining keywords beside it
- * (schema-check has refused the schemas whose merge fails, or would expand a cycle: the same
+ * (check.ts has refused the schemas whose merge fails, or would expand a cycle: the same
  * cycle check here keeps this walk finite whatever it is given). True when anything changed.
  */
 export function distributeSiblings(

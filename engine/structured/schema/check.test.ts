@@ -1,9 +1,9 @@
 /** The JSON Schema allowlist and the constraint's canonical text (no model needed). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { canonicalText, choiceGrammar } from './constraint.js';
-import { checkJsonSchema, hasLookaround } from './schema-check.js';
-import { checkConstraint } from './validate.js';
+import { canonicalText, choiceGrammar } from '../constraint.js';
+import { checkJsonSchema, hasLookaround } from './check.js';
+import { checkConstraint } from '../validate.js';
 
 const refused = (schema: unknown, re: RegExp) =>
   assert.throws(

@@ -17,8 +17,8 @@
  * refused.
  */
 import { canonicalJson } from './branch-merge.js';
-import { impliedType } from './schema-implicit.js';
-import { isSchemaObject, type Schema } from './schema-node.js';
+import { impliedType } from './implicit.js';
+import { isSchemaObject, type Schema } from './node.js';
 
 export function branchesDisjoint(branches: readonly unknown[]): boolean {
   for (let i = 0; i < branches.length; i++)
@@ -66,7 +66,7 @@ function types(s: Schema): Set<string> | null {
   else if ('const' in s) list = [jsonType(s.const)];
   else if (Array.isArray(s.enum)) list = s.enum.map(jsonType);
   else {
-    // The type the grammar gives it (schema-implicit.ts): documents of other types are never
+    // The type the grammar gives it (implicit.ts): documents of other types are never
     // written, so only this type's documents need to be told apart.
     const implied = impliedType(s);
     if (implied && implied !== 'mixed') list = [implied];

@@ -6,9 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadGrammarAddon } from '../../native/native.js';
-import { around, bareCompiler, grammarAccepts } from './bare-grammar.js';
-import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './schema-rewrite.js';
+import { loadGrammarAddon } from '../../../native/native.js';
+import { around, bareCompiler, grammarAccepts } from '../bare-grammar.js';
+import { BASE64_PATTERN, INTEGER_FORMAT_RANGES, rewriteForGrammar } from './rewrite.js';
 
 const xg = loadGrammarAddon();
 

@@ -7,7 +7,7 @@
  * `description`), or the request fails with a 4xx naming the keyword and where it is.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { invalidArgument } from '../errors.js';
+import { refuse } from './refusal.js';
 import {
   INTEGER_FORMAT_RANGES,
   NUMBER_FORMAT_RANGES,
@@ -16,7 +16,7 @@ import {
   numberType,
   stringType,
   wholeNumberTypes,
-} from './schema-rewrite.js';
+} from './rewrite.js';
 import {
   mergeAllOf,
   mergeBranches,
@@ -26,11 +26,11 @@ import {
   resolveRef,
   type Inlined,
 } from './branch-merge.js';
-import { checkSchemaSize, type VisitBudget } from './schema-limits.js';
+import { checkSchemaSize, type VisitBudget } from './limits.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { foldSchemaLengths } from './pattern-length.js';
-import { SCHEMA_LISTS, SCHEMA_MAPS } from './schema-node.js';
-import { impliedType, typesLeftByNot, undecidableRequired } from './schema-implicit.js';
+import { SCHEMA_LISTS, SCHEMA_MAPS } from './node.js';
+import { impliedType, typesLeftByNot, undecidableRequired } from './implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -64,7 +64,7 @@ export const ENFORCED_KEYWORDS: readonly string[] = [
 ];
 
 /**
- * Numeric bounds. xgrammar 0.2.8 enforces them exactly on integers (schema-exactness.test.ts
+ * Numeric bounds. xgrammar 0.2.8 enforces them exactly on integers (exactness.test.ts
  * checks every bound digit by digit) and soundly on numbers, on a grid of 10^-6: a decimal
  * range writes at most 6 decimals and no exponent, and rounds each bound inwards to that grid
  * (0.1234567 as a bound would be moved). It applies them only where the schema gives `type`,
@@ -148,7 +148,7 @@ export const ENFORCED_FORMATS: readonly string[] = [
 ];
 
 /**
- * `multipleOf` where xgrammar 0.2.8 enforces it exactly (schema-shape.test.ts checks every
+ * `multipleOf` where xgrammar 0.2.8 enforces it exactly (shape.test.ts checks every
  * integer in a window): on `type: "integer"`, a whole divisor from 1 to 1024, and no bounds
  * (nor int32/int64, which become bounds) — beside a range it drops the divisor silently.
  */
@@ -197,7 +197,7 @@ let metaValidator: Ajv2020 | null = null;
  */
 export function checkJsonSchema(schema: unknown, field: string): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
-    throw invalidArgument(field, 'must be a JSON Schema object');
+    throw refuse(field, 'must be a JSON Schema object');
   // First, iteratively: everything after this recurses over the schema's nesting.
   const budget = checkSchemaSize(schema, field);
   metaValidator ??= new Ajv2020({ strict: false, validateFormats: false });
@@ -207,14 +207,14 @@ export function checkJsonSchema(schema: unknown, field: string): void {
   if (!metaValidator.validateSchema(body)) {
     const e = metaValidator.errors?.[0];
     const where = e?.instancePath ? e.instancePath.replace(/\//g, '.') : '';
-    throw invalidArgument(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
+    throw refuse(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
   }
   try {
     walk(schema as Record<string, unknown>, field, { root: schema, budget }, []);
   } catch (e) {
     // The limits above keep the walk's recursion bounded; should a schema still exhaust the
     // stack, it is the client's schema that is too complex, never a server error.
-    if (e instanceof RangeError) throw invalidArgument(field, 'is too complex to check (nested too deeply)');
+    if (e instanceof RangeError) throw refuse(field, 'is too complex to check (nested too deeply)');
     throw e;
   }
 }
@@ -237,7 +237,7 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
   // is what the grammar compiles, so it is what is checked.
   if (Array.isArray((node as Record<string, unknown>).allOf)) {
     const merged = mergeAllOf(node as Record<string, unknown>, root);
-    if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
+    if (!merged.ok) throw refuse(`${path}.${merged.keyword}`, merged.reason);
     const cycle = mergeCycle(merged.inlined, expanding);
     if (cycle !== undefined) throw mergeCycleError(`${path}.allOf`, cycle);
     walk(merged.schema, path, ctx, [...expanding, ...merged.inlined]);
@@ -246,22 +246,22 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
   const s = node as Record<string, unknown>;
   for (const key of Object.keys(s)) {
     if (key === 'multipleOf' && !multipleOfEnforced(s))
-      throw invalidArgument(
+      throw refuse(
         `${path}.multipleOf`,
         `keyword 'multipleOf' is not supported here: the grammar enforces it only on type "integer", with a whole divisor from 1 to 1024 and no bounds (minimum/maximum, int32/int64)`,
       );
     if (key === 'not') {
       const left = typesLeftByNot(s);
-      if (left === 'empty') throw invalidArgument(`${path}.not`, 'excludes every type the schema allows');
+      if (left === 'empty') throw refuse(`${path}.not`, 'excludes every type the schema allows');
       if (left === 'fractions')
-        throw invalidArgument(
+        throw refuse(
           `${path}.not`,
           'excluding integers from numbers is not supported (the grammar has no type for numbers that are not whole)',
         );
       if (left !== null) continue;
     }
     if (REFUSED.has(key) && !isNoOp(s, key))
-      throw invalidArgument(
+      throw refuse(
         `${path}.${key}`,
         `keyword '${key}' is not supported: the grammar cannot enforce it (supported: ${ENFORCED_KEYWORDS.join(', ')})`,
       );
@@ -269,68 +269,64 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
   const types = Array.isArray(s.type) ? s.type : s.type === undefined ? [] : [s.type];
   for (const t of types)
     if (typeof t !== 'string' || !TYPES.has(t))
-      throw invalidArgument(`${path}.type`, `unknown type ${JSON.stringify(t)}`);
-  // int32/int64 are enforced as ranges (schema-rewrite.ts), on integer types only.
+      throw refuse(`${path}.type`, `unknown type ${JSON.stringify(t)}`);
+  // int32/int64 are enforced as ranges (rewrite.ts), on integer types only.
   if (typeof s.format === 'string' && s.format in INTEGER_FORMAT_RANGES && !integerType(s.type))
-    throw invalidArgument(
+    throw refuse(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
     );
-  // float/double are enforced as their finite ranges (schema-rewrite.ts), on number types only.
+  // float/double are enforced as their finite ranges (rewrite.ts), on number types only.
   if (typeof s.format === 'string' && s.format in NUMBER_FORMAT_RANGES && !numberType(s.type))
-    throw invalidArgument(
+    throw refuse(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "number" (or ["number", "null"]) only`,
     );
   checkRange(s, path);
-  // byte (base64) is enforced as a pattern (schema-rewrite.ts), on string types only.
+  // byte (base64) is enforced as a pattern (rewrite.ts), on string types only.
   if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
-    throw invalidArgument(
+    throw refuse(
       `${path}.format`,
       'format "byte" is supported on type "string" (or ["string", "null"]) without pattern, minLength or maxLength',
     );
   if (typeof s.format === 'string' && REFUSED_FORMATS.has(s.format))
-    throw invalidArgument(
+    throw refuse(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is not supported (supported: ${ENFORCED_FORMATS.join(', ')})`,
     );
-  if (typeof s.pattern === 'string' && hasLookaround(s.pattern))
-    throw invalidArgument(`${path}.pattern`, LOOKAROUND);
+  if (typeof s.pattern === 'string' && hasLookaround(s.pattern)) throw refuse(`${path}.pattern`, LOOKAROUND);
   if (s.patternProperties && typeof s.patternProperties === 'object')
     for (const key of Object.keys(s.patternProperties))
-      if (hasLookaround(key)) throw invalidArgument(`${path}.patternProperties`, LOOKAROUND);
-  // xgrammar drops the length limits beside a format it writes itself (email: maxLength 5 took
-  // "abcdef@b.com"); formats it does not know are annotations and leave the limits alone.
+      if (hasLookaround(key)) throw refuse(`${path}.patternProperties`, LOOKAROUND);
+  // xgrammar 0.2.8 drops the length limits beside a format it writes itself
+  // (format-drops-lengths); formats it does not know are annotations and leave them alone.
   if (typeof s.format === 'string' && STRING_FORMATS.has(s.format))
     for (const k of ['minLength', 'maxLength'])
       if (s[k] !== undefined)
-        throw invalidArgument(
-          `${path}.${k}`,
-          `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`,
-        );
-  // xgrammar drops the length limits and the format when a pattern is given; lengths fold
-  // into a pattern that is one repeated character class (pattern-length.ts).
+        throw refuse(`${path}.${k}`, `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`);
+  // xgrammar 0.2.8 drops the length limits and the format beside a pattern
+  // (pattern-drops-lengths); lengths fold into a pattern that is one repeated character class
+  // (pattern-length.ts).
   const folded = foldSchemaLengths(s);
   if (folded && 'empty' in folded)
-    throw invalidArgument(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength');
+    throw refuse(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength');
   if (s.pattern !== undefined)
     for (const k of folded ? ['format'] : ['minLength', 'maxLength', 'format'])
-      if (s[k] !== undefined)
-        throw invalidArgument(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
+      if (s[k] !== undefined) throw refuse(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
   if (impliedType(s) === 'mixed')
-    throw invalidArgument(path, "has keywords of several JSON types but no 'type': name the type");
+    throw refuse(path, "has keywords of several JSON types but no 'type': name the type");
   const undecided = undecidableRequired(s);
   if (undecided !== undefined)
-    throw invalidArgument(
+    throw refuse(
       `${path}.required`,
       `names ${JSON.stringify(undecided)}, which is not in 'properties' while additionalProperties is false or patternProperties is given`,
     );
   if (Array.isArray(s.oneOf) && Array.isArray(s.anyOf))
-    throw invalidArgument(`${path}.oneOf`, 'oneOf beside anyOf is not supported');
+    throw refuse(`${path}.oneOf`, 'oneOf beside anyOf is not supported');
   let walkedBranches = false;
   if (Array.isArray(s.oneOf) || Array.isArray(s.anyOf)) {
     const merged = mergeBranches(s, root);
-    if (!merged.ok) throw invalidArgument(`${path}.${merged.keyword}`, merged.reason);
+    if (!merged.ok) throw refuse(`${path}.${merged.keyword}`, merged.reason);
     // A merged branch is what the grammar compiles: its combinations (a pattern from the
     // parent beside a branch's maxLength) must pass the same rules.
     if (merged.moved.length > 0) {
@@ -343,18 +339,18 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
       walkedBranches = true;
     }
     if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches.map((b) => resolveRef(b, root) ?? b)))
-      throw invalidArgument(
+      throw refuse(
         `${path}.oneOf`,
         'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or make the branches exclusive (different types or const/enum values, a required property with different const values, or additionalProperties false)',
       );
   }
-  // xgrammar resolves '#' and JSON pointers ('#/...'); any other reference (another document,
-  // or an anchor such as '#node') it compiles as "any JSON value", with only a warning.
+  // xgrammar 0.2.8 resolves '#' and JSON pointers ('#/...'); any other reference (another
+  // document, or an anchor such as '#node') it compiles as "any JSON value" (anchor-ref).
   if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))
-    throw invalidArgument(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
+    throw refuse(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
   const loop = referenceLoop(s, root);
   if (loop !== undefined)
-    throw invalidArgument(
+    throw refuse(
       path,
       `is a cycle of references (through ${JSON.stringify(loop)}) that never reaches a schema: no document matches it`,
     );
@@ -400,10 +396,10 @@ function checkRange(s: Record<string, unknown>, path: string): void {
   const given = RANGE_KEYWORDS.filter((k) => s[k] !== undefined);
   if (given.length === 0) return;
   const first = `${path}.${given[0]}`;
-  // Bounds alone imply a number (schema-implicit.ts writes the type before compiling).
+  // Bounds alone imply a number (implicit.ts writes the type before compiling).
   if (s.type === undefined && impliedType(s) === 'number') s = { ...s, type: 'number' };
   if (s.type === undefined)
-    throw invalidArgument(
+    throw refuse(
       first,
       `keyword '${given[0]}' is enforced only beside "type": the grammar applies numeric bounds to typed numbers (add "type": "number" or "integer")`,
     );
@@ -414,8 +410,8 @@ function checkRange(s: Record<string, unknown>, path: string): void {
   if (wholeNumberTypes(s.type)) {
     for (const k of given)
       if (Math.abs(bound(k)!) >= 2 ** 63)
-        throw invalidArgument(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers');
-    // The whole numbers in range (fractional bounds round inwards, as schema-rewrite.ts does).
+        throw refuse(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers');
+    // The whole numbers in range (fractional bounds round inwards, as rewrite.ts does).
     const format = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
     const lo = Math.max(
       Math.ceil(bound('minimum') ?? -Infinity),
@@ -427,13 +423,13 @@ function checkRange(s: Record<string, unknown>, path: string): void {
       Math.ceil(bound('exclusiveMaximum') ?? Infinity) - 1,
       format?.[1] ?? Infinity,
     );
-    if (lo > hi) throw invalidArgument(first, 'the range is empty: no integer satisfies these bounds');
+    if (lo > hi) throw refuse(first, 'the range is empty: no integer satisfies these bounds');
     return;
   }
   for (const k of given) {
     const v = bound(k)!;
     if (Number(v.toFixed(RANGE_DECIMALS)) !== v)
-      throw invalidArgument(
+      throw refuse(
         `${path}.${k}`,
         `number bounds with more than ${RANGE_DECIMALS} decimal places are not supported (the grammar writes numbers in a range with at most ${RANGE_DECIMALS} decimals)`,
       );
@@ -461,7 +457,7 @@ function checkRange(s: Record<string, unknown>, path: string): void {
       (lo.v === hi.v && (lo.open || hi.open)) ||
       (lo.open && hi.open && hi.v - lo.v < 1.5 * 10 ** -RANGE_DECIMALS))
   )
-    throw invalidArgument(
+    throw refuse(
       first,
       `the range is empty: no number with at most ${RANGE_DECIMALS} decimals satisfies these bounds`,
     );

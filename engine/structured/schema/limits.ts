@@ -11,7 +11,7 @@
  * deepest nests 21 levels of objects and arrays, the largest (a Kubernetes object) holds 5,720,
  * and the most any check visits is 4,159 subschemas.
  */
-import { invalidArgument } from '../errors.js';
+import { refuse } from './refusal.js';
 
 /** JSON nesting levels (objects and arrays) a schema may have. */
 export const MAX_SCHEMA_DEPTH = 128;
@@ -33,15 +33,12 @@ export function checkSchemaSize(schema: unknown, field: string): VisitBudget {
     const { v, depth, path } = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
     if (depth > MAX_SCHEMA_DEPTH)
-      throw invalidArgument(
+      throw refuse(
         path,
         `is nested too deeply: a schema may nest at most ${MAX_SCHEMA_DEPTH} levels of objects and arrays`,
       );
     if (++nodes > MAX_SCHEMA_NODES)
-      throw invalidArgument(
-        field,
-        `is too large: a schema may hold at most ${MAX_SCHEMA_NODES} objects and arrays`,
-      );
+      throw refuse(field, `is too large: a schema may hold at most ${MAX_SCHEMA_NODES} objects and arrays`);
     if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, path: `${path}[${i}]` }));
     else
       for (const [k, x] of Object.entries(v as Record<string, unknown>))
@@ -61,7 +58,7 @@ export class VisitBudget {
   }
   visit(path: string): void {
     if (--this.left < 0)
-      throw invalidArgument(
+      throw refuse(
         this.field,
         `is too complex: checking it visits more than ${this.limit} subschemas (merging allOf/anyOf/oneOf copies the definitions they reference; stopped at ${path})`,
       );
