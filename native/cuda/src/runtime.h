@@ -134,6 +134,9 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
   void beginCapture(const Stream& s);
   void endCapture(const Stream& s);
+  // After a failure inside a capture: ends it if the stream is still capturing, drops what was
+  // captured and clears the launch error, so the stream runs work again. Never throws.
+  void abandonCapture(const Stream& s) noexcept;
   void launch(const Stream& s) const;
   bool ready() const { return exec_ != nullptr; }
 

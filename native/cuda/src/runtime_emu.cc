@@ -109,6 +109,7 @@ double Timer::milliseconds() { return hostStop_ - hostStart_; }
 Graph::~Graph() = default;
 void Graph::beginCapture(const Stream&) { throw Error("emulated CUDA: no graphs"); }
 void Graph::endCapture(const Stream&) { throw Error("emulated CUDA: no graphs"); }
+void Graph::abandonCapture(const Stream&) noexcept {}
 void Graph::launch(const Stream&) const { throw Error("emulated CUDA: no graphs"); }
 bool graphsSupported() { return false; }
 
