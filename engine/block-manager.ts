@@ -69,7 +69,7 @@ export class BlockManager {
   private readonly keys: (string | null)[];
   private readonly stored: (Int32Array | null)[];
   private readonly byKey = new Map<string, number>();
-  // Free list: sentinel at index numBlocks; prev/next links; `free` flags membership.
+  // Free list: sentinel at index numBlocks; prev/next links; `inFree` flags membership.
   private readonly prev: Int32Array;
   private readonly next: Int32Array;
   private readonly inFree: Uint8Array;

@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
+import { checkCpuBaseline } from './cpu-baseline.js';
+import { wrapNativeError } from './errors.js';
 // ---------------------------------------------------------------------------------------
 // Opaque handles
 // ---------------------------------------------------------------------------------------
@@ -351,13 +352,13 @@ function findAddon(file = 'prism_native.node'): string {
   throw new Error('prism native addon not built: run `npm install` (it compiles native/ with node-gyp)');
 }
 
+// Before loading: the addon is compiled for AVX2 + FMA + F16C + BMI2 (cpu-baseline.ts).
+checkCpuBaseline();
 const addon = createRequire(import.meta.url)(findAddon()) as NativeAddon;
 
 // ---------------------------------------------------------------------------------------
 // Public API (thin wrappers so that native errors become typed errors in one place)
 // ---------------------------------------------------------------------------------------
-
-import { wrapNativeError } from './errors.js';
 
 export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));
