@@ -6,14 +6,14 @@
 # PyTorch + transformers on the same GPU, and Prism's CPU engine against llama.cpp on the
 # machine's 16 cores. One table at the end.
 #
-# The machine has no Node.js and no network: `node scripts/device-pack.mjs` (on a machine
+# The machine has no Node and no network: `node scripts/device-pack.mjs` (on a machine
 # with the project installed) packs Node, the npm packages, the built addons, tokenizers and
 # the gguf wheel into .device/, which travels with the tree (the device tool's carry).
 #
 #   bash scripts/device-check.sh [--part 1|2|all] [--budget SECONDS]
 #
 # Part 1 (default, ~7 min on an H200): build, kernel check, device tests, numerics, serve,
-# benchmarks of the 1B shape (BF16 with the PyTorch peer, Q4_K, Q8_0) and the 8B Q4_K.
+# benchmarks of the 1B shape (BF16 with the PyTorch peer), the 8B Q4_K, the 1B Q4_K and Q8_0.
 # Part 2: the 3B and 8B benchmarks (BF16 with the peer, Q8_0) and the CPU engine at 16
 # threads against llama.cpp. --budget (default 450 s) stops starting benchmark rows once
 # spent. Logs and the JSON results go to $LOG (default /tmp/prism-device-check); where $OUT
@@ -61,6 +61,10 @@ step() {
     RESULTS+=("$(printf '%-22s FAIL   %5ss  %s' "$name" "$(( $(date +%s) - t0 ))" "$(grep -m1 -iE 'fail|error|✖' "$LOG/$name.log" | cut -c1-110)")")
     tail -n 30 "$LOG/$name.log" >&2
   fi
+  # Said at once too (and a bench step's table), so a run cut off by its time limit still
+  # leaves every finished step in its output.
+  echo "${RESULTS[-1]}" >&2
+  case $name in bench-*) grep -h '^|\|^GPU benchmark' "$LOG/$name.log" >&2 ;; numerics) grep -h '^numerics' "$LOG/$name.log" >&2 ;; esac
 }
 
 # ---- 0. what .device/ carried ---------------------------------------------------------------
@@ -104,8 +108,8 @@ fixtures() {
     --qwen-tokenizer "$LOG/tokenizers/qwen3" && ls test/fixtures/generated
 }
 numerics() {
-  PRISM_TEST_DEVICE=cuda:0 PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" --test --test-concurrency=1 \
-    ${SMALL:+--test-name-pattern=qwen2-tied-bf16|llama-q4_k} native/cuda/numerics.test.ts
+  PRISM_TEST_DEVICE=cuda:0 PRISM_CUDA_LIBRARY=$LIB ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
+    "${TSX[@]}" --test --test-concurrency=1 native/cuda/numerics.test.ts
 }
 
 # ---- 3. prism serve --device cuda answers an OpenAI chat request ----------------------------
@@ -158,8 +162,11 @@ if [ "$PART" = 1 ] || [ "$PART" = all ]; then
   step fixtures fixtures
   step numerics numerics
   step serve serve
-  step bench-1b bench_gpu 1b bf16,q4_k,q8_0 bench-1b
+  # The row with the PyTorch peer first, the 8B Q4_K (a roofline target) next, then the
+  # quantized 1B files: rows that would start past --budget are skipped.
+  step bench-1b bench_gpu 1b bf16 bench-1b
   step bench-8b-q4k bench_gpu 8b q4_k bench-8b-q4k
+  step bench-1b-quant bench_gpu 1b q4_k,q8_0 bench-1b-quant
 fi
 if [ "$PART" = 2 ] || [ "$PART" = all ]; then
   [ -f "$LIB" ] || step build build

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Packs what scripts/device-check.sh needs on a GPU machine that has no Node.js, no network
+// Packs what scripts/device-check.sh needs on a GPU machine that has no Node, no network
 // and no npm packages, into .device/ (git-ignored), to travel beside the working tree:
 //
 //   node.xz              this machine's Node binary (it links only libc and libstdc++)

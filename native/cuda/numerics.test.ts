@@ -47,19 +47,23 @@ const REL_ERROR_BOUND = 1e-2;
 const README_PROMPT = 'What is the capital of France?';
 
 const fixtures: Fixture[] = [];
-
-before(() => {
-  if (device) fixtures.push(...ensureFixtures());
-});
+const references = new Map<string, ReferenceLogits>();
 
 /**
- * The reference of one fixture, on ids from Prism's tokenizer of that model: the GPU's
- * arithmetic is under test here, not the tokenizer (test/numerics.test.ts covers it).
+ * The references of the fixtures under test, on ids from Prism's tokenizer of each model (the
+ * GPU's arithmetic is under test here, not the tokenizer: test/numerics.test.ts covers it),
+ * in one Python run: its start-up costs seconds, which the device machine's time is short of.
  */
-async function reference(f: Fixture): Promise<ReferenceLogits> {
-  const tok = await loadTokenizer(f.path);
-  return referenceLogits([{ model: f.path, ids: tok.encode(PASSAGE).slice(0, MAX_TOKENS) }])[0]!;
-}
+before(async () => {
+  if (!device) return;
+  fixtures.push(...ensureFixtures().filter((f) => selected(f.name)));
+  const jobs = [];
+  for (const f of fixtures) {
+    const tok = await loadTokenizer(f.path);
+    jobs.push({ model: f.path, ids: tok.encode(PASSAGE).slice(0, MAX_TOKENS) });
+  }
+  referenceLogits(jobs).forEach((r, i) => references.set(fixtures[i]!.name, r));
+});
 
 function argmax(row: Float32Array, offset: number, n: number): number {
   let best = 0;
@@ -179,11 +183,20 @@ const LABELS = [
   'llama-q6_k',
 ];
 
+// PRISM_TEST_NUMERICS_FIXTURES (a comma-separated list of labels) narrows the run, as the
+// device check's rehearsal on the CPU emulation does.
+const only = process.env.PRISM_TEST_NUMERICS_FIXTURES?.split(',').filter(Boolean);
+const selected = (label: string) => !only || only.includes(label);
+
 for (const label of LABELS) {
   test(
     `on ${device ?? 'a CUDA device'}: teacher-forced logits match the float reference: ${label}`,
     {
-      skip: device ? false : 'PRISM_TEST_DEVICE is not set (no GPU here): scripts/device-check.sh runs it',
+      skip: !device
+        ? 'PRISM_TEST_DEVICE is not set (no GPU here): scripts/device-check.sh runs it'
+        : selected(label)
+          ? false
+          : 'not in PRISM_TEST_NUMERICS_FIXTURES',
     },
     async () => {
       const f = fixtures.find((x) => x.name === label);
@@ -193,7 +206,9 @@ for (const label of LABELS) {
       const cpu = await loadModel(f.path);
       try {
         assert.equal(modelInfo(model).device, dev);
-        const s = await teacherForced(model, await reference(f));
+        const ref = references.get(label);
+        assert.ok(ref, `no reference for ${label}`);
+        const s = await teacherForced(model, ref);
         const prompt = (await loadTokenizer(f.path)).encode(README_PROMPT);
         const [g, c] = [await greedy(model, prompt, 24), await greedy(cpu, prompt, 24)];
         let same = 0;
