@@ -16,6 +16,8 @@ import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
+import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -35,6 +37,7 @@ options:
   --threads N           compute threads (default: the machine's cores)
 ${deviceHelp}
 ${kvEventsHelp}
+${pdHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -53,6 +56,8 @@ interface EngineArgs {
   readonly device?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
+  /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
+  readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -69,6 +74,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         threads: { type: 'string' },
         ...deviceFlagOption,
         ...kvEventsFlagOptions,
+        ...pdFlagOptions,
       },
     }));
   } catch (e) {
@@ -90,10 +96,12 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   if (values.model === '') throw new UsageError('--model: must not be empty');
   const device = parseDeviceFlag(values.device);
   if (device.error) throw new UsageError(device.error);
+  const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
     model: values.model,
     config: values.config,
     listen,
+    ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
@@ -152,6 +160,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...(args.pd ?? {}),
       kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
       ...(args.device !== undefined ? { device: args.device } : {}),
@@ -177,7 +186,7 @@ export async function run(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startEngineServer(engine, { listen: args.listen, log });
+    server = await startEngineServer(engine, { listen: args.listen, log, kvTransfer: engine.disaggregation });
   } catch (e) {
     log((e as Error).message);
     await engine.close();
@@ -187,7 +196,7 @@ export async function run(argv: string[]): Promise<number> {
   log(
     `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${info.device} (${info.deviceName}), ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
-      `config ${config.source ?? 'defaults'}]`,
+      `config ${config.source ?? 'defaults'}; role ${options.role ?? 'mixed'}]`,
   );
 
   const running = server;

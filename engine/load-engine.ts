@@ -3,6 +3,7 @@
  * (engine/tokenizer/), sizes the KV pool from the options, and wires the native runner into
  * EngineCore. This is the one place the engine core meets the native addon.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
@@ -21,13 +22,13 @@ import type { AdapterManager } from './adapters/manager.js';
 import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
+import { modelFingerprint } from './kv-transfer/fingerprint.js';
 import type { KvEventPublisher } from './kv-events.js';
+import { kvBytesPerPage, minKvPages } from './kv-layout.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
 import {
   defaultKvEventsTopic,
   kvBlocksForBudget,
-  kvBytesPerBlock,
-  minKvBlocks,
   resolveEngineOptions,
   type EngineOptions,
 } from './options.js';
@@ -94,23 +95,30 @@ export async function loadEngine(
     );
   }
   const machineBytes = machineMemoryBytes();
-  let kvBlocks: number;
+  let kvPages: number;
   try {
+    // The pool is counted in pages (engine/kv-layout.ts: one per block for most models). An
+    // explicit kvBlocks keeps its meaning in memory: the bytes of that many blocks of every layer.
+    const minPages = minKvPages(m.kvLayout, o);
     if (device === 'cpu') {
-      kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
-      const perBlock = kvBytesPerBlock(o, m);
+      kvPages =
+        o.kvBlocks !== undefined
+          ? o.kvBlocks * m.kvLayout.pagesPerBlock
+          : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
+      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
       checkMemoryFits({
         weightBytes: m.weightBytes,
-        kvBytes: kvBlocks * perBlock,
-        minKvBytes: minKvBlocks(o) * perBlock,
+        kvBytes: kvPages * perPage,
+        minKvBytes: minPages * perPage,
         machineBytes,
       });
     } else {
       // On a GPU the KV pool takes what the weights left (unless a budget was configured);
-      // an oversized one fails at allocation, with the device's own message.
+      // an oversized one fails at allocation, with the device's own message. (Models with
+      // layer groups, one page per block otherwise, do not load on CUDA yet.)
       const free = cudaDevices().find((d) => d.device === device)?.freeBytes ?? 0;
       const budget = options.kvCacheBytes ?? defaultDeviceKvBytes(free, o, m);
-      kvBlocks = o.kvBlocks ?? kvBlocksForBudget({ ...o, kvCacheBytes: budget }, m);
+      kvPages = o.kvBlocks ?? kvBlocksForBudget({ ...o, kvCacheBytes: budget }, m, minPages);
     }
   } catch (e) {
     disposeModel(model);
@@ -134,7 +142,7 @@ export async function loadEngine(
   try {
     const lora = planLora(model, o.lora);
     ctx = createContext(model, {
-      kvBlocks,
+      kvBlocks: kvPages,
       blockSize: o.cacheBlockSize,
       maxBatchTokens: o.maxPrefillTokens,
       maxSeqs: o.maxBatchSize,
@@ -160,7 +168,7 @@ export async function loadEngine(
   hooks.onMemory?.({
     weightBytes: m.weightBytes,
     kvBytes: ctxInfo.kvBytes,
-    kvBlocks,
+    kvBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
     blockSize: o.cacheBlockSize,
     rssBytes: process.memoryUsage().rss,
     machineBytes,
@@ -168,7 +176,7 @@ export async function loadEngine(
     deviceName: m.deviceName,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize, m.layerWindows),
+    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout),
     tokenizer,
     options: o,
     chatTemplate,
@@ -190,6 +198,8 @@ export async function loadEngine(
       startedAt: Date.now(),
       device,
       deviceName: ctxInfo.deviceName,
+      engineId: randomUUID(),
+      modelFingerprint: modelFingerprint(m),
     },
     dispose: () => {
       void kvEvents?.close();

@@ -4,7 +4,19 @@
  * scheduler's unit tests can drive it with a scripted runner while the engine itself always
  * runs this one.
  */
-import { contextInfo, step, supplyMasks, type ContextHandle, type StepResult } from '../native/native.js';
+import {
+  contextInfo,
+  kvTransferLayout,
+  readKvBlock,
+  step,
+  supplyMasks,
+  writeKvBlock,
+  type ContextHandle,
+  type KvLayout,
+  type StepResult,
+} from '../native/native.js';
+import type { KvGroupLayout } from './kv-layout.js';
+import type { KvStore } from './kv-transfer/types.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
@@ -16,15 +28,18 @@ export type StepOutput = Pick<
 
 export interface Runner {
   readonly blockSize: number;
+  /** Pages in the KV pool (blocks, when each block is one page). */
   readonly kvBlocks: number;
-  /** Positions every layer of the model attends to behind the newest (0 or absent: all). */
-  readonly kvWindow?: number;
+  /** The KV layout's layer groups (ModelInfo.kvLayout.groups); absent: one page per block, no window. */
+  readonly kvGroups?: readonly KvGroupLayout[];
   /**
    * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
    * being computed; the step may start its forward pass and must sample only after
    * `late.masks` settles. Absent: every mask the step needs is already there (or none is).
    */
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
+  /** Block-by-block access to the KV cache (split prefill/decode); absent: no KV transfer. */
+  readonly kv?: KvStore;
 }
 
 export interface LateMasks {
@@ -36,28 +51,38 @@ export interface LateMasks {
 export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
-  readonly kvWindow: number;
+  readonly kvGroups: readonly KvGroupLayout[];
+  readonly kv: KvStore | undefined;
+  private readonly pagesPerBlock: number;
 
   constructor(
     private readonly ctx: ContextHandle,
     /** Rows of the logits (a mask row has ceil(vocabSize/32) words). */
     private readonly vocabSize: number,
-    /** The model's sliding window per layer (ModelInfo.layerWindows). */
-    layerWindows: readonly number[] = [],
+    /** How the model's KV pages are laid out (ModelInfo.kvLayout). */
+    layout: KvLayout,
   ) {
-    // Blocks can be released only when every layer slides; then the widest window counts.
-    this.kvWindow =
-      layerWindows.length > 0 && layerWindows.every((w) => w > 0) ? Math.max(...layerWindows) : 0;
+    this.kvGroups = layout.groups;
+    this.pagesPerBlock = layout.pagesPerBlock;
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
+    // A CUDA context cannot move KV blocks yet: no store, as for a runner without one.
+    this.kv =
+      info.device === 'cpu'
+        ? {
+            layout: kvTransferLayout(ctx),
+            read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
+            write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
+          }
+        : undefined;
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
-    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize));
+    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize, false, this.pagesPerBlock));
     // The forward pass starts now; the native step waits for the masks before sampling.
     const sources = lateMaskSources(batch);
-    const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true));
+    const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true, this.pagesPerBlock));
     const words = Math.ceil(this.vocabSize / 32);
     const hand = (masks: Int32Array | null) => {
       try {

@@ -32,7 +32,7 @@ test('CSR layout: a prefill chunk and a decode token in one plan', () => {
         { seq: a, start: 2, numNew: 3, sample: false },
         { seq: b, start: 4, numNew: 1, sample: true },
       ],
-      copies: [{ src: 1, dst: 3 }],
+      copies: [{ src: [1], dst: [3] }],
       numTokens: 4,
     },
     4,

@@ -61,6 +61,8 @@ export interface ModelInfo {
    * one global; Mistral: every layer).
    */
   readonly layerWindows: readonly number[];
+  /** How the paged KV cache keeps the layers (native/src/kv_layout.h). */
+  readonly kvLayout: KvLayout;
   /** Mixture of experts: experts per layer and how many each token uses (0 and 0 for a dense model). */
   readonly experts: number;
   readonly expertsUsed: number;
@@ -116,7 +118,9 @@ export type GgufValue = number | bigint | string | boolean | GgufValue[];
  * `positions[...]`, and the KV blocks `blockTables[blockTableOffsets[s] .. blockTableOffsets[s+1])`
  * that cover positions 0 .. (last position of the step). Block b holds positions
  * [b*blockSize, (b+1)*blockSize) of that sequence. The step writes K/V of the new tokens into
- * those blocks and attends over every earlier position of the sequence.
+ * those blocks and attends over every earlier position of the sequence (a sliding layer: over
+ * its window only). A block is `kvLayout.pagesPerBlock` consecutive entries of the table, each
+ * a page id of the pool (ModelInfo.kvLayout; one entry per block for most models).
  */
 export interface StepPlan {
   readonly tokens: Int32Array;
@@ -124,7 +128,7 @@ export interface StepPlan {
   readonly seqTokenOffsets: Int32Array;
   readonly blockTableOffsets: Int32Array;
   readonly blockTables: Int32Array;
-  /** KV block copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
+  /** KV page copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
   readonly blockCopies?: Int32Array;
 
   // --- sampling (applied to the last token of each sequence with sample[s] = 1) ---
@@ -203,8 +207,23 @@ export interface StepResult {
   readonly errors?: ReadonlyArray<string | null>;
 }
 
+/**
+ * The paged KV cache's layout (native/src/kv_layout.h). The pool is made of pages, each the K/V
+ * of `pageLayers` layers for one block of positions. Layers that attend alike form one group;
+ * a model that mixes global and sliding-window layers (Gemma 3) has two, global first, so the
+ * sliding group's pages can be released behind its window while the global group keeps the
+ * whole context. One block of a sequence is `pagesPerBlock` table entries: each group's pages
+ * in group order.
+ */
+export interface KvLayout {
+  readonly pageLayers: number;
+  readonly pagesPerBlock: number;
+  /** window 0: the group attends to the whole context; pages: entries one block takes. */
+  readonly groups: readonly { readonly window: number; readonly pages: number }[];
+}
+
 export interface ContextOptions {
-  /** Number of KV blocks in the pool. */
+  /** Number of pages in the KV pool (= blocks when ModelInfo.kvLayout.pagesPerBlock is 1). */
   readonly kvBlocks: number;
   /** Tokens per KV block. */
   readonly blockSize: number;
@@ -244,6 +263,7 @@ export interface AdapterInfo {
 }
 
 export interface ContextInfo {
+  /** Pages in the KV pool (ContextOptions.kvBlocks). */
   readonly kvBlocks: number;
   readonly blockSize: number;
   readonly kvBytes: number;
@@ -255,6 +275,21 @@ export interface ContextInfo {
   readonly deviceName: string;
   /** CUDA: milliseconds the device took for the last step (forward + sampling); else absent. */
   readonly lastStepDeviceMs?: number;
+}
+
+/**
+ * What a KV transfer between two engines must agree on, besides the model itself: one layer
+ * of one block is K then V of every KV head, `blockSize × headDim` values of `dtype` each
+ * (`blockLayerBytes` in all), little-endian.
+ */
+export interface KvTransferLayout {
+  readonly layers: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly blockSize: number;
+  readonly kvBlocks: number;
+  readonly dtype: 'f16';
+  readonly blockLayerBytes: number;
 }
 
 export interface CpuFeatures {
@@ -271,7 +306,22 @@ export interface CpuFeatures {
 }
 
 /** Kernel storage types (GGML numbering names). */
-export type TensorType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K';
+export type TensorType =
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'Q8_0'
+  | 'Q4_0'
+  | 'Q4_1'
+  | 'Q4_K'
+  | 'Q6_K'
+  | 'Q5_0'
+  | 'Q5_1'
+  | 'Q5_K'
+  | 'Q3_K'
+  | 'Q2_K'
+  | 'IQ4_NL'
+  | 'IQ4_XS';
 
 // ---------------------------------------------------------------------------------------
 // The addon's raw exports
@@ -319,6 +369,9 @@ export interface NativeAddon {
   adapterInfo(adapter: AdapterHandle): AdapterInfo;
   disposeAdapter(adapter: AdapterHandle): void;
   setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
+  kvLayout(ctx: ContextHandle): KvTransferLayout;
+  readKvBlock(ctx: ContextHandle, block: number, layerStart: number, layerCount: number): Uint8Array;
+  writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void;
 
   // The CUDA backend (native/cuda/host/device_addon.cc, loading libprism_cuda.so at run time).
   /** Throws naming the library and why it cannot be used (not built, no driver, ...). */
@@ -489,6 +542,38 @@ export function disposeAdapter(adapter: AdapterHandle): void {
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
   if (isOnDevice(ctx)) throw new RangeError('LoRA adapters are not supported on a CUDA device yet');
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
+}
+
+const KV_TRANSFER_ON_DEVICE = 'moving KV blocks between engines is not supported on a CUDA device yet';
+
+export function kvTransferLayout(ctx: ContextHandle): KvTransferLayout {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  return addon.kvLayout(ctx);
+}
+
+/**
+ * Copies layers [layerStart, layerStart + layerCount) of KV block `block` out of the cache
+ * (`layerCount × blockLayerBytes` bytes). Block and layer ranges are checked (RangeError).
+ * Only blocks that no running step writes may be read (a leased block: engine/kv-transfer/).
+ */
+export function readKvBlock(
+  ctx: ContextHandle,
+  block: number,
+  layerStart: number,
+  layerCount: number,
+): Uint8Array {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  return wrapNativeError(() => addon.readKvBlock(ctx, block, layerStart, layerCount));
+}
+
+/**
+ * Writes whole layers from `layerStart` into KV block `block` (data: a positive multiple of
+ * `blockLayerBytes` that ends at or before the last layer; RangeError otherwise). Only a block
+ * that no running step reads or writes may be written (one just allocated for a transfer).
+ */
+export function writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  wrapNativeError(() => addon.writeKvBlock(ctx, block, layerStart, data));
 }
 
 export function cpuFeatures(): CpuFeatures {

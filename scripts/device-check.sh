@@ -72,7 +72,8 @@ unpack() {
   [ -f .device/node.xz ] || { echo "no .device/ (run node scripts/device-pack.mjs and carry .device)"; return 1; }
   mkdir -p /tmp/prism-node/bin build/Release
   xz -dc .device/node.xz >/tmp/prism-node/bin/node && chmod +x /tmp/prism-node/bin/node
-  [ -d node_modules ] || tar -xJf .device/node_modules.tar.xz
+  # node_modules.tar.xz, and any later part (packages added since the big one was packed)
+  [ -d node_modules ] || for t in .device/node_modules*.tar.xz; do tar -xJf "$t" || return 1; done
   cp .device/addons/*.node build/Release/
   for t in llama3 qwen3; do
     mkdir -p "$LOG/tokenizers/$t"

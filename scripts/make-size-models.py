@@ -10,6 +10,11 @@ Shapes (vocabulary 32,000 for all, see below):
 Types: q4_0, q4_1, q8_0 (every matrix of that type, as llama-quantize --pure writes them),
 q4_k (llama.cpp's Q4_K_M mix: Q4_K, with Q6_K for output.weight and for attn_v / ffn_down of
 the layers llama.cpp's use_more_bits() picks), f16, bf16. Norms (and biases) stay F32.
+q5_k_m, q5_k_s, q3_k_m, q2_k, iq4_xs: the F16 file of the same shape quantized by llama.cpp's
+own llama_model_quantize (node-llama-cpp's library, scripts/llama_quantize.py), so the file
+holds llama.cpp's type mix for that file type (e.g. Q3_K_M: Q3_K, Q4_K and Q5_K matrices,
+Q6_K output) and its quantizer's bytes; the F16 file is written first and removed again
+unless f16 was asked for too.
 
 Files land in OUT (default models/sizes/, git-ignored) as <size>-<type>.gguf; an existing
 file is kept (generation is a cached, separate step) unless --force. Weights are drawn per
@@ -41,6 +46,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'scripts'))
+import llama_quantize  # noqa: E402
 DEFAULT_OUT = ROOT / 'models' / 'sizes'
 VOCAB = 32_000
 
@@ -64,7 +71,9 @@ SIZES = {
     'qwen1.5b': dict(arch='qwen2', name='Qwen2.5-1.5B', hidden=1536, layers=28, heads=12, kv_heads=2,
                      head_dim=128, inter=8960, rope_theta=1_000_000.0, eps=1e-6, bias=True, seed=13),
 }
-TYPES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16']
+TYPES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16', 'q5_k_m', 'q5_k_s', 'q3_k_m', 'q2_k', 'iq4_xs']
+# File types written by llama.cpp's quantizer from the F16 file (llama_ftype names).
+LLAMA_QUANTIZED = {'q5_k_m': 'Q5_K_M', 'q5_k_s': 'Q5_K_S', 'q3_k_m': 'Q3_K_M', 'q2_k': 'Q2_K', 'iq4_xs': 'IQ4_XS'}
 CONTEXT = 4096
 
 
@@ -142,8 +151,19 @@ def stored_shape_and_bytes(shape: tuple[int, ...], type_name: str) -> tuple[tupl
     return (rows, cols // block * size), np.dtype(np.uint8), rows * (cols // block * size)
 
 
-def bytes_per_token(size: str, file_type: str) -> int:
-    """Weight bytes a decoded token reads: every tensor but the embedding table (one row)."""
+def file_bytes_per_token(path: Path) -> int:
+    """bytes_per_token() of an existing file, from its own tensor table."""
+    import gguf
+    reader = gguf.GGUFReader(path)
+    return sum(int(t.n_bytes) for t in reader.tensors if t.name != 'token_embd.weight')
+
+
+def bytes_per_token(size: str, file_type: str, path: Path | None = None) -> int:
+    """Weight bytes a decoded token reads: every tensor but the embedding table (one row).
+    For llama.cpp-quantized files the type mix is llama.cpp's, read from the file (0 while it
+    does not exist yet)."""
+    if file_type in LLAMA_QUANTIZED:
+        return file_bytes_per_token(path) if path is not None and path.exists() else 0
     spec = SIZES[size]
     total = 0
     for name, shape, _, _, layer in tensor_plan(spec):
@@ -173,6 +193,22 @@ def truncated_tokenizer(kvs: list[tuple]) -> list[tuple]:
             continue  # a special token cut off with the vocabulary
         out.append((key, value, vtype, sub))
     return out
+
+
+def write_quantized(out: Path, size: str, file_type: str) -> Path:
+    """<size>-<file_type>.gguf from the F16 file of the size (written first) by llama.cpp's quantizer."""
+    final = out / f'{size}-{file_type}.gguf'
+    source = out / f'{size}-f16.gguf'
+    fd, tmp = tempfile.mkstemp(prefix=f'.{final.name}-', dir=out)
+    os.close(fd)
+    try:
+        llama_quantize.quantize_model(source, Path(tmp), LLAMA_QUANTIZED[file_type], threads=os.cpu_count() or 2,
+                                      quiet=True)
+        fx.replace_path(Path(tmp), final)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return final
 
 
 def write_model(out: Path, size: str, file_type: str, tokenizer_kvs: list[tuple]) -> Path:
@@ -252,7 +288,7 @@ def main() -> None:
     if args.list:
         for s, t, p in wanted:
             print(json.dumps({'size': s, 'type': t, 'shape': SIZES[s]['name'], 'path': str(p), 'exists': p.exists(),
-                              'bytesPerToken': bytes_per_token(s, t)}))
+                              'bytesPerToken': bytes_per_token(s, t, p)}))
         return
     todo = [(s, t, p) for s, t, p in wanted if args.force or not p.exists()]
     if not todo:
@@ -262,11 +298,27 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     fx.check_quantizers()
     kvs = truncated_tokenizer(fx.read_tokenizer_metadata(args.tokenizer_gguf))
-    for size, file_type, path in todo:
-        start = time.monotonic()
-        write_model(out, size, file_type, kvs)
-        print(f'make-size-models: {path} ({path.stat().st_size / 1e6:.0f} MB, {time.monotonic() - start:.0f} s)',
-              file=sys.stderr)
+    # Plain files first: an f16 file asked for is then the source of the quantized ones; an
+    # F16 source written only for them is removed at the end.
+    todo.sort(key=lambda item: item[1] in LLAMA_QUANTIZED)
+    temporary: list[Path] = []
+    try:
+        for size, file_type, path in todo:
+            start = time.monotonic()
+            if file_type in LLAMA_QUANTIZED:
+                source = out / f'{size}-f16.gguf'
+                if not source.exists():
+                    write_model(out, size, 'f16', kvs)
+                    if 'f16' not in types:
+                        temporary.append(source)
+                write_quantized(out, size, file_type)
+            else:
+                write_model(out, size, file_type, kvs)
+            print(f'make-size-models: {path} ({path.stat().st_size / 1e6:.0f} MB, {time.monotonic() - start:.0f} s)',
+                  file=sys.stderr)
+    finally:
+        for source in temporary:
+            source.unlink(missing_ok=True)
 
 
 if __name__ == '__main__':

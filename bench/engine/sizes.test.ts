@@ -7,7 +7,10 @@ import type { EngineBenchReport } from './report.js';
 test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter decode measures', () => {
   const args = parseBenchArgs(['--suite', 'sizes']);
   assert.ok(args !== 'help');
-  assert.deepEqual(args.suite, { sizes: ['1b', '3b'], types: ['q4_0', 'q4_k', 'q8_0'] });
+  assert.deepEqual(args.suite, {
+    sizes: ['1b', '3b'],
+    types: ['q4_0', 'q4_k', 'q8_0', 'q5_k_m', 'q3_k_m', 'iq4_xs'],
+  });
   assert.equal(args.sequences, 16);
   assert.equal(args.newTokens, 32);
   const some = parseBenchArgs(['--suite', 'sizes', '--sizes', 'qwen1.5b', '--types', 'bf16,q4_1']);

@@ -11,10 +11,22 @@ import { fmt } from '../stats.js';
 import type { EngineBenchReport, EngineName } from './report.js';
 
 export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b'] as const;
-export const TYPE_NAMES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16'] as const;
+export const TYPE_NAMES = [
+  'q4_0',
+  'q4_1',
+  'q4_k',
+  'q8_0',
+  'f16',
+  'bf16',
+  'q5_k_m',
+  'q5_k_s',
+  'q3_k_m',
+  'q2_k',
+  'iq4_xs',
+] as const;
 /** What `--suite sizes` runs without --sizes/--types: the rows the kernel targets are set on. */
 export const DEFAULT_SIZES = ['1b', '3b'];
-export const DEFAULT_TYPES = ['q4_0', 'q4_k', 'q8_0'];
+export const DEFAULT_TYPES = ['q4_0', 'q4_k', 'q8_0', 'q5_k_m', 'q3_k_m', 'iq4_xs'];
 
 export interface SizeModel {
   readonly size: string;

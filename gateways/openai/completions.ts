@@ -13,13 +13,19 @@ import type {
 } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
+import {
+  adapterFor,
+  assertAccepting,
+  resolveRequestedModel,
+  type GatewayContext,
+} from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField } from '../shared/structured.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { mergeAnswers, streamSse, type Tagged } from '../shared/stream.js';
 import { openaiErrorBody } from './errors.js';
+import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
 import {
   openaiFinishReason,
   openaiUsage,
@@ -104,7 +110,7 @@ function completionLogprobs(list: readonly TokenLogprob[], offset: number): obje
 
 export async function handleCompletions(gw: GatewayContext, ctx: Context): Promise<void> {
   const body = validateCompletion(await readJsonBody(ctx, gw.config.maxRequestBytes));
-  const model = resolveModel(gw, body.model);
+  const model = await resolveRequestedModel(gw, body.model);
   if (body.suffix) throw notSupported('suffix', 'insertion (suffix)');
   if (body.stream && body.best_of && body.best_of !== (body.n ?? 1)) {
     throw invalid('best_of', 'must equal n when stream is true');
@@ -119,6 +125,8 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   });
   const structured = constraintFromFields(body, { allowResponseFormat: true });
   const inputs = prompts(body.prompt);
+  const kv = kvTransferFromBody(body.kv_transfer_params);
+  if (kv.kvTransfer && inputs.length > 1) throw invalid('kv_transfer_params', 'needs a single prompt');
   const n = params.n ?? 1;
   const requests: GenerateRequest[] = inputs.map((prompt, i) =>
     withConstraintField(
@@ -128,6 +136,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         params,
         ...adapterFor(gw, model),
         ...(structured ? { constraint: structured.constraint } : {}),
+        ...kv,
       },
       structured?.field,
     ),
@@ -167,6 +176,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         })),
       ),
       usage: openaiUsage(usage),
+      ...kvTransferResponse(answers.flatMap((a) => a.choices.map((c) => c.finish))),
     };
     return;
   }
@@ -206,9 +216,10 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         // The prompt counts once per request; completions add up over its sequences.
         if (!usages.has(pi)) usages.set(pi, ev.usage);
         completionTokens.total += ev.usage.completionTokens;
-        sse.data(
-          chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
-        );
+        sse.data({
+          ...chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
+          ...kvTransferResponse([ev]),
+        });
       }
     },
     onEnd: (sse) => {

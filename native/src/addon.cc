@@ -180,7 +180,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   if (opts.maxLoras > 0 && opts.maxLoraRank < 1)
     throw Napi::RangeError::New(env, "options.maxLoraRank must be >= 1 when options.maxLoras > 0");
   const ModelConfig& c = model->cfg;
-  const double kvBytes = 4.0 * static_cast<double>(c.layers) * static_cast<double>(opts.kvBlocks) *
+  const double kvBytes = 4.0 * static_cast<double>(KvLayout::forModel(c).pageLayers) * static_cast<double>(opts.kvBlocks) *
                          static_cast<double>(opts.blockSize) * static_cast<double>(c.kvHeads * c.headDim);
   if (kvBytes > 256e9) throw Napi::RangeError::New(env, "options.kvBlocks × blockSize: the KV cache would need " +
                                                          std::to_string(kvBytes / 1e9) + " GB");
@@ -375,6 +375,7 @@ Napi::Value MeasureMemoryBandwidth(const Napi::CallbackInfo& info) {
 
 void registerLoraExports(Napi::Env env, Napi::Object exports);
 void registerCudaExports(Napi::Env env, Napi::Object exports);
+void registerKvTransferExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
@@ -394,6 +395,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
   registerLoraExports(env, exports);  // lora_addon.cc
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
+  registerKvTransferExports(env, exports);  // kv_transfer.cc
   return exports;
 }
 

@@ -1,5 +1,7 @@
 #include "handles.h"
 
+#include "kv_layout.h"
+
 namespace prism {
 namespace {
 
@@ -61,6 +63,19 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   Napi::Array windows = Napi::Array::New(env, c.layerWindow.size());
   for (size_t l = 0; l < c.layerWindow.size(); l++) windows.Set(l, static_cast<double>(c.layerWindow[l]));
   o.Set("layerWindows", windows);
+  const KvLayout kv = KvLayout::forModel(c);
+  Napi::Object layout = Napi::Object::New(env);
+  layout.Set("pageLayers", static_cast<double>(kv.pageLayers));
+  layout.Set("pagesPerBlock", static_cast<double>(kv.pagesPerBlock));
+  Napi::Array groups = Napi::Array::New(env, kv.groups.size());
+  for (size_t g = 0; g < kv.groups.size(); g++) {
+    Napi::Object group = Napi::Object::New(env);
+    group.Set("window", static_cast<double>(kv.groups[g].window));
+    group.Set("pages", static_cast<double>(kv.groups[g].pages));
+    groups.Set(g, group);
+  }
+  layout.Set("groups", groups);
+  o.Set("kvLayout", layout);
   o.Set("experts", static_cast<double>(c.experts));
   o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
   o.Set("weightBytes", m.weightBytes);

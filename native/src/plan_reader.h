@@ -12,6 +12,7 @@ namespace prism {
 // What a plan is checked against: the context's limits and the model's vocabulary.
 struct PlanLimits {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0, vocab = 0;
+  int64_t pagesPerBlock = 1;  // block-table entries per block (kv_layout.h)
   const LoraRunner* lora = nullptr;  // null: the context takes no adapters (every slot must be -1)
 };
 

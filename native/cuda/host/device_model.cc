@@ -146,7 +146,7 @@ DeviceContext::~DeviceContext() {
 }
 
 PlanLimits DeviceContext::limits() const {
-  return PlanLimits{opts_.kvBlocks, opts_.blockSize, opts_.maxBatchTokens, opts_.maxSeqs, model_->host->cfg.vocab, nullptr};
+  return PlanLimits{opts_.kvBlocks, opts_.blockSize, opts_.maxBatchTokens, opts_.maxSeqs, model_->host->cfg.vocab, 1, nullptr};
 }
 
 uint64_t DeviceContext::kvBytes() const {
