@@ -37,7 +37,7 @@ options:
   --long-output N       new tokens of the long-answer requests (default 96)
   --short-output N      new tokens of the long-prompt requests (default 8)
   --flow FLOW           mindie (default) or llm-d
-  --json                print the results as JSON
+  --json                print the results as JSON (npm run -s keeps npm's banner out of it)
   --update-docs         also rewrite the split prefill/decode section of docs/benchmarks.md
   --from-json FILE      render a report saved with --json instead of measuring
   --help                this text
@@ -67,7 +67,9 @@ interface SetupResult {
 interface Report {
   readonly model: string;
   readonly date: string;
+  /** The machine's 1-minute load average at the end (and at the start, when recorded). */
   readonly loadAverage: number;
+  readonly loadAverageStart?: number;
   readonly commit?: string;
   readonly flow: PdFlow;
   readonly longPrompt: number;
@@ -271,7 +273,9 @@ function renderTable(r: Report): string {
       `${r.shortOutput} new tokens, half ${r.shortPrompt}-token prompts with ${r.longOutput} new tokens; greedy, ` +
       `Poisson arrivals` +
       (r.commit ? `; commit ${r.commit}` : '') +
-      `; machine load average ${r.loadAverage.toFixed(1)} at the end`,
+      `; machine load average ` +
+      (r.loadAverageStart !== undefined ? `${r.loadAverageStart.toFixed(1)} at the start, ` : '') +
+      `${r.loadAverage.toFixed(1)} at the end`,
     '',
     '| rate req/s | setup | TTFT p50 ms | TTFT p99 ms | inter-token p50 ms | inter-token p99 ms | KV MB / request | transfer ms / prompt token |',
     '|---:|---|---:|---:|---:|---:|---:|---:|',
@@ -347,6 +351,7 @@ async function main(): Promise<number> {
   if (flow !== 'mindie' && flow !== 'llm-d')
     throw new Error(`--flow: must be mindie or llm-d, got '${flow}'`);
   const modelPath = values.model ?? ensureDefaultModel();
+  const loadAverageStart = loadavg()[0];
   const dir = mkdtempSync(join(tmpdir(), 'prism-bench-pd-'));
   const started: ChildProcess[] = [];
   const clients: GrpcEngineClient[] = [];
@@ -395,6 +400,7 @@ async function main(): Promise<number> {
       model: info.modelName,
       date: new Date().toISOString().slice(0, 10),
       loadAverage: loadavg()[0],
+      loadAverageStart,
       ...(commit ? { commit } : {}),
       flow,
       ...w,

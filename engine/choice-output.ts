@@ -65,7 +65,12 @@ export class ChoiceOutput {
     if ((!this.params.ignoreEos && this.eos.has(token)) || this.params.stopTokenIds.has(token)) {
       this.reason = 'stop'; // the stop token itself adds no text
     } else {
-      const r = this.stopper.push(this.detok.push(token));
+      // min_tokens: stop strings count once that many tokens exist (vLLM's rule).
+      const piece = this.detok.push(token);
+      const r =
+        this.tokenIds.length >= this.params.minTokens
+          ? this.stopper.push(piece)
+          : { text: piece, stopped: false };
       delta = r.text;
       byStopString = r.stopped;
       if (r.stopped) this.reason = 'stop';

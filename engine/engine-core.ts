@@ -137,6 +137,7 @@ export class EngineCore implements Engine {
         this.disaggregation.finishing(this.requests.get(seq.requestId), seq);
         this.scheduler.finish(seq);
       },
+      forkBeam: (parent) => this.scheduler.forkBeam(parent),
       disaggregation: this.disaggregation,
     });
   }

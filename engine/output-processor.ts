@@ -7,6 +7,7 @@
  * ends here too (`abort`).
  */
 import type { AdapterManager } from './adapters/manager.js';
+import type { BeamCandidate } from './beam-search.js';
 import type { ChoiceOutput } from './choice-output.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import type { EngineError } from './errors.js';
@@ -31,6 +32,8 @@ export interface OutputDeps {
   readonly metrics: EngineMetrics;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
+  /** A new running beam sharing `parent`'s tokens and blocks (the scheduler's forkBeam). */
+  forkBeam(parent: Sequence): Sequence;
   /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
   readonly disaggregation: Pick<Disaggregation, 'afterFirstToken' | 'beforeFinalize'>;
 }
@@ -43,11 +46,18 @@ export class OutputProcessor {
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
     const now = ms();
+    const beamSearches = new Set<LiveRequest>();
     batch.items.forEach((item, k) => {
       if (!item.sample || item.seq.aborted) return;
       const seq = item.seq;
       const req = this.deps.table.get(seq.requestId);
       if (!req) return;
+      if (req.beams) {
+        if (req.firstToken < 0) this.firstToken(req, seq, now);
+        req.beams.report(seq, candidates(out, k));
+        beamSearches.add(req);
+        return;
+      }
       const c = req.choices[seq.index];
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
@@ -58,6 +68,58 @@ export class OutputProcessor {
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
       }
     });
+    for (const req of beamSearches) if (this.deps.table.get(req.id) === req) this.advanceBeams(req, now);
+  }
+
+  /**
+   * Once every beam of a search has reported, chooses the next beams (beam-search.ts): a beam
+   * two continuations keep is forked (its blocks shared copy-on-write), each continuing beam
+   * takes its token (and its matcher too), the rest are freed; a finished search returns its
+   * best n beams.
+   */
+  private advanceBeams(req: LiveRequest, now: number): void {
+    const beams = req.beams!;
+    if (!beams.roundComplete) return;
+    req.seqs[0].reservedSlots = 0; // its forks exist from now on
+    const step = beams.advance((parent) => this.deps.forkBeam(parent));
+    for (const { seq, token } of step.continued) {
+      seq.tokens.push(token);
+      const grammarError = this.deps.structured.afterTokens(seq, [token]);
+      if (grammarError !== null) {
+        this.abort(req, { message: grammarError });
+        return;
+      }
+    }
+    this.deps.metrics.generationTokens += step.continued.length;
+    for (const s of step.dropped) this.deps.finishSequence(s);
+    if (!beams.done) return;
+    // The returned beams, detokenized and checked for stop rules like any choice's output.
+    const results = beams.results(req.params.n).map((path, i) => {
+      const c = req.makeChoice(i);
+      path.tokens.forEach((token, j) => {
+        if (c.reason !== null) return;
+        c.accept(token, path.logprobs[j], now, j === path.tokens.length - 1);
+        if (req.params.logprobs)
+          c.logprobs.push(this.beamLogprob(token, path.logprobs[j], path.alternatives[j]));
+      });
+      return c;
+    });
+    req.choices.splice(0, req.choices.length, ...results);
+    this.finalize(req);
+  }
+
+  private beamLogprob(
+    token: number,
+    logprob: number,
+    alternatives: readonly BeamCandidate[] | undefined,
+  ): TokenLogprob {
+    const tok = this.deps.tokenizer;
+    const top = (alternatives ?? []).map((a) => ({
+      tokenId: a.token,
+      text: tok.tokenText(a.token),
+      logprob: a.logprob,
+    }));
+    return { tokenId: token, text: tok.tokenText(token), logprob, top };
   }
 
   private firstToken(req: LiveRequest, seq: Sequence, now: number): void {
@@ -195,7 +257,8 @@ export class OutputProcessor {
       decodeMs: end - first,
       ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
     };
-    const chosen = req.buffered ? bestChoices(req.choices, req.params.n) : req.choices;
+    // Beam search's choices come ranked by beam score; best_of > n ranks by cumulative logprob.
+    const chosen = req.buffered && !req.beams ? bestChoices(req.choices, req.params.n) : req.choices;
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
@@ -260,4 +323,16 @@ export class OutputProcessor {
 /** best_of > n: the n choices with the highest cumulative logprob, best first. */
 function bestChoices(choices: readonly ChoiceOutput[], n: number): ChoiceOutput[] {
   return [...choices].sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob).slice(0, n);
+}
+
+/** The `k`-th item's top candidates (a beam reports them), best first. */
+function candidates(out: StepOutput, k: number): BeamCandidate[] {
+  const list: BeamCandidate[] = [];
+  const stride = out.topLogprobsStride;
+  for (let j = 0; j < stride; j++) {
+    const token = out.topLogprobIds[k * stride + j];
+    if (token < 0) break;
+    list.push({ token, logprob: out.topLogprobValues[k * stride + j] });
+  }
+  return list;
 }

@@ -89,6 +89,14 @@ export interface SamplingParams {
   readonly truncate?: number;
   readonly skipSpecialTokens?: boolean;
   readonly includeStopStrInOutput?: boolean;
+  /** Beam search with `bestOf` beams (default `n`): deterministic, the `n` best beams returned. */
+  readonly useBeamSearch?: boolean;
+  /** Beam score = cumulative logprob / generated tokens ^ lengthPenalty (default 1). */
+  readonly lengthPenalty?: number;
+  /** When beam search stops (vLLM / Hugging Face): true, false (default) or 'never'. */
+  readonly earlyStopping?: boolean | 'never';
+  /** Tokens generated before an end-of-sequence or stop token may end the output (vLLM's min_tokens). */
+  readonly minTokens?: number;
 }
 
 export interface GenerateRequest {

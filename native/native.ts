@@ -149,6 +149,12 @@ export interface StepPlan {
   readonly penaltyTokenOffsets: Int32Array;
   readonly penaltyTokens: Int32Array;
   /**
+   * Optional, CSR [S+1] / [count]: tokens each sequence may not sample this step (min_tokens
+   * holds back end-of-sequence and stop tokens); absent = none.
+   */
+  readonly suppressTokenOffsets?: Int32Array;
+  readonly suppressTokens?: Int32Array;
+  /**
    * Per-request seed and the number of tokens that request sampled before this step. The
    * random stream is a pure function of (seed, counter), so the same seed and prompt give
    * the same tokens whatever else is in the batch.

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import type { GenerateEvent, GenerateRequest } from '../engine/types.js';
 import type { Engine } from '../engine/types.js';
 import { fixture } from './fixtures.js';
-import { MODEL_NAME, type JsonBody } from './gateways-harness.js';
+import { MODEL_NAME, postJson, type JsonBody } from './gateways-harness.js';
 import { startPdGateway, startTestEngine, TcpProxy, waitAllFree, type TestEngine } from './pd-harness.js';
 
 /** About seven 16-token blocks, 2.5 MB of KV: a transfer long enough to stop in the middle. */
@@ -99,6 +99,16 @@ describe('the prefill engine dies mid-transfer', () => {
         } else {
           assert.ok(r.status >= 500, `status ${r.status}`);
           assert.match(r.json.error.message, /KV transfer from .* failed/);
+          // With the prefill engine gone, the other families answer 5xx in their own shape too.
+          for (const [route, body] of [
+            ['/generate', { inputs: PROMPT, parameters: { max_new_tokens: 4 } }],
+            ['/infer', { inputs: PROMPT, stream: false, parameters: { max_new_tokens: 4 } }],
+          ] as const) {
+            const f = await postJson(gw.url + route, body);
+            assert.ok(f.status >= 500, `${route}: status ${f.status}`);
+            assert.equal(typeof f.json.error, 'string', `${route}: ${f.text}`);
+            assert.equal(typeof f.json.error_type, 'string', `${route}: ${f.text}`);
+          }
         }
         assert.ok((await decode.client.status()).kvTransferFailures >= 1);
         await waitAllFree(decode.client);

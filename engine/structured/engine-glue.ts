@@ -84,10 +84,18 @@ export class StructuredOutput {
     seq.grammar = this.grammars.createMatcher(key, jump && this.jumpForward);
   }
 
-  /** A best_of fork samples its first token itself: a fresh matcher of the same grammar. */
+  /**
+   * A fork's matcher: a fresh one of the same grammar, fed the child's output so far — none
+   * for a best_of fork (it samples its first token itself), a beam's whole history for a beam
+   * search's fork.
+   */
   fork(parent: Sequence, child: Sequence): void {
     const g = parent.grammar;
-    if (g) child.grammar = this.grammars.createMatcher(g.key, g.jumpForward);
+    if (!g) return;
+    const m = this.grammars.createMatcher(g.key, g.jumpForward);
+    const output = child.tokens.slice(child.promptLen);
+    if (output.length > 0) m.accept(output);
+    child.grammar = m;
   }
 
   /**

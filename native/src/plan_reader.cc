@@ -127,6 +127,16 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
   for (size_t k = 0; k < p.penaltyTokens.size(); k++)
     if (p.penaltyTokens[k] < 0 || p.penaltyTokens[k] >= V)
       rangeError(env, "penaltyTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
+  copyField(env, plan, "suppressTokenOffsets", I32, "Int32Array", S + 1, p.suppressTokenOffsets, true);
+  copyField(env, plan, "suppressTokens", I32, "Int32Array", -1, p.suppressTokens, true);
+  if (!p.suppressTokenOffsets.empty())
+    checkOffsets(env, "suppressTokenOffsets", p.suppressTokenOffsets, static_cast<int64_t>(p.suppressTokens.size()),
+                 false);
+  else if (!p.suppressTokens.empty())
+    rangeError(env, "suppressTokens", "needs suppressTokenOffsets (length S+1)");
+  for (size_t k = 0; k < p.suppressTokens.size(); k++)
+    if (p.suppressTokens[k] < 0 || p.suppressTokens[k] >= V)
+      rangeError(env, "suppressTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
   const int64_t words = (V + 31) / 32;
   if (p.allowedMask.size() % words != 0)
     rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));

@@ -181,7 +181,26 @@ export interface SamplingParams {
   /** Keep only the last `truncate` prompt tokens. */
   truncate?: number | undefined;
   skipSpecialTokens?: boolean | undefined;
-  includeStopStrInOutput?: boolean | undefined;
+  includeStopStrInOutput?:
+    | boolean
+    | undefined;
+  /**
+   * Beam search (vLLM's use_beam_search): best_of beams (default n), deterministic; the n
+   * best finished beams are returned, best first.
+   */
+  useBeamSearch?:
+    | boolean
+    | undefined;
+  /** Beam score = cumulative logprob / (generated tokens ^ length_penalty); default 1. */
+  lengthPenalty?:
+    | number
+    | undefined;
+  /** "true", "false" (the default) or "never", as in vLLM and Hugging Face. */
+  earlyStopping?:
+    | string
+    | undefined;
+  /** Tokens generated before an end-of-sequence or stop token may end a beam. */
+  minTokens?: number | undefined;
 }
 
 export interface GenerateRequest {
@@ -1507,6 +1526,10 @@ function createBaseSamplingParams(): SamplingParams {
     truncate: undefined,
     skipSpecialTokens: undefined,
     includeStopStrInOutput: undefined,
+    useBeamSearch: undefined,
+    lengthPenalty: undefined,
+    earlyStopping: undefined,
+    minTokens: undefined,
   };
 }
 
@@ -1572,6 +1595,18 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     }
     if (message.includeStopStrInOutput !== undefined) {
       writer.uint32(152).bool(message.includeStopStrInOutput);
+    }
+    if (message.useBeamSearch !== undefined) {
+      writer.uint32(160).bool(message.useBeamSearch);
+    }
+    if (message.lengthPenalty !== undefined) {
+      writer.uint32(169).double(message.lengthPenalty);
+    }
+    if (message.earlyStopping !== undefined) {
+      writer.uint32(178).string(message.earlyStopping);
+    }
+    if (message.minTokens !== undefined) {
+      writer.uint32(184).int32(message.minTokens);
     }
     return writer;
   },
@@ -1751,6 +1786,38 @@ export const SamplingParams: MessageFns<SamplingParams> = {
             message.includeStopStrInOutput = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.useBeamSearch = reader.bool();
+            continue;
+          }
+          case 21: {
+            if (tag !== 169) {
+              break;
+            }
+
+            message.lengthPenalty = reader.double();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.earlyStopping = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.minTokens = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1838,6 +1905,26 @@ export const SamplingParams: MessageFns<SamplingParams> = {
         : isSet(object.include_stop_str_in_output)
         ? globalThis.Boolean(object.include_stop_str_in_output)
         : undefined,
+      useBeamSearch: isSet(object.useBeamSearch)
+        ? globalThis.Boolean(object.useBeamSearch)
+        : isSet(object.use_beam_search)
+        ? globalThis.Boolean(object.use_beam_search)
+        : undefined,
+      lengthPenalty: isSet(object.lengthPenalty)
+        ? globalThis.Number(object.lengthPenalty)
+        : isSet(object.length_penalty)
+        ? globalThis.Number(object.length_penalty)
+        : undefined,
+      earlyStopping: isSet(object.earlyStopping)
+        ? globalThis.String(object.earlyStopping)
+        : isSet(object.early_stopping)
+        ? globalThis.String(object.early_stopping)
+        : undefined,
+      minTokens: isSet(object.minTokens)
+        ? globalThis.Number(object.minTokens)
+        : isSet(object.min_tokens)
+        ? globalThis.Number(object.min_tokens)
+        : undefined,
     };
   },
 
@@ -1900,6 +1987,18 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     if (message.includeStopStrInOutput !== undefined) {
       obj.includeStopStrInOutput = message.includeStopStrInOutput;
     }
+    if (message.useBeamSearch !== undefined) {
+      obj.useBeamSearch = message.useBeamSearch;
+    }
+    if (message.lengthPenalty !== undefined) {
+      obj.lengthPenalty = floatToJson(message.lengthPenalty);
+    }
+    if (message.earlyStopping !== undefined) {
+      obj.earlyStopping = message.earlyStopping;
+    }
+    if (message.minTokens !== undefined) {
+      obj.minTokens = Math.round(message.minTokens);
+    }
     return obj;
   },
 
@@ -1927,6 +2026,10 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     message.truncate = object.truncate ?? undefined;
     message.skipSpecialTokens = object.skipSpecialTokens ?? undefined;
     message.includeStopStrInOutput = object.includeStopStrInOutput ?? undefined;
+    message.useBeamSearch = object.useBeamSearch ?? undefined;
+    message.lengthPenalty = object.lengthPenalty ?? undefined;
+    message.earlyStopping = object.earlyStopping ?? undefined;
+    message.minTokens = object.minTokens ?? undefined;
     return message;
   },
 };
