@@ -94,7 +94,11 @@ TSX=(node --import tsx)
 
 # ---- 1. build ---------------------------------------------------------------------------------
 build() {
-  if [ -n "$SMALL" ]; then node scripts/build-cuda.mjs --tools; else PRISM_CUDA=1 node scripts/build-cuda.mjs && node scripts/build-cuda.mjs --tools; fi
+  if [ -n "$SMALL" ]; then node scripts/build-cuda.mjs --tools; else
+    # Where this machine keeps cuBLASLt, said when the build cannot find it.
+    PRISM_CUDA=1 node scripts/build-cuda.mjs || { find / -xdev \( -name 'libcublasLt.so*' -o -name cublasLt.h \) 2>/dev/null | head; return 1; }
+    node scripts/build-cuda.mjs --tools
+  fi
 }
 LIB=${PRISM_DEVICE_CHECK_LIB:-$ROOT/build/Release/libprism_cuda.so}
 MODEL_ARGS=(--out models/gpu --tokenizer "$LOG/tokenizers/llama3" ${SMALL:+--layers 1})

@@ -46,6 +46,11 @@ const TOP1_FLOOR = 0.99;
 const REL_ERROR_BOUND = 1e-2;
 const README_PROMPT = 'What is the capital of France?';
 
+// PRISM_TEST_NUMERICS_FIXTURES (a comma-separated list of labels) narrows the run, as the
+// device check's rehearsal on the CPU emulation does.
+const only = process.env.PRISM_TEST_NUMERICS_FIXTURES?.split(',').filter(Boolean);
+const selected = (label: string) => !only || only.includes(label);
+
 const fixtures: Fixture[] = [];
 const references = new Map<string, ReferenceLogits>();
 
@@ -182,11 +187,6 @@ const LABELS = [
   'llama-q4_k',
   'llama-q6_k',
 ];
-
-// PRISM_TEST_NUMERICS_FIXTURES (a comma-separated list of labels) narrows the run, as the
-// device check's rehearsal on the CPU emulation does.
-const only = process.env.PRISM_TEST_NUMERICS_FIXTURES?.split(',').filter(Boolean);
-const selected = (label: string) => !only || only.includes(label);
 
 for (const label of LABELS) {
   test(
