@@ -14,6 +14,7 @@ import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
+import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import {
   speculativeFlagOptions,
@@ -40,6 +41,7 @@ options:
   --listen ADDRESS      HOST:PORT, [IPv6]:PORT or unix:PATH (default ${DEFAULT_LISTEN};
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
+${deviceHelp}
 ${kvEventsHelp}
 ${speculativeHelp}
 ${pdHelp}
@@ -57,6 +59,8 @@ interface EngineArgs {
   readonly config?: string;
   readonly listen: string;
   readonly threads?: number;
+  /** --device, when given. */
+  readonly device?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --speculative / --num-speculative-tokens / --draft-model, when given. */
@@ -77,6 +81,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         config: { type: 'string' },
         listen: { type: 'string' },
         threads: { type: 'string' },
+        ...deviceFlagOption,
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
         ...pdFlagOptions,
@@ -99,6 +104,8 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
+  const device = parseDeviceFlag(values.device);
+  if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
     model: values.model,
@@ -117,6 +124,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
       : {}),
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
+    ...(device.device !== undefined ? { device: device.device } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -182,6 +190,7 @@ export async function run(argv: string[]): Promise<number> {
       kvEvents,
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      ...(args.device !== undefined ? { device: args.device } : {}),
     };
   } catch (e) {
     log((e as Error).message);
@@ -212,7 +221,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const info = await engine.info();
   log(
-    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
+    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${info.device} (${info.deviceName}), ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
       `config ${config.source ?? 'defaults'}; role ${options.role ?? 'mixed'}]`,
   );

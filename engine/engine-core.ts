@@ -152,6 +152,10 @@ export class EngineCore implements Engine {
         this.speculator?.release(seq);
         this.scheduler.finish(seq);
       },
+      addSequence: (seq) => {
+        this.scheduler.add(seq);
+        this.kick(); // a check answers between steps: the loop may be idle
+      },
       forkBeam: (parent) => this.scheduler.forkBeam(parent),
       disaggregation: this.disaggregation,
     });

@@ -28,7 +28,10 @@ export interface LiveRequest {
   readonly choices: ChoiceOutput[];
   /** A new choice output of this request (its stop rules, chat parsing and seed + index). */
   readonly makeChoice: (index: number) => ChoiceOutput;
-  /** best_of > n, or beam search: events are held back until the best n are known. */
+  /**
+   * Events are held back until the request finishes: best_of > n or beam search (the best n
+   * are sent then), or outputs checked when a choice ends (structured/choice-checks.ts).
+   */
   readonly buffered: boolean;
   /** Beam search's state; null when the request samples. */
   readonly beams: BeamSearch | null;

@@ -15,8 +15,9 @@ import type { LiveRequest, RequestTable } from './live-request.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch } from './scheduler.js';
-import type { Sequence } from './sequence.js';
+import { Sequence } from './sequence.js';
 import { StepTokens, type StepToken } from './speculative/verified.js';
+import { ChoiceChecks, resampleSeed } from './structured/choice-checks.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
@@ -33,6 +34,8 @@ export interface OutputDeps {
   readonly metrics: EngineMetrics;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
+  /** Queues a new sequence of a live request (a choice sampled again after a failed check). */
+  addSequence(seq: Sequence): void;
   /** A new running beam sharing `parent`'s tokens and blocks (the scheduler's forkBeam). */
   forkBeam(parent: Sequence): Sequence;
   /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
@@ -42,7 +45,16 @@ export interface OutputDeps {
 const ms = () => performance.now();
 
 export class OutputProcessor {
-  constructor(private readonly deps: OutputDeps) {}
+  /** Choices whose output is checked before the request finishes (structured/choice-checks.ts). */
+  private readonly checks: ChoiceChecks<LiveRequest>;
+
+  constructor(private readonly deps: OutputDeps) {
+    this.checks = new ChoiceChecks(deps.structured, {
+      isLive: (req) => deps.table.get(req.id) === req,
+      restart: (req, index, attempt) => this.restartChoice(req, index, attempt),
+      settled: (req) => this.finishIfDone(req),
+    });
+  }
 
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
@@ -67,7 +79,8 @@ export class OutputProcessor {
       if (req.pd) this.deps.disaggregation.afterFirstToken(req, c);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
-        if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
+        // A choice the grammar enforced only in part is checked first (the check finishes it).
+        if (!this.checks.afterFinish(req, seq, c)) this.finishIfDone(req);
       }
     });
     for (const req of beamSearches) if (this.deps.table.get(req.id) === req) this.advanceBeams(req, now);
@@ -122,6 +135,39 @@ export class OutputProcessor {
       logprob: a.logprob,
     }));
     return { tokenId: token, text: tok.tokenText(token), logprob, top };
+  }
+
+  /** Finalizes `req` once every choice has finished and no check is pending. */
+  private finishIfDone(req: LiveRequest): void {
+    if (req.choices.every((x) => x.reason !== null) && !this.checks.checking(req)) this.finalize(req);
+  }
+
+  /**
+   * Choice `index` of `req` failed its check: a new sequence samples it again from the prompt
+   * (its full blocks come from the prefix cache), with the seed of attempt `attempt`
+   * (choice-checks.ts), a fresh matcher and a fresh output. The request's output is held
+   * (`buffered`), so nothing of the failed attempt was sent.
+   */
+  private restartChoice(req: LiveRequest, index: number, attempt: number): void {
+    const old = req.seqs.findLast((s) => s.index === index);
+    const c = req.choices[index];
+    if (!old || !c) return;
+    const seq = new Sequence({
+      requestId: req.id,
+      index,
+      prompt: old.tokens.slice(0, old.promptLen),
+      sampling: { ...old.sampling, seed: resampleSeed(BigInt(c.seed), attempt) },
+      arrival: old.arrival,
+      cacheExtra: old.cacheExtra,
+    });
+    seq.cachedPromptTokens = old.cachedPromptTokens;
+    seq.adapterSlot = old.adapterSlot;
+    seq.adapterGeneration = old.adapterGeneration;
+    const g = old.grammar;
+    if (g) this.deps.structured.attach(seq, g.key, g.jumpForward);
+    req.choices[index] = c.renewed();
+    req.seqs.push(seq);
+    this.deps.addSequence(seq);
   }
 
   private firstToken(req: LiveRequest, seq: Sequence, now: number): void {
@@ -275,6 +321,7 @@ export class OutputProcessor {
     req.detachSignal();
     d.adapters?.release(req.adapter);
     d.structured.release(req.seqs);
+    this.checks.forget(req);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -284,14 +331,17 @@ export class OutputProcessor {
       decodeMs: end - first,
       ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
     };
-    // Beam search's choices come ranked by beam score; best_of > n ranks by cumulative logprob.
-    const chosen = req.buffered && !req.beams ? bestChoices(req.choices, req.params.n) : req.choices;
+    // Beam search's choices come ranked by beam score; best_of > n ranks by cumulative logprob;
+    // choices held for their checks are all sent, in order.
+    const chosen =
+      !req.beams && req.params.bestOf > req.params.n ? bestChoices(req.choices, req.params.n) : req.choices;
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
       const chat = c.chatResult();
       generated += c.tokenIds.length;
-      if (req.buffered && c.tokenIds.length > 0) {
+      // A held choice that failed (e.g. its check, on every attempt) sends no text: only its error.
+      if (req.buffered && c.tokenIds.length > 0 && c.reason !== 'error') {
         req.queue.push({
           type: 'token',
           requestId: req.id,

@@ -222,6 +222,12 @@ export class RequestIntake {
       if (adapter.entry && adapter.entry.state !== 'loaded') {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
+      // Beams are not resampled one by one: their outputs could not be checked.
+      if (params.beam && grammarKey !== null && d.structured.holdsOutput(grammarKey))
+        throw invalidArgument(
+          'params.use_beam_search',
+          'cannot be combined with a schema the grammar enforces only in part (checked on the document): use strict: true or sampling',
+        );
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
       return;
@@ -265,7 +271,12 @@ export class RequestIntake {
       // Beam search: placeholders until the search ends (they carry a cancel or failure).
       choices: Array.from({ length: beamOptions ? params.n : params.bestOf }, (_, i) => makeChoice(i)),
       makeChoice,
-      buffered: params.bestOf > params.n || beamOptions !== null,
+      // Held back: best_of > n or beams (the best n are sent), or outputs checked when a choice
+      // ends (a choice that fails is sampled again, so nothing of it may have been sent).
+      buffered:
+        params.bestOf > params.n ||
+        beamOptions !== null ||
+        (grammarKey !== null && d.structured.holdsOutput(grammarKey)),
       beams: beamOptions ? new BeamSearch(beamOptions, seq) : null,
       firstScheduled: -1,
       firstToken: -1,

@@ -266,6 +266,9 @@ export interface EngineInfo {
   readonly prefixCache: boolean;
   readonly dtype: string;
   readonly startedAt: number;
+  /** 'cpu' or 'cuda:N' (EngineOptions.device), and the device in words ('NVIDIA H200', 'CPU (avx512)'). */
+  readonly device: string;
+  readonly deviceName: string;
   /** This engine process's id (vLLM's engine_id) and its model's fingerprint (engine/kv-transfer/fingerprint.ts). */
   readonly engineId: string;
   readonly modelFingerprint: string;

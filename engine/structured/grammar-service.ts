@@ -160,13 +160,28 @@ export class GrammarService implements GrammarBackend, MatcherPort {
     };
     try {
       const r = await Promise.race([this.call({ op: 'compile', key, constraint: c }, started), timeout]);
-      return { key, ms: 'ms' in r ? (r.ms ?? 0) : 0, cached: 'cached' in r ? (r.cached ?? false) : false };
+      return {
+        key,
+        ms: 'ms' in r ? (r.ms ?? 0) : 0,
+        cached: 'cached' in r ? (r.cached ?? false) : false,
+        checked: 'checked' in r ? (r.checked ?? false) : false,
+      };
     } catch (e) {
       if (e instanceof EngineError) throw e;
       throw invalidArgument(field, `the grammar does not compile: ${(e as Error).message}`);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  async checkDocument(key: string, text: string): Promise<string | null> {
+    const r = await this.call({ op: 'check', key, text });
+    return 'invalid' in r ? r.invalid : null;
+  }
+
+  async checkJson(schema: string, text: string): Promise<string | null> {
+    const r = await this.call({ op: 'checkJson', schema, text });
+    return 'invalid' in r ? r.invalid : null;
   }
 
   /** A new matcher at the grammar's start; its first mask arrives in `pending`. */

@@ -555,6 +555,12 @@ export interface InfoResponse {
   engineId: string;
   /** The model's fingerprint: engines that may move KV between them share it (KvCompat). */
   modelFingerprint: string;
+  /**
+   * Where the model runs: "cpu" or "cuda:N", and that device in words ("NVIDIA H200",
+   * "CPU (avx512)").
+   */
+  device: string;
+  deviceName: string;
 }
 
 export interface ListModelsRequest {
@@ -6684,6 +6690,8 @@ function createBaseInfoResponse(): InfoResponse {
     startedAt: 0,
     engineId: "",
     modelFingerprint: "",
+    device: "",
+    deviceName: "",
   };
 }
 
@@ -6736,6 +6744,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.modelFingerprint !== "") {
       writer.uint32(130).string(message.modelFingerprint);
+    }
+    if (message.device !== "") {
+      writer.uint32(138).string(message.device);
+    }
+    if (message.deviceName !== "") {
+      writer.uint32(146).string(message.deviceName);
     }
     return writer;
   },
@@ -6881,6 +6895,22 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.modelFingerprint = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.device = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.deviceName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6967,6 +6997,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         : isSet(object.model_fingerprint)
         ? globalThis.String(object.model_fingerprint)
         : "",
+      device: isSet(object.device) ? globalThis.String(object.device) : "",
+      deviceName: isSet(object.deviceName)
+        ? globalThis.String(object.deviceName)
+        : isSet(object.device_name)
+        ? globalThis.String(object.device_name)
+        : "",
     };
   },
 
@@ -7020,6 +7056,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.modelFingerprint !== "") {
       obj.modelFingerprint = message.modelFingerprint;
     }
+    if (message.device !== "") {
+      obj.device = message.device;
+    }
+    if (message.deviceName !== "") {
+      obj.deviceName = message.deviceName;
+    }
     return obj;
   },
 
@@ -7044,6 +7086,8 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.startedAt = object.startedAt ?? 0;
     message.engineId = object.engineId ?? "";
     message.modelFingerprint = object.modelFingerprint ?? "";
+    message.device = object.device ?? "";
+    message.deviceName = object.deviceName ?? "";
     return message;
   },
 };
