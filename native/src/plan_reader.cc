@@ -50,7 +50,7 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
   const ContextOptionsData& o = ctx.options();
   readStepPlan(env, plan,
                PlanLimits{o.kvBlocks, o.blockSize, o.maxBatchTokens, o.maxSeqs, ctx.model()->cfg.vocab,
-                          ctx.kvLayout().pagesPerBlock, &ctx.lora()},
+                          ctx.kvLayout().pagesPerBlock, &ctx.lora(), ctx.model()->cfg.layers},
                p);
 }
 
@@ -194,9 +194,10 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
   }
 
   // Self-speculation's draft pass: only the first exitLayer layers, then the output head.
-  p.exitLayer = ctx.model()->cfg.layers;
+  p.exitLayer = opt.layers;
   Napi::Value exit = plan.Get("exitLayer");
   if (!exit.IsUndefined()) {
+    if (opt.layers < 1) rangeError(env, "exitLayer", "is not supported by this backend");
     const double n = exit.IsNumber() ? exit.As<Napi::Number>().DoubleValue() : -1;
     if (!(n >= 1 && n <= static_cast<double>(p.exitLayer) && n == std::floor(n)))
       rangeError(env, "exitLayer", "must be an integer in [1, layers=" + std::to_string(p.exitLayer) + "]");

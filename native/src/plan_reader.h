@@ -14,6 +14,7 @@ struct PlanLimits {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0, vocab = 0;
   int64_t pagesPerBlock = 1;  // block-table entries per block (kv_layout.h)
   const LoraRunner* lora = nullptr;  // null: the context takes no adapters (every slot must be -1)
+  int64_t layers = 0;                // the model's layers: the default and bound of exitLayer
 };
 
 void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& limits, StepPlanData& out);
