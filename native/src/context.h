@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "decode_tuning/choose.h"
 #include "kernels/kernels.h"
 #include "lazy_zero.h"
 #include "late_masks.h"
@@ -22,6 +24,7 @@ struct ContextOptionsData {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
   int threads = 1;
   int64_t maxLoras = 0, maxLoraRank = 0;  // adapter slots and the largest rank they take
+  std::string decodeTuning;  // decode_tuning/choose.h: "" (environment, else auto), auto, measure, off or a setting
 };
 
 class Context {
@@ -36,6 +39,8 @@ class Context {
   const ContextOptionsData& options() const { return opts_; }
   size_t kvBytes() const { return (kCache_.size() + vCache_.size()) * sizeof(uint16_t); }
   int threads() const { return pool_.size(); }
+  // How single-token decode prefetches and tiles on this host, and how that was decided.
+  const DecodeTuningChoice& decodeTuning() const { return decodeTuning_; }
 
   // The plan/result buffers the addon fills and reads (reused step after step).
   StepPlanData plan;
@@ -88,6 +93,7 @@ class Context {
   static constexpr int64_t kPrefetchMaxTokens = 8;
   ThreadPool pool_;
   KernelScratch scratch_;
+  DecodeTuningChoice decodeTuning_;
   int64_t qDim_, kvDim_, qkvDim_;
 
   // KV cache in F16: [layer][block][kvHead][slot][headDim] for K and for V.
