@@ -256,12 +256,19 @@ const backendConfig = section({
   KvEventsConfig: kvEventsConfig,
 });
 
-/** MindIE's LogConfig fields (names and defaults of its sample config.json). */
+/**
+ * MindIE's LogConfig fields (names and defaults of its sample config.json), and Prism's own
+ * for the request log (gateways/shared/request-log.ts): `logFormat`, `logToFile` (else
+ * stderr), `logPrompts` (write prompts on request lines).
+ */
 const logConfig = section({
   logLevel: { enum: ['Verbose', 'Debug', 'Info', 'Warning', 'Warn', 'Error', 'Critical'], default: 'Info' },
   logFileSize: int(20, 1, 500),
   logFileNum: int(20, 1, 64),
   logPath: path('logs/mindie-server.log'),
+  logFormat: { enum: ['text', 'json'], default: 'text' },
+  logToFile: bool(false),
+  logPrompts: bool(false),
 });
 
 export const configSchema: Schema = {

@@ -183,6 +183,10 @@ export interface LogConfig {
   readonly logFileSize: number;
   readonly logFileNum: number;
   readonly logPath: string;
+  /** Prism: the request log's format, destination (file or stderr) and whether it shows prompts. */
+  readonly logFormat: 'text' | 'json';
+  readonly logToFile: boolean;
+  readonly logPrompts: boolean;
 }
 
 export interface PrismConfigFile {

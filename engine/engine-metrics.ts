@@ -3,7 +3,24 @@
  * gateways' /metrics and /metrics-json). Histogram buckets are MindIE's (mindie-compat.md
  * §1.5); times are in seconds.
  */
-import type { HistogramSnapshot } from './types.js';
+import type { EngineStatus, HistogramSnapshot } from './types.js';
+
+/** The fields of `EngineStatus` these counters and histograms fill. */
+export type MetricsStatus = Pick<
+  EngineStatus,
+  | 'requestsReceived'
+  | 'requestsSucceeded'
+  | 'requestsFailed'
+  | 'promptTokens'
+  | 'generationTokens'
+  | 'ttft'
+  | 'interTokenLatency'
+  | 'e2eLatency'
+  | 'promptTokensPerRequest'
+  | 'generationTokensPerRequest'
+  | 'recentAvgTtft'
+  | 'recentAvgInterToken'
+>;
 
 export const BUCKETS = {
   ttft: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
@@ -86,5 +103,23 @@ export class EngineMetrics {
     this.generationTokensPerRequest.observe(r.generationTokens);
     if (r.ttft !== null) this.recentTtft.add(r.ttft);
     if (r.interToken !== null) this.recentInterToken.add(r.interToken);
+  }
+
+  /** A snapshot for `Engine.status()`. */
+  status(): MetricsStatus {
+    return {
+      requestsReceived: this.requestsReceived,
+      requestsSucceeded: this.requestsSucceeded,
+      requestsFailed: this.requestsFailed,
+      promptTokens: this.promptTokens,
+      generationTokens: this.generationTokens,
+      ttft: this.ttft.snapshot(),
+      interTokenLatency: this.interToken.snapshot(),
+      e2eLatency: this.e2e.snapshot(),
+      promptTokensPerRequest: this.promptTokensPerRequest.snapshot(),
+      generationTokensPerRequest: this.generationTokensPerRequest.snapshot(),
+      recentAvgTtft: this.recentTtft.mean,
+      recentAvgInterToken: this.recentInterToken.mean,
+    };
   }
 }

@@ -20,12 +20,11 @@ import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import type { KvEventPublisher } from './kv-events.js';
+import { kvBytesPerPage, minKvPages } from './kv-layout.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
 import {
   defaultKvEventsTopic,
   kvBlocksForBudget,
-  kvBytesPerBlock,
-  minKvBlocks,
   resolveEngineOptions,
   type EngineOptions,
 } from './options.js';
@@ -82,14 +81,20 @@ export async function loadEngine(
     );
   }
   const machineBytes = machineMemoryBytes();
-  let kvBlocks: number;
+  let kvPages: number;
   try {
-    kvBlocks = o.kvBlocks ?? kvBlocksForBudget(o, m);
-    const perBlock = kvBytesPerBlock(o, m);
+    // The pool is counted in pages (engine/kv-layout.ts: one per block for most models). An
+    // explicit kvBlocks keeps its meaning in memory: the bytes of that many blocks of every layer.
+    const minPages = minKvPages(m.kvLayout, o);
+    kvPages =
+      o.kvBlocks !== undefined
+        ? o.kvBlocks * m.kvLayout.pagesPerBlock
+        : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
+    const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
     checkMemoryFits({
       weightBytes: m.weightBytes,
-      kvBytes: kvBlocks * perBlock,
-      minKvBytes: minKvBlocks(o) * perBlock,
+      kvBytes: kvPages * perPage,
+      minKvBytes: minPages * perPage,
       machineBytes,
     });
   } catch (e) {
@@ -114,7 +119,7 @@ export async function loadEngine(
   try {
     const lora = planLora(model, o.lora);
     ctx = createContext(model, {
-      kvBlocks,
+      kvBlocks: kvPages,
       blockSize: o.cacheBlockSize,
       maxBatchTokens: o.maxPrefillTokens,
       maxSeqs: o.maxBatchSize,
@@ -139,13 +144,13 @@ export async function loadEngine(
   hooks.onMemory?.({
     weightBytes: m.weightBytes,
     kvBytes: contextInfo(ctx).kvBytes,
-    kvBlocks,
+    kvBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
     blockSize: o.cacheBlockSize,
     rssBytes: process.memoryUsage().rss,
     machineBytes,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize),
+    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout),
     tokenizer,
     options: o,
     chatTemplate,

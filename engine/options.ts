@@ -224,10 +224,11 @@ export function minKvBlocks(o: ResolvedEngineOptions): number {
 export function kvBlocksForBudget(
   o: ResolvedEngineOptions,
   model: { numLayers: number; numKvHeads: number; headDim: number },
+  /** The smallest pool that runs (engine/kv-layout.ts minKvPages for a model with layer groups). */
+  min = minKvBlocks(o),
 ): number {
   const bytesPerBlock = kvBytesPerBlock(o, model);
   const fit = Math.floor(o.kvCacheBytes / bytesPerBlock);
-  const min = minKvBlocks(o);
   if (fit < min) {
     throw bad(
       'kvCacheBytes',

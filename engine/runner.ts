@@ -4,7 +4,15 @@
  * scheduler's unit tests can drive it with a scripted runner while the engine itself always
  * runs this one.
  */
-import { contextInfo, step, supplyMasks, type ContextHandle, type StepResult } from '../native/native.js';
+import {
+  contextInfo,
+  step,
+  supplyMasks,
+  type ContextHandle,
+  type KvLayout,
+  type StepResult,
+} from '../native/native.js';
+import type { KvGroupLayout } from './kv-layout.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
@@ -16,7 +24,10 @@ export type StepOutput = Pick<
 
 export interface Runner {
   readonly blockSize: number;
+  /** Pages in the KV pool (blocks, when each block is one page). */
   readonly kvBlocks: number;
+  /** The KV layout's layer groups (ModelInfo.kvLayout.groups); absent: one page per block, no window. */
+  readonly kvGroups?: readonly KvGroupLayout[];
   /**
    * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
    * being computed; the step may start its forward pass and must sample only after
@@ -34,22 +45,28 @@ export interface LateMasks {
 export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
+  readonly kvGroups: readonly KvGroupLayout[];
+  private readonly pagesPerBlock: number;
 
   constructor(
     private readonly ctx: ContextHandle,
     /** Rows of the logits (a mask row has ceil(vocabSize/32) words). */
     private readonly vocabSize: number,
+    /** How the model's KV pages are laid out (ModelInfo.kvLayout). */
+    layout: KvLayout,
   ) {
+    this.kvGroups = layout.groups;
+    this.pagesPerBlock = layout.pagesPerBlock;
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
-    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize));
+    if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize, false, this.pagesPerBlock));
     // The forward pass starts now; the native step waits for the masks before sampling.
     const sources = lateMaskSources(batch);
-    const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true));
+    const result = step(this.ctx, buildStepPlan(batch, this.blockSize, true, this.pagesPerBlock));
     const words = Math.ceil(this.vocabSize / 32);
     const hand = (masks: Int32Array | null) => {
       try {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
-import { Sequence, type SequenceSampling } from './request-state.js';
+import { Sequence, type SequenceSampling } from './sequence.js';
 import { Scheduler, type SchedulerLimits } from './scheduler.js';
 import { PagedKvSim } from './testing/paged-kv-sim.js';
 import { buildStepPlan } from './step-plan.js';
@@ -64,7 +64,13 @@ function requests(
 ) {
   return Array.from(
     { length: count },
-    (_, i) => new Sequence(`r${i}`, 0, range(promptLen(i), i * 31), sampling(i), i),
+    (_, i) =>
+      new Sequence({
+        requestId: `r${i}`,
+        prompt: range(promptLen(i), i * 31),
+        sampling: sampling(i),
+        arrival: i,
+      }),
   );
 }
 
@@ -92,8 +98,8 @@ test('preemption with a tiny pool gives the same tokens as an unpreempted run', 
 });
 
 test('decode never stalls behind a long prompt: it is chunked under the token budget', () => {
-  const short = new Sequence('short', 0, range(3), greedy, 0);
-  const long = new Sequence('long', 0, range(200, 50), greedy, 1);
+  const short = new Sequence({ requestId: 'short', prompt: range(3), sampling: greedy, arrival: 0 });
+  const long = new Sequence({ requestId: 'long', prompt: range(200, 50), sampling: greedy, arrival: 1 });
   const decodeSteps: number[] = [];
   drive({ kvBlocks: 80, blockSize: 4, limits: { maxPrefillTokens: 16 } }, [short, long], 30, (s, n) => {
     if (short.status === 'running' && short.numOutput > 0) decodeSteps.push(n);
@@ -127,13 +133,17 @@ test('maxPrefillBatchSize caps prefills per step', () => {
 
 test('prefix cache: a repeated prompt reuses whole blocks and gives the same tokens', () => {
   const prompt = range(23, 400);
-  const first = drive({ kvBlocks: 64, blockSize: 4 }, [new Sequence('a', 0, prompt, greedy, 0)], 8);
+  const first = drive(
+    { kvBlocks: 64, blockSize: 4 },
+    [new Sequence({ requestId: 'a', prompt, sampling: greedy, arrival: 0 })],
+    8,
+  );
   const bm = new BlockManager(64, 4, true);
   const sched = new Scheduler({ maxBatchSize: 8, maxPrefillTokens: 64, maxPrefillBatchSize: 8 }, bm);
   const sim = new PagedKvSim(64, 4);
   const outs: number[][] = [];
   for (const id of ['cold', 'warm']) {
-    const s = new Sequence(id, 0, prompt, greedy, 0);
+    const s = new Sequence({ requestId: id, prompt, sampling: greedy, arrival: 0 });
     sched.add(s);
     while (s.status !== 'finished') {
       const batch = sched.schedule();
@@ -151,7 +161,13 @@ test('prefix cache: a repeated prompt reuses whole blocks and gives the same tok
 });
 
 test('best_of: one prefill, then forks with their own seeds that share the prompt blocks', () => {
-  const parent = new Sequence('f', 0, range(11, 3), sampled(42n), 0, 3);
+  const parent = new Sequence({
+    requestId: 'f',
+    prompt: range(11, 3),
+    sampling: sampled(42n),
+    arrival: 0,
+    forkInto: 3,
+  });
   const { out, bm } = drive({ kvBlocks: 32, blockSize: 4, prefixCache: false }, [parent], 6);
   assert.equal(out.size, 3);
   const [a, b, c] = ['f/0', 'f/1', 'f/2'].map((k) => out.get(k)!);
@@ -162,7 +178,14 @@ test('best_of: one prefill, then forks with their own seeds that share the promp
   for (let i = 0; i < 3; i++) {
     const alone = drive(
       { kvBlocks: 32, blockSize: 4 },
-      [new Sequence('x', 0, range(11, 3), sampled(42n + BigInt(i)), 0)],
+      [
+        new Sequence({
+          requestId: 'x',
+          prompt: range(11, 3),
+          sampling: sampled(42n + BigInt(i)),
+          arrival: 0,
+        }),
+      ],
       6,
     ).out;
     assert.deepEqual(out.get(`f/${i}`), alone.get('x/0'));
@@ -170,7 +193,10 @@ test('best_of: one prefill, then forks with their own seeds that share the promp
 });
 
 test('best_of forks survive preemption in a tiny pool', () => {
-  const mk = () => [new Sequence('f', 0, range(9, 3), sampled(5n), 0, 4), ...requests(2, () => greedy)];
+  const mk = () => [
+    new Sequence({ requestId: 'f', prompt: range(9, 3), sampling: sampled(5n), arrival: 0, forkInto: 4 }),
+    ...requests(2, () => greedy),
+  ];
   const big = drive({ kvBlocks: 100, blockSize: 4 }, mk(), 16);
   const tiny = drive({ kvBlocks: 9, blockSize: 4 }, mk(), 16);
   assert.ok(tiny.sched.preemptions > 0);
@@ -219,16 +245,30 @@ test('a step never holds more distinct adapters than slots, and adapters do not 
 test('prefix cache: the same prompt under two adapter identities shares no block', () => {
   const bm = new BlockManager(32, 4, true);
   const prompt = range(13);
-  const a = new Sequence('a', 0, prompt, greedy, 0, 0, 'lora\0x\x001');
+  const a = new Sequence({
+    requestId: 'a',
+    prompt,
+    sampling: greedy,
+    arrival: 0,
+    cacheExtra: 'lora\0x\x001',
+  });
   bm.admit(a, bm.findCachedPrefix(a));
   bm.allocate(a, prompt.length);
   a.numComputed = prompt.length;
   bm.registerFull(a);
-  const sameAdapter = new Sequence('b', 0, prompt, greedy, 0, 0, 'lora\0x\x001');
+  const sameAdapter = new Sequence({
+    requestId: 'b',
+    prompt,
+    sampling: greedy,
+    arrival: 0,
+    cacheExtra: 'lora\0x\x001',
+  });
   assert.equal(bm.findCachedPrefix(sameAdapter).blocks.length, 3);
   for (const extra of ['', 'lora\0y\x001', 'lora\0x\x002']) {
     assert.equal(
-      bm.findCachedPrefix(new Sequence('c', 0, prompt, greedy, 0, 0, extra)).blocks.length,
+      bm.findCachedPrefix(
+        new Sequence({ requestId: 'c', prompt, sampling: greedy, arrival: 0, cacheExtra: extra }),
+      ).blocks.length,
       0,
       extra,
     );

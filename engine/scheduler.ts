@@ -8,7 +8,7 @@
  * the queue and is recomputed later (prompt + what it generated so far: the same tokens).
  */
 import type { BlockCopy, BlockManager } from './block-manager.js';
-import { Sequence } from './request-state.js';
+import type { Sequence } from './sequence.js';
 
 export interface ScheduledSeq {
   readonly seq: Sequence;
@@ -38,8 +38,6 @@ export interface AdapterSlots {
   /** A slot for the adapter of `generation`, never one in `pinned`; -1 = none free now. */
   slotFor(generation: number, pinned: ReadonlySet<number>): number;
 }
-
-const U64 = (1n << 64n) - 1n;
 
 export class Scheduler {
   readonly waiting: Sequence[] = [];
@@ -71,31 +69,33 @@ export class Scheduler {
     return n;
   }
 
+  /**
+   * One step's batch. Running sequences first (decodes before prefill chunks, so a long
+   * prompt admitted earlier never takes the budget a later sequence's next token needs;
+   * within each group, admission order), preempting the newest running ones when blocks run
+   * out; then, only if nothing had to be preempted (vLLM v1), waiting sequences in arrival
+   * order, each starting on its cached prefix.
+   */
   schedule(): ScheduledBatch {
-    const B = this.blocks.blockSize;
-    const items: ScheduledSeq[] = [];
-    const copies: BlockCopy[] = [];
-    let budget = this.limits.maxPrefillTokens;
-    let prefills = 0;
-    let preempted = false;
+    const step = new StepBudget(this.limits.maxPrefillTokens, this.limits.maxPrefillBatchSize);
+    const adapters = new AdapterBudget(this.limits.maxAdaptersPerStep);
+    const preempted = this.scheduleRunning(step, adapters);
+    if (!preempted) this.admitWaiting(step, adapters);
+    return step.batch();
+  }
 
-    // Decodes before prefill chunks, so a long prompt admitted earlier never takes the
-    // budget a later sequence's next token needs; within each group, admission order.
+  /** Gives running sequences their next chunk; true when it had to preempt. */
+  private scheduleRunning(step: StepBudget, adapters: AdapterBudget): boolean {
     const order = [...this.running.filter((q) => !q.inPrefill), ...this.running.filter((q) => q.inPrefill)];
     const scheduled = new Set<Sequence>();
-    // Adapters in this step: never more distinct ones than there are slots.
-    const adapters = new Set<number>();
-    const adapterFits = (q: Sequence) =>
-      q.adapterSlot < 0 ||
-      adapters.has(q.adapterSlot) ||
-      adapters.size < (this.limits.maxAdaptersPerStep ?? Infinity);
+    let preempted = false;
     for (const seq of order) {
-      if (budget <= 0) break;
+      if (step.tokens <= 0) break;
       if (seq.status !== 'running') continue; // preempted earlier in this loop
-      const n = Math.min(seq.numPending, budget);
+      const n = step.chunkFor(seq.numPending);
       if (n <= 0) continue;
-      if (!adapterFits(seq)) continue;
-      if (seq.inPrefill && prefills >= this.limits.maxPrefillBatchSize) continue;
+      if (!adapters.fits(seq)) continue;
+      if (seq.inPrefill && !step.prefillRoom) continue;
       let fits = true;
       while (this.blocks.blocksNeeded(seq, n) > this.blocks.freeBlocks) {
         // The newest running sequence not already in this step's batch.
@@ -109,34 +109,24 @@ export class Scheduler {
       }
       if (!fits) break;
       const prefill = seq.inPrefill;
-      const copy = this.blocks.allocate(seq, n);
-      if (copy) copies.push(copy);
-      items.push({
-        seq,
-        start: seq.numComputed,
-        numNew: n,
-        sample: seq.numComputed + n === seq.tokens.length,
-      });
+      step.place(seq, n, this.blocks.allocate(seq, n), prefill);
       scheduled.add(seq);
-      if (seq.adapterSlot >= 0) adapters.add(seq.adapterSlot);
-      budget -= n;
-      if (prefill) prefills++;
+      adapters.take(seq);
     }
+    return preempted;
+  }
 
-    // Admit waiting sequences only when nothing had to be preempted (vLLM v1).
-    while (
-      !preempted &&
-      this.waiting.length > 0 &&
-      budget > 0 &&
-      prefills < this.limits.maxPrefillBatchSize
-    ) {
+  /** Admits waiting sequences in arrival order while the step has room (FIFO: the head blocks). */
+  private admitWaiting(step: StepBudget, adapters: AdapterBudget): void {
+    const B = this.blocks.blockSize;
+    while (this.waiting.length > 0 && step.tokens > 0 && step.prefillRoom) {
       const seq = this.waiting[0];
       if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
-      if (!this.assignSlot(seq, adapters)) break; // FIFO: it waits for a slot to free
-      if (!adapterFits(seq)) break; // FIFO: it waits for a step with room for its adapter
+      if (!this.assignSlot(seq, adapters.inStep)) break; // it waits for a slot to free
+      if (!adapters.fits(seq)) break; // it waits for a step with room for its adapter
       const cached = this.blocks.findCachedPrefix(seq);
       const computedAfter = cached.blocks.length * B;
-      const n = Math.min(seq.computeTarget - computedAfter, budget);
+      const n = step.chunkFor(seq.computeTarget - computedAfter);
       const needed = Math.ceil((computedAfter + n) / B) - cached.blocks.length;
       if (needed > this.blocks.freeAfterTaking(cached.blocks)) break;
       this.waiting.shift();
@@ -148,19 +138,9 @@ export class Scheduler {
         this.fork(seq); // the cache already covers all but the last prompt token
         continue;
       }
-      const copy = this.blocks.allocate(seq, n);
-      if (copy) copies.push(copy);
-      items.push({
-        seq,
-        start: seq.numComputed,
-        numNew: n,
-        sample: seq.numComputed + n === seq.tokens.length,
-      });
-      if (seq.adapterSlot >= 0) adapters.add(seq.adapterSlot);
-      budget -= n;
-      prefills++;
+      step.place(seq, n, this.blocks.allocate(seq, n), true);
+      adapters.take(seq);
     }
-    return { items, copies, numTokens: this.limits.maxPrefillTokens - budget };
   }
 
   /**
@@ -208,26 +188,78 @@ export class Scheduler {
   private fork(parent: Sequence): void {
     const k = parent.forkInto;
     parent.forkInto = 0;
-    const prompt = parent.tokens.slice(0, parent.promptLen);
     for (let i = 1; i < k; i++) {
-      const sampling = { ...parent.sampling, seed: (parent.sampling.seed + BigInt(i)) & U64 };
-      const child = new Sequence(
-        parent.requestId,
-        parent.index + i,
-        prompt,
-        sampling,
-        parent.arrival,
-        0,
-        parent.cacheExtra,
-      );
-      child.cachedPromptTokens = parent.cachedPromptTokens;
-      child.adapterSlot = parent.adapterSlot;
-      child.adapterGeneration = parent.adapterGeneration;
+      const child = parent.forkChild(i);
       this.blocks.fork(parent, child);
       child.status = 'running';
       this.running.push(child);
       this.onFork(parent, child);
     }
+  }
+}
+
+/**
+ * The step's token budget (`maxPrefillTokens`, shared by decode tokens and prefill chunks)
+ * and prefill count (`maxPrefillBatchSize`), and the items placed so far.
+ */
+class StepBudget {
+  private readonly items: ScheduledSeq[] = [];
+  private readonly copies: BlockCopy[] = [];
+  private prefills = 0;
+  /** Tokens left in the step. */
+  tokens: number;
+
+  constructor(
+    private readonly maxTokens: number,
+    private readonly maxPrefills: number,
+  ) {
+    this.tokens = maxTokens;
+  }
+
+  /** Whether another prefill chunk may join the step. */
+  get prefillRoom(): boolean {
+    return this.prefills < this.maxPrefills;
+  }
+
+  /** How many of `pending` tokens the step can take now: a long prompt is chunked here. */
+  chunkFor(pending: number): number {
+    return Math.min(pending, this.tokens);
+  }
+
+  /**
+   * Adds `n` tokens of `seq` (their blocks already allocated; `copy` a pending copy-on-write).
+   * `prefill`: it counts against `maxPrefillBatchSize` (a running sequence still in its
+   * prompt; every sequence admitted in this step).
+   */
+  place(seq: Sequence, n: number, copy: BlockCopy | null, prefill: boolean): void {
+    if (copy) this.copies.push(copy);
+    if (prefill) this.prefills++;
+    this.items.push({
+      seq,
+      start: seq.numComputed,
+      numNew: n,
+      sample: seq.numComputed + n === seq.tokens.length,
+    });
+    this.tokens -= n;
+  }
+
+  batch(): ScheduledBatch {
+    return { items: this.items, copies: this.copies, numTokens: this.maxTokens - this.tokens };
+  }
+}
+
+/** Distinct LoRA adapters (native slots) in one step: never more than `limit`. */
+class AdapterBudget {
+  readonly inStep = new Set<number>();
+
+  constructor(private readonly limit = Infinity) {}
+
+  fits(seq: Sequence): boolean {
+    return seq.adapterSlot < 0 || this.inStep.has(seq.adapterSlot) || this.inStep.size < this.limit;
+  }
+
+  take(seq: Sequence): void {
+    if (seq.adapterSlot >= 0) this.inStep.add(seq.adapterSlot);
   }
 }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sequence } from './request-state.js';
+import { Sequence } from './sequence.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 import { SequenceGrammar } from './structured/grammar-service.js';
 
@@ -16,9 +16,14 @@ const sampling = {
 };
 
 test('CSR layout: a prefill chunk and a decode token in one plan', () => {
-  const a = new Sequence('a', 0, [1, 2, 3, 4, 5, 6], { ...sampling, repetitionPenalty: 1 }, 0);
+  const a = new Sequence({
+    requestId: 'a',
+    prompt: [1, 2, 3, 4, 5, 6],
+    sampling: { ...sampling, repetitionPenalty: 1 },
+    arrival: 0,
+  });
   a.blockTable = [9, 4];
-  const b = new Sequence('b', 0, [7, 8, 9], sampling, 0, 0, '', [10, 11]);
+  const b = new Sequence({ requestId: 'b', prompt: [7, 8, 9], sampling, arrival: 0, outputs: [10, 11] });
   b.blockTable = [2, 3];
   b.numComputed = 4;
   const plan = buildStepPlan(
@@ -27,7 +32,7 @@ test('CSR layout: a prefill chunk and a decode token in one plan', () => {
         { seq: a, start: 2, numNew: 3, sample: false },
         { seq: b, start: 4, numNew: 1, sample: true },
       ],
-      copies: [{ src: 1, dst: 3 }],
+      copies: [{ src: [1], dst: [3] }],
       numTokens: 4,
     },
     4,
@@ -50,7 +55,7 @@ test('CSR layout: a prefill chunk and a decode token in one plan', () => {
 
 test('late masks: rows named in the plan, filled later from the matchers taken at build time', () => {
   const mk = (id: string, block: number) => {
-    const s = new Sequence(id, 0, [1, 2], sampling, 0);
+    const s = new Sequence({ requestId: id, prompt: [1, 2], sampling, arrival: 0 });
     s.blockTable = [block];
     s.numComputed = 1;
     return s;

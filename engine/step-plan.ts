@@ -10,14 +10,20 @@ import type { ScheduledBatch } from './scheduler.js';
  * row now (`lateMaskRows` of them) and `lateMaskBuffer` fills the rows once the masks are
  * ready, while the forward pass runs.
  */
-export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMasks = false): StepPlan {
+export function buildStepPlan(
+  batch: ScheduledBatch,
+  blockSize: number,
+  lateMasks = false,
+  /** Table entries per block (ModelInfo.kvLayout.pagesPerBlock). */
+  pagesPerBlock = 1,
+): StepPlan {
   const S = batch.items.length;
   let T = 0;
   let blockCount = 0;
   let penaltyCount = 0;
   for (const { seq, start, numNew } of batch.items) {
     T += numNew;
-    blockCount += Math.ceil((start + numNew) / blockSize);
+    blockCount += Math.ceil((start + numNew) / blockSize) * pagesPerBlock;
     if (hasPenalty(seq.sampling)) penaltyCount += start + numNew;
   }
   const tokens = new Int32Array(T);
@@ -50,13 +56,15 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
       positions[t] = start + i;
     }
     seqTokenOffsets[s + 1] = t;
-    const nBlocks = Math.ceil((start + numNew) / blockSize);
-    if (seq.blockTable.length < nBlocks) {
+    const nEntries = Math.ceil((start + numNew) / blockSize) * pagesPerBlock;
+    if (seq.blockTable.length < nEntries) {
       throw new Error(
-        `sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} blocks, needs ${nBlocks}`,
+        `sequence ${seq.requestId}/${seq.index} has ${seq.blockTable.length} block-table entries, needs ${nEntries}`,
       );
     }
-    for (let i = 0; i < nBlocks; i++) blockTables[b++] = seq.blockTable[i];
+    // A page released outside a sliding window is never read (native attention starts at
+    // the window); page 0 stands in for it so the table stays a valid list of page ids.
+    for (let i = 0; i < nEntries; i++) blockTables[b++] = Math.max(0, seq.blockTable[i]);
     blockTableOffsets[s + 1] = b;
     const sp = seq.sampling;
     if (hasPenalty(sp)) for (let i = 0; i < start + numNew; i++) penaltyTokens[p++] = seq.tokens[i];
@@ -78,11 +86,9 @@ export function buildStepPlan(batch: ScheduledBatch, blockSize: number, lateMask
   const lateMaskRows = lateMasks ? lateRows(batch, allowedMaskRows) : 0;
   const allowedMask = lateMasks ? new Int32Array(0) : maskRows(batch, allowedMaskRows);
 
-  const copies = new Int32Array(batch.copies.length * 2);
-  batch.copies.forEach((c, i) => {
-    copies[2 * i] = c.src;
-    copies[2 * i + 1] = c.dst;
-  });
+  const pairs: number[] = [];
+  for (const c of batch.copies) c.src.forEach((src, k) => pairs.push(src, c.dst[k]));
+  const copies = Int32Array.from(pairs);
 
   return {
     tokens,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { ServerLimits } from '../config/types.js';
 import { checkKeyShape, readApiKeyFile } from './shared/auth.js';
+import { DEFAULT_REQUEST_LOG, type LogLevelName, type RequestLogConfig } from './shared/request-log.js';
 
 export interface TlsConfig {
   /** PEM server certificate (chain). */
@@ -53,6 +54,8 @@ export interface GatewayConfig {
   /** Health and metrics routes answer without an API key (ServerConfig.openHealthAndMetrics). */
   readonly openHealthAndMetrics: boolean;
   readonly limits: GatewayLimits;
+  /** The request log (LogConfig): level, text or JSON, stderr or a rotated file. */
+  readonly requestLog: RequestLogConfig;
   /** Upper bound N of `/health/timed-N`, seconds. */
   readonly healthTimedMaxSeconds: number;
   /** Facts reported by /v2/models/{m}/config and /v2 (from ModelConfig / ScheduleConfig). */
@@ -95,6 +98,7 @@ export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayCo
     fullTextEnabled: false,
     openHealthAndMetrics: true,
     limits: DEFAULT_LIMITS,
+    requestLog: DEFAULT_REQUEST_LOG,
     healthTimedMaxSeconds: 600,
     model: { modelInstanceType: 'Standard', worldSize: 1, cpuMemSize: 0, npuMemSize: -1 },
     schedule: { maxIterTimes: 512, maxPrefillBatchSize: 0, prefillPolicyType: 0, decodePolicyType: 0 },
@@ -111,6 +115,7 @@ export interface MindieConfigLike {
     >;
     readonly ScheduleConfig?: Record<string, unknown>;
   };
+  readonly LogConfig?: Record<string, unknown>;
 }
 
 function num(v: unknown, fallback: number): number {
@@ -202,6 +207,29 @@ function limitsOf(sc: Record<string, unknown>): GatewayLimits {
 }
 
 /**
+ * LogConfig → the request log. MindIE's `logLevel`, and `logPath` / `logFileSize` (MB) /
+ * `logFileNum` when Prism's `logToFile` is true (else stderr); Prism's `logFormat` (text or
+ * json) and `logPrompts` (write the prompt on each line; off by default).
+ */
+function requestLogOf(lc: Record<string, unknown>, baseDir: string): RequestLogConfig {
+  const path = str(lc.logPath, 'logs/mindie-server.log');
+  return {
+    level: str(lc.logLevel, DEFAULT_REQUEST_LOG.level) as LogLevelName,
+    format: lc.logFormat === 'json' ? 'json' : 'text',
+    includePrompt: lc.logPrompts === true,
+    ...(lc.logToFile === true
+      ? {
+          file: {
+            path: isAbsolute(path) ? path : resolve(baseDir, path),
+            maxBytes: num(lc.logFileSize, 20) * MB,
+            maxFiles: num(lc.logFileNum, 20),
+          },
+        }
+      : {}),
+  };
+}
+
+/**
  * Maps a (validated) MindIE config.json onto the gateway record. `httpsEnabled` defaults to
  * true as in MindIE: a config file that does not turn it off must provide the certificates.
  */
@@ -240,6 +268,7 @@ export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string):
     fullTextEnabled: sc.fullTextEnabled === true,
     openHealthAndMetrics: sc.openHealthAndMetrics !== false,
     limits: limitsOf(sc),
+    requestLog: requestLogOf(cfg.LogConfig ?? {}, baseDir),
     healthTimedMaxSeconds: d.healthTimedMaxSeconds,
     model: {
       modelInstanceType: str(mc.modelInstanceType, 'Standard'),

@@ -13,13 +13,14 @@ import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
-import { familyStatsMiddleware } from './shared/family-stats.js';
+import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
 import { mindieErrorFormat } from './native/errors.js';
 import type { ErrorFormatter } from './shared/error-boundary.js';
 import { HttpError } from './shared/http-error.js';
 import { requestLimits } from './shared/limits.js';
+import { openLogSink, requestLog, type LogSink } from './shared/request-log.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
@@ -73,9 +74,16 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
   await next();
 };
 
-/** The family a path belongs to decides the shape of errors answered before its handler runs. */
+/** MindIE's own routes under /v1 (native and management families): their errors stay MindIE's. */
+const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|unload_lora_adapter)(\/|$)/i;
+
+/**
+ * The family a path belongs to decides the shape of errors answered before its handler runs.
+ * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
+ * except MindIE's own /v1 routes.
+ */
 export function errorFormatForPath(path: string): ErrorFormatter {
-  if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/i.test(path)) return openaiErrorFormat;
+  if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;
 }
@@ -125,9 +133,10 @@ const unrouted: Koa.Middleware = async (ctx, next) => {
 };
 
 /** One Koa app serving the routers of the given listeners (several when their addresses coincide). */
-export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[]): Koa {
+export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: LogSink): Koa {
   const app = new Koa();
   app.silent = true;
+  app.use(requestLog(gw.config.requestLog, log, familyOfRequest));
   app.use(tracingMiddleware());
   app.use(requestLimits(gw.config.limits));
   // Listeners merged onto one address accept the keys of each of them.
@@ -194,9 +203,10 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   }
   const started: RunningListener[] = [];
   const urls = new Map<ListenerName, string>();
+  const log = openLogSink(options.config.requestLog);
   try {
     for (const { cfg, names } of groups.values()) {
-      const app = buildApp(gw, names);
+      const app = buildApp(gw, names, log);
       const l = await startListener(
         names.join('+'),
         cfg,
@@ -209,6 +219,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     }
   } catch (err) {
     await Promise.all(started.map((l) => l.close()));
+    await log.close();
     throw err;
   }
   return {
@@ -217,6 +228,7 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
     url: (name) => urls.get(name)!,
     close: async () => {
       await Promise.all(started.map((l) => l.close()));
+      await log.close();
     },
   };
 }

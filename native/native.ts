@@ -10,7 +10,8 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
+import { checkCpuBaseline } from './cpu-baseline.js';
+import { wrapNativeError } from './errors.js';
 // ---------------------------------------------------------------------------------------
 // Opaque handles
 // ---------------------------------------------------------------------------------------
@@ -54,7 +55,21 @@ export interface ModelInfo {
   readonly rmsNormEps: number;
   /** Output head shares the token-embedding matrix. */
   readonly tiedEmbeddings: boolean;
-  /** Bytes of weights read to decode one token (all layers + output head): the roofline's denominator. */
+  /**
+   * Sliding-window attention per layer: the token at position p of a layer with window W > 0
+   * attends to positions p-W+1 .. p; 0 = the whole context (Gemma 3: five local layers, then
+   * one global; Mistral: every layer).
+   */
+  readonly layerWindows: readonly number[];
+  /** How the paged KV cache keeps the layers (native/src/kv_layout.h). */
+  readonly kvLayout: KvLayout;
+  /** Mixture of experts: experts per layer and how many each token uses (0 and 0 for a dense model). */
+  readonly experts: number;
+  readonly expertsUsed: number;
+  /**
+   * Bytes of weights read to decode one token (all layers + output head; for a mixture of
+   * experts only the experts one token uses): the roofline's denominator.
+   */
   readonly weightBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
@@ -80,7 +95,9 @@ export type GgufValue = number | bigint | string | boolean | GgufValue[];
  * `positions[...]`, and the KV blocks `blockTables[blockTableOffsets[s] .. blockTableOffsets[s+1])`
  * that cover positions 0 .. (last position of the step). Block b holds positions
  * [b*blockSize, (b+1)*blockSize) of that sequence. The step writes K/V of the new tokens into
- * those blocks and attends over every earlier position of the sequence.
+ * those blocks and attends over every earlier position of the sequence (a sliding layer: over
+ * its window only). A block is `kvLayout.pagesPerBlock` consecutive entries of the table, each
+ * a page id of the pool (ModelInfo.kvLayout; one entry per block for most models).
  */
 export interface StepPlan {
   readonly tokens: Int32Array;
@@ -88,7 +105,7 @@ export interface StepPlan {
   readonly seqTokenOffsets: Int32Array;
   readonly blockTableOffsets: Int32Array;
   readonly blockTables: Int32Array;
-  /** KV block copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
+  /** KV page copies done before the forward pass, as [src0, dst0, src1, dst1, ...]. */
   readonly blockCopies?: Int32Array;
 
   // --- sampling (applied to the last token of each sequence with sample[s] = 1) ---
@@ -167,8 +184,23 @@ export interface StepResult {
   readonly errors?: ReadonlyArray<string | null>;
 }
 
+/**
+ * The paged KV cache's layout (native/src/kv_layout.h). The pool is made of pages, each the K/V
+ * of `pageLayers` layers for one block of positions. Layers that attend alike form one group;
+ * a model that mixes global and sliding-window layers (Gemma 3) has two, global first, so the
+ * sliding group's pages can be released behind its window while the global group keeps the
+ * whole context. One block of a sequence is `pagesPerBlock` table entries: each group's pages
+ * in group order.
+ */
+export interface KvLayout {
+  readonly pageLayers: number;
+  readonly pagesPerBlock: number;
+  /** window 0: the group attends to the whole context; pages: entries one block takes. */
+  readonly groups: readonly { readonly window: number; readonly pages: number }[];
+}
+
 export interface ContextOptions {
-  /** Number of KV blocks in the pool. */
+  /** Number of pages in the KV pool (= blocks when ModelInfo.kvLayout.pagesPerBlock is 1). */
   readonly kvBlocks: number;
   /** Tokens per KV block. */
   readonly blockSize: number;
@@ -217,6 +249,7 @@ export interface AdapterInfo {
 }
 
 export interface ContextInfo {
+  /** Pages in the KV pool (ContextOptions.kvBlocks). */
   readonly kvBlocks: number;
   readonly blockSize: number;
   readonly kvBytes: number;
@@ -339,13 +372,13 @@ function findAddon(file = 'prism_native.node'): string {
   throw new Error('prism native addon not built: run `npm install` (it compiles native/ with node-gyp)');
 }
 
+// Before loading: the addon is compiled for AVX2 + FMA + F16C + BMI2 (cpu-baseline.ts).
+checkCpuBaseline();
 const addon = createRequire(import.meta.url)(findAddon()) as NativeAddon;
 
 // ---------------------------------------------------------------------------------------
 // Public API (thin wrappers so that native errors become typed errors in one place)
 // ---------------------------------------------------------------------------------------
-
-import { wrapNativeError } from './errors.js';
 
 export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));

@@ -564,9 +564,9 @@ def arch_gguf_tensors(spec: dict, hf: dict[str, np.ndarray]) -> dict[str, np.nda
             w = hf[key]
             if arch == 'gemma3' and hf_name.endswith(('layernorm', 'norm')):
                 w = w + 1.0  # the converter bakes Gemma's (1 + w) into the file
-            if arch == 'mixtral' and gg_name == 'attn_q':  # a llama GGUF: q/k rows permuted
+            if arch in ('mixtral', 'mistral') and gg_name == 'attn_q':  # a llama GGUF: q/k rows permuted
                 w = permute_for_gguf(w, spec['heads'])
-            elif arch == 'mixtral' and gg_name == 'attn_k':
+            elif arch in ('mixtral', 'mistral') and gg_name == 'attn_k':
                 w = permute_for_gguf(w, spec['kv_heads'])
             t[f'blk.{i}.{gg_name}.weight'] = w
         if 'experts' in spec:  # experts stacked into one [experts, out, in] tensor per matrix
@@ -583,7 +583,7 @@ def arch_gguf_tensors(spec: dict, hf: dict[str, np.ndarray]) -> dict[str, np.nda
 def write_arch_gguf(out: Path, name: str, spec: dict, tensors: dict[str, np.ndarray], type_name: str,
                     tokenizer_kvs: list[tuple]) -> str:
     import gguf
-    arch = {'mixtral': 'llama'}.get(spec['arch'], spec['arch'])
+    arch = {'mixtral': 'llama', 'mistral': 'llama'}.get(spec['arch'], spec['arch'])
     fname = f'{name}.gguf'
     fd, tmp = tempfile.mkstemp(prefix=f'.{fname}-', dir=out)
     os.close(fd)
@@ -614,6 +614,9 @@ def write_arch_gguf(out: Path, name: str, spec: dict, tensors: dict[str, np.ndar
         short, long = longrope_factors(spec)
         tensors = dict(tensors, **{'rope_factors_long.weight': np.array(long, dtype=np.float32),
                                    'rope_factors_short.weight': np.array(short, dtype=np.float32)})
+    elif spec['arch'] == 'mistral':
+        w.add_rope_freq_base(10_000.0)
+        w.add_sliding_window(spec['window'])  # {arch}.attention.sliding_window
     else:
         w.add_rope_freq_base(1_000_000.0)
     if 'experts' in spec:
@@ -648,7 +651,7 @@ def quantized_values(arr: np.ndarray, type_name: str) -> np.ndarray:
 
 # The GGUF twins of the folders: (folder, storage type).
 ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe', 'F32'), ('qwen3moe', 'Q8_0'),
-              ('mixtral', 'F32')]
+              ('mixtral', 'F32'), ('mistral-window', 'F32')]
 
 
 # ---------------------------------------------------------------------------------------

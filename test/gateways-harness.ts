@@ -36,6 +36,9 @@ export function freePortConfig(overrides: Partial<GatewayConfig> = {}): GatewayC
     ...base,
     management: { host: '127.0.0.1', port: 0 },
     metrics: { host: '127.0.0.1', port: 0 },
+    // Tests send many bad requests on purpose: only 5xx lines reach the test output
+    // (test/gateways-request-log.test.ts checks the log itself).
+    requestLog: { ...base.requestLog, level: 'Error' },
     ...overrides,
   };
 }

@@ -68,6 +68,25 @@ describe('TGI', () => {
     assert.equal(a.json.details.seed, 7);
   });
 
+  test('best_of: the best candidate answers, the others are details.best_of_sequences', async () => {
+    const parameters = { max_new_tokens: 5, do_sample: true, temperature: 1.5, best_of: 3, details: true };
+    const r = await postJson(`${h.url}/generate`, { inputs, parameters });
+    assert.equal(r.status, 200, r.text);
+    const d = r.json.details;
+    assert.equal(d.best_of_sequences.length, 2);
+    const logprob = (tokens: { logprob: number }[]) => tokens.reduce((s, t) => s + t.logprob, 0);
+    for (const other of d.best_of_sequences) {
+      assert.equal(typeof other.generated_text, 'string');
+      assert.equal(other.tokens.length, other.generated_tokens);
+      assert.ok(['length', 'eos_token'].includes(other.finish_reason));
+      assert.equal(typeof other.seed, 'number');
+      // Ranked as the engine ranks best_of: by cumulative logprob.
+      assert.ok(logprob(d.tokens) >= logprob(other.tokens) - 1e-4);
+    }
+    const plain = await postJson(`${h.url}/generate`, { inputs, parameters: { ...parameters, best_of: 1 } });
+    assert.equal(plain.json.details.best_of_sequences, undefined);
+  });
+
   test('POST / answers an array, or a stream when stream is true', async () => {
     const r = await postJson(`${h.url}/`, { inputs, parameters: { max_new_tokens: 2 } });
     assert.equal(r.status, 200);

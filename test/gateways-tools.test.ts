@@ -7,21 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
-import { EngineCore } from '../engine/engine-core.js';
-import { resolveEngineOptions } from '../engine/options.js';
-import { GrpcEngineClient } from '../engine/service/client.js';
-import { startEngineServer } from '../engine/service/server.js';
-import { CharTokenizer } from '../engine/testing/char-tokenizer.js';
-import { ScriptedSim } from '../engine/testing/scripted-sim.js';
-import type { EngineInfo } from '../engine/types.js';
-import { startGateway } from '../gateways/server.js';
-import { freePortConfig, MODEL_NAME, postJson } from './gateways-harness.js';
+import { MODEL_NAME, postJson } from './gateways-harness.js';
+import { serveScripted } from './gateways-scripted.js';
 
 const CALL1 = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>';
 const CALL2 = '<tool_call>{"name": "get_time", "arguments": {"tz": "Europe/Paris"}}</tool_call>';
@@ -44,55 +34,6 @@ const messages: OpenAI.ChatCompletionMessageParam[] = [
   { role: 'user', content: 'Weather and time in Paris?' },
 ];
 
-/** A served engine whose "model" answers request k with replies[k]. */
-async function serve(replies: string[], chatTemplate?: string) {
-  const options = resolveEngineOptions({
-    cacheBlockSize: 4,
-    maxSeqLen: 4000,
-    maxInputTokenLen: 3500,
-    kvBlocks: 2048,
-    prefixCache: false,
-  });
-  const info: EngineInfo = {
-    modelName: MODEL_NAME,
-    modelPath: 'scripted',
-    architecture: 'llama',
-    vocabSize: 100,
-    contextLength: 4000,
-    maxSeqLen: 4000,
-    maxInputTokenLen: 3500,
-    maxNewTokensCap: options.maxIterTimes,
-    maxBatchSize: options.maxBatchSize,
-    maxPrefillTokens: options.maxPrefillTokens,
-    blockSize: 4,
-    prefixCache: false,
-    dtype: 'none',
-    startedAt: Date.now(),
-  };
-  const core = new EngineCore({
-    runner: new ScriptedSim(replies, 2048, 4),
-    tokenizer: new CharTokenizer(),
-    options,
-    info,
-    ...(chatTemplate !== undefined ? { chatTemplate } : {}),
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'prism-tools-test-'));
-  const server = await startEngineServer(core, { listen: `unix:${join(dir, 'engine.sock')}`, log: () => {} });
-  const client = new GrpcEngineClient(server.address);
-  const gateway = await startGateway({ engine: client, config: freePortConfig() });
-  const url = gateway.url('service');
-  return {
-    url,
-    openai: new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 }),
-    close: async () => {
-      await gateway.close();
-      await client.close();
-      await server.shutdown();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 const callsOf = (calls: readonly OpenAI.ChatCompletionMessageToolCall[] | undefined) =>
   (calls ?? []).map((c) => {
     assert.equal(c.type, 'function');
@@ -101,7 +42,7 @@ const callsOf = (calls: readonly OpenAI.ChatCompletionMessageToolCall[] | undefi
   });
 
 test('unary: two parallel calls, finish_reason tool_calls, empty content, MindIE timings', async () => {
-  const s = await serve([CALL1 + CALL2, CALL1]);
+  const s = await serveScripted([CALL1 + CALL2, CALL1]);
   try {
     const r = await s.openai.chat.completions.create({ model: MODEL_NAME, messages, tools });
     assert.equal(r.choices[0].finish_reason, 'tool_calls');
@@ -120,7 +61,7 @@ test('unary: two parallel calls, finish_reason tool_calls, empty content, MindIE
 });
 
 test('streaming: the SDK stream helper accumulates the deltas into the same calls', async () => {
-  const s = await serve([CALL1 + CALL2]);
+  const s = await serveScripted([CALL1 + CALL2]);
   try {
     const stream = s.openai.chat.completions.stream({ model: MODEL_NAME, messages, tools });
     const firstDeltas: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
@@ -146,7 +87,7 @@ test('streaming: the SDK stream helper accumulates the deltas into the same call
 });
 
 test('runTools: the two-step flow (call, tool result with its tool_call_id, final answer)', async () => {
-  const s = await serve([CALL1, 'It is sunny in Paris.']);
+  const s = await serveScripted([CALL1, 'It is sunny in Paris.']);
   try {
     const seen: unknown[] = [];
     const runner = s.openai.chat.completions.runTools({
@@ -177,7 +118,7 @@ test('runTools: the two-step flow (call, tool result with its tool_call_id, fina
 });
 
 test('parallel_tool_calls false keeps the first call', async () => {
-  const s = await serve([CALL1 + CALL2]);
+  const s = await serveScripted([CALL1 + CALL2]);
   try {
     const r = await s.openai.chat.completions.create({
       model: MODEL_NAME,
@@ -192,7 +133,7 @@ test('parallel_tool_calls false keeps the first call', async () => {
 });
 
 test('Python openai SDK: streamed tool-call deltas accumulate to the unary calls', async () => {
-  const s = await serve([CALL1 + CALL2, CALL1 + CALL2]);
+  const s = await serveScripted([CALL1 + CALL2, CALL1 + CALL2]);
   try {
     const run = promisify(execFile);
     const { stdout } = await run('python3', ['test/clients/openai_tools.py', `${s.url}/v1`, MODEL_NAME], {
@@ -217,7 +158,7 @@ test('reasoning: a <think> block becomes reasoning_content (unary and streamed) 
   // The scripted tokenizer renders its own prompt; the template only tells the engine that
   // the model reasons (it knows </think>), as Qwen3's does.
   const reply = '<think>Paris is in France.</think>It is sunny.';
-  const s = await serve([reply, reply], '{{ messages }}<think></think>');
+  const s = await serveScripted([reply, reply], '{{ messages }}<think></think>');
   try {
     const r = await postJson(`${s.url}/v1/chat/completions`, { model: MODEL_NAME, messages });
     assert.equal(r.json.choices[0].message.reasoning_content, 'Paris is in France.');

@@ -9,7 +9,8 @@
  * than the text, and a last test shows that the reference without them differs, so a model
  * that ignored its window would fail. Prism runs the text the way the scheduler would: prefill chunks of irregular
  * sizes (so chunks start mid-block on top of a cached prefix) and then single-token decode
- * steps, over a shuffled block table.
+ * steps, over block tables that the engine's block manager hands out (pages in reverse order;
+ * behind a sliding window released pages are reused at once).
  *
  * Per model it prints strict top-1 agreement, the relative logit error ‖a−b‖/‖b‖ per
  * position (mean, max) and the max absolute error, and asserts:
@@ -33,6 +34,8 @@ import {
   step,
   type StepPlan,
 } from '../native/native.js';
+import { BlockManager, RELEASED, type KvSequence } from '../engine/block-manager.js';
+import { minKvPages } from '../engine/kv-layout.js';
 import { ensureFixtures } from './fixtures.js';
 import { referenceLogits, type ReferenceLogits } from './reference/reference.js';
 
@@ -174,15 +177,25 @@ function argmax(row: Float32Array, offset: number, n: number): number {
   return best;
 }
 
-/** A single-sequence plan over ids[start, start+n), greedy-sampling its last token. */
-function plan(ids: Int32Array, start: number, n: number, blockOrder: Int32Array): StepPlan {
-  const blocks = Math.ceil((start + n) / BLOCK_SIZE);
+/**
+ * A single-sequence plan over ids[start, start+n), greedy-sampling its last token. `table` is
+ * the sequence's block table (page ids, RELEASED behind a sliding window); page p is given to
+ * the native side as kvPages-1-p, so attention has to follow the table.
+ */
+function plan(
+  ids: Int32Array,
+  start: number,
+  n: number,
+  table: readonly number[],
+  kvPages: number,
+): StepPlan {
+  const entries = table.length;
   return {
     tokens: ids.slice(start, start + n),
     positions: Int32Array.from({ length: n }, (_, i) => start + i),
     seqTokenOffsets: Int32Array.of(0, n),
-    blockTableOffsets: Int32Array.of(0, blocks),
-    blockTables: blockOrder.slice(0, blocks),
+    blockTableOffsets: Int32Array.of(0, entries),
+    blockTables: Int32Array.from(table, (p) => (p === RELEASED ? 0 : kvPages - 1 - p)),
     sample: Uint8Array.of(1),
     temperature: Float32Array.of(0),
     topK: Int32Array.of(0),
@@ -257,11 +270,28 @@ async function runTeacherForced(
   assert.equal(info.vocabSize, ref.vocab, `${c.label}: vocab size vs the reference`);
   const total = ref.positions;
   assert.ok(total >= MIN_POSITIONS + 16, `${c.label}: only ${total} tokens of text`);
-  const kvBlocks = Math.ceil(total / BLOCK_SIZE) + 2;
-  // Blocks in reverse order, so attention has to follow the block table.
-  const blockOrder = Int32Array.from({ length: kvBlocks }, (_, i) => kvBlocks - 1 - i);
+  // The pages come from the engine's block manager in the smallest pool that runs the text:
+  // behind a sliding window it releases pages, and the next block reuses them at once (the
+  // prefix cache is off, so freed pages go first), so attention that read outside the window
+  // would read another block's K/V.
+  const layout = info.kvLayout;
+  const maxChunk = Math.max(...prefillChunks);
+  const kvPages = minKvPages(layout, {
+    maxSeqLen: total,
+    cacheBlockSize: BLOCK_SIZE,
+    maxPrefillTokens: maxChunk,
+  });
+  const blocks = new BlockManager(kvPages, BLOCK_SIZE, false, null, layout.groups);
+  const seq: KvSequence = {
+    tokens: Array.from(ref.ids),
+    numComputed: 0,
+    blockTable: [],
+    blockKeys: [],
+    cowPending: false,
+    cacheExtra: '',
+  };
   const ctx = createContext(model, {
-    kvBlocks,
+    kvBlocks: kvPages,
     blockSize: BLOCK_SIZE,
     maxBatchTokens: Math.max(...prefillChunks),
     maxSeqs: 1,
@@ -280,7 +310,10 @@ async function runTeacherForced(
     for (let p = prefilled; p < total; p++) chunks.push(1); // the rest: decode steps
     let start = 0;
     for (const n of chunks) {
-      const result = await step(ctx, plan(ref.ids, start, n, blockOrder));
+      blocks.allocate(seq, n);
+      const result = await step(ctx, plan(ref.ids, start, n, seq.blockTable, kvPages));
+      seq.numComputed += n;
+      blocks.registerFull(seq);
       const logits = result.logits;
       assert.ok(logits, `${c.label}: step returned no logits although returnLogits = 'all'`);
       assert.equal(logits.length, n * ref.vocab, `${c.label}: logits length of a ${n}-token step`);
@@ -330,6 +363,7 @@ const LABELS = [
   'qwen3moe-gguf-q8_0',
   'mixtral-f32',
   'mixtral-gguf-f32',
+  'mistral-window-gguf-f32',
   LONG_WINDOW,
 ];
 

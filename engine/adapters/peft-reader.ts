@@ -3,7 +3,7 @@
  * into per-layer A/B matrices checked against the base model's shapes. Everything that
  * PEFT would compute differently from "y += scale · B·(A·x) on a linear layer" is refused
  * with a message naming the key or the config field. The path itself is checked before
- * (adapter-path.ts); this module trusts nothing inside the files.
+ * (rules.ts, checkAdapterPath); this module trusts nothing inside the files.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

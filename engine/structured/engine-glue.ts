@@ -1,17 +1,15 @@
 /**
- * What the engine core calls for structured output, so that engine-core.ts only marks the
- * points (accept, admit, fork, before a step, after a token, finish): the grammar thread is
- * started by the first constrained request (a server that never sees one never pays for it).
+ * What the engine calls for structured output (request intake, the step loop and the output
+ * processor), so that they only mark the points (accept, admit, fork, before a step, after a
+ * token, finish): the grammar thread is started by the first constrained request (a server
+ * that never sees one never pays for it).
  */
 import { availableParallelism } from 'node:os';
-import type { ChoiceOutput } from '../choice-output.js';
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
-import type { Sequence } from '../request-state.js';
+import type { Sequence } from '../sequence.js';
 import type { LateMasks } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
-import { mergeChatDeltas } from '../tools/engine-chat.js';
-import type { ChatDelta } from '../types.js';
 import type { Constraint, GrammarConstraint } from './constraint.js';
 import type { GrammarBackend } from './grammar-backend.js';
 import { GrammarService } from './grammar-service.js';
@@ -162,33 +160,6 @@ export class StructuredOutput {
    * Feeds a sampled token (and those jump-forward appended) to the sequence's matcher;
    * returns an error if it is already broken.
    */
-  /**
-   * Jump-forward's append: after a sampled token, the tokens the grammar forces join the
-   * sequence and the choice without a sampling step. Returns the step's tokens for the choice,
-   * sampled one first, and their text and chat deltas. `atLimit` says whether the next token
-   * is the last the request may have.
-   */
-  appendForced(
-    seq: Sequence,
-    c: ChoiceOutput,
-    token: number,
-    sampled: { delta: string; chat?: ChatDelta },
-    now: number,
-    atLimit: () => boolean,
-  ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
-    const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
-    if (c.reason !== null) return out;
-    for (const j of this.forcedAfter(seq, token)) {
-      seq.tokens.push(j);
-      out.tokens.push(j);
-      const r = c.accept(j, 0, now, atLimit());
-      out.delta += r.delta;
-      if (r.chat) out.chat = out.chat ? mergeChatDeltas(out.chat, r.chat) : r.chat;
-      if (c.reason !== null) break; // a stop string or the length limit inside the forced text
-    }
-    return out;
-  }
-
   afterTokens(seq: Sequence, tokens: readonly number[]): string | null {
     const g = seq.grammar;
     if (!g) return null;

@@ -5,6 +5,7 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { GgufValue } from '../../native/native.js';
+import { builtinChatTemplate } from './builtin-templates.js';
 import { ggufTokenizerSpec, postProcessor } from './gguf-vocab.js';
 import { HfTokenizer, type AddedTokenJson, type Tokenizer, type TokenizerDocument } from './hf-tokenizer.js';
 
@@ -41,7 +42,8 @@ export async function tokenizerFromGgufMetadata(
       bosToken: spec.bosTokenId,
       eosToken: spec.eosTokenId,
       extraEosTokenIds: spec.endOfTurnIds,
-      chatTemplate: spec.chatTemplate,
+      // A file without a template: its architecture's own format when Prism knows it.
+      chatTemplate: spec.chatTemplate ?? builtinChatTemplate(meta['general.architecture']),
     },
     source,
   );

@@ -44,7 +44,7 @@ export function toolParserByName(name: string): ToolParserFamily | undefined {
  * spec's rule: V3.1 must be named). Qwen2 and Qwen1.5 templates do not teach the Qwen-Agent
  * ✿FUNCTION✿ format (Qwen-Agent writes that prompt itself), so that family is the default
  * only for a template that does. Models with no tool format of their own get the hermes
- * family, which the built-in tool template (tool-template.ts) teaches them.
+ * family, which the built-in tool prompt (tool-prompt.ts) teaches them.
  */
 export function defaultToolParser(
   architecture: string | undefined,

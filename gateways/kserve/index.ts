@@ -7,7 +7,9 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { basename } from 'node:path';
 import type { GenerateEvent, GenerateRequest, SamplingParams } from '../../engine/types.js';
-import { readJsonBody } from '../shared/body.js';
+import { parseJsonText, readJsonBody, readRawBody, utf8Text } from '../shared/body.js';
+import { servedModels } from '../shared/served-models.js';
+import { binaryOutputs, readInferBody, sendInferReply } from './binary.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { mindieErrorBody, mindieErrorFormat } from '../native/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
@@ -145,7 +147,14 @@ const tensorSchema = {
     },
     outputs: {
       type: 'array',
-      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
+      items: {
+        type: 'object',
+        required: ['name'],
+        properties: {
+          name: { type: 'string' },
+          parameters: nullable({ type: 'object', properties: { binary_data: { type: 'boolean' } } }),
+        },
+      },
     },
     parameters: parametersSchema,
   },
@@ -160,15 +169,15 @@ interface TensorBody {
     data: number[];
     parameters?: MindieParameters | null;
   }[];
-  outputs?: { name: string }[];
-  parameters?: MindieParameters | null;
+  outputs?: { name: string; parameters?: { binary_data?: boolean } | null }[];
+  parameters?: (MindieParameters & { binary_data_output?: unknown }) | null;
 }
 
 const validateTensor = compileSchema<TensorBody>(tensorSchema);
 
 async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
   await checkModel(gw, model);
-  const body = validateTensor(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const body = validateTensor(await readInferBody(ctx, gw.config.maxRequestBytes));
   const input = body.inputs[0];
   const shape = input.shape;
   if (shape.length === 2 && shape[0] !== 1)
@@ -193,13 +202,13 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
   );
   const answer = await collect(gw, request, requestSignal(ctx, params.timeout));
   const ids = answer.choices[0].tokenIds;
-  ctx.body = {
-    id,
-    model_name: model,
-    outputs: [
-      { name: body.outputs?.[0]?.name ?? 'output0', shape: [1, ids.length], datatype: 'UINT32', data: ids },
-    ],
+  const output = {
+    name: body.outputs?.[0]?.name ?? 'output0',
+    shape: [1, ids.length],
+    datatype: 'UINT32',
+    data: ids,
   };
+  sendInferReply(ctx, { id, model_name: model }, [output], binaryOutputs(body));
 }
 
 // ------------------------------------------------------------------------------ /generate, /generate_stream
@@ -353,6 +362,24 @@ function modelConfig(gw: GatewayContext, model: string): object {
   };
 }
 
+// ------------------------------------------------------------------------------ repository index
+
+const validateIndex = compileSchema<{ ready?: boolean }>({
+  type: 'object',
+  properties: { ready: { type: 'boolean' } },
+});
+
+/**
+ * POST /v2/repository/index (Triton's model repository extension): the base model and each
+ * loaded adapter, all READY (an adapter is listed once it can serve). tritonclient sends no
+ * body; `{"ready": true}` filters to ready models, which is all of them.
+ */
+async function handleRepositoryIndex(gw: GatewayContext, ctx: Context): Promise<void> {
+  const raw = await readRawBody(ctx, gw.config.maxRequestBytes);
+  if (raw.length > 0) validateIndex(parseJsonText(ctx, utf8Text(raw)));
+  ctx.body = (await servedModels(gw)).map((m) => ({ name: m.id, version: '1', state: 'READY', reason: '' }));
+}
+
 export function kserveRouter(gw: GatewayContext): Router {
   const router = new Router();
   const boundary = errorBoundary(mindieErrorFormat);
@@ -374,6 +401,7 @@ export function kserveRouter(gw: GatewayContext): Router {
   router.post('/v2/models/:model/generate_stream', boundary, (ctx) =>
     handleGenerate(gw, ctx, ctx.params.model, true),
   );
+  router.post('/v2/repository/index', boundary, (ctx) => handleRepositoryIndex(gw, ctx));
   router.post('/v2/models/:model/stopInfer', boundary, (ctx) => handleStopInfer(gw, ctx, ctx.params.model));
   return router;
 }

@@ -6,10 +6,15 @@ import type { Context } from 'koa';
 import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
+import {
+  adapterFor,
+  assertAccepting,
+  resolveRequestedModel,
+  type GatewayContext,
+} from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
-import { constraintFromFields, withConstraintField } from '../shared/structured.js';
+import { withConstraintField } from '../shared/structured.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import {
@@ -23,6 +28,7 @@ import {
   type ToolFields,
 } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
+import { chatConstraint } from './tgi-response-format.js';
 import {
   openaiFinishReason,
   openaiUsage,
@@ -155,12 +161,12 @@ export function chatLogprobs(list: readonly TokenLogprob[]): object {
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
-  const model = resolveModel(gw, body.model);
+  const model = await resolveRequestedModel(gw, body.model);
   refuseUnsupported(body);
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
-  const structured = constraintFromFields(body, { allowResponseFormat: true });
+  const structured = chatConstraint(body);
   const request: GenerateRequest = {
     requestId: id,
     prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },

@@ -13,7 +13,12 @@ import type {
 } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
-import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
+import {
+  adapterFor,
+  assertAccepting,
+  resolveRequestedModel,
+  type GatewayContext,
+} from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField } from '../shared/structured.js';
@@ -104,7 +109,7 @@ function completionLogprobs(list: readonly TokenLogprob[], offset: number): obje
 
 export async function handleCompletions(gw: GatewayContext, ctx: Context): Promise<void> {
   const body = validateCompletion(await readJsonBody(ctx, gw.config.maxRequestBytes));
-  const model = resolveModel(gw, body.model);
+  const model = await resolveRequestedModel(gw, body.model);
   if (body.suffix) throw notSupported('suffix', 'insertion (suffix)');
   if (body.stream && body.best_of && body.best_of !== (body.n ?? 1)) {
     throw invalid('best_of', 'must equal n when stream is true');

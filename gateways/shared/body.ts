@@ -1,19 +1,19 @@
 /**
  * Reads a request body as JSON under the configured size limit (ServerConfig.maxRequestLength).
  * The limit is enforced while reading (raw-body), so an oversized body is never buffered whole.
+ * `readRawBody` and `parseJsonText` are the two halves, for bodies that carry JSON and bytes
+ * (KServe's binary tensors, kserve/binary.ts).
  */
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { HttpError } from './http-error.js';
 import { checkJsonShape, limitsOf } from './limits.js';
 
-export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
-  let text: string;
+export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buffer> {
   try {
-    text = await getRawBody(ctx.req, {
+    return await getRawBody(ctx.req, {
       limit: limitBytes,
       length: ctx.get('content-length') || undefined,
-      encoding: 'utf-8',
     });
   } catch (err) {
     const type = (err as { type?: string }).type;
@@ -27,14 +27,27 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
       throw new HttpError('validation', 'request body: the client aborted the upload');
     throw new HttpError('validation', `request body: could not be read (${(err as Error).message})`);
   }
-  if (text.trim() === '')
-    throw new HttpError('bad_json', 'request body: must be a JSON value, got an empty body');
+}
+
+/** JSON text → value, within the configured JSON shape limits; `what` names it in errors. */
+export function parseJsonText(ctx: Context, text: string, what = 'request body'): unknown {
+  if (text.trim() === '') throw new HttpError('bad_json', `${what}: must be a JSON value, got an empty body`);
   let value: unknown;
   try {
     value = JSON.parse(text) as unknown;
   } catch (err) {
-    throw new HttpError('bad_json', `request body: is not valid JSON (${(err as Error).message})`);
+    throw new HttpError('bad_json', `${what}: is not valid JSON (${(err as Error).message})`);
   }
   checkJsonShape(value, limitsOf(ctx.state as Record<string, unknown>));
   return value;
+}
+
+/** UTF-8 text of a body, without a leading byte-order mark (as a decoding reader drops it). */
+export function utf8Text(bytes: Buffer): string {
+  const text = bytes.toString('utf-8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
+
+export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+  return parseJsonText(ctx, utf8Text(await readRawBody(ctx, limitBytes)));
 }

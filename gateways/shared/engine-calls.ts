@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob, Usage } from '../../engine/types.js';
 import type { GatewayContext } from './gateway-context.js';
 import { HttpError } from './http-error.js';
+import { noteEngineRequest, noteFinish } from './request-log.js';
 import { renameConstraintError } from './structured.js';
 import { tracedGenerate } from './tracing.js';
 
@@ -50,6 +51,7 @@ export async function collect(
 ): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
+  noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
       if (ev.type === 'token') {
@@ -59,6 +61,7 @@ export async function collect(
           logprobs.set(ev.index, list);
         }
       } else {
+        noteFinish(ev);
         failIfError(ev);
         finishes.push(ev);
       }
@@ -85,9 +88,13 @@ export async function* events(
   request: GenerateRequest,
   signal: AbortSignal,
 ): AsyncGenerator<GenerateEvent> {
+  noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
-      if (ev.type === 'finish') failIfError(ev);
+      if (ev.type === 'finish') {
+        noteFinish(ev);
+        failIfError(ev);
+      }
       yield ev;
     }
   } catch (e) {

@@ -17,11 +17,21 @@ export interface FamilyCount {
 /** The family of an inference route; undefined for everything else (health, listing, control). */
 export function familyOfRoute(method: string, path: string): Family | undefined {
   if (method !== 'POST') return undefined;
-  if (path === '/v1/chat/completions' || path === '/v1/completions') return 'openai';
+  if (path === '/v1/chat/completions' || path === '/v1/completions' || path === '/v1/responses')
+    return 'openai';
   if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
   if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
   if (path === '/infer' || path === '/infer_token') return 'native';
   return undefined;
+}
+
+/** The family of an answered request: a vLLM body on `/generate` is marked by its dispatcher. */
+export function familyOfRequest(
+  method: string,
+  path: string,
+  state: Record<string, unknown>,
+): Family | undefined {
+  return (state.family as Family | undefined) ?? familyOfRoute(method, path);
 }
 
 export class FamilyStats {
@@ -53,7 +63,7 @@ export function familyStatsMiddleware(stats: FamilyStats): Koa.Middleware {
       threw = true;
       throw err;
     } finally {
-      const family = (ctx.state.family as Family | undefined) ?? familyOfRoute(ctx.method, ctx.path);
+      const family = familyOfRequest(ctx.method, ctx.path, ctx.state as Record<string, unknown>);
       if (family) stats.record(family, threw || ctx.status >= 400);
     }
   };

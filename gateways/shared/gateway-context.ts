@@ -50,6 +50,25 @@ export function resolveModel(gw: GatewayContext, name: unknown, field = 'model')
   return name;
 }
 
+/**
+ * Names Hugging Face's clients put in `model` when the user named none: `InferenceClient`
+ * sends "dummy" (older releases and TGI's own examples "tgi"). TGI ignores the name; Prism
+ * takes these two as the served model, unless an adapter of that name is loaded. Any other
+ * unknown name is still 404, so a typo never gets an answer from a model it did not ask for.
+ */
+const PLACEHOLDER_MODEL_NAMES: ReadonlySet<string> = new Set(['dummy', 'tgi']);
+
+/** `resolveModel`, with the placeholder names of Hugging Face's clients taken as the served model. */
+export async function resolveRequestedModel(
+  gw: GatewayContext,
+  name: unknown,
+  field = 'model',
+): Promise<string> {
+  if (typeof name === 'string' && PLACEHOLDER_MODEL_NAMES.has(name) && !(await servesModel(gw, name)))
+    return gw.info.modelName;
+  return resolveModel(gw, name, field);
+}
+
 /** The adapter field of an engine request for the resolved `model` (none for the base model). */
 export function adapterFor(gw: GatewayContext, model: string): { adapter?: string } {
   return model === gw.info.modelName ? {} : { adapter: model };

@@ -6,7 +6,7 @@
  */
 import type { Context } from 'koa';
 import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/types.js';
-import { collect, events, newRequestId } from '../shared/engine-calls.js';
+import { collect, events, newRequestId, type CollectedChoice } from '../shared/engine-calls.js';
 import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
 import { clientGoneSignal } from '../shared/sse.js';
@@ -40,23 +40,42 @@ async function prefillTokens(gw: GatewayContext, inputs: string): Promise<object
   return ids.map((id, i) => ({ id, text: tokens[i] ?? '', logprob: null }));
 }
 
+/**
+ * Candidates of a best_of request, best first: by cumulative logprob, ties in index order —
+ * the engine's own best_of ranking (its `n < best_of` path), applied here because TGI reports
+ * the candidates it did not choose.
+ */
+function ranked(choices: readonly CollectedChoice[]): CollectedChoice[] {
+  return [...choices].sort((a, b) => b.finish.cumulativeLogprob - a.finish.cumulativeLogprob);
+}
+
 export async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
   assertAccepting(gw);
   const request = toEngineRequest(gw, body, newRequestId('tgi'), false);
   const p = body.parameters ?? {};
   const answer = await collect(gw, request, clientGoneSignal(ctx));
-  const c = answer.choices[0];
+  const [c, ...others] = ranked(answer.choices);
   const prefix = p.return_full_text ? body.inputs : '';
   const out: Record<string, unknown> = { generated_text: prefix + c.text };
   if (p.details) {
-    const tokens = c.tokenIds.map((id, i) => tokenOf(c.logprobs[i], id, c.logprobs[i]?.text ?? ''));
+    const prefill = p.decoder_input_details ? await prefillTokens(gw, body.inputs) : [];
+    const sequence = async (s: CollectedChoice) => ({
+      finish_reason: await tgiFinishReason(gw, body, s.finish),
+      generated_tokens: s.tokenIds.length,
+      seed: tgiSamples(p) ? s.finish.seed : null,
+      prefill,
+      tokens: s.tokenIds.map((id, i) => tokenOf(s.logprobs[i], id, s.logprobs[i]?.text ?? '')),
+      ...(p.top_n_tokens ? { top_tokens: s.logprobs.map(topTokens) } : {}),
+    });
     out.details = {
-      finish_reason: await tgiFinishReason(gw, body, c.finish),
-      generated_tokens: c.tokenIds.length,
-      seed: tgiSamples(p) ? c.finish.seed : null,
-      prefill: p.decoder_input_details ? await prefillTokens(gw, body.inputs) : [],
-      tokens,
-      ...(p.top_n_tokens ? { top_tokens: c.logprobs.map(topTokens) } : {}),
+      ...(await sequence(c)),
+      ...(others.length > 0
+        ? {
+            best_of_sequences: await Promise.all(
+              others.map(async (s) => ({ generated_text: prefix + s.text, ...(await sequence(s)) })),
+            ),
+          }
+        : {}),
       prompt_tokens: answer.usage.promptTokens,
     };
   }

@@ -122,8 +122,9 @@ export function toEngineRequest(
       seed: d(p.seed),
       stop: d(p.stop),
       truncate: d(p.truncate),
-      bestOf: bestOf > 1 ? bestOf : undefined,
-      n: 1,
+      // best_of: every candidate comes back (n = best_of) and generate.ts ranks them as the
+      // engine ranks best_of (cumulative logprob), so the others can be `best_of_sequences`.
+      n: bestOf,
       // Per-token logprobs feed `details.tokens` (and stream frames).
       logprobs: details || undefined,
       topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,

@@ -172,6 +172,24 @@ Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
   o.Set("ropeTheta", c.ropeTheta);
   o.Set("rmsNormEps", c.eps);
   o.Set("tiedEmbeddings", c.tiedEmbeddings);
+  Napi::Array windows = Napi::Array::New(env, c.layerWindow.size());
+  for (size_t l = 0; l < c.layerWindow.size(); l++) windows.Set(l, static_cast<double>(c.layerWindow[l]));
+  o.Set("layerWindows", windows);
+  const KvLayout kv = KvLayout::forModel(c);
+  Napi::Object layout = Napi::Object::New(env);
+  layout.Set("pageLayers", static_cast<double>(kv.pageLayers));
+  layout.Set("pagesPerBlock", static_cast<double>(kv.pagesPerBlock));
+  Napi::Array groups = Napi::Array::New(env, kv.groups.size());
+  for (size_t g = 0; g < kv.groups.size(); g++) {
+    Napi::Object group = Napi::Object::New(env);
+    group.Set("window", static_cast<double>(kv.groups[g].window));
+    group.Set("pages", static_cast<double>(kv.groups[g].pages));
+    groups.Set(g, group);
+  }
+  layout.Set("groups", groups);
+  o.Set("kvLayout", layout);
+  o.Set("experts", static_cast<double>(c.experts));
+  o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
   o.Set("weightBytes", m.weightBytes);
   o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
   Napi::Object types = Napi::Object::New(env);
@@ -212,7 +230,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
       throw Napi::RangeError::New(env, "options.decodeTuning " + (why.empty() ? std::string("must not be empty") : why));
   }
   const ModelConfig& c = model->cfg;
-  const double kvBytes = 4.0 * static_cast<double>(c.layers) * static_cast<double>(opts.kvBlocks) *
+  const double kvBytes = 4.0 * static_cast<double>(KvLayout::forModel(c).pageLayers) * static_cast<double>(opts.kvBlocks) *
                          static_cast<double>(opts.blockSize) * static_cast<double>(c.kvHeads * c.headDim);
   if (kvBytes > 256e9) throw Napi::RangeError::New(env, "options.kvBlocks × blockSize: the KV cache would need " +
                                                          std::to_string(kvBytes / 1e9) + " GB");

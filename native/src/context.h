@@ -9,6 +9,7 @@
 
 #include "decode_tuning/choose.h"
 #include "kernels/kernels.h"
+#include "kv_layout.h"
 #include "lazy_zero.h"
 #include "late_masks.h"
 #include "lora.h"
@@ -21,6 +22,8 @@
 namespace prism {
 
 struct ContextOptionsData {
+  // kvBlocks: pages in the KV pool (one page per block, every layer, unless the model keeps
+  // layer groups apart: kv_layout.h).
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
   int threads = 1;
   int64_t maxLoras = 0, maxLoraRank = 0;  // adapter slots and the largest rank they take
@@ -37,6 +40,7 @@ class Context {
 
   const std::shared_ptr<Model>& model() const { return model_; }
   const ContextOptionsData& options() const { return opts_; }
+  const KvLayout& kvLayout() const { return kv_; }
   size_t kvBytes() const { return (kCache_.size() + vCache_.size()) * sizeof(uint16_t); }
   int threads() const { return pool_.size(); }
   // How single-token decode prefetches and tiles on this host, and how that was decided.
@@ -78,16 +82,21 @@ class Context {
   void sampleAll(const StepPlanData& plan, StepResultData& out);
   void injectFault();
 
-  uint16_t* kAt(int64_t layer, int64_t block, int64_t kvHead) {
-    return kCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
+  // K / V of one KV head of `layer` in `page` (a block-table entry: see pageOf).
+  uint16_t* kAt(int64_t layer, int64_t page, int64_t kvHead) { return kCache_.data() + kvOffset(layer, page, kvHead); }
+  uint16_t* vAt(int64_t layer, int64_t page, int64_t kvHead) { return vCache_.data() + kvOffset(layer, page, kvHead); }
+  int64_t kvOffset(int64_t layer, int64_t page, int64_t kvHead) const {
+    return (((kv_.layerSlot[layer] * opts_.kvBlocks + page) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
   }
-  uint16_t* vAt(int64_t layer, int64_t block, int64_t kvHead) {
-    return vCache_.data() + (((layer * opts_.kvBlocks + block) * cfg_.kvHeads + kvHead) * opts_.blockSize) * cfg_.headDim;
+  // The page that holds `layer`'s K/V for block `blk` of a sequence whose table is `table`.
+  int32_t pageOf(const int32_t* table, int64_t blk, int64_t layer) const {
+    return table[blk * kv_.pagesPerBlock + kv_.layerPage[layer]];
   }
 
   std::shared_ptr<Model> model_;
   const ModelConfig& cfg_;
   ContextOptionsData opts_;
+  const KvLayout kv_ = KvLayout::forModel(cfg_);
   // Before pool_: the pool's threads use it until the pool is destroyed.
   WeightPrefetcher prefetcher_;
   static constexpr int64_t kPrefetchMaxTokens = 8;
@@ -96,7 +105,8 @@ class Context {
   DecodeTuningChoice decodeTuning_;
   int64_t qDim_, kvDim_, qkvDim_;
 
-  // KV cache in F16: [layer][block][kvHead][slot][headDim] for K and for V.
+  // KV cache in F16: [slot in page][page][kvHead][position][headDim] for K and for V (a page's
+  // slots are its layers; with one page per block of every layer: [layer][block]...).
   std::vector<uint16_t> kCache_, vCache_;
   // Activations, [maxBatchTokens × width]: sized for the largest prefill, resident only
   // for the rows steps have used (lazy_zero.h).

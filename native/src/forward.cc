@@ -20,7 +20,7 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   qDim_ = c.heads * hd;
   kvDim_ = c.kvHeads * hd;
   qkvDim_ = qDim_ + 2 * kvDim_;
-  const size_t kvElems = static_cast<size_t>(c.layers * opts.kvBlocks * c.kvHeads * opts.blockSize * hd);
+  const size_t kvElems = static_cast<size_t>(kv_.pageLayers * opts.kvBlocks * c.kvHeads * opts.blockSize * hd);
   kCache_.assign(kvElems, 0);
   vCache_.assign(kvElems, 0);
   x_.resize(T * c.hidden);
@@ -109,14 +109,16 @@ void Context::loraLinear(const LinearGroup& g, int64_t layer, LoraSite site, con
   scratch_.setPrefetch(nullptr, 0);
 }
 
+// Copy-on-write: each [src, dst] pair copies one page (every layer slot of it).
 void Context::copyBlocks(const StepPlanData& plan) {
-  const size_t per = static_cast<size_t>(cfg_.kvHeads * opts_.blockSize * cfg_.headDim);
+  const int64_t per = cfg_.kvHeads * opts_.blockSize * cfg_.headDim;
   for (size_t k = 0; k + 1 < plan.blockCopies.size(); k += 2) {
     int64_t src = plan.blockCopies[k], dst = plan.blockCopies[k + 1];
     if (src == dst) continue;
-    for (int64_t l = 0; l < cfg_.layers; l++) {
-      std::memcpy(kAt(l, dst, 0), kAt(l, src, 0), per * sizeof(uint16_t));
-      std::memcpy(vAt(l, dst, 0), vAt(l, src, 0), per * sizeof(uint16_t));
+    for (int64_t slot = 0; slot < kv_.pageLayers; slot++) {
+      const int64_t from = (slot * opts_.kvBlocks + src) * per, to = (slot * opts_.kvBlocks + dst) * per;
+      std::memcpy(&kCache_[to], &kCache_[from], per * sizeof(uint16_t));
+      std::memcpy(&vCache_[to], &vCache_[from], per * sizeof(uint16_t));
     }
   }
 }
@@ -218,7 +220,7 @@ void Context::layer(int64_t l, const StepPlanData& plan) {
       }
       const int32_t pos = plan.positions[t];
       const int32_t s = tokenSeq_[t];
-      const int32_t block = plan.blockTables[plan.blockTableOffsets[s] + pos / opts_.blockSize];
+      const int32_t block = pageOf(&plan.blockTables[plan.blockTableOffsets[s]], pos / opts_.blockSize, l);
       const int64_t slot = pos % opts_.blockSize;
       for (int64_t g = 0; g < cfg_.kvHeads; g++) {
         const float* k = row + qDim_ + g * hd;
@@ -324,12 +326,14 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
       std::fill(mx, mx + states, -INFINITY);
       std::fill(sum, sum + states, 0.0f);
       // A sliding layer's token at position p sees p-window+1 .. p: blocks wholly before the
-      // first token's window are never read (the block manager may have freed them).
+      // first token's window are never read (the block manager may have released their pages,
+      // and another sequence may be writing them).
       const int64_t first = window > 0 ? std::max<int64_t>(0, pos0 - window + 1) : 0;
       for (int64_t blk = first / bs; blk * bs < nPosMax; blk++) {
         const int64_t nBlk = std::min(bs, nPosMax - blk * bs);
-        halfToFloat(kAt(l, table[blk], g), kf, nBlk * hd);
-        halfToFloat(vAt(l, table[blk], g), vf, nBlk * hd);
+        const int32_t page = pageOf(table, blk, l);
+        halfToFloat(kAt(l, page, g), kf, nBlk * hd);
+        halfToFloat(vAt(l, page, g), vf, nBlk * hd);
         for (int64_t qi = 0; qi < nt; qi++) {
           // Token t0+qi sees positions lo .. pos0+qi (causal within the tile), here block
           // slots j0 .. n-1.

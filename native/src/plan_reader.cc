@@ -75,8 +75,15 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
     if (p.blockTables[k] < 0 || p.blockTables[k] >= opt.kvBlocks)
       rangeError(env, "blockTables[" + std::to_string(k) + "]", "block id " + std::to_string(p.blockTables[k]) +
                                                                    " must be in [0, kvBlocks=" + std::to_string(opt.kvBlocks) + ")");
+  // A block is `pagesPerBlock` entries (one page per layer group: kv_layout.h).
+  const int64_t pagesPerBlock = ctx.kvLayout().pagesPerBlock;
   for (int64_t s = 0; s < S; s++) {
-    const int64_t capacity = static_cast<int64_t>(p.blockTableOffsets[s + 1] - p.blockTableOffsets[s]) * opt.blockSize;
+    const int64_t entries = p.blockTableOffsets[s + 1] - p.blockTableOffsets[s];
+    if (entries % pagesPerBlock != 0)
+      rangeError(env, "blockTableOffsets[" + std::to_string(s + 1) + "]",
+                 "sequence " + std::to_string(s) + "'s table has " + std::to_string(entries) +
+                     " entries, not a multiple of the model's " + std::to_string(pagesPerBlock) + " pages per block");
+    const int64_t capacity = entries / pagesPerBlock * opt.blockSize;
     for (int32_t t = p.seqTokenOffsets[s]; t < p.seqTokenOffsets[s + 1]; t++) {
       const int32_t pos = p.positions[t];
       const std::string f = "positions[" + std::to_string(t) + "]";

@@ -5,7 +5,7 @@
  * prompt token themselves, so each samples its first token with its own seed.
  *
  * States: WAITING → RUNNING ⇄ (preempted: back to WAITING, KV dropped, recomputed later) →
- * FINISHED. What a finished sequence reports lives in the engine core, not here.
+ * FINISHED. What a finished sequence reports lives in the output processor (output-processor.ts), not here.
  */
 import type { KvSequence } from './block-manager.js';
 import type { GrammarMatcher } from './structured/grammar-backend.js';
@@ -24,6 +24,24 @@ export interface SequenceSampling {
   /** -1 none, 0 chosen token only, n > 0 also the top n. */
   readonly topLogprobs: number;
 }
+
+/** What a sequence is made from; the optional fields default to a fresh base-model sequence. */
+export interface SequenceOptions {
+  readonly requestId: string;
+  /** Choice index within the request (default 0). */
+  readonly index?: number;
+  readonly prompt: readonly number[];
+  readonly sampling: SequenceSampling;
+  readonly arrival: number;
+  /** Sequences to fork into once the prompt (minus its last token) is computed (default 0: none). */
+  readonly forkInto?: number;
+  /** Prefix-cache isolation key (default '': the base model). */
+  readonly cacheExtra?: string;
+  /** Tokens already generated, after the prompt (tests resume a sequence with them). */
+  readonly outputs?: readonly number[];
+}
+
+const U64 = (1n << 64n) - 1n;
 
 export class Sequence implements KvSequence {
   status: SequenceStatus = 'waiting';
@@ -57,20 +75,44 @@ export class Sequence implements KvSequence {
    */
   grammar: GrammarMatcher | null = null;
 
-  constructor(
-    /** Request it belongs to, and its choice index. */
-    readonly requestId: string,
-    public index: number,
-    prompt: readonly number[],
-    readonly sampling: SequenceSampling,
-    readonly arrival: number,
-    forkInto = 0,
-    readonly cacheExtra = '',
-    outputs: readonly number[] = [],
-  ) {
-    this.tokens = [...prompt, ...outputs];
-    this.promptLen = prompt.length;
-    this.forkInto = forkInto;
+  /** Request it belongs to. */
+  readonly requestId: string;
+  /** Its choice index within the request (a fork's is its parent's + i). */
+  readonly index: number;
+  readonly sampling: SequenceSampling;
+  /** When its request arrived (ms, performance.now()). */
+  readonly arrival: number;
+  /** Prefix-cache isolation key (its adapter's identity); '' for the base model. */
+  readonly cacheExtra: string;
+
+  constructor(o: SequenceOptions) {
+    this.requestId = o.requestId;
+    this.index = o.index ?? 0;
+    this.tokens = [...o.prompt, ...(o.outputs ?? [])];
+    this.promptLen = o.prompt.length;
+    this.sampling = o.sampling;
+    this.arrival = o.arrival;
+    this.forkInto = o.forkInto ?? 0;
+    this.cacheExtra = o.cacheExtra ?? '';
+  }
+
+  /**
+   * The `i`-th sequence a best_of fork makes of this one: the same prompt, adapter and cached
+   * prefix, its own seed (this one's + i, wrapping at 64 bits) and choice index.
+   */
+  forkChild(i: number): Sequence {
+    const child = new Sequence({
+      requestId: this.requestId,
+      index: this.index + i,
+      prompt: this.tokens.slice(0, this.promptLen),
+      sampling: { ...this.sampling, seed: (this.sampling.seed + BigInt(i)) & U64 },
+      arrival: this.arrival,
+      cacheExtra: this.cacheExtra,
+    });
+    child.cachedPromptTokens = this.cachedPromptTokens;
+    child.adapterSlot = this.adapterSlot;
+    child.adapterGeneration = this.adapterGeneration;
+    return child;
   }
 
   /** Where this sequence's computation stops before it may sample: one token short of the prompt while a fork is pending. */

@@ -1,0 +1,109 @@
+/**
+ * POST /v1/responses, OpenAI's Responses API, for what a stateless server can honour: `input`
+ * (text or items) and `instructions` become one engine chat request (the engine renders the
+ * model's template, parses tool calls and reasoning); function tools, `tool_choice`,
+ * `text.format` (JSON Schema through the structured-output engine), `max_output_tokens`,
+ * `temperature`, `top_p`, `top_logprobs`; the answer is a Response object or its event
+ * stream (responses-output.ts). Nothing is stored: see responses-request.ts for what is refused.
+ */
+import type { Context } from 'koa';
+import type { Constraint } from '../../engine/structured/constraint.js';
+import { prepareSchema } from '../../engine/structured/schema/prepare.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import { readJsonBody } from '../shared/body.js';
+import { events, newRequestId } from '../shared/engine-calls.js';
+import {
+  adapterFor,
+  assertAccepting,
+  resolveRequestedModel,
+  type GatewayContext,
+} from '../shared/gateway-context.js';
+import { invalid } from '../shared/http-error.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
+import { withConstraintField } from '../shared/structured.js';
+import { openaiErrorBody } from './errors.js';
+import { ResponseBuilder } from './responses-output.js';
+import {
+  LOGPROBS_INCLUDE,
+  refuseStateful,
+  toChatMessages,
+  toolFields,
+  validateResponses,
+  type ResponsesBody,
+} from './responses-request.js';
+
+/** `text.format` → the engine constraint and the client field it came from. */
+function textConstraint(body: ResponsesBody): { constraint: Constraint; field: string } | undefined {
+  const format = body.text?.format;
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { constraint: { kind: 'json_object' }, field: 'text.format' };
+  if (typeof format.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(format.name))
+    throw invalid(
+      'text.format.name',
+      'is required: letters, digits, underscores and dashes, at most 64 characters',
+    );
+  if (format.schema === undefined)
+    throw invalid('text.format.schema', "is required when type is 'json_schema'");
+  // The engine's one entry point of schema preparation: a refusal names the client's field.
+  const prepared = prepareSchema(format.schema, 'text.format.schema');
+  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
+  return {
+    constraint: { kind: 'json_schema', schema: JSON.stringify(format.schema) },
+    field: 'text.format.schema',
+  };
+}
+
+export async function handleResponses(gw: GatewayContext, ctx: Context): Promise<void> {
+  const body = validateResponses(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  refuseStateful(body);
+  const model = await resolveRequestedModel(gw, body.model);
+  const messages = toChatMessages(body);
+  const tools = toolFields(body);
+  const structured = textConstraint(body);
+  const wantLogprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || (body.top_logprobs ?? 0) > 0;
+  assertAccepting(gw);
+  // The API's ids are `resp_…` (the SDKs do not check, but people and logs do).
+  const id = newRequestId('resp').replace('-', '_');
+  const request: GenerateRequest = withConstraintField(
+    {
+      requestId: id,
+      prompt: { kind: 'chat', messages, ...tools },
+      params: {
+        maxNewTokens: body.max_output_tokens ?? undefined,
+        temperature: body.temperature ?? undefined,
+        topP: body.top_p ?? undefined,
+        seed: body.seed ?? undefined,
+        ...(wantLogprobs
+          ? { logprobs: true, ...(body.top_logprobs ? { topLogprobs: body.top_logprobs } : {}) }
+          : {}),
+      },
+      ...adapterFor(gw, model),
+      ...(structured ? { constraint: structured.constraint } : {}),
+    },
+    structured?.field,
+  );
+  const builder = new ResponseBuilder(id, model, body, wantLogprobs);
+  const signal = clientGoneSignal(ctx);
+
+  if (!body.stream) {
+    for await (const ev of events(gw, request, signal)) {
+      if (ev.type === 'token') builder.token(ev);
+      else builder.finished(ev);
+    }
+    ctx.body = builder.response();
+    return;
+  }
+
+  await streamSse<GenerateEvent>(ctx, {
+    events: events(gw, request, signal),
+    signal,
+    errorBody: (err) => builder.error(openaiErrorBody(err).error),
+    onOpen: (sse) => {
+      for (const e of builder.started()) sse.data(e, e.type);
+    },
+    onEvent: (ev, sse) => {
+      for (const e of ev.type === 'token' ? builder.token(ev) : builder.finished(ev)) sse.data(e, e.type);
+    },
+  });
+}
