@@ -142,7 +142,7 @@ export function renderSizeSuite(
     ...hostLine(rows),
     "- Read rate of a row: the machine's sustained read rate in the seconds of its single-stream decode runs: before each measured round and after each engine's run, the median of 3 reads of a 1 GiB buffer with the decode's thread count, and each run set against the mean of the reads just before and after it. " +
       "Decode GB/s: tok/s × the weight bytes the engine reads per token (Prism: its own layout; llama.cpp: the file's, every matrix but token_embd). " +
-      '÷ read: the median over runs of decode GB/s ÷ the read rate of the same seconds, and in brackets the lowest run: this machine\'s bandwidth moves with its neighbours from second to second, so a ratio to llama.cpp alone can come from a fast minute',
+      "÷ read: the median over runs of decode GB/s ÷ the read rate of the same seconds, and in brackets the lowest run: this machine's bandwidth moves with its neighbours from second to second, so a ratio to llama.cpp alone can come from a fast minute",
     '',
     '| shape | type | MB/token | read GB/s | decode GB/s llama.cpp | decode GB/s Prism | llama.cpp ÷ read | Prism ÷ read | decode llama.cpp | decode Prism | ratio | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -154,7 +154,9 @@ export function renderSizeSuite(
       const v = rf?.percent[e];
       if (v === undefined || Number.isNaN(v)) return '—';
       const low = rf?.minPercent?.[e];
-      return low === undefined || Number.isNaN(low) ? `${v.toFixed(0)}%` : `${v.toFixed(0)}% (${low.toFixed(0)}%)`;
+      return low === undefined || Number.isNaN(low)
+        ? `${v.toFixed(0)}%`
+        : `${v.toFixed(0)}% (${low.toFixed(0)}%)`;
     };
     const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
     out.push(
