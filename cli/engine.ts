@@ -15,6 +15,8 @@ import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
+import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
 
@@ -33,6 +35,7 @@ options:
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
 ${kvEventsHelp}
+${pdHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -49,6 +52,8 @@ interface EngineArgs {
   readonly threads?: number;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
+  /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
+  readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -64,6 +69,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         listen: { type: 'string' },
         threads: { type: 'string' },
         ...kvEventsFlagOptions,
+        ...pdFlagOptions,
       },
     }));
   } catch (e) {
@@ -83,10 +89,12 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
+  const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
     model: values.model,
     config: values.config,
     listen,
+    ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
@@ -144,6 +152,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...(args.pd ?? {}),
       kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
     };
@@ -168,7 +177,7 @@ export async function run(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startEngineServer(engine, { listen: args.listen, log });
+    server = await startEngineServer(engine, { listen: args.listen, log, kvTransfer: engine.disaggregation });
   } catch (e) {
     log((e as Error).message);
     await engine.close();
@@ -178,7 +187,7 @@ export async function run(argv: string[]): Promise<number> {
   log(
     `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
-      `config ${config.source ?? 'defaults'}]`,
+      `config ${config.source ?? 'defaults'}; role ${options.role ?? 'mixed'}]`,
   );
 
   const running = server;

@@ -23,6 +23,7 @@ import {
   UsageError,
   type LoadedConfigs,
 } from '../gateways/serve-loop.js';
+import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 
 export const help = `usage: prism serve [options]
@@ -37,7 +38,9 @@ options:
   --model-name NAME     served model name (default: ModelConfig[0].modelName with a config
                         file, else the model file's name without .gguf)
 ${listenerHelp}
-  --engine-socket PATH  the engine's unix socket (default: a fresh one in the temp folder)
+  --engine-socket PATH  the engine's unix socket (default: a fresh one in the temp folder);
+                        split prefill/decode: the d-target (unix:PATH) other instances name
+${pdHelp}
   --threads N           compute threads (default: the machine's cores)
   --max-loras N         LoRA adapters resident at once; with --max-lora-rank turns on loading
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
@@ -65,6 +68,7 @@ export const serveOptions = {
   'max-loras': { type: 'string' },
   'max-lora-rank': { type: 'string' },
   ...kvEventsFlagOptions,
+  ...pdFlagOptions,
 } as const;
 
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
@@ -127,6 +131,13 @@ export async function run(argv: string[]): Promise<number> {
     log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
     return 2;
   }
+  let pd;
+  try {
+    pd = pdFromFlags(values, (m) => new UsageError(m));
+  } catch (e) {
+    log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
+    return 2;
+  }
   let engine;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
@@ -134,6 +145,7 @@ export async function run(argv: string[]): Promise<number> {
       modelPath,
       {
         ...options,
+        ...pd,
         modelName,
         kvEvents,
         ...(threads !== undefined ? { threads } : {}),
@@ -158,7 +170,11 @@ export async function run(argv: string[]): Promise<number> {
   const socket = values['engine-socket'] ?? join(tmpdir(), `prism-engine-${process.pid}.sock`);
   let server;
   try {
-    server = await startEngineServer(engine, { listen: `unix:${socket}`, log });
+    server = await startEngineServer(engine, {
+      listen: `unix:${socket}`,
+      log,
+      kvTransfer: engine.disaggregation,
+    });
   } catch (e) {
     log((e as Error).message);
     await engine.close();

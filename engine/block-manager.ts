@@ -140,6 +140,14 @@ export class BlockManager {
     for (let p = 0; p < numPages; p++) this.pushBack(p);
   }
 
+  /**
+   * Every layer in one page per block and none sliding: a block's KV is one page that stays
+   * for the sequence's life (what split prefill/decode moves, engine/kv-transfer/).
+   */
+  get uniformLayers(): boolean {
+    return this.groups.length === 1 && this.pagesPerBlock === 1 && this.groups[0].window === 0;
+  }
+
   /** Blocks of every layer the pool holds (pages / pagesPerBlock). */
   get numBlocks(): number {
     return Math.floor(this.numPages / this.pagesPerBlock);
@@ -309,6 +317,27 @@ export class BlockManager {
     seq.blockKeys = [];
     seq.numComputed = 0;
     seq.cowPending = false;
+  }
+
+  /**
+   * Split prefill/decode (engine/kv-transfer/): another reference on each block, held apart
+   * from any sequence — a lease keeps a finished prompt's KV for the engine that pulls it, a
+   * pull keeps the local cached prefix it builds on. A free page leaves the free list. KV
+   * transfer runs only where a block is one page (`uniformLayers`), so pages are blocks here.
+   */
+  hold(blocks: readonly number[]): void {
+    for (const b of blocks) this.take(b);
+  }
+
+  /** Drops references taken by `hold` or `takeLoose` (a block at 0 goes back to the free list). */
+  unhold(blocks: readonly number[]): void {
+    for (const b of blocks) this.release(b);
+  }
+
+  /** `n` fresh blocks with one reference each, for KV another engine sends; null when fewer are free. */
+  takeLoose(n: number): number[] | null {
+    if (n > this.freeCount) return null;
+    return Array.from({ length: n }, () => this.takeFresh());
   }
 
   /** Ref count of a page (for tests and invariants). */

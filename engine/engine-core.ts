@@ -26,6 +26,8 @@ import { StepFaults } from './step-fault.js';
 import { StructuredOutput } from './structured/engine-glue.js';
 import { EngineChat } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
+import { Disaggregation } from './kv-transfer/engine-glue.js';
+import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type {
   AdapterList,
   ChatMessage,
@@ -71,6 +73,8 @@ export class EngineCore implements Engine {
   /** Structured output (public for the benchmark's switches: overlapMasks, jumpForward). */
   readonly structured: StructuredOutput;
   private readonly faults = new StepFaults();
+  /** Split prefill/decode (engine/kv-transfer/): roles, leases, pulls, hand-offs, the results hub. */
+  readonly disaggregation: Disaggregation;
 
   constructor(private readonly deps: EngineCoreDeps) {
     const o = deps.options;
@@ -89,6 +93,21 @@ export class EngineCore implements Engine {
     );
     this.chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
     this.structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize, undefined, o.threads);
+    this.disaggregation = new Disaggregation({
+      kv: deps.runner.kv,
+      modelFingerprint: deps.info.modelFingerprint,
+      engineId: deps.info.engineId,
+      blocks: this.blocks,
+      structured: this.structured,
+      maxSeqLen: o.maxSeqLen,
+      options: { role: o.role, leaseTtlMs: o.kvLeaseMs, transferTimeoutMs: o.kvTransferTimeoutMs },
+      liveRequests: () => this.requests.all(),
+      check: (request) => this.intake.check(request),
+      submit: (request) => this.generate(request),
+      enqueue: (seq) => this.enqueue(seq),
+      fail: (req, error) => this.outputs.abort(req, { message: error.message, fault: error }),
+      cancel: (id) => void this.cancel(id),
+    });
     this.intake = new RequestIntake({
       tokenizer: deps.tokenizer,
       options: o,
@@ -105,6 +124,7 @@ export class EngineCore implements Engine {
       closed: () => this.closed,
       admitted: (req, seq, signal) => this.admitted(req, seq, signal),
       cancel: (id) => void this.cancel(id),
+      disaggregation: this.disaggregation,
     });
     this.outputs = new OutputProcessor({
       tokenizer: deps.tokenizer,
@@ -113,7 +133,11 @@ export class EngineCore implements Engine {
       adapters: deps.adapters,
       table: this.requests,
       metrics: this.metrics,
-      finishSequence: (seq) => this.scheduler.finish(seq),
+      finishSequence: (seq) => {
+        this.disaggregation.finishing(this.requests.get(seq.requestId), seq);
+        this.scheduler.finish(seq);
+      },
+      disaggregation: this.disaggregation,
     });
   }
 
@@ -128,9 +152,11 @@ export class EngineCore implements Engine {
       throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
   }
 
-  /** An admitted request joins the scheduler's queue; its caller's signal cancels it. */
+  /**
+   * An admitted request joins the scheduler's queue (one that arrives with its KV once the KV
+   * is in: engine/kv-transfer/); its caller's signal cancels it.
+   */
   private admitted(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void {
-    this.scheduler.add(seq);
     if (signal) {
       const onAbort = () => void this.cancel(req.id);
       if (signal.aborted) queueMicrotask(onAbort);
@@ -139,12 +165,20 @@ export class EngineCore implements Engine {
         req.detachSignal = () => signal.removeEventListener('abort', onAbort);
       }
     }
+    if (req.pd?.kind === 'decode') void this.disaggregation.pullThenEnqueue(req, seq);
+    else this.enqueue(seq);
+  }
+
+  private enqueue(seq: Sequence): void {
+    this.scheduler.add(seq);
     this.kick();
   }
 
+  /** Cancels a live request, or frees the KV leased under the id for another engine to pull. */
   async cancel(requestId: string): Promise<boolean> {
     const req = this.requests.get(requestId);
-    if (!req) return false;
+    const leased = this.disaggregation.cancelled(requestId, req);
+    if (!req) return leased;
     this.outputs.abort(req);
     return true;
   }
@@ -310,7 +344,33 @@ export class EngineCore implements Engine {
       runningLoraAdapters: this.adapterNames(this.scheduler.running),
       waitingLoraAdapters: this.adapterNames(this.scheduler.waiting),
       maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
+      ...this.kvStatus(),
     };
+  }
+
+  private kvStatus() {
+    const { role, status } = this.disaggregation.roleState();
+    const c = this.disaggregation.counters();
+    return {
+      role,
+      roleStatus: status,
+      leasedBlocks: c.leasedBlocks,
+      kvTransfersIn: c.transfersIn,
+      kvBytesIn: c.bytesIn,
+      kvTransferMsIn: c.transferMsIn,
+      kvTokensIn: c.tokensIn,
+      kvTransfersOut: c.transfersOut,
+      kvBytesOut: c.bytesOut,
+      kvTransferFailures: c.failures,
+    };
+  }
+
+  async setRole(role: EngineRole): Promise<RoleState> {
+    return this.disaggregation.setRole(role);
+  }
+
+  decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult> {
+    return this.disaggregation.decodeResults(signal);
   }
 
   private adapterNames(seqs: readonly Sequence[]): string[] {
@@ -336,6 +396,7 @@ export class EngineCore implements Engine {
     this.stopping = true;
     this.closed = true;
     for (const id of this.requests.ids()) await this.cancel(id);
+    this.disaggregation.close();
     while (this.loop) await this.loop;
     await this.structured.close();
     this.deps.dispose?.();

@@ -12,6 +12,7 @@ import type { RequestSpans } from './request-spans.js';
 import type { ResolvedParams } from './sampling-params.js';
 import type { Sequence } from './sequence.js';
 import type { GenerateEvent } from './types.js';
+import type { PdState } from './kv-transfer/engine-glue.js';
 
 export interface LiveRequest {
   readonly id: string;
@@ -35,6 +36,8 @@ export interface LiveRequest {
   readonly adapter: AdapterEntry | null;
   /** A server fault ended it (engine/step-fault.ts): the stream ends with this error, no finish events. */
   fault?: EngineError;
+  /** Split prefill/decode (engine/kv-transfer/): its half of a request split over two engines. */
+  pd?: PdState;
 }
 
 /** Live requests by id, the ids claimed by requests still being tokenized, and drain waiters. */

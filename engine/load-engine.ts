@@ -3,6 +3,7 @@
  * (engine/tokenizer/), sizes the KV pool from the options, and wires the native runner into
  * EngineCore. This is the one place the engine core meets the native addon.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
@@ -19,6 +20,7 @@ import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
+import { modelFingerprint } from './kv-transfer/fingerprint.js';
 import type { KvEventPublisher } from './kv-events.js';
 import { kvBytesPerPage, minKvPages } from './kv-layout.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
@@ -170,6 +172,8 @@ export async function loadEngine(
       prefixCache: o.prefixCache,
       dtype: Object.entries(m.tensorTypes).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown',
       startedAt: Date.now(),
+      engineId: randomUUID(),
+      modelFingerprint: modelFingerprint(m),
     },
     dispose: () => {
       void kvEvents?.close();

@@ -4,6 +4,7 @@
  * shared/reference/mindie-compat.md §2); config/ maps a loaded config.json onto it, the CLI
  * builds it from flags. `resolveEngineOptions` fills defaults and checks every bound once.
  */
+import { ENGINE_ROLES, type EngineRole } from './kv-transfer/types.js';
 import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
 
@@ -47,6 +48,12 @@ export interface EngineOptions {
   readonly lora?: LoraOptions;
   /** Publish KV-cache events (engine/kv-events.ts); absent = off. */
   readonly kvEvents?: KvEventsOptions;
+  /** Split prefill/decode (engine/kv-transfer/): the role, default mixed. */
+  readonly role?: EngineRole;
+  /** How long leased KV blocks wait for their pull before they are freed (ms, default 30000). */
+  readonly kvLeaseMs?: number;
+  /** Deadline of one KV pull or hand-off (ms, default 10000, MindIE's kv_trans_timeout). */
+  readonly kvTransferTimeoutMs?: number;
 }
 
 export interface KvEventsOptions {
@@ -96,6 +103,9 @@ export interface ResolvedEngineOptions {
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
   readonly kvEvents: KvEventsOptions | undefined;
+  readonly role: EngineRole;
+  readonly kvLeaseMs: number;
+  readonly kvTransferTimeoutMs: number;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -180,7 +190,17 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     modelName: options.modelName,
     lora: options.lora,
     kvEvents: checkKvEvents(options.kvEvents),
+    role: checkRole(options.role),
+    kvLeaseMs: int(options, 'kvLeaseMs', 30_000, 100, 3_600_000),
+    kvTransferTimeoutMs: int(options, 'kvTransferTimeoutMs', 10_000, 100, 3_600_000),
   };
+}
+
+function checkRole(role: EngineRole | undefined): EngineRole {
+  if (role === undefined) return 'mixed';
+  if (!ENGINE_ROLES.includes(role))
+    throw bad('role', `must be one of ${ENGINE_ROLES.join(', ')}, got '${String(role)}'`);
+  return role;
 }
 
 /** ZeroMQ addresses the publisher can open: tcp with a port (or `*`), ipc, inproc. */

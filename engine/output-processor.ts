@@ -18,6 +18,8 @@ import type { Sequence } from './sequence.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
+import type { Disaggregation } from './kv-transfer/engine-glue.js';
+import { asEngineError } from './request-intake.js';
 
 export interface OutputDeps {
   readonly tokenizer: EngineTokenizer;
@@ -29,6 +31,8 @@ export interface OutputDeps {
   readonly metrics: EngineMetrics;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
+  /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
+  readonly disaggregation: Pick<Disaggregation, 'afterFirstToken' | 'beforeFinalize'>;
 }
 
 const ms = () => performance.now();
@@ -48,6 +52,7 @@ export class OutputProcessor {
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
       this.acceptToken(req, seq, c, out, k, now);
+      if (req.pd) this.deps.disaggregation.afterFirstToken(req, c);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
         if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
@@ -156,8 +161,26 @@ export class OutputProcessor {
     this.finalize(req);
   }
 
-  /** Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. */
+  /**
+   * Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. A
+   * request handed to another engine (split prefill/decode) finishes once the hand-off is done.
+   */
   private finalize(req: LiveRequest): void {
+    const handOff = req.pd && this.deps.disaggregation.beforeFinalize(req);
+    if (handOff) {
+      handOff.then(
+        () => this.finalizeNow(req),
+        (e: unknown) => {
+          req.fault = asEngineError(e);
+          this.finalizeNow(req);
+        },
+      );
+      return;
+    }
+    this.finalizeNow(req);
+  }
+
+  private finalizeNow(req: LiveRequest): void {
     const d = this.deps;
     if (!d.table.remove(req.id)) return;
     req.detachSignal();
@@ -207,6 +230,7 @@ export class OutputProcessor {
         ...(c.error !== undefined ? { error: c.error } : {}),
         ...(chat ? { chat } : {}),
         decodeTimesMs: c.gapList,
+        ...(req.pd?.params ? { kvTransfer: req.pd.params } : {}),
       };
       if (!req.fault) req.queue.push(finish);
     });

@@ -24,6 +24,7 @@ import type { StructuredOutput } from './structured/engine-glue.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
+import type { Disaggregation, PdState } from './kv-transfer/engine-glue.js';
 
 export interface IntakeDeps {
   readonly tokenizer: EngineTokenizer;
@@ -49,6 +50,8 @@ export interface IntakeDeps {
   admitted(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void;
   /** Cancels a live request whose caller stopped reading. */
   cancel(id: string): void;
+  /** Split prefill/decode: checks a request's kv_transfer and role, and gives its state. */
+  readonly disaggregation: Disaggregation;
 }
 
 /** A request that passed the checks that need no tokenizer. */
@@ -60,6 +63,8 @@ interface AcceptedRequest {
   /** The adapter it names, with its prefix-cache identity; entry null = base model. */
   readonly adapter: { entry: AdapterEntry | null; cacheExtra: string };
   readonly constraint: GrammarConstraint | null;
+  /** Its half of a split prefill/decode request; undefined for a whole request. */
+  readonly pd: PdState | undefined;
 }
 
 export function asEngineError(e: unknown): EngineError {
@@ -126,6 +131,11 @@ export class RequestIntake {
     return queue;
   }
 
+  /** The checks `submit` starts with, alone (a request handed over from another engine is answered by them). */
+  check(request: GenerateRequest): void {
+    this.accept(request);
+  }
+
   /** The checks that need no tokenizer: engine state, request shape, request id, parameters. */
   private accept(request: GenerateRequest): AcceptedRequest {
     const d = this.deps;
@@ -150,7 +160,8 @@ export class RequestIntake {
         : d.structured.check(request.constraint),
     );
     this.checkQueueRoom();
-    return { id, params, parsing: null, adapter, constraint };
+    d.disaggregation.check(request);
+    return { id, params, parsing: null, adapter, constraint, pd: d.disaggregation.stateFor(request) };
   }
 
   private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
@@ -248,6 +259,7 @@ export class RequestIntake {
       detachSignal: () => {},
       spans,
       adapter: adapter.entry,
+      ...(accepted.pd ? { pd: accepted.pd } : {}),
     };
     d.table.add(req);
     d.metrics.requestsReceived++;

@@ -6,13 +6,17 @@
  */
 import {
   contextInfo,
+  kvTransferLayout,
+  readKvBlock,
   step,
   supplyMasks,
+  writeKvBlock,
   type ContextHandle,
   type KvLayout,
   type StepResult,
 } from '../native/native.js';
 import type { KvGroupLayout } from './kv-layout.js';
+import type { KvStore } from './kv-transfer/types.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
@@ -34,6 +38,8 @@ export interface Runner {
    * `late.masks` settles. Absent: every mask the step needs is already there (or none is).
    */
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
+  /** Block-by-block access to the KV cache (split prefill/decode); absent: no KV transfer. */
+  readonly kv?: KvStore;
 }
 
 export interface LateMasks {
@@ -46,6 +52,7 @@ export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
   readonly kvGroups: readonly KvGroupLayout[];
+  readonly kv: KvStore;
   private readonly pagesPerBlock: number;
 
   constructor(
@@ -60,6 +67,11 @@ export class NativeRunner implements Runner {
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
+    this.kv = {
+      layout: kvTransferLayout(ctx),
+      read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
+      write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
+    };
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {

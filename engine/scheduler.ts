@@ -124,13 +124,18 @@ export class Scheduler {
       if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
       if (!this.assignSlot(seq, adapters.inStep)) break; // it waits for a slot to free
       if (!adapters.fits(seq)) break; // it waits for a step with room for its adapter
-      const cached = this.blocks.findCachedPrefix(seq);
-      const computedAfter = cached.blocks.length * B;
+      // A sequence that arrived with its KV (split prefill/decode, engine/kv-transfer/) holds
+      // its blocks already and starts where they end; the others start on their cached prefix.
+      const preloaded = seq.blockTable.length > 0;
+      const cached = preloaded ? null : this.blocks.findCachedPrefix(seq);
+      const computedAfter = cached ? cached.blocks.length * B : seq.numComputed;
       const n = step.chunkFor(seq.computeTarget - computedAfter);
-      const needed = Math.ceil((computedAfter + n) / B) - cached.blocks.length;
-      if (needed > this.blocks.freeAfterTaking(cached.blocks)) break;
+      const needed = cached
+        ? Math.ceil((computedAfter + n) / B) - cached.blocks.length
+        : this.blocks.blocksNeeded(seq, n);
+      if (needed > (cached ? this.blocks.freeAfterTaking(cached.blocks) : this.blocks.freeBlocks)) break;
       this.waiting.shift();
-      this.blocks.admit(seq, cached);
+      if (cached) this.blocks.admit(seq, cached);
       if (seq.cachedPromptTokens < 0) seq.cachedPromptTokens = Math.min(seq.numComputed, seq.promptLen);
       seq.status = 'running';
       this.running.push(seq);

@@ -4,6 +4,14 @@
  * proto/ mirror these records; the mapping lives in one file on the service side.
  */
 import type { Constraint } from './structured/constraint.js';
+import type {
+  DecodeResult,
+  EngineRole,
+  KvTransferParams,
+  KvTransferSpec,
+  RoleState,
+  RoleStatus,
+} from './kv-transfer/types.js';
 
 export type { Constraint } from './structured/constraint.js';
 
@@ -92,6 +100,8 @@ export interface GenerateRequest {
   readonly adapter?: string;
   /** Structured output: every sequence's text must match it (engine/structured/). */
   readonly constraint?: Constraint;
+  /** Split prefill/decode: how this request takes part (engine/kv-transfer/); absent = computed here. */
+  readonly kvTransfer?: KvTransferSpec;
 }
 
 /** 'tool_calls': the model stopped after calling tools (its output parsed into calls). */
@@ -171,6 +181,8 @@ export interface FinishEvent {
   readonly chat?: ChatResult;
   /** Milliseconds between consecutive tokens (MindIE `decode_time_arr`), one per token after the first. */
   readonly decodeTimesMs?: readonly number[];
+  /** Split prefill/decode: the request continues on another engine (vLLM's kv_transfer_params). */
+  readonly kvTransfer?: KvTransferParams;
 }
 
 export type GenerateEvent = TokenEvent | FinishEvent;
@@ -213,6 +225,18 @@ export interface EngineStatus {
   readonly runningLoraAdapters: readonly string[];
   readonly waitingLoraAdapters: readonly string[];
   readonly maxLora: number;
+  /** Split prefill/decode (engine/kv-transfer/): the role and whether a change still drains. */
+  readonly role: EngineRole;
+  readonly roleStatus: RoleStatus;
+  /** KV blocks held for other engines to pull, and the KV moved in (pulled) and out (served). */
+  readonly leasedBlocks: number;
+  readonly kvTransfersIn: number;
+  readonly kvBytesIn: number;
+  readonly kvTransferMsIn: number;
+  readonly kvTokensIn: number;
+  readonly kvTransfersOut: number;
+  readonly kvBytesOut: number;
+  readonly kvTransferFailures: number;
 }
 
 /** Static facts about the served model and limits. */
@@ -231,6 +255,9 @@ export interface EngineInfo {
   readonly prefixCache: boolean;
   readonly dtype: string;
   readonly startedAt: number;
+  /** This engine process's id (vLLM's engine_id) and its model's fingerprint (engine/kv-transfer/fingerprint.ts). */
+  readonly engineId: string;
+  readonly modelFingerprint: string;
 }
 
 /**
@@ -273,6 +300,13 @@ export interface Engine {
   loadAdapter(name: string, path: string): Promise<{ message: string; rank: number; loadMs: number }>;
   unloadAdapter(name: string): Promise<{ message: string }>;
   listAdapters(): Promise<AdapterList>;
+  /** Split prefill/decode: assigns the role (refused while a change still drains). */
+  setRole(role: EngineRole): Promise<RoleState>;
+  /**
+   * Split prefill/decode: the results of the requests handed to this engine, each tagged with
+   * its request id (MindIE's `GET /dresult`); one holder at a time, a new one ends the last.
+   */
+  decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult>;
   /** Stop admitting requests (new ones fail UNAVAILABLE); resolves when running and queued ones finished. */
   drain(): Promise<void>;
   close(): Promise<void>;

@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
+import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
 import type {
   AdapterList,
   ChatMessage,
@@ -207,7 +208,32 @@ export class EnginePool implements Engine {
       runningLoraAdapters: [...new Set(list.flatMap((s) => s.runningLoraAdapters))].sort(),
       waitingLoraAdapters: [...new Set(list.flatMap((s) => s.waitingLoraAdapters))].sort(),
       maxLora: list[0].maxLora,
+      role: list[0].role,
+      roleStatus: list.some((s) => s.roleStatus === 'RoleSwitching') ? 'RoleSwitching' : 'RoleReady',
+      leasedBlocks: sum((s) => s.leasedBlocks),
+      kvTransfersIn: sum((s) => s.kvTransfersIn),
+      kvBytesIn: sum((s) => s.kvBytesIn),
+      kvTransferMsIn: sum((s) => s.kvTransferMsIn),
+      kvTokensIn: sum((s) => s.kvTokensIn),
+      kvTransfersOut: sum((s) => s.kvTransfersOut),
+      kvBytesOut: sum((s) => s.kvBytesOut),
+      kvTransferFailures: sum((s) => s.kvTransferFailures),
     };
+  }
+
+  /** Every engine of the pool takes the role (a pool serves one role). */
+  async setRole(role: EngineRole): Promise<RoleState> {
+    const results = await Promise.all(this.members.map((m) => m.engine.setRole(role)));
+    return results.find((r) => r.status === 'RoleSwitching') ?? results[0]!;
+  }
+
+  /** Each engine has its own results stream: hold them one by one (`prism gateway --decode`). */
+  // eslint-disable-next-line require-yield
+  async *decodeResults(): AsyncGenerator<DecodeResult> {
+    throw new EngineError(
+      'UNIMPLEMENTED',
+      'a pool of engines has no single results stream; use prism gateway --prefill/--decode',
+    );
   }
 
   async drain(): Promise<void> {

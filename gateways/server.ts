@@ -13,6 +13,7 @@ import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
+import { pdHeadersMiddleware } from './pd/mindie-headers.js';
 import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
@@ -154,6 +155,8 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[],
   if (listeners.includes('service')) {
     app.use(familyStatsMiddleware(gw.state.families));
     app.use(playgroundMiddleware());
+    // MindIE's split prefill/decode headers, applied where every family calls the engine.
+    app.use(pdHeadersMiddleware());
   }
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {

@@ -14,7 +14,23 @@ import { join } from 'node:path';
 
 import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
 
-const TYPES: readonly TensorType[] = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K'];
+const TYPES: readonly TensorType[] = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q4_K',
+  'Q6_K',
+  'Q5_0',
+  'Q5_1',
+  'Q5_K',
+  'Q3_K',
+  'Q2_K',
+  'IQ4_NL',
+  'IQ4_XS',
+];
 const BLOCK: Record<TensorType, number> = {
   F32: 1,
   F16: 1,
@@ -24,6 +40,13 @@ const BLOCK: Record<TensorType, number> = {
   Q4_1: 32,
   Q4_K: 256,
   Q6_K: 256,
+  Q5_0: 32,
+  Q5_1: 32,
+  Q5_K: 256,
+  Q3_K: 256,
+  Q2_K: 256,
+  IQ4_NL: 32,
+  IQ4_XS: 256,
 };
 
 /** Families the CPU can run (the kernels refuse the others). */
@@ -88,7 +111,7 @@ function worstRelativeError(
   return worst;
 }
 
-const QUANTIZED: ReadonlySet<TensorType> = new Set(['Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K']);
+const QUANTIZED: ReadonlySet<TensorType> = new Set(TYPES.filter((t) => BLOCK[t] > 1));
 type Precision = 'int8' | 'int16';
 
 /**
@@ -203,6 +226,15 @@ const ROUND_TRIP_BOUND: Record<TensorType, number> = {
   Q4_1: 1 / 15 + 1e-3, // half a step of (max-min)/15 ≤ 2·max/15
   Q4_K: 0.2, // 6-bit scales and mins on top of 4-bit values
   Q6_K: 0.05,
+  Q5_0: 1 / 16 + 1e-3, // half a step of max/16
+  Q5_1: 1 / 31 + 1e-3, // half a step of (max-min)/31 ≤ 2·max/31
+  // The K and IQ4 quantizers here are plain searches (test encodings, not llama.cpp's):
+  // bounds from their 6-bit (4-bit for Q2_K) scales on top of 5 / 3 / 2-bit values.
+  Q5_K: 0.1,
+  Q3_K: 0.35,
+  Q2_K: 0.6,
+  IQ4_NL: 0.12,
+  IQ4_XS: 0.2,
 };
 
 test('quantize → dequantize round trip stays within each type’s error bound', () => {

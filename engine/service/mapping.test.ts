@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { Metadata, status as Status } from '@grpc/grpc-js';
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError, type EngineErrorCode } from '../errors.js';
-import type { Constraint, FinishEvent, GenerateRequest, TokenEvent } from '../types.js';
+import type { EngineStatus, Constraint, FinishEvent, GenerateRequest, TokenEvent } from '../types.js';
 import {
   eventFromProto,
   eventToProto,
@@ -162,7 +162,7 @@ describe('events and status', () => {
 
   test('status round-trips with its histograms', () => {
     const h = { bounds: [0.1, 1], counts: [1, 2, 3], sum: 1.75, count: 3 };
-    const s = {
+    const s: EngineStatus = {
       running: 1,
       waiting: 2,
       freeBlocks: 3,
@@ -188,6 +188,16 @@ describe('events and status', () => {
       runningLoraAdapters: ['a', 'b'],
       waitingLoraAdapters: ['c'],
       maxLora: 4,
+      role: 'decode',
+      roleStatus: 'RoleSwitching',
+      leasedBlocks: 3,
+      kvTransfersIn: 2,
+      kvBytesIn: 1 << 20,
+      kvTransferMsIn: 4.5,
+      kvTokensIn: 96,
+      kvTransfersOut: 1,
+      kvBytesOut: 1 << 19,
+      kvTransferFailures: 1,
     };
     assert.deepEqual(
       statusFromProto(pb.StatusResponse.decode(pb.StatusResponse.encode(statusToProto(s)).finish())),

@@ -23,6 +23,13 @@ import type {
   TokenEvent,
   TokenLogprob,
 } from '../types.js';
+import { ENGINE_ROLES, type EngineRole } from '../kv-transfer/types.js';
+import {
+  kvParamsFromProto,
+  kvParamsToProto,
+  kvTransferFromProto,
+  kvTransferToProto,
+} from './kv-transfer-mapping.js';
 import {
   chatDeltaFromProto,
   chatDeltaToProto,
@@ -152,6 +159,7 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
     params: paramsToProto(r.params),
     adapter: r.adapter ?? '',
     ...(r.constraint ? { constraint: constraintToProto(r.constraint) } : {}),
+    ...(r.kvTransfer ? { kvTransfer: kvTransferToProto(r.kvTransfer) } : {}),
   });
 }
 
@@ -213,12 +221,14 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
       throw invalidArgument('prompt', 'one of text, tokens or chat is required');
   }
   const constraint = constraintFromProto(r.constraint);
+  const kvTransfer = kvTransferFromProto(r.kvTransfer);
   return {
     ...(r.requestId !== '' ? { requestId: r.requestId } : {}),
     prompt,
     params: paramsFromProto(r.params),
     ...(r.adapter !== '' ? { adapter: r.adapter } : {}),
     ...(constraint ? { constraint } : {}),
+    ...(kvTransfer ? { kvTransfer } : {}),
   };
 }
 
@@ -283,6 +293,7 @@ export function finishEventToProto(e: FinishEvent): pb.FinishEvent {
     error: e.error,
     chat: e.chat ? chatResultToProto(e.chat) : undefined,
     decodeTimesMs: [...(e.decodeTimesMs ?? [])],
+    kvTransfer: e.kvTransfer ? kvParamsToProto(e.kvTransfer) : undefined,
   };
 }
 
@@ -319,6 +330,7 @@ export function finishEventFromProto(e: pb.FinishEvent): FinishEvent {
     ...(e.error !== undefined ? { error: e.error } : {}),
     ...(e.chat ? { chat: chatResultFromProto(e.chat) } : {}),
     ...(e.decodeTimesMs.length > 0 ? { decodeTimesMs: e.decodeTimesMs } : {}),
+    ...(e.kvTransfer ? { kvTransfer: kvParamsFromProto(e.kvTransfer)! } : {}),
   };
 }
 
@@ -360,9 +372,15 @@ export function statusToProto(s: EngineStatus): pb.StatusResponse {
   });
 }
 
+function roleFromProto(role: string): EngineRole {
+  return ENGINE_ROLES.find((r) => r === role) ?? 'mixed';
+}
+
 export function statusFromProto(s: pb.StatusResponse): EngineStatus {
   return {
     ...s,
+    role: roleFromProto(s.role),
+    roleStatus: s.roleStatus === 'RoleSwitching' ? 'RoleSwitching' : 'RoleReady',
     ttft: histogramFromProto(s.ttft),
     interTokenLatency: histogramFromProto(s.interTokenLatency),
     e2eLatency: histogramFromProto(s.e2eLatency),

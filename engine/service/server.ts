@@ -16,6 +16,8 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
 import type { Engine, GenerateEvent } from '../types.js';
+import { parseRole } from '../kv-transfer/roles.js';
+import { checkHandOff, decodeResultToProto } from './kv-transfer-mapping.js';
 import { grpcTarget, parseListenAddress, removeStaleSocket } from './listen-address.js';
 import {
   chatMessagesFromProto,
@@ -38,9 +40,19 @@ const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** After the engine drained, how long calls still open (health watches) may linger. */
 const SHUTDOWN_GRACE_MS = 2000;
 
+/** The engine-to-engine side of split prefill/decode (engine/kv-transfer/engine-glue.ts). */
+export interface KvTransferService {
+  serveTransfer(req: pb.TransferKvRequest): AsyncGenerator<pb.TransferKvChunk>;
+  acceptHandOff(req: pb.HandOffRequest): void;
+  /** Told the bound address: what other engines dial to pull this engine's KV. */
+  setListenAddress(address: string): void;
+}
+
 export interface EngineServerOptions {
   /** `HOST:PORT` (port 0 picks a free port) or `unix:PATH`. */
   readonly listen: string;
+  /** Serves TransferKv and HandOff; absent: they answer UNIMPLEMENTED. */
+  readonly kvTransfer?: KvTransferService;
   /** Where to report requests that failed with a non-engine error (a bug). Default: stderr. */
   readonly log?: (line: string) => void;
 }
@@ -100,7 +112,11 @@ function abortOnCancel(call: AnyCall): { signal: AbortSignal; done: () => void }
   return { signal: controller.signal, done: () => call.off('cancelled', onCancel) };
 }
 
-function makeHandlers(engine: Engine, log: (line: string) => void): grpc.UntypedServiceImplementation {
+function makeHandlers(
+  engine: Engine,
+  log: (line: string) => void,
+  kv: KvTransferService | undefined,
+): grpc.UntypedServiceImplementation {
   const report = (method: string, err: unknown): void => {
     if (!(err instanceof EngineError))
       log(`engine service: ${method} failed: ${err instanceof Error ? err.stack : String(err)}`);
@@ -203,9 +219,62 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
     );
   }
 
+  /**
+   * A server-streaming RPC: the messages `produce` yields, written with the transport's
+   * backpressure (a slow reader holds the producer back instead of making us buffer), until
+   * the client cancels (leaving the loop ends the producer too).
+   */
+  function serverStream<Req, Res>(
+    method: string,
+    produce: (req: Req, signal: AbortSignal) => AsyncIterable<Res>,
+  ) {
+    return (call: grpc.ServerWritableStream<Req, Res>): void => {
+      const request = call.request as unknown;
+      const { signal, done } = abortOnCancel(call as AnyCall);
+      const run = async (): Promise<void> => {
+        if (request instanceof UndecodableRequest) throw undecodable(request);
+        for await (const message of produce(request as Req, signal)) {
+          if (call.cancelled) break;
+          if (!call.write(message)) await Promise.race([once(call, 'drain'), once(signal, 'abort')]);
+        }
+      };
+      run().then(
+        () => {
+          done();
+          if (!call.cancelled) call.end();
+        },
+        (err: unknown) => {
+          done();
+          report(method, err);
+          if (!call.cancelled) call.emit('error', toGrpcStatus(err));
+        },
+      );
+    };
+  }
+
+  const noKv = (): never => {
+    throw new EngineError('UNIMPLEMENTED', 'this engine does not serve KV transfer');
+  };
+
   return {
     generate: unary('Generate', generate),
     generateStream,
+    transferKv: serverStream('TransferKv', (req: pb.TransferKvRequest) =>
+      kv ? kv.serveTransfer(req) : noKv(),
+    ),
+    handOff: unary('HandOff', async (req: pb.HandOffRequest): Promise<pb.HandOffResponse> => {
+      if (!kv) noKv();
+      checkHandOff(req);
+      kv!.acceptHandOff(req);
+      return {};
+    }),
+    decodeResults: serverStream('DecodeResults', (_req: pb.DecodeResultsRequest, signal) =>
+      mapStream(engine.decodeResults(signal), (r) => decodeResultToProto(r, eventToProto)),
+    ),
+    setRole: unary('SetRole', async (req: pb.SetRoleRequest): Promise<pb.SetRoleResponse> => {
+      const state = await engine.setRole(parseRole(req.role));
+      return { role: state.role, roleStatus: state.status };
+    }),
     tokenize: unary('Tokenize', async (req: pb.TokenizeRequest): Promise<pb.TokenizeResponse> => ({
       ids: await engine.tokenize(req.text, req.addSpecialTokens),
     })),
@@ -261,6 +330,10 @@ function makeHandlers(engine: Engine, log: (line: string) => void): grpc.Untyped
   };
 }
 
+async function* mapStream<A, B>(source: AsyncIterable<A>, f: (a: A) => B): AsyncGenerator<B> {
+  for await (const a of source) yield f(a);
+}
+
 /** The package definition reflection describes: the engine service and the health service. */
 function reflectionPackage(): protoLoader.PackageDefinition {
   const root = protoRoot();
@@ -286,7 +359,7 @@ export async function startEngineServer(
     'grpc.keepalive_time_ms': 60_000,
     'grpc.keepalive_timeout_ms': 20_000,
   });
-  server.addService(guardedService(), makeHandlers(engine, log));
+  server.addService(guardedService(), makeHandlers(engine, log, options.kvTransfer));
   const health = new HealthImplementation({ '': 'SERVING', [ENGINE_SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
   new ReflectionService(reflectionPackage()).addToServer(server);
@@ -316,5 +389,7 @@ export async function startEngineServer(
     return stopping;
   };
 
-  return { address: grpcTarget(address, port), server, shutdown };
+  const bound = grpcTarget(address, port);
+  options.kvTransfer?.setListenAddress(bound);
+  return { address: bound, server, shutdown };
 }

@@ -4,6 +4,7 @@
  */
 import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
+import { EngineError } from '../../engine/errors.js';
 import { HttpError, invalid } from '../shared/http-error.js';
 import { readJsonBody } from '../shared/body.js';
 import { prismMetrics } from './metrics-detail.js';
@@ -32,7 +33,10 @@ export function handleConfig(gw: GatewayContext, ctx: Context): void {
   };
 }
 
-/** Prism runs prefill and decode in one instance (MindIE "PD mixed"); the role is the one last assigned. */
+/**
+ * The engine's split prefill/decode role (engine/kv-transfer/roles.ts): `none` while it runs
+ * both halves (MindIE's PD-mixed), and `RoleSwitching` while requests the new role refuses drain.
+ */
 export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 | 2): Promise<void> {
   const s = await gw.engine.status();
   const availSlots = Math.max(0, s.maxBatchSize - s.running);
@@ -56,16 +60,20 @@ export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 
     });
   }
   ctx.body = {
-    service: { roleStatus: s.stopping ? 'RoleUnknown' : 'RoleReady', currentRole: gw.state.role },
+    service: {
+      roleStatus: s.stopping ? 'RoleUnknown' : s.roleStatus,
+      currentRole: s.role === 'mixed' ? (gw.state.role === 'flex' ? 'flex' : 'none') : s.role,
+    },
     resource,
     linkStatus: { peers: [] },
   };
 }
 
 /**
- * POST /v{1,2}/role/{role}: records the instance role, reported by /v{1,2}/status. Prism runs
- * prefill and decode in one instance, so the role changes no scheduling; it is what a
- * PD-aware router reads back. The body (local / peers devices) must be a JSON object.
+ * POST /v{1,2}/role/{role}: assigns the engine's role (prefill or decode; v1's `flex` runs
+ * both halves, Prism's mixed role). The body (local / peers devices) must be a JSON object;
+ * its devices are MindIE's and mean nothing to Prism. A change while the last one still
+ * drains is refused MindIE's way: 200 with the reason in `result`.
  */
 export async function handleRole(
   gw: GatewayContext,
@@ -80,6 +88,15 @@ export async function handleRole(
   const body = await readJsonBody(ctx, gw.config.maxRequestBytes);
   if (body === null || typeof body !== 'object' || Array.isArray(body))
     throw invalid('request body', 'must be a JSON object');
+  try {
+    await gw.engine.setRole(known === 'flex' ? 'mixed' : known);
+  } catch (e) {
+    if (e instanceof EngineError && e.code === 'UNAVAILABLE') {
+      ctx.body = { result: e.message };
+      return;
+    }
+    throw e;
+  }
   gw.state.role = known;
   ctx.body = { result: 'OK' };
 }

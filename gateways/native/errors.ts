@@ -8,6 +8,7 @@ import { httpStatusOf, type HttpError } from '../shared/http-error.js';
 
 const typeOf: Record<HttpError['kind'], string> = {
   validation: 'Input Validation Error',
+  bad_request: 'Bad Request',
   bad_json: 'Input Validation Error',
   too_large: 'Input Validation Error',
   unauthorized: 'Unauthorized',

@@ -12,6 +12,7 @@ import {
   handleStopService,
 } from './control.js';
 import { handleNativeInfer, handleTokenizer } from './infer.js';
+import { handleDResult } from '../pd/dresult.js';
 import { PrometheusExporter } from './prometheus.js';
 
 export function nativeServiceRouter(gw: GatewayContext): Router {
@@ -20,6 +21,7 @@ export function nativeServiceRouter(gw: GatewayContext): Router {
   router.post('/infer', boundary, (ctx) => handleNativeInfer(gw, ctx, false));
   router.post('/infer_token', boundary, (ctx) => handleNativeInfer(gw, ctx, true));
   router.post('/v1/tokenizer', boundary, (ctx) => handleTokenizer(gw, ctx));
+  router.get('/dresult', boundary, (ctx) => handleDResult(gw, ctx));
   return router;
 }
 

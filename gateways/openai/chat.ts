@@ -28,6 +28,7 @@ import {
   type ToolFields,
 } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
+import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
 import { chatConstraint } from './tgi-response-format.js';
 import {
   openaiFinishReason,
@@ -176,6 +177,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
     }),
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
+    ...kvTransferFromBody(body.kv_transfer_params),
   };
   withConstraintField(request, structured?.field);
   const created = Math.floor(Date.now() / 1000);
@@ -198,6 +200,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       usage: withReasoningTokens(openaiUsage(answer.usage), reasoningTokens(finishes)),
       // MindIE sends these with function-call responses.
       ...(toolFields.tools ? mindieTimings(finishes) : {}),
+      ...kvTransferResponse(finishes),
     };
     return;
   }
@@ -239,11 +242,12 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       } else {
         finishes.push(ev.usage);
         reasoning += ev.chat?.reasoningTokens ?? 0;
-        sse.data(
-          chunk([
+        sse.data({
+          ...chunk([
             { index: ev.index, delta: {}, logprobs: null, finish_reason: openaiFinishReason(ev.reason) },
           ]),
-        );
+          ...kvTransferResponse([ev]),
+        });
       }
     },
     onEnd: (sse) => {

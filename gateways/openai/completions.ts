@@ -25,6 +25,7 @@ import { constraintFromFields, withConstraintField } from '../shared/structured.
 import { clientGoneSignal } from '../shared/sse.js';
 import { mergeAnswers, streamSse, type Tagged } from '../shared/stream.js';
 import { openaiErrorBody } from './errors.js';
+import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
 import {
   openaiFinishReason,
   openaiUsage,
@@ -124,6 +125,8 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   });
   const structured = constraintFromFields(body, { allowResponseFormat: true });
   const inputs = prompts(body.prompt);
+  const kv = kvTransferFromBody(body.kv_transfer_params);
+  if (kv.kvTransfer && inputs.length > 1) throw invalid('kv_transfer_params', 'needs a single prompt');
   const n = params.n ?? 1;
   const requests: GenerateRequest[] = inputs.map((prompt, i) =>
     withConstraintField(
@@ -133,6 +136,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         params,
         ...adapterFor(gw, model),
         ...(structured ? { constraint: structured.constraint } : {}),
+        ...kv,
       },
       structured?.field,
     ),
@@ -172,6 +176,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         })),
       ),
       usage: openaiUsage(usage),
+      ...kvTransferResponse(answers.flatMap((a) => a.choices.map((c) => c.finish))),
     };
     return;
   }
@@ -211,9 +216,10 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         // The prompt counts once per request; completions add up over its sequences.
         if (!usages.has(pi)) usages.set(pi, ev.usage);
         completionTokens.total += ev.usage.completionTokens;
-        sse.data(
-          chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
-        );
+        sse.data({
+          ...chunk([{ index, text: prefix, logprobs: null, finish_reason: openaiFinishReason(ev.reason) }]),
+          ...kvTransferResponse([ev]),
+        });
       }
     },
     onEnd: (sse) => {

@@ -4,6 +4,7 @@ import { httpStatusOf, type HttpError } from '../shared/http-error.js';
 
 const wordsOf: Record<HttpError['kind'], { type: string; code: string | null }> = {
   validation: { type: 'invalid_request_error', code: null },
+  bad_request: { type: 'invalid_request_error', code: null },
   bad_json: { type: 'invalid_request_error', code: 'invalid_json' },
   too_large: { type: 'invalid_request_error', code: 'request_too_large' },
   unauthorized: { type: 'invalid_request_error', code: 'invalid_api_key' },

@@ -5,6 +5,7 @@
  */
 import type { SamplingParams } from '../../engine/types.js';
 import { HttpError, notSupported } from '../shared/http-error.js';
+import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
 
 const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
@@ -34,6 +35,7 @@ export const samplingSchemaProperties = {
   logit_bias: nullable({ type: 'object' }),
   min_tokens: nullable({ type: 'integer', minimum: 0 }),
   user: nullable({ type: 'string' }),
+  ...kvTransferSchemaProperty,
 } as const;
 
 export interface SamplingFields {
@@ -58,6 +60,7 @@ export interface SamplingFields {
   logit_bias?: Record<string, unknown> | null;
   min_tokens?: number | null;
   user?: string | null;
+  kv_transfer_params?: KvTransferBody | null;
 }
 
 /** Drops nulls so absent and null both mean "engine default". */

@@ -10,6 +10,7 @@ import { HttpError } from './http-error.js';
 import { noteEngineRequest, noteFinish } from './request-log.js';
 import { renameConstraintError } from './structured.js';
 import { tracedGenerate } from './tracing.js';
+import { withPdHeaders } from '../pd/mindie-headers.js';
 
 export function newRequestId(prefix: string): string {
   return `${prefix}-${randomUUID().replace(/-/g, '')}`;
@@ -51,6 +52,7 @@ export async function collect(
 ): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
+  request = withPdHeaders(request);
   noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
@@ -88,6 +90,7 @@ export async function* events(
   request: GenerateRequest,
   signal: AbortSignal,
 ): AsyncGenerator<GenerateEvent> {
+  request = withPdHeaders(request);
   noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {

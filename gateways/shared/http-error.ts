@@ -8,6 +8,7 @@ import { EngineError, type EngineErrorCode } from '../../engine/errors.js';
 /** What went wrong, independent of the family's wording. */
 export type ErrorKind =
   | 'validation' // malformed or out-of-range request (TGI/MindIE 422, OpenAI 400)
+  | 'bad_request' // MindIE's 400: a malformed split prefill/decode header (gateways/pd/)
   | 'bad_json' // the body is not JSON at all
   | 'too_large' // body longer than ServerConfig.maxRequestLength (413)
   | 'unauthorized' // missing or wrong API key (401)
@@ -49,6 +50,7 @@ const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
  */
 const statusOfKind: Record<ErrorKind, number> = {
   validation: 422,
+  bad_request: 400,
   bad_json: 422,
   too_large: 413,
   unauthorized: 401,

@@ -4,6 +4,7 @@ import { httpStatusOf, type HttpError } from '../shared/http-error.js';
 
 const typeOf: Record<HttpError['kind'], string> = {
   validation: 'validation',
+  bad_request: 'validation',
   bad_json: 'validation',
   too_large: 'validation',
   unauthorized: 'unauthorized',

@@ -486,6 +486,7 @@ Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void registerLoraExports(Napi::Env env, Napi::Object exports);
+void registerKvTransferExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
@@ -507,6 +508,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
   exports.Set("hostInfo", Napi::Function::New(env, HostInfoExport));
   registerLoraExports(env, exports);  // lora_addon.cc
+  registerKvTransferExports(env, exports);  // kv_transfer.cc
   return exports;
 }
 

@@ -58,6 +58,13 @@ class Context {
   LoraRunner& lora() { return lora_; }
   const LoraRunner& lora() const { return lora_; }
 
+  // KV transfer between engines (kv_transfer.cc): one layer of one block is K then V of all
+  // its KV heads, blockSize × headDim F16 values each. The copies take layers [l0, l0 + n) of
+  // `block`; the addon checks the ranges. Only blocks no running step writes are copied.
+  int64_t kvBlockLayerBytes() const;
+  void readKvBlock(int64_t block, int64_t l0, int64_t n, uint8_t* out) const;
+  void writeKvBlock(int64_t block, int64_t l0, int64_t n, const uint8_t* in);
+
  private:
   // Runs f(begin, end, thread) over [0, count): inline when the work is small (decode's
   // per-token vector ops), else split across the pool.
@@ -92,6 +99,8 @@ class Context {
   int32_t pageOf(const int32_t* table, int64_t blk, int64_t layer) const {
     return table[blk * kv_.pagesPerBlock + kv_.layerPage[layer]];
   }
+  const uint16_t* kAt(int64_t layer, int64_t page) const { return kCache_.data() + kvOffset(layer, page, 0); }
+  const uint16_t* vAt(int64_t layer, int64_t page) const { return vCache_.data() + kvOffset(layer, page, 0); }
 
   std::shared_ptr<Model> model_;
   const ModelConfig& cfg_;

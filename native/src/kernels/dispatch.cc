@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/internal.h"
+#include "kernels/planes.h"
 
 namespace prism {
 
@@ -133,6 +134,15 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
   const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
   if (type == TensorType::Q4_K && precision == ActivationPrecision::Int8) {
     w.layout = repackQ4GK(data, rows, cols, &w.owned);  // Q4_K's scale encoding, group order
+    w.data = w.owned.data();
+    w.bytes = w.owned.size();
+    return w;
+  }
+  if (planeLayoutFor(type) != 0 && precision == ActivationPrecision::Int8) {
+    // Q5_0 / Q5_1 / Q5_K / Q3_K / Q2_K / IQ4_NL / IQ4_XS: bit planes in the group order
+    // (planes.h), the file's bytes per weight.
+    repackPlanes(type, data, rows, cols, &w.owned);
+    w.layout = planeLayoutFor(type);
     w.data = w.owned.data();
     w.bytes = w.owned.size();
     return w;

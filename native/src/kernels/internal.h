@@ -22,6 +22,22 @@ constexpr size_t kQ4_1Bytes = 2 + 2 + 16;
 constexpr size_t kQ8_0Bytes = 2 + 32;
 constexpr size_t kQ4_KBytes = 2 + 2 + 12 + 128;
 constexpr size_t kQ6_KBytes = 128 + 64 + 16 + 2;
+// Q5_0: d, qh[4] (bit i: high bit of value i), qs[16] (value i low nibble of byte i % 16,
+// high nibble for i >= 16). Q5_1: d, m, then as Q5_0.
+constexpr size_t kQ5_0Bytes = 2 + 4 + 16;
+constexpr size_t kQ5_1Bytes = 2 + 2 + 4 + 16;
+// Q5_K: d, dmin, 12 bytes of 6-bit scales/mins (as Q4_K), qh[32], qs[128].
+constexpr size_t kQ5_KBytes = 2 + 2 + 12 + 32 + 128;
+// Q3_K: hmask[32], qs[64], 12 bytes of 6-bit scales (one per 16 values), d.
+constexpr size_t kQ3_KBytes = 32 + 64 + 12 + 2;
+// Q2_K: scales[16] (4-bit scale | 4-bit min << 4, one per 16 values), qs[64], d, dmin.
+constexpr size_t kQ2_KBytes = 16 + 64 + 2 + 2;
+// IQ4_NL: d, qs[16] (indices into kIQ4Values, nibbles as Q4_0). IQ4_XS: d, scales_h
+// (2 high bits per 32-value block), scales_l[4] (4 low bits per block), qs[128].
+constexpr size_t kIQ4_NLBytes = 2 + 16;
+constexpr size_t kIQ4_XSBytes = 2 + 2 + 4 + 128;
+// The 16 values an IQ4 index stands for (GGML's kvalues_iq4nl).
+constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 static inline float f16ToF32(uint16_t h) { return _cvtsh_ss(h); }
 static inline uint16_t f32ToF16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
@@ -48,6 +64,23 @@ static inline void q4kScaleMin(int j, const uint8_t* q, uint8_t* sc, uint8_t* m)
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
 }
+
+// Q3_K: the 6-bit scale (0..63, standing for −32..31) of 16-value sub-block s (0..15) from
+// the block's 12 scale bytes: low 4 bits in byte s % 8 (high nibble from s = 8 on), high 2
+// bits at bits 2·(s / 4) of byte 8 + s % 4 (GGML's kmask unpacking, one value at a time).
+static inline int q3kScale(int s, const uint8_t* sc) {
+  return ((sc[s % 8] >> (s < 8 ? 0 : 4)) & 0xF) | (((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4);
+}
+// IQ4_XS: the 6-bit scale (standing for −32..31) of 32-value block ib (0..7) of the
+// super-block at `b`: low 4 bits from scales_l, high 2 from scales_h.
+static inline int iq4xsScale(int ib, const uint8_t* b) {
+  return ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((loadU16(b + 2) >> (2 * ib)) & 3) << 4);
+}
+
+// Reference (de)quantizers of the Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL and IQ4_XS blocks
+// (reference_blocks.cc), one row of `cols` values; false for any other type.
+bool dequantizeBlocksRow(TensorType type, const uint8_t* row, int64_t cols, float* out);
+bool quantizeBlocksRow(TensorType type, const float* x, int64_t cols, uint8_t* out);
 
 // Private weight layouts (LinearWeight::layout).
 //
@@ -110,13 +143,13 @@ void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
 // 4 chunks of 64 bytes of low nibbles (as Q4G), then 2 chunks of 64 bytes of high 2-bit
 // pairs (chunk e, bits 2k..2k+1 of byte p: vector 4e + k, byte p), so q = lo | hi << 4 in
 // 0..63. Vectors 0-3 hold values 0-15 of each block (Q6_K's first 16-value sub-block),
-// vectors 4-7 values 16-31 (the second). After all groups: d[padded] (f16, the super-block
-// scale), scA[padded], scB[padded] (int8 sub-block scales): value = d·sc·(q − 32), exactly
-// Q6_K's. 28 bytes per 32 values (the file: 26.25).
+// vectors 4-7 values 16-31 (the second). After all groups: scA[padded], scB[padded] (int8
+// sub-block scales), then d[padded / 8] (f16, one per 256-value super-block, as the file):
+// value = d·sc·(q − 32), exactly Q6_K's. 26.25 bytes per 32 values, the file's.
 constexpr int kLayoutQ6G = 4;
 static inline size_t q6gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
-  return g * 384 + g * kQ4GBlocks * 4;
+  return g * 384 + g * kQ4GBlocks * 2 + g * 2 * 2;
 }
 // kLayoutQ8G: Q8_0 weights for int8 activations in the group permutation: per group 8
 // vectors of 64 bytes (byte p of vector v: value 4v + p%4 of block p/4) holding w + 128 as
@@ -186,12 +219,15 @@ void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out
 // max|x|/127) or Q = int16 (Int16, scale max|x|/32767): for token t, qs[t*cols ..] holds cols
 // values, d[t*blocks + b] the block scale and s[t*blocks + b] = d * (sum of the block's 32
 // integer values) — the term a weight type with a per-block offset (Q4_1's min, Q4_0's -8,
-// Q4_K's min) multiplies.
+// Q4_K's min) multiplies; sa / sb the same over values 0-15 / 16-31 (Q2_K's offsets are per
+// 16 values; written by the int16 quantizer only).
 template <class Q>
 struct BlockActivations {
   Q* qs = nullptr;
   float* d = nullptr;
   float* s = nullptr;
+  float* sa = nullptr;
+  float* sb = nullptr;
   int64_t n = 0;
   int64_t cols = 0;
   int64_t blocks = 0;
@@ -203,10 +239,10 @@ using QuantizedActivations16 = BlockActivations<int16_t>;
 // `valueBytes` bytes (1: int8, 2: int16).
 static inline size_t quantizedActivationBytes(int64_t n, int64_t cols, size_t valueBytes = 1) {
   int64_t blocks = (cols + kQK - 1) / kQK;
-  return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK * valueBytes + 2 * sizeof(float) * blocks) + 64;
+  return static_cast<size_t>(n) * (static_cast<size_t>(blocks) * kQK * valueBytes + 4 * sizeof(float) * blocks) + 64;
 }
 
-// Lays out `qa` (n × cols values, then d, then s) in `buf` of quantizedActivationBytes().
+// Lays out `qa` (n × cols values, then d, s, sa, sb) in `buf` of quantizedActivationBytes().
 template <class Q>
 static inline void placeActivations(uint8_t* buf, int64_t n, int64_t cols, BlockActivations<Q>* qa) {
   qa->n = n;
@@ -215,6 +251,8 @@ static inline void placeActivations(uint8_t* buf, int64_t n, int64_t cols, Block
   qa->qs = reinterpret_cast<Q*>(buf);
   qa->d = reinterpret_cast<float*>(buf + ((static_cast<size_t>(n * cols) * sizeof(Q) + 63) & ~size_t(63)));
   qa->s = qa->d + n * qa->blocks;
+  qa->sa = qa->s + n * qa->blocks;
+  qa->sb = qa->sa + n * qa->blocks;
 }
 
 // Cache blocking shared by the quantized kernels: rows are walked in groups whose weights

@@ -23,6 +23,7 @@
 #include <algorithm>
 
 #include "kernels/internal.h"
+#include "kernels/planes.h"
 #include "kernels/quant_blocks_x86.h"
 
 namespace prism::kernels {
@@ -90,7 +91,8 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
   }
 }
 
-// Same blocks at 16 bits: d = max|x| / 32767, q = round(x / d), s = d * Σq.
+// Same blocks at 16 bits: d = max|x| / 32767, q = round(x / d), s = d * Σq, and the halves'
+// sa = d * Σq[0..15], sb = d * Σq[16..31].
 void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
   for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * ldx;
@@ -102,8 +104,11 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
       __m256i p23 = _mm256_permute4x64_epi64(_mm256_packs_epi32(blk.q[2], blk.q[3]), 0xD8);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), p01);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK + 16), p23);
+      const int sumA = hsumI32(_mm256_add_epi32(blk.q[0], blk.q[1]));
       qa.d[t * qa.blocks + b] = blk.d;
       qa.s[t * qa.blocks + b] = blk.d * static_cast<float>(blk.sum);
+      qa.sa[t * qa.blocks + b] = blk.d * static_cast<float>(sumA);
+      qa.sb[t * qa.blocks + b] = blk.d * static_cast<float>(blk.sum - sumA);
     }
   }
 }
@@ -165,22 +170,33 @@ void quantRows(const LinearWeight& W, size_t rowBytes, const QuantizedActivation
   for (; t < t1; ++t) quantTile<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
 }
 
-// ---- int16 activations, signed GGUF blocks (Q8_0, Q6_K) ---------------------------------
+// ---- int16 activations, GGUF blocks read in place (Q8_0, Q6_K, Q5_*, Q3_K, Q2_K, IQ4_*) ----
 
 // One tile with int16 activations: each weight block is widened to two vectors of 16 int16
 // (values 0..15, 16..31) once and multiplied (madd) against R × T activation blocks. Q6_K's
-// two per-16 integer scales multiply the two halves' int32 sums.
+// (Q3_K's, Q2_K's) two per-16 integer scales multiply the two halves' weights; a type with
+// offsets (Q5_1, Q5_K, Q2_K) adds offset · (d_x · Σq_x) per half, in a scalar beside the
+// vector accumulator.
 template <class Dec, int R, int T>
 void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
                  float* y, int64_t ldy) {
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
   __m256 acc[R][T];
+  float off[R][T] = {};
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   const int64_t blocks = qa.blocks;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int r = 0; r < R; ++r) {
+      if constexpr (Dec::kOffsets) {
+        float ma, mb;
+        Dec::offsets(rows[r], b, &ma, &mb);
+        for (int t = 0; t < T; ++t) {
+          const int64_t i = (t0 + t) * blocks + b;
+          off[r][t] += ma * qa.sa[i] + mb * qa.sb[i];
+        }
+      }
       __m256i w = Dec::weights(rows[r], b);
       __m256i wa = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w));
       __m256i wb = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w, 1));
@@ -205,7 +221,7 @@ void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivati
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]);
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + off[r][t];
 }
 
 // Int16 tiles: 2 rows × 4 tokens. Widening a weight block costs more than the int8 unpack,
@@ -545,6 +561,10 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                 ThreadPool& pool, KernelScratch& scratch) {
   const bool wide = W.precision == ActivationPrecision::Int16;
+  if (isPlaneLayout(W.layout)) {
+    planeMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   if (W.layout == kLayoutQ4GK) {
     q4gkMatmulAvx2(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
@@ -576,10 +596,41 @@ bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, f
       if (wide) quantMatmul<GgufKernel<DecQ6_K, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
       else quantMatmul<GgufKernel<DecQ6_K>>(W, x, n, ldx, y, ldy, pool, scratch);
       return true;
+    // With int8 activations these are repacked into bit planes (planes.h): only int16 here.
+    case TensorType::Q5_0:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecQ5<false>, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q5_1:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecQ5<true>, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q5_K:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecQ5_K, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q3_K:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecQ3_K, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::Q2_K:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecQ2_K, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::IQ4_NL:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecIQ4<false>, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
+    case TensorType::IQ4_XS:
+      if (!wide) return false;
+      quantMatmul<GgufKernel<DecIQ4<true>, int16_t>>(W, x, n, ldx, y, ldy, pool, scratch);
+      return true;
     case TensorType::Q4_0:
     case TensorType::Q4_1:
     case TensorType::Q4_K:
       return false;  // prepareLinear always repacks these (kLayoutQ4X)
+    default:
+      return false;
     case TensorType::F32:
       floatMatmul<ConvF32>(W, x, n, ldx, y, ldy, pool);
       return true;

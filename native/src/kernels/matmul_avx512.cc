@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "kernels/internal.h"
+#include "kernels/planes.h"
 #include "kernels/quant_blocks_x86.h"
 
 namespace prism::kernels {
@@ -396,6 +397,10 @@ void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
 
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                   ThreadPool& pool, KernelScratch& scratch) {
+  if (isPlaneLayout(W.layout)) {
+    planeMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   if (W.layout == kLayoutQ4GK) {
     q4gkMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
@@ -431,6 +436,8 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
     case TensorType::Q4_1:
     case TensorType::Q4_K:
       return false;  // prepareLinear always repacks these (kLayoutQ4X)
+    default:
+      return false;
     case TensorType::F32:
       floatMatmul<ConvF32>(W, x, n, ldx, y, ldy, pool);
       return true;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kernels/internal.h"
+#include "kernels/planes.h"
 
 namespace prism::kernels {
 namespace {
@@ -188,7 +189,8 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   if (n == 1) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
   const int RD = n == 1 ? decodeRowsFor<Kernel>(tuning) : Kernel::kDecodeRows;
   constexpr int RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
-  const size_t rowBytes = W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
+  const size_t rowBytes = isPlaneLayout(W.layout)   ? planeRowBytes(W.cols, W.layout)
+                          : W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
                           : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
                           : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
                                                    : q4gRowBytes(W.cols, W.layout);

@@ -136,10 +136,9 @@ struct Q6GAvx2 {
           }
         }
         for (int r = 0; r < R; ++r) {
-          const uint8_t* ds = rows[r] + dOff;
           const int64_t b0 = g * kQ4GBlocks + h * 8;
-          const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ds + b0 * 2)));
-          const int8_t* sa = reinterpret_cast<const int8_t*>(ds + padded * 2) + b0;
+          const int8_t* sa = reinterpret_cast<const int8_t*>(rows[r] + dOff) + b0;
+          const __m256 d = _mm256_set1_ps(f16ToF32(loadU16(rows[r] + dOff + 2 * padded + (2 * g + h) * 2)));  // super-block 2g + h
           const __m256 dA = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sa)))));
           const __m256 dB = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sa + padded)))));
           for (int t = 0; t < T; ++t) {

@@ -153,9 +153,12 @@ struct Q6GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const uint8_t* ds = rows[r] + dOff;
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ds + g * kQ4GBlocks * 2)));
-        const int8_t* sa = reinterpret_cast<const int8_t*>(ds + padded * 2) + g * kQ4GBlocks;
+        // d of super-blocks 2g (lanes 0-7) and 2g + 1 (lanes 8-15).
+        const int8_t* sa = reinterpret_cast<const int8_t*>(rows[r] + dOff) + g * kQ4GBlocks;
+        int32_t dPair;
+        std::memcpy(&dPair, rows[r] + dOff + 2 * padded + g * 4, 4);
+        const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
         const __m512 dA = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa)))));
         const __m512 dB = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa + padded)))));
         for (int t = 0; t < T; ++t) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/internal.h"
+#include "kernels/planes.h"
 
 namespace prism {
 
@@ -258,6 +259,8 @@ void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t r
     case TensorType::Q6_K:
       for (int64_t b = 0; b < cols / kQKK; ++b) dequantizeQ6_K(p + b * kQ6_KBytes, out + b * kQKK);
       return;
+    default:
+      if (dequantizeBlocksRow(type, p, cols, out)) return;
   }
   throw std::invalid_argument("dequantizeRow: unsupported type");
 }
@@ -304,6 +307,8 @@ void quantizeReference(TensorType type, const float* values, int64_t rows, int64
       case TensorType::Q6_K:
         for (int64_t b = 0; b < cols / kQKK; ++b) quantizeQ6_K(x + b * kQKK, o + b * kQ6_KBytes);
         break;
+      default:
+        if (!quantizeBlocksRow(type, x, cols, o)) throw std::invalid_argument("quantizeReference: unsupported type");
     }
   }
 }
@@ -323,6 +328,7 @@ void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t l
       else if (W.layout == kLayoutQ4GK) dequantizeQ4GKRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ8G) dequantizeQ8GRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ6G) dequantizeQ6GRow(weightData(W), W.cols, r, row.data());
+      else if (isPlaneLayout(W.layout)) dequantizePlaneRow(weightData(W), W.cols, W.layout, r, row.data());
       else if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0)
         dequantizeQ4GRow(weightData(W), W.cols, W.layout, r, row.data());
       else dequantizeRow(W.type, weightData(W), W.cols, r, row.data());

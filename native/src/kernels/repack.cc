@@ -199,13 +199,13 @@ int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) 
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
     uint8_t* out = dst->data() + rowBytes * static_cast<size_t>(r);
-    uint8_t* ds = out + static_cast<size_t>(groups) * 384;
-    int8_t* sa = reinterpret_cast<int8_t*>(ds + padded * 2);
+    int8_t* sa = reinterpret_cast<int8_t*>(out + static_cast<size_t>(groups) * 384);
     int8_t* sbs = sa + padded;
+    uint8_t* ds = reinterpret_cast<uint8_t*>(sbs + padded);
     for (int64_t b = 0; b < blocks; ++b) {
       uint16_t d;
       unpackQ6K(row, b, q, &sa[b], &sbs[b], &d);
-      std::memcpy(ds + b * 2, &d, 2);
+      if (b % 8 == 0) std::memcpy(ds + (b / 8) * 2, &d, 2);
       uint8_t* group = out + (b / kQ4GBlocks) * 384;
       const int j = static_cast<int>(b % kQ4GBlocks);
       for (int k = 0; k < kQK; ++k) {
@@ -221,11 +221,11 @@ int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) 
 void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
   const int64_t groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const uint8_t* p = base + q6gRowBytes(cols) * static_cast<size_t>(row);
-  const uint8_t* ds = p + static_cast<size_t>(groups) * 384;
-  const int8_t* sa = reinterpret_cast<const int8_t*>(ds + padded * 2);
+  const int8_t* sa = reinterpret_cast<const int8_t*>(p + static_cast<size_t>(groups) * 384);
   const int8_t* sbs = sa + padded;
+  const uint8_t* ds = reinterpret_cast<const uint8_t*>(sbs + padded);
   for (int64_t b = 0; b < cols / kQK; ++b) {
-    const float d = f16ToF32(loadU16(ds + b * 2));
+    const float d = f16ToF32(loadU16(ds + (b / 8) * 2));
     const uint8_t* group = p + (b / kQ4GBlocks) * 384;
     const int j = static_cast<int>(b % kQ4GBlocks);
     for (int k = 0; k < kQK; ++k) {

@@ -26,9 +26,19 @@ constexpr TypeInfo kTypes[] = {
     {TensorType::Q4_1, "Q4_1", kQK, kQ4_1Bytes},
     {TensorType::Q4_K, "Q4_K", kQKK, kQ4_KBytes},
     {TensorType::Q6_K, "Q6_K", kQKK, kQ6_KBytes},
+    {TensorType::Q5_0, "Q5_0", kQK, kQ5_0Bytes},
+    {TensorType::Q5_1, "Q5_1", kQK, kQ5_1Bytes},
+    {TensorType::Q5_K, "Q5_K", kQKK, kQ5_KBytes},
+    {TensorType::Q3_K, "Q3_K", kQKK, kQ3_KBytes},
+    {TensorType::Q2_K, "Q2_K", kQKK, kQ2_KBytes},
+    {TensorType::IQ4_NL, "IQ4_NL", kQK, kIQ4_NLBytes},
+    {TensorType::IQ4_XS, "IQ4_XS", kQKK, kIQ4_XSBytes},
 };
 
 static_assert(kQ4_KBytes == 144 && kQ6_KBytes == 210 && kQ4_1Bytes == 20 && kQ8_0Bytes == 34);
+// GGML's block_q5_0, q5_1, q5_K, q3_K, q2_K, iq4_nl, iq4_xs (in GGML's ggml-common.h).
+static_assert(kQ5_0Bytes == 22 && kQ5_1Bytes == 24 && kQ5_KBytes == 176 && kQ3_KBytes == 110 && kQ2_KBytes == 84 &&
+              kIQ4_NLBytes == 18 && kIQ4_XSBytes == 136);
 
 const TypeInfo& info(TensorType t) {
   for (const auto& i : kTypes)

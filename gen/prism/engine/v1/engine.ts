@@ -200,6 +200,63 @@ export interface GenerateRequest {
     | undefined;
   /** LoRA adapter name; empty (or the served model's name) = the base model. */
   adapter: string;
+  /** Split prefill/decode: how this request takes part (absent: computed here, start to end). */
+  kvTransfer: KvTransfer | undefined;
+}
+
+/** How a request takes part in split prefill/decode (engine/kv-transfer/). */
+export interface KvTransfer {
+  mode:
+    | //
+    /** Compute the prompt and the first token here; the rest is decoded elsewhere. */
+    { $case: "remoteDecode"; remoteDecode: RemoteDecode }
+    | //
+    /** The prompt's KV was computed elsewhere: pull it, then generate here. */
+    { $case: "remotePrefill"; remotePrefill: RemotePrefill }
+    | undefined;
+}
+
+export interface RemoteDecode {
+  /**
+   * MindIE's d-target: the decode engine's address; the request is handed to it and its
+   * results come over that engine's DecodeResults. Empty (llm-d): the KV waits under a lease
+   * for a decode engine to pull it; the finish event's kv_transfer names it.
+   */
+  decodeTarget: string;
+  /** MindIE's is-recompute: the decode engine computes the prompt itself if the KV does not arrive. */
+  recompute: boolean;
+}
+
+/** vLLM's kv_transfer_params as a prefill engine returned them. */
+export interface RemotePrefill {
+  remoteEngineId: string;
+  remoteBlockIds: number[];
+  /** The prefill engine's listen address: HOST with PORT, or unix:PATH with port 0. */
+  remoteHost: string;
+  remotePort: number;
+  /** The lease: the prefill request's id. */
+  remoteRequestId: string;
+  /** When the KV cannot be pulled: compute the prompt here instead of failing. */
+  recompute: boolean;
+}
+
+/**
+ * What a prefill engine reports in the finish event of a request that continues elsewhere
+ * (vLLM's kv_transfer_params, with MindIE's hand-off).
+ */
+export interface KvTransferParams {
+  doRemotePrefill: boolean;
+  doRemoteDecode: boolean;
+  remoteEngineId: string;
+  remoteBlockIds: number[];
+  remoteHost: string;
+  remotePort: number;
+  remoteRequestId: string;
+  /**
+   * MindIE's flow: the decode engine the request was handed to (the rest of its results
+   * come over that engine's DecodeResults).
+   */
+  handedTo: string;
 }
 
 /** One output constraint, enforced token by token (engine/structured/). */
@@ -319,6 +376,8 @@ export interface FinishEvent {
     | undefined;
   /** Milliseconds between consecutive tokens (MindIE decode_time_arr). */
   decodeTimesMs: number[];
+  /** Split prefill/decode: the request continues elsewhere (its KV is leased or handed on). */
+  kvTransfer: KvTransferParams | undefined;
 }
 
 export interface GenerateStreamResponse {
@@ -420,6 +479,21 @@ export interface StatusResponse {
   runningLoraAdapters: string[];
   waitingLoraAdapters: string[];
   maxLora: number;
+  /**
+   * Split prefill/decode: the role ("prefill" | "decode" | "mixed"), whether a switch is
+   * under way ("RoleSwitching": requests of the old role still drain; else "RoleReady"),
+   * blocks held under leases, and the KV moved in (pulled) and out (served).
+   */
+  role: string;
+  roleStatus: string;
+  leasedBlocks: number;
+  kvTransfersIn: number;
+  kvBytesIn: number;
+  kvTransferMsIn: number;
+  kvTokensIn: number;
+  kvTransfersOut: number;
+  kvBytesOut: number;
+  kvTransferFailures: number;
 }
 
 export interface InfoRequest {
@@ -441,6 +515,10 @@ export interface InfoResponse {
   dtype: string;
   /** Milliseconds since the Unix epoch. */
   startedAt: number;
+  /** This engine process's id (vLLM's engine_id in kv_transfer_params). */
+  engineId: string;
+  /** The model's fingerprint: engines that may move KV between them share it (KvCompat). */
+  modelFingerprint: string;
 }
 
 export interface ListModelsRequest {
@@ -503,6 +581,125 @@ export interface ListAdaptersResponse {
   /** Adapters resident at once (ModelDeployConfig.maxLoras, or the static count). */
   maxLoras: number;
   maxLoraRank: number;
+}
+
+/** What two engines must share for KV to move between them. */
+export interface KvCompat {
+  /** A hash of the model's architecture, shapes, tensor types and a sample of its weights. */
+  modelFingerprint: string;
+  blockSize: number;
+  /** "f16". */
+  kvDtype: string;
+  layers: number;
+  kvHeads: number;
+  headDim: number;
+}
+
+export interface TransferKvRequest {
+  /** The lease: the prefill request's id (remote_request_id). */
+  leaseId: string;
+  /** The puller's cache; a mismatch is refused before any block moves. */
+  compat:
+    | KvCompat
+    | undefined;
+  /**
+   * Send the lease's blocks from this index on (the puller holds the ones before in its
+   * own prefix cache).
+   */
+  firstBlock: number;
+  /**
+   * Largest chunk payload in bytes (0: the holder's default, 1 MiB); a chunk carries whole
+   * layers of one block, at least one.
+   */
+  maxChunkBytes: number;
+}
+
+/** The first message of a transfer. */
+export interface KvHeader {
+  compat:
+    | KvCompat
+    | undefined;
+  /** The tokens whose KV the lease holds (the prompt), in order. */
+  tokenIds: number[];
+  /** The blocks that follow (from first_block to the end of the lease). */
+  numBlocks: number;
+  /**
+   * The first token sampled after the prompt, its logprob, and the sampling state the rest
+   * of the request continues from (the resolved seed; the sampler's counter is 1 after it).
+   */
+  firstToken: number;
+  firstLogprob: number;
+  seed: number;
+}
+
+/**
+ * Whole layers [layer_start, layer_start + layer_count) of one block: for each layer K then V
+ * of every KV head (blockSize × headDim values of kv_dtype each), little-endian.
+ */
+export interface KvBlockChunk {
+  /** Index in the lease's block list. */
+  blockIndex: number;
+  layerStart: number;
+  layerCount: number;
+  data: Buffer;
+}
+
+export interface TransferKvChunk {
+  part: { $case: "header"; header: KvHeader } | { $case: "block"; block: KvBlockChunk } | undefined;
+}
+
+export interface HandOffRequest {
+  /** The original request, with its id (the coordinator's req-id). */
+  request:
+    | GenerateRequest
+    | undefined;
+  /** Where the KV waits: the prefill engine's address and id, and the lease. */
+  sourceAddress: string;
+  sourceEngineId: string;
+  leaseId: string;
+  /**
+   * The prompt's tokens as the prefill engine computed them, the tokens it generated after
+   * them (the sampled first one, then any a grammar forced), the first one's logprob and the
+   * resolved seed: the decode engine continues exactly where the prefill stopped, also when
+   * it recomputes the prompt.
+   */
+  promptTokenIds: number[];
+  outputTokenIds: number[];
+  firstLogprob: number;
+  seed: number;
+  /** MindIE's is-recompute: compute the prompt here when the KV does not arrive. */
+  recompute: boolean;
+}
+
+export interface HandOffResponse {
+}
+
+export interface DecodeResultsRequest {
+}
+
+/** A request on the decode engine failed (EngineError code names: GENERATION_FAILED, ...). */
+export interface DecodeError {
+  code: string;
+  message: string;
+}
+
+export interface DecodeResult {
+  requestId: string;
+  body: { $case: "token"; token: TokenEvent } | { $case: "finish"; finish: FinishEvent } | {
+    $case: "error";
+    error: DecodeError;
+  } | undefined;
+}
+
+export interface SetRoleRequest {
+  /** "prefill" | "decode" | "mixed". */
+  role: string;
+}
+
+export interface SetRoleResponse {
+  role: string;
+  /** "RoleSwitching" while requests of the old role drain, then "RoleReady". */
+  roleStatus: string;
 }
 
 function createBaseChatToolFunction(): ChatToolFunction {
@@ -1729,7 +1926,14 @@ export const SamplingParams: MessageFns<SamplingParams> = {
 };
 
 function createBaseGenerateRequest(): GenerateRequest {
-  return { requestId: "", prompt: undefined, params: undefined, constraint: undefined, adapter: "" };
+  return {
+    requestId: "",
+    prompt: undefined,
+    params: undefined,
+    constraint: undefined,
+    adapter: "",
+    kvTransfer: undefined,
+  };
 }
 
 export const GenerateRequest: MessageFns<GenerateRequest> = {
@@ -1756,6 +1960,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.adapter !== "") {
       writer.uint32(58).string(message.adapter);
+    }
+    if (message.kvTransfer !== undefined) {
+      KvTransfer.encode(message.kvTransfer, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1829,6 +2036,14 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
             message.adapter = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.kvTransfer = KvTransfer.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1858,6 +2073,11 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
       params: isSet(object.params) ? SamplingParams.fromJSON(object.params) : undefined,
       constraint: isSet(object.constraint) ? Constraint.fromJSON(object.constraint) : undefined,
       adapter: isSet(object.adapter) ? globalThis.String(object.adapter) : "",
+      kvTransfer: isSet(object.kvTransfer)
+        ? KvTransfer.fromJSON(object.kvTransfer)
+        : isSet(object.kv_transfer)
+        ? KvTransfer.fromJSON(object.kv_transfer)
+        : undefined,
     };
   },
 
@@ -1881,6 +2101,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.adapter !== "") {
       obj.adapter = message.adapter;
+    }
+    if (message.kvTransfer !== undefined) {
+      obj.kvTransfer = KvTransfer.toJSON(message.kvTransfer);
     }
     return obj;
   },
@@ -1918,6 +2141,632 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
       ? Constraint.fromPartial(object.constraint)
       : undefined;
     message.adapter = object.adapter ?? "";
+    message.kvTransfer = (object.kvTransfer !== undefined && object.kvTransfer !== null)
+      ? KvTransfer.fromPartial(object.kvTransfer)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseKvTransfer(): KvTransfer {
+  return { mode: undefined };
+}
+
+export const KvTransfer: MessageFns<KvTransfer> = {
+  encode(message: KvTransfer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.mode?.$case) {
+      case "remoteDecode":
+        RemoteDecode.encode(message.mode.remoteDecode, writer.uint32(10).fork()).join();
+        break;
+      case "remotePrefill":
+        RemotePrefill.encode(message.mode.remotePrefill, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvTransfer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvTransfer();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.mode = { $case: "remoteDecode", remoteDecode: RemoteDecode.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mode = { $case: "remotePrefill", remotePrefill: RemotePrefill.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KvTransfer {
+    return {
+      mode: isSet(object.remoteDecode)
+        ? { $case: "remoteDecode", remoteDecode: RemoteDecode.fromJSON(object.remoteDecode) }
+        : isSet(object.remote_decode)
+        ? { $case: "remoteDecode", remoteDecode: RemoteDecode.fromJSON(object.remote_decode) }
+        : isSet(object.remotePrefill)
+        ? { $case: "remotePrefill", remotePrefill: RemotePrefill.fromJSON(object.remotePrefill) }
+        : isSet(object.remote_prefill)
+        ? { $case: "remotePrefill", remotePrefill: RemotePrefill.fromJSON(object.remote_prefill) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: KvTransfer): unknown {
+    const obj: any = {};
+    if (message.mode?.$case === "remoteDecode") {
+      obj.remoteDecode = RemoteDecode.toJSON(message.mode.remoteDecode);
+    } else if (message.mode?.$case === "remotePrefill") {
+      obj.remotePrefill = RemotePrefill.toJSON(message.mode.remotePrefill);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KvTransfer>, I>>(base?: I): KvTransfer {
+    return KvTransfer.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvTransfer>, I>>(object: I): KvTransfer {
+    const message = createBaseKvTransfer();
+    switch (object.mode?.$case) {
+      case "remoteDecode": {
+        if (object.mode?.remoteDecode !== undefined && object.mode?.remoteDecode !== null) {
+          message.mode = { $case: "remoteDecode", remoteDecode: RemoteDecode.fromPartial(object.mode.remoteDecode) };
+        }
+        break;
+      }
+      case "remotePrefill": {
+        if (object.mode?.remotePrefill !== undefined && object.mode?.remotePrefill !== null) {
+          message.mode = {
+            $case: "remotePrefill",
+            remotePrefill: RemotePrefill.fromPartial(object.mode.remotePrefill),
+          };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseRemoteDecode(): RemoteDecode {
+  return { decodeTarget: "", recompute: false };
+}
+
+export const RemoteDecode: MessageFns<RemoteDecode> = {
+  encode(message: RemoteDecode, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.decodeTarget !== "") {
+      writer.uint32(10).string(message.decodeTarget);
+    }
+    if (message.recompute !== false) {
+      writer.uint32(16).bool(message.recompute);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoteDecode {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoteDecode();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.decodeTarget = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.recompute = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoteDecode {
+    return {
+      decodeTarget: isSet(object.decodeTarget)
+        ? globalThis.String(object.decodeTarget)
+        : isSet(object.decode_target)
+        ? globalThis.String(object.decode_target)
+        : "",
+      recompute: isSet(object.recompute) ? globalThis.Boolean(object.recompute) : false,
+    };
+  },
+
+  toJSON(message: RemoteDecode): unknown {
+    const obj: any = {};
+    if (message.decodeTarget !== "") {
+      obj.decodeTarget = message.decodeTarget;
+    }
+    if (message.recompute !== false) {
+      obj.recompute = message.recompute;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoteDecode>, I>>(base?: I): RemoteDecode {
+    return RemoteDecode.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoteDecode>, I>>(object: I): RemoteDecode {
+    const message = createBaseRemoteDecode();
+    message.decodeTarget = object.decodeTarget ?? "";
+    message.recompute = object.recompute ?? false;
+    return message;
+  },
+};
+
+function createBaseRemotePrefill(): RemotePrefill {
+  return {
+    remoteEngineId: "",
+    remoteBlockIds: [],
+    remoteHost: "",
+    remotePort: 0,
+    remoteRequestId: "",
+    recompute: false,
+  };
+}
+
+export const RemotePrefill: MessageFns<RemotePrefill> = {
+  encode(message: RemotePrefill, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.remoteEngineId !== "") {
+      writer.uint32(10).string(message.remoteEngineId);
+    }
+    if (message.remoteBlockIds.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.remoteBlockIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.remoteHost !== "") {
+      writer.uint32(26).string(message.remoteHost);
+    }
+    if (message.remotePort !== 0) {
+      writer.uint32(32).uint32(message.remotePort);
+    }
+    if (message.remoteRequestId !== "") {
+      writer.uint32(42).string(message.remoteRequestId);
+    }
+    if (message.recompute !== false) {
+      writer.uint32(48).bool(message.recompute);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemotePrefill {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemotePrefill();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.remoteEngineId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.remoteBlockIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.remoteBlockIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.remoteHost = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.remotePort = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.remoteRequestId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.recompute = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemotePrefill {
+    return {
+      remoteEngineId: isSet(object.remoteEngineId)
+        ? globalThis.String(object.remoteEngineId)
+        : isSet(object.remote_engine_id)
+        ? globalThis.String(object.remote_engine_id)
+        : "",
+      remoteBlockIds: globalThis.Array.isArray(object?.remoteBlockIds)
+        ? object.remoteBlockIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.remote_block_ids)
+        ? object.remote_block_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      remoteHost: isSet(object.remoteHost)
+        ? globalThis.String(object.remoteHost)
+        : isSet(object.remote_host)
+        ? globalThis.String(object.remote_host)
+        : "",
+      remotePort: isSet(object.remotePort)
+        ? globalThis.Number(object.remotePort)
+        : isSet(object.remote_port)
+        ? globalThis.Number(object.remote_port)
+        : 0,
+      remoteRequestId: isSet(object.remoteRequestId)
+        ? globalThis.String(object.remoteRequestId)
+        : isSet(object.remote_request_id)
+        ? globalThis.String(object.remote_request_id)
+        : "",
+      recompute: isSet(object.recompute) ? globalThis.Boolean(object.recompute) : false,
+    };
+  },
+
+  toJSON(message: RemotePrefill): unknown {
+    const obj: any = {};
+    if (message.remoteEngineId !== "") {
+      obj.remoteEngineId = message.remoteEngineId;
+    }
+    if (message.remoteBlockIds?.length) {
+      obj.remoteBlockIds = message.remoteBlockIds.map((e) => Math.round(e));
+    }
+    if (message.remoteHost !== "") {
+      obj.remoteHost = message.remoteHost;
+    }
+    if (message.remotePort !== 0) {
+      obj.remotePort = Math.round(message.remotePort);
+    }
+    if (message.remoteRequestId !== "") {
+      obj.remoteRequestId = message.remoteRequestId;
+    }
+    if (message.recompute !== false) {
+      obj.recompute = message.recompute;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemotePrefill>, I>>(base?: I): RemotePrefill {
+    return RemotePrefill.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemotePrefill>, I>>(object: I): RemotePrefill {
+    const message = createBaseRemotePrefill();
+    message.remoteEngineId = object.remoteEngineId ?? "";
+    message.remoteBlockIds = object.remoteBlockIds?.map((e) => e) || [];
+    message.remoteHost = object.remoteHost ?? "";
+    message.remotePort = object.remotePort ?? 0;
+    message.remoteRequestId = object.remoteRequestId ?? "";
+    message.recompute = object.recompute ?? false;
+    return message;
+  },
+};
+
+function createBaseKvTransferParams(): KvTransferParams {
+  return {
+    doRemotePrefill: false,
+    doRemoteDecode: false,
+    remoteEngineId: "",
+    remoteBlockIds: [],
+    remoteHost: "",
+    remotePort: 0,
+    remoteRequestId: "",
+    handedTo: "",
+  };
+}
+
+export const KvTransferParams: MessageFns<KvTransferParams> = {
+  encode(message: KvTransferParams, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.doRemotePrefill !== false) {
+      writer.uint32(8).bool(message.doRemotePrefill);
+    }
+    if (message.doRemoteDecode !== false) {
+      writer.uint32(16).bool(message.doRemoteDecode);
+    }
+    if (message.remoteEngineId !== "") {
+      writer.uint32(26).string(message.remoteEngineId);
+    }
+    if (message.remoteBlockIds.length !== 0) {
+      writer.uint32(34).fork();
+      for (const v of message.remoteBlockIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.remoteHost !== "") {
+      writer.uint32(42).string(message.remoteHost);
+    }
+    if (message.remotePort !== 0) {
+      writer.uint32(48).uint32(message.remotePort);
+    }
+    if (message.remoteRequestId !== "") {
+      writer.uint32(58).string(message.remoteRequestId);
+    }
+    if (message.handedTo !== "") {
+      writer.uint32(66).string(message.handedTo);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvTransferParams {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvTransferParams();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.doRemotePrefill = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.doRemoteDecode = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.remoteEngineId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag === 32) {
+              message.remoteBlockIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 34) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.remoteBlockIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.remoteHost = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.remotePort = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.remoteRequestId = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.handedTo = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KvTransferParams {
+    return {
+      doRemotePrefill: isSet(object.doRemotePrefill)
+        ? globalThis.Boolean(object.doRemotePrefill)
+        : isSet(object.do_remote_prefill)
+        ? globalThis.Boolean(object.do_remote_prefill)
+        : false,
+      doRemoteDecode: isSet(object.doRemoteDecode)
+        ? globalThis.Boolean(object.doRemoteDecode)
+        : isSet(object.do_remote_decode)
+        ? globalThis.Boolean(object.do_remote_decode)
+        : false,
+      remoteEngineId: isSet(object.remoteEngineId)
+        ? globalThis.String(object.remoteEngineId)
+        : isSet(object.remote_engine_id)
+        ? globalThis.String(object.remote_engine_id)
+        : "",
+      remoteBlockIds: globalThis.Array.isArray(object?.remoteBlockIds)
+        ? object.remoteBlockIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.remote_block_ids)
+        ? object.remote_block_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      remoteHost: isSet(object.remoteHost)
+        ? globalThis.String(object.remoteHost)
+        : isSet(object.remote_host)
+        ? globalThis.String(object.remote_host)
+        : "",
+      remotePort: isSet(object.remotePort)
+        ? globalThis.Number(object.remotePort)
+        : isSet(object.remote_port)
+        ? globalThis.Number(object.remote_port)
+        : 0,
+      remoteRequestId: isSet(object.remoteRequestId)
+        ? globalThis.String(object.remoteRequestId)
+        : isSet(object.remote_request_id)
+        ? globalThis.String(object.remote_request_id)
+        : "",
+      handedTo: isSet(object.handedTo)
+        ? globalThis.String(object.handedTo)
+        : isSet(object.handed_to)
+        ? globalThis.String(object.handed_to)
+        : "",
+    };
+  },
+
+  toJSON(message: KvTransferParams): unknown {
+    const obj: any = {};
+    if (message.doRemotePrefill !== false) {
+      obj.doRemotePrefill = message.doRemotePrefill;
+    }
+    if (message.doRemoteDecode !== false) {
+      obj.doRemoteDecode = message.doRemoteDecode;
+    }
+    if (message.remoteEngineId !== "") {
+      obj.remoteEngineId = message.remoteEngineId;
+    }
+    if (message.remoteBlockIds?.length) {
+      obj.remoteBlockIds = message.remoteBlockIds.map((e) => Math.round(e));
+    }
+    if (message.remoteHost !== "") {
+      obj.remoteHost = message.remoteHost;
+    }
+    if (message.remotePort !== 0) {
+      obj.remotePort = Math.round(message.remotePort);
+    }
+    if (message.remoteRequestId !== "") {
+      obj.remoteRequestId = message.remoteRequestId;
+    }
+    if (message.handedTo !== "") {
+      obj.handedTo = message.handedTo;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KvTransferParams>, I>>(base?: I): KvTransferParams {
+    return KvTransferParams.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvTransferParams>, I>>(object: I): KvTransferParams {
+    const message = createBaseKvTransferParams();
+    message.doRemotePrefill = object.doRemotePrefill ?? false;
+    message.doRemoteDecode = object.doRemoteDecode ?? false;
+    message.remoteEngineId = object.remoteEngineId ?? "";
+    message.remoteBlockIds = object.remoteBlockIds?.map((e) => e) || [];
+    message.remoteHost = object.remoteHost ?? "";
+    message.remotePort = object.remotePort ?? 0;
+    message.remoteRequestId = object.remoteRequestId ?? "";
+    message.handedTo = object.handedTo ?? "";
     return message;
   },
 };
@@ -3237,6 +4086,7 @@ function createBaseFinishEvent(): FinishEvent {
     error: undefined,
     chat: undefined,
     decodeTimesMs: [],
+    kvTransfer: undefined,
   };
 }
 
@@ -3285,6 +4135,9 @@ export const FinishEvent: MessageFns<FinishEvent> = {
         writer.double(v);
       }
       writer.join();
+    }
+    if (message.kvTransfer !== undefined) {
+      KvTransferParams.encode(message.kvTransfer, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -3418,6 +4271,14 @@ export const FinishEvent: MessageFns<FinishEvent> = {
 
             break;
           }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.kvTransfer = KvTransferParams.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3460,6 +4321,11 @@ export const FinishEvent: MessageFns<FinishEvent> = {
         : globalThis.Array.isArray(object?.decode_times_ms)
         ? object.decode_times_ms.map((e: any) => globalThis.Number(e))
         : [],
+      kvTransfer: isSet(object.kvTransfer)
+        ? KvTransferParams.fromJSON(object.kvTransfer)
+        : isSet(object.kv_transfer)
+        ? KvTransferParams.fromJSON(object.kv_transfer)
+        : undefined,
     };
   },
 
@@ -3501,6 +4367,9 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     if (message.decodeTimesMs?.length) {
       obj.decodeTimesMs = message.decodeTimesMs.map((e) => floatToJson(e));
     }
+    if (message.kvTransfer !== undefined) {
+      obj.kvTransfer = KvTransferParams.toJSON(message.kvTransfer);
+    }
     return obj;
   },
 
@@ -3525,6 +4394,9 @@ export const FinishEvent: MessageFns<FinishEvent> = {
       ? ChatResult.fromPartial(object.chat)
       : undefined;
     message.decodeTimesMs = object.decodeTimesMs?.map((e) => e) || [];
+    message.kvTransfer = (object.kvTransfer !== undefined && object.kvTransfer !== null)
+      ? KvTransferParams.fromPartial(object.kvTransfer)
+      : undefined;
     return message;
   },
 };
@@ -4688,6 +5560,16 @@ function createBaseStatusResponse(): StatusResponse {
     runningLoraAdapters: [],
     waitingLoraAdapters: [],
     maxLora: 0,
+    role: "",
+    roleStatus: "",
+    leasedBlocks: 0,
+    kvTransfersIn: 0,
+    kvBytesIn: 0,
+    kvTransferMsIn: 0,
+    kvTokensIn: 0,
+    kvTransfersOut: 0,
+    kvBytesOut: 0,
+    kvTransferFailures: 0,
   };
 }
 
@@ -4767,6 +5649,36 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.maxLora !== 0) {
       writer.uint32(336).uint32(message.maxLora);
+    }
+    if (message.role !== "") {
+      writer.uint32(402).string(message.role);
+    }
+    if (message.roleStatus !== "") {
+      writer.uint32(410).string(message.roleStatus);
+    }
+    if (message.leasedBlocks !== 0) {
+      writer.uint32(416).uint32(message.leasedBlocks);
+    }
+    if (message.kvTransfersIn !== 0) {
+      writer.uint32(424).uint64(message.kvTransfersIn);
+    }
+    if (message.kvBytesIn !== 0) {
+      writer.uint32(432).uint64(message.kvBytesIn);
+    }
+    if (message.kvTransferMsIn !== 0) {
+      writer.uint32(441).double(message.kvTransferMsIn);
+    }
+    if (message.kvTokensIn !== 0) {
+      writer.uint32(448).uint64(message.kvTokensIn);
+    }
+    if (message.kvTransfersOut !== 0) {
+      writer.uint32(456).uint64(message.kvTransfersOut);
+    }
+    if (message.kvBytesOut !== 0) {
+      writer.uint32(464).uint64(message.kvBytesOut);
+    }
+    if (message.kvTransferFailures !== 0) {
+      writer.uint32(472).uint64(message.kvTransferFailures);
     }
     return writer;
   },
@@ -4984,6 +5896,86 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.maxLora = reader.uint32();
             continue;
           }
+          case 50: {
+            if (tag !== 402) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 51: {
+            if (tag !== 410) {
+              break;
+            }
+
+            message.roleStatus = reader.string();
+            continue;
+          }
+          case 52: {
+            if (tag !== 416) {
+              break;
+            }
+
+            message.leasedBlocks = reader.uint32();
+            continue;
+          }
+          case 53: {
+            if (tag !== 424) {
+              break;
+            }
+
+            message.kvTransfersIn = longToNumber(reader.uint64());
+            continue;
+          }
+          case 54: {
+            if (tag !== 432) {
+              break;
+            }
+
+            message.kvBytesIn = longToNumber(reader.uint64());
+            continue;
+          }
+          case 55: {
+            if (tag !== 441) {
+              break;
+            }
+
+            message.kvTransferMsIn = reader.double();
+            continue;
+          }
+          case 56: {
+            if (tag !== 448) {
+              break;
+            }
+
+            message.kvTokensIn = longToNumber(reader.uint64());
+            continue;
+          }
+          case 57: {
+            if (tag !== 456) {
+              break;
+            }
+
+            message.kvTransfersOut = longToNumber(reader.uint64());
+            continue;
+          }
+          case 58: {
+            if (tag !== 464) {
+              break;
+            }
+
+            message.kvBytesOut = longToNumber(reader.uint64());
+            continue;
+          }
+          case 59: {
+            if (tag !== 472) {
+              break;
+            }
+
+            message.kvTransferFailures = longToNumber(reader.uint64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5103,6 +6095,52 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.max_lora)
         ? globalThis.Number(object.max_lora)
         : 0,
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      roleStatus: isSet(object.roleStatus)
+        ? globalThis.String(object.roleStatus)
+        : isSet(object.role_status)
+        ? globalThis.String(object.role_status)
+        : "",
+      leasedBlocks: isSet(object.leasedBlocks)
+        ? globalThis.Number(object.leasedBlocks)
+        : isSet(object.leased_blocks)
+        ? globalThis.Number(object.leased_blocks)
+        : 0,
+      kvTransfersIn: isSet(object.kvTransfersIn)
+        ? globalThis.Number(object.kvTransfersIn)
+        : isSet(object.kv_transfers_in)
+        ? globalThis.Number(object.kv_transfers_in)
+        : 0,
+      kvBytesIn: isSet(object.kvBytesIn)
+        ? globalThis.Number(object.kvBytesIn)
+        : isSet(object.kv_bytes_in)
+        ? globalThis.Number(object.kv_bytes_in)
+        : 0,
+      kvTransferMsIn: isSet(object.kvTransferMsIn)
+        ? globalThis.Number(object.kvTransferMsIn)
+        : isSet(object.kv_transfer_ms_in)
+        ? globalThis.Number(object.kv_transfer_ms_in)
+        : 0,
+      kvTokensIn: isSet(object.kvTokensIn)
+        ? globalThis.Number(object.kvTokensIn)
+        : isSet(object.kv_tokens_in)
+        ? globalThis.Number(object.kv_tokens_in)
+        : 0,
+      kvTransfersOut: isSet(object.kvTransfersOut)
+        ? globalThis.Number(object.kvTransfersOut)
+        : isSet(object.kv_transfers_out)
+        ? globalThis.Number(object.kv_transfers_out)
+        : 0,
+      kvBytesOut: isSet(object.kvBytesOut)
+        ? globalThis.Number(object.kvBytesOut)
+        : isSet(object.kv_bytes_out)
+        ? globalThis.Number(object.kv_bytes_out)
+        : 0,
+      kvTransferFailures: isSet(object.kvTransferFailures)
+        ? globalThis.Number(object.kvTransferFailures)
+        : isSet(object.kv_transfer_failures)
+        ? globalThis.Number(object.kv_transfer_failures)
+        : 0,
     };
   },
 
@@ -5183,6 +6221,36 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.maxLora !== 0) {
       obj.maxLora = Math.round(message.maxLora);
     }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.roleStatus !== "") {
+      obj.roleStatus = message.roleStatus;
+    }
+    if (message.leasedBlocks !== 0) {
+      obj.leasedBlocks = Math.round(message.leasedBlocks);
+    }
+    if (message.kvTransfersIn !== 0) {
+      obj.kvTransfersIn = Math.round(message.kvTransfersIn);
+    }
+    if (message.kvBytesIn !== 0) {
+      obj.kvBytesIn = Math.round(message.kvBytesIn);
+    }
+    if (message.kvTransferMsIn !== 0) {
+      obj.kvTransferMsIn = floatToJson(message.kvTransferMsIn);
+    }
+    if (message.kvTokensIn !== 0) {
+      obj.kvTokensIn = Math.round(message.kvTokensIn);
+    }
+    if (message.kvTransfersOut !== 0) {
+      obj.kvTransfersOut = Math.round(message.kvTransfersOut);
+    }
+    if (message.kvBytesOut !== 0) {
+      obj.kvBytesOut = Math.round(message.kvBytesOut);
+    }
+    if (message.kvTransferFailures !== 0) {
+      obj.kvTransferFailures = Math.round(message.kvTransferFailures);
+    }
     return obj;
   },
 
@@ -5226,6 +6294,16 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.runningLoraAdapters = object.runningLoraAdapters?.map((e) => e) || [];
     message.waitingLoraAdapters = object.waitingLoraAdapters?.map((e) => e) || [];
     message.maxLora = object.maxLora ?? 0;
+    message.role = object.role ?? "";
+    message.roleStatus = object.roleStatus ?? "";
+    message.leasedBlocks = object.leasedBlocks ?? 0;
+    message.kvTransfersIn = object.kvTransfersIn ?? 0;
+    message.kvBytesIn = object.kvBytesIn ?? 0;
+    message.kvTransferMsIn = object.kvTransferMsIn ?? 0;
+    message.kvTokensIn = object.kvTokensIn ?? 0;
+    message.kvTransfersOut = object.kvTransfersOut ?? 0;
+    message.kvBytesOut = object.kvBytesOut ?? 0;
+    message.kvTransferFailures = object.kvTransferFailures ?? 0;
     return message;
   },
 };
@@ -5298,6 +6376,8 @@ function createBaseInfoResponse(): InfoResponse {
     prefixCache: false,
     dtype: "",
     startedAt: 0,
+    engineId: "",
+    modelFingerprint: "",
   };
 }
 
@@ -5344,6 +6424,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.startedAt !== 0) {
       writer.uint32(113).double(message.startedAt);
+    }
+    if (message.engineId !== "") {
+      writer.uint32(122).string(message.engineId);
+    }
+    if (message.modelFingerprint !== "") {
+      writer.uint32(130).string(message.modelFingerprint);
     }
     return writer;
   },
@@ -5473,6 +6559,22 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.startedAt = reader.double();
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.engineId = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.modelFingerprint = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5549,6 +6651,16 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         : isSet(object.started_at)
         ? globalThis.Number(object.started_at)
         : 0,
+      engineId: isSet(object.engineId)
+        ? globalThis.String(object.engineId)
+        : isSet(object.engine_id)
+        ? globalThis.String(object.engine_id)
+        : "",
+      modelFingerprint: isSet(object.modelFingerprint)
+        ? globalThis.String(object.modelFingerprint)
+        : isSet(object.model_fingerprint)
+        ? globalThis.String(object.model_fingerprint)
+        : "",
     };
   },
 
@@ -5596,6 +6708,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.startedAt !== 0) {
       obj.startedAt = floatToJson(message.startedAt);
     }
+    if (message.engineId !== "") {
+      obj.engineId = message.engineId;
+    }
+    if (message.modelFingerprint !== "") {
+      obj.modelFingerprint = message.modelFingerprint;
+    }
     return obj;
   },
 
@@ -5618,6 +6736,8 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.prefixCache = object.prefixCache ?? false;
     message.dtype = object.dtype ?? "";
     message.startedAt = object.startedAt ?? 0;
+    message.engineId = object.engineId ?? "";
+    message.modelFingerprint = object.modelFingerprint ?? "";
     return message;
   },
 };
@@ -6540,6 +7660,1465 @@ export const ListAdaptersResponse: MessageFns<ListAdaptersResponse> = {
   },
 };
 
+function createBaseKvCompat(): KvCompat {
+  return { modelFingerprint: "", blockSize: 0, kvDtype: "", layers: 0, kvHeads: 0, headDim: 0 };
+}
+
+export const KvCompat: MessageFns<KvCompat> = {
+  encode(message: KvCompat, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.modelFingerprint !== "") {
+      writer.uint32(10).string(message.modelFingerprint);
+    }
+    if (message.blockSize !== 0) {
+      writer.uint32(16).uint32(message.blockSize);
+    }
+    if (message.kvDtype !== "") {
+      writer.uint32(26).string(message.kvDtype);
+    }
+    if (message.layers !== 0) {
+      writer.uint32(32).uint32(message.layers);
+    }
+    if (message.kvHeads !== 0) {
+      writer.uint32(40).uint32(message.kvHeads);
+    }
+    if (message.headDim !== 0) {
+      writer.uint32(48).uint32(message.headDim);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvCompat {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvCompat();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.modelFingerprint = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.blockSize = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.kvDtype = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.layers = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.kvHeads = reader.uint32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.headDim = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KvCompat {
+    return {
+      modelFingerprint: isSet(object.modelFingerprint)
+        ? globalThis.String(object.modelFingerprint)
+        : isSet(object.model_fingerprint)
+        ? globalThis.String(object.model_fingerprint)
+        : "",
+      blockSize: isSet(object.blockSize)
+        ? globalThis.Number(object.blockSize)
+        : isSet(object.block_size)
+        ? globalThis.Number(object.block_size)
+        : 0,
+      kvDtype: isSet(object.kvDtype)
+        ? globalThis.String(object.kvDtype)
+        : isSet(object.kv_dtype)
+        ? globalThis.String(object.kv_dtype)
+        : "",
+      layers: isSet(object.layers) ? globalThis.Number(object.layers) : 0,
+      kvHeads: isSet(object.kvHeads)
+        ? globalThis.Number(object.kvHeads)
+        : isSet(object.kv_heads)
+        ? globalThis.Number(object.kv_heads)
+        : 0,
+      headDim: isSet(object.headDim)
+        ? globalThis.Number(object.headDim)
+        : isSet(object.head_dim)
+        ? globalThis.Number(object.head_dim)
+        : 0,
+    };
+  },
+
+  toJSON(message: KvCompat): unknown {
+    const obj: any = {};
+    if (message.modelFingerprint !== "") {
+      obj.modelFingerprint = message.modelFingerprint;
+    }
+    if (message.blockSize !== 0) {
+      obj.blockSize = Math.round(message.blockSize);
+    }
+    if (message.kvDtype !== "") {
+      obj.kvDtype = message.kvDtype;
+    }
+    if (message.layers !== 0) {
+      obj.layers = Math.round(message.layers);
+    }
+    if (message.kvHeads !== 0) {
+      obj.kvHeads = Math.round(message.kvHeads);
+    }
+    if (message.headDim !== 0) {
+      obj.headDim = Math.round(message.headDim);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KvCompat>, I>>(base?: I): KvCompat {
+    return KvCompat.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvCompat>, I>>(object: I): KvCompat {
+    const message = createBaseKvCompat();
+    message.modelFingerprint = object.modelFingerprint ?? "";
+    message.blockSize = object.blockSize ?? 0;
+    message.kvDtype = object.kvDtype ?? "";
+    message.layers = object.layers ?? 0;
+    message.kvHeads = object.kvHeads ?? 0;
+    message.headDim = object.headDim ?? 0;
+    return message;
+  },
+};
+
+function createBaseTransferKvRequest(): TransferKvRequest {
+  return { leaseId: "", compat: undefined, firstBlock: 0, maxChunkBytes: 0 };
+}
+
+export const TransferKvRequest: MessageFns<TransferKvRequest> = {
+  encode(message: TransferKvRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.leaseId !== "") {
+      writer.uint32(10).string(message.leaseId);
+    }
+    if (message.compat !== undefined) {
+      KvCompat.encode(message.compat, writer.uint32(18).fork()).join();
+    }
+    if (message.firstBlock !== 0) {
+      writer.uint32(24).uint32(message.firstBlock);
+    }
+    if (message.maxChunkBytes !== 0) {
+      writer.uint32(32).uint32(message.maxChunkBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TransferKvRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTransferKvRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.leaseId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.compat = KvCompat.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.firstBlock = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxChunkBytes = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TransferKvRequest {
+    return {
+      leaseId: isSet(object.leaseId)
+        ? globalThis.String(object.leaseId)
+        : isSet(object.lease_id)
+        ? globalThis.String(object.lease_id)
+        : "",
+      compat: isSet(object.compat) ? KvCompat.fromJSON(object.compat) : undefined,
+      firstBlock: isSet(object.firstBlock)
+        ? globalThis.Number(object.firstBlock)
+        : isSet(object.first_block)
+        ? globalThis.Number(object.first_block)
+        : 0,
+      maxChunkBytes: isSet(object.maxChunkBytes)
+        ? globalThis.Number(object.maxChunkBytes)
+        : isSet(object.max_chunk_bytes)
+        ? globalThis.Number(object.max_chunk_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: TransferKvRequest): unknown {
+    const obj: any = {};
+    if (message.leaseId !== "") {
+      obj.leaseId = message.leaseId;
+    }
+    if (message.compat !== undefined) {
+      obj.compat = KvCompat.toJSON(message.compat);
+    }
+    if (message.firstBlock !== 0) {
+      obj.firstBlock = Math.round(message.firstBlock);
+    }
+    if (message.maxChunkBytes !== 0) {
+      obj.maxChunkBytes = Math.round(message.maxChunkBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TransferKvRequest>, I>>(base?: I): TransferKvRequest {
+    return TransferKvRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TransferKvRequest>, I>>(object: I): TransferKvRequest {
+    const message = createBaseTransferKvRequest();
+    message.leaseId = object.leaseId ?? "";
+    message.compat = (object.compat !== undefined && object.compat !== null)
+      ? KvCompat.fromPartial(object.compat)
+      : undefined;
+    message.firstBlock = object.firstBlock ?? 0;
+    message.maxChunkBytes = object.maxChunkBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseKvHeader(): KvHeader {
+  return { compat: undefined, tokenIds: [], numBlocks: 0, firstToken: 0, firstLogprob: 0, seed: 0 };
+}
+
+export const KvHeader: MessageFns<KvHeader> = {
+  encode(message: KvHeader, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.compat !== undefined) {
+      KvCompat.encode(message.compat, writer.uint32(10).fork()).join();
+    }
+    if (message.tokenIds.length !== 0) {
+      writer.uint32(18).fork();
+      for (const v of message.tokenIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.numBlocks !== 0) {
+      writer.uint32(24).uint32(message.numBlocks);
+    }
+    if (message.firstToken !== 0) {
+      writer.uint32(32).uint32(message.firstToken);
+    }
+    if (message.firstLogprob !== 0) {
+      writer.uint32(41).double(message.firstLogprob);
+    }
+    if (message.seed !== 0) {
+      writer.uint32(48).uint64(message.seed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvHeader {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvHeader();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.compat = KvCompat.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag === 16) {
+              message.tokenIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 18) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.tokenIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.numBlocks = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.firstToken = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.firstLogprob = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.seed = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KvHeader {
+    return {
+      compat: isSet(object.compat) ? KvCompat.fromJSON(object.compat) : undefined,
+      tokenIds: globalThis.Array.isArray(object?.tokenIds)
+        ? object.tokenIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.token_ids)
+        ? object.token_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      numBlocks: isSet(object.numBlocks)
+        ? globalThis.Number(object.numBlocks)
+        : isSet(object.num_blocks)
+        ? globalThis.Number(object.num_blocks)
+        : 0,
+      firstToken: isSet(object.firstToken)
+        ? globalThis.Number(object.firstToken)
+        : isSet(object.first_token)
+        ? globalThis.Number(object.first_token)
+        : 0,
+      firstLogprob: isSet(object.firstLogprob)
+        ? globalThis.Number(object.firstLogprob)
+        : isSet(object.first_logprob)
+        ? globalThis.Number(object.first_logprob)
+        : 0,
+      seed: isSet(object.seed) ? globalThis.Number(object.seed) : 0,
+    };
+  },
+
+  toJSON(message: KvHeader): unknown {
+    const obj: any = {};
+    if (message.compat !== undefined) {
+      obj.compat = KvCompat.toJSON(message.compat);
+    }
+    if (message.tokenIds?.length) {
+      obj.tokenIds = message.tokenIds.map((e) => Math.round(e));
+    }
+    if (message.numBlocks !== 0) {
+      obj.numBlocks = Math.round(message.numBlocks);
+    }
+    if (message.firstToken !== 0) {
+      obj.firstToken = Math.round(message.firstToken);
+    }
+    if (message.firstLogprob !== 0) {
+      obj.firstLogprob = floatToJson(message.firstLogprob);
+    }
+    if (message.seed !== 0) {
+      obj.seed = Math.round(message.seed);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KvHeader>, I>>(base?: I): KvHeader {
+    return KvHeader.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvHeader>, I>>(object: I): KvHeader {
+    const message = createBaseKvHeader();
+    message.compat = (object.compat !== undefined && object.compat !== null)
+      ? KvCompat.fromPartial(object.compat)
+      : undefined;
+    message.tokenIds = object.tokenIds?.map((e) => e) || [];
+    message.numBlocks = object.numBlocks ?? 0;
+    message.firstToken = object.firstToken ?? 0;
+    message.firstLogprob = object.firstLogprob ?? 0;
+    message.seed = object.seed ?? 0;
+    return message;
+  },
+};
+
+function createBaseKvBlockChunk(): KvBlockChunk {
+  return { blockIndex: 0, layerStart: 0, layerCount: 0, data: Buffer.alloc(0) };
+}
+
+export const KvBlockChunk: MessageFns<KvBlockChunk> = {
+  encode(message: KvBlockChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.blockIndex !== 0) {
+      writer.uint32(8).uint32(message.blockIndex);
+    }
+    if (message.layerStart !== 0) {
+      writer.uint32(16).uint32(message.layerStart);
+    }
+    if (message.layerCount !== 0) {
+      writer.uint32(24).uint32(message.layerCount);
+    }
+    if (message.data.length !== 0) {
+      writer.uint32(34).bytes(message.data);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KvBlockChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKvBlockChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.blockIndex = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.layerStart = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.layerCount = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.data = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): KvBlockChunk {
+    return {
+      blockIndex: isSet(object.blockIndex)
+        ? globalThis.Number(object.blockIndex)
+        : isSet(object.block_index)
+        ? globalThis.Number(object.block_index)
+        : 0,
+      layerStart: isSet(object.layerStart)
+        ? globalThis.Number(object.layerStart)
+        : isSet(object.layer_start)
+        ? globalThis.Number(object.layer_start)
+        : 0,
+      layerCount: isSet(object.layerCount)
+        ? globalThis.Number(object.layerCount)
+        : isSet(object.layer_count)
+        ? globalThis.Number(object.layer_count)
+        : 0,
+      data: isSet(object.data) ? Buffer.from(bytesFromBase64(object.data)) : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: KvBlockChunk): unknown {
+    const obj: any = {};
+    if (message.blockIndex !== 0) {
+      obj.blockIndex = Math.round(message.blockIndex);
+    }
+    if (message.layerStart !== 0) {
+      obj.layerStart = Math.round(message.layerStart);
+    }
+    if (message.layerCount !== 0) {
+      obj.layerCount = Math.round(message.layerCount);
+    }
+    if (message.data.length !== 0) {
+      obj.data = base64FromBytes(message.data);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<KvBlockChunk>, I>>(base?: I): KvBlockChunk {
+    return KvBlockChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KvBlockChunk>, I>>(object: I): KvBlockChunk {
+    const message = createBaseKvBlockChunk();
+    message.blockIndex = object.blockIndex ?? 0;
+    message.layerStart = object.layerStart ?? 0;
+    message.layerCount = object.layerCount ?? 0;
+    message.data = object.data ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseTransferKvChunk(): TransferKvChunk {
+  return { part: undefined };
+}
+
+export const TransferKvChunk: MessageFns<TransferKvChunk> = {
+  encode(message: TransferKvChunk, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.part?.$case) {
+      case "header":
+        KvHeader.encode(message.part.header, writer.uint32(10).fork()).join();
+        break;
+      case "block":
+        KvBlockChunk.encode(message.part.block, writer.uint32(18).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TransferKvChunk {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTransferKvChunk();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.part = { $case: "header", header: KvHeader.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.part = { $case: "block", block: KvBlockChunk.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TransferKvChunk {
+    return {
+      part: isSet(object.header)
+        ? { $case: "header", header: KvHeader.fromJSON(object.header) }
+        : isSet(object.block)
+        ? { $case: "block", block: KvBlockChunk.fromJSON(object.block) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: TransferKvChunk): unknown {
+    const obj: any = {};
+    if (message.part?.$case === "header") {
+      obj.header = KvHeader.toJSON(message.part.header);
+    } else if (message.part?.$case === "block") {
+      obj.block = KvBlockChunk.toJSON(message.part.block);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TransferKvChunk>, I>>(base?: I): TransferKvChunk {
+    return TransferKvChunk.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TransferKvChunk>, I>>(object: I): TransferKvChunk {
+    const message = createBaseTransferKvChunk();
+    switch (object.part?.$case) {
+      case "header": {
+        if (object.part?.header !== undefined && object.part?.header !== null) {
+          message.part = { $case: "header", header: KvHeader.fromPartial(object.part.header) };
+        }
+        break;
+      }
+      case "block": {
+        if (object.part?.block !== undefined && object.part?.block !== null) {
+          message.part = { $case: "block", block: KvBlockChunk.fromPartial(object.part.block) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseHandOffRequest(): HandOffRequest {
+  return {
+    request: undefined,
+    sourceAddress: "",
+    sourceEngineId: "",
+    leaseId: "",
+    promptTokenIds: [],
+    outputTokenIds: [],
+    firstLogprob: 0,
+    seed: 0,
+    recompute: false,
+  };
+}
+
+export const HandOffRequest: MessageFns<HandOffRequest> = {
+  encode(message: HandOffRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.request !== undefined) {
+      GenerateRequest.encode(message.request, writer.uint32(10).fork()).join();
+    }
+    if (message.sourceAddress !== "") {
+      writer.uint32(18).string(message.sourceAddress);
+    }
+    if (message.sourceEngineId !== "") {
+      writer.uint32(26).string(message.sourceEngineId);
+    }
+    if (message.leaseId !== "") {
+      writer.uint32(34).string(message.leaseId);
+    }
+    if (message.promptTokenIds.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.promptTokenIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.outputTokenIds.length !== 0) {
+      writer.uint32(50).fork();
+      for (const v of message.outputTokenIds) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.firstLogprob !== 0) {
+      writer.uint32(57).double(message.firstLogprob);
+    }
+    if (message.seed !== 0) {
+      writer.uint32(64).uint64(message.seed);
+    }
+    if (message.recompute !== false) {
+      writer.uint32(72).bool(message.recompute);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HandOffRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHandOffRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.request = GenerateRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sourceAddress = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sourceEngineId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.leaseId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag === 40) {
+              message.promptTokenIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.promptTokenIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 6: {
+            if (tag === 48) {
+              message.outputTokenIds.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 50) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.outputTokenIds.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 7: {
+            if (tag !== 57) {
+              break;
+            }
+
+            message.firstLogprob = reader.double();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.seed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.recompute = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): HandOffRequest {
+    return {
+      request: isSet(object.request) ? GenerateRequest.fromJSON(object.request) : undefined,
+      sourceAddress: isSet(object.sourceAddress)
+        ? globalThis.String(object.sourceAddress)
+        : isSet(object.source_address)
+        ? globalThis.String(object.source_address)
+        : "",
+      sourceEngineId: isSet(object.sourceEngineId)
+        ? globalThis.String(object.sourceEngineId)
+        : isSet(object.source_engine_id)
+        ? globalThis.String(object.source_engine_id)
+        : "",
+      leaseId: isSet(object.leaseId)
+        ? globalThis.String(object.leaseId)
+        : isSet(object.lease_id)
+        ? globalThis.String(object.lease_id)
+        : "",
+      promptTokenIds: globalThis.Array.isArray(object?.promptTokenIds)
+        ? object.promptTokenIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.prompt_token_ids)
+        ? object.prompt_token_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      outputTokenIds: globalThis.Array.isArray(object?.outputTokenIds)
+        ? object.outputTokenIds.map((e: any) => globalThis.Number(e))
+        : globalThis.Array.isArray(object?.output_token_ids)
+        ? object.output_token_ids.map((e: any) => globalThis.Number(e))
+        : [],
+      firstLogprob: isSet(object.firstLogprob)
+        ? globalThis.Number(object.firstLogprob)
+        : isSet(object.first_logprob)
+        ? globalThis.Number(object.first_logprob)
+        : 0,
+      seed: isSet(object.seed) ? globalThis.Number(object.seed) : 0,
+      recompute: isSet(object.recompute) ? globalThis.Boolean(object.recompute) : false,
+    };
+  },
+
+  toJSON(message: HandOffRequest): unknown {
+    const obj: any = {};
+    if (message.request !== undefined) {
+      obj.request = GenerateRequest.toJSON(message.request);
+    }
+    if (message.sourceAddress !== "") {
+      obj.sourceAddress = message.sourceAddress;
+    }
+    if (message.sourceEngineId !== "") {
+      obj.sourceEngineId = message.sourceEngineId;
+    }
+    if (message.leaseId !== "") {
+      obj.leaseId = message.leaseId;
+    }
+    if (message.promptTokenIds?.length) {
+      obj.promptTokenIds = message.promptTokenIds.map((e) => Math.round(e));
+    }
+    if (message.outputTokenIds?.length) {
+      obj.outputTokenIds = message.outputTokenIds.map((e) => Math.round(e));
+    }
+    if (message.firstLogprob !== 0) {
+      obj.firstLogprob = floatToJson(message.firstLogprob);
+    }
+    if (message.seed !== 0) {
+      obj.seed = Math.round(message.seed);
+    }
+    if (message.recompute !== false) {
+      obj.recompute = message.recompute;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HandOffRequest>, I>>(base?: I): HandOffRequest {
+    return HandOffRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HandOffRequest>, I>>(object: I): HandOffRequest {
+    const message = createBaseHandOffRequest();
+    message.request = (object.request !== undefined && object.request !== null)
+      ? GenerateRequest.fromPartial(object.request)
+      : undefined;
+    message.sourceAddress = object.sourceAddress ?? "";
+    message.sourceEngineId = object.sourceEngineId ?? "";
+    message.leaseId = object.leaseId ?? "";
+    message.promptTokenIds = object.promptTokenIds?.map((e) => e) || [];
+    message.outputTokenIds = object.outputTokenIds?.map((e) => e) || [];
+    message.firstLogprob = object.firstLogprob ?? 0;
+    message.seed = object.seed ?? 0;
+    message.recompute = object.recompute ?? false;
+    return message;
+  },
+};
+
+function createBaseHandOffResponse(): HandOffResponse {
+  return {};
+}
+
+export const HandOffResponse: MessageFns<HandOffResponse> = {
+  encode(_: HandOffResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HandOffResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHandOffResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): HandOffResponse {
+    return {};
+  },
+
+  toJSON(_: HandOffResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<HandOffResponse>, I>>(base?: I): HandOffResponse {
+    return HandOffResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HandOffResponse>, I>>(_: I): HandOffResponse {
+    const message = createBaseHandOffResponse();
+    return message;
+  },
+};
+
+function createBaseDecodeResultsRequest(): DecodeResultsRequest {
+  return {};
+}
+
+export const DecodeResultsRequest: MessageFns<DecodeResultsRequest> = {
+  encode(_: DecodeResultsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecodeResultsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDecodeResultsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DecodeResultsRequest {
+    return {};
+  },
+
+  toJSON(_: DecodeResultsRequest): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecodeResultsRequest>, I>>(base?: I): DecodeResultsRequest {
+    return DecodeResultsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecodeResultsRequest>, I>>(_: I): DecodeResultsRequest {
+    const message = createBaseDecodeResultsRequest();
+    return message;
+  },
+};
+
+function createBaseDecodeError(): DecodeError {
+  return { code: "", message: "" };
+}
+
+export const DecodeError: MessageFns<DecodeError> = {
+  encode(message: DecodeError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== "") {
+      writer.uint32(10).string(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecodeError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDecodeError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DecodeError {
+    return {
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: DecodeError): unknown {
+    const obj: any = {};
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecodeError>, I>>(base?: I): DecodeError {
+    return DecodeError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecodeError>, I>>(object: I): DecodeError {
+    const message = createBaseDecodeError();
+    message.code = object.code ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseDecodeResult(): DecodeResult {
+  return { requestId: "", body: undefined };
+}
+
+export const DecodeResult: MessageFns<DecodeResult> = {
+  encode(message: DecodeResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    switch (message.body?.$case) {
+      case "token":
+        TokenEvent.encode(message.body.token, writer.uint32(18).fork()).join();
+        break;
+      case "finish":
+        FinishEvent.encode(message.body.finish, writer.uint32(26).fork()).join();
+        break;
+      case "error":
+        DecodeError.encode(message.body.error, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DecodeResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDecodeResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.body = { $case: "token", token: TokenEvent.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = { $case: "finish", finish: FinishEvent.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = { $case: "error", error: DecodeError.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DecodeResult {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      body: isSet(object.token)
+        ? { $case: "token", token: TokenEvent.fromJSON(object.token) }
+        : isSet(object.finish)
+        ? { $case: "finish", finish: FinishEvent.fromJSON(object.finish) }
+        : isSet(object.error)
+        ? { $case: "error", error: DecodeError.fromJSON(object.error) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: DecodeResult): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.body?.$case === "token") {
+      obj.token = TokenEvent.toJSON(message.body.token);
+    } else if (message.body?.$case === "finish") {
+      obj.finish = FinishEvent.toJSON(message.body.finish);
+    } else if (message.body?.$case === "error") {
+      obj.error = DecodeError.toJSON(message.body.error);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DecodeResult>, I>>(base?: I): DecodeResult {
+    return DecodeResult.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DecodeResult>, I>>(object: I): DecodeResult {
+    const message = createBaseDecodeResult();
+    message.requestId = object.requestId ?? "";
+    switch (object.body?.$case) {
+      case "token": {
+        if (object.body?.token !== undefined && object.body?.token !== null) {
+          message.body = { $case: "token", token: TokenEvent.fromPartial(object.body.token) };
+        }
+        break;
+      }
+      case "finish": {
+        if (object.body?.finish !== undefined && object.body?.finish !== null) {
+          message.body = { $case: "finish", finish: FinishEvent.fromPartial(object.body.finish) };
+        }
+        break;
+      }
+      case "error": {
+        if (object.body?.error !== undefined && object.body?.error !== null) {
+          message.body = { $case: "error", error: DecodeError.fromPartial(object.body.error) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseSetRoleRequest(): SetRoleRequest {
+  return { role: "" };
+}
+
+export const SetRoleRequest: MessageFns<SetRoleRequest> = {
+  encode(message: SetRoleRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.role !== "") {
+      writer.uint32(10).string(message.role);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRoleRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRoleRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRoleRequest {
+    return { role: isSet(object.role) ? globalThis.String(object.role) : "" };
+  },
+
+  toJSON(message: SetRoleRequest): unknown {
+    const obj: any = {};
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetRoleRequest>, I>>(base?: I): SetRoleRequest {
+    return SetRoleRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetRoleRequest>, I>>(object: I): SetRoleRequest {
+    const message = createBaseSetRoleRequest();
+    message.role = object.role ?? "";
+    return message;
+  },
+};
+
+function createBaseSetRoleResponse(): SetRoleResponse {
+  return { role: "", roleStatus: "" };
+}
+
+export const SetRoleResponse: MessageFns<SetRoleResponse> = {
+  encode(message: SetRoleResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.role !== "") {
+      writer.uint32(10).string(message.role);
+    }
+    if (message.roleStatus !== "") {
+      writer.uint32(18).string(message.roleStatus);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetRoleResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetRoleResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.roleStatus = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetRoleResponse {
+    return {
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      roleStatus: isSet(object.roleStatus)
+        ? globalThis.String(object.roleStatus)
+        : isSet(object.role_status)
+        ? globalThis.String(object.role_status)
+        : "",
+    };
+  },
+
+  toJSON(message: SetRoleResponse): unknown {
+    const obj: any = {};
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.roleStatus !== "") {
+      obj.roleStatus = message.roleStatus;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetRoleResponse>, I>>(base?: I): SetRoleResponse {
+    return SetRoleResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetRoleResponse>, I>>(object: I): SetRoleResponse {
+    const message = createBaseSetRoleResponse();
+    message.role = object.role ?? "";
+    message.roleStatus = object.roleStatus ?? "";
+    return message;
+  },
+};
+
 export type EngineService = typeof EngineService;
 export const EngineService = {
   /** Runs a request to the end and returns every choice (n of them). */
@@ -6664,6 +9243,60 @@ export const EngineService = {
       Buffer.from(ListAdaptersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListAdaptersResponse => ListAdaptersResponse.decode(value),
   },
+  /**
+   * Split prefill/decode (engine/kv-transfer/). A decode engine pulls a leased sequence's KV
+   * from the prefill engine that holds it: a header (model fingerprint, block size, KV dtype,
+   * layer count, the tokens, the first sampled token and the sampling state), then every
+   * block, all layers, in block order, in chunks. The holder refuses a mismatch
+   * (FAILED_PRECONDITION) before any block moves, frees the lease when the call ends, and
+   * answers NOT_FOUND for a lease it does not hold (pulled, expired, cancelled).
+   */
+  transferKv: {
+    path: "/prism.engine.v1.Engine/TransferKv" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: TransferKvRequest): Buffer => Buffer.from(TransferKvRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): TransferKvRequest => TransferKvRequest.decode(value),
+    responseSerialize: (value: TransferKvChunk): Buffer => Buffer.from(TransferKvChunk.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TransferKvChunk => TransferKvChunk.decode(value),
+  },
+  /**
+   * A prefill engine hands a request whose prompt it computed to a decode engine (MindIE's
+   * d-target): the decode engine admits it, pulls its KV and sends its results over
+   * DecodeResults. Answers once admitted (before the pull).
+   */
+  handOff: {
+    path: "/prism.engine.v1.Engine/HandOff" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: HandOffRequest): Buffer => Buffer.from(HandOffRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): HandOffRequest => HandOffRequest.decode(value),
+    responseSerialize: (value: HandOffResponse): Buffer => Buffer.from(HandOffResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): HandOffResponse => HandOffResponse.decode(value),
+  },
+  /**
+   * The results of the requests handed to this engine, each tagged with its request id
+   * (MindIE's GET /dresult). One holder at a time: a new call ends the previous one.
+   */
+  decodeResults: {
+    path: "/prism.engine.v1.Engine/DecodeResults" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: DecodeResultsRequest): Buffer => Buffer.from(DecodeResultsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DecodeResultsRequest => DecodeResultsRequest.decode(value),
+    responseSerialize: (value: DecodeResult): Buffer => Buffer.from(DecodeResult.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DecodeResult => DecodeResult.decode(value),
+  },
+  /** Assigns the engine's role: "prefill", "decode" or "mixed" (the default). */
+  setRole: {
+    path: "/prism.engine.v1.Engine/SetRole" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetRoleRequest): Buffer => Buffer.from(SetRoleRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetRoleRequest => SetRoleRequest.decode(value),
+    responseSerialize: (value: SetRoleResponse): Buffer => Buffer.from(SetRoleResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetRoleResponse => SetRoleResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServer extends UntypedServiceImplementation {
@@ -6688,6 +9321,28 @@ export interface EngineServer extends UntypedServiceImplementation {
   loadAdapter: handleUnaryCall<LoadAdapterRequest, LoadAdapterResponse>;
   unloadAdapter: handleUnaryCall<UnloadAdapterRequest, UnloadAdapterResponse>;
   listAdapters: handleUnaryCall<ListAdaptersRequest, ListAdaptersResponse>;
+  /**
+   * Split prefill/decode (engine/kv-transfer/). A decode engine pulls a leased sequence's KV
+   * from the prefill engine that holds it: a header (model fingerprint, block size, KV dtype,
+   * layer count, the tokens, the first sampled token and the sampling state), then every
+   * block, all layers, in block order, in chunks. The holder refuses a mismatch
+   * (FAILED_PRECONDITION) before any block moves, frees the lease when the call ends, and
+   * answers NOT_FOUND for a lease it does not hold (pulled, expired, cancelled).
+   */
+  transferKv: handleServerStreamingCall<TransferKvRequest, TransferKvChunk>;
+  /**
+   * A prefill engine hands a request whose prompt it computed to a decode engine (MindIE's
+   * d-target): the decode engine admits it, pulls its KV and sends its results over
+   * DecodeResults. Answers once admitted (before the pull).
+   */
+  handOff: handleUnaryCall<HandOffRequest, HandOffResponse>;
+  /**
+   * The results of the requests handed to this engine, each tagged with its request id
+   * (MindIE's GET /dresult). One holder at a time: a new call ends the previous one.
+   */
+  decodeResults: handleServerStreamingCall<DecodeResultsRequest, DecodeResult>;
+  /** Assigns the engine's role: "prefill", "decode" or "mixed" (the default). */
+  setRole: handleUnaryCall<SetRoleRequest, SetRoleResponse>;
 }
 
 export interface EngineClient extends Client {
@@ -6871,6 +9526,66 @@ export interface EngineClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAdaptersResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Split prefill/decode (engine/kv-transfer/). A decode engine pulls a leased sequence's KV
+   * from the prefill engine that holds it: a header (model fingerprint, block size, KV dtype,
+   * layer count, the tokens, the first sampled token and the sampling state), then every
+   * block, all layers, in block order, in chunks. The holder refuses a mismatch
+   * (FAILED_PRECONDITION) before any block moves, frees the lease when the call ends, and
+   * answers NOT_FOUND for a lease it does not hold (pulled, expired, cancelled).
+   */
+  transferKv(request: TransferKvRequest, options?: Partial<CallOptions>): ClientReadableStream<TransferKvChunk>;
+  transferKv(
+    request: TransferKvRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<TransferKvChunk>;
+  /**
+   * A prefill engine hands a request whose prompt it computed to a decode engine (MindIE's
+   * d-target): the decode engine admits it, pulls its KV and sends its results over
+   * DecodeResults. Answers once admitted (before the pull).
+   */
+  handOff(
+    request: HandOffRequest,
+    callback: (error: ServiceError | null, response: HandOffResponse) => void,
+  ): ClientUnaryCall;
+  handOff(
+    request: HandOffRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: HandOffResponse) => void,
+  ): ClientUnaryCall;
+  handOff(
+    request: HandOffRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: HandOffResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The results of the requests handed to this engine, each tagged with its request id
+   * (MindIE's GET /dresult). One holder at a time: a new call ends the previous one.
+   */
+  decodeResults(request: DecodeResultsRequest, options?: Partial<CallOptions>): ClientReadableStream<DecodeResult>;
+  decodeResults(
+    request: DecodeResultsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<DecodeResult>;
+  /** Assigns the engine's role: "prefill", "decode" or "mixed" (the default). */
+  setRole(
+    request: SetRoleRequest,
+    callback: (error: ServiceError | null, response: SetRoleResponse) => void,
+  ): ClientUnaryCall;
+  setRole(
+    request: SetRoleRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetRoleResponse) => void,
+  ): ClientUnaryCall;
+  setRole(
+    request: SetRoleRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetRoleResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const EngineClient = makeGenericClientConstructor(EngineService, "prism.engine.v1.Engine") as unknown as {
@@ -6878,6 +9593,14 @@ export const EngineClient = makeGenericClientConstructor(EngineService, "prism.e
   service: typeof EngineService;
   serviceName: string;
 };
+
+function bytesFromBase64(b64: string): Uint8Array {
+  return Uint8Array.from(globalThis.Buffer.from(b64, "base64"));
+}
+
+function base64FromBytes(arr: Uint8Array): string {
+  return globalThis.Buffer.from(arr).toString("base64");
+}
 
 function floatToJson(value: number | null | undefined): number | string | null | undefined {
   return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
