@@ -21,9 +21,15 @@
     {
       "target_name": "prism_native",
       "dependencies": ["prism_kernels_avx512"],
-      "sources": ["<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_avx512\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")"],
+      # native/cuda/host/: the CUDA backend's loader and glue (dlopen of libprism_cuda.so at
+      # run time: no CUDA headers or libraries are needed to build it).
+      "sources": [
+        "<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_avx512\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")",
+        "<!@(node -p \"require('fs').readdirSync('native/cuda/host').filter(f => /\\.cc$/.test(f)).map(f => 'native/cuda/host/' + f).join(' ')\")"
+      ],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-pthread"],
-      "ldflags": ["-pthread"]
+      "ldflags": ["-pthread"],
+      "libraries": ["-ldl"]
     },
     # xgrammar's C++ core, from its pinned source release that scripts/build-native.mjs unpacks
     # into native/third_party/ (git-ignored): every cpp/**/*.cc as its CMakeLists.txt builds

@@ -8,6 +8,13 @@
  * Used by test/structured-jsonschemabench.test.ts (a fixed sample per category) and, as a
  * script, over the full sets:
  *   PRISM_SHARED_DIR=/path/to/shared node --import tsx bench/jsonschemabench.ts [perCategory] [maxTokens]
+ * and, without a model, the preparation and compile coverage of every schema (the shared
+ * categories, the other categories of a copy of the benchmark's data/ folder, a generated set):
+ *   node --import tsx bench/jsonschemabench.ts --coverage [/path/to/jsonschemabench/data]
+ * (PRISM_COVERAGE_SAMPLE=300: every k-th file, at most 300 a set; PRISM_COVERAGE_SETS=a,b: only
+ * the sets whose names start so). Nothing is downloaded: the other categories are read from
+ * the folder given, a local copy of the benchmark's data/ (public repository
+ * guidance-ai/jsonschemabench), and CI runs only the shared categories.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -37,8 +44,13 @@ export interface CategoryResult {
   valid: number;
   /** Cut by max_tokens. */
   length: number;
-  /** The engine failed the request after compiling (should be 0). */
+  /** The engine failed the request after compiling for another reason (should be 0). */
   errors: number;
+  /**
+   * The output failed the check of what the grammar could not enforce on every attempt: the
+   * request failed with a clear error (never an invalid document presented as valid).
+   */
+  checkFailed: number;
   /** Completed outputs ajv could not check because ajv itself rejects the schema. */
   unvalidatable: number;
   readonly refusals: Map<string, number>;
@@ -99,8 +111,13 @@ async function runOne(
   r.compiled++;
   r.compileMs.push(performance.now() - t0);
   const f = events.find((x): x is FinishEvent => x.type === 'finish');
+  if (f?.reason === 'error' && /does not satisfy the schema after/.test(f.error ?? '')) {
+    r.checkFailed++;
+    return;
+  }
   if (!f || f.reason === 'error') {
     r.errors++;
+    if (f?.error) r.invalidSamples.push(`error: ${f.error.slice(0, 200)}`);
     return;
   }
   if (f.reason === 'length') {
@@ -111,10 +128,20 @@ async function runOne(
   let validate;
   try {
     const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
-    validate = validator.compile(schema);
+    try {
+      validate = validator.compile(schema);
+    } catch {
+      // A draft-4 schema (boolean exclusive bounds, ...) that ajv's 2020-12 dialect refuses:
+      // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts).
+      const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
+      const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
+      validate = validator.compile(read);
+    }
   } catch {
     r.unvalidatable++;
     return;
+  } finally {
+    validator.removeSchema();
   }
   let doc: unknown;
   try {
@@ -129,11 +156,23 @@ async function runOne(
 
 export async function runJsonSchemaBench(
   engine: Engine,
-  options: { perCategory?: number; maxTokens: number; concurrency: number },
+  options: {
+    perCategory?: number;
+    maxTokens: number;
+    concurrency: number;
+    /** Other category folders (name → folder) to run after the shared ones. */
+    extra?: readonly { readonly category: string; readonly dir: string }[];
+    /** Only these categories (default: every shared one, then the extra). */
+    only?: readonly string[];
+  },
 ): Promise<CategoryResult[]> {
   const dir = jsonSchemaBenchDir();
   const results: CategoryResult[] = [];
-  for (const category of CATEGORIES) {
+  const sets = [
+    ...CATEGORIES.map((c) => ({ category: c, dir: join(dir, c) })),
+    ...(options.extra ?? []),
+  ].filter((x) => !options.only || options.only.includes(x.category));
+  for (const { category, dir: folder } of sets) {
     const r: CategoryResult = {
       category,
       schemas: 0,
@@ -144,6 +183,7 @@ export async function runJsonSchemaBench(
       valid: 0,
       length: 0,
       errors: 0,
+      checkFailed: 0,
       unvalidatable: 0,
       refusals: new Map(),
       invalidSamples: [],
@@ -151,19 +191,13 @@ export async function runJsonSchemaBench(
     };
     const validator = new Ajv2020({ strict: false, allErrors: false });
     addFormats.default(validator);
-    const files = sampleFiles(join(dir, category), options.perCategory);
+    const files = sampleFiles(folder, options.perCategory);
     r.schemas = files.length;
     let next = 0;
     const worker = async () => {
       while (next < files.length) {
         const file = files[next++];
-        await runOne(
-          engine,
-          readFileSync(join(dir, category, file), 'utf8'),
-          options.maxTokens,
-          r,
-          validator,
-        );
+        await runOne(engine, readFileSync(join(folder, file), 'utf8'), options.maxTokens, r, validator);
       }
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
@@ -176,12 +210,12 @@ const pct = (a: number, b: number) => (b === 0 ? '—' : `${((100 * a) / b).toFi
 
 export function resultTable(results: readonly CategoryResult[]): string {
   const rows = [
-    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | errors |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | failed the check 3 times (424) | other errors |',
+    '|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
     rows.push(
-      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.errors} |`,
+      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.checkFailed} | ${r.errors} |`,
     );
   }
   return rows.join('\n');
@@ -200,7 +234,202 @@ export function refusalSummary(results: readonly CategoryResult[]): string {
     .join('\n');
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+// ------------------------------------------------------------------ coverage without a model
+
+/** How each schema of a set fares in preparation and compilation (no model, no generation). */
+export interface CoverageRow {
+  readonly set: string;
+  schemas: number;
+  /** The grammar alone enforces it exactly (also what OpenAI `strict: true` accepts). */
+  exact: number;
+  /** Accepted: the grammar enforces part, the finished document is checked for the rest. */
+  checked: number;
+  /** Refused with a 4xx naming the field. */
+  refused: number;
+  /** Refusals and compile failures, by reason. */
+  readonly reasons: Map<string, number>;
+  /** Prepared, but the grammar library refused to compile it (a 4xx too). */
+  compileFailed: number;
+  /** Anything else thrown: would be a 5xx. Must be 0. */
+  thrown: number;
+  readonly thrownSamples: string[];
+  /** Files that are not JSON at all (not counted as schemas). */
+  notJson: number;
+  readonly prepareMs: number[];
+}
+
+/** The refusal reason, without the values in it (for counting). */
+function reasonKey(reason: string): string {
+  const kw = /keyword '([^']+)'/.exec(reason);
+  if (kw) return `keyword ${kw[1]}`;
+  return reason
+    .replace(/"[^"]*"/g, '…')
+    .replace(/\d+/g, 'N')
+    .slice(0, 70);
+}
+
+/**
+ * Prepares (schema/prepare.ts) and compiles (xgrammar, over a printable-ASCII vocabulary:
+ * whether a grammar compiles does not depend on the model's) every schema of `schemas`.
+ */
+export async function coverage(set: string, schemas: Iterable<unknown>, notJson = 0): Promise<CoverageRow> {
+  const { prepareSchema } = await import('../engine/structured/schema/prepare.js');
+  const { asciiGrammarCompiler } = await import('../engine/structured/bare-grammar.js');
+  const { loadGrammarAddon } = await import('../native/native.js');
+  const xg = loadGrammarAddon();
+  const row: CoverageRow = {
+    set,
+    schemas: 0,
+    exact: 0,
+    checked: 0,
+    refused: 0,
+    reasons: new Map(),
+    compileFailed: 0,
+    thrown: 0,
+    thrownSamples: [],
+    notJson,
+    prepareMs: [],
+  };
+  for (const schema of schemas) {
+    row.schemas++;
+    let prepared;
+    const t0 = performance.now();
+    try {
+      prepared = prepareSchema(schema, 'schema');
+    } catch (e) {
+      row.thrown++;
+      row.thrownSamples.push(`${(e as Error).message}: ${JSON.stringify(schema).slice(0, 200)}`);
+      continue;
+    } finally {
+      row.prepareMs.push(performance.now() - t0);
+    }
+    if ('refused' in prepared) {
+      row.refused++;
+      const k = reasonKey(prepared.refused);
+      row.reasons.set(k, (row.reasons.get(k) ?? 0) + 1);
+      continue;
+    }
+    try {
+      xg.dispose(xg.compileJsonSchema(asciiGrammarCompiler(), prepared.schema, true));
+    } catch (e) {
+      row.compileFailed++;
+      const k = `compile: ${reasonKey((e as Error).message)}`;
+      row.reasons.set(k, (row.reasons.get(k) ?? 0) + 1);
+      continue;
+    }
+    if (prepared.check) row.checked++;
+    else row.exact++;
+  }
+  return row;
+}
+
+/**
+ * The schemas of a folder of JSON files (sorted; `n`: a fixed sample of every k-th), and how
+ * many files were not JSON.
+ */
+export function schemaFiles(dir: string, n?: number): { schemas: unknown[]; notJson: number } {
+  const schemas: unknown[] = [];
+  let notJson = 0;
+  for (const f of sampleFiles(dir, n)) {
+    try {
+      schemas.push(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+    } catch {
+      notJson++;
+    }
+  }
+  return { schemas, notJson };
+}
+
+export function coverageTable(rows: readonly CoverageRow[]): string {
+  const out = [
+    '| set | schemas | grammar alone | accepted with the check | accepted in all | refused (4xx) | compile failed (4xx) | 5xx |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of rows) {
+    const ok = r.exact + r.checked;
+    out.push(
+      `| ${r.set} | ${r.schemas} | ${r.exact} (${pct(r.exact, r.schemas)}) | ${r.checked} (${pct(r.checked, r.schemas)}) | ${ok} (${pct(ok, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.thrown} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+export function coverageReasons(rows: readonly CoverageRow[]): string {
+  return rows
+    .filter((r) => r.reasons.size > 0)
+    .map(
+      (r) =>
+        `${r.set}: ${[...r.reasons.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 6)
+          .map(([k, v]) => `${k} (${v})`)
+          .join('; ')}`,
+    )
+    .join('\n');
+}
+
+if (
+  process.argv[1] &&
+  resolve(process.argv[1]) === fileURLToPath(import.meta.url) &&
+  process.argv[2] === '--coverage'
+) {
+  // Coverage without a model: the shared categories, any other JSONSchemaBench categories in
+  // the folder given (e.g. a copy of the benchmark's data/ with those not in this repository),
+  // and a generated set (test/fuzz/json-schemas.ts).
+  const fc = (await import('fast-check')).default;
+  const { jsonSchemas } = await import('../test/fuzz/json-schemas.js');
+  const rows: CoverageRow[] = [];
+  const shared = jsonSchemaBenchDir();
+  const only = process.env.PRISM_COVERAGE_SETS?.split(',');
+  // PRISM_COVERAGE_SAMPLE: at most that many schemas per set (every k-th file), as the issue's
+  // 300 per category; unset, every file.
+  const sample = process.env.PRISM_COVERAGE_SAMPLE ? Number(process.env.PRISM_COVERAGE_SAMPLE) : undefined;
+  const wanted = (name: string) => !only || only.some((o) => name.startsWith(o));
+  const progress = (r: CoverageRow) =>
+    console.error(
+      `${r.set}: ${r.exact} + ${r.checked} of ${r.schemas}, refused ${r.refused}, compile failed ${r.compileFailed}, 5xx ${r.thrown}; ${coverageReasons([r])}`,
+    );
+  for (const c of CATEGORIES.filter(wanted)) {
+    const { schemas, notJson } = schemaFiles(join(shared, c), sample);
+    rows.push(await coverage(c, schemas, notJson));
+    progress(rows.at(-1)!);
+  }
+  const external = process.argv[3];
+  if (external)
+    for (const c of readdirSync(external).sort()) {
+      if ((CATEGORIES as readonly string[]).includes(c) || !wanted(c)) continue;
+      const dir = join(external, c);
+      let files: string[];
+      try {
+        files = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      if (files.length === 0) continue;
+      const { schemas, notJson } = schemaFiles(dir, sample);
+      rows.push(await coverage(`${c} (not in the repository)`, schemas, notJson));
+      progress(rows.at(-1)!);
+    }
+  if (wanted('generated'))
+    rows.push(
+      await coverage(
+        'generated (fast-check, seed 1)',
+        fc.sample(jsonSchemas, { numRuns: Math.min(sample ?? 2000, 2000), seed: 1 }),
+      ),
+    );
+  console.log(coverageTable(rows));
+  console.log(coverageReasons(rows));
+  for (const r of rows) for (const t of r.thrownSamples.slice(0, 3)) console.log(`5xx ${r.set}: ${t}`);
+  const all = rows.flatMap((r) => r.prepareMs).sort((a, b) => a - b);
+  console.log(
+    `prepare ms: median ${all[Math.floor(all.length / 2)]!.toFixed(2)}, p99 ${all[Math.floor(all.length * 0.99)]!.toFixed(1)}, max ${all.at(-1)!.toFixed(0)}; load ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
+} else if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const { ensureDefaultModel } = await import('../engine/default-model.js');
   const { loadEngine } = await import('../engine/load-engine.js');
   const perCategory = process.argv[2] ? Number(process.argv[2]) : undefined;
@@ -211,11 +440,40 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
     kvCacheBytes: 256 << 20,
   });
   const t0 = performance.now();
-  const results = await runJsonSchemaBench(engine, { perCategory, maxTokens, concurrency: 16 });
+  // PRISM_JSB_EXTRA: a folder of more categories (e.g. the benchmark's data/), each a folder
+  // of schemas; PRISM_JSB_ONLY: a comma-separated list of the categories to run.
+  const extraDir = process.env.PRISM_JSB_EXTRA;
+  const extra = extraDir
+    ? readdirSync(extraDir)
+        .filter((c) => !(CATEGORIES as readonly string[]).includes(c))
+        .map((c) => ({ category: c, dir: join(extraDir, c) }))
+        .filter((x) => {
+          try {
+            return readdirSync(x.dir).length > 0;
+          } catch {
+            return false;
+          }
+        })
+    : [];
+  const only = process.env.PRISM_JSB_ONLY?.split(',');
+  const results = await runJsonSchemaBench(engine, {
+    perCategory,
+    maxTokens,
+    concurrency: 16,
+    extra,
+    ...(only ? { only } : {}),
+  });
   console.log(resultTable(results));
   console.log(refusalSummary(results));
   for (const r of results)
     for (const s of r.invalidSamples.slice(0, 3)) console.log(`invalid ${r.category}: ${s}`);
-  console.log(`max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  console.log(
+    `max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s; choices resampled after a failed check ${engine.structured.resampledChoices}, failed every attempt ${engine.structured.failedChecks}; load ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+  );
   await engine.close();
 }

@@ -7,7 +7,9 @@
  *     document never ends first), so the batch shapes match and only the mask differs.
  *  2. Grammar compile time p50/p99, cold (distinct JSONSchemaBench schemas, first time) and
  *     cached (the same again), as the grammar thread measures it and as a request waits.
- *  3. Per-token mask time p50/p99 (the grammar thread's fill of one ceil(V/32) bitmask).
+ *  3. Per-token mask time p50/p99 (the grammar thread's fill of one ceil(V/32) bitmask), and
+ *     the check of a finished document where the grammar enforces a schema only in part
+ *     (round trip to the grammar thread + ajv), as a share of a request's time.
  *  4. The peer: the same schema through llama.cpp's JSON-schema grammar (node-llama-cpp,
  *     GBNF sampler), one sequence, with and without the grammar.
  *
@@ -61,6 +63,16 @@ const SCHEMA = {
   required: ['people'],
 };
 const constraint: Constraint = { kind: 'json_schema', schema: JSON.stringify(SCHEMA) };
+/**
+ * The same schema with `uniqueItems` on the records, which no grammar enforces: the grammar
+ * enforces the rest and each finished document is checked (engine/structured/choice-checks.ts),
+ * so the request's output is held until then.
+ */
+const CHECKED_SCHEMA = {
+  ...SCHEMA,
+  properties: { people: { ...SCHEMA.properties.people, uniqueItems: true } },
+};
+const checkedConstraint: Constraint = { kind: 'json_schema', schema: JSON.stringify(CHECKED_SCHEMA) };
 const PROMPT = 'List people and the cities they live in, as JSON.';
 
 function quantile(xs: readonly number[], q: number): number {
@@ -80,6 +92,8 @@ interface Variant {
   readonly overlap: boolean;
   /** Jump-forward: forced tokens appended without sampling. */
   readonly jump: boolean;
+  /** The schema with a keyword checked on the finished document (output held until then). */
+  readonly checked?: boolean;
 }
 const VARIANTS: readonly Variant[] = [
   { name: 'unconstrained', constrained: false, overlap: true, jump: false },
@@ -97,7 +111,16 @@ const VARIANTS: readonly Variant[] = [
     overlap: true,
     jump: true,
   },
+  {
+    name: 'json_schema + uniqueItems (output held for the check), masks during the forward pass + jump-forward',
+    constrained: true,
+    overlap: true,
+    jump: true,
+    checked: true,
+  },
 ];
+/** The default path for an exact schema (the check's paired baseline). */
+const EXACT_DEFAULT = VARIANTS.length - 2;
 
 async function throughput(
   engine: EngineCore,
@@ -110,7 +133,7 @@ async function throughput(
   const request = (i: number): GenerateRequest => ({
     prompt: { kind: 'chat', messages: [{ role: 'user', content: PROMPT }] },
     params: { maxNewTokens: maxTokens, temperature: 0.7, seed: seed + i, ignoreEos: !v.constrained },
-    ...(v.constrained ? { constraint } : {}),
+    ...(v.constrained ? { constraint: v.checked ? checkedConstraint : constraint } : {}),
   });
   const t0 = performance.now();
   let tokens = 0;
@@ -122,6 +145,9 @@ async function throughput(
   );
   return tokens / ((performance.now() - t0) / 1000);
 }
+
+/** A constrained request's wall time at concurrency 1 (ms), measured by engineThroughput. */
+let requestMs = NaN;
 
 async function engineThroughput(): Promise<string[]> {
   const engine = await loadEngine(ensureDefaultModel(), {
@@ -148,10 +174,15 @@ async function engineThroughput(): Promise<string[]> {
         }
       // Paired: each round's ratio to the unconstrained run just before it (the machine's
       // load drifts between rounds far more than between neighbouring runs).
+      // A constrained request's time on the default path (exact schema), for the check's share.
+      if (c === 1) requestMs = (maxTokens / median(runs[EXACT_DEFAULT]!)) * 1000;
       VARIANTS.forEach((v, k) => {
-        const ratio = median(runs[k]!.map((x, r) => x / runs[0]![r]!));
+        // The checked schema is paired with the exact one on the same path (the check's cost).
+        const base = v.checked ? EXACT_DEFAULT : 0;
+        const ratio = median(runs[k]!.map((x, r) => x / runs[base]![r]!));
         const slow = (1 - ratio) * 100;
-        const cost = k === 0 ? '—' : slow >= 0 ? `${f1(slow)}% slower` : `${f1(-slow)}% faster`;
+        const vs = v.checked ? ' than the exact schema' : '';
+        const cost = k === 0 ? '—' : slow >= 0 ? `${f1(slow)}% slower${vs}` : `${f1(-slow)}% faster${vs}`;
         const st = stalls[k]!;
         const stall =
           k === 0
@@ -222,11 +253,25 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
       }
       svc.free(g);
     }
+    // The check of a finished document, for a schema the grammar enforces only in part
+    // (uniqueItems): the round trip to the grammar thread and ajv's validation, per choice.
+    const checkedSchema = structuredClone(SCHEMA) as { properties: { people: Record<string, unknown> } };
+    checkedSchema.properties.people.uniqueItems = true;
+    const checked = await svc.compile({ kind: 'json_schema', schema: JSON.stringify(checkedSchema) });
+    if (!checked.checked) throw new Error('the benchmark schema was expected to need a document check');
+    const checks: number[] = [];
+    for (let r = 0; r < 200; r++) {
+      const t0 = performance.now();
+      const invalid = await svc.checkDocument(checked.key, doc);
+      checks.push(performance.now() - t0);
+      if (invalid !== null) throw new Error(`the benchmark document fails its check: ${invalid}`);
+    }
     const m = svc.maskTimes;
     return [
       `| compile, cold (${cold.length} JSONSchemaBench Glaiveai2K schemas${failed ? `, ${failed} refused` : ''}) | ${f1(median(cold))} | ${f1(quantile(cold, 0.99))} |`,
       `| compile, cached (request wait incl. thread round trip) | ${f3(median(cachedWait))} | ${f3(quantile(cachedWait, 0.99))} |`,
       `| mask per token (${m.length} tokens, V = ${tok.vocabSize}) | ${f3(median(m))} | ${f3(quantile(m, 0.99))} |`,
+      `| document check per finished choice (uniqueItems, ${doc.length}-byte document; thread round trip + ajv)${Number.isNaN(requestMs) ? '' : `: ${f3((100 * median(checks)) / requestMs)}% of a ${maxTokens}-token request (${f1(requestMs)} ms)`} | ${f3(median(checks))} | ${f3(quantile(checks, 0.99))} |`,
     ];
   } finally {
     await svc.close();

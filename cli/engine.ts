@@ -14,6 +14,7 @@ import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
 import { traceExportConfigured } from '../engine/service/tracing.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
+import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import type { EngineOptions } from '../engine/options.js';
@@ -34,6 +35,7 @@ options:
   --listen ADDRESS      HOST:PORT, [IPv6]:PORT or unix:PATH (default ${DEFAULT_LISTEN};
                         port 0 picks a free port)
   --threads N           compute threads (default: the machine's cores)
+${deviceHelp}
 ${kvEventsHelp}
 ${pdHelp}
   -h, --help            show this help
@@ -50,6 +52,8 @@ interface EngineArgs {
   readonly config?: string;
   readonly listen: string;
   readonly threads?: number;
+  /** --device, when given. */
+  readonly device?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
@@ -68,6 +72,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         config: { type: 'string' },
         listen: { type: 'string' },
         threads: { type: 'string' },
+        ...deviceFlagOption,
         ...kvEventsFlagOptions,
         ...pdFlagOptions,
       },
@@ -89,6 +94,8 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
+  const device = parseDeviceFlag(values.device);
+  if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
     model: values.model,
@@ -96,6 +103,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     listen,
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
+    ...(device.device !== undefined ? { device: device.device } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -155,6 +163,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(args.pd ?? {}),
       kvEvents,
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
+      ...(args.device !== undefined ? { device: args.device } : {}),
     };
   } catch (e) {
     log((e as Error).message);
@@ -185,7 +194,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const info = await engine.info();
   log(
-    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${server.address} ` +
+    `serving ${info.modelName} (${info.architecture}, ${modelPath}) on ${info.device} (${info.deviceName}), ${server.address} ` +
       `[loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s; prefix cache ${info.prefixCache ? 'on' : 'off'}; ` +
       `config ${config.source ?? 'defaults'}; role ${options.role ?? 'mixed'}]`,
   );

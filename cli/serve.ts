@@ -23,6 +23,7 @@ import {
   UsageError,
   type LoadedConfigs,
 } from '../gateways/serve-loop.js';
+import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 
@@ -42,6 +43,7 @@ ${listenerHelp}
                         split prefill/decode: the d-target (unix:PATH) other instances name
 ${pdHelp}
   --threads N           compute threads (default: the machine's cores)
+${deviceHelp}
   --max-loras N         LoRA adapters resident at once; with --max-lora-rank turns on loading
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
@@ -65,6 +67,7 @@ export const serveOptions = {
   'model-name': { type: 'string' },
   'engine-socket': { type: 'string' },
   threads: { type: 'string' },
+  ...deviceFlagOption,
   'max-loras': { type: 'string' },
   'max-lora-rank': { type: 'string' },
   ...kvEventsFlagOptions,
@@ -99,6 +102,8 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     if (values.model === '') throw new UsageError('--model: must not be empty');
+    const deviceFlag = parseDeviceFlag(values.device);
+    if (deviceFlag.error) throw new UsageError(deviceFlag.error);
     loaded = loadConfigs(values);
   } catch (e) {
     if (isUsageProblem(e) || (e instanceof Error && /listener/.test(e.message))) {
@@ -149,6 +154,7 @@ export async function run(argv: string[]): Promise<number> {
         modelName,
         kvEvents,
         ...(threads !== undefined ? { threads } : {}),
+        ...(values.device !== undefined ? { device: values.device } : {}),
         ...(values['max-loras'] !== undefined
           ? {
               lora: {
@@ -181,7 +187,8 @@ export async function run(argv: string[]): Promise<number> {
     return 1;
   }
   const client = new GrpcEngineClient(server.address, { metadata: traceMetadata });
-  log(`engine: ${modelName} (${modelPath}) on ${server.address}`);
+  const info = await engine.info();
+  log(`engine: ${modelName} (${modelPath}) on ${info.device} (${info.deviceName}), ${server.address}`);
   const running = server;
   return serveUntilStopped(
     'serve',

@@ -227,7 +227,11 @@ describe('bounds: errors name the JSON path and the rule', () => {
     ],
     ['modelName length', model({ modelName: 'a'.repeat(257) }), /ModelConfig\[0\]\.modelName: must be 1-256/],
     ['npuMemSize >= -1', model({ npuMemSize: -2 }), /ModelConfig\[0\]\.npuMemSize: must be >= -1/],
-    ['backendType enum', model({ backendType: 'cuda' }), /backendType: must be one of "atb", "torch"/],
+    [
+      'backendType enum',
+      model({ backendType: 'gpu' }),
+      /backendType: must be one of "atb", "torch", "cpu", "cuda"/,
+    ],
     [
       'plugin_params is a string',
       model({ plugin_params: { plugin_type: 'prefix_cache' } }),
@@ -717,6 +721,21 @@ describe('mapping to EngineOptions', () => {
       modules: [{ name: 'sql', path: '/srv/lora/sql' }],
     });
     assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).lora, undefined);
+  });
+  test('backendType cuda runs on the first of npuDeviceIds, npuMemSize is its KV budget', () => {
+    const c = validateConfig(
+      {
+        BackendConfig: {
+          npuDeviceIds: [[3, 1]],
+          ModelDeployConfig: { ModelConfig: [{ backendType: 'cuda', npuMemSize: 40 }] },
+        },
+      },
+      '/etc/x.json',
+    );
+    const o = engineOptionsFromConfig(c);
+    assert.equal(o.device, 'cuda:3');
+    assert.equal(o.kvCacheBytes, 40 * 1024 ** 3);
+    assert.equal(engineOptionsFromConfig(defaultConfig(noEnv)).device, undefined, "MindIE's atb: the CPU");
   });
   test('KvEventsConfig reaches the engine options; an empty endpoint is off', () => {
     const c = validateConfig(

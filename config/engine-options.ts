@@ -57,7 +57,12 @@ export function modelPathFromConfig(config: ResolvedConfig): string | undefined 
 }
 
 export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: string): EngineOptions {
-  const { ModelDeployConfig: deploy, ScheduleConfig: sched, KvEventsConfig: kv } = config.file.BackendConfig;
+  const {
+    ModelDeployConfig: deploy,
+    ScheduleConfig: sched,
+    KvEventsConfig: kv,
+    npuDeviceIds,
+  } = config.file.BackendConfig;
   const model = deploy.ModelConfig[0];
   const template = chatTemplatePath(config, modelType);
   const parsers = toolCallParsers(config);
@@ -74,8 +79,10 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     // MindIE: maxLinkNum requests run, twice that many wait; the rest are refused.
     maxQueueSize: 2 * config.file.ServerConfig.maxLinkNum,
     prefixCache: config.plugins.prefixCache,
-    // On CPU the "NPU memory" budget is the KV cache's; -1 (automatic) leaves the engine default.
+    // The "NPU memory" budget is the KV cache's (on a GPU too); -1 (automatic) leaves the
+    // engine default. backendType 'cuda' runs on the first listed device (one GPU per engine).
     ...(model.npuMemSize > 0 ? { kvCacheBytes: model.npuMemSize * GIB } : {}),
+    ...(model.backendType === 'cuda' ? { device: `cuda:${npuDeviceIds[0]?.[0] ?? 0}` } : {}),
     ...(template !== undefined ? { chatTemplatePath: template } : {}),
     ...(Object.keys(parsers).length > 0 ? { toolCallParsers: parsers } : {}),
     // Without a file the served name is the model's own; with one it is modelName, as in MindIE.

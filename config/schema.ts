@@ -157,7 +157,8 @@ const modelConfig: Schema = {
     worldSize: int(4, 1, 1048576),
     cpuMemSize: int(0, 0),
     npuMemSize: int(-1, -1),
-    backendType: { enum: ['atb', 'torch'], default: 'atb' },
+    /** MindIE's 'atb' / 'torch' (NPU backends: the CPU here), or Prism's 'cpu' and 'cuda'. */
+    backendType: { enum: ['atb', 'torch', 'cpu', 'cuda'], default: 'atb' },
     trustRemoteCode: bool(false),
     kv_trans_timeout: int(10, 1),
     kv_link_timeout: int(1080, 1),

@@ -109,7 +109,8 @@ export interface ModelConfig {
   readonly cpuMemSize: number;
   /** GB of KV-cache memory; -1 = automatic. */
   readonly npuMemSize: number;
-  readonly backendType: 'atb' | 'torch';
+  /** 'cuda' runs the model on the CUDA device npuDeviceIds[0][0]; the others on the CPU. */
+  readonly backendType: 'atb' | 'torch' | 'cpu' | 'cuda';
   readonly trustRemoteCode: boolean;
   readonly kv_trans_timeout: number;
   readonly kv_link_timeout: number;

@@ -30,7 +30,7 @@ export class ChoiceOutput {
   constructor(
     readonly index: number,
     readonly seed: number,
-    tokenizer: EngineTokenizer,
+    private readonly tokenizer: EngineTokenizer,
     private readonly params: ResolvedParams,
     private readonly eos: ReadonlySet<number>,
     /** Parses a chat answer (tools, reasoning); null: the text is the answer. */
@@ -38,6 +38,18 @@ export class ChoiceOutput {
   ) {
     this.detok = tokenizer.createDetokenizer({ skipSpecialTokens: params.skipSpecialTokens });
     this.stopper = new StopStringMatcher(params.stop, params.includeStopStrInOutput);
+  }
+
+  /** The same choice with nothing produced yet: its output failed a check and is sampled again. */
+  renewed(): ChoiceOutput {
+    return new ChoiceOutput(
+      this.index,
+      this.seed,
+      this.tokenizer,
+      this.params,
+      this.eos,
+      this.chat?.fresh() ?? null,
+    );
   }
 
   /**
@@ -65,7 +77,12 @@ export class ChoiceOutput {
     if ((!this.params.ignoreEos && this.eos.has(token)) || this.params.stopTokenIds.has(token)) {
       this.reason = 'stop'; // the stop token itself adds no text
     } else {
-      const r = this.stopper.push(this.detok.push(token));
+      // min_tokens: stop strings count once that many tokens exist (vLLM's rule).
+      const piece = this.detok.push(token);
+      const r =
+        this.tokenIds.length >= this.params.minTokens
+          ? this.stopper.push(piece)
+          : { text: piece, stopped: false };
       delta = r.text;
       byStopString = r.stopped;
       if (r.stopped) this.reason = 'stop';

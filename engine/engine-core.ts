@@ -137,6 +137,11 @@ export class EngineCore implements Engine {
         this.disaggregation.finishing(this.requests.get(seq.requestId), seq);
         this.scheduler.finish(seq);
       },
+      addSequence: (seq) => {
+        this.scheduler.add(seq);
+        this.kick(); // a check answers between steps: the loop may be idle
+      },
+      forkBeam: (parent) => this.scheduler.forkBeam(parent),
       disaggregation: this.disaggregation,
     });
   }

@@ -5,6 +5,7 @@
  * and forgets it when every choice has finished. `drain()` waits on the table.
  */
 import type { AdapterEntry } from './adapters/manager.js';
+import type { BeamSearch } from './beam-search.js';
 import type { ChoiceOutput } from './choice-output.js';
 import { invalidArgument, type EngineError } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -23,10 +24,17 @@ export interface LiveRequest {
   readonly queue: EventQueue<GenerateEvent>;
   /** Its sequences: the first, then the ones a best_of fork adds. */
   readonly seqs: Sequence[];
-  /** One per best_of choice, by sequence index. */
+  /** One per best_of choice, by sequence index (beam search: the n returned beams, at the end). */
   readonly choices: ChoiceOutput[];
-  /** best_of > n: events are held back until the best n are known. */
+  /** A new choice output of this request (its stop rules, chat parsing and seed + index). */
+  readonly makeChoice: (index: number) => ChoiceOutput;
+  /**
+   * Events are held back until the request finishes: best_of > n or beam search (the best n
+   * are sent then), or outputs checked when a choice ends (structured/choice-checks.ts).
+   */
   readonly buffered: boolean;
+  /** Beam search's state; null when the request samples. */
+  readonly beams: BeamSearch | null;
   firstScheduled: number;
   firstToken: number;
   cachedPromptTokens: number;

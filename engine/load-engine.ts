@@ -9,6 +9,7 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import {
   contextInfo,
+  cudaDevices,
   createContext,
   disposeContext,
   disposeModel,
@@ -18,6 +19,7 @@ import {
 } from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
+import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
@@ -72,8 +74,18 @@ export async function loadEngine(
       );
     }
   }
+  const device = resolveDevice(o.device);
+  // CUDA asked for and not there: the error names why, before anything is loaded.
+  if (device !== 'cpu') requireCudaDevice(device);
+  if (device !== 'cpu' && o.lora) {
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `lora: LoRA adapters are not supported on a CUDA device yet (device ${device}); serve them on the CPU`,
+      'lora',
+    );
+  }
   const [model, tokenizer] = await Promise.all([
-    loadModel(modelPath, hooks.onProgress),
+    loadModel(modelPath, hooks.onProgress, { device }),
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
@@ -88,17 +100,26 @@ export async function loadEngine(
     // The pool is counted in pages (engine/kv-layout.ts: one per block for most models). An
     // explicit kvBlocks keeps its meaning in memory: the bytes of that many blocks of every layer.
     const minPages = minKvPages(m.kvLayout, o);
-    kvPages =
-      o.kvBlocks !== undefined
-        ? o.kvBlocks * m.kvLayout.pagesPerBlock
-        : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
-    const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
-    checkMemoryFits({
-      weightBytes: m.weightBytes,
-      kvBytes: kvPages * perPage,
-      minKvBytes: minPages * perPage,
-      machineBytes,
-    });
+    if (device === 'cpu') {
+      kvPages =
+        o.kvBlocks !== undefined
+          ? o.kvBlocks * m.kvLayout.pagesPerBlock
+          : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
+      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
+      checkMemoryFits({
+        weightBytes: m.weightBytes,
+        kvBytes: kvPages * perPage,
+        minKvBytes: minPages * perPage,
+        machineBytes,
+      });
+    } else {
+      // On a GPU the KV pool takes what the weights left (unless a budget was configured);
+      // an oversized one fails at allocation, with the device's own message. (Models with
+      // layer groups, one page per block otherwise, do not load on CUDA yet.)
+      const free = cudaDevices().find((d) => d.device === device)?.freeBytes ?? 0;
+      const budget = options.kvCacheBytes ?? defaultDeviceKvBytes(free, o, m);
+      kvPages = o.kvBlocks ?? kvBlocksForBudget({ ...o, kvCacheBytes: budget }, m, minPages);
+    }
   } catch (e) {
     disposeModel(model);
     throw e;
@@ -143,13 +164,16 @@ export async function loadEngine(
   }
   hooks.onContext?.(ctx);
   if (kvEvents) hooks.onKvEvents?.(kvEvents);
+  const ctxInfo = contextInfo(ctx);
   hooks.onMemory?.({
     weightBytes: m.weightBytes,
-    kvBytes: contextInfo(ctx).kvBytes,
+    kvBytes: ctxInfo.kvBytes,
     kvBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
     blockSize: o.cacheBlockSize,
     rssBytes: process.memoryUsage().rss,
     machineBytes,
+    device,
+    deviceName: m.deviceName,
   });
   const core = new EngineCore({
     runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout),
@@ -172,6 +196,8 @@ export async function loadEngine(
       prefixCache: o.prefixCache,
       dtype: Object.entries(m.tensorTypes).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown',
       startedAt: Date.now(),
+      device,
+      deviceName: ctxInfo.deviceName,
       engineId: randomUUID(),
       modelFingerprint: modelFingerprint(m),
     },

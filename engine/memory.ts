@@ -27,6 +27,9 @@ export interface MemoryReport {
   /** Resident set of the process right after loading (mmapped pages count once touched). */
   readonly rssBytes: number;
   readonly machineBytes: number;
+  /** Where the weights and the KV pool are ('cpu' when absent), and that device in words. */
+  readonly device?: string;
+  readonly deviceName?: string;
 }
 
 const MIB = 2 ** 20;
@@ -74,8 +77,9 @@ export function checkMemoryFits(plan: MemoryPlan): void {
 }
 
 export function formatMemoryReport(r: MemoryReport): string {
+  const where = r.device && r.device !== 'cpu' ? ` on ${r.device} (${r.deviceName ?? 'CUDA'})` : '';
   return (
-    `memory: weights ${mib(r.weightBytes)}, KV pool ${mib(r.kvBytes)} (${r.kvBlocks} blocks × ${r.blockSize} tokens), ` +
+    `memory: weights ${mib(r.weightBytes)}, KV pool ${mib(r.kvBytes)} (${r.kvBlocks} blocks × ${r.blockSize} tokens)${where}, ` +
     `resident ${mib(r.rssBytes)} after load, machine ${mib(r.machineBytes)}`
   );
 }

@@ -42,6 +42,8 @@ export interface EngineOptions {
   readonly toolCallParsers?: Readonly<Record<string, string>>;
   /** Threads of the native context (default: the machine's cores). */
   readonly threads?: number;
+  /** 'cpu' (default), 'cuda' or 'cuda:N' (engine/device.ts checks it). */
+  readonly device?: string;
   /** Served model name (default: the model's own name). */
   readonly modelName?: string;
   /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
@@ -100,6 +102,7 @@ export interface ResolvedEngineOptions {
   readonly chatTemplatePath: string | undefined;
   readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
+  readonly device: string | undefined;
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
   readonly kvEvents: KvEventsOptions | undefined;
@@ -187,6 +190,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     chatTemplatePath: options.chatTemplatePath,
     toolCallParsers: options.toolCallParsers ?? {},
     threads,
+    device: options.device,
     modelName: options.modelName,
     lora: options.lora,
     kvEvents: checkKvEvents(options.kvEvents),

@@ -7,6 +7,7 @@
  * ends here too (`abort`).
  */
 import type { AdapterManager } from './adapters/manager.js';
+import type { BeamCandidate } from './beam-search.js';
 import type { ChoiceOutput } from './choice-output.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import type { EngineError } from './errors.js';
@@ -14,7 +15,8 @@ import type { LiveRequest, RequestTable } from './live-request.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch } from './scheduler.js';
-import type { Sequence } from './sequence.js';
+import { Sequence } from './sequence.js';
+import { ChoiceChecks, resampleSeed } from './structured/choice-checks.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
@@ -31,6 +33,10 @@ export interface OutputDeps {
   readonly metrics: EngineMetrics;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
+  /** Queues a new sequence of a live request (a choice sampled again after a failed check). */
+  addSequence(seq: Sequence): void;
+  /** A new running beam sharing `parent`'s tokens and blocks (the scheduler's forkBeam). */
+  forkBeam(parent: Sequence): Sequence;
   /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
   readonly disaggregation: Pick<Disaggregation, 'afterFirstToken' | 'beforeFinalize'>;
 }
@@ -38,16 +44,32 @@ export interface OutputDeps {
 const ms = () => performance.now();
 
 export class OutputProcessor {
-  constructor(private readonly deps: OutputDeps) {}
+  /** Choices whose output is checked before the request finishes (structured/choice-checks.ts). */
+  private readonly checks: ChoiceChecks<LiveRequest>;
+
+  constructor(private readonly deps: OutputDeps) {
+    this.checks = new ChoiceChecks(deps.structured, {
+      isLive: (req) => deps.table.get(req.id) === req,
+      restart: (req, index, attempt) => this.restartChoice(req, index, attempt),
+      settled: (req) => this.finishIfDone(req),
+    });
+  }
 
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
     const now = ms();
+    const beamSearches = new Set<LiveRequest>();
     batch.items.forEach((item, k) => {
       if (!item.sample || item.seq.aborted) return;
       const seq = item.seq;
       const req = this.deps.table.get(seq.requestId);
       if (!req) return;
+      if (req.beams) {
+        if (req.firstToken < 0) this.firstToken(req, seq, now);
+        req.beams.report(seq, candidates(out, k));
+        beamSearches.add(req);
+        return;
+      }
       const c = req.choices[seq.index];
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
@@ -55,9 +77,95 @@ export class OutputProcessor {
       if (req.pd) this.deps.disaggregation.afterFirstToken(req, c);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
-        if (req.choices.every((x) => x.reason !== null)) this.finalize(req);
+        // A choice the grammar enforced only in part is checked first (the check finishes it).
+        if (!this.checks.afterFinish(req, seq, c)) this.finishIfDone(req);
       }
     });
+    for (const req of beamSearches) if (this.deps.table.get(req.id) === req) this.advanceBeams(req, now);
+  }
+
+  /**
+   * Once every beam of a search has reported, chooses the next beams (beam-search.ts): a beam
+   * two continuations keep is forked (its blocks shared copy-on-write), each continuing beam
+   * takes its token (and its matcher too), the rest are freed; a finished search returns its
+   * best n beams.
+   */
+  private advanceBeams(req: LiveRequest, now: number): void {
+    const beams = req.beams!;
+    if (!beams.roundComplete) return;
+    req.seqs[0].reservedSlots = 0; // its forks exist from now on
+    const step = beams.advance((parent) => this.deps.forkBeam(parent));
+    for (const { seq, token } of step.continued) {
+      seq.tokens.push(token);
+      const grammarError = this.deps.structured.afterTokens(seq, [token]);
+      if (grammarError !== null) {
+        this.abort(req, { message: grammarError });
+        return;
+      }
+    }
+    this.deps.metrics.generationTokens += step.continued.length;
+    for (const s of step.dropped) this.deps.finishSequence(s);
+    if (!beams.done) return;
+    // The returned beams, detokenized and checked for stop rules like any choice's output.
+    const results = beams.results(req.params.n).map((path, i) => {
+      const c = req.makeChoice(i);
+      path.tokens.forEach((token, j) => {
+        if (c.reason !== null) return;
+        c.accept(token, path.logprobs[j], now, j === path.tokens.length - 1);
+        if (req.params.logprobs)
+          c.logprobs.push(this.beamLogprob(token, path.logprobs[j], path.alternatives[j]));
+      });
+      return c;
+    });
+    req.choices.splice(0, req.choices.length, ...results);
+    this.finalize(req);
+  }
+
+  private beamLogprob(
+    token: number,
+    logprob: number,
+    alternatives: readonly BeamCandidate[] | undefined,
+  ): TokenLogprob {
+    const tok = this.deps.tokenizer;
+    const top = (alternatives ?? []).map((a) => ({
+      tokenId: a.token,
+      text: tok.tokenText(a.token),
+      logprob: a.logprob,
+    }));
+    return { tokenId: token, text: tok.tokenText(token), logprob, top };
+  }
+
+  /** Finalizes `req` once every choice has finished and no check is pending. */
+  private finishIfDone(req: LiveRequest): void {
+    if (req.choices.every((x) => x.reason !== null) && !this.checks.checking(req)) this.finalize(req);
+  }
+
+  /**
+   * Choice `index` of `req` failed its check: a new sequence samples it again from the prompt
+   * (its full blocks come from the prefix cache), with the seed of attempt `attempt`
+   * (choice-checks.ts), a fresh matcher and a fresh output. The request's output is held
+   * (`buffered`), so nothing of the failed attempt was sent.
+   */
+  private restartChoice(req: LiveRequest, index: number, attempt: number): void {
+    const old = req.seqs.findLast((s) => s.index === index);
+    const c = req.choices[index];
+    if (!old || !c) return;
+    const seq = new Sequence({
+      requestId: req.id,
+      index,
+      prompt: old.tokens.slice(0, old.promptLen),
+      sampling: { ...old.sampling, seed: resampleSeed(BigInt(c.seed), attempt) },
+      arrival: old.arrival,
+      cacheExtra: old.cacheExtra,
+    });
+    seq.cachedPromptTokens = old.cachedPromptTokens;
+    seq.adapterSlot = old.adapterSlot;
+    seq.adapterGeneration = old.adapterGeneration;
+    const g = old.grammar;
+    if (g) this.deps.structured.attach(seq, g.key, g.jumpForward);
+    req.choices[index] = c.renewed();
+    req.seqs.push(seq);
+    this.deps.addSequence(seq);
   }
 
   private firstToken(req: LiveRequest, seq: Sequence, now: number): void {
@@ -186,6 +294,7 @@ export class OutputProcessor {
     req.detachSignal();
     d.adapters?.release(req.adapter);
     d.structured.release(req.seqs);
+    this.checks.forget(req);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -195,13 +304,17 @@ export class OutputProcessor {
       decodeMs: end - first,
       ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
     };
-    const chosen = req.buffered ? bestChoices(req.choices, req.params.n) : req.choices;
+    // Beam search's choices come ranked by beam score; best_of > n ranks by cumulative logprob;
+    // choices held for their checks are all sent, in order.
+    const chosen =
+      !req.beams && req.params.bestOf > req.params.n ? bestChoices(req.choices, req.params.n) : req.choices;
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
       const chat = c.chatResult();
       generated += c.tokenIds.length;
-      if (req.buffered && c.tokenIds.length > 0) {
+      // A held choice that failed (e.g. its check, on every attempt) sends no text: only its error.
+      if (req.buffered && c.tokenIds.length > 0 && c.reason !== 'error') {
         req.queue.push({
           type: 'token',
           requestId: req.id,
@@ -260,4 +373,16 @@ export class OutputProcessor {
 /** best_of > n: the n choices with the highest cumulative logprob, best first. */
 function bestChoices(choices: readonly ChoiceOutput[], n: number): ChoiceOutput[] {
   return [...choices].sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob).slice(0, n);
+}
+
+/** The `k`-th item's top candidates (a beam reports them), best first. */
+function candidates(out: StepOutput, k: number): BeamCandidate[] {
+  const list: BeamCandidate[] = [];
+  const stride = out.topLogprobsStride;
+  for (let j = 0; j < stride; j++) {
+    const token = out.topLogprobIds[k * stride + j];
+    if (token < 0) break;
+    list.push({ token, logprob: out.topLogprobValues[k * stride + j] });
+  }
+  return list;
 }

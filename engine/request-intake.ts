@@ -8,6 +8,7 @@
  * are built and handed to the step loop. Errors, early or late, end the returned stream.
  */
 import { randomUUID } from 'node:crypto';
+import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import type { EngineMetrics } from './engine-metrics.js';
@@ -159,6 +160,12 @@ export class RequestIntake {
         ? null
         : d.structured.check(request.constraint),
     );
+    // A grammar that is complete allows only the end of the output, which min_tokens would forbid.
+    if (constraint && params.minTokens > 0)
+      throw invalidArgument(
+        'params.min_tokens',
+        'must be 0 with a constraint (response_format, guided decoding or tools): the grammar decides where the output ends',
+      );
     this.checkQueueRoom();
     d.disaggregation.check(request);
     return { id, params, parsing: null, adapter, constraint, pd: d.disaggregation.stateFor(request) };
@@ -215,44 +222,62 @@ export class RequestIntake {
       if (adapter.entry && adapter.entry.state !== 'loaded') {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
+      // Beams are not resampled one by one: their outputs could not be checked.
+      if (params.beam && grammarKey !== null && d.structured.holdsOutput(grammarKey))
+        throw invalidArgument(
+          'params.use_beam_search',
+          'cannot be combined with a schema the grammar enforces only in part (checked on the document): use strict: true or sampling',
+        );
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
       return;
     }
-    const choices = Array.from(
-      { length: params.bestOf },
-      (_, i) =>
-        new ChoiceOutput(
-          i,
-          params.seed + i,
-          d.tokenizer,
-          params,
-          d.eos,
-          accepted.parsing ? new ChatOutputStream(accepted.parsing) : null,
-        ),
-    );
+    const makeChoice = (i: number) =>
+      new ChoiceOutput(
+        i,
+        params.seed + i,
+        d.tokenizer,
+        params,
+        d.eos,
+        accepted.parsing ? new ChatOutputStream(accepted.parsing) : null,
+      );
+    const maxNew = Math.min(params.maxNewTokens, d.options.maxSeqLen - prompt.length);
+    const beamOptions = params.beam ? this.beamOptions(params, maxNew) : null;
     const seq = new Sequence({
       requestId: id,
       prompt,
-      sampling: sequenceSampling(params),
+      sampling: sequenceSampling(params, beamOptions, this.endTokens(params)),
       arrival,
-      forkInto: params.bestOf > 1 ? params.bestOf : 0,
+      forkInto: !beamOptions && params.bestOf > 1 ? params.bestOf : 0,
       cacheExtra: adapter.cacheExtra,
     });
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
+    if (beamOptions) {
+      seq.beam = true;
+      seq.reservedSlots = beamOptions.width - 1;
+    }
     d.adapters?.acquire(adapter.entry);
+    // Jump-forward appends tokens without a logprob: off for logprobs, best_of ranking and beams.
     if (grammarKey !== null)
-      d.structured.attach(seq, grammarKey, !params.logprobs && params.bestOf <= params.n);
+      d.structured.attach(seq, grammarKey, !params.logprobs && params.bestOf <= params.n && !beamOptions);
     const req: LiveRequest = {
       id,
       params,
       promptLen: prompt.length,
-      maxNew: Math.min(params.maxNewTokens, d.options.maxSeqLen - prompt.length),
+      maxNew,
       arrival,
       queue,
       seqs: [seq],
-      choices,
-      buffered: params.bestOf > params.n,
+      // Beam search: placeholders until the search ends (they carry a cancel or failure).
+      choices: Array.from({ length: beamOptions ? params.n : params.bestOf }, (_, i) => makeChoice(i)),
+      makeChoice,
+      // Held back: best_of > n or beams (the best n are sent), or outputs checked when a choice
+      // ends (a choice that fails is sampled again, so nothing of it may have been sent).
+      buffered:
+        params.bestOf > params.n ||
+        beamOptions !== null ||
+        (grammarKey !== null && d.structured.holdsOutput(grammarKey)),
+      beams: beamOptions ? new BeamSearch(beamOptions, seq) : null,
       firstScheduled: -1,
       firstToken: -1,
       cachedPromptTokens: 0,
@@ -265,6 +290,37 @@ export class RequestIntake {
     d.metrics.requestsReceived++;
     d.metrics.promptTokens += prompt.length;
     d.admitted(req, seq, signal);
+  }
+
+  /** The tokens that end a request's output: its stop ids, and end-of-sequence unless ignore_eos. */
+  private endTokens(params: ResolvedParams): number[] {
+    const ends = new Set(params.stopTokenIds);
+    if (!params.ignoreEos) for (const id of this.deps.eos) ends.add(id);
+    return [...ends];
+  }
+
+  /** How a beam search request ends its beams and what its beams report. */
+  private beamOptions(params: ResolvedParams, maxNew: number): BeamSearchOptions {
+    const beam = params.beam!;
+    const tok = this.deps.tokenizer;
+    const endTokens = new Set(this.endTokens(params));
+    const stop = params.stop;
+    return {
+      width: beam.width,
+      lengthPenalty: beam.lengthPenalty,
+      earlyStopping: beam.earlyStopping,
+      maxNew,
+      minTokens: params.minTokens,
+      endTokens,
+      stopsAt:
+        stop.length === 0
+          ? null
+          : (tokens) => {
+              const text = tok.decode(tokens, { skipSpecialTokens: params.skipSpecialTokens });
+              return stop.some((s) => text.includes(s));
+            },
+      keepAlternatives: params.logprobs ? params.topLogprobs : 0,
+    };
   }
 
   // The prompt-side RPCs: the same tokenizer and chat rendering as a request's prompt.
@@ -293,9 +349,30 @@ export class RequestIntake {
   }
 }
 
-/** The native sampler's settings of a request's first sequence (forks derive theirs from it). */
-function sequenceSampling(params: ResolvedParams): SequenceSampling {
+/**
+ * The native sampler's settings of a request's first sequence (forks derive theirs from it).
+ * A beam search's beams are greedy and report their top candidates instead.
+ */
+function sequenceSampling(
+  params: ResolvedParams,
+  beams: BeamSearchOptions | null,
+  endTokens: readonly number[],
+): SequenceSampling {
+  if (beams) {
+    return {
+      temperature: 0,
+      topK: 0,
+      topP: 1,
+      repetitionPenalty: params.repetitionPenalty,
+      presencePenalty: params.presencePenalty,
+      frequencyPenalty: params.frequencyPenalty,
+      seed: BigInt(params.seed),
+      topLogprobs: candidatesPerBeam(beams),
+    };
+  }
   return {
+    minTokens: params.minTokens,
+    endTokens: endTokens,
     temperature: params.temperature,
     topK: params.topK,
     topP: params.topP,

@@ -52,7 +52,7 @@ export class NativeRunner implements Runner {
   readonly blockSize: number;
   readonly kvBlocks: number;
   readonly kvGroups: readonly KvGroupLayout[];
-  readonly kv: KvStore;
+  readonly kv: KvStore | undefined;
   private readonly pagesPerBlock: number;
 
   constructor(
@@ -67,11 +67,15 @@ export class NativeRunner implements Runner {
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = info.kvBlocks;
-    this.kv = {
-      layout: kvTransferLayout(ctx),
-      read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
-      write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
-    };
+    // A CUDA context cannot move KV blocks yet: no store, as for a runner without one.
+    this.kv =
+      info.device === 'cpu'
+        ? {
+            layout: kvTransferLayout(ctx),
+            read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
+            write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
+          }
+        : undefined;
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {

@@ -29,6 +29,16 @@ export interface ResolvedParams {
   readonly truncate: number | undefined;
   readonly skipSpecialTokens: boolean;
   readonly includeStopStrInOutput: boolean;
+  /** Beam search: `bestOf` beams; null = sampling (or greedy). */
+  readonly beam: BeamParams | null;
+  /** Output tokens before an end-of-sequence or stop token may end it (0 = no minimum). */
+  readonly minTokens: number;
+}
+
+export interface BeamParams {
+  readonly width: number;
+  readonly lengthPenalty: number;
+  readonly earlyStopping: boolean | 'never';
 }
 
 export interface ParamLimits {
@@ -159,6 +169,29 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
           r((v) => v >= 1, 'must be >= 1'),
         );
 
+  const minTokens = num(
+    p.minTokens,
+    'params.min_tokens',
+    0,
+    true,
+    r((v) => v >= 0, 'must be >= 0'),
+    r((v) => v <= maxNewTokens, `must be <= max_new_tokens (${maxNewTokens})`),
+  );
+  const beam = bool(p.useBeamSearch, 'params.use_beam_search', false)
+    ? beamParams(p, bestOf, temperature, topK, topP)
+    : null;
+  // vLLM's rule: the beam-only fields are refused rather than ignored without beams.
+  if (!beam && p.lengthPenalty !== undefined && p.lengthPenalty !== null && p.lengthPenalty !== 1)
+    throw invalidArgument(
+      'params.length_penalty',
+      'applies only with use_beam_search (must be 1 without it)',
+    );
+  if (!beam && p.earlyStopping !== undefined && p.earlyStopping !== null && p.earlyStopping !== false)
+    throw invalidArgument(
+      'params.early_stopping',
+      'applies only with use_beam_search (must be false without it)',
+    );
+
   const stop = p.stop ?? [];
   if (!Array.isArray(stop)) throw invalidArgument('params.stop', 'must be a list of strings');
   if (stop.length > MAX_STOP_STRINGS)
@@ -198,5 +231,35 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     truncate,
     skipSpecialTokens: bool(p.skipSpecialTokens, 'params.skip_special_tokens', true),
     includeStopStrInOutput: bool(p.includeStopStrInOutput, 'params.include_stop_str_in_output', false),
+    beam,
+    minTokens,
   };
+}
+
+/**
+ * Beam search is deterministic (as vLLM requires): sampling parameters other than their
+ * neutral values are refused rather than ignored. The width is best_of (default n).
+ */
+function beamParams(
+  p: SamplingParams,
+  width: number,
+  temperature: number,
+  topK: number,
+  topP: number,
+): BeamParams {
+  const sampling = 'is deterministic: it takes no sampling parameter';
+  if (p.temperature !== undefined && p.temperature !== null && temperature !== 0 && p.doSample !== false)
+    throw invalidArgument('params.temperature', `must be 0 with use_beam_search (beam search ${sampling})`);
+  if (topK !== 0)
+    throw invalidArgument('params.top_k', `must be off with use_beam_search (beam search ${sampling})`);
+  if (topP !== 1)
+    throw invalidArgument('params.top_p', `must be 1 with use_beam_search (beam search ${sampling})`);
+  const lengthPenalty = num(p.lengthPenalty, 'params.length_penalty', 1, false);
+  const e = p.earlyStopping;
+  if (e !== undefined && e !== null && typeof e !== 'boolean' && e !== 'never')
+    throw invalidArgument(
+      'params.early_stopping',
+      `must be true, false or "never", got ${JSON.stringify(e)}`,
+    );
+  return { width, lengthPenalty, earlyStopping: e ?? false };
 }

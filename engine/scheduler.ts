@@ -62,10 +62,10 @@ export class Scheduler {
     return this.waiting.length > 0 || this.running.length > 0;
   }
 
-  /** Running slots, counting the copies that pending forks will add. */
+  /** Running slots, counting the copies that pending forks (best_of, beams) will add. */
   private get slotsUsed(): number {
     let n = this.running.length;
-    for (const s of this.running) if (s.forkInto > 1) n += s.forkInto - 1;
+    for (const s of this.running) n += s.extraSlots;
     return n;
   }
 
@@ -121,7 +121,7 @@ export class Scheduler {
     const B = this.blocks.blockSize;
     while (this.waiting.length > 0 && step.tokens > 0 && step.prefillRoom) {
       const seq = this.waiting[0];
-      if (this.slotsUsed + Math.max(1, seq.forkInto) > this.limits.maxBatchSize) break;
+      if (this.slotsUsed + 1 + seq.extraSlots > this.limits.maxBatchSize) break;
       if (!this.assignSlot(seq, adapters.inStep)) break; // it waits for a slot to free
       if (!adapters.fits(seq)) break; // it waits for a step with room for its adapter
       // A sequence that arrived with its KV (split prefill/decode, engine/kv-transfer/) holds
@@ -170,8 +170,10 @@ export class Scheduler {
       if (seq.status !== 'running') return;
       seq.numComputed += item.numNew;
       this.blocks.registerFull(seq);
-      if (item.sample) seq.tokens.push(sampled[k]);
-      else if (seq.forkInto > 1 && seq.numPending === 0) this.fork(seq);
+      // A beam's next token is chosen across its request's beams (the output processor).
+      if (item.sample) {
+        if (!seq.beam) seq.tokens.push(sampled[k]);
+      } else if (seq.forkInto > 1 && seq.numPending === 0) this.fork(seq);
     });
   }
 
@@ -188,6 +190,16 @@ export class Scheduler {
     seq.status = 'waiting';
     this.waiting.unshift(seq);
     this.preemptions++;
+  }
+
+  /** A new running beam sharing `parent`'s tokens and KV blocks (copy-on-write). */
+  forkBeam(parent: Sequence): Sequence {
+    const child = parent.forkBeam();
+    this.blocks.fork(parent, child);
+    child.status = 'running';
+    this.running.push(child);
+    this.onFork(parent, child);
+    return child;
   }
 
   private fork(parent: Sequence): void {

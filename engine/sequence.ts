@@ -4,6 +4,9 @@
  * then forks into k sequences that share the prompt's blocks and each compute the last
  * prompt token themselves, so each samples its first token with its own seed.
  *
+ * A beam search's beams are sequences too: the first prefills the prompt, and after each step
+ * the request's beams are chosen anew, a beam two continuations keep forked copy-on-write.
+ *
  * States: WAITING → RUNNING ⇄ (preempted: back to WAITING, KV dropped, recomputed later) →
  * FINISHED. What a finished sequence reports lives in the output processor (output-processor.ts), not here.
  */
@@ -23,6 +26,10 @@ export interface SequenceSampling {
   readonly seed: bigint;
   /** -1 none, 0 chosen token only, n > 0 also the top n. */
   readonly topLogprobs: number;
+  /** Until this many output tokens exist, `endTokens` may not be sampled (min_tokens; default 0). */
+  readonly minTokens?: number;
+  /** The tokens that would end the output: end-of-sequence and stop token ids. */
+  readonly endTokens?: readonly number[];
 }
 
 /** What a sequence is made from; the optional fields default to a fresh base-model sequence. */
@@ -97,6 +104,19 @@ export class Sequence implements KvSequence {
   }
 
   /**
+   * A beam of a beam search (beam-search.ts): its next token is chosen across its request's
+   * beams after each step, not sampled, so the step's sampled token is not appended.
+   */
+  beam = false;
+  /** Running slots held for the beams a beam search's first sequence will fork into. */
+  reservedSlots = 0;
+
+  /** Slots beyond its own that this sequence's future forks will take (best_of, beams). */
+  get extraSlots(): number {
+    return Math.max(0, this.forkInto - 1) + this.reservedSlots;
+  }
+
+  /**
    * The `i`-th sequence a best_of fork makes of this one: the same prompt, adapter and cached
    * prefix, its own seed (this one's + i, wrapping at 64 bits) and choice index.
    */
@@ -112,6 +132,24 @@ export class Sequence implements KvSequence {
     child.cachedPromptTokens = this.cachedPromptTokens;
     child.adapterSlot = this.adapterSlot;
     child.adapterGeneration = this.adapterGeneration;
+    return child;
+  }
+
+  /** A second beam with this one's tokens so far (its KV blocks are shared by the scheduler). */
+  forkBeam(): Sequence {
+    const child = new Sequence({
+      requestId: this.requestId,
+      index: this.index,
+      prompt: this.tokens.slice(0, this.promptLen),
+      outputs: this.tokens.slice(this.promptLen),
+      sampling: this.sampling,
+      arrival: this.arrival,
+      cacheExtra: this.cacheExtra,
+    });
+    child.cachedPromptTokens = this.cachedPromptTokens;
+    child.adapterSlot = this.adapterSlot;
+    child.adapterGeneration = this.adapterGeneration;
+    child.beam = true;
     return child;
   }
 

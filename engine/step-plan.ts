@@ -83,6 +83,7 @@ export function buildStepPlan(
     if (seq.adapterSlot >= 0) anyAdapter = true;
   });
 
+  const suppressed = suppressedTokens(batch);
   const lateMaskRows = lateMasks ? lateRows(batch, allowedMaskRows) : 0;
   const allowedMask = lateMasks ? new Int32Array(0) : maskRows(batch, allowedMaskRows);
 
@@ -106,6 +107,7 @@ export function buildStepPlan(
     frequencyPenalty,
     penaltyTokenOffsets,
     penaltyTokens,
+    ...suppressed,
     seeds,
     sampleCounters,
     allowedMaskRows,
@@ -114,6 +116,26 @@ export function buildStepPlan(
     topLogprobs,
     ...(anyAdapter ? { adapterSlots } : {}),
   };
+}
+
+/**
+ * min_tokens: a sequence that samples before it has `minTokens` output tokens may not sample
+ * its end tokens (end-of-sequence, stop ids). Absent when no sequence of the step needs it.
+ */
+function suppressedTokens(batch: ScheduledBatch): {
+  suppressTokenOffsets?: Int32Array;
+  suppressTokens?: Int32Array;
+} {
+  const held = (i: ScheduledBatch['items'][number]) =>
+    i.sample && i.seq.numOutput < (i.seq.sampling.minTokens ?? 0) ? (i.seq.sampling.endTokens ?? []) : [];
+  if (!batch.items.some((i) => held(i).length > 0)) return {};
+  const suppressTokenOffsets = new Int32Array(batch.items.length + 1);
+  const ids: number[] = [];
+  batch.items.forEach((item, s) => {
+    ids.push(...held(item));
+    suppressTokenOffsets[s + 1] = ids.length;
+  });
+  return { suppressTokenOffsets, suppressTokens: Int32Array.from(ids) };
 }
 
 function hasPenalty(sp: {

@@ -89,6 +89,14 @@ export interface SamplingParams {
   readonly truncate?: number;
   readonly skipSpecialTokens?: boolean;
   readonly includeStopStrInOutput?: boolean;
+  /** Beam search with `bestOf` beams (default `n`): deterministic, the `n` best beams returned. */
+  readonly useBeamSearch?: boolean;
+  /** Beam score = cumulative logprob / generated tokens ^ lengthPenalty (default 1). */
+  readonly lengthPenalty?: number;
+  /** When beam search stops (vLLM / Hugging Face): true, false (default) or 'never'. */
+  readonly earlyStopping?: boolean | 'never';
+  /** Tokens generated before an end-of-sequence or stop token may end the output (vLLM's min_tokens). */
+  readonly minTokens?: number;
 }
 
 export interface GenerateRequest {
@@ -255,6 +263,9 @@ export interface EngineInfo {
   readonly prefixCache: boolean;
   readonly dtype: string;
   readonly startedAt: number;
+  /** 'cpu' or 'cuda:N' (EngineOptions.device), and the device in words ('NVIDIA H200', 'CPU (avx512)'). */
+  readonly device: string;
+  readonly deviceName: string;
   /** This engine process's id (vLLM's engine_id) and its model's fingerprint (engine/kv-transfer/fingerprint.ts). */
   readonly engineId: string;
   readonly modelFingerprint: string;

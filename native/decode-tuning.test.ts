@@ -67,7 +67,7 @@ describe('decode tuning', () => {
   async function decodeLogits(decodeTuning: string): Promise<{ setting: string; logits: Float32Array[] }> {
     const ctx = createContext(model, options(decodeTuning));
     try {
-      const setting = contextInfo(ctx).decodeTuning.setting;
+      const setting = contextInfo(ctx).decodeTuning!.setting;
       const logits: Float32Array[] = [];
       let r = await step(ctx, {
         ...greedyPlan([{ tokens: PROMPT, startPosition: 0, blocks: BLOCKS, sample: true }], BLOCK),
@@ -110,7 +110,7 @@ describe('decode tuning', () => {
   it('reports a given setting as given, in its canonical form', () => {
     const ctx = createContext(model, options('rows=8,prefetch=t1:2'));
     try {
-      const t = contextInfo(ctx).decodeTuning;
+      const t = contextInfo(ctx).decodeTuning!;
       assert.equal(t.source, 'given');
       assert.equal(t.setting, 'prefetch=t1:2,rows=8,idle=on');
       assert.equal(t.measuredMs, 0);
@@ -149,7 +149,7 @@ describe('decode tuning', () => {
       else process.env.PRISM_DECODE_TUNING = env;
       try {
         const ctx = createContext(model, options());
-        const t = contextInfo(ctx).decodeTuning;
+        const t = contextInfo(ctx).decodeTuning!;
         disposeContext(ctx);
         return `${t.source} ${t.setting}`;
       } finally {
@@ -163,7 +163,7 @@ describe('decode tuning', () => {
 
   it('measure races the settings and caches a conclusive choice for the next auto load', () => {
     const ctx = createContext(model, options('measure'));
-    const measured = contextInfo(ctx).decodeTuning;
+    const measured = contextInfo(ctx).decodeTuning!;
     disposeContext(ctx);
     assert.ok(['measured', 'inconclusive'].includes(measured.source), measured.source);
     assert.ok(measured.measuredMs > 0);
@@ -175,7 +175,7 @@ describe('decode tuning', () => {
       assert.ok(!existsSync(measured.cachePath));
       // ... and this process does not race the same key again.
       const again = createContext(model, options('auto'));
-      const memo = contextInfo(again).decodeTuning;
+      const memo = contextInfo(again).decodeTuning!;
       disposeContext(again);
       assert.equal(`${memo.source} ${memo.measuredMs}`, 'inconclusive 0');
       return;
@@ -188,7 +188,7 @@ describe('decode tuning', () => {
     assert.equal(file.entries[0]!.tuning, measured.setting);
     assert.equal(file.entries[0]!.threads, 2);
     const again = createContext(model, options('auto'));
-    const cached = contextInfo(again).decodeTuning;
+    const cached = contextInfo(again).decodeTuning!;
     disposeContext(again);
     assert.equal(cached.source, 'cached');
     assert.equal(cached.setting, measured.setting);

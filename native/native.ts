@@ -78,6 +78,29 @@ export interface ModelInfo {
   readonly activations: 'int8' | 'int16';
   /** Count of tensors per storage type, e.g. { Q4_1: 210, F32: 61, Q8_0: 1 }. */
   readonly tensorTypes: Readonly<Record<string, number>>;
+  /** Where the weights are: 'cpu', or 'cuda:N' (loadModel's `device`). */
+  readonly device: Device;
+  /** The device in words: the CUDA card's name, or the CPU kernel family ('CPU (avx512)'). */
+  readonly deviceName: string;
+}
+
+/** A compute device: the CPU, or CUDA device N ('cuda' is 'cuda:0'). */
+export type Device = 'cpu' | `cuda:${number}`;
+
+/** One CUDA device as libprism_cuda.so sees it. */
+export interface CudaDeviceInfo {
+  readonly device: Device;
+  readonly name: string;
+  readonly totalBytes: number;
+  readonly freeBytes: number;
+  readonly multiprocessors: number;
+  /** e.g. '9.0' (Hopper). */
+  readonly computeCapability: string;
+  readonly l2Bytes: number;
+  /** From the memory clock and bus width (a datasheet figure); 0 when unknown. */
+  readonly peakBandwidthGBs: number;
+  /** The CPU emulation build of the tests (PRISM_CUDA_LIBRARY), not a GPU. */
+  readonly emulated: boolean;
 }
 
 /** A GGUF metadata value as read from the file; arrays of strings/numbers become JS arrays. */
@@ -125,6 +148,12 @@ export interface StepPlan {
   /** Token history that the three penalties look at (prompt + generated), CSR by sequence. */
   readonly penaltyTokenOffsets: Int32Array;
   readonly penaltyTokens: Int32Array;
+  /**
+   * Optional, CSR [S+1] / [count]: tokens each sequence may not sample this step (min_tokens
+   * holds back end-of-sequence and stop tokens); absent = none.
+   */
+  readonly suppressTokenOffsets?: Int32Array;
+  readonly suppressTokens?: Int32Array;
   /**
    * Per-request seed and the number of tokens that request sampled before this step. The
    * random stream is a pure function of (seed, counter), so the same seed and prompt give
@@ -254,10 +283,15 @@ export interface ContextInfo {
   readonly blockSize: number;
   readonly kvBytes: number;
   readonly threads: number;
-  /** Kernel family chosen at run time: 'avx512' | 'avx2' | 'reference'. */
+  /** Kernel family chosen at run time: 'avx512' | 'avx2' | 'reference', or 'cuda'. */
   readonly isa: string;
-  /** The decode tuning in use and how it was chosen (ContextOptions.decodeTuning). */
-  readonly decodeTuning: DecodeTuningInfo;
+  /** Where the KV cache and the step run (the model's device). */
+  readonly device: Device;
+  readonly deviceName: string;
+  /** CUDA: milliseconds the device took for the last step (forward + sampling); else absent. */
+  readonly lastStepDeviceMs?: number;
+  /** CPU contexts: the decode tuning in use and how it was chosen (ContextOptions.decodeTuning). */
+  readonly decodeTuning?: DecodeTuningInfo;
 }
 
 export interface DecodeTuningInfo {
@@ -391,6 +425,25 @@ export interface NativeAddon {
   kvLayout(ctx: ContextHandle): KvTransferLayout;
   readKvBlock(ctx: ContextHandle, block: number, layerStart: number, layerCount: number): Uint8Array;
   writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void;
+
+  // The CUDA backend (native/cuda/host/device_addon.cc, loading libprism_cuda.so at run time).
+  /** Throws naming the library and why it cannot be used (not built, no driver, ...). */
+  cudaDevices(): CudaDeviceInfo[];
+  /** The device's memory read rate in GB/s (the best of `passes` reads of `bytes`). */
+  measureDeviceBandwidth(device: number, bytes: number, passes: number): Promise<number>;
+  loadDeviceModel(
+    path: string,
+    device: number,
+    onProgress: ((fraction: number) => void) | undefined,
+  ): Promise<ModelHandle>;
+  deviceModelInfo(model: ModelHandle): ModelInfo & { deviceBytes: number };
+  disposeDeviceModel(model: ModelHandle): void;
+  createDeviceContext(model: ModelHandle, options: ContextOptions): ContextHandle;
+  deviceContextInfo(ctx: ContextHandle): ContextInfo;
+  disposeDeviceContext(ctx: ContextHandle): void;
+  deviceStep(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
+  deviceSupplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean;
+  deviceFailNextStepsForTest(ctx: ContextHandle, count: number): void;
 }
 
 function findAddon(file = 'prism_native.node'): string {
@@ -417,28 +470,68 @@ export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));
 }
 
-export async function loadModel(path: string, onProgress?: (fraction: number) => void): Promise<ModelHandle> {
-  return wrapNativeError(() => addon.loadModel(path, onProgress));
+// Handles of models and contexts on a CUDA device: the same opaque types, served by the
+// addon's CUDA exports. Every function below takes either kind.
+const onDevice = new WeakSet<object>();
+const isOnDevice = (h: ModelHandle | ContextHandle): boolean => onDevice.has(h as object);
+
+/** Parses a device name: 'cpu', 'cuda' (device 0) or 'cuda:N'. Throws RangeError otherwise. */
+export function parseDevice(device: string): Device {
+  if (device === 'cpu') return 'cpu';
+  if (device === 'cuda') return 'cuda:0';
+  const m = /^cuda:(\d{1,3})$/.exec(device);
+  if (m) return `cuda:${Number(m[1])}`;
+  throw new RangeError(`device '${device}' must be 'cpu', 'cuda' or 'cuda:N'`);
+}
+
+function cudaIndex(device: Device): number {
+  return Number(device.slice('cuda:'.length));
+}
+
+export interface LoadModelOptions {
+  /** 'cpu' (default), or a CUDA device: the weights are uploaded there. */
+  readonly device?: Device;
+}
+
+export async function loadModel(
+  path: string,
+  onProgress?: (fraction: number) => void,
+  options: LoadModelOptions = {},
+): Promise<ModelHandle> {
+  const device = options.device ?? 'cpu';
+  if (device === 'cpu') return wrapNativeError(() => addon.loadModel(path, onProgress));
+  const model = await wrapNativeError(() => addon.loadDeviceModel(path, cudaIndex(device), onProgress));
+  onDevice.add(model as object);
+  return model;
 }
 
 export function modelInfo(model: ModelHandle): ModelInfo {
-  return addon.modelInfo(model);
+  if (isOnDevice(model)) return addon.deviceModelInfo(model);
+  return { ...addon.modelInfo(model), device: 'cpu', deviceName: `CPU (${cpuKernels()})` };
 }
 
 export function disposeModel(model: ModelHandle): void {
-  addon.disposeModel(model);
+  if (isOnDevice(model)) addon.disposeDeviceModel(model);
+  else addon.disposeModel(model);
 }
 
+/** A context on the model's device (its KV cache there too). */
 export function createContext(model: ModelHandle, options: ContextOptions): ContextHandle {
-  return wrapNativeError(() => addon.createContext(model, options));
+  if (!isOnDevice(model)) return wrapNativeError(() => addon.createContext(model, options));
+  const ctx = wrapNativeError(() => addon.createDeviceContext(model, options));
+  onDevice.add(ctx as object);
+  return ctx;
 }
 
 export function contextInfo(ctx: ContextHandle): ContextInfo {
-  return addon.contextInfo(ctx);
+  if (isOnDevice(ctx)) return addon.deviceContextInfo(ctx);
+  const info = addon.contextInfo(ctx);
+  return { ...info, device: 'cpu', deviceName: `CPU (${info.isa})` };
 }
 
 export function disposeContext(ctx: ContextHandle): void {
-  addon.disposeContext(ctx);
+  if (isOnDevice(ctx)) addon.disposeDeviceContext(ctx);
+  else addon.disposeContext(ctx);
 }
 
 /**
@@ -447,6 +540,7 @@ export function disposeContext(ctx: ContextHandle): void {
  * throwing synchronously, so callers handle every failure the same way.
  */
 export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
+  if (isOnDevice(ctx)) return wrapNativeError(() => addon.deviceStep(ctx, plan));
   return wrapNativeError(() => addon.step(ctx, plan));
 }
 
@@ -457,6 +551,7 @@ export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResu
  * throws RangeError for a wrong length (the step keeps waiting: supply again or null).
  */
 export function supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean {
+  if (isOnDevice(ctx)) return wrapNativeError(() => addon.deviceSupplyMasks(ctx, masks));
   return wrapNativeError(() => addon.supplyMasks(ctx, masks));
 }
 
@@ -469,6 +564,7 @@ export function createAdapter(
   layers: readonly AdapterLayer[],
   storage: 'F32' | 'F16' = 'F32',
 ): AdapterHandle {
+  if (isOnDevice(model)) throw new RangeError('LoRA adapters are not supported on a CUDA device yet');
   return wrapNativeError(() => addon.createAdapter(model, layers, storage));
 }
 
@@ -478,6 +574,8 @@ export function createAdapterAsync(
   layers: readonly AdapterLayer[],
   storage: 'F32' | 'F16' = 'F16',
 ): Promise<AdapterHandle> {
+  if (isOnDevice(model))
+    return Promise.reject(new RangeError('LoRA adapters are not supported on a CUDA device yet'));
   return wrapNativeError(() => addon.createAdapterAsync(model, layers, storage));
 }
 
@@ -495,10 +593,14 @@ export function disposeAdapter(adapter: AdapterHandle): void {
  * not use may change (it throws for the others); a plan's adapterSlots must name bound slots.
  */
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
+  if (isOnDevice(ctx)) throw new RangeError('LoRA adapters are not supported on a CUDA device yet');
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
 }
 
+const KV_TRANSFER_ON_DEVICE = 'moving KV blocks between engines is not supported on a CUDA device yet';
+
 export function kvTransferLayout(ctx: ContextHandle): KvTransferLayout {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
   return addon.kvLayout(ctx);
 }
 
@@ -513,6 +615,7 @@ export function readKvBlock(
   layerStart: number,
   layerCount: number,
 ): Uint8Array {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
   return wrapNativeError(() => addon.readKvBlock(ctx, block, layerStart, layerCount));
 }
 
@@ -522,11 +625,31 @@ export function readKvBlock(
  * that no running step reads or writes may be written (one just allocated for a transfer).
  */
 export function writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void {
+  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
   wrapNativeError(() => addon.writeKvBlock(ctx, block, layerStart, data));
 }
 
 export function cpuFeatures(): CpuFeatures {
   return addon.cpuFeatures();
+}
+
+function cpuKernels(): string {
+  return addon.cpuFeatures().selected;
+}
+
+/**
+ * The CUDA devices libprism_cuda.so sees. Throws an Error naming the library and the reason
+ * when CUDA cannot be used here (the library was not built: no nvcc at install time; no
+ * driver; PRISM_CUDA_LIBRARY names another file).
+ */
+export function cudaDevices(): CudaDeviceInfo[] {
+  return wrapNativeError(() => addon.cudaDevices());
+}
+
+/** The CUDA device's read bandwidth in GB/s (the decode roofline's denominator). */
+export function measureDeviceBandwidth(device: Device, bytes = 2 ** 31, passes = 20): Promise<number> {
+  if (device === 'cpu') throw new RangeError("measureDeviceBandwidth: device must be 'cuda:N'");
+  return wrapNativeError(() => addon.measureDeviceBandwidth(cudaIndex(device), bytes, passes));
 }
 
 export function measureMemoryBandwidth(bytes = 256 * 1024 * 1024, passes = 50): number {
@@ -566,7 +689,8 @@ export const kernelTestHooks = {
  */
 export const faultTestHooks = {
   failNextSteps(ctx: ContextHandle, count: number): void {
-    wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
+    if (isOnDevice(ctx)) wrapNativeError(() => addon.deviceFailNextStepsForTest(ctx, count));
+    else wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
   },
 };
 

@@ -335,6 +335,17 @@ describe('native step', () => {
     assert.notEqual(pen.tokens[0], plain.tokens[0]);
   });
 
+  it('suppressed tokens (min_tokens) cannot be sampled: greedy takes the next best', async () => {
+    const base = { tokens: [504, 3575, 282, 4649, 314], start: 0, blocks: [7] };
+    const plain = await step(ctx, makePlan([{ ...base }]));
+    const held = await step(ctx, {
+      ...makePlan([{ ...base }]),
+      suppressTokenOffsets: Int32Array.from([0, 1]),
+      suppressTokens: Int32Array.from([plain.tokens[0]!]),
+    });
+    assert.notEqual(held.tokens[0], plain.tokens[0]);
+  });
+
   it('failNextSteps: the next K steps reject from native code; the context then steps as before', async () => {
     const plan = () => makePlan([{ tokens: PROMPT, start: 0, blocks: [0, 1, 2] }], { returnLogits: 'last' });
     const before = await step(ctx, plan());
@@ -437,6 +448,22 @@ describe('native step', () => {
         'penalty token out of vocab',
         (p) => ({ ...p, penaltyTokenOffsets: Int32Array.from([0, 1]), penaltyTokens: Int32Array.from([V]) }),
         /plan\.penaltyTokens\[0\]/,
+        RangeError,
+      ],
+      [
+        'suppressed token out of vocab',
+        (p) => ({
+          ...p,
+          suppressTokenOffsets: Int32Array.from([0, 1]),
+          suppressTokens: Int32Array.from([V]),
+        }),
+        /plan\.suppressTokens\[0\]/,
+        RangeError,
+      ],
+      [
+        'suppressed tokens without offsets',
+        (p) => ({ ...p, suppressTokens: Int32Array.from([1]) }),
+        /plan\.suppressTokens/,
         RangeError,
       ],
       [

@@ -25,7 +25,16 @@
 // the GPU's own, from nvidia-smi, else 90a), CXX (the host compiler of --emu / --tools).
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,9 +160,48 @@ function findCublasLt(top) {
     '/usr/lib/x86_64-linux-gnu',
     '/usr/lib64',
   ].filter(Boolean);
+  // Python's CUDA wheels (nvidia/cu13/..., nvidia/cublas/...), as on machines whose toolkit
+  // came with PyTorch.
+  for (const base of pythonNvidiaDirs()) {
+    for (const d of walkDirs(base, 3)) {
+      if (existsSync(join(d, 'cublasLt.h'))) includeDirs.push(d);
+      if (readdirSafe(d).some((f) => /^libcublasLt\.so(\.\d+)*$/.test(f))) libDirs.push(d);
+    }
+  }
   const include = includeDirs.find((d) => existsSync(join(d, 'cublasLt.h')));
   const lib = libDirs.find((d) => readdirSafe(d).some((f) => /^libcublasLt\.so(\.\d+)*$/.test(f)));
-  return include && lib ? { include, lib } : null;
+  if (!include || !lib) return null;
+  // A wheel ships only the versioned name (libcublasLt.so.13): link that file by name.
+  const files = readdirSafe(lib).filter((f) => /^libcublasLt\.so(\.\d+)*$/.test(f));
+  const link = files.includes('libcublasLt.so') ? '-lcublasLt' : `-l:${files.sort()[0]}`;
+  return { include, lib, link };
+}
+
+/** The folders of python3's `nvidia` namespace package, if there is one. */
+function pythonNvidiaDirs() {
+  try {
+    const out = run(process.env.PYTHON || 'python3', [
+      '-c',
+      'import nvidia; print("\\n".join(nvidia.__path__))',
+    ]);
+    return out.split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+function walkDirs(dir, depth) {
+  const out = [dir];
+  if (depth === 0) return out;
+  for (const f of readdirSafe(dir)) {
+    const p = join(dir, f);
+    try {
+      if (statSync(p).isDirectory()) out.push(...walkDirs(p, depth - 1));
+    } catch {
+      // unreadable: skipped
+    }
+  }
+  return out;
 }
 
 function readdirSafe(d) {
@@ -243,7 +291,7 @@ async function buildCuda() {
     lib,
     ...sources.map((f) => join(objDir, `${f}.o`)),
     `-L${blas.lib}`,
-    '-lcublasLt',
+    blas.link,
     '-Xlinker',
     `-rpath,${blas.lib}`,
   ]);

@@ -106,8 +106,10 @@ function ensureXGrammarSources() {
 ensureXGrammarSources();
 
 function configureStamp() {
-  const sources = readdirSync(join(root, 'native', 'src'), { recursive: true })
-    .map(String)
+  const sources = [
+    ...readdirSync(join(root, 'native', 'src'), { recursive: true }).map(String),
+    ...readdirSync(join(root, 'native', 'cuda', 'host')).map((f) => `cuda/host/${f}`),
+  ]
     .filter((f) => f.endsWith('.cc'))
     .sort();
   return createHash('sha256')

@@ -264,7 +264,7 @@ describe('grammar-forced tool calls on the default model', () => {
       [
         {
           tools: [
-            { type: 'function', function: { name: 'div', parameters: { type: 'number', multipleOf: 3 } } },
+            { type: 'function', function: { name: 'div', parameters: { type: 'number', multipleOf: 0 } } },
           ],
           tool_choice: 'required',
         },

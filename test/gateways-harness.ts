@@ -54,6 +54,8 @@ export interface HarnessOptions {
   readonly engine?: EngineOptions;
   /** Hooks into the engine's loading (e.g. onContext for native fault injection). */
   readonly hooks?: LoadEngineHooks;
+  /** The model file or folder (default: the default model). */
+  readonly modelPath?: string;
 }
 
 export async function startHarness(
@@ -61,7 +63,7 @@ export async function startHarness(
   options: HarnessOptions = {},
 ): Promise<Harness> {
   const engine = await loadEngine(
-    ensureDefaultModel(),
+    options.modelPath ?? ensureDefaultModel(),
     {
       modelName: options.modelName ?? MODEL_NAME,
       maxSeqLen: 1024,

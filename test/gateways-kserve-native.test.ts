@@ -171,6 +171,8 @@ describe('native', () => {
     assert.equal(cfg.json.maxSeqLen, 1024);
     const v1 = await getJson(`${h.managementUrl}/v1/status`);
     assert.equal(v1.json.service.currentRole, 'none');
+    assert.equal(v1.json.service.device, 'cpu', 'the device the model runs on');
+    assert.match(v1.json.service.deviceName, /^CPU \(/);
     assert.equal(v1.json.resource.runningRequestNum, 0);
     const v2 = await getJson(`${h.managementUrl}/v2/status`);
     assert.equal(typeof v2.json.resource.totalAvailNpuBlockNum, 'number');

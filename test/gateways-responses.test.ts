@@ -162,7 +162,14 @@ describe('the default model', () => {
       [{ text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, 'text.format.name'],
       [
         {
-          text: { format: { type: 'json_schema', name: 'x', schema: { type: 'array', uniqueItems: true } } },
+          text: {
+            format: {
+              type: 'json_schema',
+              name: 'x',
+              strict: true,
+              schema: { type: 'array', uniqueItems: true },
+            },
+          },
         },
         'text.format.schema.uniqueItems',
       ],

@@ -43,6 +43,8 @@ export async function serveScripted(replies: string[], chatTemplate?: string) {
     startedAt: Date.now(),
     engineId: 'scripted',
     modelFingerprint: 'scripted',
+    device: 'cpu',
+    deviceName: 'scripted',
   };
   const core = new EngineCore({
     runner: new ScriptedSim(replies, 2048, 4),

@@ -126,6 +126,7 @@ describe('TGI', () => {
     assert.equal(info.json.model_id, MODEL_NAME);
     assert.equal(info.json.max_total_tokens, 1024);
     assert.equal(info.json.models[0].model_id, MODEL_NAME);
+    assert.equal(info.json.model_device_type, 'cpu');
     const health = await fetch(`${h.url}/health`);
     assert.equal(health.status, 200);
     assert.equal(await health.text(), '');

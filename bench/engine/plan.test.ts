@@ -47,3 +47,10 @@ test('BlockPool hands out distinct ids and refuses to overcommit', () => {
   pool.reset();
   assert.deepEqual(pool.take(1), [0]);
 });
+
+test('greedyPlan gives each block its pages when the model keeps layer groups apart', () => {
+  const plan = greedyPlan([{ tokens: [1, 2, 3], startPosition: 15, blocks: [4, 2], sample: true }], 16, 3);
+  // Block 4 is pages 12..14, block 2 pages 6..8 (Gemma 3's layout: one page per group page).
+  assert.deepEqual(Array.from(plan.blockTables), [12, 13, 14, 6, 7, 8]);
+  assert.deepEqual(Array.from(plan.blockTableOffsets), [0, 6]);
+});

@@ -19,7 +19,16 @@ export interface SeqChunk {
   readonly sample: boolean;
 }
 
-export function greedyPlan(chunks: readonly SeqChunk[], blockSize: number): StepPlan {
+export function greedyPlan(
+  chunks: readonly SeqChunk[],
+  blockSize: number,
+  /**
+   * Table entries per block (ModelInfo.kvLayout.pagesPerBlock; native/src/kv_layout.h): block
+   * b of the pool is pages b*pagesPerBlock .. b*pagesPerBlock+pagesPerBlock-1, every layer
+   * group kept for the whole context (the benchmark releases nothing behind a window).
+   */
+  pagesPerBlock = 1,
+): StepPlan {
   const S = chunks.length;
   if (S === 0) throw new RangeError('greedyPlan: a step needs at least one sequence');
   let T = 0;
@@ -34,7 +43,7 @@ export function greedyPlan(chunks: readonly SeqChunk[], blockSize: number): Step
       );
     }
     T += c.tokens.length;
-    B += needed;
+    B += needed * pagesPerBlock;
     return needed;
   });
 
@@ -53,7 +62,8 @@ export function greedyPlan(chunks: readonly SeqChunk[], blockSize: number): Step
       tokens[t] = c.tokens[i];
       positions[t] = c.startPosition + i;
     }
-    for (let i = 0; i < blocksUsed[s]; i++, b++) blockTables[b] = c.blocks[i];
+    for (let i = 0; i < blocksUsed[s]; i++)
+      for (let k = 0; k < pagesPerBlock; k++, b++) blockTables[b] = c.blocks[i] * pagesPerBlock + k;
     sample[s] = c.sample ? 1 : 0;
   });
   seqTokenOffsets[S] = t;

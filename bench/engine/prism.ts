@@ -37,6 +37,7 @@ export async function loadNative(): Promise<Native> {
 export class PrismEngine implements BenchEngine {
   readonly name = 'prism';
   private readonly pool: BlockPool;
+  private readonly pagesPerBlock: number;
 
   private constructor(
     private readonly native: Native,
@@ -46,7 +47,13 @@ export class PrismEngine implements BenchEngine {
     readonly ctxInfo: ContextInfo,
     private readonly options: PrismOptions,
   ) {
-    this.pool = new BlockPool(ctxInfo.kvBlocks);
+    this.pagesPerBlock = info.kvLayout.pagesPerBlock;
+    this.pool = new BlockPool(Math.floor(ctxInfo.kvBlocks / this.pagesPerBlock));
+  }
+
+  /** A plan over the pool's blocks, each `pagesPerBlock` pages of the native pool. */
+  private plan(chunks: readonly SeqChunk[]) {
+    return greedyPlan(chunks, this.options.blockSize, this.pagesPerBlock);
   }
 
   static async load(native: Native, options: PrismOptions): Promise<PrismEngine> {
@@ -58,7 +65,8 @@ export class PrismEngine implements BenchEngine {
       options.maxSeqs * blocksFor(options.aggregateContext),
     );
     const ctx = native.createContext(model, {
-      kvBlocks,
+      // The native pool counts pages (a model with layer groups takes several per block).
+      kvBlocks: kvBlocks * info.kvLayout.pagesPerBlock,
       blockSize: options.blockSize,
       maxBatchTokens: options.maxBatchTokens,
       maxSeqs: options.maxSeqs,
@@ -69,7 +77,7 @@ export class PrismEngine implements BenchEngine {
 
   describe(): Record<string, string | number | boolean> {
     const t = this.ctxInfo.decodeTuning;
-    const how = [
+    const how = t && [
       t.source,
       ...(t.measuredMs > 0 ? [`measured in ${t.measuredMs.toFixed(0)} ms`] : []),
       ...(t.ratioToDefault !== 1 ? [`step time ${t.ratioToDefault.toFixed(3)}× the constants'`] : []),
@@ -79,10 +87,10 @@ export class PrismEngine implements BenchEngine {
       binding: 'native core (createContext + step)',
       isa: this.ctxInfo.isa,
       threads: this.ctxInfo.threads,
-      'decode tuning': `${t.setting} (${how.join(', ')})`,
+      ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
       host: host.description,
       'huge pages': `${(host.anonHugeBytes / 2 ** 20).toFixed(0)} MiB of anonymous memory on huge pages, weights ${(this.info.weightBytes / 2 ** 20).toFixed(0)} MiB`,
-      'KV blocks': `${this.ctxInfo.kvBlocks} × ${this.ctxInfo.blockSize} tokens`,
+      'KV blocks': `${this.pool.capacity} × ${this.ctxInfo.blockSize} tokens`,
       'KV MiB': +(this.ctxInfo.kvBytes / 2 ** 20).toFixed(1),
       'max batch tokens': this.options.maxBatchTokens,
     };
@@ -99,7 +107,7 @@ export class PrismEngine implements BenchEngine {
         blocks,
         sample: true,
       };
-      const result = await this.native.step(this.ctx, greedyPlan([chunk], this.options.blockSize));
+      const result = await this.native.step(this.ctx, this.plan([chunk]));
       generated.push(result.tokens[0]);
     }
     const decodeMs = nowMs() - start;
@@ -121,7 +129,7 @@ export class PrismEngine implements BenchEngine {
         blocks: this.sequenceBlocks[s],
         sample: true,
       }));
-      const result = await this.native.step(this.ctx, greedyPlan(chunks, this.options.blockSize));
+      const result = await this.native.step(this.ctx, this.plan(chunks));
       for (let s = 0; s < prompts.length; s++) generated[s].push(result.tokens[s]);
     }
     const decodeMs = nowMs() - start;
@@ -139,7 +147,7 @@ export class PrismEngine implements BenchEngine {
       const last = at + tokens.length === prompt.length;
       const result = await this.native.step(
         this.ctx,
-        greedyPlan([{ tokens, startPosition: at, blocks, sample: last }], this.options.blockSize),
+        this.plan([{ tokens, startPosition: at, blocks, sample: last }]),
       );
       if (last) firstToken = result.tokens[0];
     }
@@ -160,7 +168,7 @@ export class PrismEngine implements BenchEngine {
         blocks: this.sequenceBlocks[0],
         sample: true,
       };
-      next = (await this.native.step(this.ctx, greedyPlan([chunk], this.options.blockSize))).tokens[0];
+      next = (await this.native.step(this.ctx, this.plan([chunk]))).tokens[0];
     }
     return out;
   }
@@ -202,7 +210,7 @@ export class PrismEngine implements BenchEngine {
         tokens += prompts[s].length;
         s++;
       }
-      const result = await this.native.step(this.ctx, greedyPlan(chunks, this.options.blockSize));
+      const result = await this.native.step(this.ctx, this.plan(chunks));
       for (let i = 0; i < chunks.length; i++) generated[first + i].push(result.tokens[i]);
     }
     return generated;

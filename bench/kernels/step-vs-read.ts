@@ -41,7 +41,7 @@ const ctx = native.createContext(model, {
   threads,
 });
 const tuning = native.contextInfo(ctx).decodeTuning;
-process.stdout.write(`decode tuning ${tuning.setting} (${tuning.source})\n`);
+if (tuning) process.stdout.write(`decode tuning ${tuning.setting} (${tuning.source})\n`);
 const prompt = [1, 2, 3];
 let next = (
   await native.step(

@@ -145,6 +145,12 @@ export class Disaggregation {
         'n or best_of above 1 is not supported with split prefill/decode',
         'n',
       );
+    if (request.params?.useBeamSearch)
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'use_beam_search is not supported with split prefill/decode',
+        'use_beam_search',
+      );
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
     // A sliding window releases a prompt's early pages while it is computed (and a model

@@ -119,16 +119,29 @@ function paramsToProto(p: SamplingParams): pb.SamplingParams {
     seed: saturate(p.seed, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1),
     stop: p.stop ? [...p.stop] : [],
     stopTokenIds: p.stopTokenIds ? p.stopTokenIds.map((id) => saturate(id, 0, UINT32_MAX)!) : [],
+    minTokens: i32(p.minTokens),
+    earlyStopping: p.earlyStopping === undefined ? undefined : String(p.earlyStopping),
   });
+}
+
+/**
+ * early_stopping travels as text ("true", "false", "never"); any other text is passed on as it
+ * is, for the engine to refuse naming the field.
+ */
+function earlyStoppingFromProto(v: string | undefined): SamplingParams['earlyStopping'] {
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  return v as SamplingParams['earlyStopping'];
 }
 
 function paramsFromProto(p: pb.SamplingParams | undefined): SamplingParams {
   if (!p) return {};
-  const { stop, stopTokenIds, ...scalars } = p;
+  const { stop, stopTokenIds, earlyStopping, ...scalars } = p;
   return defined({
     ...scalars,
     stop: stop.length > 0 ? stop : undefined,
     stopTokenIds: stopTokenIds.length > 0 ? stopTokenIds : undefined,
+    earlyStopping: earlyStoppingFromProto(earlyStopping),
   });
 }
 

@@ -47,3 +47,53 @@ export function around(bound: bigint): bigint[] {
   out.add(-sign * BigInt(digits));
   return [...out];
 }
+
+/** The printable ASCII characters, one token each, then a stop token: for walking a grammar. */
+const ASCII = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i));
+let asciiCompiler: GrammarCompilerHandle | null = null;
+
+/** A compiler over the printable ASCII characters (token i = char 32 + i) and a stop token. */
+export function asciiGrammarCompiler(): GrammarCompilerHandle {
+  asciiCompiler ??= xg.createCompiler(
+    xg.createTokenizerInfo([...ASCII, '</s>'], 'raw', false, ASCII.length + 1, [ASCII.length]),
+    1,
+  );
+  return asciiCompiler;
+}
+
+/**
+ * A random document of `grammar` (compiled by `asciiGrammarCompiler`): characters drawn from
+ * each step's mask by `random` (closing characters favoured as the text grows, so walks end),
+ * until the grammar takes the stop token; null when it has not within `maxChars`.
+ */
+export function sampleDocument(
+  grammar: CompiledGrammarHandle,
+  random: () => number,
+  maxChars = 400,
+): string | null {
+  const stop = ASCII.length;
+  const m = xg.createMatcher(grammar, false);
+  const mask = new Int32Array(xg.bitmaskSize(ASCII.length + 1));
+  let text = '';
+  try {
+    for (;;) {
+      xg.fillNextTokenBitmask(m, mask);
+      const allowed: number[] = [];
+      for (let t = 0; t <= stop; t++) if ((mask[t >> 5]! >>> (t & 31)) & 1) allowed.push(t);
+      if (allowed.length === 0) return null;
+      if (allowed.includes(stop) && (text.length > maxChars / 4 || random() < 0.3)) return text;
+      if (text.length >= maxChars) return null;
+      const closing = allowed.filter((t) => t !== stop && '"}],'.includes(ASCII[t]!));
+      const pool =
+        closing.length > 0 && random() < Math.min(0.9, 0.2 + text.length / maxChars)
+          ? closing
+          : allowed.filter((t) => t !== stop);
+      if (pool.length === 0) return allowed.includes(stop) ? text : null;
+      const t = pool[Math.floor(random() * pool.length)]!;
+      if (!xg.acceptToken(m, t)) return null;
+      text += ASCII[t];
+    }
+  } finally {
+    xg.dispose(m);
+  }
+}

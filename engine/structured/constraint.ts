@@ -32,8 +32,16 @@ export type ConstraintKind = Constraint['kind'];
 /** What the grammar thread compiles: a client's constraint, or one the engine derived. */
 export type GrammarConstraint =
   | Constraint
-  /** An xgrammar structural tag (`{"type":"structural_tag","format":…}`) as JSON text. */
-  | { readonly kind: 'structural_tag'; readonly tag: string };
+  /**
+   * An xgrammar structural tag (`{"type":"structural_tag","format":…}`) as JSON text.
+   * `checks`: tools whose `parameters` the grammar enforces only in part (schema/prepare.ts):
+   * each call's arguments are checked against the schema (the client's) when the choice ends.
+   */
+  | {
+      readonly kind: 'structural_tag';
+      readonly tag: string;
+      readonly checks?: readonly { readonly name: string; readonly schema: string }[];
+    };
 
 /** JSON text with object keys sorted at every level. */
 export function stableJson(value: unknown): string {
@@ -61,7 +69,8 @@ export function canonicalText(c: GrammarConstraint): string {
     case 'grammar':
       return `grammar\n${c.ebnf}`;
     case 'structural_tag':
-      return `structural_tag\n${stableJson(JSON.parse(c.tag))}`;
+      // Different checks over one grammar are different constraints (the checks live by key).
+      return `structural_tag\n${stableJson(JSON.parse(c.tag))}${c.checks?.length ? `\n${stableJson(c.checks)}` : ''}`;
   }
 }
 

@@ -5,6 +5,7 @@
  * that never sees one never pays for it).
  */
 import { availableParallelism } from 'node:os';
+import type { ChoiceOutput } from '../choice-output.js';
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../sequence.js';
@@ -16,6 +17,9 @@ import { GrammarService } from './grammar-service.js';
 import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
 import { checkConstraint } from './validate.js';
 
+/** Grammar keys whose checks are remembered (see `StructuredOutput.checked`). */
+const CHECKED_KEYS = 4096;
+
 export class StructuredOutput {
   private service: GrammarBackend | null = null;
   /** Jump-forward (jump-forward.ts); needs a tokenizer that encodes on the event loop. */
@@ -24,6 +28,10 @@ export class StructuredOutput {
   jumpForward: boolean;
   /** Tokens appended by jump-forward (the benchmark reports it). */
   jumpedTokens = 0;
+  /** Choices sampled again after their output failed its check (choice-checks.ts). */
+  resampledChoices = 0;
+  /** Choices that failed the check on every attempt (their request failed). */
+  failedChecks = 0;
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
@@ -73,7 +81,47 @@ export class StructuredOutput {
 
   /** Compiles off the event loop; resolves to the grammar's cache key. */
   async compile(c: GrammarConstraint): Promise<string> {
-    return (await this.grammars.compile(c)).key;
+    const r = await this.grammars.compile(c);
+    const checks = c.kind === 'structural_tag' && c.checks?.length ? c.checks : null;
+    if (r.checked || checks) this.checked.set(r.key, checks ?? 'document');
+    else this.checked.delete(r.key);
+    while (this.checked.size > CHECKED_KEYS) this.checked.delete(this.checked.keys().next().value!);
+    return r.key;
+  }
+
+  /**
+   * Grammars (by key) whose outputs are checked when a choice ends: 'document' (a JSON Schema
+   * the grammar enforces only in part) or the tools whose calls are. Kept for the most recent
+   * keys; a request holds its key from compile to admission, well within them.
+   */
+  private readonly checked = new Map<string, 'document' | readonly { name: string; schema: string }[]>();
+
+  /**
+   * Whether a request on grammar `key` has its output checked when a choice ends: it is then
+   * held back and sent once checked (streamed as one delta), since a choice that fails the
+   * check is sampled again (see `verify`).
+   */
+  holdsOutput(key: string): boolean {
+    return this.checked.has(key);
+  }
+
+  /**
+   * At the end of choice `c` of `seq` (finished by the grammar): null when its output stands;
+   * else why not — the document (or a tool call's arguments) does not satisfy the client's
+   * schema in what the grammar could not enforce. Where nothing needs checking, null at once.
+   */
+  async verify(seq: Sequence, c: ChoiceOutput): Promise<string | null> {
+    const key = seq.grammar?.key;
+    const what = key === undefined ? undefined : this.checked.get(key);
+    if (what === undefined || key === undefined) return null;
+    if (what === 'document') return this.grammars.checkDocument(key, c.text);
+    for (const call of c.chatResult()?.toolCalls ?? []) {
+      const check = what.find((t) => t.name === call.function.name);
+      if (!check) continue;
+      const invalid = await this.grammars.checkJson(check.schema, call.function.arguments);
+      if (invalid !== null) return `the arguments of ${call.function.name}: ${invalid}`;
+    }
+    return null;
   }
 
   /**
@@ -84,10 +132,18 @@ export class StructuredOutput {
     seq.grammar = this.grammars.createMatcher(key, jump && this.jumpForward);
   }
 
-  /** A best_of fork samples its first token itself: a fresh matcher of the same grammar. */
+  /**
+   * A fork's matcher: a fresh one of the same grammar, fed the child's output so far — none
+   * for a best_of fork (it samples its first token itself), a beam's whole history for a beam
+   * search's fork.
+   */
   fork(parent: Sequence, child: Sequence): void {
     const g = parent.grammar;
-    if (g) child.grammar = this.grammars.createMatcher(g.key, g.jumpForward);
+    if (!g) return;
+    const m = this.grammars.createMatcher(g.key, g.jumpForward);
+    const output = child.tokens.slice(child.promptLen);
+    if (output.length > 0) m.accept(output);
+    child.grammar = m;
   }
 
   /**

@@ -20,6 +20,11 @@ export interface CompiledGrammarRef {
   /** Compile time in ms (0 when it came from the cache). */
   readonly ms: number;
   readonly cached: boolean;
+  /**
+   * The grammar accepts more than the constraint (a JSON Schema with keywords no grammar
+   * enforces, schema/prepare.ts): each finished document must pass `checkDocument`.
+   */
+  readonly checked: boolean;
 }
 
 /** One sequence's position in a compiled grammar. */
@@ -54,6 +59,13 @@ export interface GrammarBackend {
   compile(c: GrammarConstraint, field?: string): Promise<CompiledGrammarRef>;
   /** A matcher at the grammar's start; its first mask arrives in `pending`. */
   createMatcher(key: string, jumpForward: boolean): GrammarMatcher;
+  /**
+   * Null when `text`, a finished document of the compiled grammar `key`, satisfies its
+   * constraint (always, where the grammar is exact); else why it does not.
+   */
+  checkDocument(key: string, text: string): Promise<string | null>;
+  /** Null when the JSON `text` satisfies the JSON Schema `schema` (text); else why not. */
+  checkJson(schema: string, text: string): Promise<string | null>;
   /** Lets go of a matcher. */
   free(m: GrammarMatcher): void;
   /** Set when the backend can serve no more calls (its thread died); a fresh one is made. */

@@ -35,6 +35,12 @@ export class SequenceGrammar implements GrammarMatcher {
   error: string | null = null;
   jump = '';
   pending: Promise<void> = Promise.resolve();
+  /**
+   * Calls issued to the backend so far. Only the latest call's reply may set `mask`: a reply to
+   * an earlier one (a create or accept followed at once by another accept, as a forked beam
+   * is fed its history) describes a state the matcher has already left.
+   */
+  calls = 0;
   constructor(
     readonly id: number,
     readonly key: string,
@@ -146,7 +152,12 @@ export class GrammarService implements GrammarBackend, MatcherPort {
     };
     try {
       const r = await Promise.race([this.call({ op: 'compile', key, constraint: c }, started), timeout]);
-      return { key, ms: 'ms' in r ? (r.ms ?? 0) : 0, cached: 'cached' in r ? (r.cached ?? false) : false };
+      return {
+        key,
+        ms: 'ms' in r ? (r.ms ?? 0) : 0,
+        cached: 'cached' in r ? (r.cached ?? false) : false,
+        checked: 'checked' in r ? (r.checked ?? false) : false,
+      };
     } catch (e) {
       if (e instanceof EngineError) throw e;
       throw invalidArgument(field, `the grammar does not compile: ${(e as Error).message}`);
@@ -155,10 +166,20 @@ export class GrammarService implements GrammarBackend, MatcherPort {
     }
   }
 
+  async checkDocument(key: string, text: string): Promise<string | null> {
+    const r = await this.call({ op: 'check', key, text });
+    return 'invalid' in r ? r.invalid : null;
+  }
+
+  async checkJson(schema: string, text: string): Promise<string | null> {
+    const r = await this.call({ op: 'checkJson', schema, text });
+    return 'invalid' in r ? r.invalid : null;
+  }
+
   /** A new matcher at the grammar's start; its first mask arrives in `pending`. */
   createMatcher(key: string, jumpForward = false): SequenceGrammar {
     const g = new SequenceGrammar(this.nextMatcher++, key, jumpForward, this);
-    g.pending = this.track(g, this.call({ op: 'create', key, matcher: g.id, jump: jumpForward }));
+    g.pending = this.track(g, ++g.calls, this.call({ op: 'create', key, matcher: g.id, jump: jumpForward }));
     return g;
   }
 
@@ -179,16 +200,18 @@ export class GrammarService implements GrammarBackend, MatcherPort {
   private after(g: SequenceGrammar, req: Request): void {
     g.mask = null;
     g.jump = '';
-    g.pending = g.pending.then(() => this.track(g, this.call(req)));
+    const n = ++g.calls;
+    g.pending = g.pending.then(() => this.track(g, n, this.call(req)));
   }
 
-  private track(g: SequenceGrammar, reply: Promise<Reply>): Promise<void> {
+  private track(g: SequenceGrammar, n: number, reply: Promise<Reply>): Promise<void> {
     return reply.then(
       (r) => {
         if (!('mask' in r)) return;
         if (!r.accepted && g.error === null) g.error = 'the grammar refused a sampled token';
         if (r.stuck && g.error === null)
           g.error = 'the grammar allows no token here: no finite document matches the constraint';
+        if (n !== g.calls) return; // a later call is in flight: its reply brings the mask
         g.terminated = r.terminated;
         g.mask = r.stuck ? null : r.mask;
         g.jump = r.jump;

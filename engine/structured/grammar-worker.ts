@@ -16,6 +16,7 @@ import {
   type GrammarMatcherHandle,
 } from '../../native/native.js';
 import { choiceGrammar, type GrammarConstraint } from './constraint.js';
+import { compileDocumentCheck, type DocumentCheck } from './schema/post-check.js';
 import { prepareSchema } from './schema/prepare.js';
 
 export interface GrammarWorkerInit {
@@ -53,12 +54,25 @@ export type WorkerRequest =
     }
   /** Undo the matcher's last `count` tokens (speculative decoding's refused drafts). */
   | { readonly op: 'rollback'; readonly id: number; readonly matcher: number; readonly count: number }
-  | { readonly op: 'free'; readonly id: number; readonly matcher: number };
+  | { readonly op: 'free'; readonly id: number; readonly matcher: number }
+  /** Validate a finished document of the grammar `key` (schemas compiled with a check). */
+  | { readonly op: 'check'; readonly id: number; readonly key: string; readonly text: string }
+  /** Validate a JSON text against a schema (a client's, as prepareSchema's `check` gives it). */
+  | { readonly op: 'checkJson'; readonly id: number; readonly schema: string; readonly text: string };
 
 export type WorkerReply =
   /** A compile left the queue and started (not a final answer). */
   | { readonly id: number; readonly started: true }
-  | { readonly id: number; readonly ok: true; readonly ms?: number; readonly cached?: boolean }
+  | {
+      readonly id: number;
+      readonly ok: true;
+      readonly ms?: number;
+      readonly cached?: boolean;
+      /** The grammar accepts more than the schema: finished documents go through `check`. */
+      readonly checked?: boolean;
+    }
+  /** A `check`'s verdict: null when the document is valid, else why not. */
+  | { readonly id: number; readonly ok: true; readonly invalid: string | null }
   | {
       readonly id: number;
       readonly ok: true;
@@ -77,7 +91,14 @@ export type WorkerReply =
 const xg = loadGrammarAddon();
 const init = workerData as GrammarWorkerInit;
 let compiler: GrammarCompilerHandle | null = null;
-const cache = new Map<string, CompiledGrammarHandle>();
+/** A compiled grammar, and the check of finished documents where the grammar is not exact. */
+interface Compiled {
+  readonly grammar: CompiledGrammarHandle;
+  readonly check: DocumentCheck | null;
+}
+const cache = new Map<string, Compiled>();
+/** Checks of tool-call arguments, by schema text (least recently used evicted). */
+const jsonChecks = new Map<string, DocumentCheck>();
 const matchers = new Map<number, { readonly m: GrammarMatcherHandle; readonly jump: boolean }>();
 const maskWords = xg.bitmaskSize(init.vocabSize);
 /** Threads one compile may use (xgrammar splits a grammar's token-mask precomputation). */
@@ -96,20 +117,37 @@ function getCompiler(): GrammarCompilerHandle {
   return compiler;
 }
 
-function compileConstraint(c: GrammarConstraint): CompiledGrammarHandle {
+function compileConstraint(c: GrammarConstraint): Compiled {
+  if (c.kind !== 'json_schema') return { grammar: compileGrammar(c), check: null };
+  // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and punctuation
+  // are then forced strings that jump-forward appends without sampling, and a model cannot
+  // spin in whitespace.
+  const prepared = prepareSchema(JSON.parse(c.schema) as unknown);
+  if ('refused' in prepared) throw new Error(`${prepared.field}: ${prepared.refused}`);
+  const check = prepared.check ? compileCheck(prepared.check.schema) : null;
+  return { grammar: xg.compileJsonSchema(getCompiler(), prepared.schema, true), check };
+}
+
+function compileCheck(schemaText: string): DocumentCheck {
+  try {
+    return compileDocumentCheck(schemaText);
+  } catch (e) {
+    throw new Error(`the schema cannot be checked: ${(e as Error).message}`);
+  }
+}
+
+/** The check of a json_schema constraint's finished documents (null where the grammar is exact). */
+function documentCheck(schemaText: string): DocumentCheck | null {
+  const prepared = prepareSchema(JSON.parse(schemaText) as unknown);
+  return 'refused' in prepared || !prepared.check ? null : compileCheck(prepared.check.schema);
+}
+
+function compileGrammar(c: Exclude<GrammarConstraint, { kind: 'json_schema' }>): CompiledGrammarHandle {
   const gc = getCompiler();
   switch (c.kind) {
     case 'json_object':
       // Any object: no strict mode, so any properties may appear.
       return xg.compileJsonSchema(gc, '{"type":"object"}', false);
-    case 'json_schema': {
-      // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and
-      // punctuation are then forced strings that jump-forward appends without sampling, and a
-      // model cannot spin in whitespace.
-      const prepared = prepareSchema(JSON.parse(c.schema) as unknown);
-      if ('refused' in prepared) throw new Error(`${prepared.field}: ${prepared.refused}`);
-      return xg.compileJsonSchema(gc, prepared.schema, true);
-    }
     case 'regex':
       return xg.compileStructuralTag(
         gc,
@@ -131,7 +169,7 @@ function handle(req: WorkerRequest): WorkerReply {
       if (hit) {
         cache.delete(req.key);
         cache.set(req.key, hit);
-        return { id: req.id, ok: true, ms: 0, cached: true };
+        return { id: req.id, ok: true, ms: 0, cached: true, checked: hit.check !== null };
       }
       // The engine's time limit runs from here, not from when the request joined the queue,
       // nor while the tokenizer info is built once (seconds on a loaded machine, not the
@@ -143,7 +181,7 @@ function handle(req: WorkerRequest): WorkerReply {
       }
       parentPort!.postMessage({ id: req.id, started: true });
       const t0 = performance.now();
-      let compiled: CompiledGrammarHandle;
+      let compiled: Compiled;
       try {
         compiled = compileConstraint(req.constraint);
       } catch (e) {
@@ -153,16 +191,22 @@ function handle(req: WorkerRequest): WorkerReply {
       }
       cache.set(req.key, compiled);
       while (cache.size > init.cacheSize) {
-        const [oldest, grammar] = cache.entries().next().value as [string, CompiledGrammarHandle];
+        const [oldest, evicted] = cache.entries().next().value as [string, Compiled];
         cache.delete(oldest);
-        xg.dispose(grammar); // matchers made from it hold their own reference
+        xg.dispose(evicted.grammar); // matchers made from it hold their own reference
       }
-      return { id: req.id, ok: true, ms: performance.now() - t0, cached: false };
+      return {
+        id: req.id,
+        ok: true,
+        ms: performance.now() - t0,
+        cached: false,
+        checked: compiled.check !== null,
+      };
     }
     case 'create': {
       const compiled = cache.get(req.key);
       if (!compiled) return { id: req.id, ok: false, error: 'grammar is no longer compiled' };
-      const entry = { m: xg.createMatcher(compiled, false), jump: req.jump };
+      const entry = { m: xg.createMatcher(compiled.grammar, false), jump: req.jump };
       matchers.set(req.matcher, entry);
       return nextMask(req.id, entry, true);
     }
@@ -178,6 +222,25 @@ function handle(req: WorkerRequest): WorkerReply {
       if (!entry) return { id: req.id, ok: false, error: 'no such matcher' };
       xg.rollback(entry.m, req.count);
       return nextMask(req.id, entry, true);
+    }
+    case 'check': {
+      // Evicted since the request compiled it (many other schemas since): the check alone is
+      // compiled again from the key (a json_schema key is the schema's canonical text).
+      const compiled = cache.get(req.key);
+      const check = compiled
+        ? compiled.check
+        : req.key.startsWith('json_schema\n')
+          ? documentCheck(req.key.slice('json_schema\n'.length))
+          : null;
+      return { id: req.id, ok: true, invalid: check ? check(req.text) : null };
+    }
+    case 'checkJson': {
+      let check = jsonChecks.get(req.schema);
+      if (check) jsonChecks.delete(req.schema);
+      else check = compileCheck(req.schema);
+      jsonChecks.set(req.schema, check);
+      while (jsonChecks.size > init.cacheSize) jsonChecks.delete(jsonChecks.keys().next().value as string);
+      return { id: req.id, ok: true, invalid: check(req.text) };
     }
     case 'free': {
       const entry = matchers.get(req.matcher);

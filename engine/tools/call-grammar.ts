@@ -34,25 +34,35 @@ const NO_PARAMETERS = { type: 'object', properties: {} };
 /** Whitespace a reasoning model writes between `</think>` and its answer. */
 const AFTER_THINK: StructuralTagFormat = { type: 'regex', pattern: '[ \\n]{0,2}' };
 
+/** The tools' prepared parameters, and the checks of the calls whose grammar is not exact. */
+interface PreparedTools {
+  readonly schemas: Map<ChatTool, Record<string, unknown>>;
+  readonly checks: { readonly name: string; readonly schema: string }[];
+}
+
 /**
- * Each tool's `parameters` prepared as a response_format schema is (schema/prepare.ts): what
- * the check accepted is what the grammar enforces. Null when one is refused; `field` given,
- * the refusal is thrown as a 4xx naming that tool's parameters instead.
+ * Each tool's `parameters` prepared as a response_format schema is (schema/prepare.ts). A
+ * forced call (`field` given) is prepared as response_format is: what the grammar cannot
+ * enforce is checked on the call's arguments when the choice ends (`checks`), and a refusal
+ * is a 4xx naming that tool's parameters. Under `auto` (no `field`) only schemas the grammar
+ * enforces alone are used (null otherwise: the calls stay unconstrained, as without a grammar).
  */
-function preparedParameters(
-  tools: readonly ChatTool[],
-  field?: (i: number) => string,
-): Map<ChatTool, Record<string, unknown>> | null {
-  const out = new Map<ChatTool, Record<string, unknown>>();
+function preparedParameters(tools: readonly ChatTool[], field?: (i: number) => string): PreparedTools | null {
+  const schemas = new Map<ChatTool, Record<string, unknown>>();
+  const checks: { name: string; schema: string }[] = [];
   for (const [i, t] of tools.entries()) {
-    const p = prepareSchema(t.parameters ?? NO_PARAMETERS, field?.(i) ?? 'parameters');
+    const p = prepareSchema(t.parameters ?? NO_PARAMETERS, {
+      field: field?.(i) ?? 'parameters',
+      grammarOnly: field === undefined,
+    });
     if ('refused' in p) {
       if (field) throw invalidArgument(p.field, p.refused);
       return null;
     }
-    out.set(t, JSON.parse(p.schema) as Record<string, unknown>);
+    schemas.set(t, JSON.parse(p.schema) as Record<string, unknown>);
+    if (p.check) checks.push({ name: t.name, schema: p.check.schema });
   }
-  return out;
+  return { schemas, checks };
 }
 
 function callTag(
@@ -132,9 +142,13 @@ function triggeredCalls(
   return { type: 'triggered_tags', triggers: [syntax.trigger], tags, stop_after_first: !parallel };
 }
 
-function structuralTag(format: StructuralTagFormat): GrammarConstraint {
+function structuralTag(format: StructuralTagFormat, prepared: PreparedTools): GrammarConstraint {
   const tag: StructuralTag = { type: 'structural_tag', format };
-  return { kind: 'structural_tag', tag: JSON.stringify(tag) };
+  return {
+    kind: 'structural_tag',
+    tag: JSON.stringify(tag),
+    ...(prepared.checks.length > 0 ? { checks: prepared.checks } : {}),
+  };
 }
 
 function isForced(choice: ToolChoice | undefined): choice is 'required' | { readonly function: string } {
@@ -163,9 +177,9 @@ export function toolCallConstraint(
     if (syntax === null || syntax.arguments !== 'json') return null;
     // Under auto a schema the grammar cannot enforce leaves the calls unconstrained (as
     // without a grammar) rather than failing a request that worked before.
-    const schemas = preparedParameters(tools);
-    const format = schemas ? triggeredCalls(syntax, tools, parallel, schemas) : null;
-    return format ? structuralTag(format) : null;
+    const prepared = preparedParameters(tools);
+    const format = prepared ? triggeredCalls(syntax, tools, parallel, prepared.schemas) : null;
+    return format && prepared ? structuralTag(format, prepared) : null;
   }
   if (syntax === null || syntax.arguments !== 'json')
     throw new EngineError(
@@ -179,16 +193,19 @@ export function toolCallConstraint(
       `${field}.tool_choice`,
       `names '${(choice as { function: string }).function}', which is not one of the tools`,
     );
-  const schemas = preparedParameters(
+  const prepared = preparedParameters(
     offered,
     (i) => `${field}.tools[${tools.indexOf(offered[i]!)}].parameters`,
   )!;
-  const calls = callGroup(syntax, offered, choice === 'required' && parallel, schemas);
-  if (!reasoning) return structuralTag(calls);
+  const calls = callGroup(syntax, offered, choice === 'required' && parallel, prepared.schemas);
+  if (!reasoning) return structuralTag(calls, prepared);
   // A reasoning model may think first (or starts inside a think block the prompt opened).
   const thought: TagFormat = { type: 'tag', begin: '', content: { type: 'any_text' }, end: THINK_END };
-  return structuralTag({
-    type: 'or',
-    elements: [calls, { type: 'sequence', elements: [thought, AFTER_THINK, calls] }],
-  });
+  return structuralTag(
+    {
+      type: 'or',
+      elements: [calls, { type: 'sequence', elements: [thought, AFTER_THINK, calls] }],
+    },
+    prepared,
+  );
 }

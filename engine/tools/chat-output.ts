@@ -36,6 +36,11 @@ export class ChatOutputStream {
     this.reasoningClosed = parsing.reasoning === null;
   }
 
+  /** A stream of the same parsing that has seen nothing yet (a choice sampled again). */
+  fresh(): ChatOutputStream {
+    return new ChatOutputStream(this.parsing);
+  }
+
   /** The text of one more token ('' while the detokenizer holds bytes back). */
   push(delta: string): ChatDelta {
     this.text += delta;

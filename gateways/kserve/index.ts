@@ -10,6 +10,7 @@ import type { GenerateEvent, GenerateRequest, SamplingParams } from '../../engin
 import { parseJsonText, readJsonBody, readRawBody, utf8Text } from '../shared/body.js';
 import { servedModels } from '../shared/served-models.js';
 import { binaryOutputs, readInferBody, sendInferReply } from './binary.js';
+import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { mindieErrorBody, mindieErrorFormat } from '../native/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
@@ -48,10 +49,14 @@ export const parametersSchema = nullable({
     timeout: nullable({ type: 'integer', minimum: 1 }),
     truncate: nullable({ type: 'integer', minimum: 1 }),
     batch_size: nullable({ type: 'integer', minimum: 1 }),
+    // Beam search (the platform accepts use_beam_search with best_of); the best beam is returned.
+    best_of: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
+    ...beamSchemaProperties,
   },
 });
 
-export interface MindieParameters extends ConstraintFields {
+export interface MindieParameters extends ConstraintFields, BeamFields {
+  best_of?: number | null;
   temperature?: number | null;
   top_k?: number | null;
   top_p?: number | null;
@@ -86,7 +91,7 @@ export function withMindieConstraint(request: GenerateRequest, p: MindieParamete
  * MindIE parameters → engine sampling params. `priority` is accepted (the engine schedules
  * FCFS, as MindIE's only policy); `timeout` (seconds) is enforced by the gateway, which cancels.
  */
-export function mindieSampling(p: MindieParameters, field: string): SamplingParams {
+export function mindieSampling(p: MindieParameters, field: string, stream: boolean): SamplingParams {
   if (p.watermark) throw notSupported(`${field}.watermark`, 'watermarking');
   if (p.typical_p != null && p.typical_p < 1) throw notSupported(`${field}.typical_p`, 'typical sampling');
   const stop = d(p.stop);
@@ -107,6 +112,8 @@ export function mindieSampling(p: MindieParameters, field: string): SamplingPara
     skipSpecialTokens: d(p.skip_special_tokens),
     includeStopStrInOutput: d(p.include_stop_str_in_output),
     truncate: d(p.truncate),
+    bestOf: d(p.best_of),
+    ...beamSamplingParams(p, stream, `${field}.`),
   };
 }
 
@@ -196,7 +203,7 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
       requestId: id,
       ...adapterFor(gw, model),
       prompt: { kind: 'tokens', ids: input.data },
-      params: mindieSampling(params, 'parameters'),
+      params: mindieSampling(params, 'parameters', false),
     },
     params,
   );
@@ -247,7 +254,7 @@ async function handleGenerate(
       requestId: id,
       ...adapterFor(gw, model),
       prompt: { kind: 'text', text: body.text_input },
-      params: mindieSampling(params, 'parameters'),
+      params: mindieSampling(params, 'parameters', stream),
     },
     params,
   );

@@ -63,6 +63,9 @@ export async function handleStatus(gw: GatewayContext, ctx: Context, version: 1 
     service: {
       roleStatus: s.stopping ? 'RoleUnknown' : s.roleStatus,
       currentRole: s.role === 'mixed' ? (gw.state.role === 'flex' ? 'flex' : 'none') : s.role,
+      // Prism's: where the model runs ('cpu' or 'cuda:N') and that device in words.
+      device: gw.info.device,
+      deviceName: gw.info.deviceName,
     },
     resource,
     linkStatus: { peers: [] },

@@ -90,7 +90,7 @@ export async function handleNativeInfer(
       requestId: newRequestId('infer'),
       ...adapterFor(gw, resolveModel(gw, body.model)),
       prompt,
-      params: mindieSampling(params, 'parameters'),
+      params: mindieSampling(params, 'parameters', body.stream === true),
     },
     params,
   );

@@ -55,9 +55,9 @@ export interface ToolFields {
     { type: 'function'; function: { name: string; description?: string; parameters?: object } }[] | null;
   tool_choice?: 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } } | null;
   parallel_tool_calls?: boolean | null;
-  /** Not chat-API fields of Prism; MindIE lists them as unsupported with function call. */
+  /** MindIE lists these as unsupported with function call. */
   best_of?: unknown;
-  use_beam_search?: unknown;
+  use_beam_search?: boolean | null;
 }
 
 /** MindIE: a function-call request's JSON is at most 10 levels deep. */

@@ -45,8 +45,12 @@ function textConstraint(body: ResponsesBody): { constraint: Constraint; field: s
     );
   if (format.schema === undefined)
     throw invalid('text.format.schema', "is required when type is 'json_schema'");
-  // The engine's one entry point of schema preparation: a refusal names the client's field.
-  const prepared = prepareSchema(format.schema, 'text.format.schema');
+  // The engine's one entry point of schema preparation: a refusal names the client's field;
+  // `strict: true` refuses what the grammar alone cannot enforce, as chat's response_format.
+  const prepared = prepareSchema(format.schema, {
+    field: 'text.format.schema',
+    grammarOnly: format.strict === true,
+  });
   if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
   return {
     constraint: { kind: 'json_schema', schema: JSON.stringify(format.schema) },

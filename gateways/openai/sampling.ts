@@ -4,6 +4,7 @@
  * depend on the model (max_tokens vs context) are checked by the engine.
  */
 import type { SamplingParams } from '../../engine/types.js';
+import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { HttpError, notSupported } from '../shared/http-error.js';
 import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
 
@@ -33,12 +34,12 @@ export const samplingSchemaProperties = {
   skip_special_tokens: nullable({ type: 'boolean' }),
   include_stop_str_in_output: nullable({ type: 'boolean' }),
   logit_bias: nullable({ type: 'object' }),
-  min_tokens: nullable({ type: 'integer', minimum: 0 }),
+  ...beamSchemaProperties,
   user: nullable({ type: 'string' }),
   ...kvTransferSchemaProperty,
 } as const;
 
-export interface SamplingFields {
+export interface SamplingFields extends BeamFields {
   model?: string;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
@@ -58,7 +59,6 @@ export interface SamplingFields {
   skip_special_tokens?: boolean | null;
   include_stop_str_in_output?: boolean | null;
   logit_bias?: Record<string, unknown> | null;
-  min_tokens?: number | null;
   user?: string | null;
   kv_transfer_params?: KvTransferBody | null;
 }
@@ -73,7 +73,6 @@ export function toSamplingParams(
   extra: { logprobs?: boolean; topLogprobs?: number; bestOf?: number },
 ): SamplingParams {
   if (b.logit_bias && Object.keys(b.logit_bias).length > 0) throw notSupported('logit_bias', 'logit bias');
-  if (b.min_tokens) throw notSupported('min_tokens', 'a minimum token count');
   if (b.stream_options && !b.stream) {
     throw new HttpError(
       'validation',
@@ -101,6 +100,7 @@ export function toSamplingParams(
     includeStopStrInOutput: def(b.include_stop_str_in_output),
     logprobs: extra.logprobs,
     topLogprobs: extra.topLogprobs,
+    ...beamSamplingParams(b, b.stream === true),
   };
 }
 

@@ -55,8 +55,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** A JSON Schema given as an object or as JSON text: checked, then carried as text. */
-function schemaConstraint(value: unknown, field: string): Constraint {
+/**
+ * A JSON Schema given as an object or as JSON text: prepared, then carried as text.
+ * `grammarOnly` (OpenAI `strict: true`): refused unless the grammar alone enforces it, as
+ * OpenAI refuses what its strict mode does not support; otherwise what the grammar cannot
+ * enforce is checked on the finished document (engine/structured/schema/prepare.ts).
+ */
+function schemaConstraint(value: unknown, field: string, grammarOnly = false): Constraint {
   let schema = value;
   if (typeof value === 'string') {
     try {
@@ -65,7 +70,7 @@ function schemaConstraint(value: unknown, field: string): Constraint {
       throw invalid(field, `is not JSON: ${(e as Error).message}`);
     }
   }
-  const prepared = prepareSchema(schema, field);
+  const prepared = prepareSchema(schema, { field, grammarOnly });
   if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
   return { kind: 'json_schema', schema: JSON.stringify(schema) };
 }
@@ -105,7 +110,7 @@ export function fromResponseFormat(rf: unknown, field = 'response_format'): Cons
         throw invalid(`${field}.json_schema.strict`, 'must be a boolean');
       if (js.schema === undefined || js.schema === null) return { kind: 'json_object' };
       if (!isObject(js.schema)) throw invalid(`${field}.json_schema.schema`, 'must be a JSON Schema object');
-      return schemaConstraint(js.schema, `${field}.json_schema.schema`);
+      return schemaConstraint(js.schema, `${field}.json_schema.schema`, js.strict === true);
     }
     default:
       throw invalid(

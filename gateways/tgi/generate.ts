@@ -200,11 +200,13 @@ export async function handleRoot(gw: GatewayContext, ctx: Context, raw: unknown)
 
 export function handleInfo(gw: GatewayContext, ctx: Context): void {
   const i = gw.info;
+  // TGI's device type names: 'cuda' on an NVIDIA GPU, 'cpu' otherwise.
+  const deviceType = i.device.startsWith('cuda') ? 'cuda' : 'cpu';
   ctx.body = {
     model_id: i.modelName,
     model_sha: null,
     model_dtype: i.dtype,
-    model_device_type: 'cpu',
+    model_device_type: deviceType,
     model_pipeline_tag: 'text-generation',
     max_concurrent_requests: i.maxBatchSize,
     max_best_of: 128,
@@ -224,7 +226,7 @@ export function handleInfo(gw: GatewayContext, ctx: Context): void {
     // MindIE's /info nests the model facts too (mindie-compat.md §1.11).
     models: [
       {
-        model_device_type: 'cpu',
+        model_device_type: deviceType,
         model_dtype: i.dtype,
         model_id: i.modelName,
         model_pipeline_tag: 'text-generation',

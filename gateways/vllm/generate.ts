@@ -8,7 +8,7 @@ import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
-import { notSupported } from '../shared/http-error.js';
+import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { compileSchema } from '../shared/schema.js';
 import { mindieErrorBody } from '../native/errors.js';
 import { clientGoneSignal } from '../shared/sse.js';
@@ -39,12 +39,12 @@ const vllmSchema = {
     ignore_eos: nullable({ type: 'boolean' }),
     skip_special_tokens: nullable({ type: 'boolean' }),
     include_stop_str_in_output: nullable({ type: 'boolean' }),
-    use_beam_search: nullable({ type: 'boolean' }),
+    ...beamSchemaProperties,
     logprobs: nullable({ type: 'integer', minimum: 0, maximum: 20 }),
   },
 };
 
-interface VllmBody extends ConstraintFields {
+interface VllmBody extends ConstraintFields, BeamFields {
   prompt: string;
   model?: string | null;
   stream?: boolean | null;
@@ -63,7 +63,6 @@ interface VllmBody extends ConstraintFields {
   ignore_eos?: boolean | null;
   skip_special_tokens?: boolean | null;
   include_stop_str_in_output?: boolean | null;
-  use_beam_search?: boolean | null;
   logprobs?: number | null;
 }
 
@@ -74,7 +73,6 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
   const body = validateVllm(raw);
   // The old api_server ignores `model`; MindIE's example sends "None". Only a real name is checked.
   const model = body.model && body.model !== 'None' ? resolveModel(gw, body.model) : gw.info.modelName;
-  if (body.use_beam_search) throw notSupported('use_beam_search', 'beam search');
   assertAccepting(gw);
   const stop = d(body.stop);
   const structured = constraintFromFields(body, { allowResponseFormat: false });
@@ -99,6 +97,7 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
       ignoreEos: d(body.ignore_eos),
       skipSpecialTokens: d(body.skip_special_tokens),
       includeStopStrInOutput: d(body.include_stop_str_in_output),
+      ...beamSamplingParams(body, body.stream === true),
     },
   };
   withConstraintField(request, structured?.field);

@@ -153,49 +153,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const Model& m = *modelBox(env, info[0], "model")->model;
-  const ModelConfig& c = m.cfg;
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("path", c.path);
-  o.Set("format", c.format);
-  o.Set("architecture", archName(c.arch));
-  o.Set("name", c.name);
-  o.Set("vocabSize", static_cast<double>(c.vocab));
-  o.Set("hiddenSize", static_cast<double>(c.hidden));
-  o.Set("intermediateSize", static_cast<double>(c.intermediate));
-  o.Set("numLayers", static_cast<double>(c.layers));
-  o.Set("numHeads", static_cast<double>(c.heads));
-  o.Set("numKvHeads", static_cast<double>(c.kvHeads));
-  o.Set("headDim", static_cast<double>(c.headDim));
-  o.Set("contextLength", static_cast<double>(c.contextLength));
-  o.Set("ropeTheta", c.ropeTheta);
-  o.Set("rmsNormEps", c.eps);
-  o.Set("tiedEmbeddings", c.tiedEmbeddings);
-  Napi::Array windows = Napi::Array::New(env, c.layerWindow.size());
-  for (size_t l = 0; l < c.layerWindow.size(); l++) windows.Set(l, static_cast<double>(c.layerWindow[l]));
-  o.Set("layerWindows", windows);
-  const KvLayout kv = KvLayout::forModel(c);
-  Napi::Object layout = Napi::Object::New(env);
-  layout.Set("pageLayers", static_cast<double>(kv.pageLayers));
-  layout.Set("pagesPerBlock", static_cast<double>(kv.pagesPerBlock));
-  Napi::Array groups = Napi::Array::New(env, kv.groups.size());
-  for (size_t g = 0; g < kv.groups.size(); g++) {
-    Napi::Object group = Napi::Object::New(env);
-    group.Set("window", static_cast<double>(kv.groups[g].window));
-    group.Set("pages", static_cast<double>(kv.groups[g].pages));
-    groups.Set(g, group);
-  }
-  layout.Set("groups", groups);
-  o.Set("kvLayout", layout);
-  o.Set("experts", static_cast<double>(c.experts));
-  o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
-  o.Set("weightBytes", m.weightBytes);
-  o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
-  Napi::Object types = Napi::Object::New(env);
-  for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
-  o.Set("tensorTypes", types);
-  return o;
+  return modelInfoToJs(info.Env(), *modelBox(info.Env(), info[0], "model")->model);
 }
 
 Napi::Value DisposeModel(const Napi::CallbackInfo& info) {
@@ -292,33 +250,7 @@ class StepWorker : public Napi::AsyncWorker {
     }
   }
   void OnOK() override {
-    Napi::Env env = Env();
-    StepResultData& r = ctx_->result;
-    const size_t S = static_cast<size_t>(ctx_->plan.S);
-    Napi::Object o = Napi::Object::New(env);
-    auto i32 = [&](const int32_t* src, size_t n) {
-      auto a = Napi::Int32Array::New(env, n);
-      if (n) std::memcpy(a.Data(), src, n * 4);
-      return a;
-    };
-    auto f32 = [&](const float* src, size_t n) {
-      auto a = Napi::Float32Array::New(env, n);
-      if (n) std::memcpy(a.Data(), src, n * 4);
-      return a;
-    };
-    o.Set("tokens", i32(r.tokens.data(), S));
-    o.Set("logprobs", f32(r.logprobs.data(), S));
-    o.Set("topLogprobsStride", r.topStride);
-    o.Set("topLogprobIds", i32(r.topIds.data(), r.topIds.size()));
-    o.Set("topLogprobValues", f32(r.topValues.data(), r.topValues.size()));
-    if (ctx_->plan.lateMaskRows > 0) o.Set("lateMaskWaitMs", r.lateMaskWaitMs);
-    if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * ctx_->model()->cfg.vocab)));
-    if (r.anyError) {
-      Napi::Array errs = Napi::Array::New(env, S);
-      for (size_t s = 0; s < S; s++)
-        errs.Set(static_cast<uint32_t>(s), r.errors[s].empty() ? env.Null() : Napi::String::New(env, r.errors[s]));
-      o.Set("errors", errs);
-    }
+    Napi::Object o = stepResultToJs(Env(), ctx_->result, ctx_->plan.S, ctx_->plan.lateMaskRows > 0, ctx_->model()->cfg.vocab);
     ctx_->busy = false;
     deferred_.Resolve(o);
   }
@@ -486,6 +418,7 @@ Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void registerLoraExports(Napi::Env env, Napi::Object exports);
+void registerCudaExports(Napi::Env env, Napi::Object exports);
 void registerKvTransferExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -508,6 +441,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
   exports.Set("hostInfo", Napi::Function::New(env, HostInfoExport));
   registerLoraExports(env, exports);  // lora_addon.cc
+  registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc
   return exports;
 }

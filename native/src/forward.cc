@@ -75,7 +75,7 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   // Plan buffers: reserve the worst case so steady-state steps never reallocate.
   plan.tokens.reserve(T);
   plan.positions.reserve(T);
-  for (auto* v : {&plan.seqTokenOffsets, &plan.blockTableOffsets, &plan.penaltyTokenOffsets})
+  for (auto* v : {&plan.seqTokenOffsets, &plan.blockTableOffsets, &plan.penaltyTokenOffsets, &plan.suppressTokenOffsets})
     v->reserve(opts.maxSeqs + 1);
   for (auto* v : {&plan.topK, &plan.sampleCounters, &plan.allowedMaskRows, &plan.topLogprobs}) v->reserve(opts.maxSeqs);
   for (auto* v : {&plan.temperature, &plan.topP, &plan.repetitionPenalty, &plan.presencePenalty, &plan.frequencyPenalty})
@@ -465,6 +465,10 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
       p.frequencyPenalty = plan.frequencyPenalty[s];
       p.penaltyTokens = plan.penaltyTokens.data() + plan.penaltyTokenOffsets[s];
       p.penaltyCount = plan.penaltyTokenOffsets[s + 1] - plan.penaltyTokenOffsets[s];
+      if (!plan.suppressTokenOffsets.empty()) {
+        p.suppressTokens = plan.suppressTokens.data() + plan.suppressTokenOffsets[s];
+        p.suppressCount = plan.suppressTokenOffsets[s + 1] - plan.suppressTokenOffsets[s];
+      }
       p.allowedMask = plan.allowedMaskRows[s] >= 0
                           ? reinterpret_cast<const uint32_t*>(plan.allowedMask.data()) + plan.allowedMaskRows[s] * words
                           : nullptr;

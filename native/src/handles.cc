@@ -1,5 +1,7 @@
 #include "handles.h"
 
+#include "kv_layout.h"
+
 namespace prism {
 namespace {
 
@@ -38,6 +40,50 @@ ContextBox* contextBox(Napi::Env env, Napi::Value v, const char* what) {
   ContextBox* b = unwrap<ContextBox>(env, v, kContextTag, what, "context");
   if (!b->ctx) throw Napi::Error::New(env, std::string(what) + ": the context has been disposed");
   return b;
+}
+
+Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
+  const ModelConfig& c = m.cfg;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("path", c.path);
+  o.Set("format", c.format);
+  o.Set("architecture", archName(c.arch));
+  o.Set("name", c.name);
+  o.Set("vocabSize", static_cast<double>(c.vocab));
+  o.Set("hiddenSize", static_cast<double>(c.hidden));
+  o.Set("intermediateSize", static_cast<double>(c.intermediate));
+  o.Set("numLayers", static_cast<double>(c.layers));
+  o.Set("numHeads", static_cast<double>(c.heads));
+  o.Set("numKvHeads", static_cast<double>(c.kvHeads));
+  o.Set("headDim", static_cast<double>(c.headDim));
+  o.Set("contextLength", static_cast<double>(c.contextLength));
+  o.Set("ropeTheta", c.ropeTheta);
+  o.Set("rmsNormEps", c.eps);
+  o.Set("tiedEmbeddings", c.tiedEmbeddings);
+  Napi::Array windows = Napi::Array::New(env, c.layerWindow.size());
+  for (size_t l = 0; l < c.layerWindow.size(); l++) windows.Set(l, static_cast<double>(c.layerWindow[l]));
+  o.Set("layerWindows", windows);
+  const KvLayout kv = KvLayout::forModel(c);
+  Napi::Object layout = Napi::Object::New(env);
+  layout.Set("pageLayers", static_cast<double>(kv.pageLayers));
+  layout.Set("pagesPerBlock", static_cast<double>(kv.pagesPerBlock));
+  Napi::Array groups = Napi::Array::New(env, kv.groups.size());
+  for (size_t g = 0; g < kv.groups.size(); g++) {
+    Napi::Object group = Napi::Object::New(env);
+    group.Set("window", static_cast<double>(kv.groups[g].window));
+    group.Set("pages", static_cast<double>(kv.groups[g].pages));
+    groups.Set(g, group);
+  }
+  layout.Set("groups", groups);
+  o.Set("kvLayout", layout);
+  o.Set("experts", static_cast<double>(c.experts));
+  o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
+  o.Set("weightBytes", m.weightBytes);
+  o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
+  Napi::Object types = Napi::Object::New(env);
+  for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
+  o.Set("tensorTypes", types);
+  return o;
 }
 
 }  // namespace prism

@@ -24,4 +24,7 @@ Napi::Value wrapContext(Napi::Env env, std::shared_ptr<Context> ctx);
 ModelBox* modelBox(Napi::Env env, Napi::Value v, const char* what);
 ContextBox* contextBox(Napi::Env env, Napi::Value v, const char* what);
 
+// The JS ModelInfo of a model (native.ts), whichever device holds its weights.
+Napi::Object modelInfoToJs(Napi::Env env, const Model& m);
+
 }  // namespace prism

@@ -37,7 +37,7 @@ double bytesOf(const LinearGroup& g) {
 
 class Builder {
  public:
-  Builder(Model& m, TensorSet& set) : m_(m), set_(set) {}
+  Builder(Model& m, TensorSet& set, WeightPreparation prep) : m_(m), set_(set), prep_(prep) {}
 
   std::string display(const std::string& name) const {
     auto it = set_.originalNames.find(name);
@@ -119,7 +119,19 @@ class Builder {
     m_.maxLinearCols = std::max(m_.maxLinearCols, cols);
     TensorType type = static_cast<TensorType>(ts.front()->type);
     try {
-      if (parts.size() > 1 && sameType) {
+      if (prep_ == WeightPreparation::FileBytes) {
+        int64_t off = 0;
+        for (size_t k = 0; k < parts.size(); k++) {
+          LinearWeight w;
+          w.type = static_cast<TensorType>(ts[k]->type);
+          w.rows = parts[k].second;
+          w.cols = cols;
+          w.data = ts[k]->data;
+          w.bytes = typeRowBytes(w.type, cols) * static_cast<size_t>(w.rows);
+          g.parts.push_back({std::move(w), off});
+          off += parts[k].second;
+        }
+      } else if (parts.size() > 1 && sameType) {
         std::vector<uint8_t>& buf = m_.ownedBytes.emplace_back();
         size_t total = 0;
         for (auto* t : ts) total += t->bytes;
@@ -148,6 +160,7 @@ class Builder {
  private:
   Model& m_;
   TensorSet& set_;
+  WeightPreparation prep_;
 };
 
 // The activation rounding of the quantized matmuls (kernels.h, ActivationPrecision), per
@@ -198,11 +211,11 @@ void checkConfig(ModelConfig& c, const std::string& file) {
   }
 }
 
-void build(Model& m, TensorSet& set, const ProgressFn& progress) {
+void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparation prep) {
   ModelConfig& c = m.cfg;
   checkConfig(c, set.file);
   m.activations = chooseActivations(c, set.file);
-  Builder b(m, set);
+  Builder b(m, set, prep);
   auto emb = set.tensors.find("token_embd.weight");
   if (emb == set.tensors.end()) b.fail("token_embd.weight", "missing token embedding");
   if (emb->second.dims.size() != 2 || emb->second.dims[0] != c.hidden)
@@ -278,14 +291,14 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress) {
 
 }  // namespace
 
-std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress) {
+std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress, WeightPreparation prep) {
   auto m = std::make_shared<Model>();
   TensorSet set;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) readSafetensorsModel(path, m->cfg, set);
   else readGgufModel(path, m->cfg, set);
   m->maps = set.maps;
-  build(*m, set, progress);
+  build(*m, set, progress, prep);
   for (const auto& map : m->maps) map->releaseResidentPages();
   return m;
 }

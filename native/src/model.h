@@ -146,8 +146,14 @@ struct Model {
 
 using ProgressFn = std::function<void(double)>;
 
+// What becomes of the linear weights at load: prepared for the CPU kernels (repacked, Q/K/V
+// and gate/up fused into one matrix), or left as the file's bytes, one part per tensor (an
+// accelerator backend uploads those and lays them out its own way: native/cuda/host/).
+enum class WeightPreparation { Cpu, FileBytes };
+
 // Reads a GGUF file or a safetensors directory (chosen by what `path` is). Throws FormatError.
-std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress);
+std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress,
+                                         WeightPreparation prep = WeightPreparation::Cpu);
 
 // Format readers (gguf_model.cc, safetensors_model.cc): config + tensors under GGUF names.
 void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set);

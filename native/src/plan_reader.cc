@@ -1,6 +1,7 @@
 #include "plan_reader.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace prism {
@@ -46,8 +47,15 @@ void checkOffsets(Napi::Env env, const char* field, const std::vector<int32_t>& 
 }  // namespace
 
 void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlanData& p) {
-  const ContextOptionsData& opt = ctx.options();
-  const int64_t V = ctx.model()->cfg.vocab;
+  const ContextOptionsData& o = ctx.options();
+  readStepPlan(env, plan,
+               PlanLimits{o.kvBlocks, o.blockSize, o.maxBatchTokens, o.maxSeqs, ctx.model()->cfg.vocab,
+                          ctx.kvLayout().pagesPerBlock, &ctx.lora()},
+               p);
+}
+
+void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepPlanData& p) {
+  const int64_t V = opt.vocab;
   const auto I32 = napi_int32_array, F32 = napi_float32_array;
 
   copyField(env, plan, "tokens", I32, "Int32Array", -1, p.tokens);
@@ -76,7 +84,7 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
       rangeError(env, "blockTables[" + std::to_string(k) + "]", "block id " + std::to_string(p.blockTables[k]) +
                                                                    " must be in [0, kvBlocks=" + std::to_string(opt.kvBlocks) + ")");
   // A block is `pagesPerBlock` entries (one page per layer group: kv_layout.h).
-  const int64_t pagesPerBlock = ctx.kvLayout().pagesPerBlock;
+  const int64_t pagesPerBlock = opt.pagesPerBlock;
   for (int64_t s = 0; s < S; s++) {
     const int64_t entries = p.blockTableOffsets[s + 1] - p.blockTableOffsets[s];
     if (entries % pagesPerBlock != 0)
@@ -119,6 +127,16 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
   for (size_t k = 0; k < p.penaltyTokens.size(); k++)
     if (p.penaltyTokens[k] < 0 || p.penaltyTokens[k] >= V)
       rangeError(env, "penaltyTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
+  copyField(env, plan, "suppressTokenOffsets", I32, "Int32Array", S + 1, p.suppressTokenOffsets, true);
+  copyField(env, plan, "suppressTokens", I32, "Int32Array", -1, p.suppressTokens, true);
+  if (!p.suppressTokenOffsets.empty())
+    checkOffsets(env, "suppressTokenOffsets", p.suppressTokenOffsets, static_cast<int64_t>(p.suppressTokens.size()),
+                 false);
+  else if (!p.suppressTokens.empty())
+    rangeError(env, "suppressTokens", "needs suppressTokenOffsets (length S+1)");
+  for (size_t k = 0; k < p.suppressTokens.size(); k++)
+    if (p.suppressTokens[k] < 0 || p.suppressTokens[k] >= V)
+      rangeError(env, "suppressTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
   const int64_t words = (V + 31) / 32;
   if (p.allowedMask.size() % words != 0)
     rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));
@@ -164,12 +182,41 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlan
   // LoRA slot per sequence (lora.h): optional; each must be -1 (base) or a bound slot.
   copyField(env, plan, "adapterSlots", I32, "Int32Array", S, p.adapterSlots, true);
   for (size_t s = 0; s < p.adapterSlots.size(); s++)
-    if (p.adapterSlots[s] != -1 && !ctx.lora().bound(p.adapterSlots[s]))
+    if (p.adapterSlots[s] != -1 && (opt.lora == nullptr || !opt.lora->bound(p.adapterSlots[s])))
       rangeError(env, "adapterSlots[" + std::to_string(s) + "]",
                  "must be -1 (base model) or a slot holding an adapter (context has " +
-                     std::to_string(ctx.lora().slots()) + " slots)");
+                     std::to_string(opt.lora ? opt.lora->slots() : 0) + " slots)");
   p.T = static_cast<int32_t>(T);
   p.S = static_cast<int32_t>(S);
+}
+
+Napi::Object stepResultToJs(Napi::Env env, const StepResultData& r, int64_t S, bool lateMasks, int64_t vocab) {
+  Napi::Object o = Napi::Object::New(env);
+  auto i32 = [&](const int32_t* src, size_t n) {
+    auto a = Napi::Int32Array::New(env, n);
+    if (n) std::memcpy(a.Data(), src, n * 4);
+    return a;
+  };
+  auto f32 = [&](const float* src, size_t n) {
+    auto a = Napi::Float32Array::New(env, n);
+    if (n) std::memcpy(a.Data(), src, n * 4);
+    return a;
+  };
+  const size_t n = static_cast<size_t>(S);
+  o.Set("tokens", i32(r.tokens.data(), n));
+  o.Set("logprobs", f32(r.logprobs.data(), n));
+  o.Set("topLogprobsStride", r.topStride);
+  o.Set("topLogprobIds", i32(r.topIds.data(), r.topIds.size()));
+  o.Set("topLogprobValues", f32(r.topValues.data(), r.topValues.size()));
+  if (lateMasks) o.Set("lateMaskWaitMs", r.lateMaskWaitMs);
+  if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * vocab)));
+  if (r.anyError) {
+    Napi::Array errs = Napi::Array::New(env, n);
+    for (size_t s = 0; s < n; s++)
+      errs.Set(static_cast<uint32_t>(s), r.errors[s].empty() ? env.Null() : Napi::String::New(env, r.errors[s]));
+    o.Set("errors", errs);
+  }
+  return o;
 }
 
 }  // namespace prism

@@ -64,6 +64,7 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
       counts[t] = 0;
     }
   }
+  for (int64_t k = 0; k < p.suppressCount; k++) z[p.suppressTokens[k]] = kNegInf;
   if (p.allowedMask) {
     for (int64_t t = 0; t < V; t++)
       if (!((p.allowedMask[t >> 5] >> (t & 31)) & 1u)) z[t] = kNegInf;
@@ -85,7 +86,7 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
     out.token = -1;
     out.logprob = std::numeric_limits<float>::quiet_NaN();
     out.error = sawNan ? "the model produced NaN logits: cannot sample"
-                       : "no token is allowed: the allowed-token mask (after penalties) excludes the whole vocabulary";
+                       : "no token is allowed: the allowed-token mask and the suppressed tokens (after penalties) exclude the whole vocabulary";
     return;
   }
 

@@ -1,4 +1,4 @@
-// Per-sequence sampling from one row of logits: penalties, allowed-token mask,
+// Per-sequence sampling from one row of logits: penalties, suppressed tokens, allowed-token mask,
 // temperature, top-k, top-p, then a draw from a counter-based RNG so the same
 // (seed, counter) always gives the same token whatever else is in the batch.
 #pragma once
@@ -24,6 +24,8 @@ struct SampleParams {
   int32_t topK = 0;
   const int32_t* penaltyTokens = nullptr;
   int64_t penaltyCount = 0;
+  const int32_t* suppressTokens = nullptr;  // tokens that may not be sampled (min_tokens)
+  int64_t suppressCount = 0;
   const uint32_t* allowedMask = nullptr;  // ceil(vocab/32) words, or null
   uint64_t seed = 0;
   uint64_t counter = 0;

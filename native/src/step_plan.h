@@ -17,6 +17,9 @@ struct StepPlanData {
   std::vector<float> temperature, topP, repetitionPenalty, presencePenalty, frequencyPenalty;
   std::vector<int32_t> topK, penaltyTokenOffsets, penaltyTokens, sampleCounters, allowedMaskRows, allowedMask,
       topLogprobs;
+  // Per sequence (CSR, optional: empty = none): tokens it may not sample this step (min_tokens
+  // holds back end-of-sequence and stop tokens until enough output exists).
+  std::vector<int32_t> suppressTokenOffsets, suppressTokens;
   std::vector<uint64_t> seeds;
   std::vector<int32_t> adapterSlots;  // per sequence: LoRA slot, -1 = base model; empty = all base
   ReturnLogits returnLogits = ReturnLogits::None;

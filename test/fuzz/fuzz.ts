@@ -10,6 +10,7 @@
  */
 import { request as httpRequest, Agent } from 'node:http';
 import fc from 'fast-check';
+import { jsonSchemas } from './json-schemas.js';
 import { familyOfPath, routes, type Family, type ListenerName, type Route } from './routes.js';
 
 export interface FuzzCase {
@@ -214,7 +215,25 @@ const bodyFor: BodyMaker = (base, fields) => {
       'invalid utf-8 in a string',
     ];
   });
+  // A generated JSON Schema (json-schemas.ts) where the route takes one: response_format (with
+  // strict or not), guided_json, TGI's parameters.grammar.
+  const schemaField = fieldNames.includes('response_format')
+    ? 'response_format'
+    : fieldNames.includes('parameters.grammar')
+      ? 'parameters.grammar'
+      : null;
+  const withSchema = fc
+    .tuple(jsonSchemas, fc.boolean(), fc.boolean())
+    .map(([schema, strict, guided]): [Buffer, string] => {
+      const v = structuredClone(b);
+      if (schemaField === 'response_format' && guided) setPath(v, 'guided_json', schema);
+      else if (schemaField === 'response_format')
+        setPath(v, 'response_format', { type: 'json_schema', json_schema: { name: 's', schema, strict } });
+      else setPath(v, 'parameters.grammar', { type: 'json', value: schema });
+      return [text(serialize(v)), `schema ${schemaField ?? ''}`];
+    });
   return fc.oneof(
+    { weight: schemaField ? 3 : 0, arbitrary: withSchema },
     { weight: 8, arbitrary: mutated },
     { weight: 2, arbitrary: fc.constant<[Buffer, string]>([text(serialize(b)), 'plausible']) },
     { weight: 2, arbitrary: deleted },

@@ -39,6 +39,7 @@ const TGI_PARAMS = [
   'parameters.best_of',
   'parameters.watermark',
   'parameters.top_n_tokens',
+  'parameters.grammar',
 ];
 
 export const routes: readonly Route[] = [

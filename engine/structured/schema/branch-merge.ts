@@ -30,6 +30,7 @@
  */
 import { typesLeftByNot } from './implicit.js';
 import { refuse } from './refusal.js';
+import type { VisitBudget } from './limits.js';
 import { isSchemaObject, subschemas, type Schema } from './node.js';
 
 export type BranchMerge =
@@ -41,6 +42,27 @@ export type BranchMerge =
       readonly inlined: readonly (readonly Inlined[])[];
     }
   | { readonly ok: false; readonly keyword: string; readonly reason: string; readonly empty?: true };
+
+/**
+ * The relaxed preparation (prepare.ts) merges what the exact one refuses: a keyword on both
+ * sides with different values keeps one of them (the tighter, where both are numeric bounds
+ * of the same kind, which is exact), properties are added beside an additionalProperties that
+ * would judge them, a reference with keywords beside it is followed without them, a merge
+ * that would expand a cycle keeps the reference. Each such step makes the merged schema
+ * accept more than the client's, never less, and is recorded here: the finished document is
+ * then checked against the client's schema.
+ */
+export interface Loosened {
+  /** Where, as a dotted path inside the schema ('' for its root). */
+  readonly path: string;
+  readonly reason: string;
+}
+/** Where a relaxed merge records what it loosened; null in the exact preparation. */
+export type Relax = Loosened[] | null;
+
+/** Bounds of which both sides' values hold when the tighter one does. */
+const LOWER_BOUNDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties']);
+const UPPER_BOUNDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties']);
 
 /** A reference a merge followed, and the definition it copied (compared by identity). */
 export interface Inlined {
@@ -76,7 +98,7 @@ function siblings(s: Schema): string[] {
 const hasOneAlternative = (s: Schema) => Array.isArray(s.anyOf) !== Array.isArray(s.oneOf);
 
 /** `s`'s `anyOf` or `oneOf` branches merged with the keywords beside them. */
-export function mergeBranches(s: Schema, root: unknown, depth = 0): BranchMerge {
+export function mergeBranches(s: Schema, root: unknown, depth = 0, relax: Relax = null): BranchMerge {
   const alt = Array.isArray(s.oneOf) ? 'oneOf' : 'anyOf';
   const branches = s[alt] as unknown[];
   const moved = siblings(s);
@@ -85,14 +107,14 @@ export function mergeBranches(s: Schema, root: unknown, depth = 0): BranchMerge 
   const out: unknown[] = [];
   const inlined: Inlined[][] = [];
   for (let i = 0; i < branches.length; i++) {
-    const r = followRefs(branches[i], root);
+    const r = followRefs(branches[i], root, relax);
     if (r === undefined)
       return {
         ok: false,
         keyword: `${alt}[${i}].$ref`,
         reason: 'cannot be merged with the keywords beside it',
       };
-    const merged = mergeOne(parent, r.target);
+    const merged = mergeOne(parent, r.target, relax);
     if (merged === null) continue;
     // A branch whose own alternatives all fail beside what it now holds matches nothing. (Only
     // a few levels down: through references the question could recur without end, and a
@@ -103,7 +125,7 @@ export function mergeBranches(s: Schema, root: unknown, depth = 0): BranchMerge 
       isSchemaObject(merged.schema) &&
       hasOneAlternative(merged.schema)
     ) {
-      const inner = mergeBranches(merged.schema, root, depth + 1);
+      const inner = mergeBranches(merged.schema, root, depth + 1, relax && []);
       if (!inner.ok && inner.empty) continue;
     }
     if ('keyword' in merged)
@@ -140,7 +162,7 @@ export type AllOfMerge =
  * refuses an `allOf` of more than one schema). Members' own `allOf`s fold in too. An `allOf`
  * of one reference with only annotations beside it is that reference (nothing is inlined).
  */
-export function mergeAllOf(s: Schema, root: unknown): AllOfMerge {
+export function mergeAllOf(s: Schema, root: unknown, relax: Relax = null): AllOfMerge {
   const lone = loneReference(s);
   if (lone) return { ok: true, schema: lone, inlined: [] };
   let acc: Schema = s;
@@ -150,7 +172,7 @@ export function mergeAllOf(s: Schema, root: unknown): AllOfMerge {
     const { allOf: _members, ...rest } = acc;
     let next: Schema = rest;
     for (let i = 0; i < members.length; i++) {
-      const r = followRefs(members[i], root);
+      const r = followRefs(members[i], root, relax);
       if (r === undefined)
         return {
           ok: false,
@@ -158,7 +180,7 @@ export function mergeAllOf(s: Schema, root: unknown): AllOfMerge {
           reason: 'cannot be merged with the schemas beside it',
         };
       inlined.push(...r.refs);
-      const merged = mergeOne(next, r.target);
+      const merged = mergeOne(next, r.target, relax);
       if (merged === null)
         return { ok: false, keyword: 'allOf', reason: 'no document satisfies all of its schemas' };
       if ('keyword' in merged)
@@ -213,40 +235,72 @@ export function distributeSiblings(
   node: unknown,
   root: unknown = node,
   expanding: readonly Inlined[] = [],
+  relax: Relax = null,
+  path = '',
+  budget?: VisitBudget,
 ): boolean {
   if (!isSchemaObject(node)) return false;
+  budget?.visit(`schema${path}`);
   let changed = false;
   let inside = expanding;
   if (Array.isArray(node.allOf)) {
-    const m = mergeAllOf(node, root);
+    const m = mergeAllOf(node, root, relax);
     if (m.ok) {
       const cycle = mergeCycle(m.inlined, inside);
-      if (cycle !== undefined) throw mergeCycleError('schema.allOf', cycle);
-      inside = [...inside, ...m.inlined];
+      let merged = m.schema;
+      if (cycle !== undefined) {
+        if (!relax) throw mergeCycleError(`schema${path}.allOf`, cycle);
+        // Relaxed: the recursion stays a reference, what was beside it is left to the check.
+        const { allOf: _members, ...rest } = node;
+        merged = { ...annotationsOf(rest), $ref: cycle };
+        relax.push({ path: `${path}.allOf`, reason: `merging ${JSON.stringify(cycle)} into itself` });
+      } else inside = [...inside, ...m.inlined];
       for (const k of Object.keys(node)) delete node[k];
-      Object.assign(node, m.schema);
+      Object.assign(node, merged);
       changed = true;
     }
   }
   if (Array.isArray(node.anyOf) !== Array.isArray(node.oneOf)) {
-    const m = mergeBranches(node, root);
+    const alt = Array.isArray(node.oneOf) ? 'oneOf' : 'anyOf';
+    const original = node[alt] as unknown[];
+    const m = mergeBranches(node, root, 0, relax);
     if (m.ok && m.moved.length > 0) {
-      const alt = Array.isArray(node.oneOf) ? 'oneOf' : 'anyOf';
       for (const k of m.moved) delete node[k];
-      node[alt] = m.branches;
+      const branches = [...m.branches];
+      node[alt] = branches;
       changed = true;
-      m.branches.forEach((b, i) => {
+      branches.forEach((b, i) => {
         const cycle = mergeCycle(m.inlined[i]!, inside);
-        if (cycle !== undefined) throw mergeCycleError(`schema.${alt}[${i}]`, cycle);
-        changed = distributeSiblings(b, root, [...inside, ...m.inlined[i]!]) || changed;
+        if (cycle !== undefined) {
+          if (!relax) throw mergeCycleError(`schema${path}.${alt}[${i}]`, cycle);
+          // Relaxed: the branch stays the reference; the keywords beside it are checked after.
+          branches[i] = { $ref: cycle };
+          relax.push({
+            path: `${path}.${alt}[${i}]`,
+            reason: `keywords beside ${alt} merged into a recursion`,
+          });
+          return;
+        }
+        changed =
+          distributeSiblings(b, root, [...inside, ...m.inlined[i]!], relax, `${path}.${alt}[${i}]`) ||
+          changed;
       });
       for (const sub of subschemas(node))
-        if (!m.branches.includes(sub)) changed = distributeSiblings(sub, root, inside) || changed;
+        if (!branches.includes(sub) && !original.includes(sub))
+          changed = distributeSiblings(sub, root, inside, relax, path, budget) || changed;
       return changed;
     }
   }
-  for (const sub of subschemas(node)) changed = distributeSiblings(sub, root, inside) || changed;
+  for (const sub of subschemas(node))
+    changed = distributeSiblings(sub, root, inside, relax, path, budget) || changed;
   return changed;
+}
+
+/** The annotation keywords of `s` (they constrain nothing, so a reference may keep them). */
+function annotationsOf(s: Schema): Schema {
+  return Object.fromEntries(
+    Object.entries(s).filter(([k]) => STAYS.has(k) && k !== 'anyOf' && k !== 'oneOf'),
+  );
 }
 
 /** A branch with a local `$ref` followed (up to 8 hops); undefined when it cannot be. */
@@ -255,15 +309,27 @@ export function resolveRef(b: unknown, root: unknown): unknown {
 }
 
 /** `b` with its local `$ref`s followed (up to 8 hops), and the references followed. */
-function followRefs(b: unknown, root: unknown): { target: unknown; refs: Inlined[] } | undefined {
+function followRefs(
+  b: unknown,
+  root: unknown,
+  relax: Relax = null,
+): { target: unknown; refs: Inlined[] } | undefined {
   const refs: Inlined[] = [];
   for (let hop = 0; hop < 8; hop++) {
     if (!isSchemaObject(b) || typeof b.$ref !== 'string') return { target: b, refs };
     // A $ref with other constraining keywords beside it: older drafts ignore them, newer
-    // ones conjoin them; rather than guess, refuse.
-    if (siblings(b).length > 1) return undefined;
+    // ones conjoin them; rather than guess, refuse (relaxed: follow it, check them after).
+    if (siblings(b).length > 1) {
+      if (!relax) return undefined;
+      relax.push({ path: '', reason: `keywords beside the reference ${JSON.stringify(b.$ref)}` });
+    }
     const target = pointer(root, b.$ref);
-    if (target === undefined) return undefined;
+    if (target === undefined) {
+      // Relaxed: a reference the merge cannot follow counts as any value.
+      if (!relax) return undefined;
+      relax.push({ path: '', reason: `a reference that cannot be followed: ${JSON.stringify(b.$ref)}` });
+      return { target: true, refs };
+    }
     refs.push({ ref: b.$ref, target });
     b = target;
   }
@@ -317,17 +383,26 @@ type MergeResult =
   { readonly schema: unknown } | { readonly keyword: string; readonly reason: string } | null;
 
 /** `P ∧ B` as one schema; null when no document can match it (the branch is dropped). */
-function mergeOne(parent: Schema, b: unknown): MergeResult {
+function mergeOne(parent: Schema, b: unknown, relax: Relax = null): MergeResult {
   if (b === false) return null;
   if (b === true) return { schema: structuredClone(parent) };
   if (!isSchemaObject(b)) return { keyword: '', reason: 'a branch must be a schema' };
   const out: Schema = structuredClone(b);
   const closes = (s: Schema) => s.additionalProperties !== undefined || s.patternProperties !== undefined;
   const names = (s: Schema) => Object.keys(isSchemaObject(s.properties) ? s.properties : {});
-  if (closes(parent) && names(b).some((n) => !names(parent).includes(n)))
-    return { keyword: 'properties', reason: 'additionalProperties beside it judges only its own properties' };
-  if (closes(b) && names(parent).some((n) => !names(b).includes(n)))
-    return { keyword: 'additionalProperties', reason: "it would judge the parent's properties too" };
+  const loosen = (keyword: string, reason: string): MergeResult | undefined => {
+    if (!relax) return { keyword, reason };
+    relax.push({ path: keyword, reason });
+    return undefined;
+  };
+  if (closes(parent) && names(b).some((n) => !names(parent).includes(n))) {
+    const r = loosen('properties', 'additionalProperties beside it judges only its own properties');
+    if (r) return r;
+  }
+  if (closes(b) && names(parent).some((n) => !names(b).includes(n))) {
+    const r = loosen('additionalProperties', "it would judge the parent's properties too");
+    if (r) return r;
+  }
   for (const [k, pv] of Object.entries(parent)) {
     if (!(k in out)) {
       out[k] = structuredClone(pv);
@@ -349,8 +424,11 @@ function mergeOne(parent: Schema, b: unknown): MergeResult {
         // A property in both: its schema is the conjunction of the two, merged the same way.
         let inner: MergeResult;
         if (sub === true || sameJson(sub, bv[name])) inner = { schema: bv[name] };
-        else if (isSchemaObject(sub)) inner = mergeOne(sub, bv[name]);
-        else inner = { keyword: '', reason: 'different schemas' };
+        else if (isSchemaObject(sub)) inner = mergeOne(sub, bv[name], relax);
+        else if (relax) {
+          relax.push({ path: `properties.${name}`, reason: 'different schemas' });
+          inner = { schema: bv[name] };
+        } else inner = { keyword: '', reason: 'different schemas' };
         if (inner === null) return null; // no value fits both: the property rules the branch out
         if ('keyword' in inner)
           return {
@@ -371,8 +449,17 @@ function mergeOne(parent: Schema, b: unknown): MergeResult {
       const types = intersectTypes(pv, bv);
       if (types.length === 0) return null;
       out[k] = types.length === 1 ? types[0] : types;
+    } else if (
+      typeof pv === 'number' &&
+      typeof bv === 'number' &&
+      (LOWER_BOUNDS.has(k) || UPPER_BOUNDS.has(k))
+    ) {
+      // Both bounds hold exactly when the tighter one does.
+      out[k] = LOWER_BOUNDS.has(k) ? Math.max(pv, bv) : Math.min(pv, bv);
     } else if (!sameJson(pv, bv)) {
-      return { keyword: k, reason: 'different values' };
+      // Relaxed: the branch's own value stays (a weaker schema than both); checked after.
+      const r = loosen(k, 'different values');
+      if (r) return r;
     }
   }
   // A `not: {type}` (from either side) is the types it leaves; none left: no document.

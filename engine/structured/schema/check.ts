@@ -11,6 +11,7 @@ import { refuse } from './refusal.js';
 import {
   INTEGER_FORMAT_RANGES,
   NUMBER_FORMAT_RANGES,
+  forbiddenPropertyDroppable,
   byteRewritable,
   integerType,
   numberType,
@@ -25,12 +26,14 @@ import {
   referenceLoop,
   resolveRef,
   type Inlined,
+  type Relax,
 } from './branch-merge.js';
-import { checkSchemaSize, type VisitBudget } from './limits.js';
+import { DERIVED_SCALE, checkSchemaSize, type VisitBudget } from './limits.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
+import { filterEnum } from './enum-siblings.js';
 import { foldSchemaLengths } from './pattern-length.js';
-import { SCHEMA_LISTS, SCHEMA_MAPS } from './node.js';
-import { impliedType, typesLeftByNot, undecidableRequired } from './implicit.js';
+import { SCHEMA_LISTS, SCHEMA_MAPS, isSchemaObject } from './node.js';
+import { KEYWORD_TYPE, impliedType, typesLeftByNot, undecidableRequired } from './implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
 export const ENFORCED_KEYWORDS: readonly string[] = [
@@ -195,11 +198,17 @@ let metaValidator: Ajv2020 | null = null;
  * Throws INVALID_ARGUMENT (field = `field` plus the JSON path inside the schema) unless
  * `schema` is a JSON Schema object whose every constraint the grammar enforces.
  */
-export function checkJsonSchema(schema: unknown, field: string): void {
+export function checkJsonSchema(
+  schema: unknown,
+  field: string,
+  relax: Relax = null,
+  /** The schema is one Prism derived from the client's by merging (prepare.ts): wider limits. */
+  derived = false,
+): void {
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
     throw refuse(field, 'must be a JSON Schema object');
   // First, iteratively: everything after this recurses over the schema's nesting.
-  const budget = checkSchemaSize(schema, field);
+  const budget = checkSchemaSize(schema, field, derived ? DERIVED_SCALE : 1);
   metaValidator ??= new Ajv2020({ strict: false, validateFormats: false });
   // `$schema` names a draft; the meta-schema check below is 2020-12's, which draft-07
   // schemas (the common case) also pass, so the name itself is not looked up.
@@ -210,7 +219,7 @@ export function checkJsonSchema(schema: unknown, field: string): void {
     throw refuse(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
   }
   try {
-    walk(schema as Record<string, unknown>, field, { root: schema, budget }, []);
+    walk(schema as Record<string, unknown>, field, { root: schema, budget, relax, field }, []);
   } catch (e) {
     // The limits above keep the walk's recursion bounded; should a schema still exhaust the
     // stack, it is the client's schema that is too complex, never a server error.
@@ -222,6 +231,14 @@ export function checkJsonSchema(schema: unknown, field: string): void {
 interface Walk {
   readonly root: unknown;
   readonly budget: VisitBudget;
+  /**
+   * Null: the first problem refuses the schema. Otherwise (the relaxed preparation,
+   * prepare.ts) a problem that dropping keywords resolves drops them from the node — the
+   * schema then accepts more, never less — and is recorded here; the rest still refuse.
+   */
+  readonly relax: Relax;
+  /** The client's field, the prefix of every path (stripped from what `relax` records). */
+  readonly field: string;
 }
 
 /**
@@ -244,26 +261,47 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
     return;
   }
   const s = node as Record<string, unknown>;
+  /**
+   * A problem at `at`: refuses, or (relaxed) resolves it by `fix` (by default dropping the
+   * `drop` keywords from `s`) and records it. An empty `drop` without `fix` always refuses.
+   */
+  const problem = (at: string, reason: string, drop: readonly string[], fix?: () => void): void => {
+    if (!ctx.relax || (drop.length === 0 && !fix)) throw refuse(at, reason);
+    if (fix) fix();
+    else for (const k of drop) delete s[k];
+    ctx.relax.push({ path: at.slice(ctx.field.length), reason });
+  };
   for (const key of Object.keys(s)) {
-    if (key === 'multipleOf' && !multipleOfEnforced(s))
-      throw refuse(
+    if (!(key in s)) continue; // dropped by a relaxation above
+    if (key === 'multipleOf' && !multipleOfEnforced(s)) {
+      problem(
         `${path}.multipleOf`,
         `keyword 'multipleOf' is not supported here: the grammar enforces it only on type "integer", with a whole divisor from 1 to 1024 and no bounds (minimum/maximum, int32/int64)`,
+        ['multipleOf'],
       );
+      continue;
+    }
     if (key === 'not') {
       const left = typesLeftByNot(s);
-      if (left === 'empty') throw refuse(`${path}.not`, 'excludes every type the schema allows');
-      if (left === 'fractions')
-        throw refuse(
+      if (left === 'empty') {
+        problem(`${path}.not`, 'excludes every type the schema allows', ['not']);
+        continue;
+      }
+      if (left === 'fractions') {
+        problem(
           `${path}.not`,
           'excluding integers from numbers is not supported (the grammar has no type for numbers that are not whole)',
+          ['not'],
         );
+        continue;
+      }
       if (left !== null) continue;
     }
     if (REFUSED.has(key) && !isNoOp(s, key))
-      throw refuse(
+      problem(
         `${path}.${key}`,
         `keyword '${key}' is not supported: the grammar cannot enforce it (supported: ${ENFORCED_KEYWORDS.join(', ')})`,
+        [key],
       );
   }
   const types = Array.isArray(s.type) ? s.type : s.type === undefined ? [] : [s.type];
@@ -272,57 +310,134 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
       throw refuse(`${path}.type`, `unknown type ${JSON.stringify(t)}`);
   // int32/int64 are enforced as ranges (rewrite.ts), on integer types only.
   if (typeof s.format === 'string' && s.format in INTEGER_FORMAT_RANGES && !integerType(s.type))
-    throw refuse(
+    problem(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "integer" (or ["integer", "null"]) only`,
+      ['format'],
     );
   // float/double are enforced as their finite ranges (rewrite.ts), on number types only.
   if (typeof s.format === 'string' && s.format in NUMBER_FORMAT_RANGES && !numberType(s.type))
-    throw refuse(
+    problem(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is supported on type "number" (or ["number", "null"]) only`,
+      ['format'],
     );
-  checkRange(s, path);
+  checkRange(s, path, problem);
+  // xgrammar 0.2.8 refuses to compile a minimum count above its maximum; no value of that type
+  // satisfies it (relaxed: the counts go, the document is checked).
+  for (const [lo, hi, what] of COUNTS)
+    if (typeof s[lo] === 'number' && typeof s[hi] === 'number' && (s[lo] as number) > (s[hi] as number))
+      problem(`${path}.${lo}`, `is greater than '${hi}': no ${what} satisfies both`, [lo, hi]);
+  if (
+    Array.isArray(s.prefixItems) &&
+    s.items === false &&
+    typeof s.minItems === 'number' &&
+    s.minItems > s.prefixItems.length
+  )
+    problem(
+      `${path}.minItems`,
+      'is greater than the number of prefixItems while items is false: no array satisfies both',
+      ['minItems'],
+    );
+  if (
+    s.additionalProperties === false &&
+    s.patternProperties === undefined &&
+    typeof s.minProperties === 'number' &&
+    s.minProperties > Object.keys(isSchemaObject(s.properties) ? s.properties : {}).length
+  )
+    problem(
+      `${path}.minProperties`,
+      'is greater than the number of properties while additionalProperties is false: no object satisfies both',
+      ['minProperties'],
+    );
+  if (isSchemaObject(s.properties))
+    for (const [name, sub] of Object.entries(s.properties))
+      if (sub === false && !forbiddenPropertyDroppable(s, name))
+        problem(
+          `${path}.properties.${name}`,
+          'is false (the property must not appear) beside required, additionalProperties or patternProperties that would admit it: the grammar cannot express that',
+          [],
+          () => {
+            delete (s.properties as Record<string, unknown>)[name];
+            if (Array.isArray(s.required)) s.required = s.required.filter((r) => r !== name);
+          },
+        );
+  if (typeof s.maxProperties === 'number' && Array.isArray(s.required) && s.required.length > s.maxProperties)
+    problem(
+      `${path}.maxProperties`,
+      "is less than the number of 'required' properties: no object satisfies both",
+      ['maxProperties'],
+    );
   // byte (base64) is enforced as a pattern (rewrite.ts), on string types only.
   if (s.format === 'byte' && !(stringType(s.type) && byteRewritable(s)))
-    throw refuse(
+    problem(
       `${path}.format`,
       'format "byte" is supported on type "string" (or ["string", "null"]) without pattern, minLength or maxLength',
+      ['format'],
     );
   if (typeof s.format === 'string' && REFUSED_FORMATS.has(s.format))
-    throw refuse(
+    problem(
       `${path}.format`,
       `format ${JSON.stringify(s.format)} is not supported (supported: ${ENFORCED_FORMATS.join(', ')})`,
+      ['format'],
     );
-  if (typeof s.pattern === 'string' && hasLookaround(s.pattern)) throw refuse(`${path}.pattern`, LOOKAROUND);
+  if (typeof s.pattern === 'string' && hasLookaround(s.pattern))
+    problem(`${path}.pattern`, LOOKAROUND, ['pattern']);
   if (s.patternProperties && typeof s.patternProperties === 'object')
     for (const key of Object.keys(s.patternProperties))
-      if (hasLookaround(key)) throw refuse(`${path}.patternProperties`, LOOKAROUND);
+      if (hasLookaround(key)) {
+        problem(`${path}.patternProperties`, LOOKAROUND, ['patternProperties']);
+        break;
+      }
   // xgrammar 0.2.8 drops the length limits beside a format it writes itself
   // (format-drops-lengths); formats it does not know are annotations and leave them alone.
   if (typeof s.format === 'string' && STRING_FORMATS.has(s.format))
     for (const k of ['minLength', 'maxLength'])
       if (s[k] !== undefined)
-        throw refuse(`${path}.${k}`, `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`);
+        problem(`${path}.${k}`, `'${k}' cannot be combined with format ${JSON.stringify(s.format)}`, [k]);
   // xgrammar 0.2.8 drops the length limits and the format beside a pattern
   // (pattern-drops-lengths); lengths fold into a pattern that is one repeated character class
   // (pattern-length.ts).
   const folded = foldSchemaLengths(s);
   if (folded && 'empty' in folded)
-    throw refuse(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength');
+    problem(`${path}.pattern`, 'no string matches the pattern within minLength/maxLength', [
+      'minLength',
+      'maxLength',
+    ]);
   if (s.pattern !== undefined)
-    for (const k of folded ? ['format'] : ['minLength', 'maxLength', 'format'])
-      if (s[k] !== undefined) throw refuse(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`);
+    for (const k of folded && !('empty' in folded) ? ['format'] : ['minLength', 'maxLength', 'format'])
+      if (s[k] !== undefined) problem(`${path}.${k}`, `'${k}' cannot be combined with 'pattern'`, [k]);
   if (impliedType(s) === 'mixed')
-    throw refuse(path, "has keywords of several JSON types but no 'type': name the type");
-  const undecided = undecidableRequired(s);
-  if (undecided !== undefined)
-    throw refuse(
-      `${path}.required`,
-      `names ${JSON.stringify(undecided)}, which is not in 'properties' while additionalProperties is false or patternProperties is given`,
+    problem(
+      path,
+      "has keywords of several JSON types but no 'type': name the type",
+      Object.keys(s).filter((k) => KEYWORD_TYPE[k] !== undefined),
     );
+  const undecided = undecidableRequired(s);
+  if (undecided !== undefined) {
+    const reason = `names ${JSON.stringify(undecided)}, which is not in 'properties' while additionalProperties is false or patternProperties is given`;
+    // With additionalProperties false no object has it: refused in both modes. Beside
+    // patternProperties (relaxed) the names are listed with any value, checked after.
+    if (s.additionalProperties === false) throw refuse(`${path}.required`, reason);
+    problem(`${path}.required`, reason, [], () => {
+      const props = (isSchemaObject(s.properties) ? s.properties : {}) as Record<string, unknown>;
+      for (const name of (s.required as unknown[]).map(String)) if (!(name in props)) props[name] = {};
+      s.properties = props;
+    });
+  }
+  // xgrammar 0.2.8 drops every keyword beside enum/const (enum-ignores-siblings): the values
+  // are filtered by them instead (enum-siblings.ts), which needs them decidable.
+  const values = filterEnum(s);
+  if (values && 'undecided' in values)
+    problem(
+      path,
+      'enum/const beside keywords that refer elsewhere ($ref) is not supported: the grammar enforces only the values',
+      values.beside,
+    );
+  else if (values && values.values.length === 0)
+    problem(path, 'no value of enum/const satisfies the keywords beside it', values.beside);
   if (Array.isArray(s.oneOf) && Array.isArray(s.anyOf))
-    throw refuse(`${path}.oneOf`, 'oneOf beside anyOf is not supported');
+    problem(`${path}.oneOf`, 'oneOf beside anyOf is not supported', ['oneOf']);
   let walkedBranches = false;
   if (Array.isArray(s.oneOf) || Array.isArray(s.anyOf)) {
     const merged = mergeBranches(s, root);
@@ -339,15 +454,21 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
       walkedBranches = true;
     }
     if (Array.isArray(s.oneOf) && !branchesDisjoint(merged.branches.map((b) => resolveRef(b, root) ?? b)))
-      throw refuse(
+      problem(
         `${path}.oneOf`,
         'is enforced as anyOf by the grammar, so a document could match several branches: use anyOf, or make the branches exclusive (different types or const/enum values, a required property with different const values, or additionalProperties false)',
+        [],
+        () => {
+          // Relaxed: compiled as the anyOf it is for the grammar; "only one" is checked after.
+          s.anyOf = s.oneOf;
+          delete s.oneOf;
+        },
       );
   }
   // xgrammar 0.2.8 resolves '#' and JSON pointers ('#/...'); any other reference (another
   // document, or an anchor such as '#node') it compiles as "any JSON value" (anchor-ref).
   if (typeof s.$ref === 'string' && s.$ref !== '#' && !s.$ref.startsWith('#/'))
-    throw refuse(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported');
+    problem(`${path}.$ref`, 'only references inside the schema (# or #/...) are supported', ['$ref']);
   const loop = referenceLoop(s, root);
   if (loop !== undefined)
     throw refuse(
@@ -371,6 +492,13 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
   walk(s.additionalProperties, `${path}.additionalProperties`, ctx, expanding);
 }
 
+/** Counts with a minimum and a maximum keyword, and what they count. */
+const COUNTS = [
+  ['minLength', 'maxLength', 'string'],
+  ['minItems', 'maxItems', 'array'],
+  ['minProperties', 'maxProperties', 'object'],
+] as const;
+
 const LOOKAROUND =
   'lookahead and lookbehind ((?=, (?!, (?<=, (?<!) are not supported: the grammar library ignores lookaheads in a pattern';
 
@@ -391,17 +519,22 @@ export function hasLookaround(pattern: string): boolean {
   return false;
 }
 
+type Problem = (at: string, reason: string, drop: readonly string[]) => void;
+
 /** Refuses numeric bounds the grammar would not enforce as written (see RANGE_KEYWORDS). */
-function checkRange(s: Record<string, unknown>, path: string): void {
+function checkRange(node: Record<string, unknown>, path: string, problem: Problem): void {
+  let s = node;
   const given = RANGE_KEYWORDS.filter((k) => s[k] !== undefined);
   if (given.length === 0) return;
   const first = `${path}.${given[0]}`;
   // Bounds alone imply a number (implicit.ts writes the type before compiling).
   if (s.type === undefined && impliedType(s) === 'number') s = { ...s, type: 'number' };
+  // Relaxed, any problem drops every bound (the range is then checked on the document).
   if (s.type === undefined)
-    throw refuse(
+    return problem(
       first,
       `keyword '${given[0]}' is enforced only beside "type": the grammar applies numeric bounds to typed numbers (add "type": "number" or "integer")`,
+      given,
     );
   const types = Array.isArray(s.type) ? s.type : [s.type];
   if (!types.includes('number') && !types.includes('integer')) return; // no number can be written
@@ -410,7 +543,7 @@ function checkRange(s: Record<string, unknown>, path: string): void {
   if (wholeNumberTypes(s.type)) {
     for (const k of given)
       if (Math.abs(bound(k)!) >= 2 ** 63)
-        throw refuse(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers');
+        return problem(`${path}.${k}`, 'integer bounds must lie within the 64-bit integers', given);
     // The whole numbers in range (fractional bounds round inwards, as rewrite.ts does).
     const format = typeof s.format === 'string' ? INTEGER_FORMAT_RANGES[s.format] : undefined;
     const lo = Math.max(
@@ -423,15 +556,16 @@ function checkRange(s: Record<string, unknown>, path: string): void {
       Math.ceil(bound('exclusiveMaximum') ?? Infinity) - 1,
       format?.[1] ?? Infinity,
     );
-    if (lo > hi) throw refuse(first, 'the range is empty: no integer satisfies these bounds');
+    if (lo > hi) problem(first, 'the range is empty: no integer satisfies these bounds', given);
     return;
   }
   for (const k of given) {
     const v = bound(k)!;
     if (Number(v.toFixed(RANGE_DECIMALS)) !== v)
-      throw refuse(
+      return problem(
         `${path}.${k}`,
         `number bounds with more than ${RANGE_DECIMALS} decimal places are not supported (the grammar writes numbers in a range with at most ${RANGE_DECIMALS} decimals)`,
+        given,
       );
   }
   // The tighter bound on each side; both are on the 10^-6 grid, so the range holds a grid
@@ -457,8 +591,9 @@ function checkRange(s: Record<string, unknown>, path: string): void {
       (lo.v === hi.v && (lo.open || hi.open)) ||
       (lo.open && hi.open && hi.v - lo.v < 1.5 * 10 ** -RANGE_DECIMALS))
   )
-    throw refuse(
+    problem(
       first,
       `the range is empty: no number with at most ${RANGE_DECIMALS} decimals satisfies these bounds`,
+      given,
     );
 }

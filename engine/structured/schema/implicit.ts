@@ -21,7 +21,7 @@
 import { isSchemaObject, subschemas, type Schema } from './node.js';
 
 /** Type-specific keywords, by the JSON type they apply to. */
-const KEYWORD_TYPE: Readonly<Record<string, string>> = {
+export const KEYWORD_TYPE: Readonly<Record<string, string>> = {
   properties: 'object',
   required: 'object',
   additionalProperties: 'object',
@@ -58,10 +58,16 @@ export function impliedType(s: Schema): string | null {
 
 /** A `required` name whose value schema cannot be made explicit, or undefined. */
 export function undecidableRequired(s: Schema): string | undefined {
-  if (!Array.isArray(s.required)) return undefined;
+  if (!Array.isArray(s.required) || !mayBeObject(s)) return undefined;
   const props = isSchemaObject(s.properties) ? s.properties : {};
   if (s.additionalProperties !== false && s.patternProperties === undefined) return undefined;
   return s.required.map(String).find((name) => !(name in props));
+}
+
+/** Whether `s` allows objects at all (`required` and the like judge only objects). */
+function mayBeObject(s: Schema): boolean {
+  if (s.type === undefined) return true;
+  return (Array.isArray(s.type) ? s.type : [s.type]).includes('object');
 }
 
 /** The JSON types, `integer` within `number`. */
@@ -101,6 +107,7 @@ export function makeImplicitExplicit(node: unknown): boolean {
   }
   if (
     Array.isArray(node.required) &&
+    mayBeObject(node) &&
     node.additionalProperties !== false &&
     node.patternProperties === undefined
   ) {

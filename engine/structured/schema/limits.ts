@@ -17,6 +17,8 @@ import { refuse } from './refusal.js';
 export const MAX_SCHEMA_DEPTH = 128;
 /** Objects and arrays a schema may hold in all. */
 export const MAX_SCHEMA_NODES = 100_000;
+/** How much wider the limits are for a schema derived from the client's by merges. */
+export const DERIVED_SCALE = 8;
 /** Subschemas one check may visit beyond twice the schema's size (merged copies included). */
 export const BASE_VISITS = 20_000;
 
@@ -24,21 +26,24 @@ export const BASE_VISITS = 20_000;
  * Throws INVALID_ARGUMENT (field = `field` plus the path) when `schema` nests deeper than
  * MAX_SCHEMA_DEPTH or holds more than MAX_SCHEMA_NODES objects and arrays. Iterative, so the
  * check itself cannot overflow the stack whatever the input. Returns the budget of visits
- * for the checks that walk it.
+ * for the checks that walk it. `scale` widens the limits for a schema Prism derived from the
+ * client's (merges copy what they inline), whose own making was bounded by a budget.
  */
-export function checkSchemaSize(schema: unknown, field: string): VisitBudget {
+export function checkSchemaSize(schema: unknown, field: string, scale = 1): VisitBudget {
+  const maxDepth = MAX_SCHEMA_DEPTH * scale;
+  const maxNodes = MAX_SCHEMA_NODES * scale;
   const stack: { v: unknown; depth: number; path: string }[] = [{ v: schema, depth: 1, path: field }];
   let nodes = 0;
   while (stack.length > 0) {
     const { v, depth, path } = stack.pop()!;
     if (v === null || typeof v !== 'object') continue;
-    if (depth > MAX_SCHEMA_DEPTH)
+    if (depth > maxDepth)
       throw refuse(
         path,
-        `is nested too deeply: a schema may nest at most ${MAX_SCHEMA_DEPTH} levels of objects and arrays`,
+        `is nested too deeply: a schema may nest at most ${maxDepth} levels of objects and arrays`,
       );
-    if (++nodes > MAX_SCHEMA_NODES)
-      throw refuse(field, `is too large: a schema may hold at most ${MAX_SCHEMA_NODES} objects and arrays`);
+    if (++nodes > maxNodes)
+      throw refuse(field, `is too large: a schema may hold at most ${maxNodes} objects and arrays`);
     if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, path: `${path}[${i}]` }));
     else
       for (const [k, x] of Object.entries(v as Record<string, unknown>))

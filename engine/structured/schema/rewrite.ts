@@ -20,12 +20,15 @@
  *   rejects, become the whole-number bounds they mean (`maximum: 1`).
  * - `format: byte` on a string type becomes ajv-formats' base64 `pattern` (BASE64_PATTERN).
  * - `minLength`/`maxLength` beside a repeated-class `pattern` fold into it (pattern-length.ts).
+ * - `enum`/`const` values are filtered by the keywords beside them, which then go
+ *   (enum-siblings.ts).
  * - keywords beside `anyOf`/`oneOf` move into each branch (branch-merge.ts), and implied types
  *   and required properties are spelled out (implicit.ts).
  */
 import { distributeSiblings } from './branch-merge.js';
+import { foldEnumSiblings } from './enum-siblings.js';
 import { foldSchemaLengths } from './pattern-length.js';
-import { subschemas } from './node.js';
+import { isSchemaObject, subschemas } from './node.js';
 import { makeImplicitExplicit } from './implicit.js';
 
 export const INTEGER_FORMAT_RANGES: Readonly<Record<string, readonly [number, number]>> = {
@@ -77,6 +80,55 @@ function rewrite(node: unknown): boolean {
     s.pattern = BASE64_PATTERN;
     changed = true;
   }
+  changed = foldEnumSiblings(s) || changed;
+  // xgrammar 0.2.8 refuses `true` and `false` in prefixItems: `true` is `{}`, and a `false` at
+  // position i means the array has fewer than i + 1 items.
+  if (Array.isArray(s.prefixItems)) {
+    const stop = s.prefixItems.indexOf(false);
+    if (stop >= 0) {
+      s.maxItems = typeof s.maxItems === 'number' ? Math.min(s.maxItems, stop) : stop;
+      s.prefixItems = s.prefixItems.slice(0, stop);
+    }
+    s.prefixItems = (s.prefixItems as unknown[]).map((x) => (x === true ? {} : x));
+    changed = true;
+  }
+  // Prism writes no array item past prefixItems and no property past properties unless the
+  // schema allows them; where minItems/minProperties needs more, the schema's own default
+  // (any) holds, or xgrammar 0.2.8 refuses to compile a grammar with no document.
+  if (
+    Array.isArray(s.prefixItems) &&
+    s.items === undefined &&
+    typeof s.minItems === 'number' &&
+    s.minItems > s.prefixItems.length
+  ) {
+    s.items = {};
+    changed = true;
+  }
+  if (
+    typeof s.minProperties === 'number' &&
+    s.additionalProperties === undefined &&
+    s.patternProperties === undefined &&
+    s.minProperties > Object.keys(isSchemaObject(s.properties) ? s.properties : {}).length
+  ) {
+    s.additionalProperties = {};
+    changed = true;
+  }
+  // Positions past maxItems never hold an item: xgrammar 0.2.8 refuses prefixItems longer
+  // than maxItems, so they go (the same array language).
+  if (Array.isArray(s.prefixItems) && typeof s.maxItems === 'number' && s.prefixItems.length > s.maxItems) {
+    const kept = s.prefixItems.slice(0, Math.max(0, Math.floor(s.maxItems)));
+    if (kept.length > 0) s.prefixItems = kept;
+    else delete s.prefixItems;
+    changed = true;
+  }
+  // A property whose schema is `false` must not appear; xgrammar 0.2.8 refuses to compile it.
+  // Where no other keyword would let the name in (check.ts refuses the rest), it goes.
+  if (isSchemaObject(s.properties))
+    for (const [name, sub] of Object.entries(s.properties))
+      if (sub === false && forbiddenPropertyDroppable(s, name)) {
+        delete s.properties[name];
+        changed = true;
+      }
   const folded = foldSchemaLengths(s);
   if (folded && 'pattern' in folded) {
     s.pattern = folded.pattern;
@@ -146,4 +198,19 @@ export function byteRewritable(s: Record<string, unknown>): boolean {
 export function integerType(type: unknown): boolean {
   const types = Array.isArray(type) ? type : [type];
   return types.includes('integer') && types.every((t) => t === 'integer' || t === 'null');
+}
+
+/**
+ * Whether the property `name`, whose schema is `false`, may simply be left out of `s`'s
+ * properties: not required (no object could satisfy it), and nothing else would then admit
+ * it — additionalProperties is false or absent (Prism writes no unlisted property), and no
+ * patternProperties.
+ */
+export function forbiddenPropertyDroppable(s: Record<string, unknown>, name: string): boolean {
+  const required = Array.isArray(s.required) ? s.required.map(String) : [];
+  return (
+    !required.includes(name) &&
+    (s.additionalProperties === false || s.additionalProperties === undefined) &&
+    s.patternProperties === undefined
+  );
 }

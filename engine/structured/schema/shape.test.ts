@@ -78,9 +78,13 @@ test('allOf folds into one schema', () => {
 
 test('merges that would change the meaning are refused, naming the keyword', () => {
   refused(
-    { maxLength: 2, anyOf: [{ type: 'string', maxLength: 3 }] },
-    /^f\.anyOf\[0\]\.maxLength: conflicts/,
+    { pattern: '^a', anyOf: [{ type: 'string', pattern: 'b$' }] },
+    /^f\.anyOf\[0\]\.pattern: conflicts/,
   );
+  // Two bounds of the same kind are one: the tighter.
+  const m = mergeBranches({ maxLength: 2, anyOf: [{ type: 'string', maxLength: 3 }] }, {});
+  assert.ok(m.ok);
+  assert.deepEqual(m.branches, [{ type: 'string', maxLength: 2 }]);
   refused(
     {
       properties: { a: {} },

@@ -10,6 +10,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { loadGrammarAddon } from '../../../native/native.js';
 import { bareCompiler, grammarAccepts } from '../bare-grammar.js';
+import { compileDocumentCheck } from './post-check.js';
 import { prepareSchema } from './prepare.js';
 import { XGRAMMAR_WORKAROUNDS } from './xgrammar-workarounds.js';
 
@@ -53,8 +54,27 @@ for (const w of XGRAMMAR_WORKAROUNDS) {
       raw.some((got, i) => got !== valid[i]),
       `${w.id}: xgrammar now decides every text right without the workaround (${w.remedy}): it can go`,
     );
+    // Grammar only (OpenAI strict): refused, or exact.
+    const strict = prepareSchema(w.schema, { grammarOnly: true });
+    if (!('refused' in strict)) {
+      assert.equal(strict.check, null);
+      assert.deepEqual(decided(strict.schema, texts), valid, `${w.id}: after preparation`);
+    }
+    // By default: exact, or a grammar that accepts every valid text and a check that catches
+    // every invalid one it accepts.
     const prepared = prepareSchema(w.schema);
+    assert.ok(!('refused' in prepared), `${w.id}: refused by default`);
     if ('refused' in prepared) return;
-    assert.deepEqual(decided(prepared.schema, texts), valid, `${w.id}: after preparation`);
+    const byGrammar = decided(prepared.schema, texts);
+    if (prepared.check === null) {
+      assert.deepEqual(byGrammar, valid, `${w.id}: after preparation`);
+      return;
+    }
+    const postCheck = compileDocumentCheck(prepared.check.schema);
+    texts.forEach((t, i) => {
+      if (valid[i]) assert.ok(byGrammar[i], `${w.id}: the relaxed grammar refuses the valid ${t}`);
+      const presented = byGrammar[i] && postCheck(t) === null;
+      assert.equal(presented, valid[i], `${w.id}: ${t} after grammar and check`);
+    });
   });
 }

@@ -208,10 +208,34 @@ export const XGRAMMAR_WORKAROUNDS: readonly XgrammarWorkaround[] = [
     ],
   },
   {
+    id: 'enum-ignores-siblings',
+    xgrammar: '0.2.8',
+    behaviour:
+      'a schema with enum or const compiles from its values alone: type, bounds, pattern beside them are dropped',
+    remedy: 'rewrite: the values are filtered by the keywords beside them (enum-siblings.ts)',
+    schema: { type: 'string', enum: ['a', 'bb', 3], minLength: 2 },
+    texts: [
+      ['"a"', false],
+      ['3', false],
+      ['"bb"', true],
+    ],
+  },
+  {
+    id: 'prefixitems-true',
+    xgrammar: '0.2.8',
+    behaviour: 'a `true` among prefixItems fails to compile ("must be an array of objects or booleans")',
+    remedy: 'rewrite: `true` becomes `{}`, a `false` at position i caps maxItems at i (rewrite.ts)',
+    schema: { type: 'array', prefixItems: [true, { type: 'string' }], items: false },
+    texts: [
+      ['[1, "a"]', true],
+      ['[1, 2]', false],
+    ],
+  },
+  {
     id: 'ignored-keywords',
     xgrammar: '0.2.8',
     behaviour: 'uniqueItems, contains, if/then/else, dependencies and number multipleOf are ignored',
-    remedy: 'refused (check.ts REFUSED_KEYWORDS)',
+    remedy: 'refused under grammarOnly (check.ts REFUSED_KEYWORDS); otherwise checked on the document',
     schema: { type: 'array', items: { type: 'integer' }, uniqueItems: true },
     texts: [
       ['[1, 1]', false],

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <cstring>
+#include <string>
 
 namespace pc {
 namespace {
@@ -48,10 +52,8 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
   blockStride_ = cfg_.kv_heads * opts.block_size * hd;
   layerStride_ = opts.kv_blocks * blockStride_;
   const size_t kvElems = static_cast<size_t>(cfg_.layers * layerStride_);
-  kCache_.allocate(kvElems * 2);
-  vCache_.allocate(kvElems * 2);
-  fillBytes(kCache_.get(), 0, kCache_.bytes(), stream_);
-  fillBytes(vCache_.get(), 0, vCache_.bytes(), stream_);
+  kCache_.allocateZeroed(kvElems * 2, stream_);
+  vCache_.allocateZeroed(kvElems * 2, stream_);
   const size_t f = sizeof(float);
   x_.allocate(static_cast<size_t>(T * D) * f);
   xn_.allocate(static_cast<size_t>(T * std::max(D, qDim)) * f);
@@ -64,12 +66,13 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
   partial_.allocate(static_cast<size_t>(std::min(T, kSplitMaxTokens) * cfg_.heads * (hd + 2) * kMaxSplits) * f);
   if (T > kGemvMaxTokens) xBf16_.allocate(static_cast<size_t>(T * m_.maxCols()) * 2);
   const int64_t penaltyBlocks = std::min<int64_t>(S, kPenaltyBlocks);
-  penaltyCounts_.allocate(static_cast<size_t>(penaltyBlocks * V) * 4);
-  fillBytes(penaltyCounts_.get(), 0, penaltyCounts_.bytes(), stream_);
+  penaltyCounts_.allocateZeroed(static_cast<size_t>(penaltyBlocks * V) * 4, stream_);
   const size_t resultBytes = 3 * alignUp(static_cast<size_t>(S) * 4) + 2 * alignUp(static_cast<size_t>(S) * kMaxTopLogprobs * 4);
   resultDev_.allocate(resultBytes);
   resultHost_.allocate(resultBytes);
   tileTokens_ = attentionTileTokens(static_cast<int>(cfg_.heads / cfg_.kv_heads));
+  const char* graphs = std::getenv("PRISM_CUDA_GRAPHS");
+  useGraphs_ = graphsSupported() && !(graphs && std::string(graphs) == "0");
   tokenSeq_.reserve(T);
   tileFirst_.reserve(T);
   tileCount_.reserve(T);
@@ -121,21 +124,25 @@ void DeviceContext::upload(const pc_step_plan& p) {
   }
   rows_ = static_cast<int64_t>(outRows_.size());
 
+  // Sections whose size depends only on (T, S, rows) first, so that a decode step of a given
+  // shape finds every array a kernel reads at the same address (what a CUDA graph replays);
+  // the variable-length ones (block tables, copies, penalty history) last.
   Layout L;
   const size_t oTokens = L.add<int32_t>(T), oPositions = L.add<int32_t>(T), oBto = L.add<int32_t>(S + 1),
-               oBt = L.add<int32_t>(static_cast<size_t>(p.n_block_tables)),
-               oCopies = L.add<int32_t>(static_cast<size_t>(p.n_block_copies)), oSeq = L.add<int32_t>(T),
-               oTileFirst = L.add<int32_t>(tileFirst_.size()), oTileCount = L.add<int32_t>(tileCount_.size()),
-               oOutRows = L.add<int32_t>(outRows_.size()), oSeqRow = L.add<int32_t>(S), oSample = L.add<uint8_t>(S),
-               oTemp = L.add<float>(S), oTopP = L.add<float>(S), oRep = L.add<float>(S), oPres = L.add<float>(S),
-               oFreq = L.add<float>(S), oTopK = L.add<int32_t>(S), oPenOff = L.add<int32_t>(S + 1),
-               oPen = L.add<int32_t>(static_cast<size_t>(p.n_penalty_tokens)), oMaskRow = L.add<int32_t>(S),
-               oTopLp = L.add<int32_t>(S), oUniform = L.add<double>(S);
+               oSeq = L.add<int32_t>(T), oTileFirst = L.add<int32_t>(tileFirst_.size()),
+               oTileCount = L.add<int32_t>(tileCount_.size()), oOutRows = L.add<int32_t>(outRows_.size()),
+               oSeqRow = L.add<int32_t>(S), oSample = L.add<uint8_t>(S), oTemp = L.add<float>(S), oTopP = L.add<float>(S),
+               oRep = L.add<float>(S), oPres = L.add<float>(S), oFreq = L.add<float>(S), oTopK = L.add<int32_t>(S),
+               oPenOff = L.add<int32_t>(S + 1), oMaskRow = L.add<int32_t>(S), oTopLp = L.add<int32_t>(S),
+               oUniform = L.add<double>(S), oBt = L.add<int32_t>(static_cast<size_t>(p.n_block_tables)),
+               oCopies = L.add<int32_t>(static_cast<size_t>(p.n_block_copies)),
+               oPen = L.add<int32_t>(static_cast<size_t>(p.n_penalty_tokens));
   if (planHost_.bytes() < L.size()) {
     stream_.synchronize();  // the old buffers may still be in use
     const size_t grow = L.size() + L.size() / 2;
     planHost_.allocate(grow);
     planDev_.allocate(grow);
+    graphs_.clear();  // they read the old buffer
   }
   uint8_t* h = planHost_.get<uint8_t>();
   auto put = [h](size_t at, const void* src, size_t bytes) {
@@ -208,7 +215,8 @@ void DeviceContext::linear(const DeviceLinear& L, const float* x, int64_t n, flo
     }
     // Other types are decoded into bf16 a band of rows at a time (bounded scratch).
     if (wBf16_.bytes() == 0) {
-      wBf16Rows_ = std::max<int64_t>(1, static_cast<int64_t>(kWeightScratchBytes / (static_cast<size_t>(m_.maxCols()) * 2)));
+      const size_t bytes = std::min(kWeightScratchBytes, static_cast<size_t>(m_.maxMatrixElems()) * 2);
+      wBf16Rows_ = std::max<int64_t>(1, static_cast<int64_t>(bytes / (static_cast<size_t>(m_.maxCols()) * 2)));
       wBf16_.allocate(static_cast<size_t>(wBf16Rows_ * m_.maxCols()) * 2);
     }
     const int64_t band = std::max<int64_t>(1, wBf16Rows_ * m_.maxCols() / k);
@@ -301,18 +309,57 @@ void DeviceContext::forward(const pc_step_plan& p) {
   if (p.n_block_copies > 0)
     copyKvBlocks(kCache_.get<uint16_t>(), vCache_.get<uint16_t>(), layerStride_, blockStride_, a_.blockCopies,
                  p.n_block_copies / 2, cfg_.layers, stream_);
+  if (static_cast<size_t>(rows_ * cfg_.vocab) * sizeof(float) > logits_.bytes()) {
+    stream_.synchronize();
+    logits_.allocate(static_cast<size_t>(rows_ * cfg_.vocab) * sizeof(float));
+    graphs_.clear();
+  }
+  // Decode steps (one token per sequence) replay a CUDA graph of the whole forward pass per
+  // shape: the first step of a shape runs as is (it allocates any scratch and asks cuBLASLt
+  // for its algorithms), the second is captured, later ones replay it — one launch instead
+  // of ~10 per layer, whose host-side cost would otherwise exceed a 1B model's kernels.
+  const bool decode = T_ == S_ && useGraphs_;
+  if (!decode) {
+    runForward();
+  } else {
+    const GraphKey key{T_, attentionSplits(T_), rows_};
+    DecodeGraph& g = graphs_[key];
+    if (g.graph && g.graph->ready()) {
+      g.graph->launch(stream_);
+    } else if (g.runs == 0) {
+      g.runs++;
+      runForward();
+    } else {
+      g.graph = std::make_unique<Graph>();
+      bool captured = false;
+      try {
+        g.graph->beginCapture(stream_);
+        runForward();
+        g.graph->endCapture(stream_);
+        captured = true;
+      } catch (const std::exception& e) {
+        // A step that cannot be captured still runs: end the capture, forget graphs for this
+        // context (said once on stderr) and run the forward pass as is.
+        g.graph->abandonCapture(stream_);
+        graphs_.clear();
+        useGraphs_ = false;
+        std::fprintf(stderr, "prism: CUDA graphs off for this context (capture failed: %s)\n", e.what());
+      }
+      if (captured) g.graph->launch(stream_);
+      else runForward();
+    }
+  }
+  forwardDone_ = true;
+}
+
+void DeviceContext::runForward() {
   embed(m_.embedding(), a_.tokens, T_, x_.get<float>(), stream_);
   for (int64_t l = 0; l < cfg_.layers; l++) layer(l, T_);
   if (rows_ > 0) {
-    if (static_cast<size_t>(rows_ * cfg_.vocab) * sizeof(float) > logits_.bytes()) {
-      stream_.synchronize();
-      logits_.allocate(static_cast<size_t>(rows_ * cfg_.vocab) * sizeof(float));
-    }
     rmsNorm(x_.get<float>(), a_.outRows, rows_, cfg_.hidden, m_.outputNorm(), static_cast<float>(cfg_.eps),
             xSel_.get<float>(), stream_);
     linear(m_.output(), xSel_.get<float>(), rows_, logits_.get<float>(), cfg_.vocab, false);
   }
-  forwardDone_ = true;
 }
 
 void DeviceContext::sample(const pc_step_plan& p, const int32_t* masks, int64_t maskRows, pc_step_result& out) {

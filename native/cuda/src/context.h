@@ -4,7 +4,9 @@
 // (logits of every token, a longer block table or token history).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "../prism_cuda.h"
@@ -34,6 +36,8 @@ class DeviceContext {
     const double* uniform;
   };
   void upload(const pc_step_plan& plan);
+  // Embedding to logits on stream_ (what a decode graph captures).
+  void runForward();
   void linear(const DeviceLinear& L, const float* x, int64_t n, float* y, int64_t ldy, bool accumulate);
   void layer(int64_t l, int64_t T);
   int attentionSplits(int64_t T) const;
@@ -63,6 +67,15 @@ class DeviceContext {
   // Host-side derivations, reused step after step.
   std::vector<int32_t> tokenSeq_, tileFirst_, tileCount_, outRows_, seqRow_;
   int tileTokens_ = 1;
+  // Decode graphs by shape (tokens, attention splits, logits rows); PRISM_CUDA_GRAPHS=0 turns
+  // them off. A buffer a graph reads being reallocated clears them all.
+  using GraphKey = std::tuple<int64_t, int, int64_t>;
+  struct DecodeGraph {
+    int runs = 0;
+    std::unique_ptr<Graph> graph;
+  };
+  std::map<GraphKey, DecodeGraph> graphs_;
+  bool useGraphs_ = false;
   int64_t T_ = 0, S_ = 0, rows_ = 0, maxPositions_ = 0;
   bool forwardDone_ = false;
 };

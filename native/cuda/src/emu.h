@@ -75,8 +75,10 @@ T shflXor(T v, int laneMask) {
 }
 
 // Runs `body` as every thread of every block of the grid; returns when all have finished.
-// Throws std::runtime_error on a barrier that cannot complete.
-void launch(dim3 grid, dim3 block, size_t dynamicSmemBytes, const std::function<void()>& body);
+// Throws std::runtime_error on a barrier that cannot complete. With PCEMU_PROFILE set in the
+// environment, the time of each kernel (by `name`) is summed and printed at exit.
+void launch(dim3 grid, dim3 block, size_t dynamicSmemBytes, const std::function<void()>& body,
+            const char* name = "kernel");
 
 }  // namespace pcemu
 

@@ -94,6 +94,7 @@ void DeviceModel::setMatrix(int role, int64_t layer, int type, const void* bytes
   part->filled += rows;
   stream_.synchronize();  // the caller's bytes may go once this returns
   maxCols_ = std::max(maxCols_, cols);
+  maxMatrixElems_ = std::max(maxMatrixElems_, totalRows * cols);
 }
 
 DeviceBuffer& DeviceModel::vectorFor(int role, int64_t layer, int64_t* n) {

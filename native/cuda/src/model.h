@@ -52,6 +52,7 @@ class DeviceModel {
   const DeviceLayer& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
   // The widest matrix input and the most rows × cols of any matrix (scratch sizes).
   int64_t maxCols() const { return maxCols_; }
+  int64_t maxMatrixElems() const { return maxMatrixElems_; }
 
  private:
   DeviceLinear& linearFor(int role, int64_t layer, int64_t* rows, int64_t* cols);
@@ -67,7 +68,7 @@ class DeviceModel {
   DeviceBuffer outputNorm_, invFreq_;
   std::vector<DeviceLayer> layers_;
   size_t deviceBytes_ = 0;
-  int64_t maxCols_ = 0;
+  int64_t maxCols_ = 0, maxMatrixElems_ = 0;
   bool finished_ = false;
 };
 

@@ -33,6 +33,8 @@ DeviceProperties deviceProperties(int device);
 // Makes `device` current for the calling thread (every entry point calls it first).
 void useDevice(int device);
 
+class Stream;
+
 // Device memory (cudaMalloc), freed by the destructor. Move-only.
 class DeviceBuffer {
  public:
@@ -40,17 +42,21 @@ class DeviceBuffer {
   explicit DeviceBuffer(size_t bytes) { allocate(bytes); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), mapped_(std::exchange(o.mapped_, false)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       release();
       p_ = std::exchange(o.p_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
+      mapped_ = std::exchange(o.mapped_, false);
     }
     return *this;
   }
   ~DeviceBuffer() { release(); }
   void allocate(size_t bytes);
+  // Memory that reads as zeros (the KV cache, the penalty counts).
+  void allocateZeroed(size_t bytes, const Stream& s);
   void release() noexcept;
   template <typename T = void>
   T* get() const {
@@ -61,6 +67,7 @@ class DeviceBuffer {
  private:
   void* p_ = nullptr;
   size_t bytes_ = 0;
+  bool mapped_ = false;  // emulation: an anonymous mapping (zero pages until written)
 };
 
 // Page-locked host memory (cudaMallocHost): the staging area of every step's copies.
@@ -127,6 +134,9 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
   void beginCapture(const Stream& s);
   void endCapture(const Stream& s);
+  // After a failure inside a capture: ends it if the stream is still capturing, drops what was
+  // captured and clears the launch error, so the stream runs work again. Never throws.
+  void abandonCapture(const Stream& s) noexcept;
   void launch(const Stream& s) const;
   bool ready() const { return exec_ != nullptr; }
 
@@ -154,7 +164,7 @@ void launch(const char* what, void (*kernel)(Params...), dim3 grid, dim3 block, 
 #else
   (void)s;
   try {
-    pcemu::launch(grid, block, smem, [&] { kernel(static_cast<Params>(args)...); });
+    pcemu::launch(grid, block, smem, [&] { kernel(static_cast<Params>(args)...); }, what);
   } catch (const std::exception& e) {
     throw Error(std::string(what) + ": " + e.what());
   }

@@ -1,4 +1,6 @@
 // runtime.h on the GPU: thin wrappers over the CUDA runtime that throw pc::Error.
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "runtime.h"
@@ -59,6 +61,11 @@ void DeviceBuffer::allocate(size_t bytes) {
     throw Error("cannot allocate " + std::to_string(bytes >> 20) + " MiB of device memory: " + cudaGetErrorString(e));
   }
   bytes_ = bytes;
+}
+
+void DeviceBuffer::allocateZeroed(size_t bytes, const Stream& s) {
+  allocate(bytes);
+  fillBytes(p_, 0, bytes, s);
 }
 
 void DeviceBuffer::release() noexcept {
@@ -143,6 +150,19 @@ void Graph::endCapture(const Stream& s) {
   check(cudaGraphInstantiate(&e, g, 0), "cudaGraphInstantiate");
   exec_ = e;
 }
+void Graph::abandonCapture(const Stream& s) noexcept {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(raw(s), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(raw(s), &g);
+    if (g) cudaGraphDestroy(g);
+  }
+  if (exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  exec_ = nullptr;
+  graph_ = nullptr;
+  cudaGetLastError();
+}
 void Graph::launch(const Stream& s) const {
   check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), raw(s)), "cudaGraphLaunch");
 }
@@ -154,8 +174,15 @@ void checkLaunch(const char* what) {
 }
 
 void allowSharedMemory(const void* kernel, size_t bytes) {
+  // Once per kernel and size (a launch inside a graph capture must not change it).
+  static std::mutex mu;
+  static std::map<const void*, size_t> allowed;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& have = allowed[kernel];
+  if (bytes <= have) return;
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
         "cudaFuncSetAttribute (dynamic shared memory)");
+  have = bytes;
 }
 
 }  // namespace pc

@@ -1,5 +1,7 @@
 // runtime.h in the PRISM_CUDA_EMU test build: "device" memory is host memory and every
 // piece of stream work is done when it is enqueued, so synchronisation is a no-op.
+#include <sys/mman.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +24,9 @@ DeviceProperties deviceProperties(int device) {
   if (device != 0) throw Error("emulated CUDA: there is only device 0");
   DeviceProperties p;
   p.name = "emulated CUDA device (CPU, PRISM_CUDA_EMU test build)";
-  p.totalBytes = size_t{8} << 30;
-  p.freeBytes = size_t{8} << 30;
+  // Small, so that engines sized from free memory stay small on the machine running tests.
+  p.totalBytes = size_t{1} << 30;
+  p.freeBytes = size_t{1} << 30;
   p.multiprocessors = 4;
   p.major = 9;
   p.minor = 0;
@@ -47,10 +50,24 @@ void DeviceBuffer::allocate(size_t bytes) {
   std::memset(p_, 0xff, bytes);
   bytes_ = bytes;
 }
+void DeviceBuffer::allocateZeroed(size_t bytes, const Stream&) {
+  release();
+  if (bytes == 0) return;
+  // Zero pages until written: a KV pool sized for the "device" costs the host only what the
+  // steps touch.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw Error("emulated CUDA: cannot map " + std::to_string(bytes) + " bytes");
+  p_ = p;
+  bytes_ = bytes;
+  mapped_ = true;
+}
+
 void DeviceBuffer::release() noexcept {
-  std::free(p_);
+  if (mapped_) munmap(p_, bytes_);
+  else std::free(p_);
   p_ = nullptr;
   bytes_ = 0;
+  mapped_ = false;
 }
 
 void PinnedBuffer::allocate(size_t bytes) {
@@ -92,6 +109,7 @@ double Timer::milliseconds() { return hostStop_ - hostStart_; }
 Graph::~Graph() = default;
 void Graph::beginCapture(const Stream&) { throw Error("emulated CUDA: no graphs"); }
 void Graph::endCapture(const Stream&) { throw Error("emulated CUDA: no graphs"); }
+void Graph::abandonCapture(const Stream&) noexcept {}
 void Graph::launch(const Stream&) const { throw Error("emulated CUDA: no graphs"); }
 bool graphsSupported() { return false; }
 

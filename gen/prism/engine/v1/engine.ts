@@ -181,7 +181,26 @@ export interface SamplingParams {
   /** Keep only the last `truncate` prompt tokens. */
   truncate?: number | undefined;
   skipSpecialTokens?: boolean | undefined;
-  includeStopStrInOutput?: boolean | undefined;
+  includeStopStrInOutput?:
+    | boolean
+    | undefined;
+  /**
+   * Beam search (vLLM's use_beam_search): best_of beams (default n), deterministic; the n
+   * best finished beams are returned, best first.
+   */
+  useBeamSearch?:
+    | boolean
+    | undefined;
+  /** Beam score = cumulative logprob / (generated tokens ^ length_penalty); default 1. */
+  lengthPenalty?:
+    | number
+    | undefined;
+  /** "true", "false" (the default) or "never", as in vLLM and Hugging Face. */
+  earlyStopping?:
+    | string
+    | undefined;
+  /** Tokens generated before an end-of-sequence or stop token may end a beam. */
+  minTokens?: number | undefined;
 }
 
 export interface GenerateRequest {
@@ -519,6 +538,12 @@ export interface InfoResponse {
   engineId: string;
   /** The model's fingerprint: engines that may move KV between them share it (KvCompat). */
   modelFingerprint: string;
+  /**
+   * Where the model runs: "cpu" or "cuda:N", and that device in words ("NVIDIA H200",
+   * "CPU (avx512)").
+   */
+  device: string;
+  deviceName: string;
 }
 
 export interface ListModelsRequest {
@@ -1501,6 +1526,10 @@ function createBaseSamplingParams(): SamplingParams {
     truncate: undefined,
     skipSpecialTokens: undefined,
     includeStopStrInOutput: undefined,
+    useBeamSearch: undefined,
+    lengthPenalty: undefined,
+    earlyStopping: undefined,
+    minTokens: undefined,
   };
 }
 
@@ -1566,6 +1595,18 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     }
     if (message.includeStopStrInOutput !== undefined) {
       writer.uint32(152).bool(message.includeStopStrInOutput);
+    }
+    if (message.useBeamSearch !== undefined) {
+      writer.uint32(160).bool(message.useBeamSearch);
+    }
+    if (message.lengthPenalty !== undefined) {
+      writer.uint32(169).double(message.lengthPenalty);
+    }
+    if (message.earlyStopping !== undefined) {
+      writer.uint32(178).string(message.earlyStopping);
+    }
+    if (message.minTokens !== undefined) {
+      writer.uint32(184).int32(message.minTokens);
     }
     return writer;
   },
@@ -1745,6 +1786,38 @@ export const SamplingParams: MessageFns<SamplingParams> = {
             message.includeStopStrInOutput = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.useBeamSearch = reader.bool();
+            continue;
+          }
+          case 21: {
+            if (tag !== 169) {
+              break;
+            }
+
+            message.lengthPenalty = reader.double();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.earlyStopping = reader.string();
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.minTokens = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1832,6 +1905,26 @@ export const SamplingParams: MessageFns<SamplingParams> = {
         : isSet(object.include_stop_str_in_output)
         ? globalThis.Boolean(object.include_stop_str_in_output)
         : undefined,
+      useBeamSearch: isSet(object.useBeamSearch)
+        ? globalThis.Boolean(object.useBeamSearch)
+        : isSet(object.use_beam_search)
+        ? globalThis.Boolean(object.use_beam_search)
+        : undefined,
+      lengthPenalty: isSet(object.lengthPenalty)
+        ? globalThis.Number(object.lengthPenalty)
+        : isSet(object.length_penalty)
+        ? globalThis.Number(object.length_penalty)
+        : undefined,
+      earlyStopping: isSet(object.earlyStopping)
+        ? globalThis.String(object.earlyStopping)
+        : isSet(object.early_stopping)
+        ? globalThis.String(object.early_stopping)
+        : undefined,
+      minTokens: isSet(object.minTokens)
+        ? globalThis.Number(object.minTokens)
+        : isSet(object.min_tokens)
+        ? globalThis.Number(object.min_tokens)
+        : undefined,
     };
   },
 
@@ -1894,6 +1987,18 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     if (message.includeStopStrInOutput !== undefined) {
       obj.includeStopStrInOutput = message.includeStopStrInOutput;
     }
+    if (message.useBeamSearch !== undefined) {
+      obj.useBeamSearch = message.useBeamSearch;
+    }
+    if (message.lengthPenalty !== undefined) {
+      obj.lengthPenalty = floatToJson(message.lengthPenalty);
+    }
+    if (message.earlyStopping !== undefined) {
+      obj.earlyStopping = message.earlyStopping;
+    }
+    if (message.minTokens !== undefined) {
+      obj.minTokens = Math.round(message.minTokens);
+    }
     return obj;
   },
 
@@ -1921,6 +2026,10 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     message.truncate = object.truncate ?? undefined;
     message.skipSpecialTokens = object.skipSpecialTokens ?? undefined;
     message.includeStopStrInOutput = object.includeStopStrInOutput ?? undefined;
+    message.useBeamSearch = object.useBeamSearch ?? undefined;
+    message.lengthPenalty = object.lengthPenalty ?? undefined;
+    message.earlyStopping = object.earlyStopping ?? undefined;
+    message.minTokens = object.minTokens ?? undefined;
     return message;
   },
 };
@@ -6378,6 +6487,8 @@ function createBaseInfoResponse(): InfoResponse {
     startedAt: 0,
     engineId: "",
     modelFingerprint: "",
+    device: "",
+    deviceName: "",
   };
 }
 
@@ -6430,6 +6541,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.modelFingerprint !== "") {
       writer.uint32(130).string(message.modelFingerprint);
+    }
+    if (message.device !== "") {
+      writer.uint32(138).string(message.device);
+    }
+    if (message.deviceName !== "") {
+      writer.uint32(146).string(message.deviceName);
     }
     return writer;
   },
@@ -6575,6 +6692,22 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.modelFingerprint = reader.string();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.device = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.deviceName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6661,6 +6794,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         : isSet(object.model_fingerprint)
         ? globalThis.String(object.model_fingerprint)
         : "",
+      device: isSet(object.device) ? globalThis.String(object.device) : "",
+      deviceName: isSet(object.deviceName)
+        ? globalThis.String(object.deviceName)
+        : isSet(object.device_name)
+        ? globalThis.String(object.device_name)
+        : "",
     };
   },
 
@@ -6714,6 +6853,12 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.modelFingerprint !== "") {
       obj.modelFingerprint = message.modelFingerprint;
     }
+    if (message.device !== "") {
+      obj.device = message.device;
+    }
+    if (message.deviceName !== "") {
+      obj.deviceName = message.deviceName;
+    }
     return obj;
   },
 
@@ -6738,6 +6883,8 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.startedAt = object.startedAt ?? 0;
     message.engineId = object.engineId ?? "";
     message.modelFingerprint = object.modelFingerprint ?? "";
+    message.device = object.device ?? "";
+    message.deviceName = object.deviceName ?? "";
     return message;
   },
 };

@@ -1,0 +1,88 @@
+/**
+ * A schema written for an older draft, respelled in draft 2020-12 with the same meaning, so
+ * the checks, the grammar and the document check (post-check.ts) all read one dialect:
+ *
+ * - draft 4's boolean `exclusiveMinimum`/`exclusiveMaximum` (modifiers of `minimum`/`maximum`)
+ *   become the numeric bounds of drafts 6+;
+ * - drafts 4-2019's tuple `items: [A, B]` with `additionalItems: C` becomes
+ *   `prefixItems: [A, B]` with `items: C` (an `additionalItems` beside no tuple judges nothing
+ *   and goes);
+ * - `dependencies` becomes `dependentRequired` (its lists of names) and `dependentSchemas`
+ *   (its schemas), as 2019-09 split it;
+ * - under drafts 4-7 (named by `$schema`), keywords beside a `$ref` are ignored, as those drafts
+ *   say: they go;
+ * - a root `true` is `{}`.
+ *
+ * Everything else is left as written. The input is not modified.
+ */
+import { isSchemaObject, type Schema } from './node.js';
+
+/** Keywords whose value is a map of name → subschema. */
+const MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+/** Keywords whose value is one subschema. */
+const ONE = [
+  'additionalProperties',
+  'propertyNames',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'additionalItems',
+  'items',
+];
+/** Keywords whose value is a list of subschemas. */
+const LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items'];
+
+const OLD_REF_DRAFTS = /json-schema\.org\/draft-0[4-7]\/schema/;
+
+export function normalizeDraft(schema: unknown): unknown {
+  if (schema === true) return {};
+  const copy = structuredClone(schema);
+  const $schema = isSchemaObject(copy) && typeof copy.$schema === 'string' ? copy.$schema : '';
+  normalize(copy, OLD_REF_DRAFTS.test($schema));
+  return copy;
+}
+
+function normalize(s: unknown, refIgnoresSiblings: boolean): void {
+  if (!isSchemaObject(s)) return;
+  for (const side of ['Minimum', 'Maximum'] as const) {
+    const ex = `exclusive${side}`;
+    const bound = side.toLowerCase();
+    if (typeof s[ex] !== 'boolean') continue;
+    if (s[ex] === true && typeof s[bound] === 'number') {
+      s[ex] = s[bound];
+      delete s[bound];
+    } else delete s[ex];
+  }
+  if (Array.isArray(s.items)) {
+    s.prefixItems = s.items;
+    if (s.additionalItems !== undefined) s.items = s.additionalItems;
+    else delete s.items;
+    delete s.additionalItems;
+  } else if (s.additionalItems !== undefined) delete s.additionalItems;
+  if (isSchemaObject(s.dependencies)) {
+    const required: Schema = {};
+    const schemas: Schema = {};
+    for (const [name, v] of Object.entries(s.dependencies)) {
+      if (Array.isArray(v)) required[name] = v;
+      else schemas[name] = v;
+    }
+    delete s.dependencies;
+    if (Object.keys(required).length > 0)
+      s.dependentRequired = {
+        ...(isSchemaObject(s.dependentRequired) ? s.dependentRequired : {}),
+        ...required,
+      };
+    if (Object.keys(schemas).length > 0)
+      s.dependentSchemas = { ...(isSchemaObject(s.dependentSchemas) ? s.dependentSchemas : {}), ...schemas };
+  }
+  if (refIgnoresSiblings && typeof s.$ref === 'string')
+    for (const k of Object.keys(s)) if (k !== '$ref' && k !== 'definitions' && k !== '$defs') delete s[k];
+  for (const k of MAPS)
+    if (isSchemaObject(s[k])) for (const v of Object.values(s[k])) normalize(v, refIgnoresSiblings);
+  for (const k of ONE) if (isSchemaObject(s[k])) normalize(s[k], refIgnoresSiblings);
+  for (const k of LISTS) if (Array.isArray(s[k])) for (const v of s[k]) normalize(v, refIgnoresSiblings);
+}

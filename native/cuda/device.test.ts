@@ -1,0 +1,295 @@
+/**
+ * The CUDA backend behind native.ts, on a machine without a GPU:
+ *  - asked for where it cannot run, it fails with an error that says why (here: the library
+ *    is not there);
+ *  - through the CPU emulation of CUDA (build/cuda-emu/libprism_cuda_emu.so, selected with
+ *    PRISM_CUDA_LIBRARY), the whole device path — weights uploaded and laid out, KV cache on
+ *    the "device", the forward pass, sampling, late masks, logits — gives the CPU engine's
+ *    greedy tokens and logits on small models of every weight type and architecture.
+ * scripts/device-check.sh runs this file on a GPU with PRISM_TEST_CUDA_LIBRARY naming the real
+ * library (build/Release/libprism_cuda.so): the same comparisons, on the card.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../engine/default-model.js';
+import {
+  contextInfo,
+  createContext,
+  cudaDevices,
+  disposeContext,
+  disposeModel,
+  loadModel,
+  modelInfo,
+  step,
+  supplyMasks,
+  type Device,
+  type ModelHandle,
+  type StepPlan,
+  type TensorType,
+} from '../native.js';
+import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
+
+const root = projectRoot();
+let dir: string;
+/** The library under test: the CPU emulation build, or PRISM_TEST_CUDA_LIBRARY (a GPU build). */
+let library: string;
+
+/** Shapes the device takes: rows of 32 values, K-quant blocks of 256. */
+const SHAPE: TinyShape = { vocab: 300, hidden: 256, heads: 4, kvHeads: 2, inter: 512, layers: 2 };
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'prism-cuda-'));
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build-cuda.mjs'), '--emu'], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  library = process.env.PRISM_TEST_CUDA_LIBRARY ?? r.stdout.trim().split('\n').pop()!;
+});
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+  delete process.env.PRISM_CUDA_LIBRARY;
+});
+
+function useLibrary(path: string | undefined): void {
+  if (path === undefined) delete process.env.PRISM_CUDA_LIBRARY;
+  else process.env.PRISM_CUDA_LIBRARY = path;
+}
+
+interface Seq {
+  tokens: number[];
+  start: number;
+}
+
+/** A plan of one or more sequences, each with its own 4 blocks of 16 (a shuffled table). */
+function plan(seqs: Seq[], opts: Partial<StepPlan> = {}): StepPlan {
+  const tokens: number[] = [];
+  const positions: number[] = [];
+  const offsets = [0];
+  const tables: number[] = [];
+  const tableOffsets = [0];
+  seqs.forEach((s, i) => {
+    s.tokens.forEach((t, k) => {
+      tokens.push(t);
+      positions.push(s.start + k);
+    });
+    offsets.push(tokens.length);
+    tables.push(4 * i + 3, 4 * i + 1, 4 * i + 2, 4 * i);
+    tableOffsets.push(tables.length);
+  });
+  const S = seqs.length;
+  return {
+    tokens: Int32Array.from(tokens),
+    positions: Int32Array.from(positions),
+    seqTokenOffsets: Int32Array.from(offsets),
+    blockTableOffsets: Int32Array.from(tableOffsets),
+    blockTables: Int32Array.from(tables),
+    sample: new Uint8Array(S).fill(1),
+    temperature: new Float32Array(S),
+    topK: new Int32Array(S),
+    topP: new Float32Array(S).fill(1),
+    repetitionPenalty: new Float32Array(S).fill(1),
+    presencePenalty: new Float32Array(S),
+    frequencyPenalty: new Float32Array(S),
+    penaltyTokenOffsets: new Int32Array(S + 1),
+    penaltyTokens: new Int32Array(0),
+    seeds: new BigUint64Array(S).fill(7n),
+    sampleCounters: new Int32Array(S),
+    allowedMaskRows: new Int32Array(S).fill(-1),
+    allowedMask: new Int32Array(0),
+    topLogprobs: new Int32Array(S).fill(2),
+    returnLogits: 'last',
+    ...opts,
+  };
+}
+
+function relError(a: Float32Array, b: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < a.length; i++) {
+    num += (a[i]! - b[i]!) ** 2;
+    den += b[i]! ** 2;
+  }
+  return Math.sqrt(num / den);
+}
+
+/**
+ * Prefill of two sequences (14 and 9 tokens: the GEMM path), then decode steps of both (the
+ * GEMV path), greedy. Returns each step's tokens and last-token logits.
+ */
+async function run(model: ModelHandle): Promise<{ tokens: number[][]; logits: Float32Array[] }> {
+  const ctx = createContext(model, {
+    kvBlocks: 8,
+    blockSize: 16,
+    maxBatchTokens: 32,
+    maxSeqs: 2,
+    threads: 1,
+  });
+  try {
+    const a: Seq = { tokens: [5, 17, 2, 99, 3, 250, 8, 8, 41, 7, 0, 13, 200, 64], start: 0 };
+    const b: Seq = { tokens: [1, 2, 3, 4, 5, 6, 7, 8, 9], start: 0 };
+    const tokens: number[][] = [];
+    const logits: Float32Array[] = [];
+    let r = await step(ctx, plan([a, b]));
+    tokens.push(Array.from(r.tokens));
+    logits.push(r.logits!);
+    let pos = [a.tokens.length, b.tokens.length];
+    for (let i = 0; i < 3; i++) {
+      const last = tokens[tokens.length - 1]!;
+      r = await step(
+        ctx,
+        plan([
+          { tokens: [last[0]!], start: pos[0]! },
+          { tokens: [last[1]!], start: pos[1]! },
+        ]),
+      );
+      tokens.push(Array.from(r.tokens));
+      logits.push(r.logits!);
+      pos = pos.map((p) => p + 1);
+    }
+    return { tokens, logits };
+  } finally {
+    disposeContext(ctx);
+  }
+}
+
+async function compare(path: string, label: string): Promise<void> {
+  useLibrary(library);
+  const cpuModel = await loadModel(path);
+  const gpuModel = await loadModel(path, undefined, { device: 'cuda:0' });
+  try {
+    assert.equal(modelInfo(gpuModel).device, 'cuda:0');
+    assert.equal(modelInfo(gpuModel).deviceName, cudaDevices()[0]!.name);
+    const cpu = await run(cpuModel);
+    const gpu = await run(gpuModel);
+    assert.deepEqual(gpu.tokens, cpu.tokens, `${label}: greedy tokens`);
+    // Prefill multiplies in bf16 on the device (its KV carries that rounding into decode);
+    // the CPU in f32 or int16: logits agree to a few 1e-3.
+    for (let i = 0; i < cpu.logits.length; i++) {
+      const err = relError(gpu.logits[i]!, cpu.logits[i]!);
+      assert.ok(err < 2e-2, `${label}: step ${i} logits differ by ${err}`);
+    }
+  } finally {
+    disposeModel(cpuModel);
+    disposeModel(gpuModel);
+  }
+}
+
+test('CUDA asked for where its library is missing: an error that says so', async () => {
+  useLibrary(join(dir, 'no-such-libprism_cuda.so'));
+  assert.throws(() => cudaDevices(), /cannot load the CUDA backend .*no-such-libprism_cuda\.so/);
+  const path = join(dir, 'tiny.gguf');
+  writeTinyGguf(path, SHAPE, { weightType: 'F32' });
+  await assert.rejects(loadModel(path, undefined, { device: 'cuda:0' }), /cannot load the CUDA backend/);
+});
+
+test('the device lists itself and the model reports where it runs', async () => {
+  useLibrary(library);
+  const devices = cudaDevices();
+  assert.ok(devices.length >= 1);
+  assert.equal(devices[0]!.device, 'cuda:0');
+  assert.equal(devices[0]!.emulated, library.includes('cuda-emu'), 'the emulation build says it is one');
+  const path = join(dir, 'tiny-info.gguf');
+  writeTinyGguf(path, SHAPE, { weightType: 'Q8_0' });
+  const missing = `cuda:${devices.length}` as Device;
+  await assert.rejects(
+    loadModel(path, undefined, { device: missing }),
+    new RegExp(`${missing} does not exist`),
+  );
+  const m = await loadModel(path, undefined, { device: 'cuda:0' });
+  const ctx = createContext(m, { kvBlocks: 4, blockSize: 16, maxBatchTokens: 8, maxSeqs: 1 });
+  const info = contextInfo(ctx);
+  assert.equal(info.device, 'cuda:0');
+  assert.equal(info.isa, 'cuda');
+  assert.equal(info.kvBytes, 2 * 2 * SHAPE.layers * 4 * 16 * SHAPE.kvHeads * (SHAPE.hidden / SHAPE.heads));
+  assert.throws(
+    () =>
+      createContext(m, {
+        kvBlocks: 4,
+        blockSize: 16,
+        maxBatchTokens: 8,
+        maxSeqs: 1,
+        maxLoras: 1,
+        maxLoraRank: 4,
+      }),
+    /LoRA adapters are not supported on a CUDA device/,
+  );
+  // A plan that breaks a rule is refused by the same reader as on the CPU.
+  await assert.rejects(step(ctx, plan([{ tokens: [SHAPE.vocab], start: 0 }])), /plan\.tokens\[0\]/);
+  disposeContext(ctx);
+  disposeModel(m);
+});
+
+for (const type of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K'] as TensorType[]) {
+  test(`greedy tokens and logits on the device equal the CPU's: llama ${type}`, async () => {
+    const path = join(dir, `tiny-${type}.gguf`);
+    writeTinyGguf(path, SHAPE, { weightType: type });
+    await compare(path, `llama ${type}`);
+  });
+}
+
+test("a mixed-type file (Q4_K with Q6_K parts, as llama.cpp's Q4_K_M) on the device", async () => {
+  const path = join(dir, 'tiny-mixed.gguf');
+  writeTinyGguf(path, SHAPE, {
+    weightType: 'Q4_K',
+    typeFor: (name) =>
+      name.endsWith('attn_v.weight') || name.endsWith('ffn_down.weight') ? 'Q6_K' : undefined,
+  });
+  await compare(path, 'llama Q4_K_M-style mix');
+});
+
+for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
+  test(`greedy tokens and logits on the device equal the CPU's: ${arch} safetensors BF16`, async () => {
+    const path = join(dir, `hf-${arch}`);
+    writeTinyHfDir(path, arch, 'BF16', SHAPE);
+    await compare(path, `${arch} BF16`);
+  });
+}
+
+test('sampling on the device: masks that arrive late, penalties, logprobs, the all-masked error', async () => {
+  useLibrary(library);
+  const path = join(dir, 'tiny-sampling.gguf');
+  writeTinyGguf(path, SHAPE, { weightType: 'Q8_0' });
+  const m = await loadModel(path, undefined, { device: 'cuda:0' });
+  const ctx = createContext(m, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+  try {
+    const words = Math.ceil(SHAPE.vocab / 32);
+    const p = plan(
+      [
+        { tokens: [4, 5, 6], start: 0 },
+        { tokens: [7, 8], start: 0 },
+      ],
+      {
+        temperature: Float32Array.from([0.8, 0]),
+        topK: Int32Array.from([20, 0]),
+        topP: Float32Array.from([0.9, 1]),
+        repetitionPenalty: Float32Array.from([1.3, 1]),
+        penaltyTokenOffsets: Int32Array.from([0, 3, 3]),
+        penaltyTokens: Int32Array.from([4, 5, 6]),
+        allowedMaskRows: Int32Array.from([0, 1]),
+        allowedMask: new Int32Array(0),
+        lateMaskRows: 2,
+        topLogprobs: Int32Array.from([3, 0]),
+      },
+    );
+    const pending = step(ctx, p);
+    // Row 0 allows tokens 10-20; row 1 allows nothing: that sequence fails alone.
+    const masks = new Int32Array(2 * words);
+    for (let t = 10; t <= 20; t++) masks[t >> 5]! |= 1 << (t & 31);
+    assert.equal(supplyMasks(ctx, masks), true);
+    const r = await pending;
+    assert.ok(r.tokens[0]! >= 10 && r.tokens[0]! <= 20, `token ${r.tokens[0]} outside the mask`);
+    assert.ok(Number.isFinite(r.logprobs[0]!) && r.logprobs[0]! <= 0);
+    assert.equal(r.topLogprobsStride, 3);
+    for (let k = 0; k < 3; k++) assert.ok(r.topLogprobIds[k]! >= 10 && r.topLogprobIds[k]! <= 20);
+    assert.equal(r.tokens[1], -1);
+    assert.match(r.errors![1]!, /no token is allowed/);
+    assert.equal(r.errors![0], null);
+  } finally {
+    disposeContext(ctx);
+    disposeModel(m);
+  }
+});

@@ -1,0 +1,236 @@
+#include "device_model.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "sampler.h"
+
+namespace prism::cuda {
+
+int parseCudaDevice(const std::string& device) {
+  if (device == "cuda") return 0;
+  if (device.rfind("cuda:", 0) == 0 && device.size() > 5 && device.size() <= 8 &&
+      device.find_first_not_of("0123456789", 5) == std::string::npos)
+    return std::stoi(device.substr(5));
+  throw std::invalid_argument("device '" + device + "' must be 'cpu', 'cuda' or 'cuda:N'");
+}
+
+DeviceModel::~DeviceModel() {
+  if (handle) lib->pc_model_destroy(handle);
+}
+
+namespace {
+
+int archOf(Arch a) {
+  switch (a) {
+    case Arch::Llama: return PC_ARCH_LLAMA;
+    case Arch::Qwen2: return PC_ARCH_QWEN2;
+    case Arch::Qwen3: return PC_ARCH_QWEN3;
+    default: break;
+  }
+  throw std::runtime_error(std::string("the CUDA backend does not run the ") + archName(a) + " architecture yet");
+}
+
+// What the device's forward pass implements of ModelConfig: the Llama / Qwen2 / Qwen3 layer.
+// Variations the CPU runs and the device does not yet are refused by name.
+void checkSupported(const ModelConfig& c) {
+  auto refuse = [&](const std::string& what) {
+    throw std::runtime_error("the CUDA backend does not run " + what + " yet (" + archName(c.arch) +
+                             " model): serve it on the CPU");
+  };
+  archOf(c.arch);
+  if (c.experts > 0) refuse("mixture-of-experts layers");
+  for (int64_t w : c.layerWindow)
+    if (w > 0) refuse("sliding-window attention");
+  if (c.ropeDim != 0 && c.ropeDim != c.headDim) refuse("partial rotary embeddings");
+  if (c.ropeAttnFactor != 1.0) refuse("LongRoPE attention scaling");
+  if (c.postNorms || c.activation != Activation::Silu || c.embedScale != 1.0) refuse("Gemma-style layers");
+  if (c.queryScale != 0 && c.queryScale != 1.0 / std::sqrt(static_cast<double>(c.headDim)))
+    refuse("a query scale other than 1/sqrt(head dim)");
+}
+
+void uploadLinear(const DeviceModel& d, int role, int64_t layer, const LinearGroup& g) {
+  for (const LinearGroup::Part& p : g.parts)
+    d.lib->check(d.lib->pc_model_set_matrix(d.handle, role, layer, static_cast<int32_t>(p.w.type), p.w.data, p.w.rows,
+                                            p.w.cols, p.outOffset, g.outFeatures),
+                 "uploading a weight");
+}
+
+void uploadVector(const DeviceModel& d, int role, int64_t layer, const std::vector<float>& v) {
+  if (v.empty()) return;
+  d.lib->check(d.lib->pc_model_set_vector(d.handle, role, layer, v.data(), static_cast<int64_t>(v.size())),
+               "uploading a norm or bias");
+}
+
+}  // namespace
+
+std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device, const std::string& libraryPath,
+                                             const ProgressFn& progress) {
+  const CudaLibrary& lib = loadCudaLibrary(libraryPath);
+  int32_t count = 0;
+  lib.check(lib.pc_device_count(&count), "counting CUDA devices");
+  if (count == 0) throw std::runtime_error("no CUDA device is visible (the driver reports none)");
+  if (device < 0 || device >= count)
+    throw std::runtime_error("cuda:" + std::to_string(device) + " does not exist (" + std::to_string(count) +
+                             " CUDA device" + (count == 1 ? "" : "s") + ")");
+  pc_device_info info{};
+  lib.check(lib.pc_device_info_get(device, &info), "reading the CUDA device");
+
+  auto d = std::make_shared<DeviceModel>();
+  d->lib = &lib;
+  d->device = device;
+  d->deviceName = info.name;
+  d->host = loadModelFromPath(
+      path, [&](double f) { if (progress) progress(0.05 * f); }, WeightPreparation::FileBytes);
+  const Model& m = *d->host;
+  const ModelConfig& c = m.cfg;
+  checkSupported(c);
+  pc_model_config cfg{};
+  cfg.arch = archOf(c.arch);
+  cfg.vocab = c.vocab;
+  cfg.hidden = c.hidden;
+  cfg.intermediate = c.intermediate;
+  cfg.layers = c.layers;
+  cfg.heads = c.heads;
+  cfg.kv_heads = c.kvHeads;
+  cfg.head_dim = c.headDim;
+  cfg.rope_theta = c.ropeTheta;
+  cfg.eps = c.eps;
+  cfg.rope_neox = c.ropeNeox ? 1 : 0;
+  cfg.rope_freq_factors = c.ropeFreqFactors.empty() ? nullptr : c.ropeFreqFactors.data();
+  lib.check(lib.pc_model_create(device, &cfg, &d->handle), "creating the model on the CUDA device");
+
+  lib.check(lib.pc_model_set_matrix(d->handle, PC_W_EMBED, -1, static_cast<int32_t>(m.embedType), m.embedData, c.vocab,
+                                    c.hidden, 0, c.vocab),
+            "uploading the token embedding");
+  for (int64_t l = 0; l < c.layers; l++) {
+    const LayerWeights& L = m.layers[static_cast<size_t>(l)];
+    uploadVector(*d, PC_V_ATTN_NORM, l, L.attnNorm);
+    uploadVector(*d, PC_V_FFN_NORM, l, L.ffnNorm);
+    uploadVector(*d, PC_V_QKV_BIAS, l, L.qkvBias);
+    uploadVector(*d, PC_V_Q_NORM, l, L.qNorm);
+    uploadVector(*d, PC_V_K_NORM, l, L.kNorm);
+    uploadLinear(*d, PC_W_QKV, l, L.qkv);
+    uploadLinear(*d, PC_W_O, l, L.o);
+    uploadLinear(*d, PC_W_GATE_UP, l, L.gateUp);
+    uploadLinear(*d, PC_W_DOWN, l, L.down);
+    if (progress) progress(0.05 + 0.95 * static_cast<double>(l + 1) / static_cast<double>(c.layers + 1));
+  }
+  uploadVector(*d, PC_V_OUTPUT_NORM, -1, m.outputNorm);
+  if (!c.tiedEmbeddings) uploadLinear(*d, PC_W_OUTPUT, -1, m.output);
+  lib.check(lib.pc_model_finish(d->handle), "finishing the model on the CUDA device");
+  uint64_t readBytes = 0;
+  lib.check(lib.pc_model_bytes(d->handle, &d->deviceBytes, &readBytes), "pc_model_bytes");
+  for (const auto& map : m.maps) map->releaseResidentPages();
+  if (progress) progress(1.0);
+  return d;
+}
+
+DeviceContext::DeviceContext(std::shared_ptr<DeviceModel> model, const ContextOptionsData& opts)
+    : model_(std::move(model)), opts_(opts) {
+  if (opts.maxLoras > 0) throw std::invalid_argument("LoRA adapters are not supported on a CUDA device yet (options.maxLoras must be 0)");
+  pc_context_options o{opts.kvBlocks, opts.blockSize, opts.maxBatchTokens, opts.maxSeqs};
+  model_->lib->check(model_->lib->pc_context_create(model_->handle, &o, &ctx_), "creating the context on the CUDA device");
+  const size_t S = static_cast<size_t>(opts.maxSeqs);
+  uniform_.reserve(S);
+  errors_.reserve(S);
+  plan.tokens.reserve(static_cast<size_t>(opts.maxBatchTokens));
+  plan.positions.reserve(static_cast<size_t>(opts.maxBatchTokens));
+  result.tokens.reserve(S);
+  result.logprobs.reserve(S);
+  result.errors.reserve(S);
+}
+
+DeviceContext::~DeviceContext() {
+  if (ctx_) model_->lib->pc_context_destroy(ctx_);
+}
+
+PlanLimits DeviceContext::limits() const {
+  return PlanLimits{opts_.kvBlocks, opts_.blockSize, opts_.maxBatchTokens, opts_.maxSeqs, model_->host->cfg.vocab, 1, nullptr};
+}
+
+uint64_t DeviceContext::kvBytes() const {
+  uint64_t b = 0;
+  model_->lib->check(model_->lib->pc_context_kv_bytes(ctx_, &b), "pc_context_kv_bytes");
+  return b;
+}
+
+double DeviceContext::lastStepDeviceMs() const { return model_->lib->pc_step_device_ms(ctx_); }
+
+void DeviceContext::step(StepPlanData& p, StepResultData& out) {
+  const CudaLibrary& lib = *model_->lib;
+  const int64_t S = p.S, V = model_->host->cfg.vocab, words = (V + 31) / 32;
+  uniform_.resize(static_cast<size_t>(S));
+  for (int64_t s = 0; s < S; s++)
+    uniform_[static_cast<size_t>(s)] = uniformFromSeed(p.seeds[static_cast<size_t>(s)], static_cast<uint64_t>(p.sampleCounters[static_cast<size_t>(s)]));
+  pc_step_plan cp{};
+  cp.T = p.T;
+  cp.S = p.S;
+  cp.tokens = p.tokens.data();
+  cp.positions = p.positions.data();
+  cp.seq_token_offsets = p.seqTokenOffsets.data();
+  cp.block_table_offsets = p.blockTableOffsets.data();
+  cp.block_tables = p.blockTables.data();
+  cp.n_block_tables = static_cast<int64_t>(p.blockTables.size());
+  cp.block_copies = p.blockCopies.data();
+  cp.n_block_copies = static_cast<int64_t>(p.blockCopies.size());
+  cp.sample = p.sample.data();
+  cp.temperature = p.temperature.data();
+  cp.top_p = p.topP.data();
+  cp.repetition_penalty = p.repetitionPenalty.data();
+  cp.presence_penalty = p.presencePenalty.data();
+  cp.frequency_penalty = p.frequencyPenalty.data();
+  cp.top_k = p.topK.data();
+  cp.penalty_token_offsets = p.penaltyTokenOffsets.data();
+  cp.penalty_tokens = p.penaltyTokens.data();
+  cp.n_penalty_tokens = static_cast<int64_t>(p.penaltyTokens.size());
+  cp.uniform = uniform_.data();
+  cp.allowed_mask_rows = p.allowedMaskRows.data();
+  cp.top_logprobs = p.topLogprobs.data();
+  cp.return_logits = static_cast<int32_t>(p.returnLogits);
+  lib.check(lib.pc_step_forward(ctx_, &cp), "step on the CUDA device");
+  if (failSteps.load(std::memory_order_relaxed) > 0) {
+    // As the CPU context's fault hook: the forward pass has run (K/V written), then it fails.
+    failSteps.fetch_sub(1, std::memory_order_relaxed);
+    throw std::runtime_error("injected fault (failNextStepsForTest)");
+  }
+  out.lateMaskWaitMs = p.lateMaskRows > 0 ? lateMasks.wait(p.allowedMask) : 0;
+
+  int32_t stride = 0;
+  for (int64_t s = 0; s < S; s++) stride = std::max(stride, p.topLogprobs[static_cast<size_t>(s)]);
+  out.topStride = stride;
+  out.tokens.assign(static_cast<size_t>(S), -1);
+  out.logprobs.assign(static_cast<size_t>(S), 0.0f);
+  out.topIds.assign(static_cast<size_t>(S * stride), -1);
+  out.topValues.assign(static_cast<size_t>(S * stride), 0.0f);
+  errors_.assign(static_cast<size_t>(S), 0);
+  out.logits = nullptr;
+  out.logitRows = 0;
+  if (p.returnLogits != ReturnLogits::None) {
+    out.logitRows = p.returnLogits == ReturnLogits::All ? p.T : S;
+    logits_.resize(static_cast<size_t>(out.logitRows * V));
+    out.logits = logits_.data();
+  }
+  pc_step_result r{};
+  r.tokens = out.tokens.data();
+  r.logprobs = out.logprobs.data();
+  r.errors = errors_.data();
+  r.top_ids = out.topIds.data();
+  r.top_values = out.topValues.data();
+  r.logits = out.logits;
+  const int64_t maskRows = static_cast<int64_t>(p.allowedMask.size()) / words;
+  lib.check(lib.pc_step_sample(ctx_, &cp, p.allowedMask.data(), maskRows, &r), "sampling on the CUDA device");
+  out.errors.resize(static_cast<size_t>(S));
+  out.anyError = false;
+  for (int64_t s = 0; s < S; s++) {
+    std::string& e = out.errors[static_cast<size_t>(s)];
+    e.clear();
+    // The CPU sampler's messages (sampler.cc), so clients see one wording.
+    if (errors_[static_cast<size_t>(s)] == 1) e = "the model produced NaN logits: cannot sample";
+    else if (errors_[static_cast<size_t>(s)] == 2)
+      e = "no token is allowed: the allowed-token mask (after penalties) excludes the whole vocabulary";
+    out.anyError = out.anyError || !e.empty();
+  }
+}
+
+}  // namespace prism::cuda
