@@ -185,7 +185,10 @@ const log = (line: string) => process.stderr.write(line + '\n');
 
 /**
  * Runs `measure` on every engine: warm-ups first, then `runs` rounds, alternating which
- * engine goes first each round. Returns tok/s per engine.
+ * engine goes first each round. Returns tok/s per engine. With `read` (single-stream decode),
+ * the machine's sustained read rate is taken before each measured round and after each
+ * engine's run, and each run is paired with the mean of the reads just before and after it:
+ * the same seconds, since this machine's bandwidth moves with its neighbours.
  */
 async function interleaved(
   label: string,
@@ -193,16 +196,30 @@ async function interleaved(
   runs: number,
   warmup: number,
   measure: (engine: BenchEngine) => Promise<number>,
-  beforeRound?: () => void,
-): Promise<MeasureResult> {
+  read?: () => number,
+): Promise<MeasureResult & { readLog?: number[] }> {
   const results: Partial<Record<EngineName, number[]>> = {};
+  const reads: Partial<Record<EngineName, number[]>> = {};
+  const readLog: number[] = [];
+  const takeRead = () => {
+    const gbs = read!();
+    readLog.push(gbs);
+    return gbs;
+  };
   for (let round = -warmup; round < runs; round++) {
-    if (round >= 0) beforeRound?.();
     const order = round % 2 === 0 ? engines : [...engines].reverse();
+    let before = round >= 0 && read ? takeRead() : NaN;
     for (const engine of order) {
       const tokPerSec = await measure(engine);
       const tag = round < 0 ? 'warm-up' : `run ${round + 1}/${runs}`;
-      log(`  ${label} · ${engine.name} · ${tag}: ${tokPerSec.toFixed(1)} tok/s`);
+      let readNote = '';
+      if (round >= 0 && read) {
+        const after = takeRead();
+        (reads[engine.name as EngineName] ??= []).push((before + after) / 2);
+        readNote = ` (sustained read ${before.toFixed(1)} → ${after.toFixed(1)} GB/s)`;
+        before = after;
+      }
+      log(`  ${label} · ${engine.name} · ${tag}: ${tokPerSec.toFixed(1)} tok/s${readNote}`);
       if (round >= 0) (results[engine.name as EngineName] ??= []).push(tokPerSec);
       // Let the other engine's worker threads go idle before it is the other one's turn.
       await sleep(200);
@@ -210,7 +227,13 @@ async function interleaved(
   }
   const medians: Partial<Record<EngineName, number>> = {};
   for (const [name, values] of Object.entries(results)) medians[name as EngineName] = median(values);
-  return { label, runs: results, median: medians, ratio: ratio(medians.prism, medians['llama.cpp']) };
+  return {
+    label,
+    runs: results,
+    median: medians,
+    ratio: ratio(medians.prism, medians['llama.cpp']),
+    ...(read ? { readGBs: reads, readLog } : {}),
+  };
 }
 
 function expectTokens(
@@ -260,7 +283,10 @@ async function sizeSuite(
   const rows: SizeRow[] = [];
   for (const model of models) {
     log(`== ${model.shape} ${model.type.toUpperCase()} (${relative(root, model.path)})`);
-    rows.push({ model, report: await benchModel(args, root, model.path, command, false) });
+    rows.push({
+      model,
+      report: await benchModel(args, root, model.path, command, false, model.bytesPerToken),
+    });
   }
   const body = renderSizeSuite(rows, {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -278,13 +304,18 @@ async function sizeSuite(
   }
 }
 
-/** The three measures (and, for a single model, the greedy continuations) on one file. */
+/**
+ * The three measures (and, for a single model, the greedy continuations) on one file.
+ * `fileBytesPerToken`: the weight bytes llama.cpp reads per decoded token (the file's own
+ * encoding), when known; else Prism's count stands for both.
+ */
 async function benchModel(
   args: Args,
   root: string,
   modelPath: string,
   command: string,
   withContinuations: boolean,
+  fileBytesPerToken?: number,
 ): Promise<EngineBenchReport> {
   const chatTokensBudget = 256; // chat prompt (system line + question) + 32 new tokens
   const maxContext = Math.max(args.prefillTokens + 1, args.promptTokens + args.newTokens, chatTokensBudget);
@@ -347,13 +378,14 @@ async function benchModel(
     const wants = (m: MeasureName) => args.measures.has(m);
     if (wants('single'))
       log(`single-stream decode: ${args.newTokens} new tokens after ${args.promptTokens} prompt tokens`);
-    // The roofline's bandwidth is probed before every measured round of single-stream decode,
-    // not once per run: this machine's memory bandwidth moves with its neighbours (a plain
-    // two-core read loop: 45-48 GB/s in some minutes, 75-80 in others), and a probe taken
-    // minutes away from the decode runs put rows at 117% of "their" roofline.
-    const bandwidthRuns: number[] = [];
+    // Each single-stream run is set against the machine's sustained read rate in the same
+    // seconds (reads just before and after it, with the decode's thread count), not against
+    // one probe for the file: this machine's memory bandwidth moves with its neighbours (a
+    // plain two-core read loop: 45-48 GB/s in some minutes, 75-80 in others), and a probe
+    // taken minutes away from the decode runs put rows at 117% of "their" roofline. What
+    // the table then shows is the host's state in those seconds beside each engine's rate.
     const core = prism ? native : undefined;
-    const probe = core ? () => void bandwidthRuns.push(core.measureMemoryBandwidth()) : undefined;
+    const read = core ? () => core.sustainedReadRate(2 ** 30, 3, args.threads) : undefined;
     const singleDecode = !wants('single')
       ? undefined
       : await interleaved(
@@ -366,8 +398,9 @@ async function benchModel(
             expectTokens(engine.name, 'single-stream decode', t.generated, args.newTokens);
             return (t.decodedTokens / t.decodeMs) * 1000;
           },
-          probe,
+          read,
         );
+    core?.releaseReadBuffer();
 
     if (wants('aggregate'))
       log(`aggregate decode: ${args.sequences} sequences × ${args.newTokens} new tokens`);
@@ -401,20 +434,37 @@ async function benchModel(
         );
 
     let roofline: Roofline | undefined;
-    if (native && prism) {
-      if (bandwidthRuns.length === 0) {
-        log('measuring memory bandwidth ...');
-        probe?.();
-      }
-      const bandwidthGBs = median(bandwidthRuns);
+    if (native && prism && read) {
+      const reads = singleDecode?.readLog?.length ? singleDecode.readLog : [read()];
+      native.releaseReadBuffer();
+      const bandwidthGBs = median(reads);
       const weightBytes = prism.info.weightBytes;
-      const tokPerSec = (bandwidthGBs * 1e9) / weightBytes;
-      // Run by run against the probe taken just before each round (pairedRooflinePercent).
+      const bytesPerToken: Partial<Record<EngineName, number>> = {
+        prism: weightBytes,
+        'llama.cpp': fileBytesPerToken ?? weightBytes,
+      };
+      // Run by run against the sustained read of its own seconds (pairedRooflinePercent).
       const percent: Partial<Record<EngineName, number>> = {};
-      for (const [name, values] of Object.entries(singleDecode?.runs ?? {})) {
-        percent[name as EngineName] = pairedRooflinePercent(values, bandwidthRuns, weightBytes);
+      const minPercent: Partial<Record<EngineName, number>> = {};
+      const decodeGBs: Partial<Record<EngineName, number>> = {};
+      for (const [key, values] of Object.entries(singleDecode?.runs ?? {})) {
+        const name = key as EngineName;
+        const runReads = singleDecode?.readGBs?.[name] ?? [];
+        const bytes = bytesPerToken[name] ?? weightBytes;
+        percent[name] = pairedRooflinePercent(values, runReads, bytes);
+        minPercent[name] = Math.min(...values.map((v, i) => ((v * bytes) / (runReads[i] * 1e9)) * 100));
+        decodeGBs[name] = (median(values) * bytes) / 1e9;
       }
-      roofline = { bandwidthGBs, bandwidthRuns, weightBytes, tokPerSec, percent };
+      roofline = {
+        bandwidthGBs,
+        bandwidthRuns: reads,
+        weightBytes,
+        tokPerSec: (bandwidthGBs * 1e9) / weightBytes,
+        percent,
+        minPercent,
+        decodeGBs,
+        bytesPerToken,
+      };
     }
 
     let continuations: Continuation[] = [];

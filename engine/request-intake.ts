@@ -166,6 +166,13 @@ export class RequestIntake {
         'params.min_tokens',
         'must be 0 with a constraint (response_format, guided decoding or tools): the grammar decides where the output ends',
       );
+    // The CUDA sampler does not take the suppressed-token list min_tokens needs (yet).
+    if (params.minTokens > 0 && d.options.device?.startsWith('cuda'))
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'min_tokens is not supported on the CUDA backend',
+        'params.min_tokens',
+      );
     this.checkQueueRoom();
     d.disaggregation.check(request);
     return { id, params, parsing: null, adapter, constraint, pd: d.disaggregation.stateFor(request) };

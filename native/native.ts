@@ -270,6 +270,15 @@ export interface ContextOptions {
   readonly maxLoras?: number;
   /** Largest adapter rank a slot takes (sizes the shrink scratch); >= 1 when maxLoras > 0. */
   readonly maxLoraRank?: number;
+  /**
+   * How single-token decode picks its prefetch distance/hint, tile height and idle prefetch
+   * on this host (native/src/decode_tuning/choose.h): 'off' (the built-in constants),
+   * 'auto' (cached per CPU, threads and model shape, else measured for about a second at
+   * creation when the weights exceed the last-level cache), 'measure' (measure again) or a
+   * setting such as 'prefetch=t1:2,rows=8,idle=off'. Default: the PRISM_DECODE_TUNING
+   * environment variable, else 'off'. No setting changes a result, only the speed.
+   */
+  readonly decodeTuning?: string;
 }
 
 export type LoraTargetName = 'q' | 'k' | 'v' | 'o' | 'gate' | 'up' | 'down';
@@ -308,6 +317,41 @@ export interface ContextInfo {
   readonly deviceName: string;
   /** CUDA: milliseconds the device took for the last step (forward + sampling); else absent. */
   readonly lastStepDeviceMs?: number;
+  /** CPU contexts: the decode tuning in use and how it was chosen (ContextOptions.decodeTuning). */
+  readonly decodeTuning?: DecodeTuningInfo;
+}
+
+export interface DecodeTuningInfo {
+  /** The setting, e.g. 'prefetch=nta:1,rows=auto,idle=on'. */
+  readonly setting: string;
+  /**
+   * 'off' | 'given' | 'cached' | 'measured' | 'fits-cache' (weights within the last-level
+   * cache: not measured) | 'inconclusive' (the machine was too noisy to tell settings apart;
+   * the constants are used and nothing is cached).
+   */
+  readonly source: string;
+  /** The race's stages (candidates, paired ratios, wins), or when the cached entry was measured. */
+  readonly detail: string;
+  /** Wall time of the measurement at creation (0 when nothing was measured). */
+  readonly measuredMs: number;
+  /** Paired step-time ratio of the setting to the constants, as measured (1 when not). */
+  readonly ratioToDefault: number;
+  /** The cache file consulted ('' when none). */
+  readonly cachePath: string;
+}
+
+export interface HostInfo {
+  /** Vendor, family, model, stepping and brand: the CPU part of the decode-tuning cache key. */
+  readonly cpu: string;
+  /** One line: the CPU, L1d/L2/L3 sizes and the transparent-huge-page mode. */
+  readonly description: string;
+  readonly l1dBytes: number;
+  readonly l2Bytes: number;
+  readonly l3Bytes: number;
+  /** The selected mode of /sys/kernel/mm/transparent_hugepage/enabled ('always' | 'madvise' | 'never'). */
+  readonly transparentHugePages: string;
+  /** This process's anonymous memory on huge pages now (repacked weights among it); -1 if unknown. */
+  readonly anonHugeBytes: number;
 }
 
 /**
@@ -393,6 +437,9 @@ export interface NativeAddon {
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
+  sustainedReadRate(bytes: number, passes: number, threads: number): number;
+  releaseReadBuffer(): void;
+  hostInfo(): HostInfo;
   createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
   createAdapterAsync(
     model: ModelHandle,
@@ -634,6 +681,26 @@ export function measureDeviceBandwidth(device: Device, bytes = 2 ** 31, passes =
 
 export function measureMemoryBandwidth(bytes = 256 * 1024 * 1024, passes = 50): number {
   return addon.measureMemoryBandwidth(bytes, passes);
+}
+
+/**
+ * The machine's sustained read rate right now: the median GB/s of `passes` reads of a
+ * `bytes` buffer by `threads` threads (use the decode's thread count). Set against a
+ * decode step taken in the same seconds it says how much of the memory's rate decode uses;
+ * the peak of measureMemoryBandwidth is not that. The buffer stays allocated between calls
+ * until releaseReadBuffer().
+ */
+export function sustainedReadRate(bytes = 2 ** 30, passes = 3, threads = 2): number {
+  return wrapNativeError(() => addon.sustainedReadRate(bytes, passes, threads));
+}
+
+export function releaseReadBuffer(): void {
+  addon.releaseReadBuffer();
+}
+
+/** The CPU, its caches and the huge-page state: what the decode tuning is keyed by. */
+export function hostInfo(): HostInfo {
+  return addon.hostInfo();
 }
 
 export const kernelTestHooks = {

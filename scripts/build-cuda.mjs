@@ -342,6 +342,8 @@ async function buildEmu() {
 /** The CPU reference kernels it compares with, and what they link against. */
 const CPU_REFERENCE = [
   'native/src/kernels/reference.cc',
+  'native/src/kernels/reference_blocks.cc',
+  'native/src/kernels/planes_repack.cc',
   'native/src/kernels/types.cc',
   'native/src/kernels/repack.cc',
   'native/src/thread_pool.cc',

@@ -76,10 +76,20 @@ export class PrismEngine implements BenchEngine {
   }
 
   describe(): Record<string, string | number | boolean> {
+    const t = this.ctxInfo.decodeTuning;
+    const how = t && [
+      t.source,
+      ...(t.measuredMs > 0 ? [`measured in ${t.measuredMs.toFixed(0)} ms`] : []),
+      ...(t.ratioToDefault !== 1 ? [`step time ${t.ratioToDefault.toFixed(3)}× the constants'`] : []),
+    ];
+    const host = this.native.hostInfo();
     return {
       binding: 'native core (createContext + step)',
       isa: this.ctxInfo.isa,
       threads: this.ctxInfo.threads,
+      ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
+      host: host.description,
+      'huge pages': `${(host.anonHugeBytes / 2 ** 20).toFixed(0)} MiB of anonymous memory on huge pages, weights ${(this.info.weightBytes / 2 ** 20).toFixed(0)} MiB`,
       'KV blocks': `${this.pool.capacity} × ${this.ctxInfo.blockSize} tokens`,
       'KV MiB': +(this.ctxInfo.kvBytes / 2 ** 20).toFixed(1),
       'max batch tokens': this.options.maxBatchTokens,

@@ -128,6 +128,12 @@ function kernelsLine(rows: readonly SizeRow[]): string[] {
   return [`- Kernels: Prism ${isa ?? '—'}; llama.cpp's ggml CPU backend ${ggml ?? '—'}`];
 }
 
+/** The host's CPU, caches and huge-page mode, as the Prism half saw them (hostInfo()). */
+function hostLine(rows: readonly SizeRow[]): string[] {
+  const host = rows[0]?.report.engines?.prism?.host;
+  return host === undefined ? [] : [`- Host: ${host}`];
+}
+
 /** Markdown for docs/benchmarks.md: one table row per file, then the runs behind the medians. */
 export function renderSizeSuite(
   rows: readonly SizeRow[],
@@ -151,24 +157,30 @@ export function renderSizeSuite(
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
     ...kernelsLine(rows),
-    "- Roofline of a row: its bandwidth ÷ the file's weight bytes per decoded token (every matrix but token_embd, in the file's encoding). " +
-      "A row's bandwidth is the median of probes taken before each measured round of its single-stream decode (each probe: the fastest of 50 reads of 256 MiB on every core), and its % roofline the median of each run against its own round's probe: this machine's bandwidth moves with its neighbours from minute to minute, so one probe for the whole suite does not describe every row",
+    ...hostLine(rows),
+    "- Read rate of a row: the machine's sustained read rate in the seconds of its single-stream decode runs: before each measured round and after each engine's run, the median of 3 reads of a 1 GiB buffer with the decode's thread count, and each run set against the mean of the reads just before and after it. " +
+      "Decode GB/s: tok/s × the weight bytes the engine reads per token (Prism: its own layout; llama.cpp: the file's, every matrix but token_embd). " +
+      "÷ read: the median over runs of decode GB/s ÷ the read rate of the same seconds, and in brackets the lowest run: this machine's bandwidth moves with its neighbours from second to second, so a ratio to llama.cpp alone can come from a fast minute",
     '',
-    '| shape | type | MB/token | bandwidth GB/s | roofline tok/s | decode llama.cpp | decode Prism | ratio | Prism % roofline | llama.cpp % roofline | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| shape | type | MB/token | read GB/s | decode GB/s llama.cpp | decode GB/s Prism | llama.cpp ÷ read | Prism ÷ read | decode llama.cpp | decode Prism | ratio | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { model, report } of rows) {
     const m = report.measures;
-    const bandwidthGBs = report.roofline?.bandwidthGBs ?? NaN;
-    const roof = (bandwidthGBs * 1e9) / model.bytesPerToken;
-    const pct = (e: EngineName) => {
-      const v = report.roofline?.percent[e];
-      return v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(0)}%`;
+    const rf = report.roofline;
+    const share = (e: EngineName) => {
+      const v = rf?.percent[e];
+      if (v === undefined || Number.isNaN(v)) return '—';
+      const low = rf?.minPercent?.[e];
+      return low === undefined || Number.isNaN(low)
+        ? `${v.toFixed(0)}%`
+        : `${v.toFixed(0)}% (${low.toFixed(0)}%)`;
     };
     const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
     out.push(
-      `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${fmt(bandwidthGBs)} | ${fmt(roof)} | ` +
-        `${dl} | ${dp} | ${dr} | ${pct('prism')} | ${pct('llama.cpp')} | ` +
+      `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${fmt(rf?.bandwidthGBs)} | ` +
+        `${fmt(rf?.decodeGBs?.['llama.cpp'])} | ${fmt(rf?.decodeGBs?.prism)} | ${share('llama.cpp')} | ${share('prism')} | ` +
+        `${dl} | ${dp} | ${dr} | ` +
         `${cell(m.prefill?.median, m.prefill?.ratio).join(' | ')} | ${cell(m.aggregateDecode?.median, m.aggregateDecode?.ratio).join(' | ')} |`,
     );
   }
@@ -181,7 +193,11 @@ export function renderSizeSuite(
           `${x.label}: ${(x.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'} | ${(x.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`,
       );
     const probes = report.roofline?.bandwidthRuns ?? [];
-    if (probes.length > 0) parts.push(`bandwidth probes, GB/s: ${probes.map((v) => fmt(v)).join(', ')}`);
+    if (probes.length > 0) parts.push(`sustained reads, GB/s: ${probes.map((v) => fmt(v)).join(', ')}`);
+    const tuning = report.engines?.prism?.['decode tuning'];
+    if (tuning !== undefined) parts.push(`Prism decode tuning: ${tuning}`);
+    const huge = report.engines?.prism?.['huge pages'];
+    if (huge !== undefined) parts.push(`huge pages: ${huge}`);
     out.push(`- ${model.shape} ${model.type.toUpperCase()}: ${parts.join('; ')}`);
   }
   const withMemory = rows.filter((r) => r.report.prismMemory);

@@ -14,6 +14,13 @@
  * all of them alike; the paired median of step-time ratios against the first build is the
  * answer (noise about ±1% on the 3B shapes). Each addon is a separate dlopen, so several
  * builds coexist in one process; each holds its own copy of the weights.
+ *
+ * A build may carry a decode tuning after an `@` (ContextOptions.decodeTuning: `off`, `auto`,
+ * `measure` or a setting), so one build compares settings, e.g. the constants against what
+ * the load-time measurement picks on this host:
+ *
+ *   node --import tsx bench/kernels/ab-steps.ts models/sizes/1b-q4_0.gguf 200 \
+ *     build/Release/prism_native.node@off build/Release/prism_native.node@measure
  */
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
@@ -28,7 +35,7 @@ const PROMPT = 32;
 const [modelPath, stepsArg, ...addonPaths] = process.argv.slice(2);
 const steps = Number(stepsArg);
 if (!modelPath || !Number.isInteger(steps) || steps < 1 || addonPaths.length < 2) {
-  process.stderr.write('usage: ab-steps.ts MODEL.gguf STEPS A.node B.node [C.node ...]\n');
+  process.stderr.write('usage: ab-steps.ts MODEL.gguf STEPS A.node[@TUNING] B.node[@TUNING] [...]\n');
   process.exit(2);
 }
 const threads = Number(process.env.THREADS ?? 2);
@@ -36,9 +43,12 @@ const threads = Number(process.env.THREADS ?? 2);
 const require = createRequire(import.meta.url);
 const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
 for (const path of addonPaths) {
+  const at = path.indexOf('@');
+  const file = at < 0 ? path : path.slice(0, at);
+  const decodeTuning = at < 0 ? undefined : path.slice(at + 1);
   // Resolved against the working directory: require() alone would resolve a relative path
   // against this file.
-  const addon = require(resolve(path)) as NativeAddon;
+  const addon = require(resolve(file)) as NativeAddon;
   const model = await addon.loadModel(modelPath, undefined);
   const ctx = addon.createContext(model, {
     kvBlocks: BLOCKS.length,
@@ -46,7 +56,15 @@ for (const path of addonPaths) {
     maxBatchTokens: 512,
     maxSeqs: 1,
     threads,
+    ...(decodeTuning === undefined ? {} : { decodeTuning }),
   });
+  const tuning = addon.contextInfo(ctx).decodeTuning;
+  if (tuning)
+    process.stdout.write(
+      `${path}: decode tuning ${tuning.setting} (${tuning.source}` +
+        `${tuning.measuredMs > 0 ? `, measured in ${tuning.measuredMs.toFixed(0)} ms` : ''})\n` +
+        (tuning.detail && tuning.source !== 'cached' ? tuning.detail.replace(/^/gm, '  ') + '\n' : ''),
+    );
   const prompt = Array.from({ length: PROMPT }, (_, i) => 100 + i);
   const first = await addon.step(
     ctx,

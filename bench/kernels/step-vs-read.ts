@@ -4,13 +4,16 @@
  *
  *   node --import tsx bench/kernels/step-vs-read.ts models/sizes/3b-q4_0.gguf [ROUNDS]
  *
- * Each round takes five decode steps, then five single passes of the bandwidth probe over
- * 1 GiB (the median of single passes: the sustained rate, where bench:engine's probe keeps
- * the fastest of 50), and reports the step's weight bytes per second against that read rate.
+ * Each round takes five decode steps, then the sustained read rate (native
+ * sustainedReadRate: the median of five passes over 1 GiB with the decode's thread count,
+ * where measureMemoryBandwidth keeps the fastest of 50), and reports the step's weight
+ * bytes per second against that read rate. PRISM_DECODE_TUNING chooses the context's
+ * decode tuning (default auto).
  * This machine's bandwidth swings with its neighbours every few tens of seconds, so only a
  * step and a read taken in the same few seconds say how much of the bandwidth decode uses;
  * the rounds show both kinds of minute.
  */
+import { loadavg } from 'node:os';
 import { median, nowMs } from '../stats.js';
 import { greedyPlan } from '../engine/plan.js';
 import * as native from '../../native/native.js';
@@ -37,6 +40,8 @@ const ctx = native.createContext(model, {
   maxSeqs: 1,
   threads,
 });
+const tuning = native.contextInfo(ctx).decodeTuning;
+if (tuning) process.stdout.write(`decode tuning ${tuning.setting} (${tuning.source})\n`);
 const prompt = [1, 2, 3];
 let next = (
   await native.step(
@@ -58,15 +63,18 @@ for (let r = 0; r < rounds; r++) {
     next = (await native.step(ctx, plan)).tokens[0];
     times.push(nowMs() - start);
   }
-  const reads = Array.from({ length: READS }, () => native.measureMemoryBandwidth(2 ** 30, 1));
   stepGBs.push(weightBytes / median(times) / 1e6);
-  readGBs.push(median(reads));
+  readGBs.push(native.sustainedReadRate(2 ** 30, READS, threads));
 }
 
 const ratios = stepGBs.map((s, i) => s / readGBs[i]);
 const list = (xs: number[], digits: number) => xs.map((x) => x.toFixed(digits)).join(' ');
+native.releaseReadBuffer();
 process.stdout.write(
-  `${modelPath}: ${(weightBytes / 1e6).toFixed(0)} MB of weights per token, ${threads} threads, ${rounds} rounds\n` +
+  `${native.hostInfo().description}; load average ${loadavg()
+    .map((v) => v.toFixed(1))
+    .join(' ')}\n` +
+    `${modelPath}: ${(weightBytes / 1e6).toFixed(0)} MB of weights per token, ${threads} threads, ${rounds} rounds\n` +
     `decode step, weight GB/s:  ${list(stepGBs, 1)}\n` +
     `sustained read, GB/s:      ${list(readGBs, 1)}\n` +
     `step ÷ read:               ${list(ratios, 2)}\n` +

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "context.h"
+#include "decode_tuning/host.h"
 #include "format_error.h"
 #include "gguf.h"
 #include "handles.h"
@@ -179,6 +180,13 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   if (!o.Get("maxLoraRank").IsUndefined()) opts.maxLoraRank = intArg(env, o.Get("maxLoraRank"), "options.maxLoraRank", 0, 65536);
   if (opts.maxLoras > 0 && opts.maxLoraRank < 1)
     throw Napi::RangeError::New(env, "options.maxLoraRank must be >= 1 when options.maxLoras > 0");
+  if (Napi::Value t = o.Get("decodeTuning"); !t.IsUndefined()) {
+    if (!t.IsString()) throw Napi::TypeError::New(env, "options.decodeTuning must be a string");
+    opts.decodeTuning = t.As<Napi::String>().Utf8Value();
+    std::string why;
+    if (opts.decodeTuning.empty() || !validDecodeTuningRequest(opts.decodeTuning, &why))
+      throw Napi::RangeError::New(env, "options.decodeTuning " + (why.empty() ? std::string("must not be empty") : why));
+  }
   const ModelConfig& c = model->cfg;
   const double kvBytes = 4.0 * static_cast<double>(KvLayout::forModel(c).pageLayers) * static_cast<double>(opts.kvBlocks) *
                          static_cast<double>(opts.blockSize) * static_cast<double>(c.kvHeads * c.headDim);
@@ -204,6 +212,15 @@ Napi::Value ContextInfo(const Napi::CallbackInfo& info) {
   o.Set("kvBytes", static_cast<double>(ctx.kvBytes()));
   o.Set("threads", ctx.threads());
   o.Set("isa", selectedIsa());
+  const DecodeTuningChoice& t = ctx.decodeTuning();
+  Napi::Object d = Napi::Object::New(env);
+  d.Set("setting", t.tuning.describe());
+  d.Set("source", t.source);
+  d.Set("detail", t.detail);
+  d.Set("measuredMs", t.measuredMs);
+  d.Set("ratioToDefault", t.ratioToDefault);
+  d.Set("cachePath", t.cachePath);
+  o.Set("decodeTuning", d);
   return o;
 }
 
@@ -372,6 +389,33 @@ Napi::Value MeasureMemoryBandwidth(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value { return Napi::Number::New(env, measureBandwidth(bytes, passes)); });
 }
 
+Napi::Value SustainedReadRate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t bytes = intArg(env, info[0], "bytes", 1 << 20, int64_t{16} << 30);
+  int64_t passes = intArg(env, info[1], "passes", 1, 1000);
+  int threads = static_cast<int>(intArg(env, info[2], "threads", 1, 1024));
+  return guarded(env, [&]() -> Napi::Value { return Napi::Number::New(env, sustainedReadRate(bytes, passes, threads)); });
+}
+
+Napi::Value ReleaseReadBuffer(const Napi::CallbackInfo& info) {
+  releaseReadBuffer();
+  return info.Env().Undefined();
+}
+
+Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const HostInfo& h = hostInfo();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("cpu", h.cpuKey());
+  o.Set("description", h.describe());
+  o.Set("l1dBytes", static_cast<double>(h.l1d));
+  o.Set("l2Bytes", static_cast<double>(h.l2));
+  o.Set("l3Bytes", static_cast<double>(h.l3));
+  o.Set("transparentHugePages", h.thp);
+  o.Set("anonHugeBytes", static_cast<double>(anonHugeBytes()));
+  return o;
+}
+
 }  // namespace
 
 void registerLoraExports(Napi::Env env, Napi::Object exports);
@@ -394,6 +438,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
+  exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));
+  exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
+  exports.Set("hostInfo", Napi::Function::New(env, HostInfoExport));
   registerLoraExports(env, exports);  // lora_addon.cc
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc

@@ -4,8 +4,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "decode_tuning/choose.h"
 #include "kernels/kernels.h"
 #include "kv_layout.h"
 #include "lazy_zero.h"
@@ -25,6 +27,7 @@ struct ContextOptionsData {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
   int threads = 1;
   int64_t maxLoras = 0, maxLoraRank = 0;  // adapter slots and the largest rank they take
+  std::string decodeTuning;  // decode_tuning/choose.h: "" (environment, else auto), auto, measure, off or a setting
 };
 
 class Context {
@@ -40,6 +43,8 @@ class Context {
   const KvLayout& kvLayout() const { return kv_; }
   size_t kvBytes() const { return (kCache_.size() + vCache_.size()) * sizeof(uint16_t); }
   int threads() const { return pool_.size(); }
+  // How single-token decode prefetches and tiles on this host, and how that was decided.
+  const DecodeTuningChoice& decodeTuning() const { return decodeTuning_; }
 
   // The plan/result buffers the addon fills and reads (reused step after step).
   StepPlanData plan;
@@ -106,6 +111,7 @@ class Context {
   static constexpr int64_t kPrefetchMaxTokens = 8;
   ThreadPool pool_;
   KernelScratch scratch_;
+  DecodeTuningChoice decodeTuning_;
   int64_t qDim_, kvDim_, qkvDim_;
 
   // KV cache in F16: [slot in page][page][kvHead][position][headDim] for K and for V (a page's

@@ -66,6 +66,11 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   for (auto& s : samplerScratch_) s.reserve(c.vocab);
   scratch_.reserve(T, std::max(model_->maxLinearCols, c.hidden), pool_.size());
   lora_.init(cfg_, opts.maxLoras, opts.maxLoraRank, T);
+  // Decode's prefetch and tile height for this host: cached, measured (about a second, on
+  // this model's matmuls) or given (decode_tuning/choose.h).
+  decodeTuning_ = chooseDecodeTuning(*model_, pool_, scratch_, prefetcher_, opts.decodeTuning);
+  scratch_.setDecodeTuning(decodeTuning_.tuning);
+  prefetcher_.setEnabled(decodeTuning_.tuning.idlePrefetch);
 
   // Plan buffers: reserve the worst case so steady-state steps never reallocate.
   plan.tokens.reserve(T);

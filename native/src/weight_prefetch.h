@@ -35,9 +35,13 @@ class WeightPrefetcher final : public IdleWork {
   // The matrix the next matmul after the running one reads (nullptr: none, e.g. prefill,
   // whose tiles keep their own working set in L2). Set by the owner thread between regions.
   void setNext(const LinearWeight* next) { next_.store(next, std::memory_order_relaxed); }
+  // Off: waiting threads prefetch nothing (the context's DecodeTuning::idlePrefetch, chosen
+  // per host: where the hardware prefetchers already keep the memory busy, the extra L2
+  // fills can cost more than the joins they fill). Set by the owner thread between steps.
+  void setEnabled(bool on) { enabled_.store(on, std::memory_order_relaxed); }
 
   void regionDone(int thread) override {
-    const LinearWeight* w = next_.load(std::memory_order_relaxed);
+    const LinearWeight* w = enabled_.load(std::memory_order_relaxed) ? next_.load(std::memory_order_relaxed) : nullptr;
     if (w == nullptr || w->rows == 0) return;
     Slot& s = slots_[static_cast<size_t>(thread)];
     const int n = static_cast<int>(slots_.size());
@@ -66,6 +70,7 @@ class WeightPrefetcher final : public IdleWork {
   };
   std::vector<Slot> slots_;
   std::atomic<const LinearWeight*> next_{nullptr};
+  std::atomic<bool> enabled_{true};
 };
 
 }  // namespace prism

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/decode_tuning.h"
 #include "lazy_zero.h"
 #include "thread_pool.h"
 
@@ -125,6 +126,10 @@ class KernelScratch {
   bool hasPrefetch() const { return prefetchBytes_ > 0; }
   // Prefetches the part-th of `parts` equal slices of the spans' bytes (into L2).
   void prefetchSlice(int64_t part, int64_t parts) const;
+  // How this context's single-token decode prefetches and tiles (decode_tuning.h); set by
+  // the owner thread between steps, read by the kernels.
+  const DecodeTuning& decodeTuning() const { return decode_; }
+  void setDecodeTuning(const DecodeTuning& t) { decode_ = t; }
 
  private:
   // Sized for the largest prefill; pages become resident as steps use them (lazy_zero.h).
@@ -132,6 +137,7 @@ class KernelScratch {
   const PrefetchSpan* spans_ = nullptr;
   int nSpans_ = 0;
   size_t prefetchBytes_ = 0;
+  DecodeTuning decode_;
 };
 
 // y[t * ldy + r] = sum_k W[r][k] * x[t * ldx + k]   for t in [0, n), r in [0, W.rows)

@@ -239,7 +239,7 @@ struct PlaneAvx2 {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0].planes, rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0].planes, rowBytes * R, g, groups);
       for (int h = 0; h < 2; ++h) {
         __m256i dot[Planes::kSplit][R][T];
         for (int s = 0; s < Planes::kSplit; ++s)

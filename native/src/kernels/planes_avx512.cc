@@ -264,7 +264,7 @@ struct PlaneAvx512 {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0].planes, rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0].planes, rowBytes * R, g, groups);
       __m512i dot[Planes::kSplit][R][T];
       for (int s = 0; s < Planes::kSplit; ++s)
         for (int r = 0; r < R; ++r)

@@ -14,21 +14,36 @@ namespace {
 // Decode streams every weight byte from DRAM once. Left to the hardware prefetcher, one
 // core reached ~20 GB/s on the 1B shapes (a plain read loop: ~40): the R rows of a decode
 // tile are contiguous, so while a tile works on group g it asks for the matching slice of
-// the next tile, hinted non-temporal (each weight line is used once; the hint asks the
-// caches not to keep it at the expense of the KV cache and activations). Chosen with
-// `bench/kernels/ab-steps.ts`: two builds loaded in one process take decode steps in turn,
-// so the machine's minute-to-minute swings in memory bandwidth hit both alike. Paired-median
-// step time against the old two tiles ahead, T0: 3B Q4_0 −10% (fast minutes) / −5% (slow),
-// 3B Q4_K −5%, 3B Q8_0 −5%, 1B Q4_0 −5%, 1B Q4_K −2%, 1B Q8_0 −5%, 3B Q4_0 on AVX2 −4%;
-// half a tile ahead +9%, three tiles +3%, fixed 8 / 16 KiB −3% / −2%, no software prefetch
-// +29%. (Sequential runs had favoured two tiles: they were measuring the bandwidth swings.)
-// Prefetches past the end of the matrix never fault.
-static inline void prefetchAhead(const uint8_t* tile, size_t tileBytes, int64_t g, int64_t groups) {
+// the bytes some distance further on. How far, and into which cache, is the context's
+// DecodeTuning (decode_tuning.h), measured per host at load: on the machine the earlier
+// passes ran on, one tile ahead, non-temporal, beat two tiles T0 by 5-10% of the step time
+// (half a tile +9%, three tiles +3%, no software prefetch +29%; bench/kernels/ab-steps.ts),
+// and that is the default; on another host of the same class the same constants read 58% of
+// the memory's rate (issue 27). Prefetches past the end of the matrix never fault.
+struct TilePrefetch {
+  PrefetchHint hint = kDefaultDecodeTuning.hint;
+  uint32_t aheadHalves = kDefaultDecodeTuning.aheadHalves;
+};
+
+static inline void prefetchAhead(const TilePrefetch& pf, const uint8_t* tile, size_t tileBytes, int64_t g,
+                                 int64_t groups) {
   // Addresses as integers: the region may lie past the end of the buffer.
   const size_t per = tileBytes / static_cast<size_t>(groups);
-  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes + per * static_cast<size_t>(g);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes * pf.aheadHalves / 2 + per * static_cast<size_t>(g);
   const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
-  for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_NTA);
+  switch (pf.hint) {  // the hint must be an immediate: one loop per hint
+    case PrefetchHint::None:
+      return;
+    case PrefetchHint::Nta:
+      for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_NTA);
+      return;
+    case PrefetchHint::T0:
+      for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      return;
+    case PrefetchHint::T1:
+      for (; p < e; p += 64) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
+      return;
+  }
 }
 
 // n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same
@@ -40,6 +55,7 @@ struct Q4GActivations {
   int32_t* sumA = nullptr;  // Σq of values 0-15 of each block (Q6G's first sub-block)
   int32_t* sumB = nullptr;  // ... and of values 16-31
   int64_t groups = 0, padded = 0;
+  TilePrefetch prefetch;  // what tiles with Ahead prefetch (prefetchAhead)
   const int8_t* q(int64_t t) const { return qs + t * groups * 512; }
   const float* dAt(int64_t t) const { return d + t * padded; }
   const float* sAt(int64_t t) const { return s + t * padded; }
@@ -118,16 +134,61 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
   }
 }
 
+// Rows per decode tile a kernel can keep in registers (its accumulators and dot products
+// per row): kMaxDecodeRows where the kernel declares it, else its own kDecodeRows.
+template <class Kernel>
+constexpr int maxDecodeRows() {
+  if constexpr (requires { Kernel::kMaxDecodeRows; }) return Kernel::kMaxDecodeRows;
+  else return Kernel::kDecodeRows;
+}
+
+// The decode tile height the context's tuning asks for, within the kernel's registers.
+template <class Kernel>
+int decodeRowsFor(const DecodeTuning& t) {
+  const int want = t.rows == 0 ? Kernel::kDecodeRows : t.rows;
+  return want < maxDecodeRows<Kernel>() ? want : maxDecodeRows<Kernel>();
+}
+
+// Rows [rb, re) of one token in tiles of R rows, the rest in smaller tiles.
+template <class Kernel, int R>
+void decodeTiles(const LinearWeight& W, const Q4GActivations& a, int64_t rb, int64_t re, int64_t t, float* y,
+                 int64_t ldy) {
+  int64_t r = rb;
+  for (; r + R <= re; r += R) Kernel::template tile<R, 1>(W, a, r, t, y, ldy);
+  if constexpr (R > 1) decodeTiles<Kernel, R / 2>(W, a, r, re, t, y, ldy);
+}
+
+template <class Kernel>
+void decodeRange(int rows, const LinearWeight& W, const Q4GActivations& a, int64_t rb, int64_t re, int64_t t, float* y,
+                 int64_t ldy) {
+  constexpr int kMax = maxDecodeRows<Kernel>();
+  if constexpr (kMax >= 8) {
+    if (rows >= 8) return decodeTiles<Kernel, 8>(W, a, rb, re, t, y, ldy);
+  }
+  if constexpr (kMax >= 4) {
+    if (rows >= 4) return decodeTiles<Kernel, 4>(W, a, rb, re, t, y, ldy);
+  }
+  if constexpr (kMax >= 2) {
+    if (rows >= 2) return decodeTiles<Kernel, 2>(W, a, rb, re, t, y, ldy);
+  }
+  decodeTiles<Kernel, 1>(W, a, rb, re, t, y, ldy);
+}
+
 // Runs Kernel::tile<R, T>(W, a, r0, t0, y, ldy) over all rows × tokens on the pool: rows
 // split evenly across threads when there are enough of them (decode), else tokens; within
-// a thread, rows in L2-sized groups × tokens in L1-sized chunks.
+// a thread, rows in L2-sized groups × tokens in L1-sized chunks. One token takes the
+// context's decode tuning (tile height, prefetch distance and hint); batches keep the
+// constants they were measured with.
 template <class Kernel>
 void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
                KernelScratch& scratch) {
   Q4GActivations a = placeQ4G(scratch.bytes(q4gActivationBytes(n, W.cols)), n, W.cols);
   if (n <= 4) quantizeQ4G(x, ldx, W.cols, 0, n, a);
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeQ4G(x, ldx, W.cols, t0, t1, a); });
-  constexpr int RD = Kernel::kDecodeRows, RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
+  const DecodeTuning& tuning = scratch.decodeTuning();
+  if (n == 1) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
+  const int RD = n == 1 ? decodeRowsFor<Kernel>(tuning) : Kernel::kDecodeRows;
+  constexpr int RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
   const size_t rowBytes = isPlaneLayout(W.layout)   ? planeRowBytes(W.cols, W.layout)
                           : W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
                           : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
@@ -137,12 +198,7 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
     // One token (decode): many rows per tile, streamed once. Two tokens or more take the
     // row groups below even when fewer than TP: streaming all rows once per token would read
     // every weight byte from DRAM that many times.
-    if (te - tb == 1) {
-      int64_t r = rb;
-      for (; r + RD <= re; r += RD) Kernel::template tile<RD, 1>(W, a, r, tb, y, ldy);
-      for (; r < re; ++r) Kernel::template tile<1, 1>(W, a, r, tb, y, ldy);
-      return;
-    }
+    if (te - tb == 1) return decodeRange<Kernel>(RD, W, a, rb, re, tb, y, ldy);
     const int64_t group = rowGroupFor(rowBytes, RP), chunk = std::max<int64_t>(TP, tokenChunkFor(W.cols, TP));
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       const int64_t g1 = std::min(re, g0 + group);

@@ -33,7 +33,7 @@ struct Q4GAvx2 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       for (int h = 0; h < 2; ++h) {
         __m256i sum[R][T];
         for (int r = 0; r < R; ++r)
@@ -111,7 +111,7 @@ struct Q6GAvx2 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       for (int h = 0; h < 2; ++h) {  // blocks 8h..8h+7 of the group
         __m256i dot[2][R][T];
         for (int e = 0; e < 2; ++e) {
@@ -181,7 +181,7 @@ struct Q8GAvx2 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       for (int h = 0; h < 2; ++h) {
         __m256i dot[R][T];
         for (int r = 0; r < R; ++r)

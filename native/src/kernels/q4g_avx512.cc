@@ -20,6 +20,9 @@ inline __m512 scales16(const uint8_t* p) {
 template <int Layout>
 struct Q4GAvx512 {
   static constexpr int kDecodeRows = 4;
+  // Taller decode tiles for hosts where the tuning picks them (decode_tuning.h): 8 rows use
+  // 16 accumulator/dot registers of the 32.
+  static constexpr int kMaxDecodeRows = 8;
   // Prefill tile: 4 rows × 2 tokens, not 2 × 4. Per 64 weight bytes the unpack (load, 2
   // masks, a shift) is shared by T tokens and each activation load by R rows; 4×2 issues
   // fewer instructions per dpbusd than 2×4 (the activations are the dpbusd's memory operand
@@ -44,7 +47,7 @@ struct Q4GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();
@@ -119,7 +122,7 @@ struct Q6GAvx512 {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       __m512i dotA[R][T], dotB[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dotA[r][t] = dotB[r][t] = _mm512_setzero_si512();
@@ -183,6 +186,7 @@ struct Q8GAvx512 {
   // Q4_K 1.047), and one row per tile is far slower (3B Q4_0 1.25). An earlier sequential
   // comparison had rejected two rows: it measured the machine's bandwidth swings.
   static constexpr int kDecodeRows = 2;
+  static constexpr int kMaxDecodeRows = 8;  // 16 of the 32 registers, as Q4GAvx512
   // 4 rows × 2 tokens for prefill, as Q4GAvx512 (prefill_bench, 3B shapes, 64 tokens, 1
   // thread: 151 → 204-211 GMAC/s; 4×1 130).
   static constexpr int kPrefillRows = 4;
@@ -199,7 +203,7 @@ struct Q8GAvx512 {
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     for (int64_t g = 0; g < groups; ++g) {
-      if constexpr (Ahead) prefetchAhead(rows[0], rowBytes * R, g, groups);
+      if constexpr (Ahead) prefetchAhead(a.prefetch, rows[0], rowBytes * R, g, groups);
       __m512i dot[R][T];
       for (int r = 0; r < R; ++r)
         for (int t = 0; t < T; ++t) dot[r][t] = _mm512_setzero_si512();

@@ -1,0 +1,217 @@
+#include "decode_tuning/choose.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "decode_tuning/cache.h"
+#include "decode_tuning/host.h"
+#include "decode_tuning/measure.h"
+
+namespace prism {
+
+namespace {
+
+void addGroup(const LinearGroup& g, TuneLayer* l) {
+  for (const LinearGroup::Part& p : g.parts) {
+    if (p.w.rows == 0) continue;
+    l->mats.push_back(&p.w);
+    l->bytes += p.w.bytes;
+  }
+}
+
+// Every layer's decode matmuls in the forward pass's order; a mixture-of-experts layer
+// contributes its router and one expert (a different one per layer, as decode visits them).
+std::vector<TuneLayer> decodeLayers(const Model& model) {
+  std::vector<TuneLayer> out;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const LayerWeights& L = model.layers[i];
+    TuneLayer l;
+    addGroup(L.qkv, &l);
+    addGroup(L.o, &l);
+    if (!L.moe.gateUp.empty()) {
+      addGroup(L.moe.router, &l);
+      const size_t e = i % L.moe.gateUp.size();
+      addGroup(L.moe.gateUp[e], &l);
+      if (e < L.moe.down.size()) addGroup(L.moe.down[e], &l);
+    } else {
+      addGroup(L.gateUp, &l);
+      addGroup(L.down, &l);
+    }
+    if (!l.mats.empty()) out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::string signature(const LinearGroup& g) {
+  std::ostringstream o;
+  for (const LinearGroup::Part& p : g.parts)
+    o << typeName(p.w.type) << '/' << p.w.layout << ':' << p.w.rows << 'x' << p.w.cols << ' ';
+  return o.str();
+}
+
+std::string nowIso() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool isKeyword(const std::string& r) { return r == "auto" || r == "measure" || r == "off"; }
+
+// What this process decided per cache key (an inconclusive race included, which the file
+// never holds), so `auto` races a key at most once per process.
+struct Decided {
+  std::mutex mutex;
+  std::map<std::string, DecodeTuningChoice> byKey;
+};
+
+Decided& decided() {
+  static Decided d;
+  return d;
+}
+
+std::string memoKey(const TuningCacheEntry& k) {
+  return k.cpu + '\n' + k.isa + '\n' + std::to_string(k.threads) + '\n' + k.shape;
+}
+
+}  // namespace
+
+std::string decodeShapeKey(const Model& model) {
+  // Layer signatures, runs of equal ones written once with a count: "[sig]×16".
+  std::ostringstream o;
+  std::string last;
+  int run = 0;
+  auto flush = [&] {
+    if (run > 0) o << '[' << last << "]x" << run << ' ';
+  };
+  for (const LayerWeights& L : model.layers) {
+    std::string s = signature(L.qkv) + signature(L.o) + signature(L.gateUp) + signature(L.down);
+    if (!L.moe.gateUp.empty())
+      s += "moe " + std::to_string(L.moe.gateUp.size()) + ' ' + signature(L.moe.router) + signature(L.moe.gateUp[0]) +
+           (L.moe.down.empty() ? std::string() : signature(L.moe.down[0]));
+    if (s == last) {
+      run++;
+      continue;
+    }
+    flush();
+    last = s;
+    run = 1;
+  }
+  flush();
+  o << "head " << signature(model.output);
+  return o.str();
+}
+
+bool validDecodeTuningRequest(const std::string& request, std::string* error) {
+  if (request.empty() || isKeyword(request)) return true;
+  DecodeTuning t;
+  std::string why;
+  if (parseDecodeTuning(request, &t, &why)) return true;
+  *error = "must be auto, measure, off or a setting such as 'prefetch=nta:1,rows=auto,idle=on' (" + why + ")";
+  return false;
+}
+
+DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, KernelScratch& scratch,
+                                      WeightPrefetcher& prefetcher, const std::string& requested) {
+  DecodeTuningChoice c;
+  c.tuning = kDefaultDecodeTuning;
+  std::string request = requested;
+  if (request.empty()) {
+    const char* env = std::getenv("PRISM_DECODE_TUNING");
+    request = env != nullptr && *env != '\0' ? env : "off";
+    std::string why;
+    if (!validDecodeTuningRequest(request, &why)) {
+      std::fprintf(stderr, "prism: PRISM_DECODE_TUNING %s; using off\n", why.c_str());
+      request = "off";
+    }
+  }
+  if (request == "off") {
+    c.source = "off";
+    return c;
+  }
+  if (!isKeyword(request)) {
+    std::string why;
+    parseDecodeTuning(request, &c.tuning, &why);  // validated above
+    c.source = "given";
+    return c;
+  }
+  const HostInfo& host = hostInfo();
+  const std::vector<TuneLayer> layers = decodeLayers(model);
+  if (layers.empty()) {
+    c.source = "fits-cache";
+    c.detail = "no layer matrices to stream";
+    return c;
+  }
+  TuningCacheEntry key;
+  key.cpu = host.cpuKey();
+  key.isa = selectedIsa();
+  key.threads = pool.size();
+  key.shape = decodeShapeKey(model);
+  c.cachePath = tuningCachePath();
+  const std::string memo = memoKey(key);
+  if (request == "auto") {
+    {
+      Decided& d = decided();
+      std::lock_guard<std::mutex> lock(d.mutex);
+      if (auto it = d.byKey.find(memo); it != d.byKey.end()) {
+        DecodeTuningChoice again = it->second;
+        again.measuredMs = 0;  // measured once, by an earlier context of this process
+        if (again.source == "measured") again.source = "cached";
+        return again;
+      }
+    }
+    TuningCacheEntry hit;
+    std::string why;
+    if (findTuning(c.cachePath, key, &hit) && parseDecodeTuning(hit.tuning, &c.tuning, &why)) {
+      c.source = "cached";
+      c.ratioToDefault = hit.ratioToDefault;
+      c.detail = "measured " + hit.at + " in " + std::to_string(static_cast<int>(hit.ms)) + " ms";
+      return c;
+    }
+    // Weights that fit the last-level cache are not streamed from DRAM: decode is not bound
+    // by the memory there, and a race would only measure cache hits (32 MiB when sysfs does
+    // not say). An explicit `measure` still races.
+    size_t bytes = 0;
+    for (const TuneLayer& l : layers) bytes += l.bytes;
+    const size_t llc = host.l3 ? host.l3 : (size_t(32) << 20);
+    if (bytes <= llc) {
+      c.source = "fits-cache";
+      c.detail = std::to_string(bytes >> 20) + " MiB of layer weights, last-level cache " + std::to_string(llc >> 20) + " MiB";
+      return c;
+    }
+  }
+  const TuneResult r = measureDecodeTuning(layers, pool, scratch, prefetcher, TuneBudget{});
+  c.measuredMs = r.ms;
+  c.detail = r.summary();
+  c.ratioToDefault = r.ratioToDefault;
+  auto remember = [&] {
+    Decided& d = decided();
+    std::lock_guard<std::mutex> lock(d.mutex);
+    d.byKey[memo] = c;
+  };
+  if (!r.conclusive) {
+    c.source = "inconclusive";
+    remember();
+    return c;
+  }
+  c.tuning = r.tuning;
+  c.source = "measured";
+  TuningCacheEntry e = key;
+  e.tuning = r.tuning.describe();
+  e.ratioToDefault = r.ratioToDefault;
+  e.gbps = r.gbps;
+  e.ms = r.ms;
+  e.at = nowIso();
+  e.host = host.describe();
+  storeTuning(c.cachePath, e);
+  remember();
+  return c;
+}
+
+}  // namespace prism
