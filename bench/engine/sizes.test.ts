@@ -59,6 +59,8 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       weightBytes: 500e6,
       tokPerSec: 50,
       percent: { 'llama.cpp': 40, prism: 60 },
+      // 20 and 30 tok/s × 500 MB per token.
+      decodeGBs: { 'llama.cpp': 10, prism: 15 },
     },
   } as unknown as EngineBenchReport;
   const model = {
@@ -76,12 +78,12 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
     command: 'cmd',
     load: '1',
   });
-  // 25 GB/s ÷ 500 MB = 50 tok/s roofline; Prism 30 tok/s = 60%, llama.cpp 20 = 40%.
+  // Read rate 25 GB/s; decode GB/s 10 and 15 (llama.cpp, Prism) = 40% and 60% of it.
   assert.match(
     md,
-    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 25\.0 \| 50\.0 \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 60% \| 40% \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
+    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 25\.0 \| 10\.0 \| 15\.0 \| 40% \| 60% \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
   );
-  assert.match(md, /bandwidth probes, GB\/s: 24\.0, 25\.0, 26\.0/);
+  assert.match(md, /sustained reads, GB\/s: 24\.0, 25\.0, 26\.0/);
   assert.doesNotMatch(md, /Prism memory/);
   assert.doesNotMatch(md, /- Kernels:/); // no engine descriptions in this report
   const described = renderSizeSuite(
