@@ -63,10 +63,11 @@ test('response_format {"type":"json_object","value":schema} is the schema, not a
   assert.deepEqual(JSON.parse(r.json.choices[0].message.content), { ok: true });
   const bad = await postJson(`${h.url}/v1/chat/completions`, {
     messages: [{ role: 'user', content: 'x' }],
-    response_format: { type: 'json', value: { type: 'array', uniqueItems: true } },
+    // No preparation mode accepts it (uniqueItems now is: checked on the finished document).
+    response_format: { type: 'json', value: { type: 'number', multipleOf: 0 } },
   });
   assert.equal(bad.status, 400);
-  assert.equal(bad.json.error.param, 'response_format.value.uniqueItems');
+  assert.equal(bad.json.error.param, 'response_format.value.multipleOf');
   const both = await postJson(`${h.url}/v1/chat/completions`, {
     messages: [{ role: 'user', content: 'x' }],
     response_format: { type: 'regex', value: 'a+' },

@@ -1,6 +1,6 @@
 /**
  * KServe v2, native (MindIE) and management routes on their listeners, Prometheus and JSON
- * metrics, `/versions/…` and `/dresult` absence, and the graceful /stopService (last).
+ * metrics, `/versions/…` refused, and the graceful /stopService (last).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -181,6 +181,9 @@ describe('native', () => {
     assert.deepEqual(role.json, { result: 'OK' });
     assert.equal((await getJson(`${h.managementUrl}/v2/status`)).json.service.currentRole, 'prefill');
     assert.equal((await postJson(`${h.managementUrl}/v2/role/flex`, {})).status, 404);
+    // A prefill engine takes no whole request (split prefill/decode): back to flex (mixed),
+    // which every later request and the timed health check need.
+    assert.equal((await postJson(`${h.managementUrl}/v1/role/flex`, { local: {}, peers: [] })).status, 200);
     const timed = await getJson(`${h.managementUrl}/health/timed-30`);
     assert.deepEqual(timed.json, { status: 'healthy' });
     const badTimed = await getJson(`${h.managementUrl}/health/timed-0`);
@@ -222,11 +225,10 @@ describe('native', () => {
     assert.ok(json.json.result.every((r: { value: unknown }) => typeof r.value === 'string'));
   });
 
-  test('/versions/{v} is refused with 404, /dresult does not exist, unknown routes are 404', async () => {
+  test('/versions/{v} is refused with 404, unknown routes are 404', async () => {
     const v = await postJson(`${h.url}${m}/versions/1/infer`, {});
     assert.equal(v.status, 404);
     assert.match(v.json.error, /versions are not supported/);
-    assert.equal((await fetch(`${h.url}/dresult`)).status, 404);
     assert.equal((await fetch(`${h.url}/nowhere`)).status, 404);
   });
 });

@@ -209,13 +209,9 @@ export const routes: readonly Route[] = [
   { listener: 'management', method: 'GET', path: () => '/v1/status', family: 'mindie' },
   { listener: 'management', method: 'GET', path: () => '/v2/status', family: 'mindie' },
   { listener: 'management', method: 'POST', path: () => '/v1/role/flex', family: 'mindie', body: () => ({}) },
-  {
-    listener: 'management',
-    method: 'POST',
-    path: () => '/v2/role/decode',
-    family: 'mindie',
-    body: () => ({}),
-  },
+  // Not /v2/role/prefill or /decode: since split prefill/decode is built, those make the
+  // engine refuse whole requests (503), which every later fuzzed request would then meet.
+  { listener: 'management', method: 'POST', path: () => '/v2/role/flex', family: 'mindie', body: () => ({}) },
   { listener: 'management', method: 'GET', path: () => '/metrics-json', family: 'mindie' },
   {
     listener: 'management',
