@@ -143,7 +143,10 @@ describe('MindIE', () => {
     const role = await postJson(`${decode.management}/v1/role/prefill`, { local: {}, peers: [] });
     assert.deepEqual(role.json, { result: 'OK' });
     let status = (await (await fetch(`${decode.management}/v1/status`)).json()) as JsonBody;
-    assert.deepEqual(status.service, { roleStatus: 'RoleReady', currentRole: 'prefill' });
+    assert.deepEqual(
+      { roleStatus: status.service.roleStatus, currentRole: status.service.currentRole },
+      { roleStatus: 'RoleReady', currentRole: 'prefill' },
+    );
     await postJson(`${decode.management}/v2/role/decode`, { local: [], peers: [] });
     status = (await (await fetch(`${decode.management}/v2/status`)).json()) as JsonBody;
     assert.equal(status.service.currentRole, 'decode');
