@@ -16,13 +16,12 @@ import { mindieErrorBody, mindieErrorFormat } from '../native/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
 import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid, notSupported } from '../shared/http-error.js';
-import { compileSchema } from '../shared/schema.js';
+import { compileSchema, nullable } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 
 const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
 /** MindIE/TGI-style sampling parameters carried by KServe and native requests. */
 export const parametersSchema = nullable({

@@ -9,8 +9,7 @@
 import type { ChatDelta, ChatTool, FinishEvent, ToolChoice, Usage } from '../../engine/types.js';
 import { prepareSchema } from '../../engine/structured/schema/prepare.js';
 import { invalid } from '../shared/http-error.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+import { nullable } from '../shared/schema.js';
 
 export const toolSchemaProperties = {
   tools: nullable({

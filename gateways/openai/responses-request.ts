@@ -8,9 +8,7 @@
 import type { ChatMessage, ChatTool, ToolChoice } from '../../engine/types.js';
 import { prepareSchema } from '../../engine/structured/schema/prepare.js';
 import { invalid, notSupported } from '../shared/http-error.js';
-import { compileSchema } from '../shared/schema.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+import { compileSchema, nullable } from '../shared/schema.js';
 
 const contentPart = {
   type: 'object',

@@ -7,8 +7,7 @@ import type { SamplingParams } from '../../engine/types.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { HttpError, notSupported } from '../shared/http-error.js';
 import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+import { nullable } from '../shared/schema.js';
 
 export const samplingSchemaProperties = {
   model: { type: 'string' },

@@ -7,8 +7,7 @@
  */
 import type { SamplingParams } from '../../engine/types.js';
 import { HttpError } from './http-error.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+import { nullable } from './schema.js';
 
 export const beamSchemaProperties = {
   use_beam_search: nullable({ type: 'boolean' }),

@@ -46,3 +46,6 @@ export function compileSchema<T>(schema: object): Validator<T> {
     throw new HttpError('validation', `${field}: ${ruleOf(e)}`, field);
   };
 }
+
+/** A JSON Schema that also admits null (clients send null for "the default"). */
+export const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });

@@ -7,9 +7,7 @@ import type { GenerateRequest } from '../../engine/types.js';
 import { fromTgiGrammar, withConstraintField } from '../shared/structured.js';
 import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
-import { compileSchema } from '../shared/schema.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
+import { compileSchema, nullable } from '../shared/schema.js';
 
 export const tgiSchema = {
   type: 'object',

@@ -9,12 +9,10 @@ import { constraintFromFields, withConstraintField, type ConstraintFields } from
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
-import { compileSchema } from '../shared/schema.js';
+import { compileSchema, nullable } from '../shared/schema.js';
 import { mindieErrorBody } from '../native/errors.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamNulJson } from '../shared/stream.js';
-
-const nullable = (schema: object): object => ({ anyOf: [schema, { type: 'null' }] });
 
 const vllmSchema = {
   type: 'object',
