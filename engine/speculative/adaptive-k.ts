@@ -25,11 +25,12 @@ export interface StepCost {
 }
 
 /**
- * Measured on the default model on the development machine (bench:spec's step-cost table,
- * docs/benchmarks.md): steps of up to ~16 tokens cost within a few percent of a 1-token
- * step, and past ~48 tokens a step grows in proportion to its tokens.
+ * The prior, until the engine has timed its own steps (step-cost.ts learns the line): a
+ * middle between a GPU, where a few more tokens in a small step are nearly free, and the
+ * 2-core development machine, where each one costs about a fifth of a 1-token step of the
+ * default model (docs/speculative.md). Past `knee` tokens a step grows in proportion.
  */
-export const DEFAULT_STEP_COST: StepCost = { perToken: 0.03, knee: 48 };
+export const DEFAULT_STEP_COST: StepCost = { perToken: 0.1, knee: 48 };
 
 export function stepCost(c: StepCost, tokens: number): number {
   const flat = (t: number) => 1 + c.perToken * (t - 1);
