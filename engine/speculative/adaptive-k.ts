@@ -84,6 +84,8 @@ export function allocateDrafts(
   baseOutputs: number,
   cost: StepCost,
   minAlpha: number,
+  /** A costly proposer's draft step (every sequence's j-th draft token at once), × a 1-token step. */
+  draftStep = 0,
 ): number[] {
   const k = candidates.map(() => 0);
   // Next worth of each candidate (α^(k+1)); a plain scan per token is enough for batches
@@ -91,16 +93,22 @@ export function allocateDrafts(
   const worth = candidates.map((c) => (c.max > 0 && c.alpha >= minAlpha ? c.alpha : 0));
   let tokens = Math.max(1, baseTokens);
   let expected = Math.max(1, baseOutputs);
+  // Draft steps run one after another, each batched over the sequences still drafting: the
+  // longest draft sets how many there are.
+  let steps = 0;
+  const total = (t: number, s: number) => stepCost(cost, t) + draftStep * s;
   for (;;) {
     let best = -1;
     for (let i = 0; i < worth.length; i++) if (worth[i] > 0 && (best < 0 || worth[i] > worth[best])) best = i;
     if (best < 0) break;
     const g = worth[best];
-    const before = expected / stepCost(cost, tokens);
-    const after = (expected + g) / stepCost(cost, tokens + 1);
+    const moreSteps = Math.max(steps, k[best] + 1);
+    const before = expected / total(tokens, steps);
+    const after = (expected + g) / total(tokens + 1, moreSteps);
     if (after <= before) break;
     k[best]++;
     tokens++;
+    steps = moreSteps;
     expected += g;
     worth[best] = k[best] < candidates[best].max ? g * candidates[best].alpha : 0;
   }

@@ -41,8 +41,8 @@ export interface SpeculatorHooks {
 
 /** A sequence whose pending tokens are at most this many (decode, a jump-forward run) may draft. */
 const MAX_PENDING = 16;
-/** Costly proposers: a sequence whose k fell to 0 gets one draft token every this many steps. */
-const PROBE_EVERY = 8;
+/** Costly proposers: a sequence whose k fell to 0 gets one draft token every this many steps (a probe costs a draft step). */
+const PROBE_EVERY = 32;
 
 export class Speculator {
   readonly metrics: SpecDecodeMetrics;
@@ -111,6 +111,7 @@ export class Speculator {
             running.length,
             this.cost,
             this.o.minAcceptance ?? 0.2,
+            this.proposer.draftStepCost ?? 0,
           );
     if (!this.proposer.costly) {
       // A lookup is free: propose for all, then send what pays.
