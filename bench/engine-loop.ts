@@ -7,7 +7,7 @@
  * forward pass's noise: µs of wall time and of process CPU time per generated token, at
  * each concurrency, medians over rounds.
  *
- *   node --import tsx bench/engine-loop.ts [--streams 1,8,32] [--tokens 256] [--rounds 9] [--json]
+ *   node --import tsx bench/engine-loop.ts [--streams 1,8,32] [--tokens 256] [--rounds 50] [--json]
  *
  * It uses only the engine's public constructor and test runner, so the same file runs in an
  * older checkout for a before/after pair (copy it there and run both alternately).
@@ -24,7 +24,7 @@ const { values } = parseArgs({
   options: {
     streams: { type: 'string', default: '1,8,32' },
     tokens: { type: 'string', default: '256' },
-    rounds: { type: 'string', default: '9' },
+    rounds: { type: 'string', default: '50' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -82,7 +82,7 @@ async function once(n: number): Promise<{ wallUs: number; cpuUs: number }> {
 const load = loadavg()[0];
 const rows: { streams: number; wallUs: number; cpuUs: number; rounds: number }[] = [];
 for (const n of streams) {
-  await once(n); // warm-up: JIT, allocations
+  for (let w = 0; w < 5; w++) await once(n); // warm-up: the JIT settles over the first runs
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let r = 0; r < rounds; r++) {
