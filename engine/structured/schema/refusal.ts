@@ -13,7 +13,7 @@ export class SchemaRefusal extends EngineError {
     /** No relaxation helps (prepare.ts): refused in every mode. */
     readonly final = false,
   ) {
-    super('INVALID_ARGUMENT', `${field}: ${reason}`, field);
+    super('INVALID_ARGUMENT', `${field}: ${reason}`, field, reason);
   }
 }
 
