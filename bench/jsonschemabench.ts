@@ -174,6 +174,8 @@ export async function runJsonSchemaBench(
     extra?: readonly { readonly category: string; readonly dir: string }[];
     /** Only these categories (default: every shared one, then the extra). */
     only?: readonly string[];
+    /** Called with each category's result as it finishes. */
+    progress?: (r: CategoryResult) => void;
   },
 ): Promise<CategoryResult[]> {
   const dir = jsonSchemaBenchDir();
@@ -213,6 +215,7 @@ export async function runJsonSchemaBench(
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
     results.push(r);
+    options.progress?.(r);
   }
   return results;
 }
@@ -473,6 +476,8 @@ if (
     concurrency: 16,
     extra,
     ...(only ? { only } : {}),
+    progress: (r) =>
+      console.error(`${resultTable([r]).split('\n')[2]} ${((performance.now() - t0) / 1000).toFixed(0)} s`),
   });
   console.log(resultTable(results));
   console.log(refusalSummary(results));
