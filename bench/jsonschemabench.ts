@@ -19,7 +19,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { EngineError } from '../engine/errors.js';
 import type { Engine, FinishEvent, GenerateEvent } from '../engine/types.js';
@@ -135,23 +135,32 @@ async function runOne(
     return;
   }
   r.completed++;
-  let validate;
-  try {
-    const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
+  let validate: (((doc: unknown) => boolean) & { errors?: ErrorObject[] | null }) | undefined;
+  const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
+  // A draft-4 schema (boolean exclusive bounds, `id`, ...) that ajv's 2020-12 dialect refuses:
+  // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts); a pattern
+  // or a `$id` ajv cannot compile as written: as the engine's check reads it (post-check.ts).
+  const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
+  const { compileValidator } = await import('../engine/structured/schema/post-check.js');
+  const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
+  for (const compile of [
+    () => validator.compile(schema),
+    () => validator.compile(read),
+    () => compileValidator(read),
+  ]) {
     try {
-      validate = validator.compile(schema);
+      validate = compile();
+      break;
     } catch {
-      // A draft-4 schema (boolean exclusive bounds, ...) that ajv's 2020-12 dialect refuses:
-      // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts).
-      const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
-      const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
-      validate = validator.compile(read);
+      continue;
+    } finally {
+      validator.removeSchema();
     }
-  } catch {
+  }
+  if (!validate) {
     r.unvalidatable++;
+    r.invalidSamples.push(`unvalidatable: ${text.slice(0, 120)}`);
     return;
-  } finally {
-    validator.removeSchema();
   }
   let doc: unknown;
   try {
@@ -289,6 +298,7 @@ function reasonKey(reason: string): string {
 export async function coverage(set: string, schemas: Iterable<unknown>, notJson = 0): Promise<CoverageRow> {
   const { prepareSchema } = await import('../engine/structured/schema/prepare.js');
   const { asciiGrammarCompiler } = await import('../engine/structured/bare-grammar.js');
+  const { compileDocumentCheck } = await import('../engine/structured/schema/post-check.js');
   const { loadGrammarAddon } = await import('../native/native.js');
   const xg = loadGrammarAddon();
   const row: CoverageRow = {
@@ -325,6 +335,9 @@ export async function coverage(set: string, schemas: Iterable<unknown>, notJson 
     }
     try {
       xg.dispose(xg.compileJsonSchema(asciiGrammarCompiler(), prepared.schema, true));
+      // The document check is compiled with the grammar (grammar-worker.ts): a schema whose
+      // check does not compile is a 400 too.
+      if (prepared.check) compileDocumentCheck(prepared.check.schema);
     } catch (e) {
       row.compileFailed++;
       const k = `compile: ${reasonKey((e as Error).message)}`;
