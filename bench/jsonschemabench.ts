@@ -111,6 +111,8 @@ async function runOne(
     }
     if (/does not compile|did not compile/.test(message)) {
       r.compileFailed++;
+      const why = /did not compile within/.test(message) ? 'compile: time limit' : 'compile: error';
+      r.refusals.set(why, (r.refusals.get(why) ?? 0) + 1);
     } else {
       r.refused++;
       const why = refusalReason(message);
