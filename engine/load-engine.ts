@@ -156,7 +156,7 @@ export async function loadEngine(
     if (lora && o.lora)
       adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
     if (o.speculative)
-      speculation = startSpeculation(
+      speculation = await startSpeculation(
         o.speculative,
         { name: modelName, architecture: m.architecture },
         {
@@ -166,6 +166,9 @@ export async function loadEngine(
           blockSize: o.cacheBlockSize,
           maxSeqs: o.maxBatchSize,
           maxBatchTokens: o.maxPrefillTokens,
+          threads: o.threads ?? availableParallelism(),
+          poolBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
+          tokenizer,
           scratch: { first: kvPages, count: scratchPages },
         },
       );
