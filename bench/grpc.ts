@@ -10,16 +10,18 @@
  *    earlier request with the same 1,900 tokens and another tail) vs the same-length prompt
  *    cold; medians over --runs, each run with prefixes never seen before.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { connectEngine, type GrpcEngineClient } from '../engine/service/client.js';
+import type { GrpcEngineClient } from '../engine/service/client.js';
 import type { GenerateRequest } from '../engine/types.js';
-import { median } from './stats.js';
+import { startEngineProcess, stopEngineProcess, wordPromptIds } from './engine-process.js';
+import { positiveInteger, replaySavedReport, updateDocSection, type DocSection } from './report-cli.js';
+import { median, percentile } from './stats.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -72,12 +74,6 @@ interface Report {
 }
 
 /** Nearest-rank percentile. */
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
 interface StreamTiming {
   readonly ttftMs: number;
   readonly gapsMs: number[];
@@ -109,41 +105,6 @@ async function timedStream(client: GrpcEngineClient, request: GenerateRequest): 
 }
 
 /** `count` token ids of pseudo-random words seeded by `tag`: two tags share no run of tokens. */
-async function promptIds(client: GrpcEngineClient, tag: string, count: number): Promise<number[]> {
-  const words = [
-    'river',
-    'stone',
-    'lantern',
-    'orbit',
-    'meadow',
-    'cipher',
-    'harbor',
-    'violet',
-    'summit',
-    'echo',
-    'maple',
-    'quartz',
-  ];
-  // FNV-1a of the tag seeds a xorshift32 stream of word choices.
-  let state = 2166136261;
-  for (const ch of tag) state = Math.imul(state ^ ch.charCodeAt(0), 16777619) >>> 0;
-  const next = (): number => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    state >>>= 0;
-    return state;
-  };
-  let text = `${tag}.`;
-  let ids: number[] = [];
-  while (ids.length < count) {
-    // Grow in chunks and tokenize once per chunk (one RPC each), until long enough.
-    for (let j = 0; j < 200; j++) text += ` ${words[next() % words.length]}${next() % 97}`;
-    ids = await client.tokenize(text, false);
-  }
-  return ids.slice(0, count);
-}
-
 async function loadLevel(
   client: GrpcEngineClient,
   concurrency: number,
@@ -153,7 +114,7 @@ async function loadLevel(
 ): Promise<LevelResult> {
   const prompts = await Promise.all(
     Array.from({ length: concurrency }, (_, i) =>
-      promptIds(client, `Request ${salt}-${concurrency}-${i}`, promptTokens),
+      wordPromptIds(client, `Request ${salt}-${concurrency}-${i}`, promptTokens),
     ),
   );
   const t0 = performance.now();
@@ -193,8 +154,8 @@ async function prefixCache(client: GrpcEngineClient, runs: number, salt: string)
     params: { temperature: 0, maxNewTokens: 1, ignoreEos: true },
   });
   for (let r = 0; r < runs; r++) {
-    const a = await promptIds(client, `Document ${salt}-${r}-A`, PROMPT);
-    const b = await promptIds(client, `Document ${salt}-${r}-B`, PROMPT);
+    const a = await wordPromptIds(client, `Document ${salt}-${r}-A`, PROMPT);
+    const b = await wordPromptIds(client, `Document ${salt}-${r}-B`, PROMPT);
     // Cold: prompt A, never seen. It also caches A's first 1,900 tokens for the warm run.
     cold.push((await timedStream(client, oneToken(a))).ttftMs);
     // Warm: A's 1,900-token prefix with another 100-token tail (from B).
@@ -215,43 +176,6 @@ async function prefixCache(client: GrpcEngineClient, runs: number, salt: string)
 }
 
 /** Starts `prism engine` on a unix socket and waits until it answers. */
-async function startEngine(
-  modelPath: string,
-  socket: string,
-): Promise<{ child: ChildProcess; client: GrpcEngineClient }> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(root, 'cli', 'main.ts'),
-      'engine',
-      '--model',
-      modelPath,
-      '--listen',
-      `unix:${socket}`,
-    ],
-    {
-      cwd: root,
-      stdio: ['ignore', 'inherit', 'inherit'],
-    },
-  );
-  const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`prism engine exited with ${code}`))),
-  );
-  const client = connectEngine(`unix:${socket}`);
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      await Promise.race([client.info(), exited]);
-      return { child, client };
-    } catch (e) {
-      if (Date.now() > deadline || child.exitCode !== null) throw e;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-}
-
 const f = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
 
 function renderTable(r: Report): string {
@@ -276,8 +200,6 @@ function renderTable(r: Report): string {
   return lines.join('\n');
 }
 
-const BEGIN = '<!-- bench:grpc:begin (generated by `npm run bench:grpc -- --update-docs`) -->';
-const END = '<!-- bench:grpc:end -->';
 const SECTION_INTRO = `## gRPC engine
 
 The engine as its callers see it: \`prism engine\` in its own process (default config: block
@@ -293,19 +215,11 @@ Reproduce: \`npm run bench:grpc\` (table), \`-- --json\`, \`-- --update-docs\` (
 part between the markers below).
 `;
 
-function updateDocs(table: string, r: Report): string {
-  const path = join(root, 'docs', 'benchmarks.md');
-  const doc = readFileSync(path, 'utf8');
-  const body = `${BEGIN}\n\nMeasured ${r.date}.\n\n${table}\n${END}`;
-  const start = doc.indexOf('<!-- bench:grpc:begin');
-  const end = doc.indexOf(END);
-  const next =
-    start >= 0 && end > start
-      ? doc.slice(0, start) + body + doc.slice(end + END.length)
-      : `${doc.trimEnd()}\n\n${SECTION_INTRO}\n${body}\n`;
-  writeFileSync(path, next);
-  return path;
-}
+const DOC_SECTION: DocSection = {
+  name: 'bench:grpc',
+  begin: '<!-- bench:grpc:begin (generated by `npm run bench:grpc -- --update-docs`) -->',
+  intro: SECTION_INTRO,
+};
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -326,26 +240,22 @@ async function main(): Promise<number> {
     return 0;
   }
   if (values['from-json'] !== undefined) {
-    const saved = JSON.parse(readFileSync(values['from-json'], 'utf8')) as Report;
-    const table = renderTable(saved);
-    process.stdout.write((values.json ? JSON.stringify(saved, null, 2) : table) + '\n');
-    if (values['update-docs'])
-      process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, saved))}\n`);
+    replaySavedReport<Report>(values['from-json'], renderTable, {
+      json: values.json,
+      updateDocs: values['update-docs'],
+      section: DOC_SECTION,
+    });
     return 0;
   }
-  const positive = (name: string, raw: string): number => {
-    const v = Number(raw);
-    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name}: must be a positive integer, got '${raw}'`);
-    return v;
-  };
-  const levels = values.levels.split(',').map((l) => positive('levels', l.trim()));
-  const newTokens = positive('tokens', values.tokens);
-  const promptTokens = positive('prompt-tokens', values['prompt-tokens']);
-  const runs = positive('runs', values.runs);
+
+  const levels = values.levels.split(',').map((l) => positiveInteger('levels', l.trim()));
+  const newTokens = positiveInteger('tokens', values.tokens);
+  const promptTokens = positiveInteger('prompt-tokens', values['prompt-tokens']);
+  const runs = positiveInteger('runs', values.runs);
   const modelPath = values.model ?? ensureDefaultModel();
 
   const dir = mkdtempSync(join(tmpdir(), 'prism-bench-grpc-'));
-  const { child, client } = await startEngine(modelPath, join(dir, 'engine.sock'));
+  const { child, client } = await startEngineProcess(modelPath, join(dir, 'engine.sock'));
   const salt = Date.now().toString(36);
   try {
     const info = await client.info();
@@ -377,16 +287,11 @@ async function main(): Promise<number> {
     };
     const table = renderTable(report);
     process.stdout.write((values.json ? JSON.stringify(report, null, 2) : table) + '\n');
-    if (values['update-docs'])
-      process.stderr.write(`bench:grpc: updated ${relative(process.cwd(), updateDocs(table, report))}\n`);
+    if (values['update-docs']) updateDocSection(DOC_SECTION, report.date, table);
     return 0;
   } finally {
     await client.close();
-    if (child.exitCode === null) {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopEngineProcess(child);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -21,6 +21,7 @@ import { createParser } from 'eventsource-parser';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { describeCommit } from './engine/environment.js';
+import { percentile } from './stats.js';
 
 interface Args {
   model: string;
@@ -66,12 +67,6 @@ function parse(): Args {
 }
 
 const log = (line: string): void => void process.stderr.write(`bench:http: ${line}\n`);
-
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return NaN;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-}
 
 /** Starts a child process and resolves with the URL printed on the line matching `pattern`. */
 function startChild(

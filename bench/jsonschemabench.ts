@@ -21,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import { EngineError } from '../engine/errors.js';
 import type { Engine, FinishEvent, GenerateEvent } from '../engine/types.js';
 
 export const CATEGORIES = ['Glaiveai2K', 'Github_trivial', 'Github_easy', 'Kubernetes'] as const;
@@ -46,6 +47,8 @@ export interface CategoryResult {
   length: number;
   /** The engine failed the request after compiling for another reason (should be 0). */
   errors: number;
+  /** Requests that threw an error other than INVALID_ARGUMENT (a 5xx; must be 0). */
+  serverErrors: number;
   /**
    * The output failed the check of what the grammar could not enforce on every attempt: the
    * request failed with a clear error (never an invalid document presented as valid).
@@ -99,6 +102,13 @@ async function runOne(
       events.push(ev);
   } catch (e) {
     const message = (e as Error).message;
+    // A thrown error that is not the client's (INVALID_ARGUMENT is a 4xx; anything else,
+    // INTERNAL included, would be a 5xx): counted apart, never as a refusal.
+    if (!(e instanceof EngineError) || e.code !== 'INVALID_ARGUMENT') {
+      r.serverErrors++;
+      r.invalidSamples.push(`thrown: ${message.slice(0, 200)}`);
+      return;
+    }
     if (/does not compile|did not compile/.test(message)) {
       r.compileFailed++;
     } else {
@@ -183,6 +193,7 @@ export async function runJsonSchemaBench(
       valid: 0,
       length: 0,
       errors: 0,
+      serverErrors: 0,
       checkFailed: 0,
       unvalidatable: 0,
       refusals: new Map(),
@@ -210,12 +221,12 @@ const pct = (a: number, b: number) => (b === 0 ? '—' : `${((100 * a) / b).toFi
 
 export function resultTable(results: readonly CategoryResult[]): string {
   const rows = [
-    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | failed the check 3 times (424) | other errors |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| category | schemas | compiled | refused | compile failed | completed | valid / completed | cut by max_tokens | failed the check 3 times (424) | other errors | 5xx |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of results) {
     rows.push(
-      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.checkFailed} | ${r.errors} |`,
+      `| ${r.category} | ${r.schemas} | ${r.compiled} (${pct(r.compiled, r.schemas)}) | ${r.refused} | ${r.compileFailed} | ${r.completed} | ${r.valid}/${r.completed - r.unvalidatable} (${pct(r.valid, r.completed - r.unvalidatable)}) | ${r.length} | ${r.checkFailed} | ${r.errors} | ${r.serverErrors} |`,
     );
   }
   return rows.join('\n');

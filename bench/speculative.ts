@@ -1,5 +1,5 @@
 /**
- * `npm run bench:spec`: speculative decoding (the n-gram proposer) against no speculation, in
+ * `npm run bench:spec`: speculative decoding (a proposer: ngram by default) against no speculation, in
  * one run, on the default model; the same model file, the same prompt token ids, greedy.
  *
  *  1. Output tokens/s per task and concurrency, Prism without and with `--speculative ngram`
@@ -14,7 +14,8 @@
  *     there): the native step's cost for 1 + k tokens of one sequence against 1 token, and the
  *     speed-up the default model's measured mean accepted length would give at that cost.
  *
- * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m]
+ * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
+ *        --method ngram|layer-skip|draft --draft-layers N --draft-model PATH]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,8 +50,15 @@ const { values: args } = parseArgs({
     'no-peer': { type: 'boolean', default: false },
     /** The size model (models/sizes/NAME.gguf) whose verify-step cost is measured; '' skips it. */
     size: { type: 'string', default: '3b-q5_k_m' },
+    /** The proposer on the B side. */
+    method: { type: 'string', default: 'ngram' },
+    'draft-layers': { type: 'string' },
+    'draft-model': { type: 'string' },
   },
 });
+const method = args.method as 'ngram' | 'layer-skip' | 'draft';
+if (!['ngram', 'layer-skip', 'draft'].includes(method))
+  throw new Error(`--method: ngram, layer-skip or draft, got ${method}`);
 const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
 const K = Number(args.k);
@@ -176,14 +184,20 @@ async function main(): Promise<void> {
   const plain = await loadEngine(modelPath, base);
   const spec = await loadEngine(modelPath, {
     ...base,
-    speculative: { method: 'ngram', numSpeculativeTokens: K },
+    speculative: {
+      method,
+      numSpeculativeTokens: K,
+      ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
+      ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
+    },
   });
+  const label = method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '');
   console.log(
-    `# bench:spec — ${modelPath.split('/').pop()}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds`,
+    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds`,
   );
   console.log(`load average at start: ${loadavg()}\n`);
   console.log(
-    '| task | conc. | no spec tok/s | ngram tok/s | ratio | accepted | mean accepted / step | same output |',
+    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | accepted | mean accepted / step | same output |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|---|');
   const ids = new Map<Task, number[][]>();

@@ -57,3 +57,10 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
 export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
+
+/** Nearest-rank percentile (p in 0..100) of a list; NaN for an empty one. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}

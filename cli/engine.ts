@@ -63,7 +63,7 @@ interface EngineArgs {
   readonly device?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
-  /** --speculative / --num-speculative-tokens / --draft-model, when given. */
+  /** --speculative / --num-speculative-tokens / --draft-model / --draft-layers, when given. */
   readonly speculative?: SpeculativeFlags;
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
@@ -113,12 +113,14 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     listen,
     ...(values.speculative !== undefined ||
     values['num-speculative-tokens'] !== undefined ||
-    values['draft-model'] !== undefined
+    values['draft-model'] !== undefined ||
+    values['draft-layers'] !== undefined
       ? {
           speculative: {
             speculative: values.speculative,
             'num-speculative-tokens': values['num-speculative-tokens'],
             'draft-model': values['draft-model'],
+            'draft-layers': values['draft-layers'],
           },
         }
       : {}),

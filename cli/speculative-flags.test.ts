@@ -21,6 +21,10 @@ test('--speculative and its companions become the engine option', () => {
       field: '--speculative',
     },
   );
+  assert.deepEqual(
+    speculativeFromFlags({ speculative: 'layer-skip', 'draft-layers': '20' }, undefined, error),
+    { method: 'layer-skip', draftLayers: 20, field: '--speculative' },
+  );
   assert.equal(speculativeFromFlags({}, undefined, error), undefined);
 });
 
@@ -46,4 +50,9 @@ test('bad flags name the flag and the rule', () => {
   bad({ speculative: 'draft' }, /--speculative draft: needs --draft-model/);
   bad({ speculative: 'ngram', 'draft-model': 'x' }, /--draft-model: needs --speculative draft/);
   bad({ 'num-speculative-tokens': '4' }, /needs --speculative/);
+  bad({ speculative: 'ngram', 'draft-layers': '4' }, /--draft-layers: needs --speculative layer-skip/);
+  bad(
+    { speculative: 'layer-skip', 'draft-layers': '0' },
+    /--draft-layers: must be a positive integer, got '0'/,
+  );
 });

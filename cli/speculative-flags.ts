@@ -1,6 +1,6 @@
 /**
  * `--speculative ngram|draft|layer-skip`, `--num-speculative-tokens N`, `--draft-model PATH`,
- * shared by `prism serve` and `prism engine`: speculative decoding (engine/speculative/) from
+ * `--draft-layers N`, shared by `prism serve` and `prism engine`: speculative decoding (engine/speculative/) from
  * the command line. The flags replace config.json's plugin_params speculative plugin
  * (memory_decoding / mtp) when given.
  */
@@ -11,22 +11,26 @@ export const speculativeFlagOptions = {
   speculative: { type: 'string' },
   'num-speculative-tokens': { type: 'string' },
   'draft-model': { type: 'string' },
+  'draft-layers': { type: 'string' },
 } as const;
 
 export const speculativeHelp = `  --speculative M       speculative decoding (output unchanged, fewer steps): ngram (draft-free
                         lookup of the prompt and output so far; plugin_params memory_decoding),
                         draft (a smaller model with the same vocabulary, --draft-model), or
-                        layer-skip (the model's own first layers propose); default off.
-                        draft and layer-skip are not built yet: the engine refuses them
+                        layer-skip (the model's own first layers and its head propose);
+                        default off
   --num-speculative-tokens N
                         most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 5; adapted
                         per sequence to its acceptance and to the batch)
-  --draft-model PATH    the draft model's GGUF file or directory (--speculative draft)`;
+  --draft-model PATH    the draft model's GGUF file or directory (--speculative draft)
+  --draft-layers N      layers the layer-skip draft runs before the head, 1..the model's
+                        layers (default: three quarters of them)`;
 
 export type SpeculativeFlags = {
   speculative?: string;
   'num-speculative-tokens'?: string;
   'draft-model'?: string;
+  'draft-layers'?: string;
 };
 
 /** The flags over the config file's setting; a usage message (thrown as `error`) names the flag. */
@@ -38,6 +42,7 @@ export function speculativeFromFlags(
   const method = values.speculative;
   const k = values['num-speculative-tokens'];
   const draft = values['draft-model'];
+  const layers = values['draft-layers'];
   if (method !== undefined && method !== 'ngram' && method !== 'draft' && method !== 'layer-skip')
     throw error(`--speculative: must be ngram, draft or layer-skip, got '${method}'`);
   if (k !== undefined && (!/^\d+$/.test(k) || Number(k) < 1 || Number(k) > MAX_SPECULATIVE_TOKENS))
@@ -45,6 +50,10 @@ export function speculativeFromFlags(
   if (draft !== undefined && method !== 'draft') throw error('--draft-model: needs --speculative draft');
   if (draft === '') throw error('--draft-model: must not be empty');
   if (method === 'draft' && draft === undefined) throw error('--speculative draft: needs --draft-model PATH');
+  if (layers !== undefined && method !== 'layer-skip')
+    throw error('--draft-layers: needs --speculative layer-skip');
+  if (layers !== undefined && (!/^\d+$/.test(layers) || Number(layers) < 1))
+    throw error(`--draft-layers: must be a positive integer, got '${layers}'`);
   if (method === undefined) {
     if (k === undefined) return fromConfig;
     if (!fromConfig)
@@ -55,6 +64,7 @@ export function speculativeFromFlags(
     method,
     ...(k !== undefined ? { numSpeculativeTokens: Number(k) } : {}),
     ...(draft !== undefined ? { draftModel: draft } : {}),
+    ...(layers !== undefined ? { draftLayers: Number(layers) } : {}),
     field: '--speculative',
   };
 }

@@ -28,11 +28,13 @@ export class EngineError extends Error {
     message: string,
     /** The request field the error is about, dotted path (e.g. "params.top_p"), when there is one. */
     readonly field?: string,
+    /** The rule the field broke, without the field's name (the message is `${field}: ${rule}`). */
+    readonly rule?: string,
   ) {
     super(message);
   }
 }
 
 export function invalidArgument(field: string, rule: string): EngineError {
-  return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field);
+  return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field, rule);
 }

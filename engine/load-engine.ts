@@ -34,7 +34,7 @@ import {
   type EngineOptions,
 } from './options.js';
 import { NativeRunner } from './runner.js';
-import { startSpeculation } from './speculative/start.js';
+import { scratchPagesFor, startSpeculation } from './speculative/start.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
 
@@ -145,8 +145,10 @@ export async function loadEngine(
   const holder: { core?: EngineCore } = {};
   try {
     const lora = planLora(model, o.lora);
+    // Layer-skip drafts past a sequence's blocks into a few pages of its own, after the pool's.
+    const scratchPages = scratchPagesFor(o.speculative, m);
     ctx = createContext(model, {
-      kvBlocks: kvPages,
+      kvBlocks: kvPages + scratchPages,
       blockSize: o.cacheBlockSize,
       maxBatchTokens: o.maxPrefillTokens,
       maxSeqs: o.maxBatchSize,
@@ -156,7 +158,22 @@ export async function loadEngine(
     if (lora && o.lora)
       adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
     if (o.speculative)
-      speculation = await startSpeculation(o.speculative, { name: modelName, architecture: m.architecture });
+      speculation = await startSpeculation(
+        o.speculative,
+        { name: modelName, architecture: m.architecture },
+        {
+          ctx,
+          model: m,
+          device,
+          blockSize: o.cacheBlockSize,
+          maxSeqs: o.maxBatchSize,
+          maxBatchTokens: o.maxPrefillTokens,
+          threads: o.threads ?? availableParallelism(),
+          poolBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
+          tokenizer,
+          scratch: { first: kvPages, count: scratchPages },
+        },
+      );
     if (o.kvEvents) {
       // Loaded only when asked for: the ZeroMQ addon stays out of engines that publish nothing.
       const { KvEventPublisher } = await import('./kv-events.js');
@@ -182,7 +199,7 @@ export async function loadEngine(
     deviceName: m.deviceName,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout),
+    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout, kvPages),
     tokenizer,
     options: o,
     chatTemplate,

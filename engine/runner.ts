@@ -69,12 +69,14 @@ export class NativeRunner implements Runner {
     private readonly vocabSize: number,
     /** How the model's KV pages are laid out (ModelInfo.kvLayout). */
     layout: KvLayout,
+    /** Pages the block manager may use: the pool's first ones (layer-skip keeps a few after them); default all. */
+    poolPages?: number,
   ) {
     this.kvGroups = layout.groups;
     this.pagesPerBlock = layout.pagesPerBlock;
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
-    this.kvBlocks = info.kvBlocks;
+    this.kvBlocks = Math.min(info.kvBlocks, poolPages ?? info.kvBlocks);
     // A CUDA context cannot move KV blocks yet: no store, as for a runner without one.
     this.kv =
       info.device === 'cpu'

@@ -22,7 +22,7 @@ import type { ChoiceOutput } from '../choice-output.js';
 import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
 import type { StructuredOutput } from '../structured/engine-glue.js';
-import type { GenerateEvent, GenerateRequest } from '../types.js';
+import type { EngineStatus, GenerateEvent, GenerateRequest } from '../types.js';
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
 import { generateRequestFromProto, generateRequestToProto } from '../service/mapping.js';
 import { fromGrpcError } from '../service/status-codes.js';
@@ -455,12 +455,45 @@ export class Disaggregation {
     return { leasedBlocks: this.leases.heldBlocks, ...this.counts };
   }
 
+  /** This engine's part of `Engine.status()`: its role and the KV it moved. */
+  statusFields(): KvStatusFields {
+    const { role, status } = this.roleState();
+    const c = this.counters();
+    return {
+      role,
+      roleStatus: status,
+      leasedBlocks: c.leasedBlocks,
+      kvTransfersIn: c.transfersIn,
+      kvBytesIn: c.bytesIn,
+      kvTransferMsIn: c.transferMsIn,
+      kvTokensIn: c.tokensIn,
+      kvTransfersOut: c.transfersOut,
+      kvBytesOut: c.bytesOut,
+      kvTransferFailures: c.failures,
+    };
+  }
+
   close(): void {
     this.hub.close();
     this.leases.close();
     this.peers.close();
   }
 }
+
+/** The fields of `EngineStatus` that split prefill/decode fills. */
+export type KvStatusFields = Pick<
+  EngineStatus,
+  | 'role'
+  | 'roleStatus'
+  | 'leasedBlocks'
+  | 'kvTransfersIn'
+  | 'kvBytesIn'
+  | 'kvTransferMsIn'
+  | 'kvTokensIn'
+  | 'kvTransfersOut'
+  | 'kvBytesOut'
+  | 'kvTransferFailures'
+>;
 
 /** A hand-off's tokens generated on the prefill engine, and the first one's logprob. */
 export interface HandOffPart {

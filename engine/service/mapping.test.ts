@@ -288,8 +288,10 @@ describe('error codes', () => {
     ['UNIMPLEMENTED', Status.UNIMPLEMENTED],
   ];
   for (const [code, grpcCode] of pairs) {
-    test(`${code} ⇄ ${Status[grpcCode]}, message and field kept`, () => {
-      const st = toGrpcStatus(new EngineError(code, 'params.top_p: must be in (0, 1]', 'params.top_p'));
+    test(`${code} ⇄ ${Status[grpcCode]}, message, field and rule kept`, () => {
+      const st = toGrpcStatus(
+        new EngineError(code, 'params.top_p: must be in (0, 1]', 'params.top_p', 'must be in (0, 1]'),
+      );
       assert.equal(st.code, grpcCode);
       assert.equal(st.details, 'params.top_p: must be in (0, 1]');
       const back = fromGrpcError(
@@ -298,6 +300,7 @@ describe('error codes', () => {
       assert.equal(back.code, code);
       assert.equal(back.message, 'params.top_p: must be in (0, 1]');
       assert.equal(back.field, 'params.top_p');
+      assert.equal(back.rule, 'must be in (0, 1]');
     });
   }
   test('non-engine errors are INTERNAL without a stack; transport codes map to the nearest engine code', () => {

@@ -8,6 +8,8 @@ import { EngineError, type EngineErrorCode } from '../errors.js';
 
 /** Trailing-metadata key carrying EngineError.field. */
 export const ERROR_FIELD_KEY = 'prism-error-field';
+/** Trailing-metadata key carrying EngineError.rule (the message without the field's name). */
+export const ERROR_RULE_KEY = 'prism-error-rule';
 /** Trailing-metadata key carrying EngineError.code where one gRPC status stands for two codes. */
 export const ERROR_CODE_KEY = 'prism-error-code';
 
@@ -28,6 +30,7 @@ export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   if (err instanceof EngineError) {
     const metadata = new Metadata();
     if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
+    if (err.rule !== undefined) metadata.set(ERROR_RULE_KEY, err.rule);
     metadata.set(ERROR_CODE_KEY, err.code);
     return { code: TO_GRPC[err.code], details: err.message, metadata };
   }
@@ -66,6 +69,7 @@ export function fromGrpcError(err: unknown): EngineError {
     return new EngineError('GENERATION_FAILED', err instanceof Error ? err.message : String(err));
   }
   const field = e.metadata?.get(ERROR_FIELD_KEY)[0];
+  const rule = e.metadata?.get(ERROR_RULE_KEY)[0];
   const sent = e.metadata?.get(ERROR_CODE_KEY)[0];
   const message = e.details || e.message || `gRPC status ${e.code}`;
   // The engine's own code wins when it agrees with the status (a proxy may have changed it).
@@ -73,5 +77,10 @@ export function fromGrpcError(err: unknown): EngineError {
     typeof sent === 'string' && Object.hasOwn(TO_GRPC, sent) && TO_GRPC[sent as EngineErrorCode] === e.code
       ? (sent as EngineErrorCode)
       : engineCodeOf(e.code);
-  return new EngineError(code, message, typeof field === 'string' ? field : undefined);
+  return new EngineError(
+    code,
+    message,
+    typeof field === 'string' ? field : undefined,
+    typeof rule === 'string' ? rule : undefined,
+  );
 }

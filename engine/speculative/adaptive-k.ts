@@ -25,11 +25,12 @@ export interface StepCost {
 }
 
 /**
- * Measured on the default model on the development machine (bench:spec's step-cost table,
- * docs/benchmarks.md): steps of up to ~16 tokens cost within a few percent of a 1-token
- * step, and past ~48 tokens a step grows in proportion to its tokens.
+ * The prior, until the engine has timed its own steps (step-cost.ts learns the line): a
+ * middle between a GPU, where a few more tokens in a small step are nearly free, and the
+ * 2-core development machine, where each one costs about a fifth of a 1-token step of the
+ * default model (docs/speculative.md). Past `knee` tokens a step grows in proportion.
  */
-export const DEFAULT_STEP_COST: StepCost = { perToken: 0.03, knee: 48 };
+export const DEFAULT_STEP_COST: StepCost = { perToken: 0.1, knee: 48 };
 
 export function stepCost(c: StepCost, tokens: number): number {
   const flat = (t: number) => 1 + c.perToken * (t - 1);
@@ -84,6 +85,8 @@ export function allocateDrafts(
   baseOutputs: number,
   cost: StepCost,
   minAlpha: number,
+  /** A costly proposer's draft step (every sequence's j-th draft token at once), × a 1-token step. */
+  draftStep = 0,
 ): number[] {
   const k = candidates.map(() => 0);
   // Next worth of each candidate (α^(k+1)); a plain scan per token is enough for batches
@@ -91,16 +94,22 @@ export function allocateDrafts(
   const worth = candidates.map((c) => (c.max > 0 && c.alpha >= minAlpha ? c.alpha : 0));
   let tokens = Math.max(1, baseTokens);
   let expected = Math.max(1, baseOutputs);
+  // Draft steps run one after another, each batched over the sequences still drafting: the
+  // longest draft sets how many there are.
+  let steps = 0;
+  const total = (t: number, s: number) => stepCost(cost, t) + draftStep * s;
   for (;;) {
     let best = -1;
     for (let i = 0; i < worth.length; i++) if (worth[i] > 0 && (best < 0 || worth[i] > worth[best])) best = i;
     if (best < 0) break;
     const g = worth[best];
-    const before = expected / stepCost(cost, tokens);
-    const after = (expected + g) / stepCost(cost, tokens + 1);
+    const moreSteps = Math.max(steps, k[best] + 1);
+    const before = expected / total(tokens, steps);
+    const after = (expected + g) / total(tokens + 1, moreSteps);
     if (after <= before) break;
     k[best]++;
     tokens++;
+    steps = moreSteps;
     expected += g;
     worth[best] = k[best] < candidates[best].max ? g * candidates[best].alpha : 0;
   }

@@ -19,7 +19,7 @@ export interface SpeculativeOptions {
   readonly adaptive?: boolean;
   /** 'draft': the draft model's file (same vocabulary as the served model). */
   readonly draftModel?: string;
-  /** 'layer-skip': how many of the model's first layers propose (default: a quarter of them). */
+  /** 'layer-skip': how many of the model's first layers propose (default: three quarters of them). */
   readonly draftLayers?: number;
   /** 'ngram': the longest and shortest suffix looked up (vLLM prompt_lookup_max / _min). */
   readonly ngramMax?: number;

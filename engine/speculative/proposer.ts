@@ -2,8 +2,8 @@
  * What a speculative proposer is: given sequences (their verified tokens so far) and how many
  * tokens each may propose, it proposes that many or fewer. The engine verifies every proposal
  * with the target model (the native sampler), so a proposer can only change speed, never the
- * output. Built: the n-gram lookup (ngram.ts). The draft-model and layer-skip methods are
- * named in the options but not built yet; start.ts refuses them with an error naming the field.
+ * output. Built: the n-gram lookup (ngram.ts), layer skipping (layer-skip.ts) and a draft
+ * model (draft-model.ts).
  */
 import type { Sequence } from '../sequence.js';
 
@@ -23,6 +23,11 @@ export interface Proposer {
    * not be given draft slots, so the adaptive k can score what it would have proposed.
    */
   readonly costly: boolean;
+  /**
+   * A costly proposer's price of one draft step (one token for every sequence asked, batched)
+   * relative to a one-token step of the served model; the adaptive k weighs it. Default 0.
+   */
+  readonly draftStepCost?: number;
   /** One list per ask, in order, each at most `k` long (greedy proposals: one token each). */
   propose(asks: readonly DraftAsk[]): number[][] | Promise<number[][]>;
   /** Forgets a finished sequence's state (its index, its draft KV). */

@@ -14,15 +14,16 @@
 import type { StepOutput } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Sequence } from '../sequence.js';
-import { Acceptance, allocateDrafts, DEFAULT_STEP_COST, type StepCost } from './adaptive-k.js';
+import { Acceptance, allocateDrafts, DEFAULT_STEP_COST, stepCost, type StepCost } from './adaptive-k.js';
 import type { Draft } from './draft.js';
 import { SpecDecodeMetrics } from './metrics.js';
 import type { Proposer } from './proposer.js';
+import { StepCostEstimate } from './step-cost.js';
 
 export interface SpeculatorOptions {
   /** Most draft tokens per sequence and step (num_speculative_tokens). */
   readonly numSpeculativeTokens: number;
-  /** The step-cost model the adaptive k weighs draft tokens against. */
+  /** The step-cost model the adaptive k weighs draft tokens against; absent: learned from the steps (step-cost.ts). */
   readonly cost?: StepCost;
   /** Below this acceptance a sequence proposes nothing, whatever the cost model says. */
   readonly minAcceptance?: number;
@@ -41,15 +42,18 @@ export interface SpeculatorHooks {
 
 /** A sequence whose pending tokens are at most this many (decode, a jump-forward run) may draft. */
 const MAX_PENDING = 16;
-/** Costly proposers: a sequence whose k fell to 0 gets one draft token every this many steps. */
-const PROBE_EVERY = 8;
+/** Costly proposers: a sequence whose k fell to 0 gets one draft token every this many steps (a probe costs a draft step). */
+const PROBE_EVERY = 32;
 
 export class Speculator {
   readonly metrics: SpecDecodeMetrics;
   private readonly acceptance = new WeakMap<Sequence, Acceptance>();
   /** Free proposers: the first token proposed but not sent, scored against what came. */
   private readonly shadows = new WeakMap<Sequence, number>();
-  private readonly cost: StepCost;
+  /** Measured step costs, when no fixed cost model was given. */
+  private readonly learned: StepCostEstimate | null;
+  /** When the last proposal was ready (the step's scheduling and run start then). */
+  private proposedAt = -1;
   private steps = 0;
   private failures = 0;
 
@@ -59,7 +63,12 @@ export class Speculator {
     private readonly hooks: SpeculatorHooks,
   ) {
     this.metrics = new SpecDecodeMetrics(proposer.method, o.numSpeculativeTokens);
-    this.cost = o.cost ?? DEFAULT_STEP_COST;
+    this.learned = o.cost ? null : new StepCostEstimate(DEFAULT_STEP_COST);
+  }
+
+  /** The cost model in use: the fixed one, or the one learned from the steps so far. */
+  get cost(): StepCost {
+    return this.o.cost ?? this.learned!.cost;
   }
 
   /**
@@ -71,10 +80,22 @@ export class Speculator {
     this.steps++;
     try {
       const pending = this.tryPropose(running);
-      if (pending) return pending.catch((e: unknown) => this.dropDrafts(running, e));
+      if (pending)
+        return pending.then(
+          () => this.ready(),
+          (e: unknown) => {
+            this.dropDrafts(running, e);
+            this.ready();
+          },
+        );
     } catch (e) {
       this.dropDrafts(running, e);
     }
+    this.ready();
+  }
+
+  private ready(): void {
+    this.proposedAt = performance.now();
   }
 
   private dropDrafts(running: readonly Sequence[], e: unknown): void {
@@ -111,6 +132,8 @@ export class Speculator {
             running.length,
             this.cost,
             this.o.minAcceptance ?? 0.2,
+            // A draft step runs every drafting sequence's next token at once.
+            (this.proposer.draftStepCost ?? 0) * stepCost(this.cost, eligible.length),
           );
     if (!this.proposer.costly) {
       // A lookup is free: propose for all, then send what pays.
@@ -151,6 +174,12 @@ export class Speculator {
 
   /** After a step: what the sampler accepted, per sequence; the drafts are spent. */
   verified(batch: ScheduledBatch, out: StepOutput): void {
+    if (this.learned && this.proposedAt >= 0) {
+      let tokens = 0;
+      for (const item of batch.items) tokens += item.numNew + (item.draft?.length ?? 0);
+      this.learned.record(tokens, performance.now() - this.proposedAt);
+      this.proposedAt = -1;
+    }
     batch.items.forEach((item, k) => {
       const seq = item.seq;
       seq.draft = null;

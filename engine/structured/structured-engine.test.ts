@@ -166,6 +166,10 @@ test('invalid constraints fail the request with INVALID_ARGUMENT naming the fiel
     [{ kind: 'json_schema', schema: '{"$ref":"#"}' }, /constraint\.schema: is a cycle of references/],
     [{ kind: 'json_schema', schema: '{"type":"strin"}' }, /constraint\.schema.*type/],
     [
+      { kind: 'json_schema', schema: '{"type":"integer","minimum":5,"maximum":3}' },
+      /^constraint\.schema\.minimum: the range is empty: no integer satisfies minimum 5, maximum 3: no document matches the schema$/,
+    ],
+    [
       { kind: 'json_schema', schema: '{"type":"integer","maximum":"3"}' },
       /constraint\.schema\.maximum: is not valid JSON Schema/,
     ],

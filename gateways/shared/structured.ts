@@ -46,9 +46,7 @@ export function renameConstraintError(request: GenerateRequest, err: unknown): u
   const at = err.field;
   if (at === undefined || !(at === ENGINE_FIELD || at.startsWith(`${ENGINE_FIELD}.`))) return err;
   const renamed = field + at.slice(ENGINE_FIELD.length);
-  // invalidArgument writes `${field}: ${rule}`; the rule is what follows the field.
-  const rule = err.message.startsWith(`${at}: `) ? err.message.slice(at.length + 2) : err.message;
-  return new HttpError(toHttpError(err).kind, `${renamed}: ${rule}`, renamed);
+  return new HttpError(toHttpError(err).kind, `${renamed}: ${err.rule ?? err.message}`, renamed);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

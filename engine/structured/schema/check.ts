@@ -7,7 +7,7 @@
  * `description`), or the request fails with a 4xx naming the keyword and where it is.
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { refuse } from './refusal.js';
+import { refuse, refuseAlways } from './refusal.js';
 import {
   INTEGER_FORMAT_RANGES,
   NUMBER_FORMAT_RANGES,
@@ -32,6 +32,7 @@ import { DERIVED_SCALE, checkSchemaSize, type VisitBudget } from './limits.js';
 import { branchesDisjoint } from './oneof-disjoint.js';
 import { filterEnum } from './enum-siblings.js';
 import { foldSchemaLengths } from './pattern-length.js';
+import { anchorPlacement } from './pattern-anchors.js';
 import { SCHEMA_LISTS, SCHEMA_MAPS, isSchemaObject } from './node.js';
 import { KEYWORD_TYPE, impliedType, typesLeftByNot, undecidableRequired } from './implicit.js';
 
@@ -209,15 +210,7 @@ export function checkJsonSchema(
     throw refuse(field, 'must be a JSON Schema object');
   // First, iteratively: everything after this recurses over the schema's nesting.
   const budget = checkSchemaSize(schema, field, derived ? DERIVED_SCALE : 1);
-  metaValidator ??= new Ajv2020({ strict: false, validateFormats: false });
-  // `$schema` names a draft; the meta-schema check below is 2020-12's, which draft-07
-  // schemas (the common case) also pass, so the name itself is not looked up.
-  const { $schema: _ignored, ...body } = schema as Record<string, unknown>;
-  if (!metaValidator.validateSchema(body)) {
-    const e = metaValidator.errors?.[0];
-    const where = e?.instancePath ? e.instancePath.replace(/\//g, '.') : '';
-    throw refuse(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
-  }
+  checkMetaSchema(schema, field);
   try {
     walk(schema as Record<string, unknown>, field, { root: schema, budget, relax, field }, []);
   } catch (e) {
@@ -225,6 +218,19 @@ export function checkJsonSchema(
     // stack, it is the client's schema that is too complex, never a server error.
     if (e instanceof RangeError) throw refuse(field, 'is too complex to check (nested too deeply)');
     throw e;
+  }
+}
+
+/** Throws INVALID_ARGUMENT (no relaxation helps) unless `schema` is valid JSON Schema. */
+export function checkMetaSchema(schema: object, field: string): void {
+  metaValidator ??= new Ajv2020({ strict: false, validateFormats: false });
+  // `$schema` names a draft; the meta-schema check below is 2020-12's, which draft-07
+  // schemas (the common case) also pass, so the name itself is not looked up.
+  const { $schema: _ignored, ...body } = schema as Record<string, unknown>;
+  if (!metaValidator.validateSchema(body)) {
+    const e = metaValidator.errors?.[0];
+    const where = e?.instancePath ? e.instancePath.replace(/\//g, '.') : '';
+    throw refuseAlways(`${field}${where}`, `is not valid JSON Schema: ${e?.message ?? 'rejected'}`);
   }
 }
 
@@ -383,10 +389,16 @@ function walk(node: unknown, path: string, ctx: Walk, expanding: readonly Inline
     );
   if (typeof s.pattern === 'string' && hasLookaround(s.pattern))
     problem(`${path}.pattern`, LOOKAROUND, ['pattern']);
+  // xgrammar 0.2.8 ignores anchors and matches the whole string (pattern-inner-anchor): exact
+  // only where every ^ and $ can stand only at the ends (pattern-anchors.ts).
+  if (typeof s.pattern === 'string' && anchorPlacement(s.pattern) !== 'exact')
+    problem(`${path}.pattern`, INNER_ANCHOR, ['pattern']);
   if (s.patternProperties && typeof s.patternProperties === 'object')
     for (const key of Object.keys(s.patternProperties))
-      if (hasLookaround(key)) {
-        problem(`${path}.patternProperties`, LOOKAROUND, ['patternProperties']);
+      if (hasLookaround(key) || anchorPlacement(key) !== 'exact') {
+        problem(`${path}.patternProperties`, hasLookaround(key) ? LOOKAROUND : INNER_ANCHOR, [
+          'patternProperties',
+        ]);
         break;
       }
   // xgrammar 0.2.8 drops the length limits beside a format it writes itself
@@ -501,6 +513,9 @@ const COUNTS = [
 
 const LOOKAROUND =
   'lookahead and lookbehind ((?=, (?!, (?<=, (?<!) are not supported: the grammar library ignores lookaheads in a pattern';
+
+const INNER_ANCHOR =
+  "'^' or '$' where it can match other than at the start or end of the string is not supported: the grammar library ignores anchors and matches the whole string (a JSON Schema pattern has no /.../ delimiters)";
 
 /**
  * Whether a regular expression has a lookaround group. xgrammar 0.2.8 drops a lookahead in a

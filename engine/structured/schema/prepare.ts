@@ -23,7 +23,8 @@
  * schema no document matches, a reference cycle, the limits) is refused in both modes.
  */
 import { distributeSiblings, type Loosened } from './branch-merge.js';
-import { checkJsonSchema } from './check.js';
+import { checkJsonSchema, checkMetaSchema } from './check.js';
+import { forbidEmptyProperties, refuseEmptySubschemas } from './empty-values.js';
 import { normalizeDraft } from './drafts.js';
 import { checkSchemaSize } from './limits.js';
 import { isSchemaObject } from './node.js';
@@ -59,6 +60,12 @@ export function prepareSchema(client: unknown, options: PrepareOptions | string 
     // The limits first (what follows recurses over the schema), then one dialect (drafts.ts).
     if (isSchemaObject(client)) checkSchemaSize(client, field);
     const schema = normalizeDraft(client);
+    // Valid JSON Schema, and nothing in it that no value satisfies (empty-values.ts): refused
+    // here in both modes, before relaxing could leave it to a check no document passes.
+    if (isSchemaObject(schema)) {
+      checkMetaSchema(schema, field);
+      refuseEmptySubschemas(schema, field);
+    }
     try {
       checkJsonSchema(schema, field);
       return { schema: rewriteForGrammar(JSON.stringify(schema)), check: null };
@@ -69,6 +76,7 @@ export function prepareSchema(client: unknown, options: PrepareOptions | string 
     // check then walks the very nodes it may loosen (not copies of them).
     const loosened: Loosened[] = [];
     const working = structuredClone(schema) as Record<string, unknown>;
+    forbidEmptyProperties(working);
     distributeSiblings(working, working, [], loosened, '', checkSchemaSize(schema, field));
     checkJsonSchema(working, field, loosened, true);
     // What the grammar compiles must pass the exact check as it stands.
@@ -84,9 +92,12 @@ export function prepareSchema(client: unknown, options: PrepareOptions | string 
   }
 }
 
-/** Refusals that relaxing cannot help: the schema itself is bad, or too big. */
+/** Refusals that relaxing cannot help: the schema itself is bad, too big, or matches nothing. */
 function relaxable(e: SchemaRefusal): boolean {
-  return !/^(must be a JSON Schema object|is not valid JSON Schema|is nested too deeply|is too large|is too complex)/.test(
-    e.reason,
+  return (
+    !e.final &&
+    !/^(must be a JSON Schema object|is not valid JSON Schema|is nested too deeply|is too large|is too complex)/.test(
+      e.reason,
+    )
   );
 }

@@ -10,12 +10,19 @@ export class SchemaRefusal extends EngineError {
     field: string,
     /** The rule the schema breaks, without the field. */
     readonly reason: string,
+    /** No relaxation helps (prepare.ts): refused in every mode. */
+    readonly final = false,
   ) {
-    super('INVALID_ARGUMENT', `${field}: ${reason}`, field);
+    super('INVALID_ARGUMENT', `${field}: ${reason}`, field, reason);
   }
 }
 
 /** The refusal of the schema at `field` (a dotted path inside the client's field). */
 export function refuse(field: string, reason: string): SchemaRefusal {
   return new SchemaRefusal(field, reason);
+}
+
+/** A refusal no relaxation helps: the schema is bad, too big, or no document matches it. */
+export function refuseAlways(field: string, reason: string): SchemaRefusal {
+  return new SchemaRefusal(field, reason, true);
 }

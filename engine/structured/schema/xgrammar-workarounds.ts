@@ -142,7 +142,8 @@ export const XGRAMMAR_WORKAROUNDS: readonly XgrammarWorkaround[] = [
     id: 'empty-number-range',
     xgrammar: '0.2.8',
     behaviour: 'an empty number range writes no value at all ({"a": } is accepted)',
-    remedy: 'refused (check.ts checkRange)',
+    remedy:
+      'refused under grammarOnly, checked on the document otherwise (check.ts checkRange); a range no real number is in is refused in every mode (empty-values.ts)',
     schema: {
       type: 'object',
       properties: { a: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 0.000001 } },
@@ -205,6 +206,19 @@ export const XGRAMMAR_WORKAROUNDS: readonly XgrammarWorkaround[] = [
     texts: [
       ['"b"', false],
       ['"ab"', true],
+    ],
+  },
+  {
+    id: 'pattern-inner-anchor',
+    xgrammar: '0.2.8',
+    behaviour:
+      'a pattern is matched against the whole string with every ^ and $ ignored (a warning where one is not at an end): /^[0-9]{4}$/ takes "/1234/"',
+    remedy:
+      'pattern-anchors.ts: anchors that may hold elsewhere than at the ends are refused under grammarOnly, otherwise checked on the document (check.ts); a pattern that matches nothing is refused (empty-values.ts)',
+    schema: { type: ['string', 'null'], pattern: '/^[0-9]{4}$/' },
+    texts: [
+      ['"/1234/"', false],
+      ['null', true],
     ],
   },
   {
