@@ -18,7 +18,7 @@ export const speculativeHelp = `  --speculative M       speculative decoding (ou
                         lookup of the prompt and output so far; plugin_params memory_decoding),
                         draft (a smaller model with the same vocabulary, --draft-model), or
                         layer-skip (the model's own first layers and its head propose);
-                        default off. draft is not built yet: the engine refuses it
+                        default off
   --num-speculative-tokens N
                         most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 5; adapted
                         per sequence to its acceptance and to the batch)

@@ -27,6 +27,7 @@ import type { KvEventPublisher } from './kv-events.js';
 import { kvBytesPerPage, minKvPages } from './kv-layout.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
 import {
+  checkKvBlocks,
   defaultKvEventsTopic,
   kvBlocksForBudget,
   resolveEngineOptions,
@@ -100,6 +101,7 @@ export async function loadEngine(
   try {
     // The pool is counted in pages (engine/kv-layout.ts: one per block for most models). An
     // explicit kvBlocks keeps its meaning in memory: the bytes of that many blocks of every layer.
+    checkKvBlocks(o, m.kvLayout);
     const minPages = minKvPages(m.kvLayout, o);
     if (device === 'cpu') {
       kvPages =
@@ -156,7 +158,7 @@ export async function loadEngine(
     if (lora && o.lora)
       adapters = await startAdapters(model, ctx, o.lora, lora, () => holder.core?.isStepping ?? false);
     if (o.speculative)
-      speculation = startSpeculation(
+      speculation = await startSpeculation(
         o.speculative,
         { name: modelName, architecture: m.architecture },
         {
@@ -166,6 +168,9 @@ export async function loadEngine(
           blockSize: o.cacheBlockSize,
           maxSeqs: o.maxBatchSize,
           maxBatchTokens: o.maxPrefillTokens,
+          threads: o.threads ?? availableParallelism(),
+          poolBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
+          tokenizer,
           scratch: { first: kvPages, count: scratchPages },
         },
       );

@@ -2,9 +2,8 @@
  * What a speculative proposer is: given sequences (their verified tokens so far) and how many
  * tokens each may propose, it proposes that many or fewer. The engine verifies every proposal
  * with the target model (the native sampler), so a proposer can only change speed, never the
- * output. Built: the n-gram lookup (ngram.ts) and layer skipping (layer-skip.ts). The
- * draft-model method is named in the options but not built yet; start.ts refuses it with an
- * error naming the field.
+ * output. Built: the n-gram lookup (ngram.ts), layer skipping (layer-skip.ts) and a draft
+ * model (draft-model.ts).
  */
 import type { Sequence } from '../sequence.js';
 

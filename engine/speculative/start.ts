@@ -1,13 +1,14 @@
 /**
  * Builds the proposer the options name, for a loaded model (engine/load-engine.ts calls it):
  * the n-gram lookup needs nothing; layer-skip drafts on the served model's own context with
- * a few scratch KV pages reserved beside the pool (`scratchPagesFor`). The draft-model
- * proposer is not built yet and is refused here with an error naming the field, as is `mtp`
- * unless the model has multi-token-prediction heads (no architecture Prism loads has them).
+ * a few scratch KV pages reserved beside the pool (`scratchPagesFor`); a draft model is
+ * loaded with its own context (load-draft.ts). `mtp` is refused with an error naming the
+ * field unless the model has multi-token-prediction heads (no architecture Prism loads has them).
  */
 import type { ContextHandle, ModelInfo } from '../../native/native.js';
 import { EngineError } from '../errors.js';
 import { LayerSkipProposer } from './layer-skip.js';
+import { loadDraftModel } from './load-draft.js';
 import { NgramProposer } from './ngram.js';
 import type { ResolvedSpeculativeOptions } from './options.js';
 import type { Proposer } from './proposer.js';
@@ -26,6 +27,11 @@ export interface ServedContext {
   readonly blockSize: number;
   readonly maxSeqs: number;
   readonly maxBatchTokens: number;
+  readonly threads: number;
+  /** Blocks in the pool the block manager uses. */
+  readonly poolBlocks: number;
+  /** The served model's tokenizer (a draft model must share its vocabulary). */
+  readonly tokenizer: { readonly vocabSize: number; tokenText(id: number): string };
   /** The scratch pages `scratchPagesFor` asked for: ids first .. first + count - 1. */
   readonly scratch: { readonly first: number; readonly count: number };
 }
@@ -59,11 +65,11 @@ export function draftStepCost(m: ModelInfo, layers: number): number {
   return (layers * (attn + mlp) + head) / (m.numLayers * (attn + mlp) + head);
 }
 
-export function startSpeculation(
+export async function startSpeculation(
   o: ResolvedSpeculativeOptions,
   model: ServedModel,
   served?: ServedContext,
-): { proposer: Proposer; options: SpeculatorOptions } {
+): Promise<{ proposer: Proposer; options: SpeculatorOptions }> {
   const options: SpeculatorOptions = { numSpeculativeTokens: o.numSpeculativeTokens, fixedK: !o.adaptive };
   switch (o.method) {
     case 'ngram':
@@ -100,18 +106,27 @@ export function startSpeculation(
         options,
       };
     }
+    case 'draft': {
+      if (!served || o.draftModel === undefined) throw new Error('draft needs the served model context');
+      const field = o.field.startsWith('--') ? '--draft-model' : `${o.field}.draftModel`;
+      const proposer = await loadDraftModel(o.draftModel, field, {
+        model: served.model,
+        tokenizer: served.tokenizer,
+        device: served.device,
+        blockSize: served.blockSize,
+        poolBlocks: served.poolBlocks,
+        maxSeqs: served.maxSeqs,
+        maxBatchTokens: served.maxBatchTokens,
+        threads: served.threads,
+      });
+      return { proposer, options };
+    }
     case 'mtp':
       throw new EngineError(
         'INVALID_ARGUMENT',
         `${o.field}: plugin 'mtp' needs a model with multi-token-prediction heads, and ${model.name} ` +
           `(${model.architecture}) has none; use 'memory_decoding' (n-gram lookup) instead, or ` +
           `prism serve --speculative ngram|draft|layer-skip`,
-        o.field,
-      );
-    default:
-      throw new EngineError(
-        'INVALID_ARGUMENT',
-        `${o.field}: speculative method '${o.method}' is not built in this engine`,
         o.field,
       );
   }
