@@ -336,3 +336,51 @@ test('layer groups: blocks needed and free blocks count whole blocks of every gr
   assert.equal(bm.freeBlocks, 1);
   assert.throws(() => bm.allocate(s, 8), /exhausted/);
 });
+
+test('layer groups: the observer reports a block only while every group holds it, so a router never over-scores', () => {
+  // A router scores a prompt by its longest run of reported blocks from the first; the engine
+  // must then hit at least that many. Gemma's released sliding pages are evicted before the
+  // global ones: a block reported for its global page alone would over-score (the old rule).
+  let overScoredByGlobalAlone = 0;
+  for (let taken = 1; taken <= 9; taken++) {
+    const mirror = new Set<string>();
+    const bm = new BlockManager(
+      60,
+      4,
+      true,
+      {
+        stored(key) {
+          assert.equal(mirror.has(key), false, 'a key is stored once until it is removed');
+          mirror.add(key);
+        },
+        removed(key) {
+          assert.equal(mirror.delete(key), true, 'only a stored key is removed');
+        },
+      },
+      GEMMA,
+    );
+    const a = seq(range(33));
+    bm.admit(a, bm.findCachedPrefix(a));
+    step(bm, a, 33);
+    assert.equal(mirror.size, 8, 'every full block is reported once keyed in both groups');
+    const keys = a.blockKeys.slice();
+    bm.free(a);
+    // Another prompt takes `taken` blocks (6 pages each) from the least recently freed pages.
+    const c = seq(range(4 * taken, 1000));
+    bm.admit(c, bm.findCachedPrefix(c));
+    bm.allocate(c, 4 * taken);
+    assert.deepEqual(new Set([...bm.cachedBlocks()].map(([k]) => k)), mirror);
+    const run = (held: (key: string) => boolean) => {
+      let n = 0;
+      while (n < keys.length && held(keys[n])) n++;
+      return n;
+    };
+    const score = run((k) => mirror.has(k));
+    const hit = bm.findCachedPrefix(seq([...range(32), 7])).blocks.length;
+    assert.ok(hit >= score, `taken ${taken}: router score ${score} > engine hit ${hit}`);
+    const groups = (bm as unknown as { groups: { byKey: Map<string, unknown> }[] }).groups;
+    if (run((k) => groups[0].byKey.has(k)) > hit) overScoredByGlobalAlone++;
+    bm.free(c);
+  }
+  assert.ok(overScoredByGlobalAlone > 0, 'some case where the global pages alone would over-score');
+});

@@ -21,10 +21,15 @@
  * windowed group; Gemma 3 a global group that keeps every block and a windowed one: long
  * contexts cost window-sized memory in its sliding layers.
  *
- * An optional observer hears every change to the set of keyed blocks of the first group (a
- * block keyed in registerFull, a key dropped when its pages are taken for new tokens):
- * engine/kv-events.ts publishes them as vLLM's KV-cache events, so a router can mirror which
- * prefixes this engine holds.
+ * An optional observer hears every change to the set of cached blocks (a block keyed in
+ * registerFull, a key dropped when its pages are taken for new tokens): engine/kv-events.ts
+ * publishes them as vLLM's KV-cache events, so a router can mirror which prefixes this engine
+ * holds. A router scores an engine by the longest run of a prompt's blocks, from the first,
+ * that it holds, so a block counts as cached only while EVERY group holds it: with layer groups
+ * a hit of n blocks needs the global group's n and the sliding group's blocks of the window
+ * before n, and any block can be inside some prompt's window. A block whose sliding pages were
+ * taken is reported removed although its global pages remain (a router may then under-score
+ * a Gemma engine, never over-score it).
  */
 import { createHash } from 'node:crypto';
 import type { KvGroupLayout } from './kv-layout.js';
@@ -163,9 +168,13 @@ export class BlockManager {
     return this.freeCount;
   }
 
-  /** The prefix cache's contents: the key and tokens of every block a later prompt can reuse. */
+  /** The prefix cache's contents as the observer sees them: every block all groups hold. */
   *cachedBlocks(): IterableIterator<[key: string, tokens: Int32Array]> {
-    for (const [key, e] of this.groups[0].byKey) yield [key, e.tokens];
+    for (const [key, e] of this.groups[0].byKey) if (this.heldByAll(key)) yield [key, e.tokens];
+  }
+
+  private heldByAll(key: string): boolean {
+    return this.groups.every((g) => g.byKey.has(key));
   }
 
   /** Chain key of one full block. */
@@ -396,6 +405,7 @@ export class BlockManager {
       seq.blockKeys.push(key);
       if (!this.prefixCache) continue;
       let stored: Int32Array | null = null;
+      const wasCached = this.heldByAll(key);
       this.groups.forEach((g, gi) => {
         const pages = seq.blockTable.slice(
           i * this.pagesPerBlock + g.offset,
@@ -409,8 +419,10 @@ export class BlockManager {
           this.keys[p] = key;
           this.groupOf[p] = gi;
         }
-        if (gi === 0) this.observer?.stored(key, parent, stored, seq.cacheExtra);
       });
+      const held = this.groups[0].byKey.get(key);
+      if (held && !wasCached && this.heldByAll(key))
+        this.observer?.stored(key, parent, held.tokens, seq.cacheExtra);
     }
   }
 
@@ -434,6 +446,7 @@ export class BlockManager {
       const g = this.groups[gi];
       const e = g.byKey.get(key);
       if (e?.pages.includes(p)) {
+        const wasCached = this.heldByAll(key);
         g.byKey.delete(key);
         for (const q of e.pages) {
           this.keys[q] = null;
@@ -442,7 +455,7 @@ export class BlockManager {
             this.pushFront(q);
           }
         }
-        if (gi === 0) this.observer?.removed(key);
+        if (wasCached) this.observer?.removed(key);
       }
       this.keys[p] = null;
     }

@@ -18,6 +18,16 @@
  * read big-endian. lora_id is the adapter's load generation and lora_name its name (llm-d keys
  * an adapter's blocks by that name); medium is where the blocks live ('CPU' for this backend).
  *
+ * A block hash means "a prompt starting with this block's prefix finds it cached here". For a
+ * model with sliding-window layers (Gemma 3: global and sliding pages of one block, kept and
+ * evicted apart) the block manager reports a block only while every layer group holds it, and
+ * removes it when either group's pages go (engine/block-manager.ts): a router counting a
+ * prompt's reported blocks from the first then never promises more than the engine hits. It
+ * may promise less (a Gemma block whose sliding pages were evicted behind the window is gone
+ * from the router's view though a longer prompt could still hit past it), which costs routing
+ * quality, never correctness. (Recent vLLM tags each event with its KV-cache group instead,
+ * for routers that filter by it; the wire format here has no group field.)
+ *
  * Endpoint, as vLLM decides it: an address with `*` or `::`, or ipc:// / inproc://, is bound
  * (subscribers connect to this engine: llm-d's per-pod discovery); any other address is
  * connected to (a subscriber that binds: llm-d's central indexer). The socket is an XPUB, which

@@ -47,3 +47,26 @@ export function minKvPages(
   }
   return pages;
 }
+
+/**
+ * The most pages one sequence of `maxSeqLen` holds at once, with no headroom: every block in a
+ * global group; in a windowed group, while a chunk of up to `maxChunk` tokens runs from position
+ * p, the blocks from the one holding p - window + 1 to the chunk's last — at most
+ * ceil((window - 1 + maxChunk) / B) + 1 (the block manager releases the rest after each step).
+ * An explicit `kvBlocks` must give the pool this many pages; for a model whose layers all attend
+ * to the whole context it is ceil(maxSeqLen / B), the classic rule.
+ */
+export function sequencePages(
+  layout: KvLayout,
+  o: { readonly maxSeqLen: number; readonly cacheBlockSize: number; readonly maxPrefillTokens: number },
+): number {
+  const B = o.cacheBlockSize;
+  const whole = Math.ceil(o.maxSeqLen / B);
+  let pages = 0;
+  for (const g of layout.groups) {
+    const blocks =
+      g.window > 0 ? Math.min(whole, Math.ceil((g.window - 1 + o.maxPrefillTokens) / B) + 1) : whole;
+    pages += blocks * g.pages;
+  }
+  return pages;
+}

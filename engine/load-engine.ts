@@ -27,6 +27,7 @@ import type { KvEventPublisher } from './kv-events.js';
 import { kvBytesPerPage, minKvPages } from './kv-layout.js';
 import { checkMemoryFits, machineMemoryBytes, type MemoryReport } from './memory.js';
 import {
+  checkKvBlocks,
   defaultKvEventsTopic,
   kvBlocksForBudget,
   resolveEngineOptions,
@@ -100,6 +101,7 @@ export async function loadEngine(
   try {
     // The pool is counted in pages (engine/kv-layout.ts: one per block for most models). An
     // explicit kvBlocks keeps its meaning in memory: the bytes of that many blocks of every layer.
+    checkKvBlocks(o, m.kvLayout);
     const minPages = minKvPages(m.kvLayout, o);
     if (device === 'cpu') {
       kvPages =

@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { kvBlocksForBudget, kvBytesPerBlock, minKvBlocks, resolveEngineOptions } from './options.js';
+import { wholeLayout } from './kv-layout.js';
+import {
+  checkKvBlocks,
+  kvBlocksForBudget,
+  kvBytesPerBlock,
+  minKvBlocks,
+  resolveEngineOptions,
+} from './options.js';
 
 test('MindIE defaults and the effective maxInputTokenLen', () => {
   const o = resolveEngineOptions();
@@ -20,7 +27,50 @@ test('bad options name the field and rule', () => {
   assert.throws(() => resolveEngineOptions({ maxIterTimes: 5000 }), /maxIterTimes: must be in \[1, 2560\]/);
   assert.throws(() => resolveEngineOptions({ truncation: 2 as never }), /truncation/);
   assert.throws(() => resolveEngineOptions({ maxBatchSize: 1.5 }), /maxBatchSize: must be an integer/);
-  assert.throws(() => resolveEngineOptions({ kvBlocks: 2 }), /cannot hold one sequence/);
+});
+
+test('an explicit kvBlocks must hold one sequence of maxSeqLen; sliding layers need only their window', () => {
+  const kvBlocksError = (re: RegExp) => (e: Error & { field?: string }) =>
+    e.field === 'kvBlocks' && re.test(e.message);
+  // Every layer global: ceil(maxSeqLen / blockSize) blocks (2560 / 128 = 20).
+  const whole = wholeLayout(30);
+  checkKvBlocks(resolveEngineOptions({ kvBlocks: 20 }), whole);
+  assert.throws(
+    () => checkKvBlocks(resolveEngineOptions({ kvBlocks: 19 }), whole),
+    kvBlocksError(/19 blocks of 128 tokens cannot hold one sequence of maxSeqLen 2560: it needs 20$/),
+  );
+  // Mistral, every layer sliding over 4,096: 32,768 tokens run in the window's blocks and a
+  // prefill chunk's: ceil((4095 + 512) / 16) + 1 = 289 blocks, not 2,048.
+  const mistral = wholeLayout(32, 4096);
+  const long = { maxSeqLen: 32768, maxInputTokenLen: 32000, cacheBlockSize: 16, maxPrefillTokens: 512 };
+  checkKvBlocks(resolveEngineOptions({ ...long, kvBlocks: 289 }), mistral);
+  assert.throws(
+    () => checkKvBlocks(resolveEngineOptions({ ...long, kvBlocks: 288 }), mistral),
+    kvBlocksError(/it needs 289 \(its sliding-window layers keep only the window's blocks\)/),
+  );
+  // Gemma 3 (18 layers: 3 global, 15 sliding over 512; a page is 3 layers of one block, so a
+  // block is 1 global page + 5 sliding pages): every global page of 2,048 blocks + 5 sliding
+  // pages × (ceil((511 + 512) / 16) + 1 = 65) = 2,373 pages = 396 blocks of six pages.
+  const gemma = {
+    pageLayers: 3,
+    pagesPerBlock: 6,
+    groups: [
+      { window: 0, pages: 1 },
+      { window: 512, pages: 5 },
+    ],
+  };
+  checkKvBlocks(resolveEngineOptions({ ...long, kvBlocks: 396 }), gemma);
+  assert.throws(
+    () => checkKvBlocks(resolveEngineOptions({ ...long, kvBlocks: 395 }), gemma),
+    kvBlocksError(/needs 396/),
+  );
+  // Short sequences: the window bound never exceeds the whole context.
+  checkKvBlocks(resolveEngineOptions({ maxSeqLen: 64, cacheBlockSize: 16, kvBlocks: 4 }), gemma);
+  assert.throws(
+    () => checkKvBlocks(resolveEngineOptions({ maxSeqLen: 64, cacheBlockSize: 16, kvBlocks: 3 }), gemma),
+    kvBlocksError(/needs 4/),
+  );
+  checkKvBlocks(resolveEngineOptions({}), whole); // no kvBlocks: the budget decides (kvBlocksForBudget)
 });
 
 test('KV blocks from a memory budget (F16 K and V); a budget below one full sequence is an error', () => {

@@ -7,6 +7,8 @@
 import { ENGINE_ROLES, type EngineRole } from './kv-transfer/types.js';
 import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
+import { sequencePages } from './kv-layout.js';
+import type { KvLayout } from '../native/native.js';
 import {
   resolveSpeculative,
   type ResolvedSpeculativeOptions,
@@ -175,12 +177,8 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
   }
   const threads = options.threads === undefined ? undefined : int(options, 'threads', 1, 1, 1024);
   const effectiveInput = Math.min(maxInputTokenLen, maxSeqLen - 1);
-  if (kvBlocks !== undefined && kvBlocks * cacheBlockSize < maxSeqLen) {
-    throw bad(
-      'kvBlocks',
-      `${kvBlocks} blocks of ${cacheBlockSize} tokens cannot hold one sequence of maxSeqLen ${maxSeqLen}`,
-    );
-  }
+  // Whether kvBlocks holds one sequence of maxSeqLen depends on the model's layers (a sliding
+  // window needs fewer): checkKvBlocks, once the model is loaded.
   return {
     maxBatchSize,
     maxPrefillTokens,
@@ -242,6 +240,25 @@ export function kvBytesPerBlock(
   model: { numLayers: number; numKvHeads: number; headDim: number },
 ): number {
   return 2 * model.numLayers * model.numKvHeads * model.headDim * 2 * o.cacheBlockSize;
+}
+
+/**
+ * An explicit `kvBlocks` (that many blocks of every layer: `kvBlocks × pagesPerBlock` pages) must
+ * hold one sequence of maxSeqLen. Layers that attend to the whole context keep every block of
+ * it; sliding-window layers keep only the window's (engine/kv-layout.ts sequencePages), so a
+ * Mistral or Gemma 3 pool may hold fewer blocks than maxSeqLen needs for full attention.
+ */
+export function checkKvBlocks(o: ResolvedEngineOptions, layout: KvLayout): void {
+  if (o.kvBlocks === undefined) return;
+  const need = sequencePages(layout, o);
+  if (o.kvBlocks * layout.pagesPerBlock >= need) return;
+  const blocks = Math.ceil(need / layout.pagesPerBlock);
+  const windowed = layout.groups.some((g) => g.window > 0);
+  throw bad(
+    'kvBlocks',
+    `${o.kvBlocks} blocks of ${o.cacheBlockSize} tokens cannot hold one sequence of maxSeqLen ${o.maxSeqLen}: ` +
+      `it needs ${blocks}${windowed ? ` (its sliding-window layers keep only the window's blocks)` : ''}`,
+  );
 }
 
 /** The smallest pool that can run: one sequence of maxSeqLen, plus one block of headroom. */

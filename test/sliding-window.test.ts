@@ -132,3 +132,34 @@ test('Gemma 3: concurrent long sequences fit a pool that holds their sliding lay
   assert.equal(st.totalBlocks, GEMMA_BLOCKS);
   assert.equal(st.freeBlocks, GEMMA_BLOCKS);
 });
+
+test('a sliding-window pool smaller than maxSeqLen at full attention runs a sequence longer than it', async () => {
+  // kvBlocks × 16 tokens is below the sequence: the sliding layers hold only the window's
+  // blocks and a prefill chunk's (engine/kv-layout.ts sequencePages). Mistral (window 64, chunks
+  // of 96): ceil((63 + 96) / 16) + 1 = 11 blocks; Gemma 3 (window 48): every global page of
+  // maxSeqLen 960 (60) + 5 sliding pages × 10 blocks = 110 pages = 19 blocks of six pages.
+  const prompt = PASSAGE.slice(0, 2000);
+  const base = { maxBatchSize: 2, maxPrefillTokens: 96, cacheBlockSize: 16, maxSeqLen: 960, threads: 2 };
+  for (const [name, kvBlocks, reference] of [
+    ['mistral-window-gguf-f32', 11, uncached],
+    ['gemma3-gguf-f32', 19, gemmaUncached],
+  ] as const) {
+    const small = await loadEngine(fixture(name).path, { ...base, kvBlocks });
+    try {
+      const got = await finish(small, greedy(prompt));
+      assert.ok(
+        got.usage.promptTokens > kvBlocks * 16,
+        `${name}: prompt of ${got.usage.promptTokens} tokens`,
+      );
+      assert.deepEqual(got.tokenIds, (await finish(reference, greedy(prompt))).tokenIds, name);
+    } finally {
+      await small.close();
+    }
+    // One block fewer cannot hold the window and a chunk beside the global layer's blocks.
+    await assert.rejects(
+      loadEngine(fixture(name).path, { ...base, kvBlocks: kvBlocks - 1 }),
+      (e: Error & { field?: string }) =>
+        e.field === 'kvBlocks' && /cannot hold one sequence of maxSeqLen 960: it needs/.test(e.message),
+    );
+  }
+});
