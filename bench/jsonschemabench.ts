@@ -19,7 +19,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { EngineError } from '../engine/errors.js';
 import type { Engine, FinishEvent, GenerateEvent } from '../engine/types.js';
@@ -111,6 +111,8 @@ async function runOne(
     }
     if (/does not compile|did not compile/.test(message)) {
       r.compileFailed++;
+      const why = /did not compile within/.test(message) ? 'compile: time limit' : 'compile: error';
+      r.refusals.set(why, (r.refusals.get(why) ?? 0) + 1);
     } else {
       r.refused++;
       const why = refusalReason(message);
@@ -135,23 +137,32 @@ async function runOne(
     return;
   }
   r.completed++;
-  let validate;
-  try {
-    const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
+  let validate: (((doc: unknown) => boolean) & { errors?: ErrorObject[] | null }) | undefined;
+  const { $schema: _s, ...schema } = JSON.parse(text) as Record<string, unknown>;
+  // A draft-4 schema (boolean exclusive bounds, `id`, ...) that ajv's 2020-12 dialect refuses:
+  // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts); a pattern
+  // or a `$id` ajv cannot compile as written: as the engine's check reads it (post-check.ts).
+  const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
+  const { compileValidator } = await import('../engine/structured/schema/post-check.js');
+  const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
+  for (const compile of [
+    () => validator.compile(schema),
+    () => validator.compile(read),
+    () => compileValidator(read),
+  ]) {
     try {
-      validate = validator.compile(schema);
+      validate = compile();
+      break;
     } catch {
-      // A draft-4 schema (boolean exclusive bounds, ...) that ajv's 2020-12 dialect refuses:
-      // checked in its 2020-12 reading, the one the engine enforces (schema/drafts.ts).
-      const { normalizeDraft } = await import('../engine/structured/schema/drafts.js');
-      const { $schema: _d, ...read } = normalizeDraft(JSON.parse(text)) as Record<string, unknown>;
-      validate = validator.compile(read);
+      continue;
+    } finally {
+      validator.removeSchema();
     }
-  } catch {
+  }
+  if (!validate) {
     r.unvalidatable++;
+    r.invalidSamples.push(`unvalidatable: ${text.slice(0, 120)}`);
     return;
-  } finally {
-    validator.removeSchema();
   }
   let doc: unknown;
   try {
@@ -174,6 +185,8 @@ export async function runJsonSchemaBench(
     extra?: readonly { readonly category: string; readonly dir: string }[];
     /** Only these categories (default: every shared one, then the extra). */
     only?: readonly string[];
+    /** Called with each category's result as it finishes. */
+    progress?: (r: CategoryResult) => void;
   },
 ): Promise<CategoryResult[]> {
   const dir = jsonSchemaBenchDir();
@@ -213,6 +226,7 @@ export async function runJsonSchemaBench(
     };
     await Promise.all(Array.from({ length: options.concurrency }, worker));
     results.push(r);
+    options.progress?.(r);
   }
   return results;
 }
@@ -286,6 +300,7 @@ function reasonKey(reason: string): string {
 export async function coverage(set: string, schemas: Iterable<unknown>, notJson = 0): Promise<CoverageRow> {
   const { prepareSchema } = await import('../engine/structured/schema/prepare.js');
   const { asciiGrammarCompiler } = await import('../engine/structured/bare-grammar.js');
+  const { compileDocumentCheck } = await import('../engine/structured/schema/post-check.js');
   const { loadGrammarAddon } = await import('../native/native.js');
   const xg = loadGrammarAddon();
   const row: CoverageRow = {
@@ -322,6 +337,9 @@ export async function coverage(set: string, schemas: Iterable<unknown>, notJson 
     }
     try {
       xg.dispose(xg.compileJsonSchema(asciiGrammarCompiler(), prepared.schema, true));
+      // The document check is compiled with the grammar (grammar-worker.ts): a schema whose
+      // check does not compile is a 400 too.
+      if (prepared.check) compileDocumentCheck(prepared.check.schema);
     } catch (e) {
       row.compileFailed++;
       const k = `compile: ${reasonKey((e as Error).message)}`;
@@ -473,6 +491,8 @@ if (
     concurrency: 16,
     extra,
     ...(only ? { only } : {}),
+    progress: (r) =>
+      console.error(`${resultTable([r]).split('\n')[2]} ${((performance.now() - t0) / 1000).toFixed(0)} s`),
   });
   console.log(resultTable(results));
   console.log(refusalSummary(results));

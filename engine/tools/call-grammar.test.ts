@@ -180,4 +180,35 @@ describe('tool parameter schemas get the same rewrite as response_format schemas
       xg.dispose(g);
     }
   });
+
+  it('refuses what no document matches and relaxes the rest, as response_format does', () => {
+    const family = TOOL_PARSER_FAMILIES.find((f) => f.name === 'qwen2_5')!;
+    const tool = (parameters: Record<string, unknown>): ChatTool[] => [{ name: 'f', parameters }];
+    const forced = (parameters: Record<string, unknown>) =>
+      toolCallConstraint({ tools: tool(parameters), toolChoice: 'required' }, family, false);
+    // an empty range where the call must hold a value: refused under auto and forced alike
+    const empty = {
+      type: 'object',
+      properties: { n: { type: 'integer', minimum: 5, maximum: 3 } },
+      required: ['n'],
+    };
+    assert.throws(
+      () => forced(empty),
+      (e: unknown) =>
+        e instanceof EngineError &&
+        e.code === 'INVALID_ARGUMENT' &&
+        e.field === 'prompt.tools[0].parameters.properties.n.minimum' &&
+        /no document matches the schema$/.test(e.rule ?? ''),
+    );
+    assert.equal(toolCallConstraint({ tools: tool(empty), toolChoice: 'auto' }, family, false), null);
+    // a pattern xgrammar would misread (JS-style slashes) beside null: checked on the call
+    const slashed = {
+      type: 'object',
+      properties: { y: { type: ['string', 'null'], pattern: '/^[0-9]{4}$/' } },
+      required: ['y'],
+    };
+    const c = forced(slashed);
+    assert.ok(c && c.kind === 'structural_tag' && c.checks?.length === 1, JSON.stringify(c));
+    assert.ok(!JSON.stringify(c.tag).includes('[0-9]{4}'), 'the misread pattern is not compiled');
+  });
 });

@@ -11,7 +11,10 @@
  *   (its schemas), as 2019-09 split it;
  * - under drafts 4-7 (named by `$schema`), keywords beside a `$ref` are ignored, as those drafts
  *   say: they go;
- * - a root `true` is `{}`.
+ * - a root `true` is `{}`;
+ * - draft 4's `id` (a base URI) goes: every reference Prism follows is inside the document
+ *   (`#`, `#/...`), 2020-12 gives `id` no meaning, and ajv refuses to compile a schema that has
+ *   one ("use $id"), which would leave the document check (post-check.ts) without a validator.
  *
  * Everything else is left as written. The input is not modified.
  */
@@ -48,6 +51,7 @@ export function normalizeDraft(schema: unknown): unknown {
 
 function normalize(s: unknown, refIgnoresSiblings: boolean): void {
   if (!isSchemaObject(s)) return;
+  if (typeof s.id === 'string') delete s.id;
   for (const side of ['Minimum', 'Maximum'] as const) {
     const ex = `exclusive${side}`;
     const bound = side.toLowerCase();
