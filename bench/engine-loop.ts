@@ -8,6 +8,10 @@
  * each concurrency, medians over rounds.
  *
  *   node --import tsx bench/engine-loop.ts [--streams 1,8,32] [--tokens 256] [--rounds 50] [--json]
+ *     [--ngram-idle]
+ *
+ * `--ngram-idle`: the n-gram proposer runs every step but its drafts are never sent (a step
+ * cost that makes none pay): the host cost speculation adds where proposals do not pay.
  *
  * It uses only the engine's public constructor and test runner, so the same file runs in an
  * older checkout for a before/after pair (copy it there and run both alternately).
@@ -18,6 +22,7 @@ import { EngineCore } from '../engine/engine-core.js';
 import { resolveEngineOptions } from '../engine/options.js';
 import { CharTokenizer } from '../engine/testing/char-tokenizer.js';
 import { PagedKvSim } from '../engine/testing/paged-kv-sim.js';
+import { NgramProposer } from '../engine/speculative/ngram.js';
 import type { EngineInfo, GenerateRequest } from '../engine/types.js';
 
 const { values } = parseArgs({
@@ -26,6 +31,7 @@ const { values } = parseArgs({
     tokens: { type: 'string', default: '256' },
     rounds: { type: 'string', default: '50' },
     json: { type: 'boolean', default: false },
+    'ngram-idle': { type: 'boolean', default: false },
   },
 });
 const streams = values.streams.split(',').map(Number);
@@ -55,6 +61,14 @@ async function once(n: number): Promise<{ wallUs: number; cpuUs: number }> {
     tokenizer: new CharTokenizer(),
     options,
     info: { modelName: 'sim' } as EngineInfo,
+    ...(values['ngram-idle']
+      ? {
+          speculation: {
+            proposer: new NgramProposer({ maxN: 4, minN: 2 }),
+            options: { numSpeculativeTokens: 5, cost: { perToken: 5, knee: 48 } },
+          },
+        }
+      : {}),
   });
   const request = (i: number): GenerateRequest => ({
     // A different first character per stream: nothing is prefix-cached between streams.

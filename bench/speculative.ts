@@ -15,7 +15,8 @@
  *     speed-up the default model's measured mean accepted length would give at that cost.
  *
  * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
- *        --method ngram|layer-skip|draft --draft-layers N --draft-model PATH]
+ *        --method ngram|layer-skip|draft --draft-layers N --draft-model PATH --fixed-k]
+ * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +55,7 @@ const { values: args } = parseArgs({
     method: { type: 'string', default: 'ngram' },
     'draft-layers': { type: 'string' },
     'draft-model': { type: 'string' },
+    'fixed-k': { type: 'boolean', default: false },
   },
 });
 const method = args.method as 'ngram' | 'layer-skip' | 'draft';
@@ -187,11 +189,13 @@ async function main(): Promise<void> {
     speculative: {
       method,
       numSpeculativeTokens: K,
+      ...(args['fixed-k'] ? { adaptive: false } : {}),
       ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
       ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
     },
   });
-  const label = method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '');
+  const label =
+    method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
     `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds`,
   );
