@@ -92,6 +92,16 @@ test('the prompt is fed once, in chunks; then one draft token per step; after a 
   assert.equal(p.usedPages, 0);
 });
 
+test('a sequence finished without release (cancelled) gives its pages back at the next proposal', async () => {
+  const { p } = setup(16);
+  const a = seq('a', [1, 2, 3]);
+  await p.propose([{ seq: a, k: 2 }]);
+  assert.equal(p.usedPages, 1);
+  a.status = 'finished';
+  await p.propose([]);
+  assert.equal(p.usedPages, 0);
+});
+
 test('sequences are drafted together; a short pool takes pages from sequences not asked', async () => {
   const { p, plans } = setup(4);
   const a = seq('a', [1, 2, 3]);

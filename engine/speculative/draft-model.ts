@@ -12,7 +12,7 @@
  * recomputed next time; K/V past the kept prefix is never read before it is rewritten.
  *
  * Pages come from a free list over the draft's pool; a finished sequence's go back
- * (`release`). When the pool runs short, sequences not asked in this proposal lose their
+ * (`release`, or at the next proposal once its status is finished). When the pool runs short, sequences not asked in this proposal lose their
  * draft KV (they catch up again later) before a sequence goes without a draft.
  */
 import { step, type ContextHandle, type StepPlan, type StepResult } from '../../native/native.js';
@@ -76,6 +76,9 @@ export class DraftModelProposer implements Proposer {
 
   async propose(asks: readonly DraftAsk[]): Promise<number[][]> {
     const out: number[][] = asks.map(() => []);
+    // Sequences the engine finished without telling the proposer (cancelled ones reaped
+    // between steps) give their pages back here.
+    for (const [s, kv] of this.kv) if (s.status === 'finished') this.dropKv(s, kv);
     const asked = new Set(asks.map((a) => a.seq));
     const lanes: Lane[] = [];
     asks.forEach(({ seq, k }, i) => {
