@@ -259,10 +259,14 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
     checkedSchema.properties.people.uniqueItems = true;
     const checked = await svc.compile({ kind: 'json_schema', schema: JSON.stringify(checkedSchema) });
     if (!checked.checked) throw new Error('the benchmark schema was expected to need a document check');
+    // A finished document (the schema asks for at least 40 records; `doc` above is a prefix).
+    const finished = JSON.stringify({
+      people: Array.from({ length: 40 }, (_, i) => ({ name: `Person ${i}`, city: 'Paris' })),
+    });
     const checks: number[] = [];
     for (let r = 0; r < 200; r++) {
       const t0 = performance.now();
-      const invalid = await svc.checkDocument(checked.key, doc);
+      const invalid = await svc.checkDocument(checked.key, finished);
       checks.push(performance.now() - t0);
       if (invalid !== null) throw new Error(`the benchmark document fails its check: ${invalid}`);
     }
@@ -271,7 +275,7 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
       `| compile, cold (${cold.length} JSONSchemaBench Glaiveai2K schemas${failed ? `, ${failed} refused` : ''}) | ${f1(median(cold))} | ${f1(quantile(cold, 0.99))} |`,
       `| compile, cached (request wait incl. thread round trip) | ${f3(median(cachedWait))} | ${f3(quantile(cachedWait, 0.99))} |`,
       `| mask per token (${m.length} tokens, V = ${tok.vocabSize}) | ${f3(median(m))} | ${f3(quantile(m, 0.99))} |`,
-      `| document check per finished choice (uniqueItems, ${doc.length}-byte document; thread round trip + ajv)${Number.isNaN(requestMs) ? '' : `: ${f3((100 * median(checks)) / requestMs)}% of a ${maxTokens}-token request (${f1(requestMs)} ms)`} | ${f3(median(checks))} | ${f3(quantile(checks, 0.99))} |`,
+      `| document check per finished choice (uniqueItems, ${finished.length}-byte document; thread round trip + ajv)${Number.isNaN(requestMs) ? '' : `: ${f3((100 * median(checks)) / requestMs)}% of a ${maxTokens}-token request (${f1(requestMs)} ms)`} | ${f3(median(checks))} | ${f3(quantile(checks, 0.99))} |`,
     ];
   } finally {
     await svc.close();
