@@ -190,7 +190,10 @@ export class EngineCore implements Engine {
 
   private reapAborted(): void {
     for (const list of [this.scheduler.running, this.scheduler.waiting]) {
-      for (const s of list.filter((x) => x.aborted)) this.scheduler.finish(s);
+      for (const s of list.filter((x) => x.aborted)) {
+        this.speculator?.release(s); // a proposer's own state (a draft model's pages) goes back now
+        this.scheduler.finish(s);
+      }
     }
   }
 
