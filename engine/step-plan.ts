@@ -234,3 +234,26 @@ export function lateMaskBuffer(
   });
   return out;
 }
+
+/**
+ * The sampling fields of S greedy rows: argmax of each row's last logits, with no penalties,
+ * mask, seed or logprobs. For plans built outside the scheduler (draft steps, benchmarks,
+ * native tests) whose rows only need the most likely token.
+ */
+export function greedySampling(S: number) {
+  return {
+    temperature: new Float32Array(S),
+    topK: new Int32Array(S),
+    topP: new Float32Array(S).fill(1),
+    repetitionPenalty: new Float32Array(S).fill(1),
+    presencePenalty: new Float32Array(S),
+    frequencyPenalty: new Float32Array(S),
+    penaltyTokenOffsets: new Int32Array(S + 1),
+    penaltyTokens: new Int32Array(0),
+    seeds: new BigUint64Array(S),
+    sampleCounters: new Int32Array(S),
+    allowedMaskRows: new Int32Array(S).fill(-1),
+    allowedMask: new Int32Array(0),
+    topLogprobs: new Int32Array(S).fill(-1),
+  } satisfies Partial<StepPlan>;
+}

@@ -28,6 +28,7 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import { adapterFixture } from '../test/adapter-fixtures.js';
 import { loadNativeAdapter } from '../engine/adapters/native-adapter.js';
 import { fixture } from '../test/fixtures.js';
+import { greedySampling } from '../engine/step-plan.js';
 
 const BLOCK = 16;
 const BLOCKS_PER_SEQ = 4;
@@ -61,19 +62,7 @@ function plan(
       parts.flatMap((p) => Array.from({ length: BLOCKS_PER_SEQ }, (_, b) => p.seq * BLOCKS_PER_SEQ + b)),
     ),
     sample: new Uint8Array(S).fill(1),
-    temperature: new Float32Array(S),
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
-    seeds: new BigUint64Array(S),
-    sampleCounters: new Int32Array(S),
-    allowedMaskRows: new Int32Array(S).fill(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: new Int32Array(S).fill(-1),
+    ...greedySampling(S),
     adapterSlots: Int32Array.from(parts.map((p) => p.slot)),
     returnLogits: logits ? 'last' : 'none',
   };

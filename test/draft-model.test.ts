@@ -13,8 +13,9 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
-import type { Engine, FinishEvent, GenerateRequest } from '../engine/types.js';
+import type { GenerateRequest } from '../engine/types.js';
 import { fixture } from './fixtures.js';
+import { finish, SPECULATION_PROMPTS } from './speculation-prompts.js';
 
 const base: EngineOptions = {
   maxBatchSize: 64,
@@ -44,48 +45,21 @@ after(async () => {
   await self?.close();
 });
 
-async function finish(e: Engine, r: GenerateRequest): Promise<FinishEvent> {
-  let f: FinishEvent | undefined;
-  for await (const ev of e.generate(r)) if (ev.type === 'finish') f = ev;
-  return f!;
-}
-
-const SUBJECTS = [
-  'the old lighthouse',
-  'a baker in a village',
-  'Mount Everest',
-  'the annual budget',
-  'photosynthesis',
-  'a long trip north',
-  'a flooded river',
-  'a web server',
-  'a quiet farm',
-  'a museum',
-  'the train to Lyon',
-  'a dragon',
-  'winter',
-];
-const PROMPTS = SUBJECTS.flatMap((s) => [
-  `<|im_start|>user\nTell me about ${s}.<|im_end|>\n<|im_start|>assistant\n`,
-  `Once upon a time, ${s}`,
-  `Three facts about ${s}:\n1.`,
-  `Say "${s} is here" twice: ${s} is here, ${s}`,
-]);
-
 const req = (text: string, params: GenerateRequest['params']): GenerateRequest => ({
   prompt: { kind: 'text', text },
   params,
 });
 
 test('the model as its own draft, greedy: the same tokens over 52 prompts, batched, and every draft accepted', async () => {
-  assert.ok(PROMPTS.length >= 50);
-  const reqs = PROMPTS.map((t) => req(t, { temperature: 0, maxNewTokens: 8, ignoreEos: true }));
+  assert.ok(SPECULATION_PROMPTS.length >= 50);
+  const reqs = SPECULATION_PROMPTS.map((t) => req(t, { temperature: 0, maxNewTokens: 8, ignoreEos: true }));
   const before = (await self.status()).specDecode!;
   const [a, b] = await Promise.all([
     Promise.all(reqs.map((r) => finish(plain, r))),
     Promise.all(reqs.map((r) => finish(self, r))),
   ]);
-  for (let i = 0; i < reqs.length; i++) assert.deepEqual(b[i].tokenIds, a[i].tokenIds, PROMPTS[i]);
+  for (let i = 0; i < reqs.length; i++)
+    assert.deepEqual(b[i].tokenIds, a[i].tokenIds, SPECULATION_PROMPTS[i]);
   const st = (await self.status()).specDecode!;
   assert.equal(st.method, 'draft');
   const drafted = st.numDraftTokens - before.numDraftTokens;
@@ -94,7 +68,7 @@ test('the model as its own draft, greedy: the same tokens over 52 prompts, batch
 });
 
 test('seeded sampling: the same tokens per seed; greedy drafts of a sampled output are accepted and refused', async () => {
-  const reqs = PROMPTS.slice(0, 12).map((t, i) =>
+  const reqs = SPECULATION_PROMPTS.slice(0, 12).map((t, i) =>
     req(t, { temperature: 0.8, seed: 7 + i, maxNewTokens: 16, ignoreEos: true }),
   );
   const before = (await self.status()).specDecode!;
@@ -118,7 +92,7 @@ test('a smaller model with the same vocabulary (random weights): drafts refused 
     },
   });
   try {
-    const reqs = PROMPTS.slice(0, 8).map((t) =>
+    const reqs = SPECULATION_PROMPTS.slice(0, 8).map((t) =>
       req(t, { temperature: 0, maxNewTokens: 12, ignoreEos: true }),
     );
     const a = await Promise.all(reqs.map((r) => finish(plain, r)));

@@ -13,8 +13,9 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
-import type { Engine, FinishEvent, GenerateRequest } from '../engine/types.js';
+import type { GenerateRequest } from '../engine/types.js';
 import { adapterFixture } from './adapter-fixtures.js';
+import { finish, SPECULATION_PROMPTS } from './speculation-prompts.js';
 
 const base: EngineOptions = {
   maxBatchSize: 64,
@@ -34,38 +35,6 @@ after(async () => {
   await plain?.close();
 });
 
-async function finish(e: Engine, r: GenerateRequest): Promise<FinishEvent> {
-  let f: FinishEvent | undefined;
-  for await (const ev of e.generate(r)) if (ev.type === 'finish') f = ev;
-  return f!;
-}
-
-const SUBJECTS = [
-  'the old lighthouse',
-  'a baker in a village',
-  'Mount Everest',
-  'the annual budget',
-  'photosynthesis',
-  'a long trip north',
-  'a flooded river',
-  'a web server',
-  'a quiet farm',
-  'a museum',
-  'the train to Lyon',
-  'a dragon',
-  'winter',
-];
-
-/** 52 prompts: four shapes (chat, story, list, repeat) of 13 subjects. */
-function prompts(): string[] {
-  return SUBJECTS.flatMap((s) => [
-    `<|im_start|>user\nTell me about ${s}.<|im_end|>\n<|im_start|>assistant\n`,
-    `Once upon a time, ${s}`,
-    `Three facts about ${s}:\n1.`,
-    `Say "${s} is here" twice: ${s} is here, ${s}`,
-  ]);
-}
-
 const greedy = (
   text: string,
   maxNewTokens: number,
@@ -82,13 +51,14 @@ test('greedy: the same tokens as without speculation over 52 prompts, batched; e
     speculative: { method: 'layer-skip', draftLayers: 24, numSpeculativeTokens: 3, adaptive: false },
   });
   try {
-    const reqs = prompts().map((t) => greedy(t, 8));
+    const reqs = SPECULATION_PROMPTS.map((t) => greedy(t, 8));
     assert.ok(reqs.length >= 50);
     const [a, b] = await Promise.all([
       Promise.all(reqs.map((r) => finish(plain, r))),
       Promise.all(reqs.map((r) => finish(e, r))),
     ]);
-    for (let i = 0; i < reqs.length; i++) assert.deepEqual(b[i].tokenIds, a[i].tokenIds, prompts()[i]);
+    for (let i = 0; i < reqs.length; i++)
+      assert.deepEqual(b[i].tokenIds, a[i].tokenIds, SPECULATION_PROMPTS[i]);
     const st = (await e.status()).specDecode!;
     assert.equal(st.method, 'layer-skip');
     assert.ok(st.numAcceptedTokens > 0, `accepted ${st.numAcceptedTokens} of ${st.numDraftTokens}`);
@@ -107,9 +77,7 @@ test('a draft of every layer is the model: every token accepted across block bou
     speculative: { method: 'layer-skip', draftLayers: LAYERS, numSpeculativeTokens: 5, adaptive: false },
   });
   try {
-    const reqs = prompts()
-      .slice(0, 8)
-      .map((t) => greedy(t, 40));
+    const reqs = SPECULATION_PROMPTS.slice(0, 8).map((t) => greedy(t, 40));
     const x = await Promise.all(reqs.map((r) => finish(plain, r)));
     const y = await Promise.all(reqs.map((r) => finish(e, r)));
     for (let i = 0; i < reqs.length; i++) assert.deepEqual(y[i].tokenIds, x[i].tokenIds);
@@ -136,9 +104,9 @@ test('LoRA: the draft pass applies the sequence adapter (a full-depth draft is a
     speculative: { method: 'layer-skip', draftLayers: LAYERS, numSpeculativeTokens: 4, adaptive: false },
   });
   try {
-    const reqs = prompts()
-      .slice(0, 6)
-      .map((t, i) => greedy(t, 16, i % 2 === 0 ? { adapter: 'qv' } : {}));
+    const reqs = SPECULATION_PROMPTS.slice(0, 6).map((t, i) =>
+      greedy(t, 16, i % 2 === 0 ? { adapter: 'qv' } : {}),
+    );
     const x = await Promise.all(reqs.map((r) => finish(a, r)));
     const y = await Promise.all(reqs.map((r) => finish(b, r)));
     for (let i = 0; i < reqs.length; i++) assert.deepEqual(y[i].tokenIds, x[i].tokenIds);

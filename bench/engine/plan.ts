@@ -7,6 +7,7 @@
  * Kept free of the native addon (only its types) so that it can be unit-tested without a build.
  */
 import type { StepPlan } from '../../native/native.js';
+import { greedySampling } from '../../engine/step-plan.js';
 
 export interface SeqChunk {
   /** Token ids this step feeds for the sequence (a prefill chunk or one decode token). */
@@ -76,19 +77,7 @@ export function greedyPlan(
     blockTableOffsets,
     blockTables,
     sample,
-    temperature: new Float32Array(S), // 0 = greedy
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
-    seeds: new BigUint64Array(S),
-    sampleCounters: new Int32Array(S),
-    allowedMaskRows: new Int32Array(S).fill(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: new Int32Array(S).fill(-1),
+    ...greedySampling(S),
     returnLogits: 'none',
   };
 }

@@ -5,6 +5,7 @@
  * has to be likely; the verify pass decides what is kept.
  */
 import type { StepPlan } from '../../native/native.js';
+import { greedySampling } from '../step-plan.js';
 
 export interface DraftRow {
   /** Tokens fed this step, at positions start, start+1, ... */
@@ -48,19 +49,7 @@ export function draftStepPlan(
     blockTables,
     ...(opts.copies && opts.copies.length > 0 ? { blockCopies: Int32Array.from(opts.copies) } : {}),
     sample: new Uint8Array(S).fill(1),
-    temperature: new Float32Array(S),
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
-    seeds: new BigUint64Array(S),
-    sampleCounters: new Int32Array(S),
-    allowedMaskRows: new Int32Array(S).fill(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: new Int32Array(S).fill(-1),
+    ...greedySampling(S),
     ...(rows.some((r) => r.adapterSlot >= 0) ? { adapterSlots } : {}),
     ...(opts.exitLayer !== undefined ? { exitLayer: opts.exitLayer } : {}),
   };
