@@ -10,18 +10,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import { Sequence, type SequenceSampling } from './sequence.js';
+import { GREEDY_SAMPLING } from './testing/greedy-sampling.js';
 
 const V = 40;
-const sampling: SequenceSampling = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: 0n,
-  topLogprobs: 0,
-};
+const sampling: SequenceSampling = GREEDY_SAMPLING;
 
 /** A model: log-softmax over V for a history, from a hash of it (end tokens made likelier). */
 function syntheticModel(salt: number, endBoost: number, ends: readonly number[]) {

@@ -5,17 +5,9 @@ import { Sequence, type SequenceSampling } from './sequence.js';
 import { Scheduler, type SchedulerLimits } from './scheduler.js';
 import { PagedKvSim } from './testing/paged-kv-sim.js';
 import { buildStepPlan } from './step-plan.js';
+import { GREEDY_SAMPLING } from './testing/greedy-sampling.js';
 
-const greedy: SequenceSampling = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: 0n,
-  topLogprobs: 0,
-};
+const greedy: SequenceSampling = GREEDY_SAMPLING;
 const sampled = (seed: bigint): SequenceSampling => ({ ...greedy, temperature: 0.8, seed });
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => (from + i) % 997);
 

@@ -9,19 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ContextHandle, StepPlan, StepResult } from '../../native/native.js';
-import { Sequence } from '../sequence.js';
+import { Sequence, type SequenceSampling } from '../sequence.js';
 import { DraftModelProposer } from './draft-model.js';
+import { GREEDY_SAMPLING } from '../testing/greedy-sampling.js';
 
-const sampling = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: 0n,
-  topLogprobs: -1,
-};
+const sampling: SequenceSampling = { ...GREEDY_SAMPLING, topLogprobs: -1 };
 
 function seq(id: string, tokens: readonly number[]): Sequence {
   const s = new Sequence({ requestId: id, prompt: [...tokens], sampling, arrival: 0 });

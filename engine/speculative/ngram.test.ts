@@ -1,18 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { NgramIndex, NgramProposer } from './ngram.js';
-import { Sequence } from '../sequence.js';
+import { Sequence, type SequenceSampling } from '../sequence.js';
+import { GREEDY_SAMPLING } from '../testing/greedy-sampling.js';
 
-const sampling = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  repetitionPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: 0n,
-  topLogprobs: 0,
-};
+const sampling: SequenceSampling = GREEDY_SAMPLING;
 
 test('the longest suffix found earlier proposes what followed its latest occurrence', () => {
   const ix = new NgramIndex({ maxN: 3, minN: 1 });
