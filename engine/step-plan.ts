@@ -238,7 +238,7 @@ export function lateMaskBuffer(
 /**
  * The sampling fields of S greedy rows: argmax of each row's last logits, with no penalties,
  * mask, seed or logprobs. For plans built outside the scheduler (draft steps, benchmarks,
- * native tests) whose rows only need the most likely token.
+ * native tests, which override the fields they vary) whose rows need only the most likely token.
  */
 export function greedySampling(S: number) {
   return {

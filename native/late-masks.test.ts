@@ -19,6 +19,7 @@ import {
   type StepPlan,
 } from './native.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
+import { greedySampling } from '../engine/step-plan.js';
 
 const PROMPTS = [
   [504, 3575, 282, 4649, 314],
@@ -38,18 +39,10 @@ function plan(seed: bigint, extra: Partial<StepPlan>): StepPlan {
     blockTableOffsets: Int32Array.from([0, 1, 2, 3]),
     blockTables: Int32Array.from([0, 1, 2]),
     sample: new Uint8Array(S).fill(1),
+    ...greedySampling(S),
     temperature: new Float32Array(S).fill(1),
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
     seeds: BigUint64Array.from([seed, seed + 1n, seed + 2n]),
-    sampleCounters: new Int32Array(S),
     allowedMaskRows: Int32Array.from([0, -1, 1]),
-    allowedMask: new Int32Array(0),
     topLogprobs: Int32Array.from([2, 0, 2]),
     ...extra,
   };

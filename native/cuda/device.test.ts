@@ -32,6 +32,7 @@ import {
   type TensorType,
 } from '../native.js';
 import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
+import { greedySampling } from '../../engine/step-plan.js';
 
 const root = projectRoot();
 let dir: string;
@@ -88,18 +89,8 @@ function plan(seqs: Seq[], opts: Partial<StepPlan> = {}): StepPlan {
     blockTableOffsets: Int32Array.from(tableOffsets),
     blockTables: Int32Array.from(tables),
     sample: new Uint8Array(S).fill(1),
-    temperature: new Float32Array(S),
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
+    ...greedySampling(S),
     seeds: new BigUint64Array(S).fill(7n),
-    sampleCounters: new Int32Array(S),
-    allowedMaskRows: new Int32Array(S).fill(-1),
-    allowedMask: new Int32Array(0),
     topLogprobs: new Int32Array(S).fill(2),
     returnLogits: 'last',
     ...opts,
