@@ -45,8 +45,35 @@ export function normalizeDraft(schema: unknown): unknown {
   if (schema === true) return {};
   const copy = structuredClone(schema);
   const $schema = isSchemaObject(copy) && typeof copy.$schema === 'string' ? copy.$schema : '';
-  normalize(copy, OLD_REF_DRAFTS.test($schema));
+  const oldRefs = OLD_REF_DRAFTS.test($schema);
+  normalize(copy, oldRefs);
+  // A `$ref` may point anywhere in the document (`#/sentences`, under a keyword no draft
+  // defines), where the walk above does not go: normalize each such target too.
+  for (const target of refTargets(copy)) normalize(target, oldRefs);
   return copy;
+}
+
+/** The objects the document's local `$ref`s (`#/a/b`) point at, each once. */
+function refTargets(root: unknown): Set<unknown> {
+  const targets = new Set<unknown>();
+  const seen = new Set<unknown>();
+  const visit = (v: unknown): void => {
+    if (v === null || typeof v !== 'object' || seen.has(v)) return;
+    seen.add(v);
+    if (Array.isArray(v)) return v.forEach(visit);
+    const ref = (v as Record<string, unknown>).$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/')) {
+      let at: unknown = root;
+      for (const raw of ref.slice(2).split('/')) {
+        const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+        at = at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined;
+      }
+      if (isSchemaObject(at)) targets.add(at);
+    }
+    for (const x of Object.values(v)) visit(x);
+  };
+  visit(root);
+  return targets;
 }
 
 function normalize(s: unknown, refIgnoresSiblings: boolean): void {

@@ -146,3 +146,19 @@ test('what relaxing cannot help is refused in both modes', () => {
     assert.ok('refused' in closed && closed.field === 'f.required');
   }
 });
+
+test('draft 4: a $ref target outside the keywords (`#/sentences`) is read in 2020-12 too, so its `id` does not stop the document check', () => {
+  const schema = {
+    $schema: 'http://json-schema.org/draft-04/schema#',
+    type: 'object',
+    id: 'https://example.com/message.json',
+    sentences: { type: 'array', items: { type: 'string' }, id: 'segments' },
+    required: ['sentences'],
+    properties: { sentences: { $ref: '#/sentences' } },
+  };
+  const read = normalizeDraft(schema) as { sentences: Record<string, unknown> };
+  assert.equal(read.sentences.id, undefined);
+  const check = compileDocumentCheck(JSON.stringify(read));
+  assert.equal(check('{"sentences": ["a", "b"]}'), null);
+  assert.notEqual(check('{"sentences": [1]}'), null);
+});
