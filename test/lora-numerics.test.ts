@@ -9,6 +9,7 @@
  * Asserts per case: strict top-1 agreement ≥ 99%, mean relative logit error under a
  * bound, and that error at most a fifth of how far the adapter moves the logits.
  */
+import { greedySampling } from '../engine/step-plan.js';
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -75,19 +76,7 @@ function plan(ids: Int32Array, start: number, n: number, slot: number, firstBloc
     blockTableOffsets: Int32Array.of(0, blocks),
     blockTables: Int32Array.from({ length: blocks }, (_, i) => firstBlock + i),
     sample: Uint8Array.of(0),
-    temperature: Float32Array.of(0),
-    topK: Int32Array.of(0),
-    topP: Float32Array.of(1),
-    repetitionPenalty: Float32Array.of(1),
-    presencePenalty: Float32Array.of(0),
-    frequencyPenalty: Float32Array.of(0),
-    penaltyTokenOffsets: Int32Array.of(0, 0),
-    penaltyTokens: new Int32Array(0),
-    seeds: BigUint64Array.of(0n),
-    sampleCounters: Int32Array.of(0),
-    allowedMaskRows: Int32Array.of(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: Int32Array.of(-1),
+    ...greedySampling(1),
     adapterSlots: Int32Array.of(slot),
     returnLogits: 'all',
   };

@@ -21,6 +21,7 @@
  *  - mean relative logit error under a bound per model (about 6-8x what Prism measured),
  *    so a regression in precision shows up before it flips top-1 picks.
  */
+import { greedySampling } from '../engine/step-plan.js';
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -198,19 +199,7 @@ function plan(
     blockTableOffsets: Int32Array.of(0, entries),
     blockTables: Int32Array.from(table, (p) => (p === RELEASED ? 0 : kvPages - 1 - p)),
     sample: Uint8Array.of(1),
-    temperature: Float32Array.of(0),
-    topK: Int32Array.of(0),
-    topP: Float32Array.of(1),
-    repetitionPenalty: Float32Array.of(1),
-    presencePenalty: Float32Array.of(0),
-    frequencyPenalty: Float32Array.of(0),
-    penaltyTokenOffsets: Int32Array.of(0, 0),
-    penaltyTokens: new Int32Array(0),
-    seeds: BigUint64Array.of(0n),
-    sampleCounters: Int32Array.of(0),
-    allowedMaskRows: Int32Array.of(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: Int32Array.of(-1),
+    ...greedySampling(1),
     returnLogits: 'all',
   };
 }

@@ -15,6 +15,7 @@
  * puts its error near 3e-3 (the CPU's AVX-512 bf16 experiment measured 2.9e-3, docs/testing.md);
  * decode steps multiply in f32.
  */
+import { greedySampling } from '../../engine/step-plan.js';
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -108,19 +109,7 @@ function plan(
     blockTableOffsets: Int32Array.of(0, blocks),
     blockTables: order.slice(0, blocks),
     sample: Uint8Array.of(1),
-    temperature: Float32Array.of(0),
-    topK: Int32Array.of(0),
-    topP: Float32Array.of(1),
-    repetitionPenalty: Float32Array.of(1),
-    presencePenalty: Float32Array.of(0),
-    frequencyPenalty: Float32Array.of(0),
-    penaltyTokenOffsets: Int32Array.of(0, 0),
-    penaltyTokens: new Int32Array(0),
-    seeds: BigUint64Array.of(0n),
-    sampleCounters: Int32Array.of(0),
-    allowedMaskRows: Int32Array.of(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: Int32Array.of(-1),
+    ...greedySampling(1),
     returnLogits: logits,
   };
 }
