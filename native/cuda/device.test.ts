@@ -9,13 +9,12 @@
  * scripts/device-check.sh runs this file on a GPU with PRISM_TEST_CUDA_LIBRARY naming the real
  * library (build/Release/libprism_cuda.so): the same comparisons, on the card.
  */
+import { cudaTestLibrary } from './test-library.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../../engine/default-model.js';
 import {
   contextInfo,
   createContext,
@@ -34,7 +33,6 @@ import {
 import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
 import { greedySampling } from '../../engine/step-plan.js';
 
-const root = projectRoot();
 let dir: string;
 /** The library under test: the CPU emulation build, or PRISM_TEST_CUDA_LIBRARY (a GPU build). */
 let library: string;
@@ -44,11 +42,7 @@ const SHAPE: TinyShape = { vocab: 300, hidden: 256, heads: 4, kvHeads: 2, inter:
 
 before(() => {
   dir = mkdtempSync(join(tmpdir(), 'prism-cuda-'));
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build-cuda.mjs'), '--emu'], {
-    encoding: 'utf8',
-  });
-  assert.equal(r.status, 0, r.stderr);
-  library = process.env.PRISM_TEST_CUDA_LIBRARY ?? r.stdout.trim().split('\n').pop()!;
+  library = cudaTestLibrary();
 });
 after(() => {
   rmSync(dir, { recursive: true, force: true });

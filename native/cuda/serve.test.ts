@@ -5,6 +5,7 @@
  * "cuda:0", says so in its startup line, /v1/status and /info, and answers an OpenAI chat
  * request (scripts/device-check.sh does the same on a GPU).
  */
+import { cudaTestLibrary } from './test-library.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -22,11 +23,7 @@ let library: string;
 
 before(() => {
   dir = mkdtempSync(join(tmpdir(), 'prism-cuda-serve-'));
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build-cuda.mjs'), '--emu'], {
-    encoding: 'utf8',
-  });
-  assert.equal(r.status, 0, r.stderr);
-  library = process.env.PRISM_TEST_CUDA_LIBRARY ?? r.stdout.trim().split('\n').pop()!;
+  library = cudaTestLibrary();
 });
 after(() => {
   rmSync(dir, { recursive: true, force: true });
