@@ -122,7 +122,10 @@ describe('decode tuning', () => {
   it('refuses bad requests, naming the option and the rule', () => {
     const cases: [unknown, RegExp][] = [
       ['', /options\.decodeTuning must not be empty/],
-      ['fast', /options\.decodeTuning must be auto, measure, host, off or a setting.*'fast' is not key=value/],
+      [
+        'fast',
+        /options\.decodeTuning must be auto, measure, host, off or a setting.*'fast' is not key=value/,
+      ],
       ['rows=3', /rows must be auto, 1, 2, 4 or 8; got '3'/],
       ['prefetch=nta:9', /prefetch distance must be a multiple of 0\.5 tiles from 0\.5 to 8; got '9'/],
       ['prefetch=nta:0.3', /multiple of 0\.5 tiles/],
