@@ -34,7 +34,11 @@ export interface SpeculatorOptions {
   readonly cost?: StepCost;
   /** Below this acceptance a sequence proposes nothing, whatever the cost model says. */
   readonly minAcceptance?: number;
-  /** Acceptance a new sequence starts with (before any verify step). */
+  /**
+   * Acceptance a new sequence starts with (before any verify step). Absent: what this
+   * engine's recent sequences achieved (from 0.6 at start), so that on open-ended chat a new
+   * sequence does not send a draft just to see it refused.
+   */
   readonly priorAcceptance?: number;
   /** Adaptive k off: every proposal is sent in full (tests and the benchmark's fixed-k rows). */
   readonly fixedK?: boolean;
@@ -55,6 +59,8 @@ const PROBE_EVERY = 32;
 export class Speculator {
   readonly metrics: SpecDecodeMetrics;
   private readonly acceptance = new WeakMap<Sequence, Acceptance>();
+  /** Every sequence's verify outcomes and shadow scores, decaying: the prior of new sequences. */
+  private readonly recent = new Acceptance(0.6, 0.98);
   /** Free proposers: the first token proposed but not sent, scored against what came. */
   private readonly shadows = new WeakMap<Sequence, number>();
   /** Measured step costs, when no fixed cost model was given. */
@@ -205,12 +211,15 @@ export class Speculator {
         const accepted = out.numAccepted?.[k] ?? 0;
         this.metrics.record(drafted, accepted);
         this.acceptanceOf(seq).record(drafted, accepted);
+        this.recent.record(drafted, accepted);
         return;
       }
       const shadow = this.shadows.get(seq);
       if (shadow === undefined) return;
       this.shadows.delete(seq);
-      this.acceptanceOf(seq).record(1, shadow === out.tokens[k] ? 1 : 0);
+      const hit = shadow === out.tokens[k] ? 1 : 0;
+      this.acceptanceOf(seq).record(1, hit);
+      this.recent.record(1, hit);
     });
   }
 
@@ -228,7 +237,7 @@ export class Speculator {
 
   private acceptanceOf(seq: Sequence): Acceptance {
     let a = this.acceptance.get(seq);
-    if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? 0.6)));
+    if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? this.recent.alpha)));
     return a;
   }
 }
