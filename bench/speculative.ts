@@ -261,6 +261,9 @@ async function peer(modelPath: string, ids: Map<Task, number[][]>): Promise<void
   const eog = new Set([model.tokens.eos, model.tokens.eot].filter((t): t is Token => t !== null));
   const gen = async (seq: typeof plainSeq, prompt: readonly number[]) => {
     await seq.clearHistory();
+    // The predictor looks up in the input it was given: LlamaChat and LlamaCompletion hand it
+    // over, a bare sequence.evaluate does not (without this it predicted nothing at all).
+    seq.tokenPredictor?.updateInputTokens?.(prompt as Token[]);
     const t0 = nowMs();
     let n = 0;
     for await (const t of seq.evaluate(prompt as Token[], { temperature: 0 })) {
