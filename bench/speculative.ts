@@ -3,7 +3,9 @@
  * one run, on the default model; the same model file, the same prompt token ids, greedy.
  *
  *  1. Output tokens/s per task and concurrency, Prism without and with `--speculative ngram`
- *     (two engines in this process, rounds alternating A/B then B/A, medians), the acceptance
+ *     (two engines in this process, rounds alternating A/B then B/A, medians), the same ratio
+ *     for the decode part alone (each request's tokens after its first over the time after
+ *     its first: the prompt's prefill, paid alike on both sides, left out), the acceptance
  *     rate (accepted / proposed draft tokens), the mean accepted length (accepted draft tokens
  *     per verify step) and whether both outputs were token-for-token the same. Tasks:
  *     input-grounded (rewrite a passage, edit code, extract JSON quoting the input, under a
@@ -141,6 +143,8 @@ const TASKS: readonly Task[] = [
 
 interface Run {
   tokS: number;
+  /** Tokens after the first per second of each request, averaged: the decode part alone (no prefill, same on both sides). */
+  decodeTokS: number;
   outputs: (readonly number[])[];
 }
 
@@ -154,13 +158,19 @@ async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Co
         ...(constraint ? { constraint } : {}),
       };
       let out: readonly number[] = [];
-      for await (const ev of e.generate(req)) if (ev.type === 'finish') out = ev.tokenIds;
-      return out;
+      let first = -1;
+      for await (const ev of e.generate(req)) {
+        if (ev.type === 'token' && first < 0) first = nowMs();
+        if (ev.type === 'finish') out = ev.tokenIds;
+      }
+      const decodeMs = nowMs() - first;
+      return { out, decode: first >= 0 && out.length > 1 ? ((out.length - 1) / decodeMs) * 1000 : 0 };
     }),
   );
   const ms = nowMs() - t0;
-  const n = outputs.reduce((a, o) => a + o.length, 0);
-  return { tokS: (n / ms) * 1000, outputs };
+  const n = outputs.reduce((a, o) => a + o.out.length, 0);
+  const decodeTokS = outputs.reduce((a, o) => a + o.decode, 0) / outputs.length;
+  return { tokS: (n / ms) * 1000, decodeTokS, outputs: outputs.map((o) => o.out) };
 }
 
 const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').trim() : 'n/a');
@@ -201,9 +211,9 @@ async function main(): Promise<void> {
   );
   console.log(`load average at start: ${loadavg()}\n`);
   console.log(
-    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | accepted | mean accepted / step | same output |`,
+    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | decode ratio | accepted | mean accepted / step | same output |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
   let groundedAccepted = 0;
@@ -213,6 +223,8 @@ async function main(): Promise<void> {
       const prompts = Array.from({ length: c }, (_, i) => ids.get(task)![i % task.prompts.length]);
       const a: number[] = [];
       const b: number[] = [];
+      const da: number[] = [];
+      const db: number[] = [];
       let same = true;
       const before = (await spec.status()).specDecode!;
       for (let r = 0; r < rounds; r++) {
@@ -222,6 +234,8 @@ async function main(): Promise<void> {
           got[side] = await runBatch(side === 'A' ? plain : spec, prompts, task.constraint);
         a.push(got.A.tokS);
         b.push(got.B.tokS);
+        da.push(got.A.decodeTokS);
+        db.push(got.B.decodeTokS);
         same &&= got.A.outputs.every((o, i) => o.join() === got.B.outputs[i].join());
       }
       const d = specDelta(before, (await spec.status()).specDecode!);
@@ -232,7 +246,7 @@ async function main(): Promise<void> {
       const ma = median(a);
       const mb = median(b);
       console.log(
-        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
+        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt(median(db) / median(da), 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
       );
     }
   }
