@@ -17,7 +17,9 @@
  *     speed-up the default model's measured mean accepted length would give at that cost.
  *
  * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
- *        --method ngram|layer-skip|draft --draft-layers N --draft-model PATH --fixed-k]
+ *        --method ngram|layer-skip|draft|none --draft-layers N --draft-model PATH --fixed-k]
+ * (--method none: the B side is a second engine without speculation, an A/A control: how far
+ * two identical engines in this process read apart, the noise floor of every ratio.)
  * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -60,9 +62,9 @@ const { values: args } = parseArgs({
     'fixed-k': { type: 'boolean', default: false },
   },
 });
-const method = args.method as 'ngram' | 'layer-skip' | 'draft';
-if (!['ngram', 'layer-skip', 'draft'].includes(method))
-  throw new Error(`--method: ngram, layer-skip or draft, got ${method}`);
+const method = args.method as 'ngram' | 'layer-skip' | 'draft' | 'none';
+if (!['ngram', 'layer-skip', 'draft', 'none'].includes(method))
+  throw new Error(`--method: ngram, layer-skip, draft or none, got ${method}`);
 const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
 const K = Number(args.k);
@@ -175,11 +177,27 @@ async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Co
 
 const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').trim() : 'n/a');
 
+const NO_SPEC = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0 } as SpecDecodeStats;
+
 function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
   const drafts = b.numDrafts - a.numDrafts;
   const proposed = b.numDraftTokens - a.numDraftTokens;
   const accepted = b.numAcceptedTokens - a.numAcceptedTokens;
   return { drafts, proposed, accepted };
+}
+
+function specOptions(base: EngineOptions): EngineOptions {
+  if (method === 'none') return base;
+  return {
+    ...base,
+    speculative: {
+      method,
+      numSpeculativeTokens: K,
+      ...(args['fixed-k'] ? { adaptive: false } : {}),
+      ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
+      ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -194,16 +212,7 @@ async function main(): Promise<void> {
     prefixCache: false,
   };
   const plain = await loadEngine(modelPath, base);
-  const spec = await loadEngine(modelPath, {
-    ...base,
-    speculative: {
-      method,
-      numSpeculativeTokens: K,
-      ...(args['fixed-k'] ? { adaptive: false } : {}),
-      ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
-      ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
-    },
-  });
+  const spec = await loadEngine(modelPath, method === 'none' ? base : specOptions(base));
   const label =
     method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
@@ -226,7 +235,7 @@ async function main(): Promise<void> {
       const da: number[] = [];
       const db: number[] = [];
       let same = true;
-      const before = (await spec.status()).specDecode!;
+      const before = (await spec.status()).specDecode ?? NO_SPEC;
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
         const got: Record<string, Run> = {};
@@ -238,7 +247,7 @@ async function main(): Promise<void> {
         db.push(got.B.decodeTokS);
         same &&= got.A.outputs.every((o, i) => o.join() === got.B.outputs[i].join());
       }
-      const d = specDelta(before, (await spec.status()).specDecode!);
+      const d = specDelta(before, (await spec.status()).specDecode ?? NO_SPEC);
       if (task.grounded && c === 1) {
         groundedAccepted += d.accepted;
         groundedDrafts += d.drafts;
