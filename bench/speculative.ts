@@ -3,7 +3,9 @@
  * one run, on the default model; the same model file, the same prompt token ids, greedy.
  *
  *  1. Output tokens/s per task and concurrency, Prism without and with `--speculative ngram`
- *     (two engines in this process, rounds alternating A/B then B/A, medians), the acceptance
+ *     (two engines in this process, rounds alternating A/B then B/A, medians), the same ratio
+ *     for the decode part alone (each request's tokens after its first over the time after
+ *     its first: the prompt's prefill, paid alike on both sides, left out), the acceptance
  *     rate (accepted / proposed draft tokens), the mean accepted length (accepted draft tokens
  *     per verify step) and whether both outputs were token-for-token the same. Tasks:
  *     input-grounded (rewrite a passage, edit code, extract JSON quoting the input, under a
@@ -15,7 +17,9 @@
  *     speed-up the default model's measured mean accepted length would give at that cost.
  *
  * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
- *        --method ngram|layer-skip|draft --draft-layers N --draft-model PATH --fixed-k]
+ *        --method ngram|layer-skip|draft|none --draft-layers N --draft-model PATH --fixed-k]
+ * (--method none: the B side is a second engine without speculation, an A/A control: how far
+ * two identical engines in this process read apart, the noise floor of every ratio.)
  * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -58,9 +62,9 @@ const { values: args } = parseArgs({
     'fixed-k': { type: 'boolean', default: false },
   },
 });
-const method = args.method as 'ngram' | 'layer-skip' | 'draft';
-if (!['ngram', 'layer-skip', 'draft'].includes(method))
-  throw new Error(`--method: ngram, layer-skip or draft, got ${method}`);
+const method = args.method as 'ngram' | 'layer-skip' | 'draft' | 'none';
+if (!['ngram', 'layer-skip', 'draft', 'none'].includes(method))
+  throw new Error(`--method: ngram, layer-skip, draft or none, got ${method}`);
 const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
 const K = Number(args.k);
@@ -141,6 +145,8 @@ const TASKS: readonly Task[] = [
 
 interface Run {
   tokS: number;
+  /** Tokens after the first per second of each request, averaged: the decode part alone (no prefill, same on both sides). */
+  decodeTokS: number;
   outputs: (readonly number[])[];
 }
 
@@ -154,22 +160,44 @@ async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Co
         ...(constraint ? { constraint } : {}),
       };
       let out: readonly number[] = [];
-      for await (const ev of e.generate(req)) if (ev.type === 'finish') out = ev.tokenIds;
-      return out;
+      let first = -1;
+      for await (const ev of e.generate(req)) {
+        if (ev.type === 'token' && first < 0) first = nowMs();
+        if (ev.type === 'finish') out = ev.tokenIds;
+      }
+      const decodeMs = nowMs() - first;
+      return { out, decode: first >= 0 && out.length > 1 ? ((out.length - 1) / decodeMs) * 1000 : 0 };
     }),
   );
   const ms = nowMs() - t0;
-  const n = outputs.reduce((a, o) => a + o.length, 0);
-  return { tokS: (n / ms) * 1000, outputs };
+  const n = outputs.reduce((a, o) => a + o.out.length, 0);
+  const decodeTokS = outputs.reduce((a, o) => a + o.decode, 0) / outputs.length;
+  return { tokS: (n / ms) * 1000, decodeTokS, outputs: outputs.map((o) => o.out) };
 }
 
 const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').trim() : 'n/a');
+
+const NO_SPEC = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0 } as SpecDecodeStats;
 
 function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
   const drafts = b.numDrafts - a.numDrafts;
   const proposed = b.numDraftTokens - a.numDraftTokens;
   const accepted = b.numAcceptedTokens - a.numAcceptedTokens;
   return { drafts, proposed, accepted };
+}
+
+function specOptions(base: EngineOptions): EngineOptions {
+  if (method === 'none') return base;
+  return {
+    ...base,
+    speculative: {
+      method,
+      numSpeculativeTokens: K,
+      ...(args['fixed-k'] ? { adaptive: false } : {}),
+      ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
+      ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
+    },
+  };
 }
 
 async function main(): Promise<void> {
@@ -184,16 +212,7 @@ async function main(): Promise<void> {
     prefixCache: false,
   };
   const plain = await loadEngine(modelPath, base);
-  const spec = await loadEngine(modelPath, {
-    ...base,
-    speculative: {
-      method,
-      numSpeculativeTokens: K,
-      ...(args['fixed-k'] ? { adaptive: false } : {}),
-      ...(args['draft-layers'] ? { draftLayers: Number(args['draft-layers']) } : {}),
-      ...(args['draft-model'] ? { draftModel: args['draft-model'] } : {}),
-    },
-  });
+  const spec = await loadEngine(modelPath, method === 'none' ? base : specOptions(base));
   const label =
     method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
@@ -201,9 +220,9 @@ async function main(): Promise<void> {
   );
   console.log(`load average at start: ${loadavg()}\n`);
   console.log(
-    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | accepted | mean accepted / step | same output |`,
+    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | decode ratio | accepted | mean accepted / step | same output |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
   let groundedAccepted = 0;
@@ -213,8 +232,10 @@ async function main(): Promise<void> {
       const prompts = Array.from({ length: c }, (_, i) => ids.get(task)![i % task.prompts.length]);
       const a: number[] = [];
       const b: number[] = [];
+      const da: number[] = [];
+      const db: number[] = [];
       let same = true;
-      const before = (await spec.status()).specDecode!;
+      const before = (await spec.status()).specDecode ?? NO_SPEC;
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
         const got: Record<string, Run> = {};
@@ -222,9 +243,11 @@ async function main(): Promise<void> {
           got[side] = await runBatch(side === 'A' ? plain : spec, prompts, task.constraint);
         a.push(got.A.tokS);
         b.push(got.B.tokS);
+        da.push(got.A.decodeTokS);
+        db.push(got.B.decodeTokS);
         same &&= got.A.outputs.every((o, i) => o.join() === got.B.outputs[i].join());
       }
-      const d = specDelta(before, (await spec.status()).specDecode!);
+      const d = specDelta(before, (await spec.status()).specDecode ?? NO_SPEC);
       if (task.grounded && c === 1) {
         groundedAccepted += d.accepted;
         groundedDrafts += d.drafts;
@@ -232,7 +255,7 @@ async function main(): Promise<void> {
       const ma = median(a);
       const mb = median(b);
       console.log(
-        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
+        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt(median(db) / median(da), 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
       );
     }
   }
@@ -261,6 +284,9 @@ async function peer(modelPath: string, ids: Map<Task, number[][]>): Promise<void
   const eog = new Set([model.tokens.eos, model.tokens.eot].filter((t): t is Token => t !== null));
   const gen = async (seq: typeof plainSeq, prompt: readonly number[]) => {
     await seq.clearHistory();
+    // The predictor looks up in the input it was given: LlamaChat and LlamaCompletion hand it
+    // over, a bare sequence.evaluate does not (without this it predicted nothing at all).
+    seq.tokenPredictor?.updateInputTokens?.(prompt as Token[]);
     const t0 = nowMs();
     let n = 0;
     for await (const t of seq.evaluate(prompt as Token[], { temperature: 0 })) {

@@ -97,3 +97,35 @@ export function fixture(name: string): Fixture {
   if (!found) throw new Error(`no fixture named ${name}; known: ${all.map((f) => f.name).join(', ')}`);
   return found;
 }
+
+/**
+ * The llama/qwen fixtures in the weight types every backend serves (float, Q8_0, Q4_0, Q4_1,
+ * Q4_K, Q6_K): the CPU and CUDA numerics tests both hold these to the float reference.
+ */
+export const CORE_TYPE_FIXTURES: readonly string[] = [
+  'qwen2-tied-f32',
+  'qwen2-tied-bf16',
+  'qwen2-untied-f32',
+  'qwen2-untied-bf16',
+  'qwen3-f32',
+  'qwen3-bf16',
+  'llama-f32',
+  'llama-f16',
+  'llama-bf16',
+  'llama-q8_0',
+  'llama-q4_0',
+  'llama-q4_1',
+  'llama-q4_k',
+  'llama-q6_k',
+];
+
+/** The llama fixtures of the GGUF types the CPU backend added later (issue 26's bit-plane kernels). */
+export const PLANE_TYPE_FIXTURES: readonly string[] = [
+  'llama-q5_0',
+  'llama-q5_1',
+  'llama-q5_k',
+  'llama-q3_k',
+  'llama-q2_k',
+  'llama-iq4_nl',
+  'llama-iq4_xs',
+];

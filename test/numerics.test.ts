@@ -38,7 +38,7 @@ import {
 } from '../native/native.js';
 import { BlockManager, RELEASED, type KvSequence } from '../engine/block-manager.js';
 import { minKvPages } from '../engine/kv-layout.js';
-import { ensureFixtures } from './fixtures.js';
+import { CORE_TYPE_FIXTURES, ensureFixtures, PLANE_TYPE_FIXTURES } from './fixtures.js';
 import { referenceLogits, type ReferenceLogits } from './reference/reference.js';
 
 const PASSAGE = readFileSync(join(projectRoot(), 'test', 'reference', 'passage.txt'), 'utf8');
@@ -324,29 +324,37 @@ async function runTeacherForced(
   return s;
 }
 
+/** Logs a run's agreement with the float reference and holds it to the floor and bound. */
+function checkAgreement(
+  label: string,
+  weightType: string,
+  activations: 'auto' | 'int8',
+  s: Stats,
+  floor: number,
+  bound: number,
+): void {
+  const strict = s.strictAgree / s.positions;
+  const relMean = s.relSum / s.positions;
+  const tag = activations === 'int8' ? ' (int8)' : '';
+  console.log(
+    `numerics ${label.padEnd(18)} ${weightType.padEnd(5)} ${activations === 'int8' ? 'int8 ' : ''}positions=${s.positions} ` +
+      `top1=${(strict * 100).toFixed(2)}% ` +
+      `relErr mean=${relMean.toExponential(2)} max=${s.relMax.toExponential(2)} maxAbs=${s.maxAbs.toFixed(4)}`,
+  );
+  assert.ok(
+    strict >= floor,
+    `${label}${tag}: strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${floor * 100}%`,
+  );
+  assert.ok(
+    relMean <= bound,
+    `${label}${tag}: mean relative logit error ${relMean.toExponential(2)} > ${bound}`,
+  );
+}
+
 const LABELS = [
   'default',
-  'qwen2-tied-f32',
-  'qwen2-tied-bf16',
-  'qwen2-untied-f32',
-  'qwen2-untied-bf16',
-  'qwen3-f32',
-  'qwen3-bf16',
-  'llama-f32',
-  'llama-f16',
-  'llama-bf16',
-  'llama-q8_0',
-  'llama-q4_0',
-  'llama-q4_1',
-  'llama-q4_k',
-  'llama-q6_k',
-  'llama-q5_0',
-  'llama-q5_1',
-  'llama-q5_k',
-  'llama-q3_k',
-  'llama-q2_k',
-  'llama-iq4_nl',
-  'llama-iq4_xs',
+  ...CORE_TYPE_FIXTURES,
+  ...PLANE_TYPE_FIXTURES,
   // Architectures beyond llama/qwen (make-fixtures.py ARCH_SPECS); the GGUF files are held
   // to the float reference of the folder with the same weights.
   'gemma3-f32',
@@ -370,20 +378,8 @@ for (const label of LABELS) {
     assert.ok(c, `no model/fixture called ${label} (fixtures: ${cases.map((x) => x.label).join(', ')})`);
     const ref = refs.get(label)!;
     const s = await runTeacherForced(c, ref, 'auto', label === LONG_WINDOW ? LONG_CHUNKS : PREFILL_CHUNKS);
-    const strict = s.strictAgree / s.positions;
-    const relMean = s.relSum / s.positions;
-    console.log(
-      `numerics ${label.padEnd(18)} ${c.weightType.padEnd(5)} positions=${s.positions} ` +
-        `top1=${(strict * 100).toFixed(2)}% ` +
-        `relErr mean=${relMean.toExponential(2)} max=${s.relMax.toExponential(2)} maxAbs=${s.maxAbs.toFixed(4)}`,
-    );
     assert.equal(s.positions, ref.positions);
-    assert.ok(
-      strict >= STRICT_TOP1_FLOOR,
-      `${label}: strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${STRICT_TOP1_FLOOR * 100}%`,
-    );
-    const bound = relErrorBound(label);
-    assert.ok(relMean <= bound, `${label}: mean relative logit error ${relMean.toExponential(2)} > ${bound}`);
+    checkAgreement(label, c.weightType, 'auto', s, STRICT_TOP1_FLOOR, relErrorBound(label));
   });
 }
 
@@ -396,18 +392,8 @@ for (const label of LABELS) {
 const INT8_TOP1_FLOOR = 0.95;
 const INT8_LABELS = [
   'default',
-  'llama-q8_0',
-  'llama-q4_0',
-  'llama-q4_1',
-  'llama-q4_k',
-  'llama-q6_k',
-  'llama-q5_0',
-  'llama-q5_1',
-  'llama-q5_k',
-  'llama-q3_k',
-  'llama-q2_k',
-  'llama-iq4_nl',
-  'llama-iq4_xs',
+  ...CORE_TYPE_FIXTURES.filter((name) => name.startsWith('llama-q')),
+  ...PLANE_TYPE_FIXTURES,
 ];
 
 for (const label of INT8_LABELS) {
@@ -415,22 +401,7 @@ for (const label of INT8_LABELS) {
     const c = cases.find((x) => x.label === label);
     assert.ok(c, `no model/fixture called ${label}`);
     const s = await runTeacherForced(c, refs.get(label)!, 'int8');
-    const strict = s.strictAgree / s.positions;
-    const relMean = s.relSum / s.positions;
-    console.log(
-      `numerics ${label.padEnd(18)} ${c.weightType.padEnd(5)} int8 positions=${s.positions} ` +
-        `top1=${(strict * 100).toFixed(2)}% ` +
-        `relErr mean=${relMean.toExponential(2)} max=${s.relMax.toExponential(2)} maxAbs=${s.maxAbs.toFixed(4)}`,
-    );
-    assert.ok(
-      strict >= INT8_TOP1_FLOOR,
-      `${label} (int8): strict top-1 agreement ${(strict * 100).toFixed(2)}% < ${INT8_TOP1_FLOOR * 100}%`,
-    );
-    const bound = int8RelErrorBound(label);
-    assert.ok(
-      relMean <= bound,
-      `${label} (int8): mean relative logit error ${relMean.toExponential(2)} > ${bound}`,
-    );
+    checkAgreement(label, c.weightType, 'int8', s, INT8_TOP1_FLOOR, int8RelErrorBound(label));
   });
 }
 

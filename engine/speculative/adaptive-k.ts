@@ -7,7 +7,8 @@
  *    tokens on average, so the j-th draft token is worth α^j;
  *  - the step's cost as a function of its token count, c(T): flat while the step is bound by
  *    reading the weights (a verify token costs a little: its attention, its logits row,
- *    its sampling), linear once it is bound by compute (`StepCost`).
+ *    its sampling), linear once it is bound by compute (`StepCost`, the prior), or the
+ *    curve the engine measured for steps of the batch's size (step-cost.ts).
  *
  * Draft tokens are handed out in order of worth across the whole batch, each only while it
  * raises the step's expected tokens per unit of cost. So a sequence whose drafts are rarely
@@ -68,6 +69,18 @@ export class Acceptance {
   }
 }
 
+/** c(T) in any unit (only ratios are compared); step-cost.ts learns one per batch size. */
+export type CostCurve = (tokens: number) => number;
+
+/**
+ * What a draft token costs besides its place in the step (its proposal, the plan's longer
+ * rows, the block trim after a refusal) and the acceptance estimate's error, as a share of
+ * its worth. At 16 sequences on the development CPU a verify token costs 0.9 of a
+ * sequence's own token (docs/speculative.md), so drafts accepted 90% of the time only break
+ * even there; without a margin they were sent and the batch ran 7% slower.
+ */
+export const DRAFT_MARGIN = 0.1;
+
 export interface DraftCandidate {
   readonly alpha: number;
   /** Most draft tokens it may take (its proposal's length, its room before its limits). */
@@ -77,16 +90,18 @@ export interface DraftCandidate {
 /**
  * Draft tokens per candidate for a step that already holds `baseTokens` tokens and samples
  * `baseOutputs` sequences. Greedy over the tokens' worth α^j, best first, while the step's
- * expected output per unit of cost rises.
+ * expected output per unit of cost rises. Each draft token is counted at (1 - margin) of its
+ * worth, so that a draft which only breaks even on the step's cost is not sent.
  */
 export function allocateDrafts(
   candidates: readonly DraftCandidate[],
   baseTokens: number,
   baseOutputs: number,
-  cost: StepCost,
+  cost: StepCost | CostCurve,
   minAlpha: number,
-  /** A costly proposer's draft step (every sequence's j-th draft token at once), × a 1-token step. */
+  /** A costly proposer's draft step (every sequence's j-th draft token at once), in `cost`'s unit. */
   draftStep = 0,
+  margin = DRAFT_MARGIN,
 ): number[] {
   const k = candidates.map(() => 0);
   // Next worth of each candidate (α^(k+1)); a plain scan per token is enough for batches
@@ -97,12 +112,13 @@ export function allocateDrafts(
   // Draft steps run one after another, each batched over the sequences still drafting: the
   // longest draft sets how many there are.
   let steps = 0;
-  const total = (t: number, s: number) => stepCost(cost, t) + draftStep * s;
+  const c = typeof cost === 'function' ? cost : (t: number) => stepCost(cost, t);
+  const total = (t: number, s: number) => c(t) + draftStep * s;
   for (;;) {
     let best = -1;
     for (let i = 0; i < worth.length; i++) if (worth[i] > 0 && (best < 0 || worth[i] > worth[best])) best = i;
     if (best < 0) break;
-    const g = worth[best];
+    const g = worth[best] * (1 - margin);
     const moreSteps = Math.max(steps, k[best] + 1);
     const before = expected / total(tokens, steps);
     const after = (expected + g) / total(tokens + 1, moreSteps);
@@ -111,7 +127,7 @@ export function allocateDrafts(
     tokens++;
     steps = moreSteps;
     expected += g;
-    worth[best] = k[best] < candidates[best].max ? g * candidates[best].alpha : 0;
+    worth[best] = k[best] < candidates[best].max ? worth[best] * candidates[best].alpha : 0;
   }
   return k;
 }

@@ -14,7 +14,14 @@
 import type { StepOutput } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Sequence } from '../sequence.js';
-import { Acceptance, allocateDrafts, DEFAULT_STEP_COST, stepCost, type StepCost } from './adaptive-k.js';
+import {
+  Acceptance,
+  allocateDrafts,
+  DEFAULT_STEP_COST,
+  stepCost,
+  type CostCurve,
+  type StepCost,
+} from './adaptive-k.js';
 import type { Draft } from './draft.js';
 import { SpecDecodeMetrics } from './metrics.js';
 import type { Proposer } from './proposer.js';
@@ -27,7 +34,11 @@ export interface SpeculatorOptions {
   readonly cost?: StepCost;
   /** Below this acceptance a sequence proposes nothing, whatever the cost model says. */
   readonly minAcceptance?: number;
-  /** Acceptance a new sequence starts with (before any verify step). */
+  /**
+   * Acceptance a new sequence starts with (before any verify step). Absent: what this
+   * engine's recent sequences achieved (from 0.6 at start), so that on open-ended chat a new
+   * sequence does not send a draft just to see it refused.
+   */
   readonly priorAcceptance?: number;
   /** Adaptive k off: every proposal is sent in full (tests and the benchmark's fixed-k rows). */
   readonly fixedK?: boolean;
@@ -48,6 +59,8 @@ const PROBE_EVERY = 32;
 export class Speculator {
   readonly metrics: SpecDecodeMetrics;
   private readonly acceptance = new WeakMap<Sequence, Acceptance>();
+  /** Every sequence's verify outcomes and shadow scores, decaying: the prior of new sequences. */
+  private readonly recent = new Acceptance(0.6, 0.98);
   /** Free proposers: the first token proposed but not sent, scored against what came. */
   private readonly shadows = new WeakMap<Sequence, number>();
   /** Measured step costs, when no fixed cost model was given. */
@@ -66,9 +79,10 @@ export class Speculator {
     this.learned = o.cost ? null : new StepCostEstimate(DEFAULT_STEP_COST);
   }
 
-  /** The cost model in use: the fixed one, or the one learned from the steps so far. */
-  get cost(): StepCost {
-    return this.o.cost ?? this.learned!.cost;
+  /** The cost of a step of `seqs` sequences: the fixed model, or the one learned for that batch size. */
+  costCurve(seqs: number): CostCurve {
+    const fixed = this.o.cost;
+    return fixed ? (t) => stepCost(fixed, t) : this.learned!.curve(seqs);
   }
 
   /**
@@ -123,18 +137,20 @@ export class Speculator {
     }
     if (eligible.length === 0) return;
     const alpha = eligible.map((s) => this.acceptanceOf(s).alpha);
-    const allocate = (max: readonly number[]) =>
-      this.o.fixedK
-        ? [...max]
-        : allocateDrafts(
-            max.map((m, i) => ({ alpha: alpha[i], max: m })),
-            baseTokens,
-            running.length,
-            this.cost,
-            this.o.minAcceptance ?? 0.2,
-            // A draft step runs every drafting sequence's next token at once.
-            (this.proposer.draftStepCost ?? 0) * stepCost(this.cost, eligible.length),
-          );
+    const allocate = (max: readonly number[]) => {
+      if (this.o.fixedK) return [...max];
+      // The verify step is charged on the curve measured for a batch of this many sequences.
+      const cost = this.costCurve(running.length);
+      return allocateDrafts(
+        max.map((m, i) => ({ alpha: alpha[i], max: m })),
+        baseTokens,
+        running.length,
+        cost,
+        this.o.minAcceptance ?? 0.2,
+        // A draft step runs every drafting sequence's next token at once.
+        (this.proposer.draftStepCost ?? 0) * cost(eligible.length),
+      );
+    };
     if (!this.proposer.costly) {
       // A lookup is free: propose for all, then send what pays.
       const proposals = this.proposer.propose(eligible.map((seq, i) => ({ seq, k: room[i] })));
@@ -175,9 +191,15 @@ export class Speculator {
   /** After a step: what the sampler accepted, per sequence; the drafts are spent. */
   verified(batch: ScheduledBatch, out: StepOutput): void {
     if (this.learned && this.proposedAt >= 0) {
+      // Decode/verify steps only: a prefill chunk's tokens cost differently (no logits row,
+      // longer attention) and are not what the choice of k is about.
       let tokens = 0;
-      for (const item of batch.items) tokens += item.numNew + (item.draft?.length ?? 0);
-      this.learned.record(tokens, performance.now() - this.proposedAt);
+      let decode = true;
+      for (const item of batch.items) {
+        tokens += item.numNew + (item.draft?.length ?? 0);
+        if (item.numNew > MAX_PENDING) decode = false;
+      }
+      if (decode) this.learned.record(batch.items.length, tokens, performance.now() - this.proposedAt);
       this.proposedAt = -1;
     }
     batch.items.forEach((item, k) => {
@@ -189,12 +211,15 @@ export class Speculator {
         const accepted = out.numAccepted?.[k] ?? 0;
         this.metrics.record(drafted, accepted);
         this.acceptanceOf(seq).record(drafted, accepted);
+        this.recent.record(drafted, accepted);
         return;
       }
       const shadow = this.shadows.get(seq);
       if (shadow === undefined) return;
       this.shadows.delete(seq);
-      this.acceptanceOf(seq).record(1, shadow === out.tokens[k] ? 1 : 0);
+      const hit = shadow === out.tokens[k] ? 1 : 0;
+      this.acceptanceOf(seq).record(1, hit);
+      this.recent.record(1, hit);
     });
   }
 
@@ -212,7 +237,7 @@ export class Speculator {
 
   private acceptanceOf(seq: Sequence): Acceptance {
     let a = this.acceptance.get(seq);
-    if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? 0.6)));
+    if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? this.recent.alpha)));
     return a;
   }
 }

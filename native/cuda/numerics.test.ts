@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../engine/default-model.js';
 import { loadTokenizer } from '../../engine/tokenizer/index.js';
-import { ensureFixtures, type Fixture } from '../../test/fixtures.js';
+import { CORE_TYPE_FIXTURES, ensureFixtures, type Fixture } from '../../test/fixtures.js';
 import { referenceLogits, type ReferenceLogits } from '../../test/reference/reference.js';
 import {
   createContext,
@@ -47,22 +47,7 @@ const TOP1_FLOOR = 0.99;
 const REL_ERROR_BOUND = 1e-2;
 const README_PROMPT = 'What is the capital of France?';
 
-const LABELS = [
-  'qwen2-tied-f32',
-  'qwen2-tied-bf16',
-  'qwen2-untied-f32',
-  'qwen2-untied-bf16',
-  'qwen3-f32',
-  'qwen3-bf16',
-  'llama-f32',
-  'llama-f16',
-  'llama-bf16',
-  'llama-q8_0',
-  'llama-q4_0',
-  'llama-q4_1',
-  'llama-q4_k',
-  'llama-q6_k',
-];
+const LABELS = CORE_TYPE_FIXTURES;
 
 // PRISM_TEST_NUMERICS_FIXTURES (a comma-separated list of labels) narrows the run, as the
 // device check's rehearsal on the CPU emulation does.
