@@ -122,7 +122,10 @@ describe('decode tuning', () => {
   it('refuses bad requests, naming the option and the rule', () => {
     const cases: [unknown, RegExp][] = [
       ['', /options\.decodeTuning must not be empty/],
-      ['fast', /options\.decodeTuning must be auto, measure, off or a setting.*'fast' is not key=value/],
+      [
+        'fast',
+        /options\.decodeTuning must be auto, measure, host, off or a setting.*'fast' is not key=value/,
+      ],
       ['rows=3', /rows must be auto, 1, 2, 4 or 8; got '3'/],
       ['prefetch=nta:9', /prefetch distance must be a multiple of 0\.5 tiles from 0\.5 to 8; got '9'/],
       ['prefetch=nta:0.3', /multiple of 0\.5 tiles/],
@@ -143,7 +146,7 @@ describe('decode tuning', () => {
     );
   });
 
-  it('defaults to the constants; PRISM_DECODE_TUNING picks another, and an invalid one is ignored', () => {
+  it('defaults to the host default; PRISM_DECODE_TUNING picks another, and an invalid one is ignored', () => {
     const sourceWith = (env: string | undefined) => {
       if (env === undefined) delete process.env.PRISM_DECODE_TUNING;
       else process.env.PRISM_DECODE_TUNING = env;
@@ -156,9 +159,15 @@ describe('decode tuning', () => {
         delete process.env.PRISM_DECODE_TUNING;
       }
     };
-    assert.equal(sourceWith(undefined), 'off prefetch=nta:1,rows=auto,idle=on');
+    // 'host': the constants, with 8-row decode tiles on Intel AVX-512 (measured faster there).
+    const probe = createContext(model, options('off'));
+    const intelAvx512 = hostInfo().cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
+    disposeContext(probe);
+    const hostDefault = `host prefetch=nta:1,rows=${intelAvx512 ? 8 : 'auto'},idle=on`;
+    assert.equal(sourceWith(undefined), hostDefault);
+    assert.equal(sourceWith('off'), 'off prefetch=nta:1,rows=auto,idle=on');
     assert.equal(sourceWith('prefetch=t0:2'), 'given prefetch=t0:2,rows=auto,idle=on');
-    assert.equal(sourceWith('rows=3'), 'off prefetch=nta:1,rows=auto,idle=on');
+    assert.equal(sourceWith('rows=3'), hostDefault);
   });
 
   it('measure races the settings and caches a conclusive choice for the next auto load', () => {

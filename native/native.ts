@@ -272,11 +272,12 @@ export interface ContextOptions {
   readonly maxLoraRank?: number;
   /**
    * How single-token decode picks its prefetch distance/hint, tile height and idle prefetch
-   * on this host (native/src/decode_tuning/choose.h): 'off' (the built-in constants),
+   * on this host (native/src/decode_tuning/choose.h): 'host' (the built-in constants with
+   * the tile height measured faster on this kind of CPU), 'off' (the built-in constants),
    * 'auto' (cached per CPU, threads and model shape, else measured for about a second at
    * creation when the weights exceed the last-level cache), 'measure' (measure again) or a
    * setting such as 'prefetch=t1:2,rows=8,idle=off'. Default: the PRISM_DECODE_TUNING
-   * environment variable, else 'off'. No setting changes a result, only the speed.
+   * environment variable, else 'host'. No setting changes a result, only the speed.
    */
   readonly decodeTuning?: string;
 }
@@ -325,7 +326,7 @@ export interface DecodeTuningInfo {
   /** The setting, e.g. 'prefetch=nta:1,rows=auto,idle=on'. */
   readonly setting: string;
   /**
-   * 'off' | 'given' | 'cached' | 'measured' | 'fits-cache' (weights within the last-level
+   * 'host' | 'off' | 'given' | 'cached' | 'measured' | 'fits-cache' (weights within the last-level
    * cache: not measured) | 'inconclusive' (the machine was too noisy to tell settings apart;
    * the constants are used and nothing is cached).
    */

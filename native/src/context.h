@@ -27,7 +27,7 @@ struct ContextOptionsData {
   int64_t kvBlocks = 0, blockSize = 0, maxBatchTokens = 0, maxSeqs = 0;
   int threads = 1;
   int64_t maxLoras = 0, maxLoraRank = 0;  // adapter slots and the largest rank they take
-  std::string decodeTuning;  // decode_tuning/choose.h: "" (environment, else auto), auto, measure, off or a setting
+  std::string decodeTuning;  // decode_tuning/choose.h: "" (environment, else host), auto, measure, host, off or a setting
 };
 
 class Context {

@@ -1,7 +1,9 @@
 // How a context gets its DecodeTuning (kernels/decode_tuning.h). The request is the context
-// option `decodeTuning`, else the environment variable PRISM_DECODE_TUNING, else "off":
-//   off      today's constants, nothing measured or read (the default until the race has
-//            shown on more hosts that it never picks a slower setting).
+// option `decodeTuning`, else the environment variable PRISM_DECODE_TUNING, else "host":
+//   host     the constants with the tile height measured faster on this kind of CPU (8 rows
+//            on Intel with AVX-512, the constants elsewhere), nothing measured at load.
+//   off      today's constants, nothing measured or read (the incumbent the race and the
+//            A/B runs compare against).
 //   auto     the cached choice for this CPU, ISA, thread count and model shape; on a miss,
 //            a race of ~1.2 s on the model's own matmuls (measure.h), then cached. Models
 //            whose weights fit the last-level cache are not measured: their decode is not
@@ -25,7 +27,7 @@ namespace prism {
 
 struct DecodeTuningChoice {
   DecodeTuning tuning;
-  // "off", "given", "cached", "measured", "fits-cache" (weights within the last-level
+  // "host", "off", "given", "cached", "measured", "fits-cache" (weights within the last-level
   // cache), "inconclusive" (the race could not tell the settings apart).
   std::string source;
   std::string detail;  // the race's stages, or the cache entry's date and ratio
@@ -37,7 +39,7 @@ struct DecodeTuningChoice {
 // Validates a request (for the addon: a RangeError naming the option and the rule).
 bool validDecodeTuningRequest(const std::string& request, std::string* error);
 
-// `request` empty: PRISM_DECODE_TUNING, else off. An invalid environment value is ignored
+// `request` empty: PRISM_DECODE_TUNING, else host. An invalid environment value is ignored
 // with a warning on stderr (as PRISM_ISA is), so a typo never stops a server from starting.
 DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, KernelScratch& scratch,
                                       WeightPrefetcher& prefetcher, const std::string& request);
