@@ -71,3 +71,38 @@ test('a new sequence starts from the acceptance recent sequences achieved: open-
   for (let r = 0; r < 20; r++) sent += step(fixed, [sequence()]) > 0 ? 1 : 0;
   assert.equal(sent, 20);
 });
+
+test("a free proposer's draft check (structured output) counts in the step's learned cost", async () => {
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  };
+  const right: Proposer = {
+    ...wrong,
+    propose: (asks) => asks.map(({ k }) => Array.from({ length: k }, () => 1)),
+  };
+  let room = 0;
+  // The grammar check takes 3 ms per draft token; the step itself next to nothing.
+  const s = new Speculator(
+    right,
+    { numSpeculativeTokens: 4, fixedK: true },
+    {
+      room: () => room,
+      checkDrafts: async (seqs) => busy(3 * seqs.reduce((n, q) => n + (q.draft?.tokens.length ?? 0), 0)),
+    },
+  );
+  for (let i = 0; i < 16; i++) {
+    room = i % 2 ? 4 : 0; // steps of 1 and of 1 + 4 tokens
+    const seq = { ...sequence(), grammar: {} } as unknown as Sequence;
+    await s.propose([seq]);
+    const k = seq.draft?.tokens.length ?? 0;
+    const batch = { items: [{ seq, start: 0, numNew: 1, sample: true, draft: seq.draft?.tokens }] };
+    s.verified(
+      batch as unknown as ScheduledBatch,
+      { tokens: Int32Array.of(1), numAccepted: Int32Array.of(k) } as StepOutput,
+    );
+  }
+  const c = s.costCurve(1);
+  // 1 + 4 tokens took ≥ 12 ms, 1 token next to nothing: the curve charges each draft token its check.
+  assert.ok(c(5) / c(1) > 3, `c(5)/c(1) = ${c(5) / c(1)}`);
+});

@@ -65,8 +65,13 @@ export class Speculator {
   private readonly shadows = new WeakMap<Sequence, number>();
   /** Measured step costs, when no fixed cost model was given. */
   private readonly learned: StepCostEstimate | null;
-  /** When the last proposal was ready (the step's scheduling and run start then). */
+  /**
+   * Where the step's time starts: for a free proposer when proposing began (its lookups and
+   * structured output's check of the drafts, which grows with them, are part of what a draft
+   * costs); for a costly one when its proposal was ready (its draft steps are charged apart).
+   */
   private proposedAt = -1;
+  private proposing = -1;
   private steps = 0;
   private failures = 0;
 
@@ -92,6 +97,7 @@ export class Speculator {
    */
   propose(running: readonly Sequence[]): Promise<void> | void {
     this.steps++;
+    this.proposing = performance.now();
     try {
       const pending = this.tryPropose(running);
       if (pending)
@@ -109,7 +115,7 @@ export class Speculator {
   }
 
   private ready(): void {
-    this.proposedAt = performance.now();
+    this.proposedAt = this.proposer.costly ? performance.now() : this.proposing;
   }
 
   private dropDrafts(running: readonly Sequence[], e: unknown): void {
