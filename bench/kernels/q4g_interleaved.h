@@ -13,6 +13,9 @@
 // addressing changed, driven by the engine's own q4gMatmul (activation quantizer, row split,
 // decode tuning, prefetch), so its results are bit-identical to the engine's and any
 // difference in speed is the layout's. bench/kernels/decode_bench.cc compares the two.
+// Measured (docs/benchmarks.md, issue 27): 11-15% faster at 1B only while the decode tiles
+// issue no software prefetch; with a T0/T1 prefetch a tile ahead both layouts read as fast
+// as the read loop.
 #pragma once
 #include <cstdint>
 
