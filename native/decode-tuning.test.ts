@@ -159,11 +159,11 @@ describe('decode tuning', () => {
         delete process.env.PRISM_DECODE_TUNING;
       }
     };
-    // 'host': the constants, with 8-row decode tiles on Intel AVX-512 (measured faster there).
+    // 'host': the constants, with 8-row tiles and a T1 prefetch on Intel AVX-512 (measured faster there).
     const probe = createContext(model, options('off'));
     const intelAvx512 = hostInfo().cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
     disposeContext(probe);
-    const hostDefault = `host prefetch=nta:1,rows=${intelAvx512 ? 8 : 'auto'},idle=on`;
+    const hostDefault = `host prefetch=${intelAvx512 ? 't1:1,rows=8' : 'nta:1,rows=auto'},idle=on`;
     assert.equal(sourceWith(undefined), hostDefault);
     assert.equal(sourceWith('off'), 'off prefetch=nta:1,rows=auto,idle=on');
     assert.equal(sourceWith('prefetch=t0:2'), 'given prefetch=t0:2,rows=auto,idle=on');

@@ -273,7 +273,7 @@ export interface ContextOptions {
   /**
    * How single-token decode picks its prefetch distance/hint, tile height and idle prefetch
    * on this host (native/src/decode_tuning/choose.h): 'host' (the built-in constants with
-   * the tile height measured faster on this kind of CPU), 'off' (the built-in constants),
+   * the tile height and prefetch hint measured faster on this kind of CPU), 'off' (the built-in constants),
    * 'auto' (cached per CPU, threads and model shape, else measured for about a second at
    * creation when the weights exceed the last-level cache), 'measure' (measure again) or a
    * setting such as 'prefetch=t1:2,rows=8,idle=off'. Default: the PRISM_DECODE_TUNING

@@ -64,16 +64,19 @@ std::string nowIso() {
 
 bool isKeyword(const std::string& r) { return r == "auto" || r == "measure" || r == "host" || r == "off"; }
 
-// The constants with the tile height measured faster on this kind of host. Intel with
-// AVX-512 (family 6 model 207, 2 vCPUs, issue 27): 8-row decode tiles against the kernels'
-// own 4, paired, prefetch unchanged: decode_bench (16 1B-shaped layers, 2 threads) Q4_0
-// 0.919-0.943, Q4_K 0.923, Q8_0 0.969; ab-steps on 1B Q4_0 0.940 (docs/benchmarks.md).
-// A taller tile streams twice the rows per pass over the activations, so each core keeps
-// more lines in flight; the prefetch distance and hint made no difference there (0.99-1.02).
-// Other hosts keep the constants: the AMD host they were tuned on was not re-measured.
+// The constants with the tile height and prefetch hint measured faster on this kind of host.
+// Intel with AVX-512 (family 6 model 207, 2 vCPUs, issue 27): 8-row decode tiles against the
+// kernels' own 4 (decode_bench, 16 1B-shaped layers, 2 threads: Q4_0 0.919-0.943, Q4_K 0.923,
+// Q8_0 0.969), and a T1 prefetch one tile ahead instead of NTA: with the prefetch actually
+// emitted (q4g.h), ab-steps on 1B Q4_0 read T1 0.762 and NTA 1.380 of the step time without
+// any prefetch, 3B T1 0.785 (docs/benchmarks.md). Other hosts keep the constants, which the
+// AMD host measured with a working prefetch (NTA one tile ahead, 29% faster than none).
 DecodeTuning hostDefaultTuning(const HostInfo& host, const std::string& isa) {
   DecodeTuning t = kDefaultDecodeTuning;
-  if (host.vendor == "GenuineIntel" && isa == "avx512") t.rows = 8;
+  if (host.vendor == "GenuineIntel" && isa == "avx512") {
+    t.rows = 8;
+    t.hint = PrefetchHint::T1;
+  }
   return t;
 }
 

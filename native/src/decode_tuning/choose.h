@@ -1,7 +1,8 @@
 // How a context gets its DecodeTuning (kernels/decode_tuning.h). The request is the context
 // option `decodeTuning`, else the environment variable PRISM_DECODE_TUNING, else "host":
-//   host     the constants with the tile height measured faster on this kind of CPU (8 rows
-//            on Intel with AVX-512, the constants elsewhere), nothing measured at load.
+//   host     the constants with the tile height and prefetch hint measured faster on this
+//            kind of CPU (8 rows and a T1 prefetch on Intel with AVX-512, the constants
+//            elsewhere), nothing measured at load.
 //   off      today's constants, nothing measured or read (the incumbent the race and the
 //            A/B runs compare against).
 //   auto     the cached choice for this CPU, ISA, thread count and model shape; on a miss,
