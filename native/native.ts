@@ -379,6 +379,10 @@ export interface CpuFeatures {
   readonly avx512vl: boolean;
   readonly avx512vnni: boolean;
   readonly avx512bf16: boolean;
+  /** AMX-TILE + AMX-INT8 present and granted by the OS (the "amx" test family runs). */
+  readonly amx: boolean;
+  /** Batches of 16+ tokens run on AMX tiles (amx, avx512 selected, PRISM_AMX not 0). */
+  readonly amxPrefill: boolean;
   /** What the kernels use: 'avx512' | 'avx2' | 'reference' (PRISM_ISA overrides). */
   readonly selected: string;
 }
@@ -421,7 +425,8 @@ export interface NativeAddon {
   cpuFeatures(): CpuFeatures;
   /**
    * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
-   * ("avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations).
+   * ("amx" | "avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations;
+   * "amx" is avx512 with the AMX-served int8 layouts on the tiles for any n).
    */
   matmulForTest(
     type: TensorType,
