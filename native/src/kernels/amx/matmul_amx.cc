@@ -47,10 +47,31 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Loads the configuration on the calling thread. Done per call rather than once per thread:
-// another library in the process (llama.cpp's AMX backend, in the benchmarks) may load its
-// own on a shared thread, and a load costs far less than one panel of work.
-void configureTiles() {
+// Loads our configuration on the calling thread for one task, and puts back whatever was
+// there before. Another library in the process may use the tiles on the same thread and
+// keep a per-thread "configured" flag (llama.cpp's AMX backend does, and in the benchmarks
+// its compute and Prism's can share a thread of libuv's pool): releasing the tiles, or
+// leaving ours loaded, made its next tile instruction fault (#UD) or run on our shapes.
+// A configuration load costs far less than one panel of work.
+class TileScope {
+ public:
+  TileScope() {
+    asm volatile("sttilecfg %0" : "=m"(saved_));
+    configure();
+  }
+  ~TileScope() {
+    if (saved_.palette != 0) asm volatile("ldtilecfg %0" : : "m"(saved_));
+    else _tile_release();
+  }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+
+ private:
+  static void configure();
+  TileConfig saved_;
+};
+
+void TileScope::configure() {
   TileConfig cfg;
   for (int a : {0, 1}) {
     cfg.colsb[a] = kBlockBytes;
@@ -353,14 +374,13 @@ void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y
     uint8_t* mine = panels + perThread * static_cast<size_t>(i);
     Panel panel{mine, reinterpret_cast<float*>(mine + blocks * kPanelBlock), nullptr};
     panel.mw = panel.dw + kTile * blocks;
-    configureTiles();
+    const TileScope tiles;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t r0 = p * kTile;
       const int rowsHere = static_cast<int>(std::min<int64_t>(kTile, W.rows - r0));
       unpackPanel<L>(W, r0, blocks, panel);
       for (int64_t u = 0; u < a.tiles; ++u) panelTile<L>(panel, blocks, a, u, n, r0, rowsHere, y, ldy);
     }
-    _tile_release();
   };
   pool.run(TaskRef(task));
 }
