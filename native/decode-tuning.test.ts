@@ -63,6 +63,14 @@ describe('decode tuning', () => {
     }
   });
 
+  /** The host default's setting: the constants, with 8-row tiles and a T1 prefetch on Intel AVX-512. */
+  function hostDefaultSetting(): string {
+    const probe = createContext(model, options('off'));
+    const intelAvx512 = hostInfo().cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
+    disposeContext(probe);
+    return `prefetch=${intelAvx512 ? 't1:1,rows=8' : 'nta:1,rows=auto'},idle=on`;
+  }
+
   /** The logits of the prompt's last token and of NEW_TOKENS greedy decode steps after it. */
   async function decodeLogits(decodeTuning: string): Promise<{ setting: string; logits: Float32Array[] }> {
     const ctx = createContext(model, options(decodeTuning));
@@ -160,14 +168,23 @@ describe('decode tuning', () => {
       }
     };
     // 'host': the constants, with 8-row tiles and a T1 prefetch on Intel AVX-512 (measured faster there).
-    const probe = createContext(model, options('off'));
-    const intelAvx512 = hostInfo().cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
-    disposeContext(probe);
-    const hostDefault = `host prefetch=${intelAvx512 ? 't1:1,rows=8' : 'nta:1,rows=auto'},idle=on`;
+    const hostDefault = `host ${hostDefaultSetting()}`;
     assert.equal(sourceWith(undefined), hostDefault);
     assert.equal(sourceWith('off'), 'off prefetch=nta:1,rows=auto,idle=on');
     assert.equal(sourceWith('prefetch=t0:2'), 'given prefetch=t0:2,rows=auto,idle=on');
     assert.equal(sourceWith('rows=3'), hostDefault);
+  });
+
+  it('auto starts from the host default: weights that fit the cache, or a race too noisy to decide, keep it', () => {
+    // The default model's ~66 MB of layer weights fit a large last-level cache (then auto does
+    // not measure); on a smaller cache auto races from the host default (measure.h).
+    const ctx = createContext(model, options('auto'));
+    const t = contextInfo(ctx).decodeTuning!;
+    disposeContext(ctx);
+    if (t.source === 'fits-cache' || t.source === 'inconclusive')
+      assert.equal(t.setting, hostDefaultSetting());
+    else assert.ok(['measured', 'cached'].includes(t.source), t.source);
+    if (t.source === 'fits-cache') assert.equal(t.measuredMs, 0);
   });
 
   it('measure races the settings and caches a conclusive choice for the next auto load', () => {
@@ -179,8 +196,8 @@ describe('decode tuning', () => {
     assert.match(measured.detail, /^prefetch: \d+ rounds/);
     assert.equal(measured.cachePath, join(cacheDir, 'decode-tuning.json'));
     if (measured.source === 'inconclusive') {
-      // A machine too busy to tell the settings apart keeps the constants and caches nothing.
-      assert.equal(measured.setting, 'prefetch=nta:1,rows=auto,idle=on');
+      // A machine too busy to tell the settings apart keeps the host default and caches nothing.
+      assert.equal(measured.setting, hostDefaultSetting());
       assert.ok(!existsSync(measured.cachePath));
       // ... and this process does not race the same key again.
       const again = createContext(model, options('auto'));

@@ -275,7 +275,8 @@ export interface ContextOptions {
    * on this host (native/src/decode_tuning/choose.h): 'host' (the built-in constants with
    * the tile height and prefetch hint measured faster on this kind of CPU), 'off' (the built-in constants),
    * 'auto' (cached per CPU, threads and model shape, else measured for about a second at
-   * creation when the weights exceed the last-level cache), 'measure' (measure again) or a
+   * creation, starting from the host default, when the weights exceed the last-level cache;
+   * otherwise the host default), 'measure' (measure again) or a
    * setting such as 'prefetch=t1:2,rows=8,idle=off'. Default: the PRISM_DECODE_TUNING
    * environment variable, else 'host'. No setting changes a result, only the speed.
    */
@@ -327,15 +328,15 @@ export interface DecodeTuningInfo {
   readonly setting: string;
   /**
    * 'host' | 'off' | 'given' | 'cached' | 'measured' | 'fits-cache' (weights within the last-level
-   * cache: not measured) | 'inconclusive' (the machine was too noisy to tell settings apart;
-   * the constants are used and nothing is cached).
+   * cache: not measured; the host default is used) | 'inconclusive' (the machine was too noisy
+   * to tell settings apart; the host default is used and nothing is cached).
    */
   readonly source: string;
   /** The race's stages (candidates, paired ratios, wins), or when the cached entry was measured. */
   readonly detail: string;
   /** Wall time of the measurement at creation (0 when nothing was measured). */
   readonly measuredMs: number;
-  /** Paired step-time ratio of the setting to the constants, as measured (1 when not). */
+  /** Paired step-time ratio of the setting to the host default, as measured (1 when not). */
   readonly ratioToDefault: number;
   /** The cache file consulted ('' when none). */
   readonly cachePath: string;

@@ -11,6 +11,9 @@ Shapes (vocabulary 32,000 for all, see below):
   moe-30b-a3b   Qwen3-30B-A3B: 48 layers, hidden 2048, 32 heads, 4 KV heads (head dim 128), 128
             experts of FFN 768, 8 per token (about 17 GB in q4_k: more than a 24 GB machine
             shared with others holds; not in the default suite)
+  moe-30b-a3b-l8  the same layers, 8 of the 48 (about 3 GB in q4_k): every matrix of
+            Qwen3-30B-A3B at its real shape, few enough for a 24 GB machine to hold both
+            engines' copies (the suite loads llama.cpp's and Prism's at once)
 Mixture-of-experts files keep the router (ffn_gate_inp) in F32, as llama.cpp does; their
 stacked expert matrices ([experts, out, in]) take the file type's rule of the dense ones.
 
@@ -84,6 +87,9 @@ SIZES = {
                         head_dim=128, inter=6144, experts=128, used=8, expert_inter=768, rope_theta=1_000_000.0,
                         eps=1e-6, bias=False, seed=15),
 }
+# Qwen3-30B-A3B cut to its first 8 layers: per-layer shapes, expert count and routing as the
+# whole model, so a token's bytes and work per layer are the real ones.
+SIZES['moe-30b-a3b-l8'] = dict(SIZES['moe-30b-a3b'], name='Qwen3-30B-A3B (8 of 48 layers)', layers=8)
 TYPES = ['q4_0', 'q4_1', 'q4_k', 'q8_0', 'f16', 'bf16', 'q5_k_m', 'q5_k_s', 'q3_k_m', 'q2_k', 'iq4_xs']
 # File types written by llama.cpp's quantizer from the F16 file (llama_ftype names).
 LLAMA_QUANTIZED = {'q5_k_m': 'Q5_K_M', 'q5_k_s': 'Q5_K_S', 'q3_k_m': 'Q3_K_M', 'q2_k': 'Q2_K', 'iq4_xs': 'IQ4_XS'}

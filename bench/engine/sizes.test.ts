@@ -129,6 +129,14 @@ test('size suite: MoE shapes count only the experts a token uses in its bytes pe
   // Qwen3-30B-A3B's expert matrices alone are 48 × 128 × 3 × 2048 × 768 weights (~16 GB in
   // Q4_K); a token reads 8 of the 128 experts, attention, norms, routers and the output matrix.
   assert.ok(big.bytesPerToken > 1.2e9 && big.bytesPerToken < 2.2e9, `${big.bytesPerToken} bytes per token`);
+  // The 8-layer cut keeps every per-layer shape: its bytes per token are the full model's
+  // per-layer share times 8 plus the same output matrix, so between 8/48 and twice that.
+  const [cut] = listSizeModels(projectRoot(), ['moe-30b-a3b-l8'], ['q4_k']);
+  assert.equal(cut.shape, 'Qwen3-30B-A3B (8 of 48 layers)');
+  assert.ok(
+    cut.bytesPerToken > big.bytesPerToken / 6 && cut.bytesPerToken < big.bytesPerToken / 3,
+    `${cut.bytesPerToken} bytes per token`,
+  );
   assert.equal(small.shape, 'Granite-3.1-1B-A400M');
   assert.ok(
     small.bytesPerToken > 1.5e8 && small.bytesPerToken < 3.5e8,

@@ -10,8 +10,10 @@
 // With decode tunings (kernels/decode_tuning.h, e.g. `prefetch=t1:2,rows=8`; `default` for
 // the constants) the settings take passes in turn, rotating which goes first, and each is
 // reported with the median of its pass-time ratios to the first setting's pass of the same
-// round (the machine's bandwidth swings hit them alike). `race` runs the load-time
-// measurement (decode_tuning/measure.h) on these layers and prints its stages.
+// round (the machine's bandwidth swings hit them alike). `race [BASE]` runs the load-time
+// measurement (decode_tuning/measure.h) on these layers from the setting BASE (default: the
+// constants; the engine races from its host default, e.g. `prefetch=t1:1,rows=8` on Intel
+// AVX-512) and prints its stages.
 //
 // `interleaved [SETTING]` (Q4_0, AVX-512; issue 27's layout question, q4g_interleaved.h):
 // first checks that the tile-interleaved copy of every layer shape gives the engine's y bit
@@ -179,17 +181,22 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (settings.size() == 1 && settings[0] == "race") {
+  if (!settings.empty() && settings.size() <= 2 && settings[0] == "race") {
+    DecodeTuning base = kDefaultDecodeTuning;
+    std::string why;
+    if (settings.size() == 2 && !parseDecodeTuning(settings[1], &base, &why))
+      return std::fprintf(stderr, "%s\n", why.c_str()), 2;
     std::vector<TuneLayer> tl(layers);
     for (int l = 0; l < layers; ++l)
       for (int k = 0; k < 4; ++k) {
         tl[l].mats.push_back(&ws[k * layers + l]);
         tl[l].bytes += ws[k * layers + l].bytes;
       }
-    const TuneResult r = measureDecodeTuning(tl, pool, scratch, prefetcher, TuneBudget{});
-    std::printf("%s isa=%s threads=%d %.0f MB: race %.0f ms, %s -> %s (ratio to the defaults %.3f, %.1f GB/s); huge pages:%s\n%s",
-                typeName.c_str(), selectedIsa(), threads, total / 1e6, r.ms, r.conclusive ? "conclusive" : "inconclusive",
-                r.tuning.describe().c_str(), r.ratioToDefault, r.gbps, hugePages().c_str(), r.summary().c_str());
+    const TuneResult r = measureDecodeTuning(tl, base, pool, scratch, prefetcher, TuneBudget{});
+    std::printf("%s isa=%s threads=%d %.0f MB: race from %s %.0f ms, %s -> %s (ratio to the base %.3f, %.1f GB/s); huge pages:%s\n%s",
+                typeName.c_str(), selectedIsa(), threads, total / 1e6, base.describe().c_str(), r.ms,
+                r.conclusive ? "conclusive" : "inconclusive", r.tuning.describe().c_str(), r.ratioToDefault, r.gbps,
+                hugePages().c_str(), r.summary().c_str());
     return 0;
   }
   if (!settings.empty()) {

@@ -15,7 +15,7 @@ struct TuningCacheEntry {
   int threads = 0;
   std::string shape;  // the model's matrix shapes and types (choose.cc)
   std::string tuning; // DecodeTuning::describe()
-  double ratioToDefault = 1;  // paired step-time ratio of the choice to today's constants
+  double ratioToDefault = 1;  // paired step-time ratio of the choice to the host default
   double gbps = 0;            // weight GB/s the choice streamed in the race
   double ms = 0;              // how long the race took
   std::string at;             // when (UTC, ISO 8601)

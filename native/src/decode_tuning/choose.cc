@@ -136,7 +136,12 @@ bool validDecodeTuningRequest(const std::string& request, std::string* error) {
 DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, KernelScratch& scratch,
                                       WeightPrefetcher& prefetcher, const std::string& requested) {
   DecodeTuningChoice c;
-  c.tuning = kDefaultDecodeTuning;
+  // One base for every path below but `off` and a given setting: the host default is what a
+  // context runs when nothing is measured (no layers, weights that fit the cache, a race the
+  // noise made inconclusive) and the incumbent a race must beat. On Intel AVX-512 that is a
+  // T1 prefetch where the constants' NTA measured slowest (issue 27).
+  const DecodeTuning base = hostDefaultTuning(hostInfo(), selectedIsa());
+  c.tuning = base;
   std::string request = requested;
   if (request.empty()) {
     const char* env = std::getenv("PRISM_DECODE_TUNING");
@@ -148,11 +153,11 @@ DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, Kern
     }
   }
   if (request == "off") {
+    c.tuning = kDefaultDecodeTuning;
     c.source = "off";
     return c;
   }
   if (request == "host") {
-    c.tuning = hostDefaultTuning(hostInfo(), selectedIsa());
     c.source = "host";
     return c;
   }
@@ -207,7 +212,7 @@ DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, Kern
       return c;
     }
   }
-  const TuneResult r = measureDecodeTuning(layers, pool, scratch, prefetcher, TuneBudget{});
+  const TuneResult r = measureDecodeTuning(layers, base, pool, scratch, prefetcher, TuneBudget{});
   c.measuredMs = r.ms;
   c.detail = r.summary();
   c.ratioToDefault = r.ratioToDefault;

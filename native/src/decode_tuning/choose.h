@@ -6,14 +6,14 @@
 //   off      today's constants, nothing measured or read (the incumbent the race and the
 //            A/B runs compare against).
 //   auto     the cached choice for this CPU, ISA, thread count and model shape; on a miss,
-//            a race of ~1.2 s on the model's own matmuls (measure.h), then cached. Models
-//            whose weights fit the last-level cache are not measured: their decode is not
-//            bound by the memory, and the constants stand.
+//            a race of ~1.2 s on the model's own matmuls (measure.h) starting from the host
+//            default, then cached. Models whose weights fit the last-level cache are not
+//            measured: their decode is not bound by the memory, and the host default stands.
 //   measure  race now even if a choice is cached or the weights fit the cache, and cache
 //            the result.
 //   <spec>   a setting as DecodeTuning::describe() writes it ("prefetch=t1:2,rows=8,idle=off"),
 //            used as given.
-// A race that the machine's noise makes inconclusive keeps the constants and is not written
+// A race that the machine's noise makes inconclusive keeps the host default and is not written
 // to the cache file, so a later process tries again; within one process an `auto` key is
 // raced at most once (a server that opens several contexts pays the second once).
 #pragma once

@@ -182,13 +182,12 @@ std::string TuneResult::summary() const {
   return o.str();
 }
 
-TuneResult measureDecodeTuning(const std::vector<TuneLayer>& layers, ThreadPool& pool, KernelScratch& scratch,
-                               WeightPrefetcher& prefetcher, const TuneBudget& budget) {
+TuneResult measureDecodeTuning(const std::vector<TuneLayer>& layers, const DecodeTuning& base, ThreadPool& pool,
+                               KernelScratch& scratch, WeightPrefetcher& prefetcher, const TuneBudget& budget) {
   const DecodeTuning savedTuning = scratch.decodeTuning();
   TuneResult r;
   const auto start = Clock::now();
   Race race(layers, pool, scratch, prefetcher);
-  const DecodeTuning base = kDefaultDecodeTuning;
   // Warm-up: page tables, the pool's threads, the branch predictors.
   for (int i = 0; i < 2; ++i) race.trial(base);
   const auto at = [&](double fraction) {
@@ -218,10 +217,10 @@ TuneResult measureDecodeTuning(const std::vector<TuneLayer>& layers, ThreadPool&
     r.stages.push_back(race.stage("idle", best, {flipped}, at(0.8), budget));
     best = r.stages.back().winner;
   }
-  // 4. The winner against today's constants, head to head.
+  // 4. The winner against the base, head to head.
   r.ratioToDefault = 1;
   if (!race.inconclusive() && !(best == base)) {
-    TuneStage final = race.stage("against the defaults", base, {best}, at(1.0), budget);
+    TuneStage final = race.stage("against the base", base, {best}, at(1.0), budget);
     r.ratioToDefault = final.entries.front().medianRatio;
     if (!(final.winner == best)) best = base;
     r.stages.push_back(final);

@@ -14,8 +14,9 @@
 // apart (a busy machine) keeps the incumbent and says so.
 //
 // Stages, each starting from the winner of the last: the prefetch hint and distance; the
-// tile height; the idle prefetcher. A last head-to-head of the winner against today's
-// constants guards against a chain of small wrong calls.
+// tile height; the idle prefetcher. The race starts from a base (the host default, choose.h)
+// and a last head-to-head of the winner against that base guards against a chain of small
+// wrong calls.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -59,15 +60,16 @@ struct TuneResult {
   bool conclusive = true;  // false: the noise floor hid every difference (a busy machine)
   double ms = 0;           // wall time the race took
   double gbps = 0;         // the winner's median weight bytes per second in its trials
-  double ratioToDefault = 1;  // the winner's step time ÷ today's constants', paired (final stage)
+  double ratioToDefault = 1;  // the winner's step time ÷ the base's, paired (final stage)
   std::vector<TuneStage> stages;
   std::string summary() const;  // one line per stage, for logs and contextInfo
 };
 
 // Runs the race on `layers` (at least one, each with at least one matrix) with the pool and
-// scratch of the context that will decode; leaves the scratch's tuning and the prefetcher as
-// it found them.
-TuneResult measureDecodeTuning(const std::vector<TuneLayer>& layers, ThreadPool& pool, KernelScratch& scratch,
-                               WeightPrefetcher& prefetcher, const TuneBudget& budget);
+// scratch of the context that will decode, every stage's candidates derived from `base`
+// (which an inconclusive race returns); leaves the scratch's tuning and the prefetcher as it
+// found them.
+TuneResult measureDecodeTuning(const std::vector<TuneLayer>& layers, const DecodeTuning& base, ThreadPool& pool,
+                               KernelScratch& scratch, WeightPrefetcher& prefetcher, const TuneBudget& budget);
 
 }  // namespace prism
