@@ -71,6 +71,8 @@ export interface ModelInfo {
    * experts only the experts one token uses): the roofline's denominator.
    */
   readonly weightBytes: number;
+  /** Every weight byte the model holds (what memory must fit); weightBytes for a dense model. */
+  readonly residentWeightBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
    * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
