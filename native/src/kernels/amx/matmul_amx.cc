@@ -14,9 +14,12 @@
 // The integer sums are exact; only the f32 accumulation order differs from the VNNI path.
 //
 // A weight panel (16 rows) is unpacked once per thread into A tiles, block after block,
-// and then meets every 16-token tile of the batch. The plane layouts (planes.h) mix the 16
-// blocks of a group inside each 64-byte vector (32-bit lane j = block j), so their unpacked
-// vectors are transposed (8 × 16 lanes → 16 blocks × 32 bytes) on the way into the panel.
+// and then meets every 16-token tile of the batch. Every layout served here (the Q4G family
+// of internal.h: Q4_0, Q4_1, Q4_K, Q8_0; the bit planes of planes.h: Q5_K, IQ4_XS) mixes
+// the 16 blocks of a group inside each 64-byte vector (32-bit lane j = block j), so the
+// unpacked vectors are transposed (8 × 16 lanes → 16 blocks × 32 bytes) into the panel.
+// Not served (the VNNI kernels run): Q6_K and Q3_K / Q2_K, whose scales change every 16
+// values, and Q5_0 / Q5_1 / IQ4_NL (no unpacker written yet).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -203,13 +206,39 @@ void storeGroupTransposed(const __m512i* w, uint8_t* panel, int64_t firstBlock, 
   }
 }
 
+// A layout's panel unpacker L supplies: kZero (integer zero point) and kOffset (whether mw
+// is used); Row L::row(base, cols, r) (where row r's parts are) and L::rowBytes(cols);
+// L::unpack(row, g, w) (group g's 8 vectors of unsigned values, the group order of q4g.h);
+// L::scales(row, g, j, &dw, &mw) (block j of group g).
+
+// The bit-plane layouts (planes.h) find their parts through PlaneRow.
+template <int Layout>
+struct PlaneLayout {
+  using Row = PlaneRow;
+  static constexpr int kLayout = Layout;
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) { return planeRow(base, cols, Layout, r); }
+  static size_t rowBytes(int64_t cols) { return planeRowBytes(cols, Layout); }
+  static const uint8_t* group(const Row& row, int64_t g) { return row.planes + g * planeGroupBytes(Layout); }
+};
+
+// The 8 vectors of a 256-byte nibble group (Q4G's order, also the planes' nibble plane):
+// chunk c holds vector 2c in its low nibbles and 2c + 1 in its high ones.
+inline void nibbles(const uint8_t* grp, __m512i* w) {
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    const __m512i nib = ld(grp + 64 * c);
+    w[2 * c] = _mm512_and_si512(nib, low);
+    w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(nib, 4), low);
+  }
+}
+
 // Q5_K (kLayoutQ5GK): vector v = its nibble | (bit v of the bit plane) << 4, 0..31; value =
 // d·sc·q − dmin·mn: dw = d·sc, mw = −dmin·mn, no zero point.
-struct Q5KPanel {
-  static constexpr int kLayout = kLayoutQ5GK;
+struct Q5KPanel : PlaneLayout<kLayoutQ5GK> {
   static constexpr int kZero = 0;
   static constexpr bool kOffset = true;
-  static void unpack(const uint8_t* grp, __m512i* w) {
+  static void unpack(const Row& row, int64_t g, __m512i* w) {
+    const uint8_t* grp = group(row, g);
     const __m512i low = _mm512_set1_epi8(0x0F), bit = _mm512_set1_epi8(0x10), h = ld(grp + 256);
     for (int c = 0; c < 4; ++c) {
       const __m512i nib = ld(grp + 64 * c);
@@ -237,20 +266,15 @@ struct Q5KPanel {
 
 // IQ4_XS (kLayoutIQ4GX): the nibble indexes kIQ4Values, stored + 128 (unsigned, 1..241);
 // value = d·(ls − 32)·(u − 128): dw = d·(ls − 32), zero point 128, no offset.
-struct IQ4XSPanel {
-  static constexpr int kLayout = kLayoutIQ4GX;
+struct IQ4XSPanel : PlaneLayout<kLayoutIQ4GX> {
   static constexpr int kZero = 128;
   static constexpr bool kOffset = false;
-  static void unpack(const uint8_t* grp, __m512i* w) {
-    const __m512i low = _mm512_set1_epi8(0x0F);
+  static void unpack(const Row& row, int64_t g, __m512i* w) {
     alignas(16) uint8_t table[16];
     for (int i = 0; i < 16; ++i) table[i] = static_cast<uint8_t>(kIQ4Values[i] + 128);
     const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
-    for (int c = 0; c < 4; ++c) {
-      const __m512i nib = ld(grp + 64 * c);
-      w[2 * c] = _mm512_shuffle_epi8(lut, _mm512_and_si512(nib, low));
-      w[2 * c + 1] = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(nib, 4), low));
-    }
+    nibbles(group(row, g), w);
+    for (int v = 0; v < 8; ++v) w[v] = _mm512_shuffle_epi8(lut, w[v]);
   }
   // Four-bit + two-bit lanes (planes.h): ls of block j.
   static void scales(const PlaneRow& row, int64_t g, int j, float* dw, float* mw) {
@@ -261,6 +285,78 @@ struct IQ4XSPanel {
     std::memcpy(&hi, l + 8, 4);
     const int ls = static_cast<int>((lo >> (4 * j)) & 0x0F) | static_cast<int>(((hi >> (2 * j)) & 3) << 4);
     *dw = f16ToF32(loadU16(row.d + 2 * (2 * g + j / 8))) * static_cast<float>(ls - 32);
+    *mw = 0.0f;
+  }
+};
+
+// The Q4G family (internal.h): a row is its groups' bytes, then its scales.
+struct GroupRow {
+  const uint8_t* p;  // the row's first group
+  int64_t groups, padded;
+};
+
+// Q4_0 / Q4_1 (kLayoutQ4G0 / Q4G16 / Q4G32): nibbles, then d[padded] (and m[padded]) as f16
+// (f32 for Q4G32): value = d·q + m; Q4G0 has m = −8·d, an integer zero point of 8.
+template <int Layout>
+struct Q4GPanel {
+  using Row = GroupRow;
+  static constexpr int kZero = Layout == kLayoutQ4G0 ? 8 : 0;
+  static constexpr bool kOffset = Layout != kLayoutQ4G0;
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) {
+    const int64_t groups = q4gGroups(cols);
+    return {q4gRow(base, cols, Layout, r), groups, groups * kQ4GBlocks};
+  }
+  static size_t rowBytes(int64_t cols) { return q4gRowBytes(cols, Layout); }
+  static void unpack(const Row& row, int64_t g, __m512i* w) { nibbles(row.p + g * 256, w); }
+  static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
+    const int64_t b = g * kQ4GBlocks + j;
+    const uint8_t* ds = row.p + row.groups * 256;
+    if constexpr (Layout == kLayoutQ4G32) {
+      std::memcpy(dw, ds + 4 * b, 4);
+      std::memcpy(mw, ds + 4 * row.padded + 4 * b, 4);
+    } else {
+      *dw = f16ToF32(loadU16(ds + 2 * b));
+      *mw = Layout == kLayoutQ4G0 ? 0.0f : f16ToF32(loadU16(ds + 2 * row.padded + 2 * b));
+    }
+  }
+};
+
+// Q4_K (kLayoutQ4GK): nibbles, then sc[padded], mn[padded] bytes, d and dmin per super-block
+// (f16): value = d·sc·q − dmin·mn.
+struct Q4KPanel {
+  using Row = GroupRow;
+  static constexpr int kZero = 0;
+  static constexpr bool kOffset = true;
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) {
+    const int64_t groups = q4gGroups(cols);
+    return {base + q4gkRowBytes(cols) * static_cast<size_t>(r), groups, groups * kQ4GBlocks};
+  }
+  static size_t rowBytes(int64_t cols) { return q4gkRowBytes(cols); }
+  static void unpack(const Row& row, int64_t g, __m512i* w) { nibbles(row.p + g * 256, w); }
+  static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
+    const int64_t b = g * kQ4GBlocks + j;
+    const uint8_t* scs = row.p + row.groups * 256;
+    const uint8_t* ds = scs + 2 * row.padded;
+    *dw = f16ToF32(loadU16(ds + 2 * (b / 8))) * static_cast<float>(scs[b]);
+    *mw = -f16ToF32(loadU16(ds + row.padded / 8 * 2 + 2 * (b / 8))) * static_cast<float>(scs[row.padded + b]);
+  }
+};
+
+// Q8_0 (kLayoutQ8G): the group's 8 vectors hold w + 128, then d[padded] f16: zero point 128.
+struct Q8Panel {
+  using Row = GroupRow;
+  static constexpr int kZero = 128;
+  static constexpr bool kOffset = false;
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) {
+    const int64_t groups = q4gGroups(cols);
+    return {base + q8gRowBytes(cols) * static_cast<size_t>(r), groups, groups * kQ4GBlocks};
+  }
+  static size_t rowBytes(int64_t cols) { return q8gRowBytes(cols); }
+  static void unpack(const Row& row, int64_t g, __m512i* w) {
+    for (int v = 0; v < 8; ++v) w[v] = ld(row.p + g * 512 + 64 * v);
+  }
+  static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
+    *dw = f16ToF32(loadU16(row.p + row.groups * 512 + 2 * (g * kQ4GBlocks + j)));
     *mw = 0.0f;
   }
 };
@@ -280,10 +376,10 @@ void unpackPanel(const LinearWeight& W, int64_t r0, int64_t blocks, const Panel&
       }
       continue;
     }
-    const PlaneRow row = planeRow(weightData(W), W.cols, L::kLayout, r0 + r);
+    const typename L::Row row = L::row(weightData(W), W.cols, r0 + r);
     for (int64_t g = 0; g < groups; ++g) {
       __m512i w[8];
-      L::unpack(row.planes + g * planeGroupBytes(L::kLayout), w);
+      L::unpack(row, g, w);
       storeGroupTransposed(w, panel.a, g * kQ4GBlocks, blocks, r);
       for (int j = 0; j < kQ4GBlocks && g * kQ4GBlocks + j < blocks; ++j)
         L::scales(row, g, j, dw + g * kQ4GBlocks + j, mw + g * kQ4GBlocks + j);
@@ -357,7 +453,7 @@ template <class L>
 void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
          KernelScratch& scratch) {
   if (W.cols % kQK != 0) throw std::invalid_argument("matmulAmx: cols must be a multiple of 32");
-  const size_t need = planeRowBytes(W.cols, L::kLayout) * static_cast<size_t>(W.rows);
+  const size_t need = L::rowBytes(W.cols) * static_cast<size_t>(W.rows);
   if (W.owned.size() < need) throw std::invalid_argument("matmulAmx: weight bytes shorter than the layout's rows");
   const int threads = pool.size();
   uint8_t* base = scratch.bytes(amxScratchBytes(n, W.cols, threads));
@@ -389,7 +485,18 @@ void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y
 
 bool amxHandles(const LinearWeight& W) {
   if (W.precision != ActivationPrecision::Int8 || W.owned.empty()) return false;
-  return W.layout == kLayoutQ5GK || W.layout == kLayoutIQ4GX;
+  switch (W.layout) {
+    case kLayoutQ5GK:
+    case kLayoutIQ4GX:
+    case kLayoutQ4G0:
+    case kLayoutQ4G16:
+    case kLayoutQ4G32:
+    case kLayoutQ4GK:
+    case kLayoutQ8G:
+      return true;
+    default:
+      return false;
+  }
 }
 
 size_t amxScratchBytes(int64_t n, int64_t cols, int threads) {
@@ -406,6 +513,16 @@ void matmulAmx(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
       return run<Q5KPanel>(W, x, n, ldx, y, ldy, pool, scratch);
     case kLayoutIQ4GX:
       return run<IQ4XSPanel>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ4G0:
+      return run<Q4GPanel<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ4G16:
+      return run<Q4GPanel<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ4G32:
+      return run<Q4GPanel<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ4GK:
+      return run<Q4KPanel>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ8G:
+      return run<Q8Panel>(W, x, n, ldx, y, ldy, pool, scratch);
     default:
       throw std::invalid_argument("matmulAmx: layout has no AMX panel unpacker");
   }
