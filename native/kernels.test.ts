@@ -205,7 +205,7 @@ test('matmul handles zero weights and zero activations without NaN', () => {
 });
 
 /** Types whose int8 layouts the AMX driver serves (native/src/kernels/amx/matmul_amx.cc). */
-const AMX_TYPES: readonly TensorType[] = ['Q5_K', 'IQ4_XS', 'Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'];
+const AMX_TYPES: readonly TensorType[] = ['Q5_K', 'IQ4_XS', 'Q4_0', 'Q4_1', 'Q4_K', 'Q8_0', 'Q6_K'];
 
 test('amx: the AMX int8 tiles match the dequantized product and the AVX-512 kernels on ragged shapes', (t) => {
   if (!cpuFeatures().amx) {

@@ -18,8 +18,10 @@
 // of internal.h: Q4_0, Q4_1, Q4_K, Q8_0; the bit planes of planes.h: Q5_K, IQ4_XS) mixes
 // the 16 blocks of a group inside each 64-byte vector (32-bit lane j = block j), so the
 // unpacked vectors are transposed (8 × 16 lanes → 16 blocks × 32 bytes) into the panel.
-// Not served (the VNNI kernels run): Q6_K and Q3_K / Q2_K, whose scales change every 16
-// values, and Q5_0 / Q5_1 / IQ4_NL (no unpacker written yet).
+// Q6_K scales every 16 values: its blocks take two half-block products (K = 16). Not served
+// (the VNNI kernels run): Q3_K / Q2_K (the half-block form would fit; llama.cpp has no AMX
+// kernel for them and Prism's VNNI prefill already leads there), Q5_0 / Q5_1 / IQ4_NL (no
+// unpacker written yet).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -41,7 +43,8 @@ constexpr int kBlockBytes = 32;   // values (K bytes) per tile product: one bloc
 constexpr int kPanelBlock = kTile * kBlockBytes;  // bytes of one block's A tile (16 × 32)
 constexpr int kActBlock = 8 * 64;                 // bytes of one block's B tile (8 × 64)
 
-// Tile registers: tmm0/tmm1 A (16 × 32 bytes), tmm4/tmm5 B (8 × 64), tmm2/tmm3 C (16 × 64).
+// Tile registers: tmm0/tmm1 A (16 × 32 bytes), tmm4/tmm5 B (8 × 64), tmm2/tmm3 C (16 × 64),
+// tmm6 / tmm7 A and B of half a block (16 × 16 bytes, 4 × 64).
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
   uint8_t startRow = 0;
@@ -88,6 +91,11 @@ void TileScope::configure() {
     cfg.colsb[b] = kTile * 4;
     cfg.rows[b] = kBlockBytes / 4;
   }
+  // Half blocks (16 values) for the layouts whose scales change every 16 values.
+  cfg.colsb[6] = kBlockBytes / 2;
+  cfg.rows[6] = kTile;
+  cfg.colsb[7] = kTile * 4;
+  cfg.rows[7] = kBlockBytes / 8;
   // Not _tile_loadconfig: GCC 12's version names only the first 8 bytes of the struct as
   // the instruction's memory operand, and the stores of the rest were deleted as dead.
   asm volatile("ldtilecfg %0" : : "m"(cfg));
@@ -104,6 +112,7 @@ struct TileActivations {
   float* d = nullptr;
   float* s = nullptr;
   int32_t* sum = nullptr;
+  int32_t* sumA = nullptr;  // Σq of values 0-15 (the first half block)
   int64_t tiles = 0, blocks = 0;
   const int8_t* b(int64_t u, int64_t blk) const { return q + (u * blocks + blk) * kActBlock; }
   int64_t at(int64_t u, int64_t blk) const { return (u * blocks + blk) * kTile; }
@@ -111,7 +120,7 @@ struct TileActivations {
 
 size_t tileActivationBytes(int64_t n, int64_t cols) {
   const size_t tiles = static_cast<size_t>((n + kTile - 1) / kTile), blocks = static_cast<size_t>(cols / kQK);
-  return tiles * blocks * (kActBlock + 3 * kTile * 4);
+  return tiles * blocks * (kActBlock + 4 * kTile * 4);
 }
 
 TileActivations placeActivations(uint8_t* buf, int64_t n, int64_t cols) {
@@ -122,6 +131,7 @@ TileActivations placeActivations(uint8_t* buf, int64_t n, int64_t cols) {
   a.d = reinterpret_cast<float*>(buf + static_cast<size_t>(a.tiles * a.blocks) * kActBlock);
   a.s = a.d + a.tiles * a.blocks * kTile;
   a.sum = reinterpret_cast<int32_t*>(a.s + a.tiles * a.blocks * kTile);
+  a.sumA = a.sum + a.tiles * a.blocks * kTile;
   return a;
 }
 
@@ -137,6 +147,7 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
         a.d[at] = 0.0f;
         a.s[at] = 0.0f;
         a.sum[at] = 0;
+        a.sumA[at] = 0;
         continue;
       }
       const float* p = x + t * ldx + blk * kQK;
@@ -145,7 +156,7 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
       const __m512 id = _mm512_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
       const __m512i i0 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       const __m512i i1 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+      const int sumA = _mm512_reduce_add_epi32(i0), sum = sumA + _mm512_reduce_add_epi32(i1);
       alignas(32) int32_t words[8];
       _mm_store_si128(reinterpret_cast<__m128i*>(words), _mm512_cvtsepi32_epi8(i0));
       _mm_store_si128(reinterpret_cast<__m128i*>(words + 4), _mm512_cvtsepi32_epi8(i1));
@@ -154,6 +165,7 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
       a.d[at] = dd;
       a.s[at] = dd * static_cast<float>(sum);
       a.sum[at] = sum;
+      a.sumA[at] = sumA;
     }
   }
 }
@@ -361,6 +373,40 @@ struct Q8Panel {
   }
 };
 
+// Q6_K (kLayoutQ6G): nibbles, then 2 chunks of 2-bit pairs (chunk e, bits 2k: vector
+// 4e + k), q = lo | hi << 4 in 0..63; after the groups scA[padded], scB[padded] (int8, values
+// 0-15 / 16-31 of each block) and d per super-block (f16): value = d·sc·(q − 32).
+struct Q6Panel {
+  using Row = GroupRow;
+  static constexpr int kZero = 32;
+  static constexpr bool kOffset = false;
+  static constexpr bool kHalves = true;
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) {
+    const int64_t groups = q4gGroups(cols);
+    return {base + q6gRowBytes(cols) * static_cast<size_t>(r), groups, groups * kQ4GBlocks};
+  }
+  static size_t rowBytes(int64_t cols) { return q6gRowBytes(cols); }
+  static void unpack(const Row& row, int64_t g, __m512i* w) {
+    const uint8_t* grp = row.p + g * 384;
+    nibbles(grp, w);
+    const __m512i three = _mm512_set1_epi8(3);
+    for (int e = 0; e < 2; ++e) {
+      const __m512i t = ld(grp + 256 + 64 * e);
+      for (int k = 0; k < 4; ++k) {
+        const __m512i hi = _mm512_and_si512(k == 0 ? t : _mm512_srli_epi16(t, 2 * k), three);
+        w[4 * e + k] = _mm512_or_si512(w[4 * e + k], _mm512_slli_epi16(hi, 4));
+      }
+    }
+  }
+  static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
+    const int64_t b = g * kQ4GBlocks + j;
+    const uint8_t* sa = row.p + row.groups * 384;
+    const float d = f16ToF32(loadU16(sa + 2 * row.padded + 2 * (b / 8)));
+    *dw = d * static_cast<float>(static_cast<int8_t>(sa[b]));
+    *mw = d * static_cast<float>(static_cast<int8_t>(sa[row.padded + b]));
+  }
+};
+
 // Unpacks weight rows [r0, r0 + 16) (rows past W.rows: zero) into `panel`.
 template <class L>
 void unpackPanel(const LinearWeight& W, int64_t r0, int64_t blocks, const Panel& panel) {
@@ -388,6 +434,30 @@ void unpackPanel(const LinearWeight& W, int64_t r0, int64_t blocks, const Panel&
 }
 
 // ---- the tile loop ---------------------------------------------------------------------
+
+// Layouts with a scale per 16 values (kHalves): dw holds the first half's, mw the second's.
+template <class L>
+constexpr bool halves() {
+  if constexpr (requires { L::kHalves; }) return L::kHalves;
+  else return false;
+}
+
+// Half-block form: acc[r] += dx·(dwA[r]·(CA[r] − z·ΣqA) + dwB[r]·(CB[r] − z·ΣqB)).
+template <class L>
+inline void scaleHalves(const int32_t* ca, const int32_t* cb, const Panel& panel, int64_t blocks,
+                        const TileActivations& a, int64_t u, int64_t blk, __m512* acc) {
+  const int64_t at = a.at(u, blk);
+  const __m512 dx = _mm512_loadu_ps(a.d + at);
+  const __m512i sa = _mm512_loadu_si512(a.sumA + at);
+  const __m512i za = _mm512_mullo_epi32(sa, _mm512_set1_epi32(L::kZero));
+  const __m512i zb = _mm512_mullo_epi32(_mm512_sub_epi32(_mm512_loadu_si512(a.sum + at), sa), _mm512_set1_epi32(L::kZero));
+  for (int r = 0; r < kTile; ++r) {
+    const __m512i da = _mm512_sub_epi32(_mm512_load_si512(ca + kTile * r), za);
+    const __m512i db = _mm512_sub_epi32(_mm512_load_si512(cb + kTile * r), zb);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_mul_ps(dx, _mm512_set1_ps(panel.dw[r * blocks + blk])), acc[r]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_mul_ps(dx, _mm512_set1_ps(panel.mw[r * blocks + blk])), acc[r]);
+  }
+}
 
 // Adds block `blk`'s products (int32 in c, row r at c + 16r) to acc[r] (16 tokens each).
 template <class L>
@@ -417,6 +487,25 @@ void panelTile(const Panel& panel, int64_t blocks, const TileActivations& a, int
   __m512 acc[kTile];
   for (int r = 0; r < kTile; ++r) acc[r] = _mm512_setzero_ps();
   int64_t blk = 0;
+  if constexpr (halves<L>()) {
+    // Two half-block products per block: values 0-15 are bytes 0-15 of each A row and rows
+    // 0-3 of the B tile, values 16-31 the rest.
+    for (; blk < blocks; ++blk) {
+      const uint8_t* ap = panel.a + blk * kPanelBlock;
+      const int8_t* bp = a.b(u, blk);
+      _tile_zero(2);
+      _tile_zero(3);
+      _tile_loadd(6, ap, kBlockBytes);
+      _tile_loadd(7, bp, 64);
+      _tile_dpbusd(2, 6, 7);
+      _tile_loadd(6, ap + kBlockBytes / 2, kBlockBytes);
+      _tile_loadd(7, bp + 4 * 64, 64);
+      _tile_dpbusd(3, 6, 7);
+      _tile_stored(2, c[0], 64);
+      _tile_stored(3, c[1], 64);
+      scaleHalves<L>(c[0], c[1], panel, blocks, a, u, blk, acc);
+    }
+  }
   for (; blk + 2 <= blocks; blk += 2) {
     _tile_zero(2);
     _tile_zero(3);
@@ -493,6 +582,7 @@ bool amxHandles(const LinearWeight& W) {
     case kLayoutQ4G32:
     case kLayoutQ4GK:
     case kLayoutQ8G:
+    case kLayoutQ6G:
       return true;
     default:
       return false;
@@ -523,6 +613,8 @@ void matmulAmx(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
       return run<Q4KPanel>(W, x, n, ldx, y, ldy, pool, scratch);
     case kLayoutQ8G:
       return run<Q8Panel>(W, x, n, ldx, y, ldy, pool, scratch);
+    case kLayoutQ6G:
+      return run<Q6Panel>(W, x, n, ldx, y, ldy, pool, scratch);
     default:
       throw std::invalid_argument("matmulAmx: layout has no AMX panel unpacker");
   }
