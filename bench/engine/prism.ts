@@ -85,7 +85,8 @@ export class PrismEngine implements BenchEngine {
     const host = this.native.hostInfo();
     return {
       binding: 'native core (createContext + step)',
-      isa: this.ctxInfo.isa,
+      // Batches of 16+ tokens (prefill) run on AMX int8 tiles where the host has them.
+      isa: this.native.cpuFeatures().amxPrefill ? `${this.ctxInfo.isa} + AMX int8 prefill` : this.ctxInfo.isa,
       threads: this.ctxInfo.threads,
       ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
       host: host.description,
