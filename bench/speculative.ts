@@ -17,7 +17,10 @@
  *     speed-up the default model's measured mean accepted length would give at that cost.
  *
  * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
- *        --method ngram|layer-skip|draft|none --draft-layers N --draft-model PATH --fixed-k]
+ *        --method ngram|layer-skip|draft|none --draft-layers N --draft-model PATH --fixed-k
+ *        --tasks rewrite,chat,json,code]
+ * (--k: the cap on draft tokens, num_speculative_tokens; absent: the engine's default.)
+ * (--tasks: only the tasks whose name contains one of the words, e.g. more rounds on two.)
  * (--method none: the B side is a second engine without speculation, an A/A control: how far
  * two identical engines in this process read apart, the noise floor of every ratio.)
  * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
@@ -31,6 +34,10 @@ import type { EngineCore } from '../engine/engine-core.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
 import type { SpecDecodeStats } from '../engine/speculative/metrics.js';
+import {
+  DEFAULT_FIXED_SPECULATIVE_TOKENS,
+  DEFAULT_SPECULATIVE_TOKENS,
+} from '../engine/speculative/options.js';
 import type { Constraint, GenerateRequest } from '../engine/types.js';
 import {
   createContext,
@@ -48,7 +55,10 @@ const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '3' },
     tokens: { type: 'string', default: '96' },
-    k: { type: 'string', default: '5' },
+    /** Most draft tokens per sequence and step; absent: the engine's default. */
+    k: { type: 'string' },
+    /** Only the tasks whose name contains one of these (comma-separated), e.g. chat,json. */
+    tasks: { type: 'string' },
     threads: { type: 'string', default: '2' },
     concurrency: { type: 'string', default: '1,16' },
     /** Skip llama.cpp's lookup speculation. */
@@ -67,7 +77,13 @@ if (!['ngram', 'layer-skip', 'draft', 'none'].includes(method))
   throw new Error(`--method: ngram, layer-skip, draft or none, got ${method}`);
 const rounds = Number(args.rounds);
 const maxTokens = Number(args.tokens);
-const K = Number(args.k);
+/** The cap: --k, else the engine's default (with the adaptive k; 5 with --fixed-k). */
+const K =
+  args.k !== undefined
+    ? Number(args.k)
+    : args['fixed-k']
+      ? DEFAULT_FIXED_SPECULATIVE_TOKENS
+      : DEFAULT_SPECULATIVE_TOKENS;
 const threads = Number(args.threads);
 const concurrencies = args.concurrency.split(',').map(Number);
 
@@ -113,7 +129,7 @@ interface Task {
   readonly constraint?: Constraint;
 }
 
-const TASKS: readonly Task[] = [
+const ALL_TASKS: readonly Task[] = [
   {
     name: 'rewrite a passage',
     grounded: true,
@@ -142,6 +158,13 @@ const TASKS: readonly Task[] = [
     prompts: TOPICS.map((t) => chat(`Write a short story about ${t}.`)),
   },
 ];
+
+const taskFilter = args.tasks?.split(',').map((t) => t.trim().toLowerCase());
+const TASKS = taskFilter
+  ? ALL_TASKS.filter((t) => taskFilter.some((f) => t.name.toLowerCase().includes(f)))
+  : ALL_TASKS;
+if (TASKS.length === 0)
+  throw new Error(`--tasks: no task matches ${args.tasks} (${ALL_TASKS.map((t) => t.name).join('; ')})`);
 
 interface Run {
   tokS: number;

@@ -20,8 +20,9 @@ export const speculativeHelp = `  --speculative M       speculative decoding (ou
                         layer-skip (the model's own first layers and its head propose);
                         default off
   --num-speculative-tokens N
-                        most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 5; adapted
-                        per sequence to its acceptance and to the batch)
+                        most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 10; the
+                        adaptive k sends fewer per sequence where its acceptance or the
+                        batch's step cost says they do not pay; 5 when dynamic_algo is off)
   --draft-model PATH    the draft model's GGUF file or directory (--speculative draft)
   --draft-layers N      layers the layer-skip draft runs before the head, 1..the model's
                         layers (default: three quarters of them)`;
