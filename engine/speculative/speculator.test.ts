@@ -169,3 +169,28 @@ test('the learned cost line takes decode/verify steps only: jump-forward and pre
     b.items.reduce((n, it) => n + it.numNew + ((it.draft as number[] | undefined)?.length ?? 0), 0);
   assert.ok(drafts(everyStep) >= 16, `drafts sent on the mixed line: ${drafts(everyStep)}`);
 });
+
+test("jump-forward's forced tokens count as the step's output, not only as its cost", () => {
+  const right: Proposer = {
+    ...wrong,
+    propose: (asks) => asks.map(({ k }) => Array.from({ length: k }, () => 1)),
+  };
+  // The decode/verify line JSON extraction learned at 16 sequences (~7 ms + 5.1 ms a token),
+  // relative to a 1-token step; drafts accepted 80% of the time.
+  const s = new Speculator(
+    right,
+    { numSpeculativeTokens: 5, cost: { perToken: 0.42, knee: 1000 }, priorAcceptance: 0.8 },
+    { room: () => 100 },
+  );
+  // 12 sequences decode; 4 compute the two tokens jump-forward appended, then sample.
+  const seqs = Array.from(
+    { length: 16 },
+    (_, i) => ({ ...sequence(), numPending: i < 12 ? 1 : 3 }) as Sequence,
+  );
+  s.propose(seqs);
+  const sent = seqs.reduce((n, q) => n + (q.draft?.tokens.length ?? 0), 0);
+  // The step yields 24 tokens for the cost of 24: a draft token (5.1 ms, worth 0.8 × 0.9)
+  // makes less per ms than the step does. Counting 16 outputs for the 24 tokens' cost, the
+  // earlier rule saw a step that made 16 tokens for the cost of 24 and sent 16 drafts.
+  assert.equal(sent, 0);
+});

@@ -131,10 +131,16 @@ export class Speculator {
     const eligible: Sequence[] = [];
     const room: number[] = [];
     let baseTokens = 0;
+    // Output the step gives without drafts: each decoding sequence's sample and the tokens
+    // jump-forward appended before it (output too, and computed in this step); one for a
+    // sequence in prefill. Counting the forced tokens' cost but not their output made a
+    // step that carried them look unproductive, so that drafts looked cheap beside it.
+    let baseOutputs = 0;
     for (const seq of running) {
       seq.draft = null;
       if (seq.status !== 'running' || seq.aborted) continue;
       baseTokens += Math.min(seq.numPending, MAX_PENDING);
+      baseOutputs += seq.numPending <= MAX_PENDING ? Math.max(1, seq.numPending) : 1;
       if (seq.forkInto > 1 || seq.numPending < 1 || seq.numPending > MAX_PENDING) continue;
       const r = Math.min(this.o.numSpeculativeTokens, this.hooks.room(seq));
       if (r <= 0) continue;
@@ -150,7 +156,7 @@ export class Speculator {
       return allocateDrafts(
         max.map((m, i) => ({ alpha: alpha[i], max: m })),
         baseTokens,
-        running.length,
+        baseOutputs,
         cost,
         this.o.minAcceptance ?? 0.2,
         // A draft step runs every drafting sequence's next token at once.
