@@ -18,13 +18,21 @@
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels').filter(f => /_avx512\\.cc$/.test(f)).map(f => 'native/src/kernels/' + f).join(' ')\")"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-fPIC"]
     },
+    # The AMX int8 prefill kernels (native/src/kernels/amx/*_amx.cc): AVX-512 plus the tile
+    # instructions, called only after the CPUID check and the OS's permission (amx_support.cc).
+    {
+      "target_name": "prism_kernels_amx",
+      "type": "static_library",
+      "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels/amx').filter(f => /_amx\\.cc$/.test(f)).map(f => 'native/src/kernels/amx/' + f).join(' ')\")"],
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-fPIC"]
+    },
     {
       "target_name": "prism_native",
-      "dependencies": ["prism_kernels_avx512"],
+      "dependencies": ["prism_kernels_avx512", "prism_kernels_amx"],
       # native/cuda/host/: the CUDA backend's loader and glue (dlopen of libprism_cuda.so at
       # run time: no CUDA headers or libraries are needed to build it).
       "sources": [
-        "<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_avx512\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")",
+        "<!@(node -p \"require('fs').readdirSync('native/src', {recursive: true}).filter(f => /\\.cc$/.test(f) && !/_(avx512|amx)\\.cc$/.test(f)).map(f => 'native/src/' + f).join(' ')\")",
         "<!@(node -p \"require('fs').readdirSync('native/cuda/host').filter(f => /\\.cc$/.test(f)).map(f => 'native/cuda/host/' + f).join(' ')\")"
       ],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-pthread"],

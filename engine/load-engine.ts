@@ -110,7 +110,7 @@ export async function loadEngine(
           : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
       const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
       checkMemoryFits({
-        weightBytes: m.weightBytes,
+        weightBytes: m.residentWeightBytes,
         kvBytes: kvPages * perPage,
         minKvBytes: minPages * perPage,
         machineBytes,
@@ -189,7 +189,7 @@ export async function loadEngine(
   if (kvEvents) hooks.onKvEvents?.(kvEvents);
   const ctxInfo = contextInfo(ctx);
   hooks.onMemory?.({
-    weightBytes: m.weightBytes,
+    weightBytes: m.residentWeightBytes,
     kvBytes: ctxInfo.kvBytes,
     kvBlocks: Math.floor(kvPages / m.kvLayout.pagesPerBlock),
     blockSize: o.cacheBlockSize,

@@ -9,7 +9,7 @@ import { totalmem } from 'node:os';
 import { EngineError } from './errors.js';
 
 export interface MemoryPlan {
-  /** Weight bytes the model keeps (mmapped file pages read per token + repacked copies). */
+  /** Every weight byte the model keeps (mmapped file pages + repacked copies; all experts of a mixture). */
   readonly weightBytes: number;
   /** The KV pool that will be allocated. */
   readonly kvBytes: number;

@@ -204,6 +204,54 @@ test('matmul handles zero weights and zero activations without NaN', () => {
   }
 });
 
+/** Types whose int8 layouts the AMX driver serves (native/src/kernels/amx/matmul_amx.cc). */
+const AMX_TYPES: readonly TensorType[] = ['Q5_K', 'IQ4_XS', 'Q4_0', 'Q4_1', 'Q4_K', 'Q8_0', 'Q6_K'];
+
+test('amx: the AMX int8 tiles match the dequantized product and the AVX-512 kernels on ragged shapes', (t) => {
+  if (!cpuFeatures().amx) {
+    t.skip('this CPU (or its OS) has no AMX int8 tiles');
+    return;
+  }
+  let seed = 7001;
+  for (const type of AMX_TYPES) {
+    // Rows and tokens that are not whole 16-tiles, blocks that end inside a 16-block group
+    // (768, 2304), and n below the 16 at which matmul() switches (the "amx" family uses the
+    // tiles for any n).
+    for (const [rows, cols, n] of [
+      [1, 256, 1],
+      [16, 256, 16],
+      [17, 768, 17],
+      [45, 2304, 40],
+      [33, 512, 3],
+    ] as const) {
+      const w = randomMatrix(rows * cols, seed++);
+      const x = randomMatrix(n * cols, seed++, 3);
+      const q = kernelTestHooks.quantize(type, w, rows, cols);
+      const wd = kernelTestHooks.dequantize(type, q, rows, cols);
+      const amx = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'amx');
+      const vnni = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx512');
+      const err = worstRelativeError(amx, wd, x, rows, cols, n);
+      assert.ok(
+        err < tolerance(type, 'avx512', 'int8'),
+        `${type} amx rows=${rows} cols=${cols} n=${n}: relative error ${err}`,
+      );
+      // Same quantized activations and exact integer sums: only the f32 accumulation order
+      // differs from the VNNI kernel.
+      const xn = norms(x, n, cols);
+      const wn = norms(wd, rows, cols);
+      for (let tok = 0; tok < n; tok++) {
+        for (let r = 0; r < rows; r++) {
+          const d = Math.abs(amx[tok * rows + r]! - vnni[tok * rows + r]!) / (wn[r]! * xn[tok]! + 1e-30);
+          assert.ok(
+            d < 1e-6,
+            `${type} amx vs avx512 rows=${rows} cols=${cols} n=${n} at (${tok}, ${r}): ${d}`,
+          );
+        }
+      }
+    }
+  }
+});
+
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {
   const q = kernelTestHooks.quantize('Q8_0', randomMatrix(64, 3), 2, 32);
   const x = randomMatrix(32, 4);
@@ -212,6 +260,9 @@ test('matmul rejects an unknown or unsupported ISA and shapes that do not fit th
   assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'sse9+int16'), /isa/);
   if (!supportedIsas().includes('avx512')) {
     assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'avx512'), /not supported/);
+  }
+  if (!cpuFeatures().amx) {
+    assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'amx'), /not supported/);
   }
   assert.throws(() => kernelTestHooks.quantize('Q4_1', randomMatrix(40, 5), 1, 40), /multiple of 32/);
 });

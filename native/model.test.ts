@@ -78,6 +78,7 @@ describe('default model', () => {
     assert.deepEqual(info.tensorTypes, { F32: 61, Q4_1: 210, Q8_0: 1 });
     // Q4_1 layers (~0.625 B/weight) + the Q8_0 tied head (49152 × 576 × 34/32 bytes).
     assert.ok(info.weightBytes > 85e6 && info.weightBytes < 110e6, `weightBytes ${info.weightBytes}`);
+    assert.equal(info.residentWeightBytes, info.weightBytes, 'a dense model reads every weight it holds');
   });
 
   it('reads GGUF metadata with arrays and numbers', () => {
@@ -239,5 +240,39 @@ describe('tiny models of every architecture', () => {
       /disposed/,
     );
     disposeContext(ctx);
+  });
+});
+
+describe('mixture-of-experts bytes', () => {
+  // Two files whose layers hold their experts in different types (as a Q4_K_M file keeps some
+  // layers' down experts in Q6_K): the same two layers in swapped order. A token reads 2 of 4
+  // experts per layer, whatever the order, so both files read the same bytes per token; a
+  // count that took layer 0's expert size for every layer would tell them apart.
+  const shape = { ...TINY, experts: 4, expertsUsed: 2 };
+  const dir = mkdtempSync(join(tmpdir(), 'prism-moe-bytes-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  async function info(first: 'Q8_0' | 'Q4_0', second: 'Q8_0' | 'Q4_0') {
+    const path = join(dir, `${first}-${second}.gguf`);
+    writeTinyGguf(path, shape, {
+      weightType: 'Q8_0',
+      typeFor: (name) => (!name.includes('_exps') ? undefined : name.startsWith('blk.0.') ? first : second),
+    });
+    const model = await loadModel(path);
+    try {
+      return modelInfo(model);
+    } finally {
+      disposeModel(model);
+    }
+  }
+
+  it("counts each layer's own experts in the bytes a token reads", async () => {
+    const a = await info('Q8_0', 'Q4_0');
+    const b = await info('Q4_0', 'Q8_0');
+    assert.equal(a.experts, 4);
+    assert.equal(a.expertsUsed, 2);
+    assert.equal(a.residentWeightBytes, b.residentWeightBytes);
+    assert.equal(a.weightBytes, b.weightBytes);
+    // Half the experts are read: the unread half is more than a quarter of what is held.
+    assert.ok(a.weightBytes < a.residentWeightBytes * 0.75, `${a.weightBytes} of ${a.residentWeightBytes}`);
   });
 });

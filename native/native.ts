@@ -71,6 +71,8 @@ export interface ModelInfo {
    * experts only the experts one token uses): the roofline's denominator.
    */
   readonly weightBytes: number;
+  /** Every weight byte the model holds (what memory must fit); weightBytes for a dense model. */
+  readonly residentWeightBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
    * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
@@ -380,6 +382,10 @@ export interface CpuFeatures {
   readonly avx512vl: boolean;
   readonly avx512vnni: boolean;
   readonly avx512bf16: boolean;
+  /** AMX-TILE + AMX-INT8 present and granted by the OS (the "amx" test family runs). */
+  readonly amx: boolean;
+  /** Batches of 16+ tokens run on AMX tiles (amx, avx512 selected, PRISM_AMX not 0). */
+  readonly amxPrefill: boolean;
   /** What the kernels use: 'avx512' | 'avx2' | 'reference' (PRISM_ISA overrides). */
   readonly selected: string;
 }
@@ -422,7 +428,8 @@ export interface NativeAddon {
   cpuFeatures(): CpuFeatures;
   /**
    * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
-   * ("avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations).
+   * ("amx" | "avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations;
+   * "amx" is avx512 with the AMX-served int8 layouts on the tiles for any n).
    */
   matmulForTest(
     type: TensorType,

@@ -14,6 +14,9 @@ export interface TinyShape {
   kvHeads: number;
   inter: number;
   layers: number;
+  /** A mixture of experts (Mixtral-style llama): experts per layer and how many a token uses. */
+  experts?: number;
+  expertsUsed?: number;
 }
 
 export const TINY: TinyShape = { vocab: 64, hidden: 32, heads: 4, kvHeads: 2, inter: 64, layers: 2 };
@@ -100,9 +103,17 @@ export function tinyLlamaTensors(
       type: 'F32',
       values: new Float32Array(hidden).fill(1),
     });
-    add(p + 'ffn_gate.weight', [hidden, inter], weightType);
-    add(p + 'ffn_up.weight', [hidden, inter], weightType);
-    add(p + 'ffn_down.weight', [inter, hidden], weightType);
+    if (shape.experts) {
+      // GGUF's stacked experts: [cols, rows, experts], innermost first; the router stays F32.
+      add(p + 'ffn_gate_inp.weight', [hidden, shape.experts], 'F32');
+      add(p + 'ffn_gate_exps.weight', [hidden, inter, shape.experts], weightType);
+      add(p + 'ffn_up_exps.weight', [hidden, inter, shape.experts], weightType);
+      add(p + 'ffn_down_exps.weight', [inter, hidden, shape.experts], weightType);
+    } else {
+      add(p + 'ffn_gate.weight', [hidden, inter], weightType);
+      add(p + 'ffn_up.weight', [hidden, inter], weightType);
+      add(p + 'ffn_down.weight', [inter, hidden], weightType);
+    }
   }
   t.push({
     name: 'output_norm.weight',
@@ -157,6 +168,12 @@ export function writeTinyGguf(
     [`${arch}.attention.layer_norm_rms_epsilon`, 6, f32(1e-5)],
     // An array of strings, like a tokenizer vocabulary.
     ['tokenizer.ggml.tokens', 9, Buffer.concat([u32(8), u64(3), str('a'), str('b'), str('c')])],
+    ...(shape.experts
+      ? ([
+          [`${arch}.expert_count`, 4, u32(shape.experts)],
+          [`${arch}.expert_used_count`, 4, u32(shape.expertsUsed ?? 1)],
+        ] as Array<[string, number, Buffer]>)
+      : []),
     ...(opts.extraKv ?? []),
   ];
   parts.push(Buffer.from('GGUF'), u32(3), u64(tensors.length), u64(kvs.length));

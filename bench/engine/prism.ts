@@ -85,11 +85,12 @@ export class PrismEngine implements BenchEngine {
     const host = this.native.hostInfo();
     return {
       binding: 'native core (createContext + step)',
-      isa: this.ctxInfo.isa,
+      // Batches of 16+ tokens (prefill) run on AMX int8 tiles where the host has them.
+      isa: this.native.cpuFeatures().amxPrefill ? `${this.ctxInfo.isa} + AMX int8 prefill` : this.ctxInfo.isa,
       threads: this.ctxInfo.threads,
       ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
       host: host.description,
-      'huge pages': `${(host.anonHugeBytes / 2 ** 20).toFixed(0)} MiB of anonymous memory on huge pages, weights ${(this.info.weightBytes / 2 ** 20).toFixed(0)} MiB`,
+      'huge pages': `${(host.anonHugeBytes / 2 ** 20).toFixed(0)} MiB of anonymous memory on huge pages, weights ${(this.info.residentWeightBytes / 2 ** 20).toFixed(0)} MiB held`,
       'KV blocks': `${this.pool.capacity} × ${this.ctxInfo.blockSize} tokens`,
       'KV MiB': +(this.ctxInfo.kvBytes / 2 ** 20).toFixed(1),
       'max batch tokens': this.options.maxBatchTokens,

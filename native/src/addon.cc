@@ -11,6 +11,7 @@
 #include "format_error.h"
 #include "gguf.h"
 #include "handles.h"
+#include "kernels/amx/amx.h"
 #include "model.h"
 #include "plan_reader.h"
 #include "system_info.h"
@@ -320,6 +321,8 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   o.Set("avx512vl", static_cast<bool>(__builtin_cpu_supports("avx512vl")));
   o.Set("avx512vnni", static_cast<bool>(__builtin_cpu_supports("avx512vnni")));
   o.Set("avx512bf16", static_cast<bool>(__builtin_cpu_supports("avx512bf16")));
+  o.Set("amx", kernels::cpuHasAmxInt8());
+  o.Set("amxPrefill", amxPrefillSelected());
   o.Set("selected", selectedIsa());
   return o;
 }

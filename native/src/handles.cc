@@ -79,6 +79,7 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   o.Set("experts", static_cast<double>(c.experts));
   o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
   o.Set("weightBytes", m.weightBytes);
+  o.Set("residentWeightBytes", m.residentWeightBytes);
   o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
   Napi::Object types = Napi::Object::New(env);
   for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);

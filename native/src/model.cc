@@ -279,12 +279,14 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
   m.outputNorm = b.norm("output_norm.weight", D);
   c.tiedEmbeddings = !b.has("output.weight");
   m.output = b.linear({{c.tiedEmbeddings ? "token_embd.weight" : "output.weight", c.vocab}}, D);
-  if (c.experts > 0) {
-    // The roofline's bytes per token: only the experts a token uses are read (plus the router).
-    const double perExpert = m.layers.empty() || m.layers[0].moe.gateUp.empty()
-                                 ? 0
-                                 : bytesOf(m.layers[0].moe.gateUp[0]) + bytesOf(m.layers[0].moe.down[0]);
-    m.weightBytes -= static_cast<double>(c.layers) * perExpert * static_cast<double>(c.experts - c.expertsUsed);
+  m.residentWeightBytes = m.weightBytes;
+  // The roofline's bytes per token: only the experts a token uses are read (plus the router).
+  // Each layer counts its own expert size: a Q4_K_M file keeps some layers' down experts in
+  // Q6_K (llama.cpp's use_more_bits), so layer 0's size is not every layer's.
+  for (const LayerWeights& L : m.layers) {
+    if (L.moe.gateUp.empty() || L.moe.down.empty()) continue;
+    const double perExpert = bytesOf(L.moe.gateUp[0]) + bytesOf(L.moe.down[0]);
+    m.weightBytes -= perExpert * static_cast<double>(c.experts - c.expertsUsed);
   }
   if (progress) progress(1.0);
 }

@@ -138,7 +138,10 @@ struct Model {
   LinearGroup output;
   std::vector<LayerWeights> layers;
   std::map<std::string, int> tensorTypes;
+  // Weight bytes one decoded token reads (the roofline's unit; of a mixture of experts only
+  // the experts a token uses), and every weight byte the model holds (what memory must fit).
   double weightBytes = 0;
+  double residentWeightBytes = 0;
   int64_t maxLinearCols = 0;
   // Activation rounding of every quantized linear layer (chooseActivations, model.cc).
   ActivationPrecision activations = ActivationPrecision::Int16;

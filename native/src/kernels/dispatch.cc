@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/amx/amx.h"
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 
@@ -78,9 +79,17 @@ const Selection& selection() {
 
 Isa currentIsa() { return selection().isa; }
 
-void runMatmul(Isa isa, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+// How a call may use the AMX tiles (kernels/amx/amx.h): never, for batches of at least
+// kAmxMinTokens tokens (matmul(), when amxEnabled()), or always (the "amx" test family).
+enum class AmxUse { Off, Batches, Always };
+
+void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
+  if (isa >= Isa::Avx512 && amx != AmxUse::Off && (amx == AmxUse::Always || n >= kAmxMinTokens) && amxHandles(W)) {
+    matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
+    return;
+  }
   if (isa >= Isa::Avx512 && matmulAvx512(W, x, n, ldx, y, ldy, pool, scratch)) return;
   if (isa >= Isa::Avx2 && matmulAvx2(W, x, n, ldx, y, ldy, pool, scratch)) return;
   matmulReference(W, x, n, ldx, y, ldy, pool);
@@ -111,6 +120,8 @@ bool cpuHasAvx512Bf16() {
 }  // namespace kernels
 
 const char* selectedIsa() { return isaName(currentIsa()); }
+
+bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
 
 const char* isaOverrideError() {
   const Selection& s = selection();
@@ -187,6 +198,7 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   // the Q4G int8 activations, padded to whole 16-block groups.
   size_t need = std::max(quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
                          q4gActivationBytes(maxRows, maxCols));
+  if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -218,14 +230,21 @@ void KernelScratch::prefetchSlice(int64_t part, int64_t parts) const {
 
 void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool& pool, KernelScratch& scratch) {
-  runMatmul(currentIsa(), W, x, n, ldx, y, ldy, pool, scratch);
+  runMatmul(currentIsa(), amxEnabled() ? AmxUse::Batches : AmxUse::Off, W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols, const float* x,
                    int64_t n, float* y, const std::string& isa) {
-  // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision).
+  // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
+  // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
+  // whatever n (the others run avx512); "avx512" itself never uses the tiles.
   const size_t plus = isa.find('+');
-  const std::string family = isa.substr(0, plus);
+  std::string family = isa.substr(0, plus);
+  const bool amx = family == "amx";
+  if (amx) {
+    if (!cpuHasAmxInt8()) throw std::invalid_argument("isa amx is not supported by this CPU (or the OS refused it)");
+    family = "avx512";
+  }
   ActivationPrecision precision = ActivationPrecision::Int8;
   if (plus != std::string::npos) {
     const std::string p = isa.substr(plus + 1);
@@ -234,7 +253,7 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   }
   Isa wanted;
   if (!parseIsa(family, &wanted)) {
-    throw std::invalid_argument("isa must be one of avx512, avx2, reference; got '" + isa + "'");
+    throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference; got '" + isa + "'");
   }
   if (wanted > bestSupportedIsa()) {
     throw std::invalid_argument("isa " + family + " is not supported by this CPU");
@@ -248,7 +267,7 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   std::lock_guard<std::mutex> lock(mutex);
   KernelScratch scratch;
   scratch.reserve(n, cols, pool.size());
-  runMatmul(wanted, W, x, n, cols, y, rows, pool, scratch);
+  runMatmul(wanted, amx ? AmxUse::Always : AmxUse::Off, W, x, n, cols, y, rows, pool, scratch);
 }
 
 double measureMemoryBandwidth(size_t bytes, int passes, ThreadPool& pool) {

@@ -154,6 +154,9 @@ void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t r
 // the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one. Never
 // throws: a malformed PRISM_ISA is ignored (warning on stderr) and reported below.
 const char* selectedIsa();
+// Whether batches of 16+ tokens run on AMX int8 tiles (kernels/amx/amx.h): the CPU and OS
+// allow it, the "avx512" family is selected and PRISM_AMX is not 0.
+bool amxPrefillSelected();
 // The complaint about a malformed PRISM_ISA (naming the variable and the allowed values), or
 // nullptr when it is unset or valid — for the caller to turn into an error where it can.
 const char* isaOverrideError();
