@@ -4,7 +4,9 @@ import type { StepOutput } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { Sequence } from '../sequence.js';
 import type { Proposer } from './proposer.js';
-import { Speculator } from './speculator.js';
+import { allocateDrafts } from './adaptive-k.js';
+import { Speculator, timedStepTokens } from './speculator.js';
+import { StepCostEstimate } from './step-cost.js';
 
 /** A free proposer that always proposes token 7 (never what the model samples, token 1). */
 const wrong: Proposer = {
@@ -105,4 +107,90 @@ test("a free proposer's draft check (structured output) counts in the step's lea
   const c = s.costCurve(1);
   // 1 + 4 tokens took ≥ 12 ms, 1 token next to nothing: the curve charges each draft token its check.
   assert.ok(c(5) / c(1) > 3, `c(5)/c(1) = ${c(5) / c(1)}`);
+});
+
+test('the learned cost line takes decode/verify steps only: jump-forward and prefill positions do not set what a draft token costs', () => {
+  const item = (numNew: number, draft = 0) => ({
+    seq: sequence(),
+    start: 0,
+    numNew,
+    sample: true,
+    draft: draft > 0 ? Array.from({ length: draft }, () => 1) : undefined,
+  });
+  const batch = (items: ReturnType<typeof item>[]) => ({ items }) as unknown as ScheduledBatch;
+  const decode = batch(Array.from({ length: 16 }, () => item(1)));
+  const verify = batch(Array.from({ length: 16 }, () => item(1, 1)));
+  // 12 sequences decode, 4 compute the 2 tokens jump-forward appended after their last one.
+  const forced = batch([
+    ...Array.from({ length: 12 }, () => item(1)),
+    ...Array.from({ length: 4 }, () => item(3)),
+  ]);
+  assert.equal(timedStepTokens(decode), 16);
+  assert.equal(timedStepTokens(verify), 32);
+  assert.equal(timedStepTokens(forced), null);
+  assert.equal(timedStepTokens(batch([item(1), item(9)])), null, 'a prefill chunk');
+
+  // JSON extraction at 16 sequences on the development CPU (step times the engine saw, load
+  // ~2): 16 tokens 95 ms; jump-forward steps (forced tokens: no logits row, no sample) of
+  // 12 + 4 × 3 tokens 121 ms and 4 + 12 × 3 tokens 194 ms; 16 × (1 + 1) tokens 196 ms.
+  const forcedMost = batch([
+    ...Array.from({ length: 4 }, () => item(1)),
+    ...Array.from({ length: 12 }, () => item(3)),
+  ]);
+  const steps: [ScheduledBatch, number][] = [
+    [decode, 95],
+    [forced, 121],
+    [decode, 95],
+    [forcedMost, 194],
+    [verify, 196],
+  ];
+  const drafts = (tokensOf: (b: ScheduledBatch) => number | null) => {
+    const e = new StepCostEstimate({ perToken: 0.1, knee: 48 });
+    for (let i = 0; i < 40; i++) {
+      const [b, ms] = steps[i % steps.length];
+      const t = tokensOf(b);
+      if (t !== null) e.record(16, t, ms);
+    }
+    const k = allocateDrafts(
+      Array.from({ length: 16 }, () => ({ alpha: 0.95, max: 5 })),
+      16,
+      16,
+      e.curve(16),
+      0.2,
+    );
+    return k.reduce((a, b) => a + b, 0);
+  };
+  // Drafts accepted 95% of the time. On decode/verify steps a draft token costs about what a
+  // sequence's own token does: none pays.
+  assert.equal(drafts(timedStepTokens), 0);
+  // The earlier rule took every step without a prefill chunk over 16 tokens: the cheap
+  // forced tokens flattened the line, and the batch drafted.
+  const everyStep = (b: ScheduledBatch) =>
+    b.items.reduce((n, it) => n + it.numNew + ((it.draft as number[] | undefined)?.length ?? 0), 0);
+  assert.ok(drafts(everyStep) >= 16, `drafts sent on the mixed line: ${drafts(everyStep)}`);
+});
+
+test("jump-forward's forced tokens count as the step's output, not only as its cost", () => {
+  const right: Proposer = {
+    ...wrong,
+    propose: (asks) => asks.map(({ k }) => Array.from({ length: k }, () => 1)),
+  };
+  // The decode/verify line JSON extraction learned at 16 sequences (~7 ms + 5.1 ms a token),
+  // relative to a 1-token step; drafts accepted 80% of the time.
+  const s = new Speculator(
+    right,
+    { numSpeculativeTokens: 5, cost: { perToken: 0.42, knee: 1000 }, priorAcceptance: 0.8 },
+    { room: () => 100 },
+  );
+  // 12 sequences decode; 4 compute the two tokens jump-forward appended, then sample.
+  const seqs = Array.from(
+    { length: 16 },
+    (_, i) => ({ ...sequence(), numPending: i < 12 ? 1 : 3 }) as Sequence,
+  );
+  s.propose(seqs);
+  const sent = seqs.reduce((n, q) => n + (q.draft?.tokens.length ?? 0), 0);
+  // The step yields 24 tokens for the cost of 24: a draft token (5.1 ms, worth 0.8 × 0.9)
+  // makes less per ms than the step does. Counting 16 outputs for the 24 tokens' cost, the
+  // earlier rule saw a step that made 16 tokens for the cost of 24 and sent 16 drafts.
+  assert.equal(sent, 0);
 });

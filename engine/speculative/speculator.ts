@@ -131,10 +131,16 @@ export class Speculator {
     const eligible: Sequence[] = [];
     const room: number[] = [];
     let baseTokens = 0;
+    // Output the step gives without drafts: each decoding sequence's sample and the tokens
+    // jump-forward appended before it (output too, and computed in this step); one for a
+    // sequence in prefill. Counting the forced tokens' cost but not their output made a
+    // step that carried them look unproductive, so that drafts looked cheap beside it.
+    let baseOutputs = 0;
     for (const seq of running) {
       seq.draft = null;
       if (seq.status !== 'running' || seq.aborted) continue;
       baseTokens += Math.min(seq.numPending, MAX_PENDING);
+      baseOutputs += seq.numPending <= MAX_PENDING ? Math.max(1, seq.numPending) : 1;
       if (seq.forkInto > 1 || seq.numPending < 1 || seq.numPending > MAX_PENDING) continue;
       const r = Math.min(this.o.numSpeculativeTokens, this.hooks.room(seq));
       if (r <= 0) continue;
@@ -150,7 +156,7 @@ export class Speculator {
       return allocateDrafts(
         max.map((m, i) => ({ alpha: alpha[i], max: m })),
         baseTokens,
-        running.length,
+        baseOutputs,
         cost,
         this.o.minAcceptance ?? 0.2,
         // A draft step runs every drafting sequence's next token at once.
@@ -197,15 +203,9 @@ export class Speculator {
   /** After a step: what the sampler accepted, per sequence; the drafts are spent. */
   verified(batch: ScheduledBatch, out: StepOutput): void {
     if (this.learned && this.proposedAt >= 0) {
-      // Decode/verify steps only: a prefill chunk's tokens cost differently (no logits row,
-      // longer attention) and are not what the choice of k is about.
-      let tokens = 0;
-      let decode = true;
-      for (const item of batch.items) {
-        tokens += item.numNew + (item.draft?.length ?? 0);
-        if (item.numNew > MAX_PENDING) decode = false;
-      }
-      if (decode) this.learned.record(batch.items.length, tokens, performance.now() - this.proposedAt);
+      const tokens = timedStepTokens(batch);
+      if (tokens !== null)
+        this.learned.record(batch.items.length, tokens, performance.now() - this.proposedAt);
       this.proposedAt = -1;
     }
     batch.items.forEach((item, k) => {
@@ -246,4 +246,23 @@ export class Speculator {
     if (!a) this.acceptance.set(seq, (a = new Acceptance(this.o.priorAcceptance ?? this.recent.alpha)));
     return a;
   }
+}
+
+/**
+ * The tokens of a step the learned cost line may take, or null for a step it must not: only
+ * steps whose every sequence computes one new token plus its draft count. The line's slope is
+ * what it charges a draft token, and every draft position is read by the sampler (a logits
+ * row through the model's head, a masked sample). A step's other extra positions are not: a
+ * prefill chunk's, or the tokens jump-forward appended under structured output. Those cost
+ * less (on the default model the head is a fifth of the weights): JSON extraction at 16
+ * sequences on the development CPU took ~3 ms per forced token and ~5-6.6 ms per verify
+ * token, so a line through both charged drafts too little.
+ */
+export function timedStepTokens(batch: ScheduledBatch): number | null {
+  let tokens = 0;
+  for (const item of batch.items) {
+    if (item.numNew !== 1) return null;
+    tokens += 1 + (item.draft?.length ?? 0);
+  }
+  return tokens;
 }

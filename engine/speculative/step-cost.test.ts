@@ -78,3 +78,19 @@ test('a batch of 16 is charged on its own measured curve: break-even drafts are 
   assert.equal(allocateDrafts([{ alpha: 0.88, max: 5 }], 1, 1, e.curve(1), 0.2)[0], 5);
   assert.equal(allocateDrafts([{ alpha: 0.15, max: 5 }], 1, 1, e.curve(1), 0.2)[0], 0, 'chat-like: none');
 });
+
+test('a batch size that stops drafting keeps the slope it measured, not the prior', () => {
+  const e = new StepCostEstimate(prior);
+  // 16 sequences: a verify token costs what a sequence's own token does (16 → 90 ms, 32 → 180).
+  for (let i = 0; i < 40; i++) e.record(16, i % 2 ? 32 : 16, i % 2 ? 180 : 90);
+  const learned = e.curve(16);
+  const cands = Array.from({ length: 16 }, () => ({ alpha: 0.9, max: 5 }));
+  assert.equal(sum(allocateDrafts(cands, 16, 16, learned, 0.2)), 0);
+  // Then no drafts for a long while: every step has 16 tokens and the decayed sizes all look alike.
+  for (let i = 0; i < 1000; i++) e.record(16, 16, 90);
+  const later = e.curve(16);
+  assert.ok(Math.abs(later(32) / later(16) - 2) < 0.05, `c(32)/c(16) = ${later(32) / later(16)}`);
+  assert.equal(sum(allocateDrafts(cands, 16, 16, later, 0.2)), 0, 'still none sent');
+  // The prior, which the earlier rule fell back to, sends them.
+  assert.ok(sum(allocateDrafts(cands, 16, 16, prior, 0.2)) > 0);
+});

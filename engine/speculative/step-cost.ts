@@ -37,16 +37,26 @@ class Line {
     this.sTt = this.sTt * d + tokens * ms;
   }
 
-  /** ms = at + slope·(tokens - at's tokens): null while too few steps or all of one size. */
+  /** The slope of the last fit with steps of different sizes. */
+  private lastSlope: number | null = null;
+
+  /**
+   * ms = at + slope·(tokens - at's tokens): null while too few steps, or all of one size
+   * before any slope was seen. Steps all of one size say nothing about the slope: they keep
+   * the last one measured (anchored at their mean). Falling back to the prior instead, once a
+   * batch size that had learned drafts do not pay had sent none for long enough that the
+   * decayed sizes looked all alike, made drafts look cheap again and sent them at a loss.
+   */
   fit(minSteps: number): { slope: number; meanTokens: number; meanMs: number } | null {
     if (this.w < minSteps) return null;
     const meanTokens = this.sT / this.w;
     const varT = this.sTT / this.w - meanTokens * meanTokens;
-    // Steps all of one size say nothing about the slope.
-    if (varT < 0.25) return null;
     const meanMs = this.st / this.w;
+    if (!(meanMs > 0)) return null;
+    if (varT < 0.25) return this.lastSlope === null ? null : { slope: this.lastSlope, meanTokens, meanMs };
     const slope = (this.sTt / this.w - meanTokens * meanMs) / varT;
-    if (!(meanMs > 0) || !Number.isFinite(slope)) return null;
+    if (!Number.isFinite(slope)) return null;
+    this.lastSlope = slope;
     return { slope, meanTokens, meanMs };
   }
 }
