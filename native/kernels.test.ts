@@ -312,6 +312,36 @@ test('amx: the AMX int8 tiles match the dequantized product and the AVX-512 kern
   }
 });
 
+test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) => {
+  if (!cpuFeatures().amx) {
+    t.skip('this CPU (or its OS) has no AMX int8 tiles');
+    return;
+  }
+  assert.equal(
+    cpuFeatures().amxPrefill,
+    cpuFeatures().selected === 'avx512' && process.env.PRISM_AMX !== '0',
+  );
+  // What a fresh process reports under each switch (the choice is made once per process).
+  const probe = (env: Record<string, string>) => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { cpuFeatures } from '${new URL('./native.ts', import.meta.url).href}'; process.stdout.write(JSON.stringify(cpuFeatures()));`,
+      ],
+      { encoding: 'utf8', env: { ...process.env, ...env } },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout) as { amx: boolean; amxPrefill: boolean; selected: string };
+  };
+  assert.equal(probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' }).amxPrefill, false);
+  assert.equal(probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' }).amxPrefill, false);
+  assert.equal(probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512' }).amxPrefill, true);
+});
+
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {
   const q = kernelTestHooks.quantize('Q8_0', randomMatrix(64, 3), 2, 32);
   const x = randomMatrix(32, 4);
