@@ -182,6 +182,66 @@ test('int16 activations: exact on integer-valued blocks, and extreme activations
   }
 });
 
+test('AVX-512 int16 kernels (Q4_0, Q4_1, Q4_K, Q8_0) agree with the AVX2 int16 kernels', (t) => {
+  if (!supportedIsas().includes('avx512')) {
+    t.skip('this CPU has no AVX-512 VNNI');
+    return;
+  }
+  // Both quantize the activations to the same int16 blocks and compute the same exact
+  // integer dot per block and the same f32 scale products; only the order in which the f32
+  // terms are summed differs (16 lanes against 8, a pair's two blocks in different lanes, the
+  // lone last block and the offsets added apart). Each side rounds at most ~2 times per block
+  // (the block term, its offset term) plus the lanes' horizontal sum, each at 2^-24 of a
+  // partial sum of the order of |W_r|·|x_t|: the bound below, (4·blocks + 32)·2^-24 relative,
+  // 6e-6 at the default model's 576 columns (seen: ~1.5e-7), under the int16 rounding itself (~1e-5, the
+  // 1e-4 tolerance above). Shapes: decode (n = 1, 8-row tiles and their 1-row tails), the
+  // 2-16 token tiles of speculation's verify steps and short prefills, odd block counts
+  // (the Q4X pair's lone last block), several row groups; Q6_K is the control (both run
+  // the AVX2 kernel).
+  let seed = 1000;
+  let worst = 0;
+  for (const type of ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0', 'Q6_K'] as const) {
+    const block = BLOCK[type];
+    const colChoices = block === 32 ? [32, 96, 576, 1536] : [256, 768, 1536];
+    for (const cols of colChoices) {
+      for (const [rows, n] of [
+        [1, 1],
+        [13, 1],
+        [67, 1],
+        [192, 1],
+        [67, 2],
+        [9, 3],
+        [67, 4],
+        [67, 5],
+        [40, 8],
+        [67, 16],
+        [301, 7],
+      ] as const) {
+        const w = randomMatrix(rows * cols, seed++);
+        const x = randomMatrix(n * cols, seed++, 3);
+        const q = kernelTestHooks.quantize(type, w, rows, cols);
+        const wn = norms(kernelTestHooks.dequantize(type, q, rows, cols), rows, cols);
+        const xn = norms(x, n, cols);
+        const y512 = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx512+int16');
+        const y2 = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx2+int16');
+        const bound = (4 * (cols / 32) + 32) * 2 ** -24;
+        for (let tk = 0; tk < n; tk++) {
+          for (let r = 0; r < rows; r++) {
+            const i = tk * rows + r;
+            const e = Math.abs(y512[i]! - y2[i]!) / (wn[r]! * xn[tk]! + 1e-30);
+            worst = Math.max(worst, e);
+            assert.ok(
+              e <= bound,
+              `${type} rows=${rows} cols=${cols} n=${n} row ${r} token ${tk}: ${e} > ${bound}`,
+            );
+          }
+        }
+      }
+    }
+  }
+  t.diagnostic(`worst |y512 - y2| / (|W_r|·|x_t|): ${worst.toExponential(2)}`);
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
   for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {
@@ -250,6 +310,36 @@ test('amx: the AMX int8 tiles match the dequantized product and the AVX-512 kern
       }
     }
   }
+});
+
+test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) => {
+  if (!cpuFeatures().amx) {
+    t.skip('this CPU (or its OS) has no AMX int8 tiles');
+    return;
+  }
+  assert.equal(
+    cpuFeatures().amxPrefill,
+    cpuFeatures().selected === 'avx512' && process.env.PRISM_AMX !== '0',
+  );
+  // What a fresh process reports under each switch (the choice is made once per process).
+  const probe = (env: Record<string, string>) => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { cpuFeatures } from '${new URL('./native.ts', import.meta.url).href}'; process.stdout.write(JSON.stringify(cpuFeatures()));`,
+      ],
+      { encoding: 'utf8', env: { ...process.env, ...env } },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout) as { amx: boolean; amxPrefill: boolean; selected: string };
+  };
+  assert.equal(probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' }).amxPrefill, false);
+  assert.equal(probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' }).amxPrefill, false);
+  assert.equal(probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512' }).amxPrefill, true);
 });
 
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {

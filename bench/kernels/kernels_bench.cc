@@ -1,6 +1,7 @@
 // Microbenchmark of matmul() on the default model's shapes (SmolLM2-135M: hidden 576,
 // kv 192, MLP 1536, vocab 49152; Q4_1 layers, Q8_0 head) with random weights.
-//   kernels_bench [threads=2] [layer type=Q4_1] [only n]   (PRISM_ISA=avx2|reference forces an ISA)
+//   kernels_bench [threads=2] [layer type=Q4_1] [only n] [int8|int16]   (PRISM_ISA=avx2|reference
+//   forces an ISA; the activation precision defaults to int8, the default model runs int16)
 // Prints per shape and n: µs per call, weight GB/s, GFLOP/s; then the matmul-only time of one
 // model step (30 layers + head) and the machine's measured read bandwidth.
 #include <chrono>
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   std::string layerType = argc > 2 ? argv[2] : "Q4_1";
   int64_t onlyN = argc > 3 ? std::atoll(argv[3]) : 0;
+  const std::string precisionName = argc > 4 ? argv[4] : "int8";
+  if (precisionName != "int8" && precisionName != "int16")
+    return std::fprintf(stderr, "precision must be int8 or int16; got %s\n", precisionName.c_str()), 2;
+  const ActivationPrecision precision = precisionName == "int16" ? ActivationPrecision::Int16 : ActivationPrecision::Int8;
   TensorType lt;
   if (!typeFromName(layerType, &lt)) return std::fprintf(stderr, "unknown type %s\n", layerType.c_str()), 2;
   const Shape shapes[] = {{"attn q/o 576x576", 576, 576, 2},  {"attn k/v 192x576", 192, 576, 2},
@@ -68,7 +73,8 @@ int main(int argc, char** argv) {
   scratch.reserve(512, 1536, threads);
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0, 1);
-  std::printf("isa=%s threads=%d layer type=%s\n", selectedIsa(), threads, layerType.c_str());
+  std::printf("isa=%s threads=%d layer type=%s activations=%s\n", selectedIsa(), threads, layerType.c_str(),
+              precisionName.c_str());
   {
     // Cost of one parallel region with hot workers (a decode step runs ~250 of them).
     auto empty = [](int, int) {};
@@ -92,7 +98,7 @@ int main(int argc, char** argv) {
     for (auto& v : w) v = normal(rng) * 0.05f;
     std::vector<uint8_t> q(typeRowBytes(type, s.cols) * s.rows);
     quantizeReference(type, w.data(), s.rows, s.cols, q.data());
-    LinearWeight W = prepareLinear(type, q.data(), s.rows, s.cols);
+    LinearWeight W = prepareLinear(type, q.data(), s.rows, s.cols, precision);
     for (int i = 0; i < 3; ++i) {
       int64_t n = ns[i];
       if (onlyN != 0 && n != onlyN) continue;

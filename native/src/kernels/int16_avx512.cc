@@ -1,0 +1,390 @@
+// AVX-512 kernels for int16 activations (ActivationPrecision::Int16: models below hidden
+// 1024, e.g. the default SmolLM2-135M, keep 100% top-1 against the float reference with
+// them where int8 loses ~2%) for the weights such a model uses: 4-bit rows repacked as
+// kLayoutQ4X (Q4_0 / Q4_1 / Q4_K) and Q8_0 read in place (the tied output head). Other
+// weight types with int16 activations stay with the AVX2 kernels (matmul_avx2.cc).
+//
+// Same activation quantization as AVX2 (per 32: d = max|x| / 32767, q = round(x / d), the
+// block sums s, sa, sb), bit for bit, and the same integer products; the dot products use
+// VNNI's vpdpwssd (int16 × int16 pairs summed into int32 lanes), 32 products per
+// instruction against AVX2's 16 per madd. What differs from AVX2 is only the order in which
+// the per-block f32 terms are added (more lanes, even and odd blocks in different lanes), so
+// results agree with the AVX2 int16 kernels to f32 rounding, not bit for bit
+// (native/kernels.test.ts bounds the difference).
+//
+// kLayoutQ4X: a 32-byte group holds block b's values in its low nibbles and block b+1's in
+// its high ones (internal.h). Its 32 bytes are broadcast to both 256-bit halves and read as
+// 16-bit words; per-element variable shifts then pick one nibble of each word such that
+// every 32-bit lane holds two values of one block, even lanes block b and odd lanes b+1
+// (G); a second pick takes the other two nibbles of each word, rotated so its lanes follow
+// the same even/odd rule (G'). The activations of the pair are stored permuted to match
+// (quantizeQ4XActivations), so two vpdpwssd give 16 lanes of 4 products each, every lane
+// within one block: one int32→f32 conversion and one FMA per pair of blocks, with the
+// scale vector [d_w·d_x of b, of b+1, …] two 64-bit broadcasts of the rows' and tokens'
+// adjacent f32 scales. No shuffle port work in the inner loop.
+//
+// Q8_0: each 34-byte block widens (vpmovsxbw) to 32 int16 in the activations' natural
+// order; one vpdpwssd per block and token, one conversion and FMA with the block's scale.
+//
+// Decode (one token) walks 8-row tiles that prefetch the rows one tile ahead with the
+// context's decode tuning (prefetchAhead below), as the group-layout decode tiles do: the
+// default model's weights stream from L3 or memory each step, and without it the step
+// waited on them (ab-steps, default model, 2 threads: 0.70 of the AVX2 step time with the
+// prefetch, 0.93 without).
+//
+// Int32 lanes: a Q4X lane sums 4 products ≤ 15 · 32767 (< 2^19), a Q8_0 lane 2 products ≤
+// 128 · 32767 (< 2^23): their f32 conversion is exact.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/internal.h"
+
+namespace prism::kernels {
+namespace {
+
+// GCC 12.2's AVX-512 intrinsics trip -W(maybe-)uninitialized inside its own headers (GCC bug
+// 105593; see matmul_avx512.cc).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+inline float hsum512(__m512 v) {
+  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int hsumI32(__m512i v) { return _mm512_reduce_add_epi32(v); }
+
+// [p[0], p[1]] repeated 8 times: the scales of a block pair, in the even/odd lane order.
+inline __m512 pairScales(const float* p) {
+  double two;
+  std::memcpy(&two, p, sizeof two);
+  return _mm512_castpd_ps(_mm512_set1_pd(two));
+}
+
+// Decode tiles stream their rows from memory once: while a tile works on step g of its
+// `steps`, it prefetches the matching slice of the bytes the context's decode tuning says
+// (decode_tuning.h: hint and distance, in half tiles; on Intel AVX-512 T1 one tile ahead),
+// as the group-layout tiles do (q4g.h's prefetchAhead, whose volatile-asm form this copies:
+// GCC deletes a loop of _mm_prefetch builtins). A tile's rows are contiguous in both layouts.
+struct Ahead {
+  PrefetchHint hint = PrefetchHint::None;
+  uint32_t halves = 2;
+  size_t rowBytes = 0;
+};
+
+inline void prefetchAhead(const Ahead& pf, const uint8_t* tile, size_t tileBytes, int64_t g, int64_t steps) {
+  const size_t per = tileBytes / static_cast<size_t>(steps);
+  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes * pf.halves / 2 + per * static_cast<size_t>(g);
+  const uintptr_t e = p + (g + 1 == steps ? tileBytes - per * static_cast<size_t>(g) : per);
+  switch (pf.hint) {
+    case PrefetchHint::None:
+      return;
+    case PrefetchHint::Nta:
+      for (; p < e; p += 64) asm volatile("prefetchnta (%0)" : : "r"(p));
+      return;
+    case PrefetchHint::T0:
+      for (; p < e; p += 64) asm volatile("prefetcht0 (%0)" : : "r"(p));
+      return;
+    case PrefetchHint::T1:
+      for (; p < e; p += 64) asm volatile("prefetcht1 (%0)" : : "r"(p));
+      return;
+  }
+}
+
+// The AVX2 int16 quantizer's arithmetic (matmul_avx2.cc), 16 lanes at a time: the same
+// amax, the same d and 1/d, round-to-nearest-even of the same products, exact integer sums;
+// so q, d, s, sa and sb are bit-identical. Values in natural order.
+void quantizeBlocks16(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * ldx;
+    int16_t* q = qa.qs + t * qa.cols;
+    for (int64_t b = 0; b < qa.blocks; ++b) {
+      const float* p = xt + b * kQK;
+      __m512 v0 = _mm512_loadu_ps(p), v1 = _mm512_loadu_ps(p + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+      const float d = amax / 32767.0f;
+      const __m512 id = _mm512_set1_ps(amax != 0 ? 32767.0f / amax : 0.0f);
+      const __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK), _mm512_cvtsepi32_epi16(i0));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kQK + 16), _mm512_cvtsepi32_epi16(i1));
+      const int sumA = hsumI32(i0), sum = sumA + hsumI32(i1);
+      const int64_t i = t * qa.blocks + b;
+      qa.d[i] = d;
+      qa.s[i] = d * static_cast<float>(sum);
+      qa.sa[i] = d * static_cast<float>(sumA);
+      qa.sb[i] = d * static_cast<float>(sum - sumA);
+    }
+  }
+}
+
+// Lane k of the Q4X picks: element i (16-bit) lies in lane i / 2; with m = i % 16 the source
+// word, word m holds group bytes 2m (bits 0-7) and 2m+1 (bits 8-15). Elements 0-15 read byte
+// 2m, 16-31 byte 2m+1; lanes of even (m / 2) take block b's nibble (low), odd ones b+1's.
+struct Q4XPicks {
+  __m512i g, h;  // shift counts of G and of the other pick (before its rotation)
+  __m512i xg, xh;  // vpermt2w indices giving the activations that match G and G'
+};
+
+Q4XPicks makeQ4XPicks() {
+  alignas(64) int16_t g[32], h[32], xg[32], xh0[32], xh[32];
+  for (int i = 0; i < 32; ++i) {
+    const int m = i % 16, high = i / 16;  // high: byte 2m+1 of word m
+    const bool first = ((m / 2) % 2) == 0;  // this lane belongs to block b in G
+    const int value = 2 * m + high;         // value index within its block
+    g[i] = static_cast<int16_t>(8 * high + (first ? 0 : 4));
+    h[i] = static_cast<int16_t>(8 * high + (first ? 4 : 0));
+    // vpermt2w: index < 32 picks block b's value, 32 + v block b+1's.
+    xg[i] = static_cast<int16_t>(first ? value : 32 + value);
+    xh0[i] = static_cast<int16_t>(first ? 32 + value : value);
+  }
+  // G' is the other pick with the two 32-bit lanes of every 64 bits swapped (element i ← i^2).
+  for (int i = 0; i < 32; ++i) xh[i] = xh0[i ^ 2];
+  Q4XPicks p;
+  p.g = _mm512_load_si512(g);
+  p.h = _mm512_load_si512(h);
+  p.xg = _mm512_load_si512(xg);
+  p.xh = _mm512_load_si512(xh);
+  return p;
+}
+
+const Q4XPicks& q4xPicks() {
+  static const Q4XPicks p = makeQ4XPicks();
+  return p;
+}
+
+// The same activations as quantizeBlocks16, each whole pair of blocks permuted into the two
+// vectors the Q4X picks G and G' multiply (the odd last block stays in natural order).
+void quantizeQ4XActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+  quantizeBlocks16(x, ldx, t0, t1, qa);
+  const Q4XPicks& pk = q4xPicks();
+  for (int64_t t = t0; t < t1; ++t) {
+    int16_t* q = qa.qs + t * qa.cols;
+    for (int64_t b = 0; b + 2 <= qa.blocks; b += 2) {
+      const __m512i vb = _mm512_loadu_si512(q + b * kQK), vc = _mm512_loadu_si512(q + b * kQK + kQK);
+      _mm512_storeu_si512(q + b * kQK, _mm512_permutex2var_epi16(vb, pk.xg, vc));
+      _mm512_storeu_si512(q + b * kQK + kQK, _mm512_permutex2var_epi16(vb, pk.xh, vc));
+    }
+  }
+}
+
+// hsum(acc) + Σ_b m[b] · s[b]: the per-block offsets (Q4_1's min, Q4_0's −8d, Q4_K's
+// −dmin·m) against the activation block sums, 16 blocks per FMA.
+inline float offsetDotInto(__m512 acc, const float* m, const float* s, int64_t blocks) {
+  int64_t b = 0;
+  for (; b + 16 <= blocks; b += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(m + b), _mm512_loadu_ps(s + b), acc);
+  float tail = 0;
+  for (; b < blocks; ++b) tail += m[b] * s[b];
+  return hsum512(acc) + tail;
+}
+
+template <int R, int T>
+void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+               float* y, int64_t ldy, const Ahead& pf) {
+  Q4XRow rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
+  const int16_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const Q4XPicks& pk = q4xPicks();
+  const __m512i shiftG = pk.g, shiftH = pk.h, nibble = _mm512_set1_epi16(0x0F);
+  const int64_t blocks = qa.blocks;
+  int64_t b = 0;
+  const int64_t pairs = blocks / 2;
+  for (; b + 2 <= blocks; b += 2) {
+    if (pf.hint != PrefetchHint::None) prefetchAhead(pf, rows[0].nibbles, R * pf.rowBytes, b / 2, pairs);
+    __m512i xg[T], xh[T];
+    __m512 dx[T];
+    for (int t = 0; t < T; ++t) {
+      xg[t] = _mm512_loadu_si512(xq[t] + b * kQK);
+      xh[t] = _mm512_loadu_si512(xq[t] + b * kQK + kQK);
+      dx[t] = pairScales(xd[t] + b);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m512i z =
+          _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16)));
+      const __m512i g = _mm512_and_si512(_mm512_srlv_epi16(z, shiftG), nibble);
+      const __m512i h = _mm512_shuffle_epi32(_mm512_and_si512(_mm512_srlv_epi16(z, shiftH), nibble), _MM_PERM_CDAB);
+      const __m512 dw = pairScales(rows[r].d + b);
+      for (int t = 0; t < T; ++t) {
+        const __m512i p = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), g, xg[t]), h, xh[t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw, dx[t]), acc[r][t]);
+      }
+    }
+  }
+  float tail[R][T] = {};
+  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
+    for (int r = 0; r < R; ++r) {
+      const __m512i w = _mm512_and_si512(
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16))), nibble);
+      for (int t = 0; t < T; ++t) {
+        const int dot = hsumI32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq[t] + b * kQK)));
+        tail[r][t] = static_cast<float>(dot) * (rows[r].d[b] * xd[t][b]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] =
+          offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
+}
+
+template <int R, int T>
+void q8Tile16(const uint8_t* weights, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+              float* y, int64_t ldy, const Ahead& pf) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = weights + rowBytes * static_cast<size_t>(r0 + r);
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  const int64_t blocks = qa.blocks;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (pf.hint != PrefetchHint::None) prefetchAhead(pf, rows[0], R * rowBytes, b, blocks);
+    __m512i x[T];
+    float dx[T];
+    for (int t = 0; t < T; ++t) {
+      x[t] = _mm512_loadu_si512(qa.qs + (t0 + t) * qa.cols + b * kQK);
+      dx[t] = qa.d[(t0 + t) * blocks + b];
+    }
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* blk = rows[r] + b * kQ8_0Bytes;
+      const __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)));
+      const float dw = f16ToF32(loadU16(blk));
+      for (int t = 0; t < T; ++t) {
+        const __m512i p = _mm512_dpwssd_epi32(_mm512_setzero_si512(), w, x[t]);
+        acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(dw * dx[t]), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]);
+}
+
+// Tiles: decode (one token) takes 8 rows, so 8 independent accumulator chains hide the FMA
+// latency; several tokens take 4 rows × 2 tokens (8 accumulators, the activations of 2
+// tokens and a row's picks in registers). Rows are split across threads in whole 8-row
+// tiles.
+constexpr int kDecodeRows = 8;
+constexpr int kRows = 4;
+constexpr int kTokens = 2;
+constexpr int kSplitRows = 8;
+
+struct Q4XTile {
+  template <int R, int T>
+  static void run(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+                  float* y, int64_t ldy, const Ahead& pf) {
+    q4xTile16<R, T>(w, cols, qa, r0, t0, y, ldy, pf);
+  }
+  static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+    quantizeQ4XActivations(x, ldx, t0, t1, qa);
+  }
+};
+
+struct Q8Tile {
+  template <int R, int T>
+  static void run(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
+                  int64_t t0, float* y, int64_t ldy, const Ahead& pf) {
+    q8Tile16<R, T>(w, rowBytes, qa, r0, t0, y, ldy, pf);
+  }
+  static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+    quantizeBlocks16(x, ldx, t0, t1, qa);
+  }
+};
+
+// Rows [rb, re) × tokens [tb, te): rows in groups that fit a quarter of L2, tokens in chunks
+// whose activations fit L1 (internal.h), then tiles.
+template <class Tile>
+void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
+               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& decodeAhead) {
+  if (te - tb == 1) {
+    int64_t r = rb;
+    for (; r + kDecodeRows <= re; r += kDecodeRows)
+      Tile::template run<kDecodeRows, 1>(weights, cols, rowBytes, qa, r, tb, y, ldy, decodeAhead);
+    for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, tb, y, ldy, Ahead{});
+    return;
+  }
+  const Ahead none;
+  const int64_t group = rowGroupFor(rowBytes, kRows), chunk = tokenChunkFor(cols, kTokens);
+  for (int64_t g0 = rb; g0 < re; g0 += group) {
+    const int64_t g1 = std::min(re, g0 + group);
+    for (int64_t c0 = tb; c0 < te; c0 += chunk) {
+      const int64_t c1 = std::min(te, c0 + chunk);
+      int64_t r = g0;
+      for (; r + kRows <= g1; r += kRows) {
+        int64_t t = c0;
+        for (; t + kTokens <= c1; t += kTokens) Tile::template run<kRows, kTokens>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
+        for (; t < c1; ++t) Tile::template run<kRows, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
+      }
+      for (; r < g1; ++r) {
+        int64_t t = c0;
+        for (; t + kTokens <= c1; t += kTokens) Tile::template run<1, kTokens>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
+        for (; t < c1; ++t) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
+      }
+    }
+  }
+}
+
+// The work split of the AVX2 int16 path (matmul_avx2.cc's quantMatmul): the owner quantizes
+// up to 4 tokens itself, rows split in whole tiles when there are enough of them (with a
+// LoRA prefetch, one tile at a time after its slice of it), else tokens.
+template <class Tile>
+void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+              ThreadPool& pool, KernelScratch& scratch) {
+  QuantizedActivations16 qa;
+  placeActivations(scratch.bytes(quantizedActivationBytes(n, W.cols, sizeof(int16_t))), n, W.cols, &qa);
+  if (n <= 4) Tile::quantize(x, ldx, 0, n, qa);
+  else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Tile::quantize(x, ldx, t0, t1, qa); });
+  const uint8_t* weights = weightData(W);
+  Ahead ahead;
+  if (n == 1) ahead = Ahead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
+  const int threads = pool.size();
+  constexpr int rt = kSplitRows;
+  const int64_t rowTiles = (W.rows + rt - 1) / rt;
+  if (rowTiles >= 4 * threads || n < 2 * threads) {
+    auto task = [&](int i, int nt) {
+      const int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
+      if (!scratch.hasPrefetch()) {
+        if (rb < re) walkTiles<Tile>(weights, W.cols, rowBytes, qa, rb, re, 0, n, y, ldy, ahead);
+        return;
+      }
+      const int64_t pieces = rowTiles / nt + 1;
+      for (int64_t k = 0; k < pieces; k++) {
+        scratch.prefetchSlice(i * pieces + k, nt * pieces);
+        const int64_t a = rb + k * rt, e = std::min(re, a + rt);
+        if (a < e) walkTiles<Tile>(weights, W.cols, rowBytes, qa, a, e, 0, n, y, ldy, ahead);
+      }
+    };
+    pool.run(TaskRef(task));
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) {
+      walkTiles<Tile>(weights, W.cols, rowBytes, qa, 0, W.rows, t0, t1, y, ldy, ahead);
+    });
+  }
+}
+
+}  // namespace
+
+bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                       ThreadPool& pool, KernelScratch& scratch) {
+  if (W.precision != ActivationPrecision::Int16) return false;
+  if (W.layout == kLayoutQ4X) {
+    matmul16<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutGguf && W.type == TensorType::Q8_0) {
+    matmul16<Q8Tile>(W, typeRowBytes(W.type, W.cols), x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace prism::kernels
