@@ -13,8 +13,9 @@
  *  2. The peer: llama.cpp's own prompt-lookup speculation (node-llama-cpp's
  *     InputLookupTokenPredictor) against none, one sequence, the same prompt ids.
  *  3. At a size model's shape (random weights accept nothing, so acceptance cannot be measured
- *     there): the native step's cost for 1 + k tokens of one sequence against 1 token, and the
- *     speed-up the default model's measured mean accepted length would give at that cost.
+ *     there): the native step's cost for 1 + k tokens of one sequence against 1 token, for
+ *     every k up to the cap, and the speed-up the default model's measured acceptance per
+ *     draft position would give at the best of those k.
  *
  * Usage: npm run bench:spec [-- --rounds 3 --tokens 96 --k 5 --no-peer --size 3b-q5_k_m
  *        --method ngram|layer-skip|draft|none --draft-layers N --draft-model PATH --fixed-k
@@ -206,7 +207,8 @@ function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
   const drafts = b.numDrafts - a.numDrafts;
   const proposed = b.numDraftTokens - a.numDraftTokens;
   const accepted = b.numAcceptedTokens - a.numAcceptedTokens;
-  return { drafts, proposed, accepted };
+  const perPos = (b.acceptedPerPosition ?? []).map((n, j) => n - (a.acceptedPerPosition?.[j] ?? 0));
+  return { drafts, proposed, accepted, perPos };
 }
 
 function specOptions(base: EngineOptions): EngineOptions {
@@ -248,8 +250,9 @@ async function main(): Promise<void> {
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
-  let groundedAccepted = 0;
   let groundedDrafts = 0;
+  /** Accepted draft tokens per draft position, grounded tasks at one sequence. */
+  const groundedPerPos: number[] = [];
   for (const task of TASKS) {
     for (const c of concurrencies) {
       const prompts = Array.from({ length: c }, (_, i) => ids.get(task)![i % task.prompts.length]);
@@ -272,8 +275,8 @@ async function main(): Promise<void> {
       }
       const d = specDelta(before, (await spec.status()).specDecode ?? NO_SPEC);
       if (task.grounded && c === 1) {
-        groundedAccepted += d.accepted;
         groundedDrafts += d.drafts;
+        d.perPos.forEach((n, j) => (groundedPerPos[j] = (groundedPerPos[j] ?? 0) + n));
       }
       const ma = median(a);
       const mb = median(b);
@@ -286,10 +289,14 @@ async function main(): Promise<void> {
   await plain.close();
   await spec.close();
   // Tokens gained per verify step on the grounded tasks, single stream: what the projection uses.
-  const meanAccepted = groundedAccepted / Math.max(1, groundedDrafts);
+  // Tokens a verify step of at most k draft tokens yields: 1 + the share of verify steps
+  // that accepted a token at each position below k (a draft shorter than k counts as
+  // refused past its end, so this errs low).
+  const perStep = (k: number) =>
+    1 + groundedPerPos.slice(0, k).reduce((a, n) => a + n, 0) / Math.max(1, groundedDrafts);
 
   if (!args['no-peer']) await peer(modelPath, ids);
-  if (args.size) await sizeProjection(args.size, meanAccepted);
+  if (args.size) await sizeProjection(args.size, perStep);
 }
 
 /** llama.cpp: one sequence without and with its input-lookup predictor, the same prompt ids. */
@@ -351,10 +358,12 @@ async function peer(modelPath: string, ids: Map<Task, number[][]>): Promise<void
 
 /**
  * The native step of one sequence at a size model's shape: 1 token against 1 + k (k draft
- * tokens verified), at a context of 256 positions; the projected speed-up is the tokens a
- * verify step yields (1 + mean accepted) over its cost relative to a 1-token step.
+ * tokens verified) for every k up to the cap, at a context of 256 positions. The projected
+ * speed-up is what the adaptive k would pick there: the best, over k, of the tokens a verify
+ * step of at most k drafts yielded on the default model (`perStep`) over that step's cost
+ * relative to a 1-token step.
  */
-async function sizeProjection(name: string, meanAccepted: number): Promise<void> {
+async function sizeProjection(name: string, perStep: (k: number) => number): Promise<void> {
   const path = join('models', 'sizes', `${name}.gguf`);
   if (!existsSync(path)) {
     console.log(`\n(size model ${path} not found: run scripts/make-size-models.py; projection skipped)`);
@@ -401,26 +410,31 @@ async function sizeProjection(name: string, meanAccepted: number): Promise<void>
     await step(ctx, plan(n));
     return nowMs() - t0;
   };
-  await time(1);
-  await time(1 + K);
-  const one: number[] = [];
-  const many: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    one.push(await time(1));
-    many.push(await time(1 + K));
-  }
-  const cost = median(many) / median(one);
-  const perStep = 1 + meanAccepted;
+  const ks = Array.from({ length: K + 1 }, (_, k) => k);
+  for (const k of ks) await time(1 + k);
+  const ms = ks.map(() => [] as number[]);
+  // Rounds alternate the order of k, so that a drift in the machine's speed falls on all.
+  for (let r = 0; r < 3; r++) for (const k of r % 2 ? [...ks].reverse() : ks) ms[k].push(await time(1 + k));
+  const one = median(ms[0]);
   console.log(`\n## Verify-step cost at ${name} (${info.numLayers} layers), one sequence, context ${ctxLen}`);
   console.log(`load average: ${loadavg()}\n`);
-  console.log('| step | median ms | cost vs 1 token |');
-  console.log('|---|---:|---:|');
-  console.log(`| 1 token | ${fmt(median(one))} | 1.00 |`);
-  console.log(`| 1 + ${K} tokens (verify) | ${fmt(median(many))} | ${fmt(cost, 2)} |`);
   console.log(
-    `\nProjected single-stream speed-up at ${name} with the default model's measured grounded acceptance ` +
-      `(${fmt(perStep, 2)} tokens per verify step, k ≤ ${K}): ${fmt(perStep / cost, 2)}× ` +
-      `(every verify step charged at the full 1 + ${K} cost; proposer and scheduling time not counted).`,
+    '| step | median ms | cost vs 1 token | tokens per step (default model, grounded) | speed-up |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  let best = { k: 0, speedUp: 1 };
+  for (const k of ks) {
+    const cost = median(ms[k]) / one;
+    const speedUp = perStep(k) / cost;
+    if (speedUp > best.speedUp) best = { k, speedUp };
+    console.log(
+      `| 1 + ${k} tokens | ${fmt(median(ms[k]))} | ${fmt(cost, 2)} | ${fmt(perStep(k), 2)} | ${fmt(speedUp, 2)}× |`,
+    );
+  }
+  console.log(
+    `\nProjected single-stream speed-up at ${name} with the default model's measured grounded acceptance: ` +
+      `${fmt(best.speedUp, 2)}× at k = ${best.k} (the k the cost curve would pick; every verify step charged at ` +
+      `the full 1 + k cost; proposer and scheduling time not counted).`,
   );
   disposeContext(ctx);
   disposeModel(model);
