@@ -26,8 +26,8 @@
 // Q8_0: each 34-byte block widens (vpmovsxbw) to 32 int16 in the activations' natural
 // order; one vpdpwssd per block and token, one conversion and FMA with the block's scale.
 //
-// Decode (one token) walks 8-row tiles that prefetch the rows one tile ahead with the
-// context's decode tuning (prefetchAhead below), as the group-layout decode tiles do: the
+// Decode (one token) walks 8-row tiles that prefetch the rows ahead with the context's
+// decode tuning (prefetchAhead below), as the group-layout decode tiles do: the
 // default model's weights stream from L3 or memory each step, and without it the step
 // waited on them (ab-steps, default model, 2 threads: 0.70 of the AVX2 step time with the
 // prefetch, 0.93 without).
@@ -66,7 +66,8 @@ inline __m512 pairScales(const float* p) {
 
 // Decode tiles stream their rows from memory once: while a tile works on step g of its
 // `steps`, it prefetches the matching slice of the bytes the context's decode tuning says
-// (decode_tuning.h: hint and distance, in half tiles; on Intel AVX-512 T1 one tile ahead),
+// (decode_tuning.h: hint and distance, in half tiles; on Intel AVX-512 T1 one tile ahead,
+// here a tile of at least kMinAheadBytes),
 // as the group-layout tiles do (q4g.h's prefetchAhead, whose volatile-asm form this copies:
 // GCC deletes a loop of _mm_prefetch builtins). A tile's rows are contiguous in both layouts.
 struct Ahead {
