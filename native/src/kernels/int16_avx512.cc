@@ -38,6 +38,7 @@
 #include <cstring>
 
 #include "kernels/internal.h"
+#include "kernels/prefetch_lines.h"
 
 namespace prism::kernels {
 namespace {
@@ -68,8 +69,8 @@ inline __m512 pairScales(const float* p) {
 // `steps`, it prefetches the matching slice of the bytes the context's decode tuning says
 // (decode_tuning.h: hint and distance, in half tiles; on Intel AVX-512 T1 one tile ahead,
 // here a tile of at least kMinAheadBytes),
-// as the group-layout tiles do (q4g.h's prefetchAhead, whose volatile-asm form this copies:
-// GCC deletes a loop of _mm_prefetch builtins). A tile's rows are contiguous in both layouts.
+// as the group-layout tiles do (q4g.h's prefetchAhead; both issue it with kernels/prefetch_lines.h).
+// A tile's rows are contiguous in both layouts.
 struct Ahead {
   PrefetchHint hint = PrefetchHint::None;
   uint32_t halves = 2;
@@ -86,19 +87,7 @@ inline void prefetchAhead(const Ahead& pf, const uint8_t* tile, size_t tileBytes
   const size_t unit = tileBytes > kMinAheadBytes ? tileBytes : kMinAheadBytes;
   uintptr_t p = reinterpret_cast<uintptr_t>(tile) + unit * pf.halves / 2 + per * static_cast<size_t>(g);
   const uintptr_t e = p + (g + 1 == steps ? tileBytes - per * static_cast<size_t>(g) : per);
-  switch (pf.hint) {
-    case PrefetchHint::None:
-      return;
-    case PrefetchHint::Nta:
-      for (; p < e; p += 64) asm volatile("prefetchnta (%0)" : : "r"(p));
-      return;
-    case PrefetchHint::T0:
-      for (; p < e; p += 64) asm volatile("prefetcht0 (%0)" : : "r"(p));
-      return;
-    case PrefetchHint::T1:
-      for (; p < e; p += 64) asm volatile("prefetcht1 (%0)" : : "r"(p));
-      return;
-  }
+  prefetchLines(pf.hint, p, e);
 }
 
 // The AVX2 int16 quantizer's arithmetic (matmul_avx2.cc), 16 lanes at a time: the same

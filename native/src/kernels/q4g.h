@@ -7,6 +7,7 @@
 
 #include "kernels/internal.h"
 #include "kernels/planes.h"
+#include "kernels/prefetch_lines.h"
 
 namespace prism::kernels {
 namespace {
@@ -31,23 +32,7 @@ static inline void prefetchAhead(const TilePrefetch& pf, const uint8_t* tile, si
   const size_t per = tileBytes / static_cast<size_t>(groups);
   uintptr_t p = reinterpret_cast<uintptr_t>(tile) + tileBytes * pf.aheadHalves / 2 + per * static_cast<size_t>(g);
   const uintptr_t e = p + (g + 1 == groups ? tileBytes - per * static_cast<size_t>(g) : per);
-  // One loop per hint (the hint is an immediate). Each line is prefetched by a volatile asm
-  // statement, not _mm_prefetch: GCC 12 deletes a loop whose only effect is the prefetch
-  // builtin (-ffinite-loops, then dead-code elimination), which silently left every decode
-  // tile without a prefetch from e52633a on; a volatile asm statement is never removed.
-  switch (pf.hint) {
-    case PrefetchHint::None:
-      return;
-    case PrefetchHint::Nta:
-      for (; p < e; p += 64) asm volatile("prefetchnta (%0)" : : "r"(p));
-      return;
-    case PrefetchHint::T0:
-      for (; p < e; p += 64) asm volatile("prefetcht0 (%0)" : : "r"(p));
-      return;
-    case PrefetchHint::T1:
-      for (; p < e; p += 64) asm volatile("prefetcht1 (%0)" : : "r"(p));
-      return;
-  }
+  prefetchLines(pf.hint, p, e);
 }
 
 // n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same
