@@ -208,7 +208,26 @@ test('the device lists itself and the model reports where it runs', async () => 
   disposeModel(m);
 });
 
-for (const type of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K'] as TensorType[]) {
+/** Every GGUF type the device takes (those of issue 26 from Q5_0 on). */
+const DEVICE_TYPES: TensorType[] = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q4_K',
+  'Q6_K',
+  'Q5_0',
+  'Q5_1',
+  'Q5_K',
+  'Q3_K',
+  'Q2_K',
+  'IQ4_NL',
+  'IQ4_XS',
+];
+
+for (const type of DEVICE_TYPES) {
   test(`greedy tokens and logits on the device equal the CPU's: llama ${type}`, async () => {
     const path = join(dir, `tiny-${type}.gguf`);
     writeTinyGguf(path, SHAPE, { weightType: type });
@@ -224,6 +243,62 @@ test("a mixed-type file (Q4_K with Q6_K parts, as llama.cpp's Q4_K_M) on the dev
       name.endsWith('attn_v.weight') || name.endsWith('ffn_down.weight') ? 'Q6_K' : undefined,
   });
   await compare(path, 'llama Q4_K_M-style mix');
+});
+
+// As llama.cpp's Q5_K_M, Q3_K_M and IQ4_XS files mix types: several parts of one fused
+// matrix (Q/K/V, gate/up) in different types, each decoded by its own kernel.
+const MIXES: Array<[string, TensorType, (name: string) => TensorType | undefined]> = [
+  ['Q5_K_M-style (Q5_K, Q6_K V and down)', 'Q5_K', (n) => (/attn_v|ffn_down/.test(n) ? 'Q6_K' : undefined)],
+  [
+    'Q3_K_M-style (Q3_K, Q4_K V and output, Q5_K down)',
+    'Q3_K',
+    (n) => (/attn_v|attn_output/.test(n) ? 'Q4_K' : n.includes('ffn_down') ? 'Q5_K' : undefined),
+  ],
+  [
+    'IQ4_XS with Q5_0 K and IQ4_NL up',
+    'IQ4_XS',
+    (n) => (n.includes('attn_k') ? 'Q5_0' : n.includes('ffn_up') ? 'IQ4_NL' : undefined),
+  ],
+  [
+    'Q2_K with Q5_1 V and Q3_K gate',
+    'Q2_K',
+    (n) => (n.includes('attn_v') ? 'Q5_1' : n.includes('ffn_gate') ? 'Q3_K' : undefined),
+  ],
+];
+for (const [label, weightType, typeFor] of MIXES) {
+  test(`a mixed-type file on the device: ${label}`, async () => {
+    const path = join(dir, `tiny-mix-${weightType}.gguf`);
+    writeTinyGguf(path, SHAPE, { weightType, typeFor });
+    await compare(path, label);
+  });
+}
+
+test('what the device does not run is refused at load, by name: sliding windows, experts', async () => {
+  useLibrary(library);
+  const u32 = (v: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    return b;
+  };
+  // A Mistral-style window: served on the device it would attend past the window.
+  const windowed = join(dir, 'tiny-window.gguf');
+  writeTinyGguf(windowed, SHAPE, {
+    weightType: 'Q4_K',
+    extraKv: [['llama.attention.sliding_window', 4, u32(16)]],
+  });
+  await assert.rejects(
+    loadModel(windowed, undefined, { device: 'cuda:0' }),
+    /the CUDA backend does not run sliding-window attention yet \(llama model\): serve it on the CPU/,
+  );
+  // A Mixtral-style mixture of experts.
+  const moe = join(dir, 'tiny-moe.gguf');
+  writeTinyGguf(moe, { ...SHAPE, experts: 4, expertsUsed: 2 }, { weightType: 'Q8_0' });
+  await assert.rejects(
+    loadModel(moe, undefined, { device: 'cuda:0' }),
+    /the CUDA backend does not run mixture-of-experts layers yet \(llama model\)/,
+  );
+  // Both load on the CPU (the refusal is the device's, not the file's).
+  for (const path of [windowed, moe]) disposeModel(await loadModel(path));
 });
 
 for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {

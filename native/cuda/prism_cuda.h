@@ -7,7 +7,8 @@
  * Conventions: every function returns 0 on success, or nonzero with a message that
  * pc_last_error() returns (per calling thread, valid until the next call). Pointers are
  * host memory unless a comment says otherwise. Tensor types use GGML's numbers
- * (F32 0, F16 1, Q4_0 2, Q4_1 3, Q8_0 8, Q4_K 12, Q6_K 14, BF16 30); weight bytes are the
+ * (F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13,
+ * Q6_K 14, IQ4_NL 20, IQ4_XS 23, BF16 30); weight bytes are the
  * file's own GGML blocks, rows innermost-last as GGUF stores them. */
 #ifndef PRISM_CUDA_H
 #define PRISM_CUDA_H

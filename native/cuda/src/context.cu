@@ -221,14 +221,7 @@ void DeviceContext::linear(const DeviceLinear& L, const float* x, int64_t n, flo
     }
     const int64_t band = std::max<int64_t>(1, wBf16Rows_ * m_.maxCols() / k);
     for (int64_t r0 = 0; r0 < W.rows; r0 += band) {
-      DeviceWeight slice = W;
-      slice.rows = std::min(band, W.rows - r0);
-      const int64_t g0 = r0 * (k / 32);  // the band's first group
-      slice.q = W.q + g0 * groupQBytes(W.type);
-      if (W.type == kQ4_K) slice.s = W.s + g0 / 8 * 16;
-      else if (W.s) slice.s = W.s + g0 * groupSBytes(W.type);
-      if (W.qh) slice.qh = W.qh + g0 * 8;
-      if (W.sd) slice.sd = W.sd + g0 / 8 * 2;
+      const DeviceWeight slice = weightRows(W, r0, std::min(band, W.rows - r0));
       dequantizeToBf16(slice, wBf16_.get<uint16_t>(), stream_);
       gemm_.bf16(wBf16_.get<uint16_t>(), slice.rows, k, xb, n, y + part.outOffset + r0, ldy, accumulate, stream_);
     }

@@ -76,7 +76,9 @@ void DeviceModel::setMatrix(int role, int64_t layer, int type, const void* bytes
                 std::to_string(wantRows) + " x " + std::to_string(wantCols));
   if (rows < 1 || rowOffset != L.filledRows() || rowOffset + rows > totalRows)
     throw Error(where + ": parts must come in row order without gaps");
-  if (!weightTypeSupported(type)) throw Error(where + ": tensor type " + std::to_string(type) + " is not supported on the CUDA device");
+  if (!weightTypeSupported(type))
+    throw Error(where + ": tensor type " + weightTypeName(type) + " (GGML type " + std::to_string(type) +
+                ") is not supported on the CUDA device");
   if (role == PC_W_EMBED && type != (L.parts.empty() ? type : L.parts.front().w.view.type))
     throw Error(where + ": the embedding must have one type");
   useDevice(device_);
