@@ -12,7 +12,7 @@
 import { cudaTestLibrary } from './test-library.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -273,22 +273,53 @@ for (const [label, weightType, typeFor] of MIXES) {
   });
 }
 
-test('what the device does not run is refused at load, by name: sliding windows, experts', async () => {
-  useLibrary(library);
-  const u32 = (v: number) => {
-    const b = Buffer.alloc(4);
-    b.writeUInt32LE(v);
-    return b;
-  };
-  // A Mistral-style window: served on the device it would attend past the window.
+const u32 = (v: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b;
+};
+
+test("a Mistral-style sliding window on the device: the CPU's tokens and logits past the window", async () => {
+  // Window 8 against prompts of 14 and 9 tokens and 3 decode steps: every step of the longer
+  // sequence attends past the window, prefill and decode alike.
   const windowed = join(dir, 'tiny-window.gguf');
   writeTinyGguf(windowed, SHAPE, {
     weightType: 'Q4_K',
-    extraKv: [['llama.attention.sliding_window', 4, u32(16)]],
+    extraKv: [['llama.attention.sliding_window', 4, u32(8)]],
   });
+  await compare(windowed, 'llama Q4_K, window 8');
+  // The same weights without the window give other logits: the comparison above would fail
+  // on a device that ignored the window.
+  const whole = join(dir, 'tiny-window-off.gguf');
+  writeTinyGguf(whole, SHAPE, { weightType: 'Q4_K' });
+  useLibrary(library);
+  const a = await loadModel(windowed, undefined, { device: 'cuda:0' });
+  const b = await loadModel(whole, undefined, { device: 'cuda:0' });
+  try {
+    const [ra, rb] = [await run(a), await run(b)];
+    for (const i of [0, 3]) {
+      const err = relError(ra.logits[i]!, rb.logits[i]!);
+      assert.ok(err > 5e-2, `step ${i}: the window changes the logits by only ${err}`);
+    }
+  } finally {
+    disposeModel(a);
+    disposeModel(b);
+  }
+});
+
+test('what the device does not run is refused at load, by name: mixed window layers, experts', async () => {
+  useLibrary(library);
+  // Qwen2's use_sliding_window: layers from max_window_layers on slide, the others do not (the
+  // device's KV cache has no separate layer groups).
+  const mixed = join(dir, 'hf-qwen2-mixed-window');
+  writeTinyHfDir(mixed, 'qwen2', 'BF16', SHAPE);
+  const configPath = join(mixed, 'config.json');
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+  Object.assign(config, { use_sliding_window: true, sliding_window: 16, max_window_layers: 1 });
+  writeFileSync(configPath, JSON.stringify(config));
   await assert.rejects(
-    loadModel(windowed, undefined, { device: 'cuda:0' }),
-    /the CUDA backend does not run sliding-window attention yet \(llama model\): serve it on the CPU/,
+    loadModel(mixed, undefined, { device: 'cuda:0' }),
+    /the CUDA backend does not run a mix of sliding-window and global attention layers yet \(qwen2 model\): serve it on the CPU/,
   );
   // A Mixtral-style mixture of experts.
   const moe = join(dir, 'tiny-moe.gguf');
@@ -298,7 +329,7 @@ test('what the device does not run is refused at load, by name: sliding windows,
     /the CUDA backend does not run mixture-of-experts layers yet \(llama model\)/,
   );
   // Both load on the CPU (the refusal is the device's, not the file's).
-  for (const path of [windowed, moe]) disposeModel(await loadModel(path));
+  for (const path of [mixed, moe]) disposeModel(await loadModel(path));
 });
 
 for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {

@@ -84,7 +84,9 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
 int DeviceContext::attentionSplits(int64_t T) const {
   if (T > kSplitMaxTokens) return 1;
   const int64_t items = static_cast<int64_t>(tileFirst_.size()) * cfg_.kv_heads;
-  const int64_t maxChunks = (maxPositions_ + 31) / 32;
+  // A window bounds what a token reads (plus the chunk it starts in).
+  const int64_t span = cfg_.sliding_window > 0 ? std::min<int64_t>(maxPositions_, cfg_.sliding_window + 32) : maxPositions_;
+  const int64_t maxChunks = (span + 31) / 32;
   const int64_t want = (2 * multiprocessors_ + items - 1) / items;
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, maxChunks), 1, kMaxSplits));
 }
@@ -278,6 +280,7 @@ void DeviceContext::layer(int64_t l, int64_t T) {
   at.tokenSeq = a_.tokenSeq;
   at.blockTables = a_.blockTables;
   at.blockTableOffsets = a_.blockTableOffsets;
+  at.window = static_cast<int>(cfg_.sliding_window);
   at.splits = attentionSplits(T);
   at.partial = partial_.get<float>();
   at.out = attn_.get<float>();

@@ -117,13 +117,15 @@ struct AttentionParams {
   const int32_t* tokenSeq = nullptr;
   const int32_t* blockTables = nullptr;
   const int32_t* blockTableOffsets = nullptr;
+  int window = 0;           // > 0: a token at p sees p-window+1 .. p only (sliding window)
   int splits = 1;           // ranges of the context attended separately, then combined
   float* partial = nullptr;  // splits × T × heads × (hd + 2) floats when splits > 1
   float* out = nullptr;      // [T × heads·hd]
 };
 // Tokens per tile for a GQA group size (rows of a tile = tokens × group ≤ 32).
 int attentionTileTokens(int group);
-// Causal attention of each token over positions 0..its own, through the block table.
+// Causal attention of each token over positions 0..its own (or its window), through the
+// block table; blocks wholly before every window of a tile are never read.
 void attention(const AttentionParams& p, const Stream& s);
 
 // ---- sampling (k_sampling.cu) -------------------------------------------------------------
