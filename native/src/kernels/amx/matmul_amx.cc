@@ -28,6 +28,7 @@
 #include <stdexcept>
 
 #include "kernels/amx/amx.h"
+#include "kernels/amx/tile_scope.h"
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 
@@ -44,40 +45,9 @@ constexpr int kPanelBlock = kTile * kBlockBytes;  // bytes of one block's A tile
 constexpr int kActBlock = 8 * 64;                 // bytes of one block's B tile (8 × 64)
 
 // Tile registers: tmm0/tmm1 A (16 × 32 bytes), tmm4/tmm5 B (8 × 64), tmm2/tmm3 C (16 × 64),
-// tmm6 / tmm7 A and B of half a block (16 × 16 bytes, 4 × 64).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t startRow = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Loads our configuration on the calling thread for one task, and puts back whatever was
-// there before. Another library in the process may use the tiles on the same thread and
-// keep a per-thread "configured" flag (llama.cpp's AMX backend does, and in the benchmarks
-// its compute and Prism's can share a thread of libuv's pool): releasing the tiles, or
-// leaving ours loaded, made its next tile instruction fault (#UD) or run on our shapes.
-// A configuration load costs far less than one panel of work.
-class TileScope {
- public:
-  TileScope() {
-    asm volatile("sttilecfg %0" : "=m"(saved_));
-    configure();
-  }
-  ~TileScope() {
-    if (saved_.palette != 0) asm volatile("ldtilecfg %0" : : "m"(saved_));
-    else _tile_release();
-  }
-  TileScope(const TileScope&) = delete;
-  TileScope& operator=(const TileScope&) = delete;
-
- private:
-  static void configure();
-  TileConfig saved_;
-};
-
-void TileScope::configure() {
+// tmm6 / tmm7 A and B of half a block (16 × 16 bytes, 4 × 64). Loaded per task through
+// TileScope (tile_scope.h).
+TileConfig int8TileConfig() {
   TileConfig cfg;
   for (int a : {0, 1}) {
     cfg.colsb[a] = kBlockBytes;
@@ -96,9 +66,7 @@ void TileScope::configure() {
   cfg.rows[6] = kTile;
   cfg.colsb[7] = kTile * 4;
   cfg.rows[7] = kBlockBytes / 8;
-  // Not _tile_loadconfig: GCC 12's version names only the first 8 bytes of the struct as
-  // the instruction's memory operand, and the stores of the rest were deleted as dead.
-  asm volatile("ldtilecfg %0" : : "m"(cfg));
+  return cfg;
 }
 
 // ---- activations: B tiles per (token tile, block), block-major scales ------------------
@@ -559,7 +527,7 @@ void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y
     uint8_t* mine = panels + perThread * static_cast<size_t>(i);
     Panel panel{mine, reinterpret_cast<float*>(mine + blocks * kPanelBlock), nullptr};
     panel.mw = panel.dw + kTile * blocks;
-    const TileScope tiles;
+    const TileScope tiles(int8TileConfig());
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t r0 = p * kTile;
       const int rowsHere = static_cast<int>(std::min<int64_t>(kTile, W.rows - r0));
