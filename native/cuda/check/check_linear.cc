@@ -8,8 +8,10 @@
 namespace prism::cudacheck {
 namespace {
 
-constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                 TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K};
+constexpr TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,   TensorType::Q8_0,
+                                 TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,
+                                 TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 struct Shape {
   int64_t rows, cols;

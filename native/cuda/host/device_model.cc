@@ -31,6 +31,14 @@ int archOf(Arch a) {
   throw std::runtime_error(std::string("the CUDA backend does not run the ") + archName(a) + " architecture yet");
 }
 
+// The window every layer shares (0: none), or -1 when the layers differ.
+int64_t slidingWindow(const ModelConfig& c) {
+  const int64_t w = c.layerWindow.empty() ? 0 : c.layerWindow.front();
+  for (int64_t x : c.layerWindow)
+    if (x != w) return -1;
+  return w;
+}
+
 // What the device's forward pass implements of ModelConfig: the Llama / Qwen2 / Qwen3 layer.
 // Variations the CPU runs and the device does not yet are refused by name.
 void checkSupported(const ModelConfig& c) {
@@ -40,8 +48,11 @@ void checkSupported(const ModelConfig& c) {
   };
   archOf(c.arch);
   if (c.experts > 0) refuse("mixture-of-experts layers");
-  for (int64_t w : c.layerWindow)
-    if (w > 0) refuse("sliding-window attention");
+  // One window on every layer (Mistral) runs; a mix of sliding and global layers (Qwen2's
+  // max_window_layers; Gemma 3) needs the KV layer groups of kv_layout.h, which the device's
+  // cache does not have.
+  if (slidingWindow(c) < 0) refuse("a mix of sliding-window and global attention layers");
+  if (c.localRope) refuse("a second RoPE for the sliding layers");
   if (c.ropeDim != 0 && c.ropeDim != c.headDim) refuse("partial rotary embeddings");
   if (c.ropeAttnFactor != 1.0) refuse("LongRoPE attention scaling");
   if (c.postNorms || c.activation != Activation::Silu || c.embedScale != 1.0) refuse("Gemma-style layers");
@@ -98,6 +109,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
   cfg.eps = c.eps;
   cfg.rope_neox = c.ropeNeox ? 1 : 0;
   cfg.rope_freq_factors = c.ropeFreqFactors.empty() ? nullptr : c.ropeFreqFactors.data();
+  cfg.sliding_window = slidingWindow(c);
   lib.check(lib.pc_model_create(device, &cfg, &d->handle), "creating the model on the CUDA device");
 
   lib.check(lib.pc_model_set_matrix(d->handle, PC_W_EMBED, -1, static_cast<int32_t>(m.embedType), m.embedData, c.vocab,

@@ -289,7 +289,7 @@ int pc_check_rope_kv(int32_t device, const pc_rope_check* r, float* q_out, uint1
 
 int pc_check_attention(int32_t device, const pc_attention_check* a, float* out) {
   return guarded([&] {
-    need(a->T >= 1 && a->S >= 1 && a->heads % a->kv_heads == 0, "bad attention check shape");
+    need(a->T >= 1 && a->S >= 1 && a->heads % a->kv_heads == 0 && a->window >= 0, "bad attention check shape");
     pc::useDevice(device);
     pc::Stream s;
     const int64_t T = a->T, hd = a->head_dim;
@@ -339,6 +339,7 @@ int pc_check_attention(int32_t device, const pc_attention_check* a, float* out) 
     p.tokenSeq = dseq.get<int32_t>();
     p.blockTables = dtab.get<int32_t>();
     p.blockTableOffsets = doff.get<int32_t>();
+    p.window = a->window;
     p.splits = splits;
     p.partial = partial.get<float>();
     p.out = dout.get<float>();
