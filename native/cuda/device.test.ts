@@ -32,6 +32,7 @@ import {
 } from '../native.js';
 import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
 import { greedySampling } from '../../engine/step-plan.js';
+import { startSpeculation, type ServedContext } from '../../engine/speculative/start.js';
 
 let dir: string;
 /** The library under test: the CPU emulation build, or PRISM_TEST_CUDA_LIBRARY (a GPU build). */
@@ -395,6 +396,20 @@ test('min_tokens on the device: suppressed tokens are never sampled, as on the C
     disposeModel(cpuModel);
     disposeModel(gpuModel);
   }
+});
+
+test('speculative decoding on a CUDA device is refused when the engine starts, for every method', async () => {
+  const base = { numSpeculativeTokens: 3, adaptive: false, draftModel: undefined, draftLayers: undefined };
+  const served = { device: 'cuda:0' } as ServedContext;
+  for (const method of ['ngram', 'layer-skip'] as const)
+    await assert.rejects(
+      startSpeculation(
+        { ...base, method, ngramMax: 4, ngramMin: 2, field: '--speculative' },
+        { name: 'm', architecture: 'llama' },
+        served,
+      ),
+      /is not supported on device cuda:0/,
+    );
 });
 
 test('sampling on the device: masks that arrive late, penalties, logprobs, the all-masked error', async () => {
