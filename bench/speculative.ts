@@ -262,12 +262,13 @@ async function main(): Promise<void> {
   );
   console.log(`load average at start: ${loadavg()}\n`);
   const ctlHead = control ? " no spec A' tok/s | A'/A |" : '';
+  const vsCtl = control ? " ratio vs A' |" : '';
   const ctlDecode = control ? " decode A'/A |" : '';
   console.log(
-    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio | decode ratio |${ctlDecode} accepted | mean accepted / step | same output | load after |`,
+    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | load after |`,
   );
   console.log(
-    `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|---:|${control ? '---:|' : ''}---:|---:|---|---|`,
+    `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|${control ? '---:|' : ''}---:|${control ? '---:|' : ''}---:|---:|---|---|`,
   );
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
@@ -303,7 +304,7 @@ async function main(): Promise<void> {
       const ctl = control ? ` ${fmt(mc)} | ${fmt(mc / ma, 2)}× |` : '';
       const ctlD = control ? ` ${fmt(dC / dA, 2)}× |` : '';
       console.log(
-        `| ${task.name} | ${c} | ${fmt(ma)} |${ctl} ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt(dB / dA, 2)}× |${ctlD} ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} | ${loadavg().split(' ').slice(0, 3).join(' ')} |`,
+        `| ${task.name} | ${c} | ${fmt(ma)} |${ctl} ${fmt(mb)} | ${fmt(mb / ma, 2)}× |${control ? ` ${fmt(mb / mc, 2)}× |` : ''} ${fmt(dB / dA, 2)}× |${ctlD} ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} | ${loadavg().split(' ').slice(0, 3).join(' ')} |`,
       );
     }
   }

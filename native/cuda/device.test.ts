@@ -32,6 +32,7 @@ import {
 } from '../native.js';
 import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
 import { greedySampling } from '../../engine/step-plan.js';
+import { startSpeculation, type ServedContext } from '../../engine/speculative/start.js';
 
 let dir: string;
 /** The library under test: the CPU emulation build, or PRISM_TEST_CUDA_LIBRARY (a GPU build). */
@@ -339,6 +340,77 @@ for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
     await compare(path, `${arch} BF16`);
   });
 }
+
+test('min_tokens on the device: suppressed tokens are never sampled, as on the CPU; drafts are refused', async () => {
+  useLibrary(library);
+  const path = join(dir, 'tiny-suppress.gguf');
+  writeTinyGguf(path, SHAPE, { weightType: 'Q8_0' });
+  const cpuModel = await loadModel(path);
+  const gpuModel = await loadModel(path, undefined, { device: 'cuda:0' });
+  const seqs: Seq[] = [
+    { tokens: [4, 5, 6], start: 0 },
+    { tokens: [7, 8], start: 0 },
+  ];
+  const once = async (m: ModelHandle, opts: Partial<StepPlan> = {}) => {
+    const ctx = createContext(m, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+    try {
+      return Array.from((await step(ctx, plan(seqs, opts))).tokens);
+    } finally {
+      disposeContext(ctx);
+    }
+  };
+  try {
+    const greedy = await once(gpuModel);
+    // Sequence 0 suppresses its greedy token; sequence 1 its own, on top of a mask row that
+    // leaves out tokens 0-9.
+    const words = Math.ceil(SHAPE.vocab / 32);
+    const mask = new Int32Array(words).fill(-1);
+    mask[0]! &= ~0x3ff;
+    const suppressed: Partial<StepPlan> = {
+      suppressTokenOffsets: Int32Array.from([0, 1, 2]),
+      suppressTokens: Int32Array.from([greedy[0]!, greedy[1]!]),
+      allowedMaskRows: Int32Array.from([-1, 0]),
+      allowedMask: mask,
+    };
+    const gpu = await once(gpuModel, suppressed);
+    assert.deepEqual(gpu, await once(cpuModel, suppressed));
+    assert.notEqual(gpu[0], greedy[0]);
+    assert.notEqual(gpu[1], greedy[1]);
+    assert.ok(gpu[1]! >= 10, `token ${gpu[1]} is outside the mask row`);
+    const ctx = createContext(gpuModel, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+    try {
+      await assert.rejects(
+        step(
+          ctx,
+          plan([{ tokens: [4, 5, 6], start: 0 }], {
+            draftCounts: Int32Array.from([1]),
+            returnLogits: 'none',
+          }),
+        ),
+        /speculative decoding is not supported on a CUDA device yet/,
+      );
+    } finally {
+      disposeContext(ctx);
+    }
+  } finally {
+    disposeModel(cpuModel);
+    disposeModel(gpuModel);
+  }
+});
+
+test('speculative decoding on a CUDA device is refused when the engine starts, for every method', async () => {
+  const base = { numSpeculativeTokens: 3, adaptive: false, draftModel: undefined, draftLayers: undefined };
+  const served = { device: 'cuda:0' } as ServedContext;
+  for (const method of ['ngram', 'layer-skip'] as const)
+    await assert.rejects(
+      startSpeculation(
+        { ...base, method, ngramMax: 4, ngramMin: 2, field: '--speculative' },
+        { name: 'm', architecture: 'llama' },
+        served,
+      ),
+      /is not supported on device cuda:0/,
+    );
+});
 
 test('sampling on the device: masks that arrive late, penalties, logprobs, the all-masked error', async () => {
   useLibrary(library);

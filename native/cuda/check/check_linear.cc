@@ -98,9 +98,10 @@ Result checkDequantize(const Options& o) {
 // f32 activations and accumulation: only the order of additions differs from the double sum.
 Result checkMatmulGemv(const Options& o) { return checkMatmul(o, "matmul GEMV (decode, f32)", {1, 3, 8}, 1, 2e-5); }
 
-// bf16 operands (activations and weights rounded to 8 bits of mantissa), f32 accumulation.
+// bf16 operands (activations and weights rounded to 8 bits of mantissa), f32 accumulation;
+// the weights decoded in three bands of rows, as prefill decodes a large matrix.
 Result checkMatmulGemm(const Options& o) {
-  return checkMatmul(o, "matmul GEMM (prefill, bf16)", o.quick ? std::vector<int64_t>{9} : std::vector<int64_t>{9, 64, 333},
+  return checkMatmul(o, "matmul GEMM (prefill, bf16, row bands)", o.quick ? std::vector<int64_t>{9} : std::vector<int64_t>{9, 64, 333},
                      2, 1.5e-2);
 }
 
