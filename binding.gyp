@@ -18,13 +18,14 @@
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels').filter(f => /_avx512\\.cc$/.test(f)).map(f => 'native/src/kernels/' + f).join(' ')\")"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-fPIC"]
     },
-    # The AMX int8 prefill kernels (native/src/kernels/amx/*_amx.cc): AVX-512 plus the tile
-    # instructions, called only after the CPUID check and the OS's permission (amx_support.cc).
+    # The AMX prefill kernels (native/src/kernels/amx/*_amx.cc: int8, and bf16 for int16-precision
+    # weights): AVX-512 plus the tile instructions, called only after the CPUID check and the
+    # OS's permission (amx_support.cc, bf16_support.cc).
     {
       "target_name": "prism_kernels_amx",
       "type": "static_library",
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels/amx').filter(f => /_amx\\.cc$/.test(f)).map(f => 'native/src/kernels/amx/' + f).join(' ')\")"],
-      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-fPIC"]
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-mamx-bf16", "-fPIC"]
     },
     {
       "target_name": "prism_native",

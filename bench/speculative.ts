@@ -3,7 +3,10 @@
  * one run, on the default model; the same model file, the same prompt token ids, greedy.
  *
  *  1. Output tokens/s per task and concurrency, Prism without and with `--speculative ngram`
- *     (two engines in this process, rounds alternating A/B then B/A, medians), the same ratio
+ *     (engines in this process, medians), beside an A/A control: a second engine without
+ *     speculation (A'), run in the same rounds, so each row carries its own noise floor.
+ *     The three run in each round in an order that cycles through all six, so that a drift
+ *     of the machine's speed (another process starting) falls on every side alike. The same ratio
  *     for the decode part alone (each request's tokens after its first over the time after
  *     its first: the prompt's prefill, paid alike on both sides, left out), the acceptance
  *     rate (accepted / proposed draft tokens), the mean accepted length (accepted draft tokens
@@ -22,8 +25,8 @@
  *        --tasks rewrite,chat,json,code]
  * (--k: the cap on draft tokens, num_speculative_tokens; absent: the engine's default.)
  * (--tasks: only the tasks whose name contains one of the words, e.g. more rounds on two.)
- * (--method none: the B side is a second engine without speculation, an A/A control: how far
- * two identical engines in this process read apart, the noise floor of every ratio.)
+ * (--method none: the B side is another engine without speculation, a second A/A control.)
+ * (--no-control: no A' engine, two sides only, as before the control column.)
  * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -71,8 +74,11 @@ const { values: args } = parseArgs({
     'draft-layers': { type: 'string' },
     'draft-model': { type: 'string' },
     'fixed-k': { type: 'boolean', default: false },
+    /** No A/A control engine (A'): only A and B, a third less time per round. */
+    'no-control': { type: 'boolean', default: false },
   },
 });
+const control = !args['no-control'];
 const method = args.method as 'ngram' | 'layer-skip' | 'draft' | 'none';
 if (!['ngram', 'layer-skip', 'draft', 'none'].includes(method))
   throw new Error(`--method: ngram, layer-skip, draft or none, got ${method}`);
@@ -199,6 +205,15 @@ async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Co
   return { tokS: (n / ms) * 1000, decodeTokS, outputs: outputs.map((o) => o.out) };
 }
 
+/** A: no speculation; C: the A/A control, a second engine without it (A'); B: speculation. */
+type Side = 'A' | 'C' | 'B';
+
+/** Every order of `xs`, in a fixed sequence: round r runs the sides in order r mod n!. */
+function permutations<T>(xs: readonly T[]): T[][] {
+  if (xs.length <= 1) return [[...xs]];
+  return xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p]));
+}
+
 const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg', 'utf8').trim() : 'n/a');
 
 const NO_SPEC = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0 } as SpecDecodeStats;
@@ -237,56 +252,65 @@ async function main(): Promise<void> {
     prefixCache: false,
   };
   const plain = await loadEngine(modelPath, base);
+  const twin = control ? await loadEngine(modelPath, base) : null;
   const spec = await loadEngine(modelPath, method === 'none' ? base : specOptions(base));
+  const engines: Record<Side, EngineCore | null> = { A: plain, C: twin, B: spec };
   const label =
     method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
-    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds`,
+    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds${control ? ", A/A control (A')" : ''}`,
   );
   console.log(`load average at start: ${loadavg()}\n`);
+  const ctlHead = control ? " no spec A' tok/s | A'/A |" : '';
+  const vsCtl = control ? " ratio vs A' |" : '';
+  const ctlDecode = control ? " decode A'/A |" : '';
   console.log(
-    `| task | conc. | no spec tok/s | ${label} tok/s | ratio | decode ratio | accepted | mean accepted / step | same output |`,
+    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | load after |`,
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  console.log(
+    `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|${control ? '---:|' : ''}---:|${control ? '---:|' : ''}---:|---:|---|---|`,
+  );
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
   let groundedDrafts = 0;
   /** Accepted draft tokens per draft position, grounded tasks at one sequence. */
   const groundedPerPos: number[] = [];
+  const sides: Side[] = control ? ['A', 'C', 'B'] : ['A', 'B'];
+  const orders = permutations(sides);
   for (const task of TASKS) {
     for (const c of concurrencies) {
       const prompts = Array.from({ length: c }, (_, i) => ids.get(task)![i % task.prompts.length]);
-      const a: number[] = [];
-      const b: number[] = [];
-      const da: number[] = [];
-      const db: number[] = [];
+      const tokS: Record<Side, number[]> = { A: [], C: [], B: [] };
+      const decode: Record<Side, number[]> = { A: [], C: [], B: [] };
       let same = true;
       const before = (await spec.status()).specDecode ?? NO_SPEC;
       for (let r = 0; r < rounds; r++) {
-        const order = r % 2 === 0 ? ['A', 'B'] : ['B', 'A'];
-        const got: Record<string, Run> = {};
-        for (const side of order)
-          got[side] = await runBatch(side === 'A' ? plain : spec, prompts, task.constraint);
-        a.push(got.A.tokS);
-        b.push(got.B.tokS);
-        da.push(got.A.decodeTokS);
-        db.push(got.B.decodeTokS);
-        same &&= got.A.outputs.every((o, i) => o.join() === got.B.outputs[i].join());
+        const got: Partial<Record<Side, Run>> = {};
+        for (const side of orders[r % orders.length])
+          got[side] = await runBatch(engines[side]!, prompts, task.constraint);
+        for (const side of sides) {
+          tokS[side].push(got[side]!.tokS);
+          decode[side].push(got[side]!.decodeTokS);
+        }
+        same &&= got.A!.outputs.every((o, i) => o.join() === got.B!.outputs[i].join());
       }
       const d = specDelta(before, (await spec.status()).specDecode ?? NO_SPEC);
       if (task.grounded && c === 1) {
         groundedDrafts += d.drafts;
         d.perPos.forEach((n, j) => (groundedPerPos[j] = (groundedPerPos[j] ?? 0) + n));
       }
-      const ma = median(a);
-      const mb = median(b);
+      const [ma, mc, mb] = [median(tokS.A), control ? median(tokS.C) : 0, median(tokS.B)];
+      const [dA, dC, dB] = [median(decode.A), control ? median(decode.C) : 0, median(decode.B)];
+      const ctl = control ? ` ${fmt(mc)} | ${fmt(mc / ma, 2)}× |` : '';
+      const ctlD = control ? ` ${fmt(dC / dA, 2)}× |` : '';
       console.log(
-        `| ${task.name} | ${c} | ${fmt(ma)} | ${fmt(mb)} | ${fmt(mb / ma, 2)}× | ${fmt(median(db) / median(da), 2)}× | ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} |`,
+        `| ${task.name} | ${c} | ${fmt(ma)} |${ctl} ${fmt(mb)} | ${fmt(mb / ma, 2)}× |${control ? ` ${fmt(mb / mc, 2)}× |` : ''} ${fmt(dB / dA, 2)}× |${ctlD} ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} | ${loadavg().split(' ').slice(0, 3).join(' ')} |`,
       );
     }
   }
   console.log(`\nload average after Prism: ${loadavg()}`);
   await plain.close();
+  await twin?.close();
   await spec.close();
   // Tokens gained per verify step on the grounded tasks, single stream: what the projection uses.
   // Tokens a verify step of at most k draft tokens yields: 1 + the share of verify steps

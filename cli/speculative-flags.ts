@@ -20,7 +20,7 @@ export const speculativeHelp = `  --speculative M       speculative decoding (ou
                         layer-skip (the model's own first layers and its head propose);
                         default off
   --num-speculative-tokens N
-                        most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 10; the
+                        most draft tokens per sequence and step, 1..${MAX_SPECULATIVE_TOKENS} (default 15; the
                         adaptive k sends fewer per sequence where its acceptance or the
                         batch's step cost says they do not pay; 5 when dynamic_algo is off)
   --draft-model PATH    the draft model's GGUF file or directory (--speculative draft)

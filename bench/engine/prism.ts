@@ -85,8 +85,9 @@ export class PrismEngine implements BenchEngine {
     const host = this.native.hostInfo();
     return {
       binding: 'native core (createContext + step)',
-      // Batches of 16+ tokens (prefill) run on AMX int8 tiles where the host has them.
-      isa: this.native.cpuFeatures().amxPrefill ? `${this.ctxInfo.isa} + AMX int8 prefill` : this.ctxInfo.isa,
+      // Batches of 16+ tokens (prefill) run on AMX tiles where the host has them: int8, and
+      // AMX-BF16 for the int16-precision weights of models below hidden 1024.
+      isa: this.amxLabel(),
       threads: this.ctxInfo.threads,
       ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
       host: host.description,
@@ -95,6 +96,13 @@ export class PrismEngine implements BenchEngine {
       'KV MiB': +(this.ctxInfo.kvBytes / 2 ** 20).toFixed(1),
       'max batch tokens': this.options.maxBatchTokens,
     };
+  }
+
+  /** The ISA, and which AMX prefill paths are on (cpuFeatures; PRISM_AMX=0 turns both off). */
+  private amxLabel(): string {
+    const f = this.native.cpuFeatures();
+    if (!f.amxPrefill) return this.ctxInfo.isa;
+    return `${this.ctxInfo.isa} + AMX ${f.amxBf16Prefill ? 'int8 / bf16 (int16 weights)' : 'int8'} prefill`;
   }
 
   async decodeSingle(prompt: TokenIds, newTokens: number): Promise<DecodeTiming> {

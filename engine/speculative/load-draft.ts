@@ -35,7 +35,7 @@ export async function loadDraftModel(
   t: DraftTarget,
 ): Promise<DraftModelProposer> {
   const bad = (rule: string) => new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field);
-  if (t.device !== 'cpu') throw bad(`a draft model is not supported on device ${t.device} yet; use ngram`);
+  if (t.device !== 'cpu') throw bad(`a draft model is not supported on device ${t.device} yet`);
   let model: ModelHandle;
   try {
     model = await loadModel(path);

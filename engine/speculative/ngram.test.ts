@@ -35,3 +35,25 @@ test('the index grows with the sequence and finds later occurrences', () => {
   assert.deepEqual(p.propose([{ seq, k: 3 }]), [[5, 1, 2]], 'the latest occurrence of (1, 2)');
   assert.throws(() => new NgramProposer({ maxN: 1, minN: 2 }), /1 <= minN <= maxN/);
 });
+
+test('a suffix of grammar-forced tokens alone, shorter than maxN, is not looked up; maxN of them are', () => {
+  // JSON extraction: `{"name": "Ada", "city": "` — the 2-gram `": "` (tokens 3, 4) that
+  // jump-forward appended after the key `city` (9) matched the one after `name` (2) and
+  // proposed the previous value (5 = Ada) at every value's start.
+  const out = [1, 2, 3, 4, 5, 6, 8, 9, 3, 4];
+  assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose(out, 3), [5, 6, 8], 'the old rule');
+  assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose(out, 3, 4), []);
+  // A match longer than the forced run includes a token the model chose: looked up as before.
+  assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose(out, 3, 1), [5, 6, 8]);
+  // maxN forced tokens name the key: a key seen before (here in the prompt) still proposes.
+  const prompt = [7, 8, 9, 3, 4, 11, 12, 0];
+  const withKey = [...prompt, 1, 2, 3, 4, 5, 6, 8, 9, 3, 4];
+  assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose(withKey, 2, 4), [11, 12]);
+});
+
+test('the proposer passes on how many of the last tokens were forced', () => {
+  const p = new NgramProposer({ maxN: 4, minN: 2 });
+  const seq = new Sequence({ requestId: 'r', prompt: [1, 2, 3, 4, 5, 6, 8, 9, 3, 4], sampling, arrival: 0 });
+  assert.deepEqual(p.propose([{ seq, k: 2, forced: 3 }]), [[]]);
+  assert.deepEqual(p.propose([{ seq, k: 2 }]), [[5, 6]]);
+});

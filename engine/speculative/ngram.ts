@@ -33,13 +33,22 @@ export class NgramIndex {
   /**
    * Up to `k` tokens that followed the latest earlier occurrence of the longest suffix of
    * `tokens` found (of maxN..minN tokens); [] when none occurred before.
+   *
+   * `forced`: the last tokens that the grammar forced (jump-forward). A suffix made of them
+   * alone and shorter than maxN is not looked up. It is template, not the model's choice: in
+   * JSON extraction the 2-gram `": "` after each key matched the previous key's and proposed
+   * the previous value (every time refused, on the benchmark's four prompts, three times per
+   * output). A suffix of maxN template tokens still counts: it names the key (`"city": "`),
+   * so it matches where the prompt or the output held that key before.
    */
-  propose(tokens: readonly number[], k: number): number[] {
+  propose(tokens: readonly number[], k: number, forced = 0): number[] {
     const L = tokens.length;
     // Index every n-gram that ends before the last token: an occurrence that ends at L is the
     // suffix itself, and one that ends at L-1 .. has a continuation to propose.
     this.grow(tokens, L - 1);
-    for (let n = Math.min(this.o.maxN, L - 1); n >= this.o.minN; n--) {
+    const maxN = Math.min(this.o.maxN, L - 1);
+    for (let n = maxN; n >= this.o.minN; n--) {
+      if (n <= forced && n < this.o.maxN) break;
       const end = this.ends.get(key(tokens, L - n, L));
       if (end === undefined) continue;
       return tokens.slice(end, Math.min(end + k, L)) as number[];
@@ -75,10 +84,10 @@ export class NgramProposer implements Proposer {
   }
 
   propose(asks: readonly DraftAsk[]): number[][] {
-    return asks.map(({ seq, k }) => {
+    return asks.map(({ seq, k, forced }) => {
       let ix = this.index.get(seq);
       if (!ix) this.index.set(seq, (ix = new NgramIndex(this.o)));
-      return k > 0 ? ix.propose(seq.tokens, k) : [];
+      return k > 0 ? ix.propose(seq.tokens, k, forced) : [];
     });
   }
 

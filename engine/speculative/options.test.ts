@@ -7,11 +7,11 @@ import {
   resolveSpeculative,
 } from './options.js';
 
-test('the cap on draft tokens: the one given, else 10 with the adaptive k and 5 without it', () => {
-  assert.equal(DEFAULT_SPECULATIVE_TOKENS, 10);
+test('the cap on draft tokens: the one given, else 15 with the adaptive k and 5 without it', () => {
+  assert.equal(DEFAULT_SPECULATIVE_TOKENS, 15);
   assert.equal(DEFAULT_FIXED_SPECULATIVE_TOKENS, 5);
-  assert.equal(resolveSpeculative({ method: 'ngram' })?.numSpeculativeTokens, 10);
-  assert.equal(resolveSpeculative({ method: 'ngram', adaptive: true })?.numSpeculativeTokens, 10);
+  assert.equal(resolveSpeculative({ method: 'ngram' })?.numSpeculativeTokens, 15);
+  assert.equal(resolveSpeculative({ method: 'ngram', adaptive: true })?.numSpeculativeTokens, 15);
   assert.equal(resolveSpeculative({ method: 'ngram', adaptive: false })?.numSpeculativeTokens, 5);
   // A cap the user gives means what vLLM's num_speculative_tokens means, adaptive or not.
   assert.equal(resolveSpeculative({ method: 'ngram', numSpeculativeTokens: 5 })?.numSpeculativeTokens, 5);

@@ -14,6 +14,11 @@ export interface DraftAsk {
   readonly seq: Sequence;
   /** Most tokens to propose (>= 1). */
   readonly k: number;
+  /**
+   * How many of the sequence's last tokens structured output's jump-forward appended (the
+   * grammar forced them; the model chose none of them). Absent: 0.
+   */
+  readonly forced?: number;
 }
 
 export interface Proposer {

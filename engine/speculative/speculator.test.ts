@@ -194,3 +194,18 @@ test("jump-forward's forced tokens count as the step's output, not only as its c
   // earlier rule saw a step that made 16 tokens for the cost of 24 and sent 16 drafts.
   assert.equal(sent, 0);
 });
+
+test('a sequence whose pending tokens hold jump-forward ones tells the proposer how many were forced', () => {
+  const forced: (number | undefined)[] = [];
+  const recording: Proposer = {
+    method: 'ngram',
+    costly: false,
+    propose: (asks) => asks.map((a) => (forced.push(a.forced), [])),
+    release() {},
+    close() {},
+  };
+  const s = new Speculator(recording, { numSpeculativeTokens: 4 }, { room: () => 100 });
+  // A sample and three forced tokens after it; a plain decoding sequence.
+  s.propose([{ ...sequence(), numPending: 4 } as Sequence, sequence()]);
+  assert.deepEqual(forced, [3, 0]);
+});

@@ -165,7 +165,11 @@ export class Speculator {
     };
     if (!this.proposer.costly) {
       // A lookup is free: propose for all, then send what pays.
-      const proposals = this.proposer.propose(eligible.map((seq, i) => ({ seq, k: room[i] })));
+      // A decoding sequence's pending tokens are its sample and, after it, the tokens
+      // jump-forward appended: those the n-gram lookup does not take for the model's text.
+      const proposals = this.proposer.propose(
+        eligible.map((seq, i) => ({ seq, k: room[i], forced: seq.numPending - 1 })),
+      );
       if (proposals instanceof Promise) throw new Error('a free proposer must answer at once');
       return this.attach(eligible, proposals, allocate(proposals.map((p) => p.length)));
     }

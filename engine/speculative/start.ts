@@ -73,6 +73,13 @@ export async function startSpeculation(
   const options: SpeculatorOptions = { numSpeculativeTokens: o.numSpeculativeTokens, fixedK: !o.adaptive };
   switch (o.method) {
     case 'ngram':
+      // The CUDA step does not verify draft tokens yet (native/cuda/host: it refuses them).
+      if (served && served.device !== 'cpu')
+        throw new EngineError(
+          'INVALID_ARGUMENT',
+          `${o.field}: speculative decoding is not supported on device ${served.device} yet (its step does not verify draft tokens)`,
+          o.field,
+        );
       return { proposer: new NgramProposer({ maxN: o.ngramMax, minN: o.ngramMin }), options };
     case 'layer-skip': {
       if (!served) throw new Error('layer-skip needs the served model context');
@@ -81,7 +88,7 @@ export async function startSpeculation(
       if (served.device !== 'cpu')
         throw new EngineError(
           'INVALID_ARGUMENT',
-          `${o.field}: layer-skip is not supported on device ${served.device} (its step has no early exit yet); use ngram`,
+          `${o.field}: layer-skip is not supported on device ${served.device} (its step has no early exit yet)`,
           o.field,
         );
       const exitLayer = o.draftLayers ?? defaultExitLayer(m.numLayers);

@@ -12,7 +12,7 @@
 import { cudaTestLibrary } from './test-library.js';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -32,6 +32,7 @@ import {
 } from '../native.js';
 import { writeTinyGguf, writeTinyHfDir, type TinyShape } from '../test-model-files.js';
 import { greedySampling } from '../../engine/step-plan.js';
+import { startSpeculation, type ServedContext } from '../../engine/speculative/start.js';
 
 let dir: string;
 /** The library under test: the CPU emulation build, or PRISM_TEST_CUDA_LIBRARY (a GPU build). */
@@ -208,7 +209,26 @@ test('the device lists itself and the model reports where it runs', async () => 
   disposeModel(m);
 });
 
-for (const type of ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q4_K', 'Q6_K'] as TensorType[]) {
+/** Every GGUF type the device takes (those of issue 26 from Q5_0 on). */
+const DEVICE_TYPES: TensorType[] = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q4_K',
+  'Q6_K',
+  'Q5_0',
+  'Q5_1',
+  'Q5_K',
+  'Q3_K',
+  'Q2_K',
+  'IQ4_NL',
+  'IQ4_XS',
+];
+
+for (const type of DEVICE_TYPES) {
   test(`greedy tokens and logits on the device equal the CPU's: llama ${type}`, async () => {
     const path = join(dir, `tiny-${type}.gguf`);
     writeTinyGguf(path, SHAPE, { weightType: type });
@@ -226,6 +246,93 @@ test("a mixed-type file (Q4_K with Q6_K parts, as llama.cpp's Q4_K_M) on the dev
   await compare(path, 'llama Q4_K_M-style mix');
 });
 
+// As llama.cpp's Q5_K_M, Q3_K_M and IQ4_XS files mix types: several parts of one fused
+// matrix (Q/K/V, gate/up) in different types, each decoded by its own kernel.
+const MIXES: Array<[string, TensorType, (name: string) => TensorType | undefined]> = [
+  ['Q5_K_M-style (Q5_K, Q6_K V and down)', 'Q5_K', (n) => (/attn_v|ffn_down/.test(n) ? 'Q6_K' : undefined)],
+  [
+    'Q3_K_M-style (Q3_K, Q4_K V and output, Q5_K down)',
+    'Q3_K',
+    (n) => (/attn_v|attn_output/.test(n) ? 'Q4_K' : n.includes('ffn_down') ? 'Q5_K' : undefined),
+  ],
+  [
+    'IQ4_XS with Q5_0 K and IQ4_NL up',
+    'IQ4_XS',
+    (n) => (n.includes('attn_k') ? 'Q5_0' : n.includes('ffn_up') ? 'IQ4_NL' : undefined),
+  ],
+  [
+    'Q2_K with Q5_1 V and Q3_K gate',
+    'Q2_K',
+    (n) => (n.includes('attn_v') ? 'Q5_1' : n.includes('ffn_gate') ? 'Q3_K' : undefined),
+  ],
+];
+for (const [label, weightType, typeFor] of MIXES) {
+  test(`a mixed-type file on the device: ${label}`, async () => {
+    const path = join(dir, `tiny-mix-${weightType}.gguf`);
+    writeTinyGguf(path, SHAPE, { weightType, typeFor });
+    await compare(path, label);
+  });
+}
+
+const u32 = (v: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b;
+};
+
+test("a Mistral-style sliding window on the device: the CPU's tokens and logits past the window", async () => {
+  // Window 8 against prompts of 14 and 9 tokens and 3 decode steps: every step of the longer
+  // sequence attends past the window, prefill and decode alike.
+  const windowed = join(dir, 'tiny-window.gguf');
+  writeTinyGguf(windowed, SHAPE, {
+    weightType: 'Q4_K',
+    extraKv: [['llama.attention.sliding_window', 4, u32(8)]],
+  });
+  await compare(windowed, 'llama Q4_K, window 8');
+  // The same weights without the window give other logits: the comparison above would fail
+  // on a device that ignored the window.
+  const whole = join(dir, 'tiny-window-off.gguf');
+  writeTinyGguf(whole, SHAPE, { weightType: 'Q4_K' });
+  useLibrary(library);
+  const a = await loadModel(windowed, undefined, { device: 'cuda:0' });
+  const b = await loadModel(whole, undefined, { device: 'cuda:0' });
+  try {
+    const [ra, rb] = [await run(a), await run(b)];
+    for (const i of [0, 3]) {
+      const err = relError(ra.logits[i]!, rb.logits[i]!);
+      assert.ok(err > 5e-2, `step ${i}: the window changes the logits by only ${err}`);
+    }
+  } finally {
+    disposeModel(a);
+    disposeModel(b);
+  }
+});
+
+test('what the device does not run is refused at load, by name: mixed window layers, experts', async () => {
+  useLibrary(library);
+  // Qwen2's use_sliding_window: layers from max_window_layers on slide, the others do not (the
+  // device's KV cache has no separate layer groups).
+  const mixed = join(dir, 'hf-qwen2-mixed-window');
+  writeTinyHfDir(mixed, 'qwen2', 'BF16', SHAPE);
+  const configPath = join(mixed, 'config.json');
+  const config = JSON.parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
+  Object.assign(config, { use_sliding_window: true, sliding_window: 16, max_window_layers: 1 });
+  writeFileSync(configPath, JSON.stringify(config));
+  await assert.rejects(
+    loadModel(mixed, undefined, { device: 'cuda:0' }),
+    /the CUDA backend does not run a mix of sliding-window and global attention layers yet \(qwen2 model\): serve it on the CPU/,
+  );
+  // A Mixtral-style mixture of experts.
+  const moe = join(dir, 'tiny-moe.gguf');
+  writeTinyGguf(moe, { ...SHAPE, experts: 4, expertsUsed: 2 }, { weightType: 'Q8_0' });
+  await assert.rejects(
+    loadModel(moe, undefined, { device: 'cuda:0' }),
+    /the CUDA backend does not run mixture-of-experts layers yet \(llama model\)/,
+  );
+  // Both load on the CPU (the refusal is the device's, not the file's).
+  for (const path of [mixed, moe]) disposeModel(await loadModel(path));
+});
+
 for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
   test(`greedy tokens and logits on the device equal the CPU's: ${arch} safetensors BF16`, async () => {
     const path = join(dir, `hf-${arch}`);
@@ -233,6 +340,77 @@ for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
     await compare(path, `${arch} BF16`);
   });
 }
+
+test('min_tokens on the device: suppressed tokens are never sampled, as on the CPU; drafts are refused', async () => {
+  useLibrary(library);
+  const path = join(dir, 'tiny-suppress.gguf');
+  writeTinyGguf(path, SHAPE, { weightType: 'Q8_0' });
+  const cpuModel = await loadModel(path);
+  const gpuModel = await loadModel(path, undefined, { device: 'cuda:0' });
+  const seqs: Seq[] = [
+    { tokens: [4, 5, 6], start: 0 },
+    { tokens: [7, 8], start: 0 },
+  ];
+  const once = async (m: ModelHandle, opts: Partial<StepPlan> = {}) => {
+    const ctx = createContext(m, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+    try {
+      return Array.from((await step(ctx, plan(seqs, opts))).tokens);
+    } finally {
+      disposeContext(ctx);
+    }
+  };
+  try {
+    const greedy = await once(gpuModel);
+    // Sequence 0 suppresses its greedy token; sequence 1 its own, on top of a mask row that
+    // leaves out tokens 0-9.
+    const words = Math.ceil(SHAPE.vocab / 32);
+    const mask = new Int32Array(words).fill(-1);
+    mask[0]! &= ~0x3ff;
+    const suppressed: Partial<StepPlan> = {
+      suppressTokenOffsets: Int32Array.from([0, 1, 2]),
+      suppressTokens: Int32Array.from([greedy[0]!, greedy[1]!]),
+      allowedMaskRows: Int32Array.from([-1, 0]),
+      allowedMask: mask,
+    };
+    const gpu = await once(gpuModel, suppressed);
+    assert.deepEqual(gpu, await once(cpuModel, suppressed));
+    assert.notEqual(gpu[0], greedy[0]);
+    assert.notEqual(gpu[1], greedy[1]);
+    assert.ok(gpu[1]! >= 10, `token ${gpu[1]} is outside the mask row`);
+    const ctx = createContext(gpuModel, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+    try {
+      await assert.rejects(
+        step(
+          ctx,
+          plan([{ tokens: [4, 5, 6], start: 0 }], {
+            draftCounts: Int32Array.from([1]),
+            returnLogits: 'none',
+          }),
+        ),
+        /speculative decoding is not supported on a CUDA device yet/,
+      );
+    } finally {
+      disposeContext(ctx);
+    }
+  } finally {
+    disposeModel(cpuModel);
+    disposeModel(gpuModel);
+  }
+});
+
+test('speculative decoding on a CUDA device is refused when the engine starts, for every method', async () => {
+  const base = { numSpeculativeTokens: 3, adaptive: false, draftModel: undefined, draftLayers: undefined };
+  const served = { device: 'cuda:0' } as ServedContext;
+  for (const method of ['ngram', 'layer-skip'] as const)
+    await assert.rejects(
+      startSpeculation(
+        { ...base, method, ngramMax: 4, ngramMin: 2, field: '--speculative' },
+        { name: 'm', architecture: 'llama' },
+        served,
+      ),
+      /is not supported on device cuda:0/,
+    );
+});
 
 test('sampling on the device: masks that arrive late, penalties, logprobs, the all-masked error', async () => {
   useLibrary(library);

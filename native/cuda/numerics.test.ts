@@ -22,7 +22,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../engine/default-model.js';
 import { loadTokenizer } from '../../engine/tokenizer/index.js';
-import { CORE_TYPE_FIXTURES, ensureFixtures, type Fixture } from '../../test/fixtures.js';
+import {
+  CORE_TYPE_FIXTURES,
+  ensureFixtures,
+  PLANE_TYPE_FIXTURES,
+  type Fixture,
+} from '../../test/fixtures.js';
 import { referenceLogits, type ReferenceLogits } from '../../test/reference/reference.js';
 import {
   createContext,
@@ -47,7 +52,9 @@ const TOP1_FLOOR = 0.99;
 const REL_ERROR_BOUND = 1e-2;
 const README_PROMPT = 'What is the capital of France?';
 
-const LABELS = CORE_TYPE_FIXTURES;
+// The core types, and the GGUF types of issue 26 (llama.cpp-quantized llama fixtures, each held
+// to the float reference of its twin folder of the same dequantized weights).
+const LABELS = [...CORE_TYPE_FIXTURES, ...PLANE_TYPE_FIXTURES];
 
 // PRISM_TEST_NUMERICS_FIXTURES (a comma-separated list of labels) narrows the run, as the
 // device check's rehearsal on the CPU emulation does.
@@ -64,11 +71,14 @@ const references = new Map<string, ReferenceLogits>();
  */
 before(async () => {
   if (!device) return;
-  fixtures.push(...ensureFixtures().filter((f) => LABELS.includes(f.name) && selected(f.name)));
+  const all = ensureFixtures();
+  fixtures.push(...all.filter((f) => LABELS.includes(f.name) && selected(f.name)));
   const jobs = [];
   for (const f of fixtures) {
     const tok = await loadTokenizer(f.path);
-    jobs.push({ model: f.path, ids: tok.encode(PASSAGE).slice(0, MAX_TOKENS) });
+    const twin = f.reference === undefined ? f : all.find((x) => x.name === f.reference);
+    assert.ok(twin, `${f.name}: its reference fixture ${f.reference} is missing`);
+    jobs.push({ model: twin.path, ids: tok.encode(PASSAGE).slice(0, MAX_TOKENS) });
   }
   referenceLogits(jobs).forEach((r, i) => references.set(fixtures[i]!.name, r));
 });

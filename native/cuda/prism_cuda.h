@@ -7,7 +7,8 @@
  * Conventions: every function returns 0 on success, or nonzero with a message that
  * pc_last_error() returns (per calling thread, valid until the next call). Pointers are
  * host memory unless a comment says otherwise. Tensor types use GGML's numbers
- * (F32 0, F16 1, Q4_0 2, Q4_1 3, Q8_0 8, Q4_K 12, Q6_K 14, BF16 30); weight bytes are the
+ * (F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, Q8_0 8, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13,
+ * Q6_K 14, IQ4_NL 20, IQ4_XS 23, BF16 30); weight bytes are the
  * file's own GGML blocks, rows innermost-last as GGUF stores them. */
 #ifndef PRISM_CUDA_H
 #define PRISM_CUDA_H
@@ -19,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a declaration here changes; the loader refuses another version. */
-#define PC_ABI_VERSION 1
+#define PC_ABI_VERSION 2
 
 typedef struct pc_model pc_model;
 typedef struct pc_context pc_context;
@@ -54,6 +55,7 @@ typedef struct {
   double rope_theta, eps;
   int32_t rope_neox;               /* 1: pairs (i, i + d/2); 0: adjacent pairs (GGUF llama) */
   const float* rope_freq_factors;  /* [head_dim/2] divisors of the inverse frequencies, or NULL */
+  int64_t sliding_window;          /* > 0: every layer's token at p sees p-W+1 .. p (Mistral); 0: all */
 } pc_model_config;
 
 /* Where a weight goes. Layer-less roles ignore `layer`. */
@@ -168,6 +170,7 @@ typedef struct {
   const int32_t *seq_token_offsets, *positions, *block_table_offsets, *block_tables;
   int64_t n_block_tables;
   int32_t splits; /* 0: as a step would choose */
+  int32_t window; /* > 0: a token at p sees p-window+1 .. p only; 0: the whole context */
 } pc_attention_check;
 int pc_check_attention(int32_t device, const pc_attention_check* a, float* out);
 

@@ -8,8 +8,10 @@
 namespace prism::cudacheck {
 namespace {
 
-constexpr TensorType kTypes[] = {TensorType::F32, TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                                 TensorType::Q4_0, TensorType::Q4_1, TensorType::Q4_K, TensorType::Q6_K};
+constexpr TensorType kTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16,   TensorType::Q8_0,
+                                 TensorType::Q4_0, TensorType::Q4_1, TensorType::Q5_0,   TensorType::Q5_1,
+                                 TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,   TensorType::Q5_K,
+                                 TensorType::Q6_K, TensorType::IQ4_NL, TensorType::IQ4_XS};
 
 struct Shape {
   int64_t rows, cols;
@@ -96,9 +98,10 @@ Result checkDequantize(const Options& o) {
 // f32 activations and accumulation: only the order of additions differs from the double sum.
 Result checkMatmulGemv(const Options& o) { return checkMatmul(o, "matmul GEMV (decode, f32)", {1, 3, 8}, 1, 2e-5); }
 
-// bf16 operands (activations and weights rounded to 8 bits of mantissa), f32 accumulation.
+// bf16 operands (activations and weights rounded to 8 bits of mantissa), f32 accumulation;
+// the weights decoded in three bands of rows, as prefill decodes a large matrix.
 Result checkMatmulGemm(const Options& o) {
-  return checkMatmul(o, "matmul GEMM (prefill, bf16)", o.quick ? std::vector<int64_t>{9} : std::vector<int64_t>{9, 64, 333},
+  return checkMatmul(o, "matmul GEMM (prefill, bf16, row bands)", o.quick ? std::vector<int64_t>{9} : std::vector<int64_t>{9, 64, 333},
                      2, 1.5e-2);
 }
 

@@ -31,6 +31,14 @@ int archOf(Arch a) {
   throw std::runtime_error(std::string("the CUDA backend does not run the ") + archName(a) + " architecture yet");
 }
 
+// The window every layer shares (0: none), or -1 when the layers differ.
+int64_t slidingWindow(const ModelConfig& c) {
+  const int64_t w = c.layerWindow.empty() ? 0 : c.layerWindow.front();
+  for (int64_t x : c.layerWindow)
+    if (x != w) return -1;
+  return w;
+}
+
 // What the device's forward pass implements of ModelConfig: the Llama / Qwen2 / Qwen3 layer.
 // Variations the CPU runs and the device does not yet are refused by name.
 void checkSupported(const ModelConfig& c) {
@@ -40,8 +48,11 @@ void checkSupported(const ModelConfig& c) {
   };
   archOf(c.arch);
   if (c.experts > 0) refuse("mixture-of-experts layers");
-  for (int64_t w : c.layerWindow)
-    if (w > 0) refuse("sliding-window attention");
+  // One window on every layer (Mistral) runs; a mix of sliding and global layers (Qwen2's
+  // max_window_layers; Gemma 3) needs the KV layer groups of kv_layout.h, which the device's
+  // cache does not have.
+  if (slidingWindow(c) < 0) refuse("a mix of sliding-window and global attention layers");
+  if (c.localRope) refuse("a second RoPE for the sliding layers");
   if (c.ropeDim != 0 && c.ropeDim != c.headDim) refuse("partial rotary embeddings");
   if (c.ropeAttnFactor != 1.0) refuse("LongRoPE attention scaling");
   if (c.postNorms || c.activation != Activation::Silu || c.embedScale != 1.0) refuse("Gemma-style layers");
@@ -98,6 +109,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
   cfg.eps = c.eps;
   cfg.rope_neox = c.ropeNeox ? 1 : 0;
   cfg.rope_freq_factors = c.ropeFreqFactors.empty() ? nullptr : c.ropeFreqFactors.data();
+  cfg.sliding_window = slidingWindow(c);
   lib.check(lib.pc_model_create(device, &cfg, &d->handle), "creating the model on the CUDA device");
 
   lib.check(lib.pc_model_set_matrix(d->handle, PC_W_EMBED, -1, static_cast<int32_t>(m.embedType), m.embedData, c.vocab,
@@ -160,6 +172,23 @@ double DeviceContext::lastStepDeviceMs() const { return model_->lib->pc_step_dev
 void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   const CudaLibrary& lib = *model_->lib;
   const int64_t S = p.S, V = model_->host->cfg.vocab, words = (V + 31) / 32;
+  // What the device's step does not do yet is refused, never ignored: draft tokens would be
+  // taken unverified, an early exit would run every layer.
+  for (int32_t k : p.draftCounts)
+    if (k > 0)
+      throw std::invalid_argument("plan.draftCounts: speculative decoding is not supported on a CUDA device yet");
+  if (p.exitLayer > 0) throw std::invalid_argument("plan.exitLayer: early exit is not supported on a CUDA device yet");
+  // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's
+  // row (or every token) less the suppressed ones, as the CPU sampler applies them.
+  const bool suppress = !p.suppressTokens.empty();
+  const int64_t planMaskRows = p.lateMaskRows > 0 ? p.lateMaskRows : static_cast<int64_t>(p.allowedMask.size()) / words;
+  if (suppress) {
+    maskRows_.assign(p.allowedMaskRows.begin(), p.allowedMaskRows.end());
+    int64_t next = planMaskRows;
+    for (int64_t s = 0; s < S; s++)
+      if (p.suppressTokenOffsets[static_cast<size_t>(s + 1)] > p.suppressTokenOffsets[static_cast<size_t>(s)])
+        maskRows_[static_cast<size_t>(s)] = static_cast<int32_t>(next++);
+  }
   uniform_.resize(static_cast<size_t>(S));
   for (int64_t s = 0; s < S; s++)
     uniform_[static_cast<size_t>(s)] = uniformFromSeed(p.seeds[static_cast<size_t>(s)], static_cast<uint64_t>(p.sampleCounters[static_cast<size_t>(s)]));
@@ -185,7 +214,7 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   cp.penalty_tokens = p.penaltyTokens.data();
   cp.n_penalty_tokens = static_cast<int64_t>(p.penaltyTokens.size());
   cp.uniform = uniform_.data();
-  cp.allowed_mask_rows = p.allowedMaskRows.data();
+  cp.allowed_mask_rows = suppress ? maskRows_.data() : p.allowedMaskRows.data();
   cp.top_logprobs = p.topLogprobs.data();
   cp.return_logits = static_cast<int32_t>(p.returnLogits);
   lib.check(lib.pc_step_forward(ctx_, &cp), "step on the CUDA device");
@@ -218,8 +247,27 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   r.top_ids = out.topIds.data();
   r.top_values = out.topValues.data();
   r.logits = out.logits;
-  const int64_t maskRows = static_cast<int64_t>(p.allowedMask.size()) / words;
-  lib.check(lib.pc_step_sample(ctx_, &cp, p.allowedMask.data(), maskRows, &r), "sampling on the CUDA device");
+  const int32_t* masks = p.allowedMask.data();
+  int64_t maskRows = static_cast<int64_t>(p.allowedMask.size()) / words;
+  if (suppress) {
+    masks_.assign(p.allowedMask.begin(), p.allowedMask.end());
+    for (int64_t s = 0; s < S; s++) {
+      const int32_t b = p.suppressTokenOffsets[static_cast<size_t>(s)], e = p.suppressTokenOffsets[static_cast<size_t>(s + 1)];
+      if (b == e) continue;
+      const int32_t from = p.allowedMaskRows[static_cast<size_t>(s)];
+      const size_t row = masks_.size();
+      masks_.resize(row + static_cast<size_t>(words), -1);
+      if (from >= 0)
+        for (int64_t w = 0; w < words; w++) masks_[row + static_cast<size_t>(w)] = masks_[static_cast<size_t>(from * words + w)];
+      for (int32_t k = b; k < e; k++) {
+        const int32_t t = p.suppressTokens[static_cast<size_t>(k)];
+        masks_[row + static_cast<size_t>(t >> 5)] &= ~static_cast<int32_t>(1u << (t & 31));
+      }
+    }
+    masks = masks_.data();
+    maskRows = static_cast<int64_t>(masks_.size()) / words;
+  }
+  lib.check(lib.pc_step_sample(ctx_, &cp, masks, maskRows, &r), "sampling on the CUDA device");
   out.errors.resize(static_cast<size_t>(S));
   out.anyError = false;
   for (int64_t s = 0; s < S; s++) {

@@ -71,6 +71,7 @@ class DeviceContext {
   pc_context* ctx_ = nullptr;
   std::vector<double> uniform_;
   std::vector<int32_t> errors_;
+  std::vector<int32_t> maskRows_, masks_;  // the plan's mask rows and masks with suppressed tokens
   std::vector<float> logits_;
 };
 

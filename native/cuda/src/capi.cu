@@ -175,7 +175,11 @@ int pc_check_matmul(int32_t device, int32_t type, const void* weights, int64_t r
     } else {
       pc::DeviceBuffer xb(static_cast<size_t>(n * cols) * 2), wb(static_cast<size_t>(rows * cols) * 2);
       pc::convertToBf16(dx.get<float>(), cols, n, cols, xb.get<uint16_t>(), s);
-      pc::dequantizeToBf16(w.view, wb.get<uint16_t>(), s);
+      // In three bands of rows, as a prefill step decodes a large matrix (weightRows: each
+      // type's arrays entered mid-matrix).
+      const int64_t band = std::max<int64_t>(1, (rows + 2) / 3);
+      for (int64_t r0 = 0; r0 < rows; r0 += band)
+        pc::dequantizeToBf16(pc::weightRows(w.view, r0, std::min(band, rows - r0)), wb.get<uint16_t>() + r0 * cols, s);
       pc::Gemm gemm(s);
       gemm.bf16(wb.get<uint16_t>(), rows, cols, xb.get<uint16_t>(), n, dy.get<float>(), rows, false, s);
     }
@@ -191,7 +195,9 @@ int pc_check_dequantize(int32_t device, int32_t type, const void* weights, int64
     pc::WeightStorage w;
     uploadChecked(w, type, weights, rows, cols, s);
     pc::DeviceBuffer d(static_cast<size_t>(rows * cols) * 4);
-    pc::dequantizeToF32(w.view, d.get<float>(), s);
+    // The first row alone, then the rest: weightRows enters each array mid-matrix.
+    pc::dequantizeToF32(pc::weightRows(w.view, 0, 1), d.get<float>(), s);
+    if (rows > 1) pc::dequantizeToF32(pc::weightRows(w.view, 1, rows - 1), d.get<float>() + cols, s);
     pc::copyToHost(out, d.get(), d.bytes(), s);
     s.synchronize();
   });
@@ -289,7 +295,7 @@ int pc_check_rope_kv(int32_t device, const pc_rope_check* r, float* q_out, uint1
 
 int pc_check_attention(int32_t device, const pc_attention_check* a, float* out) {
   return guarded([&] {
-    need(a->T >= 1 && a->S >= 1 && a->heads % a->kv_heads == 0, "bad attention check shape");
+    need(a->T >= 1 && a->S >= 1 && a->heads % a->kv_heads == 0 && a->window >= 0, "bad attention check shape");
     pc::useDevice(device);
     pc::Stream s;
     const int64_t T = a->T, hd = a->head_dim;
@@ -339,6 +345,7 @@ int pc_check_attention(int32_t device, const pc_attention_check* a, float* out) 
     p.tokenSeq = dseq.get<int32_t>();
     p.blockTables = dtab.get<int32_t>();
     p.blockTableOffsets = doff.get<int32_t>();
+    p.window = a->window;
     p.splits = splits;
     p.partial = partial.get<float>();
     p.out = dout.get<float>();

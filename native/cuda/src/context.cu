@@ -84,7 +84,9 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
 int DeviceContext::attentionSplits(int64_t T) const {
   if (T > kSplitMaxTokens) return 1;
   const int64_t items = static_cast<int64_t>(tileFirst_.size()) * cfg_.kv_heads;
-  const int64_t maxChunks = (maxPositions_ + 31) / 32;
+  // A window bounds what a token reads (plus the chunk it starts in).
+  const int64_t span = cfg_.sliding_window > 0 ? std::min<int64_t>(maxPositions_, cfg_.sliding_window + 32) : maxPositions_;
+  const int64_t maxChunks = (span + 31) / 32;
   const int64_t want = (2 * multiprocessors_ + items - 1) / items;
   return static_cast<int>(std::clamp<int64_t>(std::min<int64_t>(want, maxChunks), 1, kMaxSplits));
 }
@@ -221,14 +223,7 @@ void DeviceContext::linear(const DeviceLinear& L, const float* x, int64_t n, flo
     }
     const int64_t band = std::max<int64_t>(1, wBf16Rows_ * m_.maxCols() / k);
     for (int64_t r0 = 0; r0 < W.rows; r0 += band) {
-      DeviceWeight slice = W;
-      slice.rows = std::min(band, W.rows - r0);
-      const int64_t g0 = r0 * (k / 32);  // the band's first group
-      slice.q = W.q + g0 * groupQBytes(W.type);
-      if (W.type == kQ4_K) slice.s = W.s + g0 / 8 * 16;
-      else if (W.s) slice.s = W.s + g0 * groupSBytes(W.type);
-      if (W.qh) slice.qh = W.qh + g0 * 8;
-      if (W.sd) slice.sd = W.sd + g0 / 8 * 2;
+      const DeviceWeight slice = weightRows(W, r0, std::min(band, W.rows - r0));
       dequantizeToBf16(slice, wBf16_.get<uint16_t>(), stream_);
       gemm_.bf16(wBf16_.get<uint16_t>(), slice.rows, k, xb, n, y + part.outOffset + r0, ldy, accumulate, stream_);
     }
@@ -285,6 +280,7 @@ void DeviceContext::layer(int64_t l, int64_t T) {
   at.tokenSeq = a_.tokenSeq;
   at.blockTables = a_.blockTables;
   at.blockTableOffsets = a_.blockTableOffsets;
+  at.window = static_cast<int>(cfg_.sliding_window);
   at.splits = attentionSplits(T);
   at.partial = partial_.get<float>();
   at.out = attn_.get<float>();

@@ -1,4 +1,5 @@
-// Causal attention over the paged KV cache, for prefill chunks and decode tokens alike.
+// Causal attention over the paged KV cache, for prefill chunks and decode tokens alike,
+// optionally limited to a sliding window (a token at p sees p-W+1 .. p).
 //
 // A block takes one tile (up to `tileTokens` consecutive tokens of one sequence), one KV
 // head and one split of the context: the tile's rows are its tokens × the query heads that
@@ -50,8 +51,12 @@ __global__ void __launch_bounds__(kWarps * 32) attentionKernel(AttentionParams p
   const int32_t* table = p.blockTables + p.blockTableOffsets[p.tokenSeq[t0]];
   const int pos0 = p.positions[t0];
   const int nPos = pos0 + nt;  // the tile sees positions 0 .. pos0 + nt - 1
-  const int perSplit = ceilDiv(ceilDiv(nPos, kChunk), p.splits) * kChunk;
-  const int begin = split * perSplit;
+  // Under a sliding window, from its first token's window on: earlier positions (whose pages
+  // the engine may have released and reused) are never loaded. Splits cover whole chunks.
+  const int first = p.window > 0 && pos0 - p.window + 1 > 0 ? pos0 - p.window + 1 : 0;
+  const int base = first / kChunk * kChunk;
+  const int perSplit = ceilDiv(ceilDiv(nPos - base, kChunk), p.splits) * kChunk;
+  const int begin = base + split * perSplit;
   const int end = nPos < begin + perSplit ? nPos : begin + perSplit;
   const int lane = laneId(), w = warpId();
 
@@ -76,7 +81,7 @@ __global__ void __launch_bounds__(kWarps * 32) attentionKernel(AttentionParams p
     for (int e = static_cast<int>(threadIdx.x); e < kChunk * vecs; e += static_cast<int>(blockDim.x)) {
       const int j = e / vecs, d8 = (e % vecs) * 8, pos = c0 + j;
       float kv[8], vv[8];
-      if (pos < end) {
+      if (pos >= first && pos < end) {
         const int64_t blk = table[pos / p.blockSize];
         const int64_t off = ((blk * p.kvHeads + kvh) * p.blockSize + pos % p.blockSize) * hd + d8;
         widen8(*reinterpret_cast<const uint4*>(p.kCache + off), kv);
@@ -98,7 +103,9 @@ __global__ void __launch_bounds__(kWarps * 32) attentionKernel(AttentionParams p
       if (r < rows) {  // the same for the whole warp
         const int pos = c0 + lane;
         float sc = -INFINITY;
-        if (pos < end && pos <= pos0 + r / group) {  // causal: token r/group is at pos0 + r/group
+        const int own = pos0 + r / group;  // token r/group's position
+        // Causal, and inside the token's window.
+        if (pos >= first && pos < end && pos <= own && (p.window <= 0 || pos > own - p.window)) {
           const float* qr = qs + r * hd;
           const float* kr = ks + lane * ldk;
           float a = 0.0f;

@@ -120,17 +120,9 @@ __global__ void copyBlocksKernel(uint16_t* kCache, uint16_t* vCache, int64_t lay
 
 void embed(const DeviceWeight& E, const int32_t* tokens, int64_t T, float* x, const Stream& s) {
   const dim3 grid(static_cast<unsigned>(T)), block(128);
-  switch (E.type) {
-    case kF32: return launch("embed", embedKernel<kF32>, grid, block, 0, s, E, tokens, x);
-    case kF16: return launch("embed", embedKernel<kF16>, grid, block, 0, s, E, tokens, x);
-    case kBF16: return launch("embed", embedKernel<kBF16>, grid, block, 0, s, E, tokens, x);
-    case kQ8_0: return launch("embed", embedKernel<kQ8_0>, grid, block, 0, s, E, tokens, x);
-    case kQ4_0: return launch("embed", embedKernel<kQ4_0>, grid, block, 0, s, E, tokens, x);
-    case kQ4_1: return launch("embed", embedKernel<kQ4_1>, grid, block, 0, s, E, tokens, x);
-    case kQ4_K: return launch("embed", embedKernel<kQ4_K>, grid, block, 0, s, E, tokens, x);
-    case kQ6_K: return launch("embed", embedKernel<kQ6_K>, grid, block, 0, s, E, tokens, x);
-  }
-  throw Error("embed: unsupported weight type " + std::to_string(E.type));
+  withWeightType(E.type, "embed", [&](auto type) {
+    launch("embed", embedKernel<decltype(type)::value>, grid, block, 0, s, E, tokens, x);
+  });
 }
 
 void rmsNorm(const float* x, const int32_t* rows, int64_t R, int64_t D, const float* w, float eps, float* out,

@@ -11,70 +11,149 @@ namespace {
 // ---- upload -------------------------------------------------------------------------------
 
 
+// The 16 bytes of a 4-bit group from 4-bit GGML rows of 32 bytes (Q4_K / Q5_K): value k of
+// the group is the nibble at `shift` of src[k], value k + 16 that of src[16 + k].
+PC_DEVICE void packNibbles(const uint8_t* src, int shift, uint8_t* q) {
+  for (int k = 0; k < 16; k++) {
+    const int lo = (src[k] >> shift) & 0xF, hi = (src[16 + k] >> shift) & 0xF;
+    q[k] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+// One bit of each of the 32 bytes at `src` (bit `bit`) as a 32-bit word, bit i from src[i].
+PC_DEVICE void packBits(const uint8_t* src, int bit, uint8_t* out) {
+  for (int k = 0; k < 4; k++) {
+    int b = 0;
+    for (int i = 0; i < 8; i++) b |= ((src[8 * k + i] >> bit) & 1) << i;
+    out[k] = static_cast<uint8_t>(b);
+  }
+}
+
+// The 2-bit values at bits 2·j of src[0..32) (Q3_K / Q2_K group j of its 128-value half) in
+// the layout's order: byte k holds values k, k+8, k+16, k+24 at bits 2r.
+PC_DEVICE void packTwoBits(const uint8_t* src, int j, uint8_t* q) {
+  for (int k = 0; k < 8; k++) {
+    int b = 0;
+    for (int r = 0; r < 4; r++) b |= ((src[k + 8 * r] >> (2 * j)) & 3) << (2 * r);
+    q[k] = static_cast<uint8_t>(b);
+  }
+}
+
 // Thread per group: rearranges the file's blocks of groups [0, groups) into the layout,
-// writing at group offset `first`.
+// writing at group offset `first` (a whole number of rows, so of super-blocks).
 __global__ void repackKernel(int type, const uint8_t* __restrict__ raw, int64_t groups, int64_t first, uint8_t* q,
                              uint8_t* sArr, uint8_t* qh, uint8_t* sd) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= groups) return;
   const int64_t g = first + i;
-  if (type == kQ8_0 || type == kQ4_0 || type == kQ4_1) {
-    const int bytes = type == kQ8_0 ? 34 : type == kQ4_0 ? 18 : 20;
-    const int head = type == kQ4_1 ? 4 : 2;
-    const uint8_t* src = raw + i * bytes;
-    const int nq = bytes - head;
-    for (int k = 0; k < nq; k++) q[g * nq + k] = src[head + k];
-    for (int k = 0; k < head; k++) sArr[g * head + k] = src[k];
-  } else if (type == kQ4_K) {
-    const int64_t sb = i >> 3;
-    const int j = static_cast<int>(i & 7);
-    const uint8_t* src = raw + sb * 144;
-    if (j == 0)
-      for (int k = 0; k < 16; k++) sArr[((first >> 3) + sb) * 16 + k] = src[k];
-    const uint8_t* qs = src + 16 + 32 * (j >> 1);
-    const int shift = 4 * (j & 1);
-    for (int k = 0; k < 16; k++) {
-      const int lo = (qs[k] >> shift) & 0xF, hi = (qs[16 + k] >> shift) & 0xF;
-      q[g * 16 + k] = static_cast<uint8_t>(lo | (hi << 4));
+  // Super-block types: group j of super-block sb of the staged rows.
+  const int64_t sb = i >> 3, sbOut = (first >> 3) + sb;
+  const int j = static_cast<int>(i & 7);
+  switch (type) {
+    case kQ8_0:
+    case kQ4_0:
+    case kQ4_1:
+    case kIQ4_NL: {
+      const int bytes = type == kQ8_0 ? 34 : type == kQ4_1 ? 20 : 18;
+      const int head = type == kQ4_1 ? 4 : 2;
+      const uint8_t* src = raw + i * bytes;
+      const int nq = bytes - head;
+      for (int k = 0; k < nq; k++) q[g * nq + k] = src[head + k];
+      for (int k = 0; k < head; k++) sArr[g * head + k] = src[k];
+      return;
     }
-  } else if (type == kQ6_K) {
-    const int64_t sb = i >> 3;
-    const int j = static_cast<int>(i & 7);
-    const uint8_t* src = raw + sb * 210;
-    const int h = j >> 2, part = j & 3;
-    const uint8_t* ql = src + 64 * h + 32 * (part & 1);
-    const uint8_t* qhr = src + 128 + 32 * h;
-    const int loShift = 4 * (part >> 1), hiShift = 2 * part;
-    for (int k = 0; k < 16; k++) {
-      const int lo0 = (ql[k] >> loShift) & 0xF, lo1 = (ql[k + 16] >> loShift) & 0xF;
-      q[g * 16 + k] = static_cast<uint8_t>(lo0 | (lo1 << 4));
+    case kQ5_0:
+    case kQ5_1: {  // d [, m], qh[4], qs[16]
+      const int head = type == kQ5_1 ? 4 : 2;
+      const uint8_t* src = raw + i * (head + 20);
+      for (int k = 0; k < head; k++) sArr[g * head + k] = src[k];
+      for (int k = 0; k < 4; k++) qh[g * 4 + k] = src[head + k];
+      for (int k = 0; k < 16; k++) q[g * 16 + k] = src[head + 4 + k];
+      return;
     }
-    for (int k = 0; k < 8; k++) {
-      int b = 0;
-      for (int r = 0; r < 4; r++) b |= ((qhr[k + 8 * r] >> hiShift) & 3) << (2 * r);
-      qh[g * 8 + k] = static_cast<uint8_t>(b);
+    case kQ4_K:
+    case kQ5_K: {  // d, dmin, scales[12], [Q5_K: qh[32]], qs[128]
+      const uint8_t* src = raw + sb * (type == kQ4_K ? 144 : 176);
+      if (j == 0)
+        for (int k = 0; k < 16; k++) sArr[sbOut * 16 + k] = src[k];
+      const uint8_t* qs = src + (type == kQ4_K ? 16 : 48);
+      packNibbles(qs + 32 * (j >> 1), 4 * (j & 1), q + g * 16);
+      if (type == kQ5_K) packBits(src + 16, j, qh + g * 4);
+      return;
     }
-    sArr[g * 2] = src[192 + 2 * j];
-    sArr[g * 2 + 1] = src[192 + 2 * j + 1];
-    if (j == 0) {
-      sd[((first >> 3) + sb) * 2] = src[208];
-      sd[((first >> 3) + sb) * 2 + 1] = src[209];
+    case kIQ4_XS: {  // d, scales_h, scales_l[4], qs[128] (16 per group, nibbles as IQ4_NL)
+      const uint8_t* src = raw + sb * 136;
+      if (j == 0)
+        for (int k = 0; k < 8; k++) sArr[sbOut * 8 + k] = src[k];
+      for (int k = 0; k < 16; k++) q[g * 16 + k] = src[8 + 16 * j + k];
+      return;
+    }
+    case kQ3_K: {  // hmask[32], qs[64], scales[12], d: value 32j + l has its low bits at bits
+                   // 2(j % 4) of qs[32(j / 4) + l], its high bit at bit j of hmask[l]
+      const uint8_t* src = raw + sb * 110;
+      packTwoBits(src + 32 + 32 * (j >> 2), j & 3, q + g * 8);
+      packBits(src, j, qh + g * 4);
+      for (int k = 0; k < 2; k++) sArr[g * 2 + k] = static_cast<uint8_t>(static_cast<int8_t>(q3kScale(2 * j + k, src + 96) - 32));
+      if (j == 0)
+        for (int k = 0; k < 2; k++) sd[sbOut * 2 + k] = src[108 + k];
+      return;
+    }
+    case kQ2_K: {  // scales[16] (scale | min << 4), qs[64] (as Q3_K's), d, dmin
+      const uint8_t* src = raw + sb * 84;
+      packTwoBits(src + 16 + 32 * (j >> 2), j & 3, q + g * 8);
+      for (int k = 0; k < 2; k++) sArr[g * 2 + k] = src[2 * j + k];
+      if (j == 0)
+        for (int k = 0; k < 4; k++) sd[sbOut * 4 + k] = src[80 + k];
+      return;
+    }
+    case kQ6_K: {
+      const uint8_t* src = raw + sb * 210;
+      const int h = j >> 2, part = j & 3;
+      const uint8_t* ql = src + 64 * h + 32 * (part & 1);
+      const uint8_t* qhr = src + 128 + 32 * h;
+      const int loShift = 4 * (part >> 1), hiShift = 2 * part;
+      for (int k = 0; k < 16; k++) {
+        const int lo0 = (ql[k] >> loShift) & 0xF, lo1 = (ql[k + 16] >> loShift) & 0xF;
+        q[g * 16 + k] = static_cast<uint8_t>(lo0 | (lo1 << 4));
+      }
+      for (int k = 0; k < 8; k++) {
+        int b = 0;
+        for (int r = 0; r < 4; r++) b |= ((qhr[k + 8 * r] >> hiShift) & 3) << (2 * r);
+        qh[g * 8 + k] = static_cast<uint8_t>(b);
+      }
+      sArr[g * 2] = src[192 + 2 * j];
+      sArr[g * 2 + 1] = src[192 + 2 * j + 1];
+      if (j == 0) {
+        sd[sbOut * 2] = src[208];
+        sd[sbOut * 2 + 1] = src[209];
+      }
+      return;
     }
   }
 }
 
+// Bytes of one row in the file's GGML blocks.
 size_t rawRowBytes(int type, int64_t cols) {
+  const size_t blocks32 = static_cast<size_t>(cols / 32), blocks256 = static_cast<size_t>(cols / 256);
   switch (type) {
     case kF32: return static_cast<size_t>(cols) * 4;
     case kF16:
     case kBF16: return static_cast<size_t>(cols) * 2;
-    case kQ8_0: return static_cast<size_t>(cols / 32) * 34;
-    case kQ4_0: return static_cast<size_t>(cols / 32) * 18;
-    case kQ4_1: return static_cast<size_t>(cols / 32) * 20;
-    case kQ4_K: return static_cast<size_t>(cols / 256) * 144;
-    case kQ6_K: return static_cast<size_t>(cols / 256) * 210;
+    case kQ8_0: return blocks32 * 34;
+    case kQ4_0: return blocks32 * 18;
+    case kQ4_1: return blocks32 * 20;
+    case kQ5_0: return blocks32 * 22;
+    case kQ5_1: return blocks32 * 24;
+    case kIQ4_NL: return blocks32 * 18;
+    case kQ2_K: return blocks256 * 84;
+    case kQ3_K: return blocks256 * 110;
+    case kQ4_K: return blocks256 * 144;
+    case kQ5_K: return blocks256 * 176;
+    case kQ6_K: return blocks256 * 210;
+    case kIQ4_XS: return blocks256 * 136;
   }
-  throw Error("unsupported weight type " + std::to_string(type));
+  throw Error(std::string("weight type ") + weightTypeName(type) + " (GGML type " + std::to_string(type) +
+              ") is not supported on the CUDA device");
 }
 
 // ---- GEMV ---------------------------------------------------------------------------------
@@ -153,17 +232,9 @@ template <typename OUT>
 void dequantizeAny(const DeviceWeight& W, OUT* out, const Stream& s) {
   const int64_t groups = W.rows * (W.cols / 32);
   const dim3 grid(static_cast<unsigned>(ceilDiv64(groups, 256))), block(256);
-  switch (W.type) {
-    case kF32: return launch("dequantize", dequantizeKernel<kF32, OUT>, grid, block, 0, s, W, out);
-    case kF16: return launch("dequantize", dequantizeKernel<kF16, OUT>, grid, block, 0, s, W, out);
-    case kBF16: return launch("dequantize", dequantizeKernel<kBF16, OUT>, grid, block, 0, s, W, out);
-    case kQ8_0: return launch("dequantize", dequantizeKernel<kQ8_0, OUT>, grid, block, 0, s, W, out);
-    case kQ4_0: return launch("dequantize", dequantizeKernel<kQ4_0, OUT>, grid, block, 0, s, W, out);
-    case kQ4_1: return launch("dequantize", dequantizeKernel<kQ4_1, OUT>, grid, block, 0, s, W, out);
-    case kQ4_K: return launch("dequantize", dequantizeKernel<kQ4_K, OUT>, grid, block, 0, s, W, out);
-    case kQ6_K: return launch("dequantize", dequantizeKernel<kQ6_K, OUT>, grid, block, 0, s, W, out);
-  }
-  throw Error("dequantize: unsupported weight type " + std::to_string(W.type));
+  withWeightType(W.type, "dequantize", [&](auto type) {
+    launch("dequantize", dequantizeKernel<decltype(type)::value, OUT>, grid, block, 0, s, W, out);
+  });
 }
 
 __global__ void toBf16Kernel(const float* __restrict__ x, int64_t ldx, int64_t n, int64_t cols, uint16_t* __restrict__ out) {
@@ -176,18 +247,18 @@ __global__ void toBf16Kernel(const float* __restrict__ x, int64_t ldx, int64_t n
 }  // namespace
 
 void allocateWeight(int type, int64_t rows, int64_t cols, WeightStorage& w) {
-  if (!weightTypeSupported(type)) throw Error("weight type " + std::to_string(type) + " is not supported on the device");
+  if (!weightTypeSupported(type))
+    throw Error(std::string("weight type ") + weightTypeName(type) + " (GGML type " + std::to_string(type) +
+                ") is not supported on the CUDA device");
   if (cols <= 0 || rows <= 0 || cols % blockValues(type) != 0 || cols % 32 != 0)
     throw Error("weight of " + std::to_string(rows) + " x " + std::to_string(cols) +
                 ": columns must be a positive multiple of 32 and of the type's block");
-  const int64_t groups = rows * (cols / 32);
+  const int64_t groups = rows * (cols / 32);  // a multiple of 8 for the super-block types
   w.q.allocate(static_cast<size_t>(groups) * groupQBytes(type));
-  const int sb = groupSBytes(type);
-  if (sb) w.s.allocate(static_cast<size_t>(type == kQ4_K ? groups / 8 * 16 : groups * sb));
-  if (type == kQ6_K) {
-    w.qh.allocate(static_cast<size_t>(groups) * 8);
-    w.sd.allocate(static_cast<size_t>(groups / 8) * 2);
-  }
+  const int64_t sBytes = groups * groupSBytes(type) + groups / 8 * superSBytes(type);
+  if (sBytes) w.s.allocate(static_cast<size_t>(sBytes));
+  if (groupQhBytes(type)) w.qh.allocate(static_cast<size_t>(groups) * groupQhBytes(type));
+  if (superSdBytes(type)) w.sd.allocate(static_cast<size_t>(groups / 8) * superSdBytes(type));
   w.view.type = type;
   w.view.rows = rows;
   w.view.cols = cols;
@@ -222,17 +293,8 @@ void uploadWeightRows(WeightStorage& w, int64_t rowOffset, const void* hostBytes
 void gemv(const DeviceWeight& W, const float* x, int64_t ldx, int64_t n, float* y, int64_t ldy, bool accumulate,
           const Stream& s) {
   if (n < 1 || n > kGemvMaxTokens) throw Error("gemv: n must be in [1, 8]");
-  switch (W.type) {
-    case kF32: return gemvFor<kF32>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kF16: return gemvFor<kF16>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kBF16: return gemvFor<kBF16>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kQ8_0: return gemvFor<kQ8_0>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kQ4_0: return gemvFor<kQ4_0>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kQ4_1: return gemvFor<kQ4_1>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kQ4_K: return gemvFor<kQ4_K>(W, x, ldx, n, y, ldy, accumulate, s);
-    case kQ6_K: return gemvFor<kQ6_K>(W, x, ldx, n, y, ldy, accumulate, s);
-  }
-  throw Error("gemv: unsupported weight type " + std::to_string(W.type));
+  withWeightType(W.type, "gemv",
+                 [&](auto type) { gemvFor<decltype(type)::value>(W, x, ldx, n, y, ldy, accumulate, s); });
 }
 
 void dequantizeToBf16(const DeviceWeight& W, uint16_t* out, const Stream& s) { dequantizeAny(W, out, s); }

@@ -2,6 +2,8 @@
 // pointer is device memory unless it says otherwise. All work is enqueued on `s`.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 #include "runtime.h"
 #include "weights.h"
@@ -9,6 +11,31 @@
 namespace pc {
 
 // ---- linear layers (k_linear.cu) ----------------------------------------------------------
+
+// Calls f(std::integral_constant<int, TYPE>{}) for the weight type `type` (the kernels are
+// templates over it); `what` names the caller in the error for a type without kernels.
+template <typename F>
+void withWeightType(int type, const char* what, F&& f) {
+  using std::integral_constant;
+  switch (type) {
+    case kF32: return f(integral_constant<int, kF32>{});
+    case kF16: return f(integral_constant<int, kF16>{});
+    case kBF16: return f(integral_constant<int, kBF16>{});
+    case kQ8_0: return f(integral_constant<int, kQ8_0>{});
+    case kQ4_0: return f(integral_constant<int, kQ4_0>{});
+    case kQ4_1: return f(integral_constant<int, kQ4_1>{});
+    case kQ5_0: return f(integral_constant<int, kQ5_0>{});
+    case kQ5_1: return f(integral_constant<int, kQ5_1>{});
+    case kIQ4_NL: return f(integral_constant<int, kIQ4_NL>{});
+    case kQ2_K: return f(integral_constant<int, kQ2_K>{});
+    case kQ3_K: return f(integral_constant<int, kQ3_K>{});
+    case kQ4_K: return f(integral_constant<int, kQ4_K>{});
+    case kQ5_K: return f(integral_constant<int, kQ5_K>{});
+    case kQ6_K: return f(integral_constant<int, kQ6_K>{});
+    case kIQ4_XS: return f(integral_constant<int, kIQ4_XS>{});
+  }
+  throw Error(std::string(what) + ": unsupported weight type " + std::to_string(type));
+}
 
 // A weight matrix in the device layout (weights.h), owning its memory.
 struct WeightStorage {
@@ -90,13 +117,15 @@ struct AttentionParams {
   const int32_t* tokenSeq = nullptr;
   const int32_t* blockTables = nullptr;
   const int32_t* blockTableOffsets = nullptr;
+  int window = 0;           // > 0: a token at p sees p-window+1 .. p only (sliding window)
   int splits = 1;           // ranges of the context attended separately, then combined
   float* partial = nullptr;  // splits × T × heads × (hd + 2) floats when splits > 1
   float* out = nullptr;      // [T × heads·hd]
 };
 // Tokens per tile for a GQA group size (rows of a tile = tokens × group ≤ 32).
 int attentionTileTokens(int group);
-// Causal attention of each token over positions 0..its own, through the block table.
+// Causal attention of each token over positions 0..its own (or its window), through the
+// block table; blocks wholly before every window of a tile are never read.
 void attention(const AttentionParams& p, const Stream& s);
 
 // ---- sampling (k_sampling.cu) -------------------------------------------------------------

@@ -25,6 +25,7 @@ DeviceModel::DeviceModel(int device, const pc_model_config& cfg) : device_(devic
     throw Error("the CUDA backend needs hidden, intermediate and heads × head_dim to be multiples of 32");
   if (cfg.head_dim % 8 != 0 || cfg.head_dim > 256)
     throw Error("head dim " + std::to_string(cfg.head_dim) + ": the CUDA backend takes multiples of 8 up to 256");
+  if (cfg.sliding_window < 0 || cfg.sliding_window > (1 << 30)) throw Error("sliding window out of range");
   if (cfg.heads % cfg.kv_heads != 0 || cfg.heads / cfg.kv_heads > 32)
     throw Error("heads must be a multiple of the KV heads, at most 32 per KV head");
   if (cfg.rope_freq_factors) freqFactors_.assign(cfg.rope_freq_factors, cfg.rope_freq_factors + cfg.head_dim / 2);
@@ -76,7 +77,9 @@ void DeviceModel::setMatrix(int role, int64_t layer, int type, const void* bytes
                 std::to_string(wantRows) + " x " + std::to_string(wantCols));
   if (rows < 1 || rowOffset != L.filledRows() || rowOffset + rows > totalRows)
     throw Error(where + ": parts must come in row order without gaps");
-  if (!weightTypeSupported(type)) throw Error(where + ": tensor type " + std::to_string(type) + " is not supported on the CUDA device");
+  if (!weightTypeSupported(type))
+    throw Error(where + ": tensor type " + weightTypeName(type) + " (GGML type " + std::to_string(type) +
+                ") is not supported on the CUDA device");
   if (role == PC_W_EMBED && type != (L.parts.empty() ? type : L.parts.front().w.view.type))
     throw Error(where + ": the embedding must have one type");
   useDevice(device_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/amx/amx.h"
+#include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 
@@ -86,9 +87,16 @@ enum class AmxUse { Off, Batches, Always };
 void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
-  if (isa >= Isa::Avx512 && amx != AmxUse::Off && (amx == AmxUse::Always || n >= kAmxMinTokens) && amxHandles(W)) {
-    matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
-    return;
+  if (isa >= Isa::Avx512 && amx != AmxUse::Off && (amx == AmxUse::Always || n >= kAmxMinTokens)) {
+    if (amxHandles(W)) {
+      matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
+      return;
+    }
+    // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h).
+    if (cpuHasAmxBf16() && amxBf16Handles(W)) {
+      matmulAmxBf16(W, x, n, ldx, y, ldy, pool, scratch);
+      return;
+    }
   }
   if (isa >= Isa::Avx512 && matmulAvx512(W, x, n, ldx, y, ldy, pool, scratch)) return;
   if (isa >= Isa::Avx2 && matmulAvx2(W, x, n, ldx, y, ldy, pool, scratch)) return;
@@ -122,6 +130,8 @@ bool cpuHasAvx512Bf16() {
 const char* selectedIsa() { return isaName(currentIsa()); }
 
 bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
+
+bool amxBf16PrefillSelected() { return amxPrefillSelected() && cpuHasAmxBf16(); }
 
 const char* isaOverrideError() {
   const Selection& s = selection();
@@ -199,6 +209,7 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   size_t need = std::max(quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
                          q4gActivationBytes(maxRows, maxCols));
   if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
+  if (amxEnabled() && cpuHasAmxBf16()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -237,7 +248,8 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
                    int64_t n, float* y, const std::string& isa) {
   // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
   // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
-  // whatever n (the others run avx512); "avx512" itself never uses the tiles.
+  // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
+  // int16-precision weights; "avx512" itself never uses the tiles.
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
   const bool amx = family == "amx";
@@ -251,6 +263,8 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
     if (p == "int16") precision = ActivationPrecision::Int16;
     else if (p != "int8") throw std::invalid_argument("isa precision suffix must be +int8 or +int16; got '" + isa + "'");
   }
+  if (amx && precision == ActivationPrecision::Int16 && !cpuHasAmxBf16())
+    throw std::invalid_argument("isa amx+int16 is not supported by this CPU (no AMX-BF16)");
   Isa wanted;
   if (!parseIsa(family, &wanted)) {
     throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference; got '" + isa + "'");

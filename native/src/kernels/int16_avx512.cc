@@ -265,10 +265,12 @@ void q8Tile16(const uint8_t* weights, size_t rowBytes, const QuantizedActivation
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]);
 }
 
-// Tiles: decode (one token) takes 8 rows, so 8 independent accumulator chains hide the FMA
-// latency; several tokens take 4 rows × 2 tokens (8 accumulators, the activations of 2
+// Tiles: decode (one token) takes 8 rows by default, so 8 independent accumulator chains
+// hide the FMA latency, or the context's decode tuning's tile height (`rows`: 1, 2, 4 or 8;
+// each row sums its blocks in the same order at every height, so no height changes a
+// result); several tokens take 4 rows × 2 tokens (8 accumulators, the activations of 2
 // tokens and a row's picks in registers). Rows are split across threads in whole 8-row
-// tiles.
+// tiles, which every decode height divides.
 constexpr int kDecodeRows = 8;
 constexpr int kRows = 4;
 constexpr int kTokens = 2;
@@ -296,17 +298,29 @@ struct Q8Tile {
   }
 };
 
-// Rows [rb, re) × tokens [tb, te): rows in groups that fit a quarter of L2, tokens in chunks
-// whose activations fit L1 (internal.h), then tiles.
+// One token, rows [rb, re) in tiles of R rows, the rest (a matrix's last rows) in 1-row
+// tiles without prefetch.
+template <class Tile, int R>
+void decodeTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
+                 int64_t re, int64_t t, float* y, int64_t ldy, const Ahead& ahead) {
+  int64_t r = rb;
+  for (; r + R <= re; r += R) Tile::template run<R, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, ahead);
+  for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, Ahead{});
+}
+
+// Rows [rb, re) × tokens [tb, te): one token in decode tiles of `decodeRows`; several in row
+// groups that fit a quarter of L2, tokens in chunks whose activations fit L1 (internal.h),
+// then tiles.
 template <class Tile>
 void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
-               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& decodeAhead) {
+               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& decodeAhead, int decodeRows) {
   if (te - tb == 1) {
-    int64_t r = rb;
-    for (; r + kDecodeRows <= re; r += kDecodeRows)
-      Tile::template run<kDecodeRows, 1>(weights, cols, rowBytes, qa, r, tb, y, ldy, decodeAhead);
-    for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, tb, y, ldy, Ahead{});
-    return;
+    switch (decodeRows) {
+      case 1: return decodeTiles<Tile, 1>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
+      case 2: return decodeTiles<Tile, 2>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
+      case 4: return decodeTiles<Tile, 4>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
+      default: return decodeTiles<Tile, kDecodeRows>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
+    }
   }
   const Ahead none;
   const int64_t group = rowGroupFor(rowBytes, kRows), chunk = tokenChunkFor(cols, kTokens);
@@ -342,6 +356,8 @@ void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n,
   const uint8_t* weights = weightData(W);
   Ahead ahead;
   if (n == 1) ahead = Ahead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
+  // The tuning's tile height (0: this kernel's own; parseDecodeTuning admits only 1, 2, 4, 8).
+  const int decodeRows = scratch.decodeTuning().rows == 0 ? kDecodeRows : scratch.decodeTuning().rows;
   const int threads = pool.size();
   constexpr int rt = kSplitRows;
   const int64_t rowTiles = (W.rows + rt - 1) / rt;
@@ -349,20 +365,20 @@ void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n,
     auto task = [&](int i, int nt) {
       const int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
       if (!scratch.hasPrefetch()) {
-        if (rb < re) walkTiles<Tile>(weights, W.cols, rowBytes, qa, rb, re, 0, n, y, ldy, ahead);
+        if (rb < re) walkTiles<Tile>(weights, W.cols, rowBytes, qa, rb, re, 0, n, y, ldy, ahead, decodeRows);
         return;
       }
       const int64_t pieces = rowTiles / nt + 1;
       for (int64_t k = 0; k < pieces; k++) {
         scratch.prefetchSlice(i * pieces + k, nt * pieces);
         const int64_t a = rb + k * rt, e = std::min(re, a + rt);
-        if (a < e) walkTiles<Tile>(weights, W.cols, rowBytes, qa, a, e, 0, n, y, ldy, ahead);
+        if (a < e) walkTiles<Tile>(weights, W.cols, rowBytes, qa, a, e, 0, n, y, ldy, ahead, decodeRows);
       }
     };
     pool.run(TaskRef(task));
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) {
-      walkTiles<Tile>(weights, W.cols, rowBytes, qa, 0, W.rows, t0, t1, y, ldy, ahead);
+      walkTiles<Tile>(weights, W.cols, rowBytes, qa, 0, W.rows, t0, t1, y, ldy, ahead, decodeRows);
     });
   }
 }

@@ -157,6 +157,9 @@ const char* selectedIsa();
 // Whether batches of 16+ tokens run on AMX int8 tiles (kernels/amx/amx.h): the CPU and OS
 // allow it, the "avx512" family is selected and PRISM_AMX is not 0.
 bool amxPrefillSelected();
+// Whether those batches also run int16-precision weights on AMX-BF16 tiles
+// (kernels/amx/bf16_amx.h): amxPrefillSelected() and the CPU has AMX-BF16.
+bool amxBf16PrefillSelected();
 // The complaint about a malformed PRISM_ISA (naming the variable and the allowed values), or
 // nullptr when it is unset or valid — for the caller to turn into an error where it can.
 const char* isaOverrideError();

@@ -1,0 +1,26 @@
+// AMX-BF16 detection and the weights the bf16 driver serves (built with the baseline flags:
+// it runs on every CPU, before anything knows whether the tiles exist).
+#include <cpuid.h>
+
+#include "kernels/amx/amx.h"
+#include "kernels/amx/bf16_amx.h"
+#include "kernels/internal.h"
+
+namespace prism::kernels {
+
+bool cpuHasAmxBf16() {
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const bool bf16 = (d >> 22) & 1;  // CPUID.(7,0):EDX[22] AMX-BF16
+    return bf16 && cpuHasAmxInt8() && cpuHasAvx512Bf16();
+  }();
+  return has;
+}
+
+bool amxBf16Handles(const LinearWeight& W) {
+  if (W.precision != ActivationPrecision::Int16 || W.cols % kQK != 0) return false;
+  return W.layout == kLayoutQ4X || (W.layout == kLayoutGguf && W.type == TensorType::Q8_0);
+}
+
+}  // namespace prism::kernels
