@@ -335,10 +335,11 @@ test('amx+int16: the AMX-BF16 tiles match the dequantized product within the spl
   let worstAmx = 0;
   let worstInt16 = 0;
   for (const type of ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'] as const) {
-    const colChoices = BLOCK[type] === 32 ? [32, 96, 576, 1536] : [256, 768, 1536];
-    // Rows and tokens that are not whole 16-tiles, one token tile and an odd count of them
-    // (the single-tile tail), odd block counts (the Q4X pair's lone last block), and n below
-    // the 16 at which matmul() switches (the "amx" family uses the tiles for any n).
+    // 1600 / 2048 columns: rows wider than one K-block (1,536), carried across blocks.
+    const colChoices = BLOCK[type] === 32 ? [32, 96, 576, 1536, 1600] : [256, 768, 1536, 2048];
+    // Rows and tokens that are not whole 16-tiles, an odd panel count (the lone last panel),
+    // odd block counts (the Q4X pair's lone last block), and n below the 16 at which
+    // matmul() switches (the "amx" family uses the tiles for any n).
     for (const cols of colChoices) {
       for (const [rows, n] of [
         [1, 1],

@@ -2,15 +2,17 @@
 // Built with -mamx-tile -mamx-int8 and the AVX-512 flags; only ever called after
 // cpuHasAmxInt8() (amx_support.cc, built with the baseline flags).
 //
-// TDPBUSD multiplies a tile A of unsigned bytes (M ≤ 16 rows × K bytes) by a tile B of
-// signed bytes in VNNI order (K/4 rows × N ≤ 16 columns × 4 bytes) into C (M × N int32):
-// C[m][n] += Σ_k Σ_i A[m][4k + i] · B[k][4n + i]. Prism's quantized weights are unsigned
-// integers with a per-block scale (and offset) and its activations are int8 per 32 values
-// with a per-token scale, so one 32-value block is one tile product: A = 16 weight rows ×
-// the block's 32 values, B = the block's 32 values of 16 tokens, C = their 256 integer dot
-// products, which AVX-512 then turns into floats: acc[r][t] += dw[r]·dx[t]·(C[r][t] − z·Σq[t])
-// + mw[r]·sx[t] (dw, mw: the weight block's scale and offset; dx, Σq, sx = dx·Σq: the
-// activation block's scale, integer sum and scaled sum; z: a layout's integer zero point).
+// TDPBUSD (TDPBSSD) multiplies a tile A of unsigned (signed) bytes (M ≤ 16 rows × K bytes)
+// by a tile B of signed bytes in VNNI order (K/4 rows × N ≤ 16 columns × 4 bytes) into C
+// (M × N int32): C[m][n] += Σ_k Σ_i A[m][4k + i] · B[k][4n + i]. Prism's quantized weights
+// are small integers with a per-block scale (and offset) and its activations are int8 per
+// 32 values with a per-token scale, so one 32-value block is one tile product: A = 16 weight
+// rows × the block's 32 values, B = the block's 32 values of 16 tokens, C = their 256 integer
+// dot products, which AVX-512 then turns into floats: acc[r][t] += dw[r]·dx[t]·C[r][t] +
+// mw[r]·sx[t] (dw, mw: the weight block's scale and offset; dx, sx = dx·Σq: the activation
+// block's scale and scaled sum). Layouts with a zero point (IQ4_XS, Q8_0, Q6_K, Q4_0) are
+// unpacked as signed values (value − zero) and take TDPBSSD, so no zero-point term is left
+// to subtract; the others (Q5_K, Q4_K, Q4_1: 0..31 / 0..15 with an offset) take TDPBUSD.
 // The integer sums are exact; only the f32 accumulation order differs from the VNNI path.
 //
 // A weight panel (16 rows) is unpacked once per thread into A tiles, block after block,
@@ -44,13 +46,15 @@ constexpr int kBlockBytes = 32;   // values (K bytes) per tile product: one bloc
 constexpr int kPanelBlock = kTile * kBlockBytes;  // bytes of one block's A tile (16 × 32)
 constexpr int kActBlock = 8 * 64;                 // bytes of one block's B tile (8 × 64)
 
-// Tile registers: tmm0/tmm1 A (16 × 32 bytes), tmm4/tmm5 B (8 × 64), tmm2/tmm3 C (16 × 64),
-// tmm6 / tmm7 A and B of half a block (16 × 16 bytes, 4 × 64). Loaded per task through
-// TileScope (tile_scope.h).
-TileConfig int8TileConfig() {
+// Tile registers: tmm0 / tmm1 A, tmm4 / tmm5 B, tmm2 / tmm3 C (16 × 16 int32). A and B hold
+// one block (16 × 32 bytes, 8 × 64), or for the layouts whose scales change every 16 values
+// (`halves`) half a block (16 × 16 bytes, 4 × 64). Loaded per task through TileScope
+// (tile_scope.h).
+TileConfig int8TileConfig(bool halves) {
   TileConfig cfg;
+  const int k = halves ? kBlockBytes / 2 : kBlockBytes;
   for (int a : {0, 1}) {
-    cfg.colsb[a] = kBlockBytes;
+    cfg.colsb[a] = static_cast<uint16_t>(k);
     cfg.rows[a] = kTile;
   }
   for (int c : {2, 3}) {
@@ -59,13 +63,8 @@ TileConfig int8TileConfig() {
   }
   for (int b : {4, 5}) {
     cfg.colsb[b] = kTile * 4;
-    cfg.rows[b] = kBlockBytes / 4;
+    cfg.rows[b] = static_cast<uint8_t>(k / 4);
   }
-  // Half blocks (16 values) for the layouts whose scales change every 16 values.
-  cfg.colsb[6] = kBlockBytes / 2;
-  cfg.rows[6] = kTile;
-  cfg.colsb[7] = kTile * 4;
-  cfg.rows[7] = kBlockBytes / 8;
   return cfg;
 }
 
@@ -73,14 +72,12 @@ TileConfig int8TileConfig() {
 
 // n tokens quantized as the VNNI kernels quantize them (q4g.h: per 32 values d = max|x|/127,
 // q = round-to-nearest-even(x / d)), laid out for the tiles: token tile u, block b holds
-// B at b(u, b) (value 4k + i of token t at byte 64k + 4t + i), and 16-token vectors of d,
-// s = d·Σq and Σq. Tokens past n (the last tile's padding) are zero.
+// B at b(u, b) (value 4k + i of token t at byte 64k + 4t + i), and 16-token vectors of d
+// and s = d·Σq. Tokens past n (the last tile's padding) are zero.
 struct TileActivations {
   int8_t* q = nullptr;
   float* d = nullptr;
   float* s = nullptr;
-  int32_t* sum = nullptr;
-  int32_t* sumA = nullptr;  // Σq of values 0-15 (the first half block)
   int64_t tiles = 0, blocks = 0;
   const int8_t* b(int64_t u, int64_t blk) const { return q + (u * blocks + blk) * kActBlock; }
   int64_t at(int64_t u, int64_t blk) const { return (u * blocks + blk) * kTile; }
@@ -88,7 +85,7 @@ struct TileActivations {
 
 size_t tileActivationBytes(int64_t n, int64_t cols) {
   const size_t tiles = static_cast<size_t>((n + kTile - 1) / kTile), blocks = static_cast<size_t>(cols / kQK);
-  return tiles * blocks * (kActBlock + 4 * kTile * 4);
+  return tiles * blocks * (kActBlock + 2 * kTile * sizeof(float));
 }
 
 TileActivations placeActivations(uint8_t* buf, int64_t n, int64_t cols) {
@@ -98,8 +95,6 @@ TileActivations placeActivations(uint8_t* buf, int64_t n, int64_t cols) {
   a.q = reinterpret_cast<int8_t*>(buf);
   a.d = reinterpret_cast<float*>(buf + static_cast<size_t>(a.tiles * a.blocks) * kActBlock);
   a.s = a.d + a.tiles * a.blocks * kTile;
-  a.sum = reinterpret_cast<int32_t*>(a.s + a.tiles * a.blocks * kTile);
-  a.sumA = a.sum + a.tiles * a.blocks * kTile;
   return a;
 }
 
@@ -114,8 +109,6 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
         for (int k = 0; k < 8; ++k) std::memset(dst + 64 * k, 0, 4);
         a.d[at] = 0.0f;
         a.s[at] = 0.0f;
-        a.sum[at] = 0;
-        a.sumA[at] = 0;
         continue;
       }
       const float* p = x + t * ldx + blk * kQK;
@@ -124,7 +117,7 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
       const __m512 id = _mm512_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
       const __m512i i0 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       const __m512i i1 = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      const int sumA = _mm512_reduce_add_epi32(i0), sum = sumA + _mm512_reduce_add_epi32(i1);
+      const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
       alignas(32) int32_t words[8];
       _mm_store_si128(reinterpret_cast<__m128i*>(words), _mm512_cvtsepi32_epi8(i0));
       _mm_store_si128(reinterpret_cast<__m128i*>(words + 4), _mm512_cvtsepi32_epi8(i1));
@@ -132,16 +125,14 @@ void quantizeTokens(const float* x, int64_t ldx, int64_t n, int64_t t0, int64_t 
       const float dd = amax / 127.0f;
       a.d[at] = dd;
       a.s[at] = dd * static_cast<float>(sum);
-      a.sum[at] = sum;
-      a.sumA[at] = sumA;
     }
   }
 }
 
 // ---- weight panels ---------------------------------------------------------------------
 
-// One thread's unpacked panel: A tile of block b at a + b·512 (row r at + 32r), and per row
-// r the blocks' scale dw and offset mw at dw/mw + r·blocks.
+// One thread's unpacked panel: A tile of block b at a + b·512 (row r at + 32r), and per block
+// b the 16 rows' scales dw and offsets mw at dw/mw + 16b (one cache line each).
 struct Panel {
   uint8_t* a = nullptr;
   float* dw = nullptr;
@@ -186,8 +177,8 @@ void storeGroupTransposed(const __m512i* w, uint8_t* panel, int64_t firstBlock, 
   }
 }
 
-// A layout's panel unpacker L supplies: kZero (integer zero point) and kOffset (whether mw
-// is used); Row L::row(base, cols, r) (where row r's parts are) and L::rowBytes(cols);
+// A layout's panel unpacker L supplies: kSigned (its values are signed bytes: TDPBSSD) and
+// kOffset (whether mw is used); Row L::row(base, cols, r) (where row r's parts are) and L::rowBytes(cols);
 // L::unpack(row, g, w) (group g's 8 vectors of unsigned values, the group order of q4g.h);
 // L::scales(row, g, j, &dw, &mw) (block j of group g).
 
@@ -213,9 +204,9 @@ inline void nibbles(const uint8_t* grp, __m512i* w) {
 }
 
 // Q5_K (kLayoutQ5GK): vector v = its nibble | (bit v of the bit plane) << 4, 0..31; value =
-// d·sc·q − dmin·mn: dw = d·sc, mw = −dmin·mn, no zero point.
+// d·sc·q − dmin·mn: dw = d·sc, mw = −dmin·mn.
 struct Q5KPanel : PlaneLayout<kLayoutQ5GK> {
-  static constexpr int kZero = 0;
+  static constexpr bool kSigned = false;
   static constexpr bool kOffset = true;
   static void unpack(const Row& row, int64_t g, __m512i* w) {
     const uint8_t* grp = group(row, g);
@@ -244,14 +235,14 @@ struct Q5KPanel : PlaneLayout<kLayoutQ5GK> {
   }
 };
 
-// IQ4_XS (kLayoutIQ4GX): the nibble indexes kIQ4Values, stored + 128 (unsigned, 1..241);
-// value = d·(ls − 32)·(u − 128): dw = d·(ls − 32), zero point 128, no offset.
+// IQ4_XS (kLayoutIQ4GX): the nibble indexes kIQ4Values (signed, −127..113); value =
+// d·(ls − 32)·v: dw = d·(ls − 32), no offset.
 struct IQ4XSPanel : PlaneLayout<kLayoutIQ4GX> {
-  static constexpr int kZero = 128;
+  static constexpr bool kSigned = true;
   static constexpr bool kOffset = false;
   static void unpack(const Row& row, int64_t g, __m512i* w) {
-    alignas(16) uint8_t table[16];
-    for (int i = 0; i < 16; ++i) table[i] = static_cast<uint8_t>(kIQ4Values[i] + 128);
+    alignas(16) int8_t table[16];
+    for (int i = 0; i < 16; ++i) table[i] = kIQ4Values[i];
     const __m512i lut = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(table)));
     nibbles(group(row, g), w);
     for (int v = 0; v < 8; ++v) w[v] = _mm512_shuffle_epi8(lut, w[v]);
@@ -276,18 +267,22 @@ struct GroupRow {
 };
 
 // Q4_0 / Q4_1 (kLayoutQ4G0 / Q4G16 / Q4G32): nibbles, then d[padded] (and m[padded]) as f16
-// (f32 for Q4G32): value = d·q + m; Q4G0 has m = −8·d, an integer zero point of 8.
+// (f32 for Q4G32): value = d·q + m; Q4G0 has m = −8·d: unpacked as q − 8, no offset.
 template <int Layout>
 struct Q4GPanel {
   using Row = GroupRow;
-  static constexpr int kZero = Layout == kLayoutQ4G0 ? 8 : 0;
+  static constexpr bool kSigned = Layout == kLayoutQ4G0;
   static constexpr bool kOffset = Layout != kLayoutQ4G0;
   static Row row(const uint8_t* base, int64_t cols, int64_t r) {
     const int64_t groups = q4gGroups(cols);
     return {q4gRow(base, cols, Layout, r), groups, groups * kQ4GBlocks};
   }
   static size_t rowBytes(int64_t cols) { return q4gRowBytes(cols, Layout); }
-  static void unpack(const Row& row, int64_t g, __m512i* w) { nibbles(row.p + g * 256, w); }
+  static void unpack(const Row& row, int64_t g, __m512i* w) {
+    nibbles(row.p + g * 256, w);
+    if constexpr (kSigned)
+      for (int v = 0; v < 8; ++v) w[v] = _mm512_sub_epi8(w[v], _mm512_set1_epi8(8));
+  }
   static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
     const int64_t b = g * kQ4GBlocks + j;
     const uint8_t* ds = row.p + row.groups * 256;
@@ -305,7 +300,7 @@ struct Q4GPanel {
 // (f16): value = d·sc·q − dmin·mn.
 struct Q4KPanel {
   using Row = GroupRow;
-  static constexpr int kZero = 0;
+  static constexpr bool kSigned = false;
   static constexpr bool kOffset = true;
   static Row row(const uint8_t* base, int64_t cols, int64_t r) {
     const int64_t groups = q4gGroups(cols);
@@ -322,10 +317,11 @@ struct Q4KPanel {
   }
 };
 
-// Q8_0 (kLayoutQ8G): the group's 8 vectors hold w + 128, then d[padded] f16: zero point 128.
+// Q8_0 (kLayoutQ8G): the group's 8 vectors hold w + 128 (unpacked back to w), then d[padded]
+// f16.
 struct Q8Panel {
   using Row = GroupRow;
-  static constexpr int kZero = 128;
+  static constexpr bool kSigned = true;
   static constexpr bool kOffset = false;
   static Row row(const uint8_t* base, int64_t cols, int64_t r) {
     const int64_t groups = q4gGroups(cols);
@@ -333,7 +329,8 @@ struct Q8Panel {
   }
   static size_t rowBytes(int64_t cols) { return q8gRowBytes(cols); }
   static void unpack(const Row& row, int64_t g, __m512i* w) {
-    for (int v = 0; v < 8; ++v) w[v] = ld(row.p + g * 512 + 64 * v);
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int v = 0; v < 8; ++v) w[v] = _mm512_xor_si512(ld(row.p + g * 512 + 64 * v), flip);
   }
   static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
     *dw = f16ToF32(loadU16(row.p + row.groups * 512 + 2 * (g * kQ4GBlocks + j)));
@@ -343,10 +340,11 @@ struct Q8Panel {
 
 // Q6_K (kLayoutQ6G): nibbles, then 2 chunks of 2-bit pairs (chunk e, bits 2k: vector
 // 4e + k), q = lo | hi << 4 in 0..63; after the groups scA[padded], scB[padded] (int8, values
-// 0-15 / 16-31 of each block) and d per super-block (f16): value = d·sc·(q − 32).
+// 0-15 / 16-31 of each block) and d per super-block (f16): value = d·sc·(q − 32), unpacked
+// as q − 32.
 struct Q6Panel {
   using Row = GroupRow;
-  static constexpr int kZero = 32;
+  static constexpr bool kSigned = true;
   static constexpr bool kOffset = false;
   static constexpr bool kHalves = true;
   static Row row(const uint8_t* base, int64_t cols, int64_t r) {
@@ -362,7 +360,7 @@ struct Q6Panel {
       const __m512i t = ld(grp + 256 + 64 * e);
       for (int k = 0; k < 4; ++k) {
         const __m512i hi = _mm512_and_si512(k == 0 ? t : _mm512_srli_epi16(t, 2 * k), three);
-        w[4 * e + k] = _mm512_or_si512(w[4 * e + k], _mm512_slli_epi16(hi, 4));
+        w[4 * e + k] = _mm512_sub_epi8(_mm512_or_si512(w[4 * e + k], _mm512_slli_epi16(hi, 4)), _mm512_set1_epi8(32));
       }
     }
   }
@@ -380,13 +378,11 @@ template <class L>
 void unpackPanel(const LinearWeight& W, int64_t r0, int64_t blocks, const Panel& panel) {
   const int64_t groups = q4gGroups(W.cols);
   for (int r = 0; r < kTile; ++r) {
-    float* dw = panel.dw + r * blocks;
-    float* mw = panel.mw + r * blocks;
     if (r0 + r >= W.rows) {
       for (int64_t b = 0; b < blocks; ++b) {
         std::memset(panel.a + b * kPanelBlock + r * kBlockBytes, 0, kBlockBytes);
-        dw[b] = 0.0f;
-        mw[b] = 0.0f;
+        panel.dw[b * kTile + r] = 0.0f;
+        panel.mw[b * kTile + r] = 0.0f;
       }
       continue;
     }
@@ -395,8 +391,10 @@ void unpackPanel(const LinearWeight& W, int64_t r0, int64_t blocks, const Panel&
       __m512i w[8];
       L::unpack(row, g, w);
       storeGroupTransposed(w, panel.a, g * kQ4GBlocks, blocks, r);
-      for (int j = 0; j < kQ4GBlocks && g * kQ4GBlocks + j < blocks; ++j)
-        L::scales(row, g, j, dw + g * kQ4GBlocks + j, mw + g * kQ4GBlocks + j);
+      for (int j = 0; j < kQ4GBlocks && g * kQ4GBlocks + j < blocks; ++j) {
+        const int64_t b = g * kQ4GBlocks + j;
+        L::scales(row, g, j, panel.dw + b * kTile + r, panel.mw + b * kTile + r);
+      }
     }
   }
 }
@@ -410,100 +408,154 @@ constexpr bool halves() {
   else return false;
 }
 
-// Half-block form: acc[r] += dx·(dwA[r]·(CA[r] − z·ΣqA) + dwB[r]·(CB[r] − z·ΣqB)).
+// A tile's 16 sums per row become f32 in acc[r] (16 tokens each). The accumulators stay in
+// registers only if every index is a constant: the loops are unrolled and acc is passed by
+// reference to always-inlined code (a spilled accumulator costs a load and a store per row
+// and block, and the stores compete with the tile stores for the store port).
+using Acc = __m512[kTile];
+
+// Block products c (row r at c + 16r): acc[r] += dx·dw[r]·c[r] (+ sx·mw[r]).
 template <class L>
-inline void scaleHalves(const int32_t* ca, const int32_t* cb, const Panel& panel, int64_t blocks,
-                        const TileActivations& a, int64_t u, int64_t blk, __m512* acc) {
-  const int64_t at = a.at(u, blk);
-  const __m512 dx = _mm512_loadu_ps(a.d + at);
-  const __m512i sa = _mm512_loadu_si512(a.sumA + at);
-  const __m512i za = _mm512_mullo_epi32(sa, _mm512_set1_epi32(L::kZero));
-  const __m512i zb = _mm512_mullo_epi32(_mm512_sub_epi32(_mm512_loadu_si512(a.sum + at), sa), _mm512_set1_epi32(L::kZero));
+[[gnu::always_inline]] inline void scaleBlock(const int32_t* c, const float* dw, const float* mw, __m512 dx, __m512 sx,
+                                              Acc& acc) {
+#pragma GCC unroll 16
   for (int r = 0; r < kTile; ++r) {
-    const __m512i da = _mm512_sub_epi32(_mm512_load_si512(ca + kTile * r), za);
-    const __m512i db = _mm512_sub_epi32(_mm512_load_si512(cb + kTile * r), zb);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_mul_ps(dx, _mm512_set1_ps(panel.dw[r * blocks + blk])), acc[r]);
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_mul_ps(dx, _mm512_set1_ps(panel.mw[r * blocks + blk])), acc[r]);
+    const __m512 scale = _mm512_mul_ps(dx, _mm512_set1_ps(dw[r]));
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + kTile * r)), scale, acc[r]);
+    if constexpr (L::kOffset) acc[r] = _mm512_fmadd_ps(sx, _mm512_set1_ps(mw[r]), acc[r]);
   }
 }
 
-// Adds block `blk`'s products (int32 in c, row r at c + 16r) to acc[r] (16 tokens each).
-template <class L>
-inline void scaleBlock(const int32_t* c, const Panel& panel, int64_t blocks, const TileActivations& a, int64_t u,
-                       int64_t blk, __m512* acc) {
-  const int64_t at = a.at(u, blk);
-  const __m512 dx = _mm512_loadu_ps(a.d + at);
-  [[maybe_unused]] __m512i zq = _mm512_setzero_si512();
-  if constexpr (L::kZero != 0) zq = _mm512_mullo_epi32(_mm512_loadu_si512(a.sum + at), _mm512_set1_epi32(L::kZero));
-  [[maybe_unused]] __m512 sx = _mm512_setzero_ps();
-  if constexpr (L::kOffset) sx = _mm512_loadu_ps(a.s + at);
+// Half-block products ca, cb: acc[r] += dx·(dwA[r]·ca[r] + dwB[r]·cb[r]) (dwB in mw).
+[[gnu::always_inline]] inline void scaleHalves(const int32_t* ca, const int32_t* cb, const float* dwA,
+                                               const float* dwB, __m512 dx, Acc& acc) {
+#pragma GCC unroll 16
   for (int r = 0; r < kTile; ++r) {
-    __m512i dot = _mm512_load_si512(c + kTile * r);
-    if constexpr (L::kZero != 0) dot = _mm512_sub_epi32(dot, zq);
-    const __m512 scale = _mm512_mul_ps(dx, _mm512_set1_ps(panel.dw[r * blocks + blk]));
-    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
-    if constexpr (L::kOffset) acc[r] = _mm512_fmadd_ps(sx, _mm512_set1_ps(panel.mw[r * blocks + blk]), acc[r]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(ca + kTile * r)), _mm512_mul_ps(dx, _mm512_set1_ps(dwA[r])),
+                             acc[r]);
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb + kTile * r)), _mm512_mul_ps(dx, _mm512_set1_ps(dwB[r])),
+                             acc[r]);
   }
 }
 
-// One panel (rows r0.. r0 + rowsHere) against token tile u: every block is one TDPBUSD,
-// two blocks in flight (tmm2 / tmm3) so the tiles work while AVX-512 scales the last pair.
+// The scales of one stage (products stored at c) starting at block blk: `tiles` blocks, or
+// for kHalves layouts one block's two halves.
+template <class L>
+[[gnu::always_inline]] inline void scaleStage(const int32_t* c, const Panel& panel, const TileActivations& a,
+                                              int64_t u, int64_t blk, int tiles, Acc& acc) {
+  if constexpr (halves<L>()) {
+    scaleHalves(c, c + kTile * kTile, panel.dw + blk * kTile, panel.mw + blk * kTile, _mm512_loadu_ps(a.d + a.at(u, blk)),
+                acc);
+  } else {
+    for (int i = 0; i < tiles; ++i) {
+      const int64_t at = a.at(u, blk + i);
+      const __m512 sx = L::kOffset ? _mm512_loadu_ps(a.s + at) : _mm512_setzero_ps();
+      scaleBlock<L>(c + i * kTile * kTile, panel.dw + (blk + i) * kTile, panel.mw + (blk + i) * kTile,
+                    _mm512_loadu_ps(a.d + at), sx, acc);
+    }
+  }
+}
+
+// The tiles of one stage: products A0·B0 into tmm2 and (when `second`) A1·B1 into tmm3,
+// signed or unsigned weights as the layout's values are. Each C tile's previous products
+// (`prevTiles` of them, the stage before) are stored to `prev` just before the tile is
+// zeroed: the tile registers are not renamed (a load, store, zero or product waits for
+// every earlier use of its tiles), and this order lets the tile unit start on this stage
+// while the older stage's sums go out.
+template <class L>
+[[gnu::always_inline]] inline void stageTiles(const uint8_t* a0, const int8_t* b0, const uint8_t* a1, const int8_t* b1,
+                                              bool second, int32_t* prev, int prevTiles) {
+  _tile_loadd(0, a0, kBlockBytes);
+  _tile_loadd(4, b0, 64);
+  if (prevTiles > 0) _tile_stored(2, prev, 64);
+  _tile_zero(2);
+  if constexpr (L::kSigned) _tile_dpbssd(2, 0, 4);
+  else _tile_dpbusd(2, 0, 4);
+  if (second) {
+    _tile_loadd(1, a1, kBlockBytes);
+    _tile_loadd(5, b1, 64);
+  }
+  if (prevTiles > 1) _tile_stored(3, prev + kTile * kTile, 64);
+  if (second) {
+    _tile_zero(3);
+    if constexpr (L::kSigned) _tile_dpbssd(3, 1, 5);
+    else _tile_dpbusd(3, 1, 5);
+  }
+}
+
+// m[r] lane t → m[t] lane r (a 16 × 16 f32 transpose: 32-bit, 64-bit, then 128-bit lanes).
+inline void transpose16(Acc& m) {
+  __m512 t[kTile];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(m[2 * i], m[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(m[2 * i], m[2 * i + 1]);
+  }
+  // u[4i + j]: 128-bit lane k holds rows 4i..4i + 3 of column 4k + j.
+  __m512 v[kTile];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    v[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    v[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    v[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    v[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512 lo01 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x44), hi01 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xEE);
+    const __m512 lo23 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0x44), hi23 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0xEE);
+    m[j] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+    m[4 + j] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
+    m[8 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+    m[12 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
+  }
+}
+
+// One panel (rows r0.. r0 + rowsHere) against token tile u. A stage is two tile products:
+// two blocks, or (kHalves) one block's two halves. Software-pipelined: each stage's tiles
+// first store the stage before's products, and AVX-512 scales those while the tile unit
+// computes this stage. Two buffers of sums, so a tile store never waits on the scale loads
+// of the stage before.
 template <class L>
 void panelTile(const Panel& panel, int64_t blocks, const TileActivations& a, int64_t u, int64_t n, int64_t r0,
                int rowsHere, float* y, int64_t ldy) {
-  alignas(64) int32_t c[2][kTile * kTile];
-  __m512 acc[kTile];
+  alignas(64) int32_t c[2][2 * kTile * kTile];
+  Acc acc;
+#pragma GCC unroll 16
   for (int r = 0; r < kTile; ++r) acc[r] = _mm512_setzero_ps();
-  int64_t blk = 0;
-  if constexpr (halves<L>()) {
-    // Two half-block products per block: values 0-15 are bytes 0-15 of each A row and rows
-    // 0-3 of the B tile, values 16-31 the rest.
-    for (; blk < blocks; ++blk) {
-      const uint8_t* ap = panel.a + blk * kPanelBlock;
-      const int8_t* bp = a.b(u, blk);
-      _tile_zero(2);
-      _tile_zero(3);
-      _tile_loadd(6, ap, kBlockBytes);
-      _tile_loadd(7, bp, 64);
-      _tile_dpbusd(2, 6, 7);
-      _tile_loadd(6, ap + kBlockBytes / 2, kBlockBytes);
-      _tile_loadd(7, bp + 4 * 64, 64);
-      _tile_dpbusd(3, 6, 7);
-      _tile_stored(2, c[0], 64);
-      _tile_stored(3, c[1], 64);
-      scaleHalves<L>(c[0], c[1], panel, blocks, a, u, blk, acc);
+  int64_t prevBlk = 0;
+  int prevTiles = 0, s = 0;
+  for (int64_t blk = 0; blk < blocks; s ^= 1) {
+    const uint8_t* ap = panel.a + blk * kPanelBlock;
+    const int8_t* bp = a.b(u, blk);
+    int tiles, step;
+    if constexpr (halves<L>()) {
+      // Values 0-15: bytes 0-15 of each A row and rows 0-3 of the B tile; 16-31 the rest.
+      stageTiles<L>(ap, bp, ap + kBlockBytes / 2, bp + 4 * 64, true, c[s], prevTiles);
+      tiles = 2;
+      step = 1;
+    } else {
+      const bool second = blk + 1 < blocks;
+      stageTiles<L>(ap, bp, ap + kPanelBlock, bp + kActBlock, second, c[s], prevTiles);
+      tiles = step = second ? 2 : 1;
     }
+    if (prevTiles > 0) scaleStage<L>(c[s], panel, a, u, prevBlk, prevTiles, acc);
+    prevBlk = blk;
+    prevTiles = tiles;
+    blk += step;
   }
-  for (; blk + 2 <= blocks; blk += 2) {
-    _tile_zero(2);
-    _tile_zero(3);
-    _tile_loadd(0, panel.a + blk * kPanelBlock, kBlockBytes);
-    _tile_loadd(4, a.b(u, blk), 64);
-    _tile_loadd(1, panel.a + (blk + 1) * kPanelBlock, kBlockBytes);
-    _tile_loadd(5, a.b(u, blk + 1), 64);
-    _tile_dpbusd(2, 0, 4);
-    _tile_dpbusd(3, 1, 5);
-    _tile_stored(2, c[0], 64);
-    _tile_stored(3, c[1], 64);
-    scaleBlock<L>(c[0], panel, blocks, a, u, blk, acc);
-    scaleBlock<L>(c[1], panel, blocks, a, u, blk + 1, acc);
-  }
-  if (blk < blocks) {
-    _tile_zero(2);
-    _tile_loadd(0, panel.a + blk * kPanelBlock, kBlockBytes);
-    _tile_loadd(4, a.b(u, blk), 64);
-    _tile_dpbusd(2, 0, 4);
-    _tile_stored(2, c[0], 64);
-    scaleBlock<L>(c[0], panel, blocks, a, u, blk, acc);
-  }
-  // acc[r] lane t = y of token 16u + t, row r0 + r.
-  alignas(64) float out[kTile][kTile];
-  for (int r = 0; r < kTile; ++r) _mm512_store_ps(out[r], acc[r]);
+  _tile_stored(2, c[s], 64);
+  if (prevTiles > 1) _tile_stored(3, c[s] + kTile * kTile, 64);
+  scaleStage<L>(c[s], panel, a, u, prevBlk, prevTiles, acc);
+  // acc[r] lane t = y of token 16u + t, row r0 + r; transposed, acc[t] lane r.
+  transpose16(acc);
+  const __mmask16 rows = static_cast<__mmask16>((1u << rowsHere) - 1);
   const int64_t t0 = u * kTile, tokens = std::min<int64_t>(kTile, n - t0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    float* yt = y + (t0 + t) * ldy + r0;
-    for (int r = 0; r < rowsHere; ++r) yt[r] = out[r][t];
-  }
+#pragma GCC unroll 16
+  for (int t = 0; t < kTile; ++t)
+    if (t < tokens) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + r0, rows, acc[t]);
 }
 
 template <class L>
@@ -527,7 +579,7 @@ void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y
     uint8_t* mine = panels + perThread * static_cast<size_t>(i);
     Panel panel{mine, reinterpret_cast<float*>(mine + blocks * kPanelBlock), nullptr};
     panel.mw = panel.dw + kTile * blocks;
-    const TileScope tiles(int8TileConfig());
+    const TileScope tiles(int8TileConfig(halves<L>()));
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t r0 = p * kTile;
       const int rowsHere = static_cast<int>(std::min<int64_t>(kTile, W.rows - r0));
