@@ -111,7 +111,7 @@ test('greedy: the same tokens as without speculation over 50 prompts, batched; d
   assert.ok(st.numAcceptedTokens < st.numDraftTokens, 'some drafts were refused');
 });
 
-test('seeded sampling: the same tokens per seed as without speculation, logprobs too', async () => {
+test('seeded sampling: the same tokens per seed as without speculation, logprobs within 2e-4 per token', async () => {
   const reqs = SENTENCES.slice(0, 8).map((s, i): GenerateRequest => ({
     prompt: { kind: 'text', text: `Text: ${s}\nAgain: ${s.split(' ')[0]}` },
     params: { temperature: 0.7, topP: 0.95, seed: 1000 + i, maxNewTokens: 24, topLogprobs: 2 },
@@ -119,7 +119,13 @@ test('seeded sampling: the same tokens per seed as without speculation, logprobs
   const [a, b] = await both(reqs);
   for (let i = 0; i < reqs.length; i++) {
     assert.deepEqual(b[i].tokenIds, a[i].tokenIds);
-    assert.equal(b[i].cumulativeLogprob, a[i].cumulativeLogprob);
+    // Within 2e-4 per token, not bit for bit: a step of 16+ tokens (a verify step here,
+    // several sequences' decode steps there) may take the AMX-BF16 matmul on CPUs that have
+    // it, whose sums agree with the int16 kernel's within its bound, not exactly (24 tokens
+    // read 1.5e-4 to 1.0e-3 apart on the development CPU).
+    const d = Math.abs(b[i].cumulativeLogprob! - a[i].cumulativeLogprob!);
+    const bound = 2e-4 * a[i].tokenIds.length;
+    assert.ok(d < bound, `cumulative logprob ${b[i].cumulativeLogprob} vs ${a[i].cumulativeLogprob}`);
   }
 });
 
