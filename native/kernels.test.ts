@@ -407,13 +407,16 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
   const off = probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' });
   const avx2 = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' });
   const on = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512' });
+  const bf16On = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512', PRISM_AMX_BF16: '1' });
   assert.equal(off.amxPrefill, false);
   assert.equal(avx2.amxPrefill, false);
   assert.equal(on.amxPrefill, true);
   // The AMX-BF16 int16 path follows the same switches.
   assert.equal(off.amxBf16Prefill, false);
   assert.equal(avx2.amxBf16Prefill, false);
-  assert.equal(on.amxBf16Prefill, on.amxBf16);
+  // ...and is opt-in: PRISM_AMX_BF16=1 (its bits differ from the one-token int16 kernels').
+  assert.equal(on.amxBf16Prefill, false);
+  assert.equal(bf16On.amxBf16Prefill, bf16On.amxBf16);
 });
 
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {

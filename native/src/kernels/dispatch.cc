@@ -92,8 +92,10 @@ void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64
       matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
       return;
     }
-    // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h).
-    if (cpuHasAmxBf16() && amxBf16Handles(W)) {
+    // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h),
+    // in batches only where PRISM_AMX_BF16=1 asks for it.
+    const bool bf16 = amx == AmxUse::Always ? cpuHasAmxBf16() : amxBf16Enabled();
+    if (bf16 && amxBf16Handles(W)) {
       matmulAmxBf16(W, x, n, ldx, y, ldy, pool, scratch);
       return;
     }
@@ -131,7 +133,7 @@ const char* selectedIsa() { return isaName(currentIsa()); }
 
 bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
 
-bool amxBf16PrefillSelected() { return amxPrefillSelected() && cpuHasAmxBf16(); }
+bool amxBf16PrefillSelected() { return amxPrefillSelected() && amxBf16Enabled(); }
 
 const char* isaOverrideError() {
   const Selection& s = selection();

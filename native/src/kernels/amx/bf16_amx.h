@@ -21,6 +21,8 @@ namespace prism::kernels {
 
 // cpuHasAmxInt8() (the tile permission), CPUID's AMX-BF16 bit and AVX-512 BF16 (the splits).
 bool cpuHasAmxBf16();
+// PRISM_AMX_BF16=1 on a CPU that has it: only then do batches take this path (bf16_support.cc says why).
+bool amxBf16Enabled();
 
 // True for int16-activation weights this driver reads: kLayoutQ4X (Q4_0 / Q4_1 / Q4_K) and
 // Q8_0 in the file's layout, with whole blocks of 32 columns.

@@ -2,6 +2,10 @@
 // it runs on every CPU, before anything knows whether the tiles exist).
 #include <cpuid.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/amx/amx.h"
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
@@ -16,6 +20,23 @@ bool cpuHasAmxBf16() {
     return bf16 && cpuHasAmxInt8() && cpuHasAvx512Bf16();
   }();
   return has;
+}
+
+// Opt-in (PRISM_AMX_BF16=1): the bf16 products are not bit-identical to the int16 kernels of
+// one-token steps, so with it on a sequence's tokens depend on how its steps were shaped
+// (preemption's recompute, a 16-token verify step, a batch of 16); off, every step shape
+// gives the same bits, which the engine's preemption, speculation and LoRA tests hold.
+bool amxBf16Enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("PRISM_AMX_BF16");
+    if (env == nullptr || *env == '\0' || std::strcmp(env, "0") == 0) return false;
+    if (std::strcmp(env, "1") != 0) {
+      std::fprintf(stderr, "prism: PRISM_AMX_BF16 must be 0 or 1; got '%s', using 0\n", env);
+      return false;
+    }
+    return cpuHasAmxBf16();
+  }();
+  return enabled;
 }
 
 bool amxBf16Handles(const LinearWeight& W) {
