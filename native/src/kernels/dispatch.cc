@@ -211,7 +211,9 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   size_t need = std::max(quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
                          q4gActivationBytes(maxRows, maxCols));
   if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
-  if (amxEnabled() && cpuHasAmxBf16()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
+  // The AMX-BF16 driver's room only where batches may take it (PRISM_AMX_BF16=1); the kernel
+  // tests that call it directly grow the buffer through bytes(), before its parallel region.
+  if (amxEnabled() && amxBf16Enabled()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
