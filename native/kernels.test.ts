@@ -242,6 +242,44 @@ test('AVX-512 int16 kernels (Q4_0, Q4_1, Q4_K, Q8_0) agree with the AVX2 int16 k
   t.diagnostic(`worst |y512 - y2| / (|W_r|·|x_t|): ${worst.toExponential(2)}`);
 });
 
+test("int8 activations: every token of a 2-15 token step gets the one-token kernel's bits", () => {
+  // Shape independence (a sequence's tokens must not depend on how its steps were cut:
+  // speculation's verify steps, batching, recomputation after preemption) rests on this: a
+  // multi-token step's tiles (the row tiles and the AVX-512 token-wide tiles of q4g.h)
+  // compute each token's exact integer dots and the same f32 steps in the same order as the
+  // one-token decode tiles. Rows 37: 4-row tiles with tails, split across threads; columns:
+  // several 16-block groups and a padded last group; n up to 15 (16 and more may take AMX).
+  const isas = supportedIsas().filter((isa) => isa !== 'reference');
+  let seed = 3000;
+  for (const isa of isas) {
+    for (const type of TYPES) {
+      if (BLOCK[type] === 1) continue;
+      const rows = 37;
+      const cols = BLOCK[type] === 32 ? 608 : 1280;
+      const nMax = 15;
+      const q = kernelTestHooks.quantize(type, randomMatrix(rows * cols, seed++), rows, cols);
+      const x = randomMatrix(nMax * cols, seed++, 3);
+      const one = new Float32Array(nMax * rows);
+      for (let tk = 0; tk < nMax; tk++)
+        one.set(
+          kernelTestHooks.matmul(type, q, rows, cols, x.subarray(tk * cols, (tk + 1) * cols), 1, isa),
+          tk * rows,
+        );
+      const oneBits = new Uint32Array(one.buffer);
+      for (let n = 2; n <= nMax; n++) {
+        const y = kernelTestHooks.matmul(type, q, rows, cols, x.subarray(0, n * cols), n, isa);
+        const bits = new Uint32Array(y.buffer, y.byteOffset, n * rows);
+        const i = bits.findIndex((b, k) => b !== oneBits[k]);
+        assert.equal(
+          i,
+          -1,
+          `${isa} ${type} n=${n}: token ${Math.floor(i / rows)} row ${i % rows}: ${y[i]} vs one-token ${one[i]}`,
+        );
+      }
+    }
+  }
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
   for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {

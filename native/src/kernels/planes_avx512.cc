@@ -13,6 +13,7 @@
 
 #include "kernels/planes.h"
 #include "kernels/q4g.h"
+#include "kernels/wide_avx512.h"
 
 namespace prism::kernels {
 namespace {
@@ -237,6 +238,21 @@ struct PlaneAvx512 {
   static constexpr int kDecodeRows = PlaneTiles::kDecodeRows;
   static constexpr int kPrefillRows = Planes::kSplit == 2 ? PlaneTiles::kSplitPrefillRows : PlaneTiles::kPrefillRows;
   static constexpr int kPrefillTokens = PlaneTiles::kPrefillTokens;
+
+  // Token-wide tiles (wide_avx512.h) for batches of 2-15 tokens.
+  static constexpr bool kWide = true;
+  static constexpr int kSplit = Planes::kSplit;
+  using WideRow = PlaneRow;
+  static PlaneRow wideRow(const LinearWeight& W, int64_t r) { return planeRow(weightData(W), W.cols, Layout, r); }
+  static size_t wideRowBytes(const LinearWeight& W) { return planeRowBytes(W.cols, Layout); }
+  static const uint8_t* wideRowStart(const PlaneRow& row) { return row.planes; }
+  static void unpack(const PlaneRow& row, int64_t g, __m512i* w) {
+    const uint8_t* grp = row.planes + g * planeGroupBytes(Layout);
+    [&]<int... U>(std::integer_sequence<int, U...>) {
+      (Planes::template unit<U>(grp, w + U * Planes::kUnit), ...);
+    }(std::make_integer_sequence<int, 8 / Planes::kUnit>{});
+  }
+  static Scales wideScales(const PlaneRow& row, const Q4GActivations&, int64_t g) { return Scales::load(row, g); }
 
   template <int U, int R, int T>
   static void unit(const PlaneRow* rows, const Q4GActivations& a, int64_t g, int64_t t0, __m512i (&dot)[Planes::kSplit][R][T]) {

@@ -45,6 +45,7 @@ struct Q4GActivations {
   int32_t* sumB = nullptr;  // ... and of values 16-31
   int64_t groups = 0, padded = 0;
   TilePrefetch prefetch;  // what tiles with Ahead prefetch (prefetchAhead)
+  size_t wideAhead = 0;   // how far ahead the token-wide tiles prefetch (wide_avx512.h), bytes
   const int8_t* q(int64_t t) const { return qs + t * groups * 512; }
   const float* dAt(int64_t t) const { return d + t * padded; }
   const float* sAt(int64_t t) const { return s + t * padded; }
@@ -163,6 +164,17 @@ void decodeRange(int rows, const LinearWeight& W, const Q4GActivations& a, int64
   decodeTiles<Kernel, 1>(W, a, rb, re, t, y, ldy);
 }
 
+// Batches of fewer tokens than this take a kernel's token-wide tiles where it has them
+// (kWide, wide_avx512.h): up to here every row is read from DRAM once per step and the
+// tiles' work per weight byte decides what a step costs. At 16 tokens and more AMX takes the
+// batch on the hosts that have it (amx.h, kAmxMinTokens) and the row tiles below keep what
+// prefill was measured with elsewhere.
+constexpr int64_t kWideBatch = 16;
+
+template <class Kernel>
+void wideRange(const LinearWeight& W, const Q4GActivations& a, int64_t rb, int64_t re, int64_t tb, int64_t te,
+               float* y, int64_t ldy);
+
 // Runs Kernel::tile<R, T>(W, a, r0, t0, y, ldy) over all rows × tokens on the pool: rows
 // split evenly across threads when there are enough of them (decode), else tokens; within
 // a thread, rows in L2-sized groups × tokens in L1-sized chunks. One token takes the
@@ -175,7 +187,9 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   if (n <= 4) quantizeQ4G(x, ldx, W.cols, 0, n, a);
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeQ4G(x, ldx, W.cols, t0, t1, a); });
   const DecodeTuning& tuning = scratch.decodeTuning();
-  if (n == 1) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
+  constexpr bool kHasWide = requires { Kernel::kWide; };
+  const bool wide = kHasWide && n > 1 && n < kWideBatch;
+  if (n == 1 || wide) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
   const int RD = n == 1 ? decodeRowsFor<Kernel>(tuning) : Kernel::kDecodeRows;
   constexpr int RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
   const size_t rowBytes = isPlaneLayout(W.layout)   ? planeRowBytes(W.cols, W.layout)
@@ -183,11 +197,16 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
                           : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
                           : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
                                                    : q4gRowBytes(W.cols, W.layout);
+  // The wide tiles read one row at a time: ahead by the decode tiles' distance in bytes.
+  if (wide) a.wideAhead = rowBytes * static_cast<size_t>(decodeRowsFor<Kernel>(tuning)) * tuning.aheadHalves / 2;
   auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
     // One token (decode): many rows per tile, streamed once. Two tokens or more take the
     // row groups below even when fewer than TP: streaming all rows once per token would read
     // every weight byte from DRAM that many times.
-    if (te - tb == 1) return decodeRange<Kernel>(RD, W, a, rb, re, tb, y, ldy);
+    if (te - tb == 1 && !wide) return decodeRange<Kernel>(RD, W, a, rb, re, tb, y, ldy);
+    if constexpr (kHasWide) {
+      if (wide) return wideRange<Kernel>(W, a, rb, re, tb, te, y, ldy);
+    }
     const int64_t group = rowGroupFor(rowBytes, RP), chunk = std::max<int64_t>(TP, tokenChunkFor(W.cols, TP));
     for (int64_t g0 = rb; g0 < re; g0 += group) {
       const int64_t g1 = std::min(re, g0 + group);

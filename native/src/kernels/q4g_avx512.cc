@@ -4,6 +4,7 @@
 // conversion and two FMAs per group then apply d_w·d_x and the m_w·s_x offset, 16 blocks
 // at a time. No per-block horizontal sums, no per-block broadcasts.
 #include "kernels/q4g.h"
+#include "kernels/wide_avx512.h"
 
 namespace prism::kernels {
 namespace {
@@ -16,6 +17,46 @@ inline __m512 scales16(const uint8_t* p) {
   if constexpr (Layout != kLayoutQ4G32) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
 }
+
+// value = dw·q + mw per block: the f16/f32 scale and offset of the file (Q4_0: mw = −8·dw), or
+// Q4_K's super-block d and dmin times each block's 6-bit scale and min.
+template <int Layout>
+struct Q4GScales {
+  __m512 dw, mw;
+  static Q4GScales load(const uint8_t* row, const Q4GActivations& a, int64_t g) {
+    Q4GScales s;
+    const size_t sb = q4gScaleBytes(Layout);
+    const size_t dOff = static_cast<size_t>(a.groups) * 256;
+    if constexpr (Layout == kLayoutQ4GK) {
+      // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
+      const uint8_t* scs = row + dOff;
+      const uint8_t* ds = scs + 2 * a.padded;
+      const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+      int32_t dPair, mPair;
+      std::memcpy(&dPair, ds + g * 4, 4);
+      std::memcpy(&mPair, ds + a.padded / 8 * 2 + g * 4, 4);
+      const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+      const __m512 dm = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(mPair))));
+      auto bytes16 = [](const uint8_t* q) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+      };
+      s.dw = _mm512_mul_ps(d, bytes16(scs + g * kQ4GBlocks));
+      s.mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
+    } else {
+      const uint8_t* ds = row + dOff + g * kQ4GBlocks * sb;
+      s.dw = scales16<Layout>(ds);
+      if constexpr (Layout == kLayoutQ4G0) s.mw = _mm512_mul_ps(s.dw, _mm512_set1_ps(-8.0f));
+      else s.mw = scales16<Layout>(ds + static_cast<size_t>(a.padded) * sb);
+    }
+    return s;
+  }
+  void apply(const __m512i* dot, const Q4GActivations& a, int64_t t, int64_t g, __m512& acc) const {
+    const __m512 dx = _mm512_loadu_ps(a.dAt(t) + g * kQ4GBlocks);
+    const __m512 sx = _mm512_loadu_ps(a.sAt(t) + g * kQ4GBlocks);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(dw, dx), acc);
+    acc = _mm512_fmadd_ps(mw, sx, acc);
+  }
+};
 
 template <int Layout>
 struct Q4GAvx512 {
@@ -33,15 +74,35 @@ struct Q4GAvx512 {
   static constexpr int kPrefillRows = 4;
   static constexpr int kPrefillTokens = 2;
 
+  // Token-wide tiles (wide_avx512.h) for batches of 2-15 tokens.
+  static constexpr bool kWide = true;
+  static constexpr int kSplit = 1;
+  using WideRow = const uint8_t*;
+  static size_t wideRowBytes(const LinearWeight& W) {
+    return Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+  }
+  static const uint8_t* wideRow(const LinearWeight& W, int64_t r) {
+    return weightData(W) + wideRowBytes(W) * static_cast<size_t>(r);
+  }
+  static const uint8_t* wideRowStart(const uint8_t* row) { return row; }
+  static void unpack(const uint8_t* row, int64_t g, __m512i* w) {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(row + g * 256 + c * 64);
+      w[2 * c] = _mm512_and_si512(v, low);
+      w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    }
+  }
+  static Q4GScales<Layout> wideScales(const uint8_t* row, const Q4GActivations& a, int64_t g) {
+    return Q4GScales<Layout>::load(row, a, g);
+  }
+
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
-    const size_t sb = q4gScaleBytes(Layout);
+    const size_t rowBytes = wideRowBytes(W);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
-    const size_t dOff = static_cast<size_t>(groups) * 256;
-    const size_t mOff = static_cast<size_t>(a.padded) * sb;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -68,38 +129,38 @@ struct Q4GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        __m512 dw, mw;
-        if constexpr (Layout == kLayoutQ4GK) {
-          // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
-          const uint8_t* scs = rows[r] + dOff;
-          const uint8_t* ds = scs + 2 * a.padded;
-          const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-          int32_t dPair, mPair;
-          std::memcpy(&dPair, ds + g * 4, 4);
-          std::memcpy(&mPair, ds + a.padded / 8 * 2 + g * 4, 4);
-          const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
-          const __m512 dm = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(mPair))));
-          auto bytes16 = [](const uint8_t* q) {
-            return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
-          };
-          dw = _mm512_mul_ps(d, bytes16(scs + g * kQ4GBlocks));
-          mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
-        } else {
-          const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
-          dw = scales16<Layout>(ds);
-          if constexpr (Layout == kLayoutQ4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
-          else mw = scales16<Layout>(ds + mOff);
-        }
-        for (int t = 0; t < T; ++t) {
-          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
-          const __m512 sx = _mm512_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks);
-          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][t]), _mm512_mul_ps(dw, dx), acc[r][t]);
-          acc[r][t] = _mm512_fmadd_ps(mw, sx, acc[r][t]);
-        }
+        const Q4GScales<Layout> sc = Q4GScales<Layout>::load(rows[r], a, g);
+        for (int t = 0; t < T; ++t) sc.apply(&dot[r][t], a, t0 + t, g, acc[r][t]);
       }
     }
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+// Q6G's scales: d·sc per sub-block (A: values 0-15 of each block, B: 16-31); apply takes
+// (dot − 32·Σx) · d·sc · d_x per sub-block.
+struct Q6GScales {
+  __m512 dA, dB;
+  static Q6GScales load(const uint8_t* row, const Q4GActivations& a, int64_t g) {
+    const uint8_t* dOff = row + static_cast<size_t>(a.groups) * 384;
+    // d of super-blocks 2g (lanes 0-7) and 2g + 1 (lanes 8-15).
+    const int8_t* sa = reinterpret_cast<const int8_t*>(dOff) + g * kQ4GBlocks;
+    int32_t dPair;
+    std::memcpy(&dPair, dOff + 2 * a.padded + g * 4, 4);
+    const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+    return {_mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa))))),
+            _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa + a.padded)))))};
+  }
+  void apply(const __m512i* dot, const Q4GActivations& a, int64_t t, int64_t g, __m512& acc) const {
+    const __m512 dx = _mm512_loadu_ps(a.dAt(t) + g * kQ4GBlocks);
+    const __m512i xa = _mm512_slli_epi32(_mm512_loadu_si512(a.sumAAt(t) + g * kQ4GBlocks), 5);
+    const __m512i xb = _mm512_slli_epi32(_mm512_loadu_si512(a.sumBAt(t) + g * kQ4GBlocks), 5);
+    const __m512 ia = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[0], xa));
+    const __m512 ib = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[1], xb));
+    acc = _mm512_fmadd_ps(ia, _mm512_mul_ps(dA, dx), acc);
+    acc = _mm512_fmadd_ps(ib, _mm512_mul_ps(dB, dx), acc);
   }
 };
 
@@ -110,13 +171,37 @@ struct Q6GAvx512 {
   static constexpr int kPrefillRows = 2;
   static constexpr int kPrefillTokens = 2;
 
+  // Token-wide tiles (wide_avx512.h) for batches of 2-15 tokens.
+  static constexpr bool kWide = true;
+  static constexpr int kSplit = 2;
+  using WideRow = const uint8_t*;
+  static size_t wideRowBytes(const LinearWeight& W) { return q6gRowBytes(W.cols); }
+  static const uint8_t* wideRow(const LinearWeight& W, int64_t r) {
+    return weightData(W) + q6gRowBytes(W.cols) * static_cast<size_t>(r);
+  }
+  static const uint8_t* wideRowStart(const uint8_t* row) { return row; }
+  static void unpack(const uint8_t* row, int64_t g, __m512i* w) {
+    const __m512i low = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(0x30);
+    const uint8_t* grp = row + g * 384;
+    for (int e = 0; e < 2; ++e) {
+      const __m512i l0 = _mm512_loadu_si512(grp + (2 * e) * 64), l1 = _mm512_loadu_si512(grp + (2 * e + 1) * 64);
+      const __m512i h = _mm512_loadu_si512(grp + 256 + e * 64);
+      w[4 * e] = _mm512_or_si512(_mm512_and_si512(l0, low), _mm512_and_si512(_mm512_slli_epi16(h, 4), two));
+      w[4 * e + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), low),
+                                     _mm512_and_si512(_mm512_slli_epi16(h, 2), two));
+      w[4 * e + 2] = _mm512_or_si512(_mm512_and_si512(l1, low), _mm512_and_si512(h, two));
+      w[4 * e + 3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), low),
+                                     _mm512_and_si512(_mm512_srli_epi16(h, 2), two));
+    }
+  }
+  static Q6GScales wideScales(const uint8_t* row, const Q4GActivations& a, int64_t g) { return Q6GScales::load(row, a, g); }
+
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = q6gRowBytes(W.cols);
-    const int64_t groups = a.groups, padded = a.padded;
+    const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
-    const size_t dOff = static_cast<size_t>(groups) * 384;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -153,27 +238,30 @@ struct Q6GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        // d of super-blocks 2g (lanes 0-7) and 2g + 1 (lanes 8-15).
-        const int8_t* sa = reinterpret_cast<const int8_t*>(rows[r] + dOff) + g * kQ4GBlocks;
-        int32_t dPair;
-        std::memcpy(&dPair, rows[r] + dOff + 2 * padded + g * 4, 4);
-        const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-        const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
-        const __m512 dA = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa)))));
-        const __m512 dB = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa + padded)))));
+        const Q6GScales sc = Q6GScales::load(rows[r], a, g);
         for (int t = 0; t < T; ++t) {
-          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
-          const __m512i xa = _mm512_slli_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + g * kQ4GBlocks), 5);
-          const __m512i xb = _mm512_slli_epi32(_mm512_loadu_si512(a.sumBAt(t0 + t) + g * kQ4GBlocks), 5);
-          const __m512 ia = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotA[r][t], xa));
-          const __m512 ib = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotB[r][t], xb));
-          acc[r][t] = _mm512_fmadd_ps(ia, _mm512_mul_ps(dA, dx), acc[r][t]);
-          acc[r][t] = _mm512_fmadd_ps(ib, _mm512_mul_ps(dB, dx), acc[r][t]);
+          const __m512i d[2] = {dotA[r][t], dotB[r][t]};
+          sc.apply(d, a, t0 + t, g, acc[r][t]);
         }
       }
     }
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
+  }
+};
+
+// Q8G's f16 scale per block; apply takes (dot − 128·Σx) · dw·d_x.
+struct Q8GScales {
+  __m512 dw;
+  static Q8GScales load(const uint8_t* row, const Q4GActivations& a, int64_t g) {
+    const uint8_t* p = row + static_cast<size_t>(a.groups) * 512 + g * kQ4GBlocks * 2;
+    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  }
+  void apply(const __m512i* dot, const Q4GActivations& a, int64_t t, int64_t g, __m512& acc) const {
+    const int64_t b0 = g * kQ4GBlocks;
+    const __m512i sx = _mm512_add_epi32(_mm512_loadu_si512(a.sumAAt(t) + b0), _mm512_loadu_si512(a.sumBAt(t) + b0));
+    const __m512 dot32 = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[0], _mm512_slli_epi32(sx, 7)));
+    acc = _mm512_fmadd_ps(dot32, _mm512_mul_ps(dw, _mm512_loadu_ps(a.dAt(t) + b0)), acc);
   }
 };
 
@@ -192,13 +280,26 @@ struct Q8GAvx512 {
   static constexpr int kPrefillRows = 4;
   static constexpr int kPrefillTokens = 2;
 
+  // Token-wide tiles (wide_avx512.h) for batches of 2-15 tokens.
+  static constexpr bool kWide = true;
+  static constexpr int kSplit = 1;
+  using WideRow = const uint8_t*;
+  static size_t wideRowBytes(const LinearWeight& W) { return q8gRowBytes(W.cols); }
+  static const uint8_t* wideRow(const LinearWeight& W, int64_t r) {
+    return weightData(W) + q8gRowBytes(W.cols) * static_cast<size_t>(r);
+  }
+  static const uint8_t* wideRowStart(const uint8_t* row) { return row; }
+  static void unpack(const uint8_t* row, int64_t g, __m512i* w) {
+    for (int v = 0; v < 8; ++v) w[v] = _mm512_loadu_si512(row + g * 512 + v * 64);
+  }
+  static Q8GScales wideScales(const uint8_t* row, const Q4GActivations& a, int64_t g) { return Q8GScales::load(row, a, g); }
+
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = q8gRowBytes(W.cols);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
-    const size_t dOff = static_cast<size_t>(groups) * 512;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -216,13 +317,8 @@ struct Q8GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + dOff + g * kQ4GBlocks * 2)));
-        for (int t = 0; t < T; ++t) {
-          const int64_t b0 = g * kQ4GBlocks;
-          const __m512i sx = _mm512_add_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + b0), _mm512_loadu_si512(a.sumBAt(t0 + t) + b0));
-          const __m512 dot32 = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][t], _mm512_slli_epi32(sx, 7)));
-          acc[r][t] = _mm512_fmadd_ps(dot32, _mm512_mul_ps(dw, _mm512_loadu_ps(a.dAt(t0 + t) + b0)), acc[r][t]);
-        }
+        const Q8GScales sc = Q8GScales::load(rows[r], a, g);
+        for (int t = 0; t < T; ++t) sc.apply(&dot[r][t], a, t0 + t, g, acc[r][t]);
       }
     }
     for (int r = 0; r < R; ++r)
