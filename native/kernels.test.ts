@@ -12,25 +12,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
+import { cpuFeatures, kernelTestHooks, TENSOR_TYPES, type TensorType } from './native.js';
 
-const TYPES: readonly TensorType[] = [
-  'F32',
-  'F16',
-  'BF16',
-  'Q8_0',
-  'Q4_0',
-  'Q4_1',
-  'Q4_K',
-  'Q6_K',
-  'Q5_0',
-  'Q5_1',
-  'Q5_K',
-  'Q3_K',
-  'Q2_K',
-  'IQ4_NL',
-  'IQ4_XS',
-];
+const TYPES: readonly TensorType[] = TENSOR_TYPES;
 const BLOCK: Record<TensorType, number> = {
   F32: 1,
   F16: 1,
