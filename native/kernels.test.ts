@@ -12,25 +12,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
+import { cpuFeatures, kernelTestHooks, TENSOR_TYPES, type TensorType } from './native.js';
 
-const TYPES: readonly TensorType[] = [
-  'F32',
-  'F16',
-  'BF16',
-  'Q8_0',
-  'Q4_0',
-  'Q4_1',
-  'Q4_K',
-  'Q6_K',
-  'Q5_0',
-  'Q5_1',
-  'Q5_K',
-  'Q3_K',
-  'Q2_K',
-  'IQ4_NL',
-  'IQ4_XS',
-];
+const TYPES: readonly TensorType[] = TENSOR_TYPES;
 const BLOCK: Record<TensorType, number> = {
   F32: 1,
   F16: 1,
@@ -445,13 +429,14 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
       { encoding: 'utf8', env: { ...process.env, ...env } },
     );
     assert.equal(run.status, 0, run.stderr);
-    return JSON.parse(run.stdout) as {
+    const features = JSON.parse(run.stdout) as {
       amx: boolean;
       amxBf16: boolean;
       amxPrefill: boolean;
       amxBf16Prefill: boolean;
       selected: string;
     };
+    return { ...features, stderr: run.stderr };
   };
   const off = probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' });
   const avx2 = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' });
@@ -466,6 +451,12 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
   // ...and is opt-in: PRISM_AMX_BF16=1 (its bits differ from the one-token int16 kernels').
   assert.equal(on.amxBf16Prefill, false);
   assert.equal(bf16On.amxBf16Prefill, bf16On.amxBf16);
+  // A value other than 0 or 1 keeps each switch's default and says so, naming the variable.
+  const bad = probe({ PRISM_AMX: 'yes', PRISM_ISA: 'avx512', PRISM_AMX_BF16: 'on' });
+  assert.equal(bad.amxPrefill, true);
+  assert.equal(bad.amxBf16Prefill, false);
+  assert.match(bad.stderr, /PRISM_AMX must be 0 or 1; got 'yes', using the default \(on where supported\)/);
+  assert.match(bad.stderr, /PRISM_AMX_BF16 must be 0 or 1; got 'on', using the default \(off\)/);
 });
 
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {
