@@ -143,7 +143,7 @@ export class EngineCore implements Engine {
       this.deps.adapters?.betweenSteps();
       if (!this.scheduler.hasWork) return;
       const runningBefore = this.scheduler.running.length;
-      const proposing = this.speculator?.propose(this.scheduler.running);
+      const proposing = this.speculator?.propose(this.scheduler.running, this.scheduler.waiting.length);
       if (proposing) await proposing;
       const batch = this.scheduler.schedule();
       if (batch.items.length === 0) {

@@ -149,7 +149,7 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     disaggregation,
   });
   const speculator = deps.speculation
-    ? speculatorFor(deps.speculation, (seq) => requests.get(seq.requestId), o.maxSeqLen)
+    ? speculatorFor(deps.speculation, (seq) => requests.get(seq.requestId), o.maxSeqLen, o.maxBatchSize)
     : null;
   const outputs = new OutputProcessor({
     tokenizer: deps.tokenizer,

@@ -12,25 +12,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
+import { cpuFeatures, kernelTestHooks, TENSOR_TYPES, type TensorType } from './native.js';
 
-const TYPES: readonly TensorType[] = [
-  'F32',
-  'F16',
-  'BF16',
-  'Q8_0',
-  'Q4_0',
-  'Q4_1',
-  'Q4_K',
-  'Q6_K',
-  'Q5_0',
-  'Q5_1',
-  'Q5_K',
-  'Q3_K',
-  'Q2_K',
-  'IQ4_NL',
-  'IQ4_XS',
-];
+const TYPES: readonly TensorType[] = TENSOR_TYPES;
 const BLOCK: Record<TensorType, number> = {
   F32: 1,
   F16: 1,
@@ -280,6 +264,55 @@ test("int8 activations: every token of a 2-15 token step gets the one-token kern
   }
 });
 
+test('AVX-512 int16 kernels: every token of an n-token matmul equals the one-token matmul bit for bit (n = 2..17, 24)', (t) => {
+  if (!supportedIsas().includes('avx512')) {
+    t.skip('this CPU has no AVX-512 VNNI');
+    return;
+  }
+  // A sequence's tokens must not depend on the shape of its steps (a speculative verify step
+  // of 1 + k tokens, a batch, a recompute after preemption): the multi-token tiles keep the
+  // one-token tile's integer dots and f32 operations in the same order, so each token's row
+  // of y is the same bits. Shapes: odd block counts (96 columns: the Q4X pair's lone block),
+  // the default model's 576 and 1536, rows that leave a remainder after the 4-row tiles and
+  // split unevenly across threads (67), token counts of one chunk, two chunks and more.
+  let seed = 5000;
+  for (const type of ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'] as const) {
+    const colChoices = BLOCK[type] === 32 ? [96, 576, 1536] : [256, 1536];
+    for (const cols of colChoices) {
+      for (const rows of [67, 192]) {
+        const maxN = 24;
+        const w = randomMatrix(rows * cols, seed++);
+        const x = randomMatrix(maxN * cols, seed++, 3);
+        const q = kernelTestHooks.quantize(type, w, rows, cols);
+        const one = Array.from({ length: maxN }, (_, tk) =>
+          kernelTestHooks.matmul(
+            type,
+            q,
+            rows,
+            cols,
+            x.subarray(tk * cols, (tk + 1) * cols),
+            1,
+            'avx512+int16',
+          ),
+        );
+        for (const n of [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24]) {
+          const y = kernelTestHooks.matmul(type, q, rows, cols, x.subarray(0, n * cols), n, 'avx512+int16');
+          for (let tk = 0; tk < n; tk++) {
+            const got = new Uint32Array(y.buffer, y.byteOffset + tk * rows * 4, rows);
+            const want = new Uint32Array(one[tk]!.buffer, one[tk]!.byteOffset, rows);
+            const r = got.findIndex((v, i) => v !== want[i]);
+            assert.equal(
+              r,
+              -1,
+              `${type} rows=${rows} cols=${cols} n=${n} token ${tk} row ${r}: ${y[tk * rows + r]} vs one-token ${one[tk]![r]}`,
+            );
+          }
+        }
+      }
+    }
+  }
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
   for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {
@@ -434,13 +467,14 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
       { encoding: 'utf8', env: { ...process.env, ...env } },
     );
     assert.equal(run.status, 0, run.stderr);
-    return JSON.parse(run.stdout) as {
+    const features = JSON.parse(run.stdout) as {
       amx: boolean;
       amxBf16: boolean;
       amxPrefill: boolean;
       amxBf16Prefill: boolean;
       selected: string;
     };
+    return { ...features, stderr: run.stderr };
   };
   const off = probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' });
   const avx2 = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' });
@@ -455,6 +489,12 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
   // ...and is opt-in: PRISM_AMX_BF16=1 (its bits differ from the one-token int16 kernels').
   assert.equal(on.amxBf16Prefill, false);
   assert.equal(bf16On.amxBf16Prefill, bf16On.amxBf16);
+  // A value other than 0 or 1 keeps each switch's default and says so, naming the variable.
+  const bad = probe({ PRISM_AMX: 'yes', PRISM_ISA: 'avx512', PRISM_AMX_BF16: 'on' });
+  assert.equal(bad.amxPrefill, true);
+  assert.equal(bad.amxBf16Prefill, false);
+  assert.match(bad.stderr, /PRISM_AMX must be 0 or 1; got 'yes', using the default \(on where supported\)/);
+  assert.match(bad.stderr, /PRISM_AMX_BF16 must be 0 or 1; got 'on', using the default \(off\)/);
 });
 
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {

@@ -394,23 +394,25 @@ export interface CpuFeatures {
   readonly selected: string;
 }
 
-/** Kernel storage types (GGML numbering names). */
-export type TensorType =
-  | 'F32'
-  | 'F16'
-  | 'BF16'
-  | 'Q8_0'
-  | 'Q4_0'
-  | 'Q4_1'
-  | 'Q4_K'
-  | 'Q6_K'
-  | 'Q5_0'
-  | 'Q5_1'
-  | 'Q5_K'
-  | 'Q3_K'
-  | 'Q2_K'
-  | 'IQ4_NL'
-  | 'IQ4_XS';
+/** Kernel storage types (GGML numbering names), in the order the kernel tests walk them. */
+export const TENSOR_TYPES = [
+  'F32',
+  'F16',
+  'BF16',
+  'Q8_0',
+  'Q4_0',
+  'Q4_1',
+  'Q4_K',
+  'Q6_K',
+  'Q5_0',
+  'Q5_1',
+  'Q5_K',
+  'Q3_K',
+  'Q2_K',
+  'IQ4_NL',
+  'IQ4_XS',
+] as const;
+export type TensorType = (typeof TENSOR_TYPES)[number];
 
 // ---------------------------------------------------------------------------------------
 // The addon's raw exports

@@ -18,9 +18,11 @@ export function speculatorFor(
   config: SpeculationConfig,
   requestOf: (seq: Sequence) => LiveRequest | undefined,
   maxSeqLen: number,
+  maxBatchSize?: number,
 ): Speculator {
   return new Speculator(config.proposer, config.options, {
     room: (seq) => draftRoom(seq, requestOf(seq), maxSeqLen),
+    ...(maxBatchSize !== undefined ? { slots: maxBatchSize } : {}),
     checkDrafts: checkGrammarDrafts,
   });
 }

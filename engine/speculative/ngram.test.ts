@@ -57,3 +57,19 @@ test('the proposer passes on how many of the last tokens were forced', () => {
   assert.deepEqual(p.propose([{ seq, k: 2, forced: 3 }]), [[]]);
   assert.deepEqual(p.propose([{ seq, k: 2 }]), [[5, 6]]);
 });
+
+test('constrained output: where no longer suffix is found, the last token proposes the one token that followed it', () => {
+  // JSON extraction's structure: `",` (5) was followed by ` "` (6) at the previous key, and
+  // `":` (8) by ` "`; 2-token suffixes hold the key or the value (not seen before).
+  //            {  "  name  ": ' "' Ada  ",  ' "'  city  ":
+  const toks = [1, 2, 30, 8, 6, 40, 5, 6, 31, 8];
+  const ix = new NgramIndex({ maxN: 4, minN: 2 });
+  assert.deepEqual(ix.propose(toks, 5), [], 'unconstrained: nothing');
+  assert.deepEqual(ix.propose(toks, 5, 0, true), [6]);
+  // Also where the suffix is jump-forward's template (`city":` forced): one token, not the value after it.
+  assert.deepEqual(ix.propose(toks, 5, 2, true), [6]);
+  assert.deepEqual(ix.propose([...toks, 6, 41, 5], 5, 0, true), [6]);
+  // A longer match still proposes all it can.
+  assert.deepEqual(ix.propose([...toks, 6, 40, 5], 5, 0, true), [6, 31, 8, 6, 40]);
+  assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose([1, 2, 3], 5, 0, true), []);
+});

@@ -25,6 +25,8 @@ export const NGRAM_DEFAULTS: NgramOptions = { maxN: 4, minN: 2 };
 /** One sequence's n-gram index: key → end of the latest occurrence (exclusive). */
 export class NgramIndex {
   private readonly ends = new Map<string, number>();
+  /** Single tokens → end of their latest occurrence: the structural lookup of constrained output. */
+  private readonly lastSeen = new Map<number, number>();
   /** Tokens whose n-grams ending at them are indexed: every end in [n, indexed]. */
   private indexed = 0;
 
@@ -40,8 +42,15 @@ export class NgramIndex {
    * the previous value (every time refused, on the benchmark's four prompts, three times per
    * output). A suffix of maxN template tokens still counts: it names the key (`"city": "`),
    * so it matches where the prompt or the output held that key before.
+   *
+   * `constrained` (output under a grammar): where no suffix of minN.. tokens is found (or only
+   * template is left), the last token alone proposes the one token that followed its latest
+   * occurrence. That is the document's structure repeating itself: in JSON extraction the
+   * model samples `",` then ` "` at each key, and ` "` after each key's `":`; jump-forward
+   * cannot force them (whitespace is free there), and their n-grams of two tokens hold the
+   * key or the previous value. One token only: past it comes the next key or value.
    */
-  propose(tokens: readonly number[], k: number, forced = 0): number[] {
+  propose(tokens: readonly number[], k: number, forced = 0, constrained = false): number[] {
     const L = tokens.length;
     // Index every n-gram that ends before the last token: an occurrence that ends at L is the
     // suffix itself, and one that ends at L-1 .. has a continuation to propose.
@@ -53,6 +62,10 @@ export class NgramIndex {
       if (end === undefined) continue;
       return tokens.slice(end, Math.min(end + k, L)) as number[];
     }
+    if (constrained && k > 0 && L > 1) {
+      const end = this.lastSeen.get(tokens[L - 1]);
+      if (end !== undefined) return [tokens[end]];
+    }
     return [];
   }
 
@@ -61,6 +74,7 @@ export class NgramIndex {
     for (let end = this.indexed + 1; end <= upTo; end++) {
       for (let n = this.o.minN; n <= this.o.maxN && n <= end; n++)
         this.ends.set(key(tokens, end - n, end), end);
+      this.lastSeen.set(tokens[end - 1], end);
     }
     if (upTo > this.indexed) this.indexed = upTo;
   }
@@ -84,10 +98,10 @@ export class NgramProposer implements Proposer {
   }
 
   propose(asks: readonly DraftAsk[]): number[][] {
-    return asks.map(({ seq, k, forced }) => {
+    return asks.map(({ seq, k, forced, constrained }) => {
       let ix = this.index.get(seq);
       if (!ix) this.index.set(seq, (ix = new NgramIndex(this.o)));
-      return k > 0 ? ix.propose(seq.tokens, k, forced) : [];
+      return k > 0 ? ix.propose(seq.tokens, k, forced, constrained) : [];
     });
   }
 

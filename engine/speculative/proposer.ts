@@ -19,6 +19,8 @@ export interface DraftAsk {
    * grammar forced them; the model chose none of them). Absent: 0.
    */
   readonly forced?: number;
+  /** The sequence's output is under a grammar (structured output, tools). Absent: false. */
+  readonly constrained?: boolean;
 }
 
 export interface Proposer {

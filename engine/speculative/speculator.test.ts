@@ -209,3 +209,31 @@ test('a sequence whose pending tokens hold jump-forward ones tells the proposer 
   s.propose([{ ...sequence(), numPending: 4 } as Sequence, sequence()]);
   assert.deepEqual(forced, [3, 0]);
 });
+
+test('with no queue, no drafts while a prompt is in prefill; with requests waiting for a slot, the old rule', () => {
+  const right: Proposer = {
+    ...wrong,
+    propose: (asks) => asks.map(({ k }) => Array.from({ length: k }, () => 1)),
+  };
+  const make = () =>
+    new Speculator(
+      right,
+      { numSpeculativeTokens: 4, cost: { perToken: 0.05, knee: 1000 }, priorAcceptance: 0.9 },
+      { room: () => 100, slots: 2 },
+    );
+  const sent = (s: Speculator, seqs: Sequence[], queued = 0) => {
+    s.propose(seqs, queued);
+    return seqs.reduce((n, q) => n + (q.draft?.tokens.length ?? 0), 0);
+  };
+  const decoding = () => sequence();
+  const prefilling = () => ({ ...sequence(), numPending: 40 }) as Sequence;
+  // Alone, or beside another sequence that drafts as well: drafts.
+  assert.ok(sent(make(), [decoding()]) > 0);
+  assert.ok(sent(make(), [decoding(), decoding()]) > 0);
+  // Beside a prompt still in prefill (running, or waiting with a slot free): none.
+  assert.equal(sent(make(), [decoding(), prefilling()]), 0);
+  assert.equal(sent(make(), [decoding()], 1), 0);
+  // Requests wait for a slot (2 slots, both taken): a sequence that finishes early lets one
+  // in, and the throughput rule sends drafts beside the prefill.
+  assert.ok(sent(make(), [decoding(), prefilling()], 1) > 0);
+});

@@ -17,6 +17,7 @@ import type { Sequence } from '../sequence.js';
 import {
   Acceptance,
   allocateDrafts,
+  allocatePacedDrafts,
   DEFAULT_STEP_COST,
   stepCost,
   type CostCurve,
@@ -49,6 +50,8 @@ export interface SpeculatorHooks {
   room(seq: Sequence): number;
   /** Structured output: cuts the drafts of constrained sequences and attaches their masks. */
   checkDrafts?(seqs: readonly Sequence[]): Promise<void>;
+  /** Most sequences running at once (the engine's maxBatchSize); absent: no limit. */
+  readonly slots?: number;
 }
 
 /** A sequence whose pending tokens are at most this many (decode, a jump-forward run) may draft. */
@@ -93,13 +96,18 @@ export class Speculator {
   /**
    * Sets `seq.draft` for the running sequences that will sample in the next step. Returns a
    * promise only when it has to wait (a model pass, a grammar check); a failed proposal
-   * leaves the sequences without drafts, never fails a request.
+   * leaves the sequences without drafts, never fails a request. `queued`: sequences waiting
+   * to be admitted (the scheduler's queue). Where they wait for a slot, a sequence that
+   * finishes early lets one in, and every token counts alike (allocateDrafts). Otherwise the
+   * batch is all the work there is, and drafts must raise the pace of the whole of it
+   * (allocatePacedDrafts); a waiting sequence with a slot free is a prompt about to be
+   * prefilled in this step, which sets that pace: no drafts then.
    */
-  propose(running: readonly Sequence[]): Promise<void> | void {
+  propose(running: readonly Sequence[], queued = 0): Promise<void> | void {
     this.steps++;
     this.proposing = performance.now();
     try {
-      const pending = this.tryPropose(running);
+      const pending = this.tryPropose(running, queued);
       if (pending)
         return pending.then(
           () => this.ready(),
@@ -127,10 +135,14 @@ export class Speculator {
       );
   }
 
-  private tryPropose(running: readonly Sequence[]): Promise<void> | void {
+  private tryPropose(running: readonly Sequence[], queued: number): Promise<void> | void {
     const eligible: Sequence[] = [];
     const room: number[] = [];
+    const base: number[] = [];
     let baseTokens = 0;
+    // Sequences that take no draft but keep the batch going: a prompt in prefill, a fork.
+    const waitForSlots = queued > 0 && running.length + queued > (this.hooks.slots ?? Infinity);
+    let pacers = waitForSlots ? 0 : queued;
     // Output the step gives without drafts: each decoding sequence's sample and the tokens
     // jump-forward appended before it (output too, and computed in this step); one for a
     // sequence in prefill. Counting the forced tokens' cost but not their output made a
@@ -141,11 +153,18 @@ export class Speculator {
       if (seq.status !== 'running' || seq.aborted) continue;
       baseTokens += Math.min(seq.numPending, MAX_PENDING);
       baseOutputs += seq.numPending <= MAX_PENDING ? Math.max(1, seq.numPending) : 1;
-      if (seq.forkInto > 1 || seq.numPending < 1 || seq.numPending > MAX_PENDING) continue;
+      if (seq.numPending < 1) continue;
+      if (seq.forkInto > 1 || seq.numPending > MAX_PENDING) {
+        pacers++;
+        continue;
+      }
+      // No room: the sequence ends with this step's token (or may not draft by its request's
+      // rules): it does not set the batch's pace.
       const r = Math.min(this.o.numSpeculativeTokens, this.hooks.room(seq));
       if (r <= 0) continue;
       eligible.push(seq);
       room.push(r);
+      base.push(Math.max(1, seq.numPending));
     }
     if (eligible.length === 0) return;
     const alpha = eligible.map((s) => this.acceptanceOf(s).alpha);
@@ -153,14 +172,25 @@ export class Speculator {
       if (this.o.fixedK) return [...max];
       // The verify step is charged on the curve measured for a batch of this many sequences.
       const cost = this.costCurve(running.length);
+      const minAlpha = this.o.minAcceptance ?? 0.2;
+      // A draft step runs every drafting sequence's next token at once.
+      const draftStep = (this.proposer.draftStepCost ?? 0) * cost(eligible.length);
+      if (!waitForSlots && eligible.length + pacers > 1)
+        return allocatePacedDrafts(
+          max.map((m, i) => ({ alpha: alpha[i], max: m, base: base[i] })),
+          pacers,
+          baseTokens,
+          cost,
+          minAlpha,
+          draftStep,
+        );
       return allocateDrafts(
         max.map((m, i) => ({ alpha: alpha[i], max: m })),
         baseTokens,
         baseOutputs,
         cost,
-        this.o.minAcceptance ?? 0.2,
-        // A draft step runs every drafting sequence's next token at once.
-        (this.proposer.draftStepCost ?? 0) * cost(eligible.length),
+        minAlpha,
+        draftStep,
       );
     };
     if (!this.proposer.costly) {
@@ -168,7 +198,12 @@ export class Speculator {
       // A decoding sequence's pending tokens are its sample and, after it, the tokens
       // jump-forward appended: those the n-gram lookup does not take for the model's text.
       const proposals = this.proposer.propose(
-        eligible.map((seq, i) => ({ seq, k: room[i], forced: seq.numPending - 1 })),
+        eligible.map((seq, i) => ({
+          seq,
+          k: room[i],
+          forced: seq.numPending - 1,
+          constrained: seq.grammar !== null,
+        })),
       );
       if (proposals instanceof Promise) throw new Error('a free proposer must answer at once');
       return this.attach(eligible, proposals, allocate(proposals.map((p) => p.length)));

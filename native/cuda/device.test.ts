@@ -24,6 +24,7 @@ import {
   loadModel,
   modelInfo,
   step,
+  TENSOR_TYPES,
   supplyMasks,
   type Device,
   type ModelHandle,
@@ -209,24 +210,8 @@ test('the device lists itself and the model reports where it runs', async () => 
   disposeModel(m);
 });
 
-/** Every GGUF type the device takes (those of issue 26 from Q5_0 on). */
-const DEVICE_TYPES: TensorType[] = [
-  'F32',
-  'F16',
-  'BF16',
-  'Q8_0',
-  'Q4_0',
-  'Q4_1',
-  'Q4_K',
-  'Q6_K',
-  'Q5_0',
-  'Q5_1',
-  'Q5_K',
-  'Q3_K',
-  'Q2_K',
-  'IQ4_NL',
-  'IQ4_XS',
-];
+/** The device takes every kernel storage type (those of issue 26 from Q5_0 on). */
+const DEVICE_TYPES: readonly TensorType[] = TENSOR_TYPES;
 
 for (const type of DEVICE_TYPES) {
   test(`greedy tokens and logits on the device equal the CPU's: llama ${type}`, async () => {

@@ -78,6 +78,7 @@ class Context {
   // The FFN of layer l for T tokens: normed input in xn_, output in tmp_.
   void denseFfn(int64_t l, int64_t T);
   void expertFfn(int64_t l, int64_t T);  // mixture of experts (moe.cc)
+  void oneTokenExperts(int64_t l);        // ... its one-token (decode) path
   void gate(const float* gate, const float* up, float* out, int64_t n) const;
   // `after`: the group the step multiplies by next (its weights are prefetched by threads
   // that wait, weight_prefetch.h).
@@ -132,6 +133,14 @@ class Context {
   std::vector<float> expertWeight_;
   std::vector<std::vector<int32_t>> expertTokens_;
   LazyZeroVector<float> xe_, ye_;
+  // One-token steps run all chosen experts in two parallel regions: each pool thread takes its
+  // rows of every expert's matrices through its own one-thread pool and kernel scratch.
+  struct ExpertLane {
+    ThreadPool pool{1};
+    KernelScratch scratch;
+  };
+  std::vector<std::unique_ptr<ExpertLane>> expertLanes_;
+  std::vector<std::pair<int32_t, float>> expertOrder_;  // the token's chosen experts by id, with weights
   std::vector<int32_t> tokenSeq_;         // sequence of each token of the step
   // Attention work tiles: (first token, count) runs of up to kTile tokens of one sequence.
   static constexpr int32_t kTile = 8;

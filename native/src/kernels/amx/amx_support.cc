@@ -35,16 +35,18 @@ bool cpuHasAmxInt8() {
   return has;
 }
 
+bool envSwitch(const char* name, bool byDefault) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return byDefault;
+  if (std::strcmp(env, "0") == 0) return false;
+  if (std::strcmp(env, "1") == 0) return true;
+  std::fprintf(stderr, "prism: %s must be 0 or 1; got '%s', using the default (%s)\n", name, env,
+               byDefault ? "on where supported" : "off");
+  return byDefault;
+}
+
 bool amxEnabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("PRISM_AMX");
-    if (env != nullptr && *env != '\0') {
-      if (std::strcmp(env, "0") == 0) return false;
-      if (std::strcmp(env, "1") != 0)
-        std::fprintf(stderr, "prism: PRISM_AMX must be 0 or 1; got '%s', using the default (on where supported)\n", env);
-    }
-    return cpuHasAmxInt8();
-  }();
+  static const bool enabled = envSwitch("PRISM_AMX", true) && cpuHasAmxInt8();
   return enabled;
 }
 

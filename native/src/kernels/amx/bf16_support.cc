@@ -2,10 +2,6 @@
 // it runs on every CPU, before anything knows whether the tiles exist).
 #include <cpuid.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/amx/amx.h"
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
@@ -27,15 +23,7 @@ bool cpuHasAmxBf16() {
 // (preemption's recompute, a 16-token verify step, a batch of 16); off, every step shape
 // gives the same bits, which the engine's preemption, speculation and LoRA tests hold.
 bool amxBf16Enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("PRISM_AMX_BF16");
-    if (env == nullptr || *env == '\0' || std::strcmp(env, "0") == 0) return false;
-    if (std::strcmp(env, "1") != 0) {
-      std::fprintf(stderr, "prism: PRISM_AMX_BF16 must be 0 or 1; got '%s', using 0\n", env);
-      return false;
-    }
-    return cpuHasAmxBf16();
-  }();
+  static const bool enabled = envSwitch("PRISM_AMX_BF16", false) && cpuHasAmxBf16();
   return enabled;
 }
 
