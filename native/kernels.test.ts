@@ -226,6 +226,55 @@ test('AVX-512 int16 kernels (Q4_0, Q4_1, Q4_K, Q8_0) agree with the AVX2 int16 k
   t.diagnostic(`worst |y512 - y2| / (|W_r|·|x_t|): ${worst.toExponential(2)}`);
 });
 
+test('AVX-512 int16 kernels: every token of an n-token matmul equals the one-token matmul bit for bit (n = 2..17, 24)', (t) => {
+  if (!supportedIsas().includes('avx512')) {
+    t.skip('this CPU has no AVX-512 VNNI');
+    return;
+  }
+  // A sequence's tokens must not depend on the shape of its steps (a speculative verify step
+  // of 1 + k tokens, a batch, a recompute after preemption): the multi-token tiles keep the
+  // one-token tile's integer dots and f32 operations in the same order, so each token's row
+  // of y is the same bits. Shapes: odd block counts (96 columns: the Q4X pair's lone block),
+  // the default model's 576 and 1536, rows that leave a remainder after the 4-row tiles and
+  // split unevenly across threads (67), token counts of one chunk, two chunks and more.
+  let seed = 5000;
+  for (const type of ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'] as const) {
+    const colChoices = BLOCK[type] === 32 ? [96, 576, 1536] : [256, 1536];
+    for (const cols of colChoices) {
+      for (const rows of [67, 192]) {
+        const maxN = 24;
+        const w = randomMatrix(rows * cols, seed++);
+        const x = randomMatrix(maxN * cols, seed++, 3);
+        const q = kernelTestHooks.quantize(type, w, rows, cols);
+        const one = Array.from({ length: maxN }, (_, tk) =>
+          kernelTestHooks.matmul(
+            type,
+            q,
+            rows,
+            cols,
+            x.subarray(tk * cols, (tk + 1) * cols),
+            1,
+            'avx512+int16',
+          ),
+        );
+        for (const n of [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24]) {
+          const y = kernelTestHooks.matmul(type, q, rows, cols, x.subarray(0, n * cols), n, 'avx512+int16');
+          for (let tk = 0; tk < n; tk++) {
+            const got = new Uint32Array(y.buffer, y.byteOffset + tk * rows * 4, rows);
+            const want = new Uint32Array(one[tk]!.buffer, one[tk]!.byteOffset, rows);
+            const r = got.findIndex((v, i) => v !== want[i]);
+            assert.equal(
+              r,
+              -1,
+              `${type} rows=${rows} cols=${cols} n=${n} token ${tk} row ${r}: ${y[tk * rows + r]} vs one-token ${one[tk]![r]}`,
+            );
+          }
+        }
+      }
+    }
+  }
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
   for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {

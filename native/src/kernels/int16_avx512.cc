@@ -35,6 +35,8 @@
 // Int32 lanes: a Q4X lane sums 4 products ≤ 15 · 32767 (< 2^19), a Q8_0 lane 2 products ≤
 // 128 · 32767 (< 2^23): their f32 conversion is exact.
 #include <algorithm>
+#include <array>
+#include <utility>
 #include <cstring>
 
 #include "kernels/internal.h"
@@ -265,22 +267,162 @@ void q8Tile16(const uint8_t* weights, size_t rowBytes, const QuantizedActivation
     for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]);
 }
 
+// Several tokens (speculation's verify steps, short batches, prefill): R rows × T tokens (see
+// walkTiles for the shapes). Every
+// (row, token) keeps the one-token tile's arithmetic exactly: the same two int16 dots per
+// pair of blocks (an exact int32 sum: vpmaddwd then vpdpwssd gives what two vpdpwssd from
+// zero give, no lane can overflow), the same int32→f32 conversion, the same f32 product of
+// the row's and the token's pair scales, the same FMA into a row-token accumulator in block
+// order, the same offset dot and horizontal sum. So each token's outputs equal the one-token
+// kernel's bit for bit, whatever the step's shape (native/kernels.test.ts checks it).
+//
+// What changes is where the work goes: a row's nibbles are unpacked once per pair for all T
+// tokens (not once per 2), and the scale products are not a vector mul per row, token and pair
+// in the inner loop: they are made 8 pairs at a time (a row's scales and a token's are both
+// contiguous, 16 lanes = 8 pairs) into a small table, from which the FMA takes them with a
+// 64-bit broadcast load (load ports, not the vector ALUs). Per row, token and pair that leaves
+// 2 dots, a conversion and an FMA on the vector ALUs.
+constexpr int kScalePairs = 8;  // pairs per scale table (16 f32 lanes)
+
+inline __mmask16 lowLanes(int64_t lanes) { return lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1); }
+
+inline __m512 broadcastPair(const float* p) {
+  double two;
+  std::memcpy(&two, p, sizeof two);
+  return _mm512_castpd_ps(_mm512_set1_pd(two));
+}
+
+template <int R, int T>
+void q4xTileN(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0, float* y,
+              int64_t ldy, const Ahead& pf) {
+  Q4XRow rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
+  const int16_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  alignas(64) float scales[R][T][2 * kScalePairs];
+  const Q4XPicks& pk = q4xPicks();
+  const __m512i shiftG = pk.g, shiftH = pk.h, nibble = _mm512_set1_epi16(0x0F);
+  const int64_t blocks = qa.blocks, pairs = blocks / 2;
+  for (int64_t p0 = 0; p0 < pairs; p0 += kScalePairs) {
+    const int64_t np = std::min<int64_t>(kScalePairs, pairs - p0);
+    const __mmask16 lanes = lowLanes(2 * np);
+    for (int r = 0; r < R; ++r) {
+      const __m512 dw = _mm512_maskz_loadu_ps(lanes, rows[r].d + 2 * p0);
+      for (int t = 0; t < T; ++t)
+        _mm512_store_ps(scales[r][t], _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(lanes, xd[t] + 2 * p0)));
+    }
+    for (int64_t i = 0; i < np; ++i) {
+      const int64_t b = 2 * (p0 + i);
+      if (pf.hint != PrefetchHint::None) prefetchAhead(pf, rows[0].nibbles, R * pf.rowBytes, p0 + i, pairs);
+      for (int r = 0; r < R; ++r) {
+        const __m512i z =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16)));
+        const __m512i g = _mm512_and_si512(_mm512_srlv_epi16(z, shiftG), nibble);
+        const __m512i h =
+            _mm512_shuffle_epi32(_mm512_and_si512(_mm512_srlv_epi16(z, shiftH), nibble), _MM_PERM_CDAB);
+        for (int t = 0; t < T; ++t) {
+          const __m512i p = _mm512_dpwssd_epi32(_mm512_madd_epi16(g, _mm512_loadu_si512(xq[t] + b * kQK)), h,
+                                                _mm512_loadu_si512(xq[t] + b * kQK + kQK));
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), broadcastPair(scales[r][t] + 2 * i), acc[r][t]);
+        }
+      }
+    }
+  }
+  float tail[R][T] = {};
+  const int64_t b = 2 * pairs;
+  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
+    for (int r = 0; r < R; ++r) {
+      const __m512i w = _mm512_and_si512(
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16))), nibble);
+      for (int t = 0; t < T; ++t) {
+        const int dot = hsumI32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq[t] + b * kQK)));
+        tail[r][t] = static_cast<float>(dot) * (rows[r].d[b] * xd[t][b]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] =
+          offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
+}
+
+// Q8_0 (the tied output head) the same way: a block's 32 weights widened once for all T
+// tokens, the products d_w·d_x made 16 blocks at a time (the rows' f16 scales converted once
+// per block into a row of 16, the tokens' contiguous), the FMA taking its product with a
+// 32-bit broadcast load.
+template <int R, int T>
+void q8TileN(const uint8_t* weights, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+             float* y, int64_t ldy, const Ahead& pf) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = weights + rowBytes * static_cast<size_t>(r0 + r);
+  const int16_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = qa.qs + (t0 + t) * qa.cols;
+    xd[t] = qa.d + (t0 + t) * qa.blocks;
+  }
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  alignas(64) float scales[R][T][16];
+  alignas(64) float dws[R][16];
+  const int64_t blocks = qa.blocks;
+  for (int64_t b0 = 0; b0 < blocks; b0 += 16) {
+    const int64_t nb = std::min<int64_t>(16, blocks - b0);
+    const __mmask16 lanes = lowLanes(nb);
+    for (int r = 0; r < R; ++r) {
+      for (int64_t i = 0; i < nb; ++i) dws[r][i] = f16ToF32(loadU16(rows[r] + (b0 + i) * kQ8_0Bytes));
+      const __m512 dw = _mm512_maskz_load_ps(lanes, dws[r]);
+      for (int t = 0; t < T; ++t)
+        _mm512_store_ps(scales[r][t], _mm512_mul_ps(dw, _mm512_maskz_loadu_ps(lanes, xd[t] + b0)));
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t b = b0 + i;
+      if (pf.hint != PrefetchHint::None) prefetchAhead(pf, rows[0], R * rowBytes, b, blocks);
+      for (int r = 0; r < R; ++r) {
+        const __m512i w = _mm512_cvtepi8_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + b * kQ8_0Bytes + 2)));
+        for (int t = 0; t < T; ++t) {
+          const __m512i p = _mm512_madd_epi16(w, _mm512_loadu_si512(xq[t] + b * kQK));
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_set1_ps(scales[r][t][i]), acc[r][t]);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum512(acc[r][t]);
+}
+
 // Tiles: decode (one token) takes 8 rows by default, so 8 independent accumulator chains
 // hide the FMA latency, or the context's decode tuning's tile height (`rows`: 1, 2, 4 or 8;
 // each row sums its blocks in the same order at every height, so no height changes a
-// result); several tokens take 4 rows × 2 tokens (8 accumulators, the activations of 2
-// tokens and a row's picks in registers). Rows are split across threads in whole 8-row
-// tiles, which every decode height divides.
+// result); several tokens take 4 rows × up to 8 tokens (q4xTileN / q8TileN: a tile per
+// token count, so a verify step of 16 tokens is two passes over the weights, all from L2 after
+// the first). Rows are split across threads in whole 8-row tiles, which every decode height
+// and kRowsN divide.
 constexpr int kDecodeRows = 8;
-constexpr int kRows = 4;
-constexpr int kTokens = 2;
+constexpr int kRowsN = 4;
+constexpr int kChunkTokens = 8;
 constexpr int kSplitRows = 8;
+constexpr int kPrefetchTokens = 16;
 
 struct Q4XTile {
   template <int R, int T>
   static void run(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
                   float* y, int64_t ldy, const Ahead& pf) {
     q4xTile16<R, T>(w, cols, qa, r0, t0, y, ldy, pf);
+  }
+  template <int R, int T>
+  static void runN(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+                   float* y, int64_t ldy, const Ahead& pf) {
+    q4xTileN<R, T>(w, cols, qa, r0, t0, y, ldy, pf);
   }
   static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
     quantizeQ4XActivations(x, ldx, t0, t1, qa);
@@ -292,6 +434,11 @@ struct Q8Tile {
   static void run(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
                   int64_t t0, float* y, int64_t ldy, const Ahead& pf) {
     q8Tile16<R, T>(w, rowBytes, qa, r0, t0, y, ldy, pf);
+  }
+  template <int R, int T>
+  static void runN(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
+                   int64_t t0, float* y, int64_t ldy, const Ahead& pf) {
+    q8TileN<R, T>(w, rowBytes, qa, r0, t0, y, ldy, pf);
   }
   static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
     quantizeBlocks16(x, ldx, t0, t1, qa);
@@ -308,37 +455,45 @@ void decodeTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const Qu
   for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, Ahead{});
 }
 
-// Rows [rb, re) × tokens [tb, te): one token in decode tiles of `decodeRows`; several in row
-// groups that fit a quarter of L2, tokens in chunks whose activations fit L1 (internal.h),
-// then tiles.
+using TileFn = void (*)(const uint8_t*, int64_t, size_t, const QuantizedActivations16&, int64_t, int64_t, float*,
+                       int64_t, const Ahead&);
+
+// The kRowsN-row tiles of 1 .. sizeof...(I) tokens, indexed by tokens - 1.
+template <class Tile, int... I>
+constexpr std::array<TileFn, sizeof...(I)> tileTable(std::integer_sequence<int, I...>) {
+  return {&Tile::template runN<kRowsN, I + 1>...};
+}
+
+// Rows [rb, re) × tokens [tb, te): one token in decode tiles of `decodeRows`; several as
+// below.
 template <class Tile>
 void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
-               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& decodeAhead, int decodeRows) {
+               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& ahead, int decodeRows) {
   if (te - tb == 1) {
     switch (decodeRows) {
-      case 1: return decodeTiles<Tile, 1>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
-      case 2: return decodeTiles<Tile, 2>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
-      case 4: return decodeTiles<Tile, 4>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
-      default: return decodeTiles<Tile, kDecodeRows>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, decodeAhead);
+      case 1: return decodeTiles<Tile, 1>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, ahead);
+      case 2: return decodeTiles<Tile, 2>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, ahead);
+      case 4: return decodeTiles<Tile, 4>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, ahead);
+      default: return decodeTiles<Tile, kDecodeRows>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, ahead);
     }
   }
-  const Ahead none;
-  const int64_t group = rowGroupFor(rowBytes, kRows), chunk = tokenChunkFor(cols, kTokens);
+  // Several tokens: row groups that fit a quarter of L2; in each, the tokens in near-equal
+  // chunks of at most kChunkTokens (11 = 6 + 5), each chunk one pass over the group's rows
+  // in tiles of kRowsN (a last row or three in 1-row, 1-token tiles). Up to kPrefetchTokens
+  // tokens the tiles prefetch ahead as the decode tiles do (a verify step still streams the
+  // weights from memory once: 2-16 tokens, paired steps, 0.84-0.95 of the time without it).
+  static constexpr auto tiles = tileTable<Tile>(std::make_integer_sequence<int, kChunkTokens>());
+  const int64_t group = rowGroupFor(rowBytes, kRowsN);
+  const int64_t chunks = (te - tb + kChunkTokens - 1) / kChunkTokens;
   for (int64_t g0 = rb; g0 < re; g0 += group) {
     const int64_t g1 = std::min(re, g0 + group);
-    for (int64_t c0 = tb; c0 < te; c0 += chunk) {
-      const int64_t c1 = std::min(te, c0 + chunk);
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t c0 = tb + (te - tb) * c / chunks, c1 = tb + (te - tb) * (c + 1) / chunks;
+      const auto tile = tiles[c1 - c0 - 1];
       int64_t r = g0;
-      for (; r + kRows <= g1; r += kRows) {
-        int64_t t = c0;
-        for (; t + kTokens <= c1; t += kTokens) Tile::template run<kRows, kTokens>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
-        for (; t < c1; ++t) Tile::template run<kRows, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
-      }
-      for (; r < g1; ++r) {
-        int64_t t = c0;
-        for (; t + kTokens <= c1; t += kTokens) Tile::template run<1, kTokens>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
-        for (; t < c1; ++t) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, none);
-      }
+      for (; r + kRowsN <= g1; r += kRowsN) tile(weights, cols, rowBytes, qa, r, c0, y, ldy, ahead);
+      for (; r < g1; ++r)
+        for (int64_t t = c0; t < c1; ++t) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, Ahead{});
     }
   }
 }
@@ -355,7 +510,7 @@ void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n,
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Tile::quantize(x, ldx, t0, t1, qa); });
   const uint8_t* weights = weightData(W);
   Ahead ahead;
-  if (n == 1) ahead = Ahead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
+  if (n <= kPrefetchTokens) ahead = Ahead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
   // The tuning's tile height (0: this kernel's own; parseDecodeTuning admits only 1, 2, 4, 8).
   const int decodeRows = scratch.decodeTuning().rows == 0 ? kDecodeRows : scratch.decodeTuning().rows;
   const int threads = pool.size();
