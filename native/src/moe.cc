@@ -65,7 +65,7 @@ void groupRows(const LinearGroup& g, int64_t lo, int64_t hi, const float* x, flo
 // The decode tiles prefetch within a matrix only: a thread moving on to its next rows would
 // start them from memory. So it asks for the first bytes of the next rows before it starts
 // on the current ones.
-constexpr size_t kAheadBytes = 16 * 1024;
+constexpr size_t kAheadBytes = 4 * 1024;
 void prefetchRows(const LinearGroup& g, int64_t lo, int64_t hi) {
   for (const LinearGroup::Part& p : g.parts) {
     const int64_t a = std::max(lo, p.outOffset), b = std::min(hi, p.outOffset + p.w.rows);
