@@ -19,7 +19,10 @@ inline __m512 scales16(const uint8_t* p) {
 }
 
 // value = dw·q + mw per block: the f16/f32 scale and offset of the file (Q4_0: mw = −8·dw), or
-// Q4_K's super-block d and dmin times each block's 6-bit scale and min.
+// Q4_K's super-block d and dmin times each block's 6-bit scale and min. The token-wide tiles'
+// scale step: the same operations as the row tiles' below, kept apart so that the tuned
+// decode tiles stay as they were (the bit-for-bit test in native/kernels.test.ts holds the two
+// together), and so for Q6GScales and Q8GScales.
 template <int Layout>
 struct Q4GScales {
   __m512 dw, mw;
@@ -99,10 +102,13 @@ struct Q4GAvx512 {
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = wideRowBytes(W);
+    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+    const size_t sb = q4gScaleBytes(Layout);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 256;
+    const size_t mOff = static_cast<size_t>(a.padded) * sb;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -129,8 +135,34 @@ struct Q4GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const Q4GScales<Layout> sc = Q4GScales<Layout>::load(rows[r], a, g);
-        for (int t = 0; t < T; ++t) sc.apply(&dot[r][t], a, t0 + t, g, acc[r][t]);
+        __m512 dw, mw;
+        if constexpr (Layout == kLayoutQ4GK) {
+          // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
+          const uint8_t* scs = rows[r] + dOff;
+          const uint8_t* ds = scs + 2 * a.padded;
+          const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+          int32_t dPair, mPair;
+          std::memcpy(&dPair, ds + g * 4, 4);
+          std::memcpy(&mPair, ds + a.padded / 8 * 2 + g * 4, 4);
+          const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+          const __m512 dm = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(mPair))));
+          auto bytes16 = [](const uint8_t* q) {
+            return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+          };
+          dw = _mm512_mul_ps(d, bytes16(scs + g * kQ4GBlocks));
+          mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
+        } else {
+          const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
+          dw = scales16<Layout>(ds);
+          if constexpr (Layout == kLayoutQ4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
+          else mw = scales16<Layout>(ds + mOff);
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
+          const __m512 sx = _mm512_loadu_ps(a.sAt(t0 + t) + g * kQ4GBlocks);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][t]), _mm512_mul_ps(dw, dx), acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(mw, sx, acc[r][t]);
+        }
       }
     }
     for (int r = 0; r < R; ++r)
@@ -199,9 +231,10 @@ struct Q6GAvx512 {
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
     const size_t rowBytes = q6gRowBytes(W.cols);
-    const int64_t groups = a.groups;
+    const int64_t groups = a.groups, padded = a.padded;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 384;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -238,10 +271,22 @@ struct Q6GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const Q6GScales sc = Q6GScales::load(rows[r], a, g);
+        // d of super-blocks 2g (lanes 0-7) and 2g + 1 (lanes 8-15).
+        const int8_t* sa = reinterpret_cast<const int8_t*>(rows[r] + dOff) + g * kQ4GBlocks;
+        int32_t dPair;
+        std::memcpy(&dPair, rows[r] + dOff + 2 * padded + g * 4, 4);
+        const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512 d = _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128(dPair))));
+        const __m512 dA = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa)))));
+        const __m512 dB = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sa + padded)))));
         for (int t = 0; t < T; ++t) {
-          const __m512i d[2] = {dotA[r][t], dotB[r][t]};
-          sc.apply(d, a, t0 + t, g, acc[r][t]);
+          const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
+          const __m512i xa = _mm512_slli_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + g * kQ4GBlocks), 5);
+          const __m512i xb = _mm512_slli_epi32(_mm512_loadu_si512(a.sumBAt(t0 + t) + g * kQ4GBlocks), 5);
+          const __m512 ia = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotA[r][t], xa));
+          const __m512 ib = _mm512_cvtepi32_ps(_mm512_sub_epi32(dotB[r][t], xb));
+          acc[r][t] = _mm512_fmadd_ps(ia, _mm512_mul_ps(dA, dx), acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(ib, _mm512_mul_ps(dB, dx), acc[r][t]);
         }
       }
     }
@@ -300,6 +345,7 @@ struct Q8GAvx512 {
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
+    const size_t dOff = static_cast<size_t>(groups) * 512;
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -317,8 +363,13 @@ struct Q8GAvx512 {
         }
       }
       for (int r = 0; r < R; ++r) {
-        const Q8GScales sc = Q8GScales::load(rows[r], a, g);
-        for (int t = 0; t < T; ++t) sc.apply(&dot[r][t], a, t0 + t, g, acc[r][t]);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + dOff + g * kQ4GBlocks * 2)));
+        for (int t = 0; t < T; ++t) {
+          const int64_t b0 = g * kQ4GBlocks;
+          const __m512i sx = _mm512_add_epi32(_mm512_loadu_si512(a.sumAAt(t0 + t) + b0), _mm512_loadu_si512(a.sumBAt(t0 + t) + b0));
+          const __m512 dot32 = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][t], _mm512_slli_epi32(sx, 7)));
+          acc[r][t] = _mm512_fmadd_ps(dot32, _mm512_mul_ps(dw, _mm512_loadu_ps(a.dAt(t0 + t) + b0)), acc[r][t]);
+        }
       }
     }
     for (int r = 0; r < R; ++r)
