@@ -18,31 +18,16 @@ import {
   type StepPlan,
 } from './native.js';
 import { fixture } from '../test/fixtures.js';
+import { greedyPlan } from '../bench/engine/plan.js';
 
 const TOKENS = [504, 3575, 282, 4649, 314, 7042, 30, 378, 3575, 282, 7062, 314];
 const BLOCKS = [3, 0, 2, 1];
 
+const BLOCK_SIZE = 16;
+
 function plan(tokens: readonly number[], start: number): StepPlan {
   return {
-    tokens: Int32Array.from(tokens),
-    positions: Int32Array.from(tokens.map((_, i) => start + i)),
-    seqTokenOffsets: Int32Array.from([0, tokens.length]),
-    blockTableOffsets: Int32Array.from([0, BLOCKS.length]),
-    blockTables: Int32Array.from(BLOCKS),
-    sample: Uint8Array.from([1]),
-    temperature: Float32Array.from([0]),
-    topK: Int32Array.from([0]),
-    topP: Float32Array.from([1]),
-    repetitionPenalty: Float32Array.from([1]),
-    presencePenalty: Float32Array.from([0]),
-    frequencyPenalty: Float32Array.from([0]),
-    penaltyTokenOffsets: Int32Array.from([0, 0]),
-    penaltyTokens: new Int32Array(0),
-    seeds: BigUint64Array.from([0n]),
-    sampleCounters: Int32Array.from([0]),
-    allowedMaskRows: Int32Array.from([-1]),
-    allowedMask: new Int32Array(0),
-    topLogprobs: Int32Array.from([0]),
+    ...greedyPlan([{ tokens, startPosition: start, blocks: BLOCKS, sample: true }], BLOCK_SIZE),
     returnLogits: 'all',
   };
 }
@@ -91,7 +76,7 @@ for (const [name, activations] of [
         ] as const) {
           const ctx = createContext(model, {
             kvBlocks: 4,
-            blockSize: 16,
+            blockSize: BLOCK_SIZE,
             maxBatchTokens: 16,
             maxSeqs: 1,
             threads,

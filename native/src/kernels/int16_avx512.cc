@@ -179,6 +179,32 @@ inline float offsetDotInto(__m512 acc, const float* m, const float* s, int64_t b
   return hsum512(acc) + tail;
 }
 
+// A Q4X tile's ending, one copy for the one-token tiles and the token-wide ones so that
+// their outputs stay bit-identical: the last block of an odd block count (the last group
+// holds it in its low nibbles) and the stores, each sum plus its rows' offset terms.
+template <int R, int T>
+inline void q4xFinish(const Q4XRow (&rows)[R], const int16_t* const (&xq)[T], const float* const (&xd)[T],
+                      const __m512 (&acc)[R][T], const QuantizedActivations16& qa, int64_t b, int64_t r0, int64_t t0,
+                      float* y, int64_t ldy) {
+  const int64_t blocks = qa.blocks;
+  const __m512i nibble = _mm512_set1_epi16(0x0F);
+  float tail[R][T] = {};
+  if (b < blocks) {
+    for (int r = 0; r < R; ++r) {
+      const __m512i w = _mm512_and_si512(
+          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16))), nibble);
+      for (int t = 0; t < T; ++t) {
+        const int dot = hsumI32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq[t] + b * kQK)));
+        tail[r][t] = static_cast<float>(dot) * (rows[r].d[b] * xd[t][b]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      y[(t0 + t) * ldy + r0 + r] =
+          offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
+}
+
 template <int R, int T>
 void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
                float* y, int64_t ldy, const Ahead& pf) {
@@ -219,21 +245,7 @@ void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations1
       }
     }
   }
-  float tail[R][T] = {};
-  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
-    for (int r = 0; r < R; ++r) {
-      const __m512i w = _mm512_and_si512(
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16))), nibble);
-      for (int t = 0; t < T; ++t) {
-        const int dot = hsumI32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq[t] + b * kQK)));
-        tail[r][t] = static_cast<float>(dot) * (rows[r].d[b] * xd[t][b]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t)
-      y[(t0 + t) * ldy + r0 + r] =
-          offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
+  q4xFinish<R, T>(rows, xq, xd, acc, qa, b, r0, t0, y, ldy);
 }
 
 template <int R, int T>
@@ -335,22 +347,7 @@ void q4xTileN(const uint8_t* weights, int64_t cols, const QuantizedActivations16
       }
     }
   }
-  float tail[R][T] = {};
-  const int64_t b = 2 * pairs;
-  if (b < blocks) {  // odd block count: the last group holds one block, in its low nibbles
-    for (int r = 0; r < R; ++r) {
-      const __m512i w = _mm512_and_si512(
-          _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r].nibbles + b * 16))), nibble);
-      for (int t = 0; t < T; ++t) {
-        const int dot = hsumI32(_mm512_dpwssd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(xq[t] + b * kQK)));
-        tail[r][t] = static_cast<float>(dot) * (rows[r].d[b] * xd[t][b]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t)
-      y[(t0 + t) * ldy + r0 + r] =
-          offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks) + tail[r][t];
+  q4xFinish<R, T>(rows, xq, xd, acc, qa, 2 * pairs, r0, t0, y, ldy);
 }
 
 // Q8_0 (the tied output head) the same way: a block's 32 weights widened once for all T
