@@ -8,8 +8,13 @@
     "cflags_cc": ["-std=c++20", "-O3", "-fexceptions", "-fno-math-errno", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")", "native/src"],
     # C++ exceptions on, and every std::exception escaping an export becomes a JS Error
-    # (a safety net: a stray exception must never terminate the process).
-    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL"]
+    # (a safety net: a stray exception must never terminate the process). An error that
+    # cannot be thrown because the environment is going away (a worker thread terminated in
+    # the middle of a native call, as the grammar worker is at engine close; a step finishing
+    # at exit) is dropped: without SWALLOW node-addon-api throws again from its own handler
+    # and the process aborts ("terminate called after throwing an instance of Napi::Error").
+    "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL",
+                "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"]
   },
   "targets": [
     {
