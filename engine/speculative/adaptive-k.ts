@@ -82,6 +82,11 @@ export class Acceptance {
 /** c(T) in any unit (only ratios are compared); step-cost.ts learns one per batch size. */
 export type CostCurve = (tokens: number) => number;
 
+/** A step's cost as a function of its tokens, from either form the allocators take. */
+function costCurve(cost: StepCost | CostCurve): CostCurve {
+  return typeof cost === 'function' ? cost : (t: number) => stepCost(cost, t);
+}
+
 /**
  * What a draft token costs besides its place in the step (its proposal, the plan's longer
  * rows, the block trim after a refusal) and the acceptance estimate's error, as a share of
@@ -122,7 +127,7 @@ export function allocateDrafts(
   // Draft steps run one after another, each batched over the sequences still drafting: the
   // longest draft sets how many there are.
   let steps = 0;
-  const c = typeof cost === 'function' ? cost : (t: number) => stepCost(cost, t);
+  const c = costCurve(cost);
   const total = (t: number, s: number) => c(t) + draftStep * s;
   for (;;) {
     let best = -1;
@@ -169,7 +174,7 @@ export function allocatePacedDrafts(
   const none = candidates.map(() => 0);
   if (pacers > 0 || candidates.length === 0) return none;
   if (candidates.some((c) => c.max <= 0 || c.alpha < minAlpha)) return none;
-  const c = typeof cost === 'function' ? cost : (t: number) => stepCost(cost, t);
+  const c = costCurve(cost);
   // outputs[i][k]: the expected output of candidate i with k drafts, relative to its base.
   const outputs = candidates.map((cand) => {
     const base = Math.max(1, cand.base);
