@@ -13,6 +13,7 @@
 #include "handles.h"
 #include "kernels/amx/amx.h"
 #include "kernels/amx/bf16_amx.h"
+#include "kernels/amx/q4xv_amx.h"
 #include "model.h"
 #include "plan_reader.h"
 #include "system_info.h"
@@ -330,6 +331,11 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// Calls of the kLayoutQ4XV AMX kernel so far (kernels/amx/q4xv_amx.h), for tests.
+Napi::Value Q4xvAmxCallsForTest(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(kernels::q4xvAmxCalls()));
+}
+
 TensorType typeArg(Napi::Env env, Napi::Value v) {
   if (!v.IsString()) throw Napi::TypeError::New(env, "type must be a string");
   TensorType t;
@@ -443,6 +449,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmulForTest", Napi::Function::New(env, MatmulForTest));
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
+  exports.Set("q4xvAmxCallsForTest", Napi::Function::New(env, Q4xvAmxCallsForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
   exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
