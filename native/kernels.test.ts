@@ -313,6 +313,68 @@ test('AVX-512 int16 kernels: every token of an n-token matmul equals the one-tok
   }
 });
 
+test("kLayoutQ4XV: the AVX-512 int16 kernels give the scalar statement of the layout's arithmetic bit for bit", (t) => {
+  if (!supportedIsas().includes('avx512')) {
+    t.skip('this CPU has no AVX-512 VNNI');
+    return;
+  }
+  // With int16 activations on AVX-512, Q4_0 / Q4_1 / Q4_K run as kLayoutQ4XV (kernels/q4xv.h):
+  // every kernel forms each block's exact integer dot and then the same f32 steps in the same
+  // order. "q4xv-scalar+int16" is that order written out one value at a time (its own scalar
+  // activation quantizer included); the vector kernels must give its bits for one token (the
+  // two-group and one-group decode tiles) and for n tokens (the token chunks), and it must
+  // itself be the int16-accurate product (so the two cannot agree on a wrong answer). Shapes:
+  // one row, rows that leave a partial last 16-row group (13, 67), whole groups, odd block
+  // counts (96 columns), the default model's 576 and 1536.
+  let seed = 7000;
+  for (const type of ['Q4_0', 'Q4_1', 'Q4_K'] as const) {
+    const colChoices = BLOCK[type] === 32 ? [32, 96, 576, 1536] : [256, 768, 1536];
+    for (const cols of colChoices) {
+      for (const [rows, n] of [
+        [1, 1],
+        [13, 2],
+        [16, 1],
+        [67, 1],
+        [67, 7],
+        [192, 3],
+        [40, 13],
+      ] as const) {
+        const w = randomMatrix(rows * cols, seed++);
+        const x = randomMatrix(n * cols, seed++, 3);
+        const q = kernelTestHooks.quantize(type, w, rows, cols);
+        const fast = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx512+int16');
+        const scalar = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'q4xv-scalar+int16');
+        const a = new Uint32Array(fast.buffer, fast.byteOffset, n * rows);
+        const b = new Uint32Array(scalar.buffer, scalar.byteOffset, n * rows);
+        const i = a.findIndex((v, k) => v !== b[k]);
+        assert.equal(
+          i,
+          -1,
+          `${type} rows=${rows} cols=${cols} n=${n}: token ${Math.floor(i / rows)} row ${i % rows}: ${fast[i]} vs scalar ${scalar[i]}`,
+        );
+        const err = worstRelativeError(
+          scalar,
+          kernelTestHooks.dequantize(type, q, rows, cols),
+          x,
+          rows,
+          cols,
+          n,
+        );
+        assert.ok(err < 1e-4, `${type} rows=${rows} cols=${cols} n=${n}: scalar relative error ${err}`);
+      }
+    }
+  }
+  assert.throws(
+    () =>
+      kernelTestHooks.matmul('Q8_0', new Uint8Array(34), 1, 32, new Float32Array(32), 1, 'q4xv-scalar+int16'),
+    /Q4_0, Q4_1 and Q4_K/,
+  );
+  assert.throws(
+    () => kernelTestHooks.matmul('Q4_0', new Uint8Array(18), 1, 32, new Float32Array(32), 1, 'q4xv-scalar'),
+    /\+int16/,
+  );
+});
+
 test('matmul handles zero weights and zero activations without NaN', () => {
   for (const isa of supportedIsas().flatMap((i) => [i, `${i}+int16`])) {
     for (const type of TYPES) {

@@ -19,6 +19,7 @@
 
 #include "context.h"
 #include "kernels/prefetch_lines.h"
+#include "kernels/q4xv.h"
 #include "simd.h"
 
 namespace prism {
@@ -26,8 +27,9 @@ namespace prism {
 namespace {
 
 // Rows [r0, r1) of W as a weight of their own: every layout keeps a row's bytes together at a
-// fixed stride (W.bytes / W.rows), so a row range is a plain sub-buffer and the kernels give
-// each of its rows the bits they give that row in the whole matrix.
+// fixed stride (W.bytes / W.rows; kLayoutQ4XV a 16-row group's, see rowsSplittable), so a row
+// range is a plain sub-buffer and the kernels give each of its rows the bits they give that
+// row in the whole matrix.
 LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
   LinearWeight v;
   v.type = W.type;
@@ -41,7 +43,13 @@ LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
   return v;
 }
 
-bool rowsSplittable(const LinearWeight& W) { return W.rows > 0 && W.bytes % static_cast<size_t>(W.rows) == 0; }
+// kLayoutQ4XV (kernels/q4xv.h) keeps 16 rows per record: its stride holds for slices that
+// start at a multiple of 16 rows (rowBound's, where the group's offsets are such multiples:
+// oneTokenFits) of a matrix of whole groups.
+bool rowsSplittable(const LinearWeight& W) {
+  if (W.layout == kernels::kLayoutQ4XV) return W.rows > 0 && W.rows % kernels::kQ4XVRows == 0;
+  return W.rows > 0 && W.bytes % static_cast<size_t>(W.rows) == 0;
+}
 
 // Thread i's rows of a matrix of `rows` rows split over n threads: boundaries at multiples of
 // 16 rows, so that a slice of gate/up values starts where simd::swiglu's 8-wide steps start
@@ -80,10 +88,13 @@ void prefetchRows(const LinearGroup& g, int64_t lo, int64_t hi) {
 // Whether the chosen experts' groups have the shapes oneTokenExperts slices (gate/up 2I
 // outputs, down D) with every part at a fixed row stride.
 bool oneTokenFits(const ExpertWeights& M, const int32_t* pick, int64_t K, int64_t D, int64_t I) {
-  auto splittable = [](const LinearGroup& g, int64_t out) {
+  auto splittable = [I](const LinearGroup& g, int64_t out) {
     if (g.outFeatures != out || g.parts.empty()) return false;
-    for (const LinearGroup::Part& p : g.parts)
+    for (const LinearGroup::Part& p : g.parts) {
       if (!rowsSplittable(p.w)) return false;
+      if (p.w.layout == kernels::kLayoutQ4XV && (p.outOffset % kernels::kQ4XVRows != 0 || I % kernels::kQ4XVRows != 0))
+        return false;
+    }
     return true;
   };
   for (int64_t k = 0; k < K; k++)

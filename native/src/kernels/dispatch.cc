@@ -15,6 +15,7 @@
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
 #include "kernels/planes.h"
+#include "kernels/q4xv.h"
 
 namespace prism {
 
@@ -140,8 +141,12 @@ const char* isaOverrideError() {
   return s.error.empty() ? nullptr : s.error.c_str();
 }
 
-LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
-                           ActivationPrecision precision) {
+namespace {
+
+// prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for):
+// the one layout choice that depends on it is kLayoutQ4XV, which only the AVX-512 family reads.
+LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                        ActivationPrecision precision) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
   if (cols <= 0) throw std::invalid_argument("prepareLinear: cols must be > 0");
   if (precision != ActivationPrecision::Int8 && precision != ActivationPrecision::Int16)
@@ -192,6 +197,16 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
     w.bytes = w.owned.size();
     return w;
   }
+  if (q4 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: 16-row records whose every kernel forms each
+    // block's exact integer dot (q4xv.h), so a token's bits never depend on its step's shape
+    // and an extra token of a step (speculation's verify) costs little.
+    repackQ4XV(type, data, rows, cols, &w.owned);
+    w.data = w.owned.data();
+    w.layout = kLayoutQ4XV;
+    w.bytes = w.owned.size();
+    return w;
+  }
   if (q4) {
     // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
     // takes one load and two masks, and the per-block offsets become a vector dot product.
@@ -204,13 +219,25 @@ LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, i
   return w;
 }
 
+}  // namespace
+
+LinearWeight prepareLinear(TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                           ActivationPrecision precision) {
+  return prepareFor(currentIsa(), type, data, rows, cols, precision);
+}
+
 void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   if (maxRows < 0 || maxCols < 0) throw std::invalid_argument("KernelScratch::reserve: negative size");
   // Room for the wider (int16) activations: any weight of the context may use them; and for
   // the Q4G int8 activations, padded to whole 16-block groups.
-  size_t need = std::max(quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
-                         q4gActivationBytes(maxRows, maxCols));
+  size_t need = std::max({quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
+                          q4gActivationBytes(maxRows, maxCols), q4xvActivationBytes(maxRows, maxCols) + 64});
   if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
+#ifdef PRISM_Q4XV_AMX
+  // The Q4XV activations followed by the AMX-INT8 kernel's own room (q4xv.h).
+  if (amxEnabled())
+    need = std::max(need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads));
+#endif
   // The AMX-BF16 driver's room only where batches may take it (PRISM_AMX_BF16=1); the kernel
   // tests that call it directly grow the buffer through bytes(), before its parallel region.
   if (amxEnabled() && amxBf16Enabled()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
@@ -253,9 +280,25 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
   // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
   // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
-  // int16-precision weights; "avx512" itself never uses the tiles.
+  // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
+  // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
+  // bits the AVX-512 and AMX kernels of that layout must give.
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
+  if (family == "q4xv-scalar") {
+    if (isa != "q4xv-scalar+int16") throw std::invalid_argument("isa q4xv-scalar needs +int16; got '" + isa + "'");
+    if (type != TensorType::Q4_0 && type != TensorType::Q4_1 && type != TensorType::Q4_K)
+      throw std::invalid_argument("isa q4xv-scalar runs only Q4_0, Q4_1 and Q4_K weights");
+    if (n < 0) throw std::invalid_argument("n must be >= 0");
+    typeRowBytes(type, cols);  // throws unless cols is whole blocks
+    WeightBytes packed;
+    repackQ4XV(type, weights, rows, cols, &packed);
+    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64);
+    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+    const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
+    q4xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+    return;
+  }
   const bool amx = family == "amx";
   if (amx) {
     if (!cpuHasAmxInt8()) throw std::invalid_argument("isa amx is not supported by this CPU (or the OS refused it)");
@@ -277,7 +320,7 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
     throw std::invalid_argument("isa " + family + " is not supported by this CPU");
   }
   if (n < 0) throw std::invalid_argument("n must be >= 0");
-  LinearWeight W = prepareLinear(type, weights, rows, cols, precision);
+  LinearWeight W = prepareFor(wanted, type, weights, rows, cols, precision);
   // One shared pool for the tests (several threads, so the work splitting is exercised);
   // the mutex keeps concurrent callers from re-entering it.
   static std::mutex mutex;

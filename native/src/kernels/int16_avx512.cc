@@ -27,7 +27,7 @@
 // order; one vpdpwssd per block and token, one conversion and FMA with the block's scale.
 //
 // Decode (one token) walks 8-row tiles that prefetch the rows ahead with the context's
-// decode tuning (prefetchAhead below), as the group-layout decode tiles do: the
+// decode tuning (prefetchAhead, kernels/prefetch_lines.h), as the group-layout decode tiles do: the
 // default model's weights stream from L3 or memory each step, and without it the step
 // waited on them (ab-steps, default model, 2 threads: 0.70 of the AVX2 step time with the
 // prefetch, 0.93 without).
@@ -41,6 +41,7 @@
 
 #include "kernels/internal.h"
 #include "kernels/prefetch_lines.h"
+#include "kernels/q4xv.h"
 
 namespace prism::kernels {
 namespace {
@@ -65,31 +66,6 @@ inline __m512 pairScales(const float* p) {
   double two;
   std::memcpy(&two, p, sizeof two);
   return _mm512_castpd_ps(_mm512_set1_pd(two));
-}
-
-// Decode tiles stream their rows from memory once: while a tile works on step g of its
-// `steps`, it prefetches the matching slice of the bytes the context's decode tuning says
-// (decode_tuning.h: hint and distance, in half tiles; on Intel AVX-512 T1 one tile ahead,
-// here a tile of at least kMinAheadBytes),
-// as the group-layout tiles do (q4g.h's prefetchAhead; both issue it with kernels/prefetch_lines.h).
-// A tile's rows are contiguous in both layouts.
-struct Ahead {
-  PrefetchHint hint = PrefetchHint::None;
-  uint32_t halves = 2;
-  size_t rowBytes = 0;
-};
-
-// The distance counts tiles of at least kMinAheadBytes: the default model's 8-row tiles are
-// ~3.4 KiB (576 columns), and one of them ahead was too short (ab-steps, 2 threads, against
-// T1 one tile: two tiles 0.900 and 0.944, four 0.917; the int8 1B tiles are ~9 KiB).
-constexpr size_t kMinAheadBytes = 8192;
-
-inline void prefetchAhead(const Ahead& pf, const uint8_t* tile, size_t tileBytes, int64_t g, int64_t steps) {
-  const size_t per = tileBytes / static_cast<size_t>(steps);
-  const size_t unit = tileBytes > kMinAheadBytes ? tileBytes : kMinAheadBytes;
-  uintptr_t p = reinterpret_cast<uintptr_t>(tile) + unit * pf.halves / 2 + per * static_cast<size_t>(g);
-  const uintptr_t e = p + (g + 1 == steps ? tileBytes - per * static_cast<size_t>(g) : per);
-  prefetchLines(pf.hint, p, e);
 }
 
 // The AVX2 int16 quantizer's arithmetic (matmul_avx2.cc), 16 lanes at a time: the same
@@ -207,7 +183,7 @@ inline void q4xFinish(const Q4XRow (&rows)[R], const int16_t* const (&xq)[T], co
 
 template <int R, int T>
 void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
-               float* y, int64_t ldy, const Ahead& pf) {
+               float* y, int64_t ldy, const DecodeAhead& pf) {
   Q4XRow rows[R];
   for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
   const int16_t* xq[T];
@@ -250,7 +226,7 @@ void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations1
 
 template <int R, int T>
 void q8Tile16(const uint8_t* weights, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
-              float* y, int64_t ldy, const Ahead& pf) {
+              float* y, int64_t ldy, const DecodeAhead& pf) {
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = weights + rowBytes * static_cast<size_t>(r0 + r);
   __m512 acc[R][T];
@@ -306,7 +282,7 @@ inline __m512 broadcastPair(const float* p) {
 
 template <int R, int T>
 void q4xTileN(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0, float* y,
-              int64_t ldy, const Ahead& pf) {
+              int64_t ldy, const DecodeAhead& pf) {
   Q4XRow rows[R];
   for (int r = 0; r < R; ++r) rows[r] = q4xRow(weights, cols, r0 + r);
   const int16_t* xq[T];
@@ -356,7 +332,7 @@ void q4xTileN(const uint8_t* weights, int64_t cols, const QuantizedActivations16
 // 32-bit broadcast load.
 template <int R, int T>
 void q8TileN(const uint8_t* weights, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
-             float* y, int64_t ldy, const Ahead& pf) {
+             float* y, int64_t ldy, const DecodeAhead& pf) {
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = weights + rowBytes * static_cast<size_t>(r0 + r);
   const int16_t* xq[T];
@@ -413,12 +389,12 @@ constexpr int kPrefetchTokens = 16;
 struct Q4XTile {
   template <int R, int T>
   static void run(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
-                  float* y, int64_t ldy, const Ahead& pf) {
+                  float* y, int64_t ldy, const DecodeAhead& pf) {
     q4xTile16<R, T>(w, cols, qa, r0, t0, y, ldy, pf);
   }
   template <int R, int T>
   static void runN(const uint8_t* w, int64_t cols, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
-                   float* y, int64_t ldy, const Ahead& pf) {
+                   float* y, int64_t ldy, const DecodeAhead& pf) {
     q4xTileN<R, T>(w, cols, qa, r0, t0, y, ldy, pf);
   }
   static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
@@ -429,12 +405,12 @@ struct Q4XTile {
 struct Q8Tile {
   template <int R, int T>
   static void run(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
-                  int64_t t0, float* y, int64_t ldy, const Ahead& pf) {
+                  int64_t t0, float* y, int64_t ldy, const DecodeAhead& pf) {
     q8Tile16<R, T>(w, rowBytes, qa, r0, t0, y, ldy, pf);
   }
   template <int R, int T>
   static void runN(const uint8_t* w, int64_t, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
-                   int64_t t0, float* y, int64_t ldy, const Ahead& pf) {
+                   int64_t t0, float* y, int64_t ldy, const DecodeAhead& pf) {
     q8TileN<R, T>(w, rowBytes, qa, r0, t0, y, ldy, pf);
   }
   static void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
@@ -446,14 +422,14 @@ struct Q8Tile {
 // tiles without prefetch.
 template <class Tile, int R>
 void decodeTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
-                 int64_t re, int64_t t, float* y, int64_t ldy, const Ahead& ahead) {
+                 int64_t re, int64_t t, float* y, int64_t ldy, const DecodeAhead& ahead) {
   int64_t r = rb;
   for (; r + R <= re; r += R) Tile::template run<R, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, ahead);
-  for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, Ahead{});
+  for (; r < re; ++r) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, DecodeAhead{});
 }
 
 using TileFn = void (*)(const uint8_t*, int64_t, size_t, const QuantizedActivations16&, int64_t, int64_t, float*,
-                       int64_t, const Ahead&);
+                       int64_t, const DecodeAhead&);
 
 // The kRowsN-row tiles of 1 .. sizeof...(I) tokens, indexed by tokens - 1.
 template <class Tile, int... I>
@@ -465,7 +441,7 @@ constexpr std::array<TileFn, sizeof...(I)> tileTable(std::integer_sequence<int, 
 // below.
 template <class Tile>
 void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const QuantizedActivations16& qa, int64_t rb,
-               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const Ahead& ahead, int decodeRows) {
+               int64_t re, int64_t tb, int64_t te, float* y, int64_t ldy, const DecodeAhead& ahead, int decodeRows) {
   if (te - tb == 1) {
     switch (decodeRows) {
       case 1: return decodeTiles<Tile, 1>(weights, cols, rowBytes, qa, rb, re, tb, y, ldy, ahead);
@@ -490,7 +466,7 @@ void walkTiles(const uint8_t* weights, int64_t cols, size_t rowBytes, const Quan
       int64_t r = g0;
       for (; r + kRowsN <= g1; r += kRowsN) tile(weights, cols, rowBytes, qa, r, c0, y, ldy, ahead);
       for (; r < g1; ++r)
-        for (int64_t t = c0; t < c1; ++t) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, Ahead{});
+        for (int64_t t = c0; t < c1; ++t) Tile::template run<1, 1>(weights, cols, rowBytes, qa, r, t, y, ldy, DecodeAhead{});
     }
   }
 }
@@ -506,8 +482,8 @@ void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n,
   if (n <= 4) Tile::quantize(x, ldx, 0, n, qa);
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Tile::quantize(x, ldx, t0, t1, qa); });
   const uint8_t* weights = weightData(W);
-  Ahead ahead;
-  if (n <= kPrefetchTokens) ahead = Ahead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
+  DecodeAhead ahead;
+  if (n <= kPrefetchTokens) ahead = DecodeAhead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, rowBytes};
   // The tuning's tile height (0: this kernel's own; parseDecodeTuning admits only 1, 2, 4, 8).
   const int decodeRows = scratch.decodeTuning().rows == 0 ? kDecodeRows : scratch.decodeTuning().rows;
   const int threads = pool.size();
@@ -537,9 +513,17 @@ void matmul16(const LinearWeight& W, size_t rowBytes, const float* x, int64_t n,
 
 }  // namespace
 
+void quantizeInt16Avx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
+  quantizeBlocks16(x, ldx, t0, t1, qa);
+}
+
 bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                        ThreadPool& pool, KernelScratch& scratch) {
   if (W.precision != ActivationPrecision::Int16) return false;
+  if (W.layout == kLayoutQ4XV) {
+    q4xvMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
   if (W.layout == kLayoutQ4X) {
     matmul16<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);
     return true;

@@ -279,10 +279,15 @@ bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, f
                 int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                   int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
-// The AVX-512 int16-activation kernels (int16_avx512.cc): kLayoutQ4X and Q8_0 weights; false
-// for any other weight, which then runs the AVX2 int16 kernels.
+// The AVX-512 int16-activation kernels (int16_avx512.cc): kLayoutQ4XV (q4xv_avx512.cc),
+// kLayoutQ4X and Q8_0 weights; false for any other weight, which then runs the AVX2 int16
+// kernels.
 bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                        int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
+
+// The int16 activation quantizer of those kernels, tokens [t0, t1) of x into `qa` (natural
+// value order; bit-identical to the AVX2 int16 quantizer). AVX-512 callers only.
+void quantizeInt16Avx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa);
 
 // What the CPU reports (dispatch.cc).
 bool cpuHasAvx2();

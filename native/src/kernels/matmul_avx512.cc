@@ -16,6 +16,7 @@
 
 #include "kernels/internal.h"
 #include "kernels/planes.h"
+#include "kernels/q4xv.h"
 #include "kernels/quant_blocks_x86.h"
 
 namespace prism::kernels {
@@ -417,8 +418,9 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
     q4gMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
-  const bool quantized = W.layout == kLayoutQ4X || W.type == TensorType::Q8_0 || W.type == TensorType::Q6_K;
-  // Int16 activations: Q4X and Q8_0 in int16_avx512.cc, the rest with the AVX2 int16 kernels.
+  const bool quantized = W.layout == kLayoutQ4X || W.layout == kLayoutQ4XV || W.type == TensorType::Q8_0 ||
+                         W.type == TensorType::Q6_K;
+  // Int16 activations: Q4XV (Q4X) and Q8_0 in int16_avx512.cc, the rest with the AVX2 int16 kernels.
   if (quantized && W.precision != ActivationPrecision::Int8) return int16MatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
   if (W.layout == kLayoutQ4X) {
     quantMatmul<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);

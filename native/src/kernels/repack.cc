@@ -1,5 +1,5 @@
-// Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X (see
-// internal.h for the layout and why).
+// Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X and
+// kLayoutQ4XV, and the group layouts of the int8 kernels (internal.h and q4xv.h say why).
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/internal.h"
+#include "kernels/q4xv.h"
 
 namespace prism {
 
@@ -332,6 +333,44 @@ void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out
     const uint8_t* group = r.nibbles + (b / 2) * 32;
     int shift = (b & 1) * 4;
     for (int i = 0; i < kQK; ++i) out[b * kQK + i] = r.d[b] * ((group[i] >> shift) & 0xF) + r.m[b];
+  }
+}
+
+}  // namespace prism::kernels
+
+namespace prism::kernels {
+
+void repackQ4XV(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
+  const size_t srcRowBytes = typeRowBytes(type, cols);
+  const int64_t blocks = q4xvBlocks(cols);
+  dst->assign(q4xvBytes(rows, cols), 0);  // padding rows: q = 0, d = m = 0
+  uint8_t q[kQK];
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = src + srcRowBytes * static_cast<size_t>(r);
+    const int64_t g = r / kQ4XVRows;
+    const int rr = static_cast<int>(r % kQ4XVRows);
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* rec = dst->data() + static_cast<size_t>(g * blocks + b) * kQ4XVRecordBytes;
+      float d, m;
+      unpackBlock(type, row, b, q, &d, &m);
+      for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < 4; ++i)
+          rec[64 * c + 4 * rr + i] = static_cast<uint8_t>(q[8 * c + i] | (q[8 * c + 4 + i] << 4));
+      std::memcpy(rec + kQ4XVScaleOffset + 4 * rr, &d, 4);
+      std::memcpy(rec + kQ4XVOffsetOffset + 4 * rr, &m, 4);
+    }
+  }
+}
+
+void dequantizeQ4XVRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
+  const int64_t blocks = q4xvBlocks(cols), g = row / kQ4XVRows;
+  const int r = static_cast<int>(row % kQ4XVRows);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* rec = q4xvRecord(base, blocks, g, b);
+    float d, m;
+    std::memcpy(&d, rec + kQ4XVScaleOffset + 4 * r, 4);
+    std::memcpy(&m, rec + kQ4XVOffsetOffset + 4 * r, 4);
+    for (int k = 0; k < kQK; ++k) out[b * kQK + k] = d * static_cast<float>(q4xvNibble(rec, r, k)) + m;
   }
 }
 

@@ -21,12 +21,14 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/amx/tile_scope.h"
 #include "kernels/internal.h"
+#include "kernels/q4xv.h"
 
 namespace prism::kernels {
 namespace {
@@ -166,6 +168,27 @@ struct Q4XRows {
       const __m512 d = _mm512_set1_ps(rw.d[b]), m = _mm512_set1_ps(rw.m[b]);
       __m512i h, l;
       split(_mm512_fmadd_ps(_mm512_cvtepi32_ps(q0), d, m), _mm512_fmadd_ps(_mm512_cvtepi32_ps(q1), d, m), &h, &l);
+      _mm512_storeu_si512(hi, h);
+      _mm512_storeu_si512(lo, l);
+    }
+  }
+};
+
+// kLayoutQ4XV (q4xv.h): row r's block b is row r % 16 of record (r / 16, b); value =
+// d[b]·q + m[b]. The row stride is the layout's bytes per row (its records hold 16 rows).
+struct Q4XVRows {
+  static size_t rowBytes(int64_t cols) { return static_cast<size_t>(q4xvBlocks(cols)) * (kQ4XVRecordBytes / kQ4XVRows); }
+  static void dequantize(const uint8_t* base, int64_t cols, int64_t row, int64_t b0, int64_t b1, uint16_t* hi,
+                         uint16_t* lo) {
+    const int64_t blocks = q4xvBlocks(cols);
+    const int r = static_cast<int>(row % kQ4XVRows);
+    alignas(64) float v[kQK];
+    for (int64_t b = b0; b < b1; ++b, hi += kQK, lo += kQK) {
+      const uint8_t* rec = q4xvRecord(base, blocks, row / kQ4XVRows, b);
+      const float d = q4xvScales(rec)[r], m = q4xvOffsets(rec)[r];
+      for (int k = 0; k < kQK; ++k) v[k] = std::fma(static_cast<float>(q4xvNibble(rec, r, k)), d, m);
+      __m512i h, l;
+      split(_mm512_load_ps(v), _mm512_load_ps(v + 16), &h, &l);
       _mm512_storeu_si512(hi, h);
       _mm512_storeu_si512(lo, l);
     }
@@ -331,8 +354,9 @@ size_t amxBf16ScratchBytes(int64_t n, int64_t cols, int threads) {
 void matmulAmxBf16(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
-  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4X or Q8_0 weight");
+  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4X, Q4XV or Q8_0 weight");
   if (W.layout == kLayoutQ4X) return run<Q4XRows>(W, x, n, ldx, y, ldy, pool, scratch);
+  if (W.layout == kLayoutQ4XV) return run<Q4XVRows>(W, x, n, ldx, y, ldy, pool, scratch);
   return run<Q8Rows>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 
