@@ -452,6 +452,15 @@ export interface NativeAddon {
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
   /** Kernel test hook: calls of the 4-bit int16 AMX kernel so far in this process (kernels/amx/q4xv_amx.h). */
   q4xvAmxCallsForTest(): number;
+  /** Kernel test hook: a Q4_0 / Q4_1 / Q4_K matmul with int16 activations on that AMX kernel, any n. */
+  q4xvAmxMatmulForTest(
+    type: TensorType,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+  ): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
@@ -725,6 +734,7 @@ export const kernelTestHooks = {
   quantize: addon.quantizeForTest.bind(addon),
   dequantize: addon.dequantizeForTest.bind(addon),
   q4xvAmxCalls: addon.q4xvAmxCallsForTest.bind(addon),
+  q4xvAmxMatmul: addon.q4xvAmxMatmulForTest.bind(addon),
 };
 
 /**

@@ -79,7 +79,7 @@ test('q4xv amx: the AMX-INT8 tiles give the scalar statement bits and the one-to
     for (const n of TOKENS) {
       const xn = x.subarray(0, n * cols);
       const before = kernelTestHooks.q4xvAmxCalls();
-      const amx = kernelTestHooks.matmul(type, q, rows, cols, xn, n, 'amx+int16');
+      const amx = kernelTestHooks.q4xvAmxMatmul(type, q, rows, cols, xn, n);
       assert.equal(
         kernelTestHooks.q4xvAmxCalls(),
         before + 1,
