@@ -94,22 +94,24 @@ test('q4xv amx: the AMX-INT8 tiles give the scalar statement bits and the one-to
   }
 });
 
-test('q4xv amx: default batches of 16+ tokens take the tiles (PRISM_AMX unset), with the same bits', (t) => {
+test('q4xv amx: by default a 16-token int16 matmul takes the tiles and a 4-token one the VNNI kernel, with the same bits', (t) => {
   if (!cpuFeatures().amxPrefill) {
     t.skip('the AMX tiles are off here (no AMX, PRISM_AMX=0 or a lower PRISM_ISA)');
     return;
   }
-  const [rows, cols, n] = [40, 160, 16];
+  const [rows, cols] = [40, 160];
   const w = randomMatrix(rows * cols, 77);
-  const x = randomMatrix(n * cols, 78, 2);
   const q = kernelTestHooks.quantize('Q4_1', w, rows, cols);
-  const before = kernelTestHooks.q4xvAmxCalls();
-  const y = kernelTestHooks.matmul('Q4_1', q, rows, cols, x, n, 'avx512+int16');
-  assert.equal(
-    kernelTestHooks.q4xvAmxCalls(),
-    before + 1,
-    'a 16-token int16 Q4_1 matmul did not run on the tiles',
-  );
-  const scalar = kernelTestHooks.matmul('Q4_1', q, rows, cols, x, n, 'q4xv-scalar+int16');
-  assert.equal(firstDifference(y, scalar, rows), null);
+  // kQ4XVAmxMinTokens (q4xv.h) lies between the two.
+  for (const [n, tiles] of [
+    [16, true],
+    [4, false],
+  ] as const) {
+    const x = randomMatrix(n * cols, 78 + n, 2);
+    const before = kernelTestHooks.q4xvAmxCalls();
+    const y = kernelTestHooks.matmul('Q4_1', q, rows, cols, x, n, 'avx512+int16');
+    assert.equal(kernelTestHooks.q4xvAmxCalls(), before + (tiles ? 1 : 0), `n=${n}: tiles ${tiles}`);
+    const scalar = kernelTestHooks.matmul('Q4_1', q, rows, cols, x, n, 'q4xv-scalar+int16');
+    assert.equal(firstDifference(y, scalar, rows), null, `n=${n}`);
+  }
 });
