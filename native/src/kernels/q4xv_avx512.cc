@@ -41,7 +41,7 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 constexpr int kDecodeGroups = 2;
-constexpr int kChunkTokens = 6;
+constexpr int kChunkTokens = 8;
 constexpr int64_t kPrefetchTokens = 16;
 
 inline __m512i broadcast4(const void* p) {
@@ -135,7 +135,7 @@ void walk(const uint8_t* weights, int64_t rows, int64_t blocks, const Q4XVActiva
     for (; g < ge; ++g) q4xvTile<1, 1>(weights, rows, blocks, xa, g, tb, y, ldy, pf);
     return;
   }
-  // Near-equal chunks of at most kChunkTokens (13 = 5 + 4 + 4); the prefetch in the first
+  // Near-equal chunks of at most kChunkTokens (13 = 7 + 6); the prefetch in the first
   // chunk only (the later ones find the group's records in L1).
   static constexpr auto tiles = tokenTiles(std::make_integer_sequence<int, kChunkTokens>());
   const int64_t chunks = (te - tb + kChunkTokens - 1) / kChunkTokens;

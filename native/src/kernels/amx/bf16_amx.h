@@ -24,8 +24,9 @@ bool cpuHasAmxBf16();
 // PRISM_AMX_BF16=1 on a CPU that has it: only then do batches take this path (bf16_support.cc says why).
 bool amxBf16Enabled();
 
-// True for int16-activation weights this driver reads: kLayoutQ4X and kLayoutQ4XV (Q4_0 /
-// Q4_1 / Q4_K) and Q8_0 in the file's layout, with whole blocks of 32 columns.
+// True for int16-activation weights this driver reads: kLayoutQ4XV (Q4_0 / Q4_1 / Q4_K, as
+// the AVX-512 family prepares them) and Q8_0 in the file's layout, with whole blocks of 32
+// columns.
 bool amxBf16Handles(const LinearWeight& W);
 
 // y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on the tiles; call only when cpuHasAmxBf16()

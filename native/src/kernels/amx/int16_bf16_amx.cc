@@ -152,28 +152,6 @@ size_t threadBytes(int64_t n) {
   return 2 * kPanelBytes + static_cast<size_t>((n + kTile - 1) / kTile) * 2 * kTile * kTile * sizeof(float);
 }
 
-// kLayoutQ4X (internal.h): block b's values are the low (b even) or high (b odd) nibbles of
-// group b / 2; value = d[b]·q + m[b].
-struct Q4XRows {
-  static size_t rowBytes(int64_t cols) { return q4xRowBytes(cols); }
-  static void dequantize(const uint8_t* base, int64_t cols, int64_t row, int64_t b0, int64_t b1, uint16_t* hi,
-                         uint16_t* lo) {
-    const Q4XRow rw = q4xRow(base, cols, row);
-    const __m512i nibble = _mm512_set1_epi32(0x0F);
-    for (int64_t b = b0; b < b1; ++b, hi += kQK, lo += kQK) {
-      const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rw.nibbles + (b / 2) * 32));
-      const __m512i shift = _mm512_set1_epi32(static_cast<int>(b & 1) * 4);
-      const __m512i q0 = _mm512_and_si512(_mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(bytes)), shift), nibble);
-      const __m512i q1 = _mm512_and_si512(_mm512_srlv_epi32(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1)), shift), nibble);
-      const __m512 d = _mm512_set1_ps(rw.d[b]), m = _mm512_set1_ps(rw.m[b]);
-      __m512i h, l;
-      split(_mm512_fmadd_ps(_mm512_cvtepi32_ps(q0), d, m), _mm512_fmadd_ps(_mm512_cvtepi32_ps(q1), d, m), &h, &l);
-      _mm512_storeu_si512(hi, h);
-      _mm512_storeu_si512(lo, l);
-    }
-  }
-};
-
 // kLayoutQ4XV (q4xv.h): row r's block b is row r % 16 of record (r / 16, b); value =
 // d[b]·q + m[b]. The row stride is the layout's bytes per row (its records hold 16 rows).
 struct Q4XVRows {
@@ -354,8 +332,7 @@ size_t amxBf16ScratchBytes(int64_t n, int64_t cols, int threads) {
 void matmulAmxBf16(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
-  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4X, Q4XV or Q8_0 weight");
-  if (W.layout == kLayoutQ4X) return run<Q4XRows>(W, x, n, ldx, y, ldy, pool, scratch);
+  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4XV or Q8_0 weight");
   if (W.layout == kLayoutQ4XV) return run<Q4XVRows>(W, x, n, ldx, y, ldy, pool, scratch);
   return run<Q8Rows>(W, x, n, ldx, y, ldy, pool, scratch);
 }
