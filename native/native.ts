@@ -450,6 +450,17 @@ export interface NativeAddon {
   quantizeForTest(type: TensorType, values: Float32Array, rows: number, cols: number): Uint8Array;
   /** Kernel test hook: dequantize `type` storage into floats. */
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
+  /** Kernel test hook: calls of the 4-bit int16 AMX kernel so far in this process (kernels/amx/q4xv_amx.h). */
+  q4xvAmxCallsForTest(): number;
+  /** Kernel test hook: a Q4_0 / Q4_1 / Q4_K matmul with int16 activations on that AMX kernel, any n. */
+  q4xvAmxMatmulForTest(
+    type: TensorType,
+    weights: Uint8Array,
+    rows: number,
+    cols: number,
+    x: Float32Array,
+    n: number,
+  ): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
@@ -722,6 +733,8 @@ export const kernelTestHooks = {
   matmul: addon.matmulForTest.bind(addon),
   quantize: addon.quantizeForTest.bind(addon),
   dequantize: addon.dequantizeForTest.bind(addon),
+  q4xvAmxCalls: addon.q4xvAmxCallsForTest.bind(addon),
+  q4xvAmxMatmul: addon.q4xvAmxMatmulForTest.bind(addon),
 };
 
 /**

@@ -134,8 +134,11 @@ static inline uint8_t* q4xvScratchBase(KernelScratch& scratch) {
 static inline uint8_t* q4xvAmxWork(KernelScratch& scratch, int64_t n, int64_t cols) {
   return q4xvScratchBase(scratch) + q4xvActivationBytes(n, cols);
 }
-// Smallest step that takes the AMX kernel (below it the VNNI kernels are cheaper; the AMX
-// work measures and sets it).
-constexpr int64_t kQ4XVAmxMinTokens = 8;
+// Smallest step that takes the AMX kernel (below it the VNNI kernels are cheaper): default
+// model, verify steps of 1 + 1..31 drafts with both builds in one process
+// (bench/kernels/verify-steps.ts, 2 threads, docs/benchmarks.md "Session 8 (q4xvamx)"): the
+// tiles' step / the VNNI step read 1.05 at 8 and 10 tokens, 0.99-1.01 at 12, 0.97-0.99 at 14,
+// 0.95-0.97 at 16, 0.91 at 24, 0.84 at 32.
+constexpr int64_t kQ4XVAmxMinTokens = 13;
 
 }  // namespace prism::kernels
