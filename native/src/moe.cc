@@ -20,6 +20,7 @@
 #include "context.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q4xv.h"
+#include "kernels/q8xv.h"
 #include "simd.h"
 
 namespace prism {
@@ -27,7 +28,7 @@ namespace prism {
 namespace {
 
 // Rows [r0, r1) of W as a weight of their own: every layout keeps a row's bytes together at a
-// fixed stride (W.bytes / W.rows; kLayoutQ4XV a 16-row group's, see rowsSplittable), so a row
+// fixed stride (W.bytes / W.rows; kLayoutQ4XV / Q8XV a 16-row group's, see rowsSplittable), so a row
 // range is a plain sub-buffer and the kernels give each of its rows the bits they give that
 // row in the whole matrix.
 LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
@@ -43,11 +44,14 @@ LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
   return v;
 }
 
-// kLayoutQ4XV (kernels/q4xv.h) keeps 16 rows per record: its stride holds for slices that
-// start at a multiple of 16 rows (rowBound's, where the group's offsets are such multiples:
-// oneTokenFits) of a matrix of whole groups.
+// kLayoutQ4XV and kLayoutQ8XV (kernels/q4xv.h, kernels/q8xv.h) keep 16 rows per record: their stride
+// holds for slices that start at a multiple of 16 rows (rowBound's, where the group's offsets
+// are such multiples: oneTokenFits) of a matrix of whole groups.
+bool groupedRows(const LinearWeight& W) {
+  return W.layout == kernels::kLayoutQ4XV || W.layout == kernels::kLayoutQ8XV;
+}
 bool rowsSplittable(const LinearWeight& W) {
-  if (W.layout == kernels::kLayoutQ4XV) return W.rows > 0 && W.rows % kernels::kQ4XVRows == 0;
+  if (groupedRows(W)) return W.rows > 0 && W.rows % kernels::kQ4XVRows == 0;
   return W.rows > 0 && W.bytes % static_cast<size_t>(W.rows) == 0;
 }
 
@@ -92,7 +96,7 @@ bool oneTokenFits(const ExpertWeights& M, const int32_t* pick, int64_t K, int64_
     if (g.outFeatures != out || g.parts.empty()) return false;
     for (const LinearGroup::Part& p : g.parts) {
       if (!rowsSplittable(p.w)) return false;
-      if (p.w.layout == kernels::kLayoutQ4XV && (p.outOffset % kernels::kQ4XVRows != 0 || I % kernels::kQ4XVRows != 0))
+      if (groupedRows(p.w) && (p.outOffset % kernels::kQ4XVRows != 0 || I % kernels::kQ4XVRows != 0))
         return false;
     }
     return true;

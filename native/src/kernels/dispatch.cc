@@ -16,6 +16,7 @@
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 #include "kernels/q4xv.h"
+#include "kernels/q8xv.h"
 
 namespace prism {
 
@@ -144,7 +145,8 @@ const char* isaOverrideError() {
 namespace {
 
 // prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for):
-// the one layout choice that depends on it is kLayoutQ4XV, which only the AVX-512 family reads.
+// the layout choices that depend on it are kLayoutQ4XV and kLayoutQ8XV, which only the
+// AVX-512 family reads.
 LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
                         ActivationPrecision precision) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
@@ -207,6 +209,16 @@ LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t r
     w.bytes = w.owned.size();
     return w;
   }
+  if (type == TensorType::Q8_0 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: the same exact-integer formulation as Q4XV
+    // (q8xv.h), the file's bytes in 16-row records. An owned copy: the embedding lookup of a
+    // tied head keeps reading the file's rows (Model::embedData).
+    repackQ8XV(data, rows, cols, &w.owned);
+    w.data = w.owned.data();
+    w.layout = kLayoutQ8XV;
+    w.bytes = w.owned.size();
+    return w;
+  }
   if (q4) {
     // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
     // takes one load and two masks, and the per-block offsets become a vector dot product.
@@ -231,7 +243,7 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
   // Room for the wider (int16) activations: any weight of the context may use them; and for
   // the Q4G int8 activations, padded to whole 16-block groups.
   size_t need = std::max({quantizedActivationBytes(maxRows, maxCols, sizeof(int16_t)),
-                          q4gActivationBytes(maxRows, maxCols), q4xvActivationBytes(maxRows, maxCols) + 64});
+                          q4gActivationBytes(maxRows, maxCols), q8xvActivationBytes(maxRows, maxCols) + 64});
   if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
 #ifdef PRISM_Q4XV_AMX
   // The Q4XV activations followed by the AMX-INT8 kernel's own room (q4xv.h).
@@ -282,9 +294,23 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
   // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
   // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
-  // bits the AVX-512 and AMX kernels of that layout must give.
+  // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
+  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight.
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
+  if (family == "q8xv-scalar") {
+    if (isa != "q8xv-scalar+int16") throw std::invalid_argument("isa q8xv-scalar needs +int16; got '" + isa + "'");
+    if (type != TensorType::Q8_0) throw std::invalid_argument("isa q8xv-scalar runs only Q8_0 weights");
+    if (n < 0) throw std::invalid_argument("n must be >= 0");
+    typeRowBytes(type, cols);  // throws unless cols is whole blocks
+    WeightBytes packed;
+    repackQ8XV(weights, rows, cols, &packed);
+    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64);
+    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+    const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
+    q8xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+    return;
+  }
   if (family == "q4xv-scalar") {
     if (isa != "q4xv-scalar+int16") throw std::invalid_argument("isa q4xv-scalar needs +int16; got '" + isa + "'");
     if (type != TensorType::Q4_0 && type != TensorType::Q4_1 && type != TensorType::Q4_K)

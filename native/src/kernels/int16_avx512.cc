@@ -1,9 +1,10 @@
 // AVX-512 kernels for int16 activations (ActivationPrecision::Int16: models below hidden
 // 1024, e.g. the default SmolLM2-135M, keep 100% top-1 against the float reference with
 // them where int8 loses ~2%): the activation quantizer of every int16 kernel of this family,
-// the dispatch of its weights, and the Q8_0 kernels (read in place: the default model's
-// tied output head). 4-bit rows (Q4_0 / Q4_1 / Q4_K) are kLayoutQ4XV on this family, with
-// their own kernels (q4xv_avx512.cc); other weight types with int16 activations stay with
+// the dispatch of its weights, and the Q8_0 kernels of weights in the file's layout (read in
+// place; prepareLinear gives this family's int16 Q8_0, e.g. the default model's tied output
+// head, kLayoutQ8XV and its own kernels, q8xv_avx512.cc). 4-bit rows (Q4_0 / Q4_1 / Q4_K) are
+// kLayoutQ4XV on this family, with their own kernels (q4xv_avx512.cc); other weight types with int16 activations stay with
 // the AVX2 kernels (matmul_avx2.cc), and so does kLayoutQ4X (prepared only where the AVX2
 // family is in effect).
 //
@@ -33,6 +34,7 @@
 #include "kernels/internal.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q4xv.h"
+#include "kernels/q8xv.h"
 
 namespace prism::kernels {
 namespace {
@@ -300,6 +302,10 @@ bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t
   if (W.precision != ActivationPrecision::Int16) return false;
   if (W.layout == kLayoutQ4XV) {
     q4xvMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
+    return true;
+  }
+  if (W.layout == kLayoutQ8XV) {
+    q8xvMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
     return true;
   }
   if (W.layout == kLayoutGguf && W.type == TensorType::Q8_0) {

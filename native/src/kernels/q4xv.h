@@ -115,6 +115,12 @@ Q4XVActivations q4xvQuantizeScalar(const float* x, int64_t n, int64_t ldx, int64
 void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                       ThreadPool& pool, KernelScratch& scratch);
 
+// Tokens [t0, t1) of x: the int16 quantization of the other int16 kernels
+// (quantizeInt16Avx512) into qa, then its values split into the byte planes L = q & 0xFF and
+// H = q >> 8 at lo / hi + t·stride (q4xv_avx512.cc; kLayoutQ8XV's kernels use it too).
+void q4xvQuantizePlanesAvx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa,
+                              uint8_t* lo, int8_t* hi, int64_t stride);
+
 // The AMX-INT8 kernel (amx/q4xv_amx.cc, by its own work item): the same bits for n tokens of
 // already-split activations; call only when amxEnabled(). Its own scratch is the
 // q4xvAmxScratchBytes(n, cols, threads) bytes at q4xvAmxWork(scratch, n, cols) (64-byte

@@ -50,22 +50,6 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
-// Tokens [t0, t1): the int16 quantization of the other int16 kernels (quantizeInt16Avx512),
-// then its values split into the byte planes L = q & 0xFF and H = q >> 8.
-void quantizePlanes(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa,
-                    uint8_t* lo, int8_t* hi, int64_t stride) {
-  quantizeInt16Avx512(x, ldx, t0, t1, qa);
-  for (int64_t t = t0; t < t1; ++t) {
-    const int16_t* q = qa.qs + t * qa.cols;
-    for (int64_t k = 0; k < qa.cols; k += 32) {
-      const __m512i v = _mm512_loadu_si512(q + k);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + t * stride + k), _mm512_cvtepi16_epi8(v));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + t * stride + k),
-                          _mm512_cvtepi16_epi8(_mm512_srai_epi16(v, 8)));
-    }
-  }
-}
-
 // G consecutive groups from g0 × T consecutive tokens from t0, every block; y rows past
 // `rows` (the last group's padding) are not stored.
 template <int G, int T>
@@ -155,6 +139,20 @@ constexpr bool kHaveAmx = false;
 
 }  // namespace
 
+void q4xvQuantizePlanesAvx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa,
+                    uint8_t* lo, int8_t* hi, int64_t stride) {
+  quantizeInt16Avx512(x, ldx, t0, t1, qa);
+  for (int64_t t = t0; t < t1; ++t) {
+    const int16_t* q = qa.qs + t * qa.cols;
+    for (int64_t k = 0; k < qa.cols; k += 32) {
+      const __m512i v = _mm512_loadu_si512(q + k);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lo + t * stride + k), _mm512_cvtepi16_epi8(v));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(hi + t * stride + k),
+                          _mm512_cvtepi16_epi8(_mm512_srai_epi16(v, 8)));
+    }
+  }
+}
+
 void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                       ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
@@ -174,8 +172,8 @@ void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
   int8_t* hi = reinterpret_cast<int8_t*>(base + static_cast<size_t>(n * stride));
   QuantizedActivations16 qa;
   placeActivations(base + 2 * static_cast<size_t>(n * stride), n, cols, &qa);
-  if (n <= 4) quantizePlanes(x, ldx, 0, n, qa, lo, hi, stride);
-  else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizePlanes(x, ldx, t0, t1, qa, lo, hi, stride); });
+  if (n <= 4) q4xvQuantizePlanesAvx512(x, ldx, 0, n, qa, lo, hi, stride);
+  else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { q4xvQuantizePlanesAvx512(x, ldx, t0, t1, qa, lo, hi, stride); });
   const Q4XVActivations xa{lo, hi, stride, qa.d, qa.s, blocks};
   const uint8_t* weights = weightData(W);
 #ifdef PRISM_Q4XV_AMX

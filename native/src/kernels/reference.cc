@@ -8,6 +8,7 @@
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 #include "kernels/q4xv.h"
+#include "kernels/q8xv.h"
 
 namespace prism {
 
@@ -327,6 +328,7 @@ void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t l
     for (int64_t r = begin; r < end; ++r) {
       if (W.layout == kLayoutQ4X) dequantizeQ4XRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ4XV) dequantizeQ4XVRow(weightData(W), W.cols, r, row.data());
+      else if (W.layout == kLayoutQ8XV) dequantizeQ8XVRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ4GK) dequantizeQ4GKRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ8G) dequantizeQ8GRow(weightData(W), W.cols, r, row.data());
       else if (W.layout == kLayoutQ6G) dequantizeQ6GRow(weightData(W), W.cols, r, row.data());

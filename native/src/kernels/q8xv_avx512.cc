@@ -1,0 +1,195 @@
+// AVX-512 VNNI kernels of kLayoutQ8XV (q8xv.h: the layout and the arithmetic they reproduce
+// bit for bit): one 16-lane vector holds one output per row of a 16-row group, and a record's
+// 8 quads are already in the VNNI order, so nothing is unpacked and no row needs a horizontal
+// sum.
+//
+// Per record (group g, block b) and token t, quad W_j (32-bit lane r: row r's values
+// 4j..4j+3, signed):
+//   Σ W·L = vpdpbusd(L[4j..4j+3] broadcast as unsigned, W as signed)
+//   Σ W·H = vpdpbusd(W ^ 0x80 as unsigned (= W + 128), H[4j..4j+3] broadcast as signed)
+//           − hiBias[t][b] (= 128·ΣH over the block, once per token and block)
+//   I     = (Σ W·H << 8) + Σ W·L                (exact: the block's int32 dot)
+// over 2 + 2 accumulators (any split of an integer sum gives the same I), then one conversion,
+// the product d_w·d_x (the record's f16 scales widened once per record) and one FMA in block
+// order. Every tile runs that per-lane sequence, so a token's outputs are the same bits in a
+// one-token step, in any n-token step and in the scalar statement (q8xvMatmulScalar).
+//
+// One token (decode): tiles of two groups with the decode prefetch of the context's tuning
+// (prefetch_lines.h) over the tile's contiguous records, as q4xv_avx512.cc does: the head
+// streams from memory every step. Several tokens: per group, chunks of up to kChunkTokens
+// tokens; W ^ 0x80 formed once per record and chunk, each quad dotted with every token of the
+// chunk (the group's records stay in L1 across chunks), with the prefetch in the first chunk
+// up to kPrefetchTokens tokens. Threads split the groups (pairs for one token), or the tokens
+// when there are too few groups.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "kernels/internal.h"
+#include "kernels/prefetch_lines.h"
+#include "kernels/q8xv.h"
+
+namespace prism::kernels {
+namespace {
+
+// GCC 12.2's AVX-512 intrinsics trip -W(maybe-)uninitialized inside its own headers (GCC bug
+// 105593; see matmul_avx512.cc).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+constexpr int kDecodeGroups = 2;
+constexpr int kChunkTokens = 8;
+constexpr int64_t kPrefetchTokens = 16;
+
+inline __m512i broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+struct Activations {
+  Q4XVActivations planes;
+  const int32_t* hiBias = nullptr;  // [t·blocks + b] = 128·ΣH over the block
+};
+
+// G consecutive groups from g0 × T consecutive tokens from t0, every block; y rows past
+// `rows` (the last group's padding) are not stored.
+template <int G, int T>
+void q8xvTile(const uint8_t* weights, int64_t rows, int64_t blocks, const Activations& xa, int64_t g0, int64_t t0,
+              float* y, int64_t ldy, const DecodeAhead& pf) {
+  const uint8_t* tile = weights + static_cast<size_t>(g0 * blocks) * kQ8XVRecordBytes;
+  const size_t tileBytes = static_cast<size_t>(G * blocks) * kQ8XVRecordBytes;
+  const Q4XVActivations& p = xa.planes;
+  __m512 acc[G][T];
+  for (int g = 0; g < G; ++g)
+    for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (pf.hint != PrefetchHint::None) prefetchAhead(pf, tile, tileBytes, b, blocks);
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* rec = tile + static_cast<size_t>(g * blocks + b) * kQ8XVRecordBytes;
+      __m512i w[8], wu[8];
+      for (int j = 0; j < 8; ++j) {
+        w[j] = _mm512_loadu_si512(rec + kQ8XVQuadBytes * j);
+        wu[j] = _mm512_xor_si512(w[j], flip);
+      }
+      const __m512 dw =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kQ8XVScaleOffset)));
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* lo = p.lo + (t0 + t) * p.stride + b * kQK;
+        const int8_t* hi = p.hi + (t0 + t) * p.stride + b * kQK;
+        __m512i h0 = _mm512_setzero_si512(), h1 = h0, l0 = h0, l1 = h0;
+        for (int j = 0; j < 8; j += 2) {
+          h0 = _mm512_dpbusd_epi32(h0, wu[j], broadcast4(hi + 4 * j));
+          h1 = _mm512_dpbusd_epi32(h1, wu[j + 1], broadcast4(hi + 4 * j + 4));
+          l0 = _mm512_dpbusd_epi32(l0, broadcast4(lo + 4 * j), w[j]);
+          l1 = _mm512_dpbusd_epi32(l1, broadcast4(lo + 4 * j + 4), w[j + 1]);
+        }
+        const int64_t i = (t0 + t) * blocks + b;
+        const __m512i dotH = _mm512_sub_epi32(_mm512_add_epi32(h0, h1), _mm512_set1_epi32(xa.hiBias[i]));
+        const __m512i dot = _mm512_add_epi32(_mm512_slli_epi32(dotH, 8), _mm512_add_epi32(l0, l1));
+        const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(p.d[i]));
+        acc[g][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[g][t]);
+      }
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const int64_t r0 = (g0 + g) * kQ8XVRows;
+    const int64_t here = std::min<int64_t>(kQ8XVRows, rows - r0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << here) - 1);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * ldy + r0, mask, acc[g][t]);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const Activations&, int64_t, int64_t, float*, int64_t,
+                        const DecodeAhead&);
+
+// The one-group tiles of 1 .. sizeof...(I) tokens, indexed by tokens − 1.
+template <int... I>
+constexpr std::array<TileFn, sizeof...(I)> tokenTiles(std::integer_sequence<int, I...>) {
+  return {&q8xvTile<1, I + 1>...};
+}
+
+// Groups [gb, ge) × tokens [tb, te).
+void walk(const uint8_t* weights, int64_t rows, int64_t blocks, const Activations& xa, int64_t gb, int64_t ge,
+          int64_t tb, int64_t te, float* y, int64_t ldy, const DecodeAhead& pf) {
+  if (te - tb == 1) {
+    int64_t g = gb;
+    for (; g + kDecodeGroups <= ge; g += kDecodeGroups)
+      q8xvTile<kDecodeGroups, 1>(weights, rows, blocks, xa, g, tb, y, ldy, pf);
+    for (; g < ge; ++g) q8xvTile<1, 1>(weights, rows, blocks, xa, g, tb, y, ldy, pf);
+    return;
+  }
+  // Near-equal chunks of at most kChunkTokens (14 = 7 + 7); the prefetch in the first chunk
+  // only (the later ones find the group's records in L1).
+  static constexpr auto tiles = tokenTiles(std::make_integer_sequence<int, kChunkTokens>());
+  const int64_t chunks = (te - tb + kChunkTokens - 1) / kChunkTokens;
+  for (int64_t g = gb; g < ge; ++g) {
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t c0 = tb + (te - tb) * c / chunks, c1 = tb + (te - tb) * (c + 1) / chunks;
+      tiles[c1 - c0 - 1](weights, rows, blocks, xa, g, c0, y, ldy, c == 0 ? pf : DecodeAhead{});
+    }
+  }
+}
+
+// Tokens [t0, t1): the planes, then hiBias = 128·ΣH per block (exact int32).
+void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa, uint8_t* lo,
+              int8_t* hi, int64_t stride, int32_t* hiBias) {
+  q4xvQuantizePlanesAvx512(x, ldx, t0, t1, qa, lo, hi, stride);
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t b = 0; b < qa.blocks; ++b) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + t * stride + b * kQK));
+      hiBias[t * qa.blocks + b] = 128 * _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(h))) +
+                                  128 * _mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(h, 1)));
+    }
+  }
+}
+
+}  // namespace
+
+void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch) {
+  if (n <= 0 || W.rows == 0) return;
+  const int64_t cols = W.cols, blocks = cols / kQK, groups = q8xvGroups(W.rows);
+  const int threads = pool.size();
+  // The activations at q4xvScratchBase (64-byte aligned), sized once before anything is
+  // written.
+  scratch.bytes(q8xvActivationBytes(n, cols) + 64);
+  uint8_t* base = q4xvScratchBase(scratch);
+  const int64_t stride = q4xvActivationStride(cols);
+  uint8_t* lo = base;
+  int8_t* hi = reinterpret_cast<int8_t*>(base + static_cast<size_t>(n * stride));
+  int32_t* hiBias = reinterpret_cast<int32_t*>(base + q8xvBiasOffset(n, cols));
+  QuantizedActivations16 qa;
+  placeActivations(base + 2 * static_cast<size_t>(n * stride), n, cols, &qa);
+  if (n <= 4) quantize(x, ldx, 0, n, qa, lo, hi, stride, hiBias);
+  else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantize(x, ldx, t0, t1, qa, lo, hi, stride, hiBias); });
+  const Activations xa{Q4XVActivations{lo, hi, stride, qa.d, qa.s, blocks}, hiBias};
+  const uint8_t* weights = weightData(W);
+  DecodeAhead ahead;
+  if (n <= kPrefetchTokens) ahead = DecodeAhead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, 0};
+  if (n == 1 || groups >= 2 * threads || n < 2 * threads) {
+    // Groups split in whole tiles (pairs for one token); a LoRA prefetch (KernelScratch) in
+    // slices, one tile's share at a time.
+    const int64_t unit = n == 1 ? kDecodeGroups : 1, tiles = (groups + unit - 1) / unit;
+    auto task = [&](int i, int nt) {
+      const int64_t gb = tiles * i / nt * unit, ge = std::min(groups, tiles * (i + 1) / nt * unit);
+      if (!scratch.hasPrefetch()) {
+        if (gb < ge) walk(weights, W.rows, blocks, xa, gb, ge, 0, n, y, ldy, ahead);
+        return;
+      }
+      const int64_t pieces = tiles / nt + 1;
+      for (int64_t k = 0; k < pieces; k++) {
+        scratch.prefetchSlice(i * pieces + k, nt * pieces);
+        const int64_t a = gb + k * unit, e = std::min(ge, a + unit);
+        if (a < e) walk(weights, W.rows, blocks, xa, a, e, 0, n, y, ldy, ahead);
+      }
+    };
+    pool.run(TaskRef(task));
+  } else {
+    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { walk(weights, W.rows, blocks, xa, 0, groups, t0, t1, y, ldy, ahead); });
+  }
+}
+
+}  // namespace prism::kernels
