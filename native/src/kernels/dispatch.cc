@@ -246,9 +246,10 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
                           q4gActivationBytes(maxRows, maxCols), q8xvActivationBytes(maxRows, maxCols) + 64});
   if (amxEnabled()) need = std::max(need, amxScratchBytes(maxRows, maxCols, threads));
 #ifdef PRISM_Q4XV_AMX
-  // The Q4XV activations followed by the AMX-INT8 kernel's own room (q4xv.h).
+  // The Q4XV / Q8XV activations followed by their AMX-INT8 kernels' own room (q4xv.h, q8xv.h).
   if (amxEnabled())
-    need = std::max(need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads));
+    need = std::max({need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads),
+                     q8xvActivationBytes(maxRows, maxCols) + 64 + q8xvAmxScratchBytes(threads)});
 #endif
   // The AMX-BF16 driver's room only where batches may take it (PRISM_AMX_BF16=1); the kernel
   // tests that call it directly grow the buffer through bytes(), before its parallel region.

@@ -88,4 +88,17 @@ void q8xvMatmulScalar(const uint8_t* weights, int64_t rows, int64_t cols, const 
 void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                       ThreadPool& pool, KernelScratch& scratch);
 
+// The AMX-INT8 kernel (amx/q8xv_amx.cc): the same bits for n tokens of already-split
+// activations; call only when amxEnabled(). `work`: q8xvAmxScratchBytes(threads) bytes,
+// 64-byte aligned. q8xvMatmulAvx512 calls it for n >= kQ8XVAmxMinTokens where the build has
+// the layouts' AMX kernels (PRISM_Q4XV_AMX), its room after the activations (q8xvAmxWork).
+void q8xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4XVActivations& xa, int64_t n, float* y,
+                   int64_t ldy, ThreadPool& pool, uint8_t* work);
+size_t q8xvAmxScratchBytes(int threads);
+static inline uint8_t* q8xvAmxWork(KernelScratch& scratch, int64_t n, int64_t cols) {
+  return q4xvScratchBase(scratch) + q8xvActivationBytes(n, cols);
+}
+// Smallest step that takes the AMX kernel (below it the VNNI kernels are cheaper).
+constexpr int64_t kQ8XVAmxMinTokens = 13;
+
 }  // namespace prism::kernels

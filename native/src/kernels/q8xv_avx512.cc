@@ -26,6 +26,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/amx/amx.h"
 #include "kernels/internal.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q8xv.h"
@@ -146,6 +147,12 @@ void quantize(const float* x, int64_t ldx, int64_t t0, int64_t t1, const Quantiz
   }
 }
 
+#ifdef PRISM_Q4XV_AMX
+constexpr bool kHaveAmx = true;
+#else
+constexpr bool kHaveAmx = false;
+#endif
+
 }  // namespace
 
 void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
@@ -153,9 +160,14 @@ void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
   if (n <= 0 || W.rows == 0) return;
   const int64_t cols = W.cols, blocks = cols / kQK, groups = q8xvGroups(W.rows);
   const int threads = pool.size();
-  // The activations at q4xvScratchBase (64-byte aligned), sized once before anything is
-  // written.
-  scratch.bytes(q8xvActivationBytes(n, cols) + 64);
+  [[maybe_unused]] const bool amx = kHaveAmx && n >= kQ8XVAmxMinTokens && amxEnabled();
+  // The activations at q4xvScratchBase (64-byte aligned), then (AMX) that kernel's room:
+  // sized once, before anything is written, so bytes() cannot move them.
+  size_t need = q8xvActivationBytes(n, cols) + 64;
+#ifdef PRISM_Q4XV_AMX
+  if (amx) need += q8xvAmxScratchBytes(threads);
+#endif
+  scratch.bytes(need);
   uint8_t* base = q4xvScratchBase(scratch);
   const int64_t stride = q4xvActivationStride(cols);
   uint8_t* lo = base;
@@ -167,6 +179,12 @@ void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
   else pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantize(x, ldx, t0, t1, qa, lo, hi, stride, hiBias); });
   const Activations xa{Q4XVActivations{lo, hi, stride, qa.d, qa.s, blocks}, hiBias};
   const uint8_t* weights = weightData(W);
+#ifdef PRISM_Q4XV_AMX
+  if (amx) {
+    q8xvMatmulAmx(weights, W.rows, cols, xa.planes, n, y, ldy, pool, q8xvAmxWork(scratch, n, cols));
+    return;
+  }
+#endif
   DecodeAhead ahead;
   if (n <= kPrefetchTokens) ahead = DecodeAhead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, 0};
   if (n == 1 || groups >= 2 * threads || n < 2 * threads) {
