@@ -179,7 +179,32 @@ test("kLayoutQ8XV: every token of an n-token step gets the one-token step's bits
   }
 });
 
-test('q8xv-scalar: only Q8_0 weights with +int16', () => {
+test('kLayoutQ8XV: the AMX-INT8 tiles give the scalar statement bits for every n (1..17, 24, 40)', (t) => {
+  if (!cpuFeatures().amx) {
+    t.skip('this CPU (or its OS) has no AMX-INT8 tiles');
+    return;
+  }
+  // "q8xv-amx+int16" runs the tiles whatever n (matmul() hands them only steps of 13 tokens or
+  // more): one tile of n rows below 16, full tiles, a last tile overlapping the one before.
+  let seed = 13000;
+  for (const [rows, cols] of [
+    [45, 96],
+    [160, 576],
+    [7, 32],
+  ] as const) {
+    const w = randomMatrix(rows * cols, seed++);
+    const q = kernelTestHooks.quantize('Q8_0', w, rows, cols);
+    for (const n of [1, 2, 3, 5, 8, 12, 13, 15, 16, 17, 24, 40]) {
+      const x = randomMatrix(n * cols, seed++, 3);
+      const tiles = kernelTestHooks.matmul('Q8_0', q, rows, cols, x, n, 'q8xv-amx+int16');
+      const scalar = kernelTestHooks.matmul('Q8_0', q, rows, cols, x, n, 'q8xv-scalar+int16');
+      const diff = firstDifference(tiles, scalar, rows);
+      assert.equal(diff, null, `rows=${rows} cols=${cols} n=${n}: ${diff}`);
+    }
+  }
+});
+
+test('q8xv-scalar / q8xv-amx: only Q8_0 weights with +int16', () => {
   assert.throws(
     () =>
       kernelTestHooks.matmul('Q4_0', new Uint8Array(18), 1, 32, new Float32Array(32), 1, 'q8xv-scalar+int16'),
@@ -188,5 +213,10 @@ test('q8xv-scalar: only Q8_0 weights with +int16', () => {
   assert.throws(
     () => kernelTestHooks.matmul('Q8_0', new Uint8Array(34), 1, 32, new Float32Array(32), 1, 'q8xv-scalar'),
     /\+int16/,
+  );
+  assert.throws(
+    () =>
+      kernelTestHooks.matmul('Q4_K', new Uint8Array(144), 1, 256, new Float32Array(256), 1, 'q8xv-amx+int16'),
+    /only Q8_0|AMX|not supported/,
   );
 });

@@ -296,20 +296,35 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
   // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
   // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
-  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight.
+  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight, and "q8xv-amx+int16" that layout's AMX-INT8
+  // kernel for any n (matmul() hands it only steps of kQ8XVAmxMinTokens or more).
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
-  if (family == "q8xv-scalar") {
-    if (isa != "q8xv-scalar+int16") throw std::invalid_argument("isa q8xv-scalar needs +int16; got '" + isa + "'");
-    if (type != TensorType::Q8_0) throw std::invalid_argument("isa q8xv-scalar runs only Q8_0 weights");
+  if (family == "q8xv-scalar" || family == "q8xv-amx") {
+    if (isa != family + "+int16") throw std::invalid_argument("isa " + family + " needs +int16; got '" + isa + "'");
+    if (family == "q8xv-amx" && !cpuHasAmxInt8())
+      throw std::invalid_argument("isa q8xv-amx is not supported by this CPU (or the OS refused it)");
+    if (type != TensorType::Q8_0) throw std::invalid_argument("isa " + family + " runs only Q8_0 weights");
     if (n < 0) throw std::invalid_argument("n must be >= 0");
     typeRowBytes(type, cols);  // throws unless cols is whole blocks
     WeightBytes packed;
     repackQ8XV(weights, rows, cols, &packed);
-    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64);
+    // The activations, then (tiles) their room for up to 4 threads.
+    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64 + q8xvAmxScratchBytes(4));
     uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
     const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
-    q8xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+    if (family == "q8xv-scalar") {
+      q8xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+      return;
+    }
+#ifdef PRISM_Q4XV_AMX
+    static std::mutex amxMutex;
+    static ThreadPool amxPool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 4u)));
+    std::lock_guard<std::mutex> lock(amxMutex);
+    if (n > 0) q8xvMatmulAmx(packed.data(), rows, cols, xa, n, y, rows, amxPool, base + q4xvActivationBytes(n, cols));
+#else
+    throw std::invalid_argument("isa q8xv-amx: this build has no AMX kernels of the int16 layouts");
+#endif
     return;
   }
   if (family == "q4xv-scalar") {
