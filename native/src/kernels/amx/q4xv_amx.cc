@@ -41,6 +41,7 @@
 #include <stdexcept>
 
 #include "kernels/amx/amx.h"
+#include "kernels/amx/int16_tiles.h"
 #include "kernels/amx/q4xv_amx.h"
 #include "kernels/amx/tile_scope.h"
 #include "kernels/q4xv.h"
@@ -62,22 +63,9 @@ constexpr size_t kCInts = 16 * 16;      // one C tile (16 tokens × 16 int32)
 // tile between two groups' products (default model's shapes, one thread).
 constexpr int64_t kChunk = 8;
 
-// Tile registers: tmm0 A (L plane), tmm1 A (H plane), tmm2 B, tmm4 C_lo, tmm5 C_hi; the
-// stacked form uses tmm0 (2n rows), tmm2 and tmm4 (2n rows). `tokens`: A's and C's rows.
-TileConfig q4xvTileConfig(int tokens) {
-  TileConfig cfg;
-  for (int a : {0, 1}) {
-    cfg.colsb[a] = kBlockValues;
-    cfg.rows[a] = static_cast<uint8_t>(tokens);
-  }
-  cfg.colsb[2] = 64;
-  cfg.rows[2] = 8;
-  for (int c : {4, 5}) {
-    cfg.colsb[c] = 64;
-    cfg.rows[c] = static_cast<uint8_t>(tokens);
-  }
-  return cfg;
-}
+// Tile registers (int16_tiles.h): tmm0 A (L plane), tmm1 A (H plane), tmm2 B, tmm4 C_lo,
+// tmm5 C_hi; the stacked form uses tmm0 (2n rows), tmm2 and tmm4 (2n rows).
+static_assert(kTileTokens == int16tiles::kTileTokens && kBlockValues == int16tiles::kBlockBytes);
 
 // A thread's workspace in the caller's scratch (q4xv.h: after the activations): the group's
 // unpacked B tiles (block b at + 512b), a chunk's C tiles (block k of the chunk: C_lo at
@@ -260,8 +248,7 @@ void q4xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4X
   const Call k{weights, rows, cols / kBlockValues, &xa, y, ldy};
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   const bool stacked = n <= kStackedTokens;
-  const int tileRows = static_cast<int>(std::min<int64_t>(n, kTileTokens));
-  const TileConfig cfg = q4xvTileConfig(stacked ? static_cast<int>(2 * n) : tileRows);
+  const TileConfig cfg = int16tiles::tileConfig(stacked ? static_cast<int>(2 * n) : int16tiles::tileRows(n));
   uint8_t* work = q4xvAmxWork(scratch, n, cols);
   auto task = [&](int i, int nt) {
     const int64_t g0 = groups * i / nt, g1 = groups * (i + 1) / nt;
@@ -276,13 +263,8 @@ void q4xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4X
         tokenTile<true>(k, g, 0, 0, static_cast<int>(n), ws, cols);
         continue;
       }
-      int64_t t0 = 0;
-      for (; t0 + kTileTokens <= n; t0 += kTileTokens) tokenTile<false>(k, g, t0, 0, kTileTokens, ws, cols);
-      if (t0 < n) {
-        // n < 16: one tile of n rows; else a full tile ending at n, its first tokens done.
-        const int64_t start = n < kTileTokens ? 0 : n - kTileTokens;
-        tokenTile<false>(k, g, start, static_cast<int>(t0 - start), tileRows, ws, cols);
-      }
+      int16tiles::forTokenTiles(
+          n, [&](int64_t t0, int first, int count) { tokenTile<false>(k, g, t0, first, count, ws, cols); });
     }
   };
   pool.run(TaskRef(task));

@@ -11,17 +11,17 @@
 // the weights, nothing unpacked. Row t of C_lo / C_hi is one 16-lane int32 vector of token
 // t's dots with the group's 16 rows: the lanes of the vectorized scalar steps.
 //
-// The same walk as the Q4XV tiles (q4xv_amx.cc): threads split the row groups; per group,
-// token tiles of 16 (a batch of fewer: one tile of exactly n rows; above 16 and not a
-// multiple: a last full tile overlapping the one before, its already-done tokens skipped, so
-// one configuration serves the call); per token tile, the blocks in chunks whose C tiles are
-// stored, then each token walks the chunk's blocks in order, four at a time in registers.
+// The same walk as the Q4XV tiles (q4xv_amx.cc), with their tile shapes and token tiles
+// (int16_tiles.h): threads split the row groups; per group and token tile, the blocks in
+// chunks whose C tiles are stored, then each token walks the chunk's blocks in order, four at
+// a time in registers.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <stdexcept>
 
 #include "kernels/amx/amx.h"
+#include "kernels/amx/int16_tiles.h"
 #include "kernels/amx/tile_scope.h"
 #include "kernels/q8xv.h"
 
@@ -32,28 +32,12 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-constexpr int kTileTokens = 16;      // tokens per token tile: A's and C's rows
+constexpr int kTileTokens = int16tiles::kTileTokens;
 constexpr size_t kCInts = 16 * 16;   // one C tile (16 tokens × 16 int32)
 constexpr int64_t kChunk = 8;        // blocks per chunk of stored C tiles
 constexpr size_t kChunkCBytes = kChunk * 2 * kCInts * sizeof(int32_t);
 constexpr size_t kAccBytes = kTileTokens * 16 * sizeof(float);
 constexpr size_t kWorkspaceBytes = kChunkCBytes + kAccBytes;
-
-// tmm0 A (L plane), tmm1 A (H plane), tmm2 B, tmm4 C_lo, tmm5 C_hi.
-TileConfig tileConfig(int tokens) {
-  TileConfig cfg;
-  for (int a : {0, 1}) {
-    cfg.colsb[a] = kQK;
-    cfg.rows[a] = static_cast<uint8_t>(tokens);
-  }
-  cfg.colsb[2] = 64;
-  cfg.rows[2] = 8;
-  for (int c : {4, 5}) {
-    cfg.colsb[c] = 64;
-    cfg.rows[c] = static_cast<uint8_t>(tokens);
-  }
-  return cfg;
-}
 
 struct Call {
   const uint8_t* weights;
@@ -134,8 +118,7 @@ void q8xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4X
   if (xa.stride < cols) throw std::invalid_argument("q8xvMatmulAmx: activations' stride must be at least cols");
   const Call k{weights, rows, cols / kQK, &xa, y, ldy};
   const int64_t groups = q8xvGroups(rows);
-  const int tileRows = static_cast<int>(std::min<int64_t>(n, kTileTokens));
-  const TileConfig cfg = tileConfig(tileRows);
+  const TileConfig cfg = int16tiles::tileConfig(int16tiles::tileRows(n));
   auto task = [&](int i, int nt) {
     const int64_t g0 = groups * i / nt, g1 = groups * (i + 1) / nt;
     if (g0 >= g1) return;
@@ -143,15 +126,8 @@ void q8xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4X
     int32_t* cbuf = reinterpret_cast<int32_t*>(ws);
     float* acc = reinterpret_cast<float*>(ws + kChunkCBytes);
     const TileScope tiles(cfg);
-    for (int64_t g = g0; g < g1; ++g) {
-      int64_t t0 = 0;
-      for (; t0 + kTileTokens <= n; t0 += kTileTokens) tokenTile(k, g, t0, 0, kTileTokens, cbuf, acc);
-      if (t0 < n) {
-        // n < 16: one tile of n rows; else a full tile ending at n, its first tokens done.
-        const int64_t start = n < kTileTokens ? 0 : n - kTileTokens;
-        tokenTile(k, g, start, static_cast<int>(t0 - start), tileRows, cbuf, acc);
-      }
-    }
+    for (int64_t g = g0; g < g1; ++g)
+      int16tiles::forTokenTiles(n, [&](int64_t t0, int first, int count) { tokenTile(k, g, t0, first, count, cbuf, acc); });
   };
   pool.run(TaskRef(task));
 }
