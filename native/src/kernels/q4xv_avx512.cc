@@ -21,13 +21,12 @@
 // of a chunk of up to kChunkTokens (the group's records stay in L1 across the chunks), with
 // the same prefetch up to kPrefetchTokens tokens (a verify step streams the weights too).
 // Threads split the groups (whole two-group tiles for one token), or the tokens when there
-// are too few groups.
+// are too few groups. That walk is int16_xv_walk.h's, shared with q8xv_avx512.cc.
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <utility>
 
 #include "kernels/amx/amx.h"
+#include "kernels/int16_xv_walk.h"
 #include "kernels/internal.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q4xv.h"
@@ -39,10 +38,6 @@ namespace {
 // 105593; see matmul_avx512.cc).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-constexpr int kDecodeGroups = 2;
-constexpr int kChunkTokens = 8;
-constexpr int64_t kPrefetchTokens = 16;
 
 inline __m512i broadcast4(const void* p) {
   int32_t v;
@@ -100,36 +95,15 @@ void q4xvTile(const uint8_t* weights, int64_t rows, int64_t blocks, const Q4XVAc
   }
 }
 
-using TileFn = void (*)(const uint8_t*, int64_t, int64_t, const Q4XVActivations&, int64_t, int64_t, float*, int64_t,
-                        const DecodeAhead&);
-
-// The one-group tiles of 1 .. sizeof...(I) tokens, indexed by tokens − 1.
-template <int... I>
-constexpr std::array<TileFn, sizeof...(I)> tokenTiles(std::integer_sequence<int, I...>) {
-  return {&q4xvTile<1, I + 1>...};
-}
-
-// Groups [gb, ge) × tokens [tb, te).
-void walk(const uint8_t* weights, int64_t rows, int64_t blocks, const Q4XVActivations& xa, int64_t gb, int64_t ge,
-          int64_t tb, int64_t te, float* y, int64_t ldy, const DecodeAhead& pf) {
-  if (te - tb == 1) {
-    int64_t g = gb;
-    for (; g + kDecodeGroups <= ge; g += kDecodeGroups)
-      q4xvTile<kDecodeGroups, 1>(weights, rows, blocks, xa, g, tb, y, ldy, pf);
-    for (; g < ge; ++g) q4xvTile<1, 1>(weights, rows, blocks, xa, g, tb, y, ldy, pf);
-    return;
+// The tile family int16_xv_walk.h walks.
+struct Tiles {
+  using Input = Q4XVActivations;
+  template <int G, int T>
+  static void tile(const uint8_t* weights, int64_t rows, int64_t blocks, const Input& xa, int64_t g0, int64_t t0,
+                   float* y, int64_t ldy, const DecodeAhead& pf) {
+    q4xvTile<G, T>(weights, rows, blocks, xa, g0, t0, y, ldy, pf);
   }
-  // Near-equal chunks of at most kChunkTokens (13 = 7 + 6); the prefetch in the first
-  // chunk only (the later ones find the group's records in L1).
-  static constexpr auto tiles = tokenTiles(std::make_integer_sequence<int, kChunkTokens>());
-  const int64_t chunks = (te - tb + kChunkTokens - 1) / kChunkTokens;
-  for (int64_t g = gb; g < ge; ++g) {
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t c0 = tb + (te - tb) * c / chunks, c1 = tb + (te - tb) * (c + 1) / chunks;
-      tiles[c1 - c0 - 1](weights, rows, blocks, xa, g, c0, y, ldy, c == 0 ? pf : DecodeAhead{});
-    }
-  }
-}
+};
 
 #ifdef PRISM_Q4XV_AMX
 constexpr bool kHaveAmx = true;
@@ -157,13 +131,12 @@ void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
                       ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
   const int64_t cols = W.cols, blocks = q4xvBlocks(cols), groups = q4xvGroups(W.rows);
-  const int threads = pool.size();
   [[maybe_unused]] const bool amx = kHaveAmx && n >= kQ4XVAmxMinTokens && amxEnabled();
   // The activations at q4xvScratchBase, then (AMX) that kernel's room: sized once, before
   // anything is written, so bytes() cannot move them.
   size_t need = q4xvActivationBytes(n, cols) + 64;
 #ifdef PRISM_Q4XV_AMX
-  if (amx) need += q4xvAmxScratchBytes(n, cols, threads);
+  if (amx) need += q4xvAmxScratchBytes(n, cols, pool.size());
 #endif
   scratch.bytes(need);
   uint8_t* base = q4xvScratchBase(scratch);
@@ -182,29 +155,7 @@ void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t 
     return;
   }
 #endif
-  DecodeAhead ahead;
-  if (n <= kPrefetchTokens) ahead = DecodeAhead{scratch.decodeTuning().hint, scratch.decodeTuning().aheadHalves, 0};
-  if (n == 1 || groups >= 2 * threads || n < 2 * threads) {
-    // Groups split in whole tiles (pairs for one token); a LoRA prefetch (KernelScratch) in
-    // slices, one tile's share at a time.
-    const int64_t unit = n == 1 ? kDecodeGroups : 1, tiles = (groups + unit - 1) / unit;
-    auto task = [&](int i, int nt) {
-      const int64_t gb = tiles * i / nt * unit, ge = std::min(groups, tiles * (i + 1) / nt * unit);
-      if (!scratch.hasPrefetch()) {
-        if (gb < ge) walk(weights, W.rows, blocks, xa, gb, ge, 0, n, y, ldy, ahead);
-        return;
-      }
-      const int64_t pieces = tiles / nt + 1;
-      for (int64_t k = 0; k < pieces; k++) {
-        scratch.prefetchSlice(i * pieces + k, nt * pieces);
-        const int64_t a = gb + k * unit, e = std::min(ge, a + unit);
-        if (a < e) walk(weights, W.rows, blocks, xa, a, e, 0, n, y, ldy, ahead);
-      }
-    };
-    pool.run(TaskRef(task));
-  } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { walk(weights, W.rows, blocks, xa, 0, groups, t0, t1, y, ldy, ahead); });
-  }
+  int16_xv::run<Tiles>(weights, W.rows, blocks, groups, xa, n, y, ldy, pool, scratch);
 }
 
 }  // namespace prism::kernels
