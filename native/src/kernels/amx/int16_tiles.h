@@ -1,16 +1,27 @@
 // What the AMX-INT8 drivers of the exact-integer int16 layouts (q4xv_amx.cc for kLayoutQ4XV,
-// q8xv_amx.cc for kLayoutQ8XV) share: the tile shapes and the walk of a step's tokens in
-// token tiles. Include only from files built with the tile flags.
+// q8xv_amx.cc for kLayoutQ8XV) share: a call's operands, the tile shapes and the walk of a
+// step's tokens in token tiles. Include only from files built with the tile flags.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
 #include "kernels/amx/tile_scope.h"
+#include "kernels/q4xv.h"
 
 namespace prism::kernels::int16tiles {
 
 constexpr int kTileTokens = 16;  // tokens per token tile: A's and C's rows
 constexpr int kBlockBytes = 32;  // one block of one activation plane: A's bytes per row
+
+// One driver call's operands, handed to each group's and token tile's work: the layout's
+// records, the output rows and blocks per row, the two activation planes and y.
+struct Call {
+  const uint8_t* weights;
+  int64_t rows, blocks;
+  const Q4XVActivations* xa;
+  float* y;
+  int64_t ldy;
+};
 
 // tmm0 A (the L plane) and tmm1 A (the H plane): `tokens` rows × one block's 32 bytes;
 // tmm2 B: 8 rows × 64 bytes (a block's 8 quads of a 16-row group); tmm4 C_lo and tmm5 C_hi:

@@ -132,13 +132,7 @@ inline void unpackGroup(const uint8_t* group, int64_t blocks, uint8_t* b) {
   }
 }
 
-struct Call {
-  const uint8_t* weights;
-  int64_t rows, blocks;
-  const Q4XVActivations* xa;
-  float* y;
-  int64_t ldy;
-};
+using int16tiles::Call;
 
 // The f32 steps of blocks [c0, c1) of group `group` (the chunk's C tiles in ws.c) for tokens
 // t .. t + T − 1 of the token tile at t0, T at a time so that 2T accumulator chains hide the

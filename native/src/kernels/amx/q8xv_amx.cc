@@ -39,13 +39,7 @@ constexpr size_t kChunkCBytes = kChunk * 2 * kCInts * sizeof(int32_t);
 constexpr size_t kAccBytes = kTileTokens * 16 * sizeof(float);
 constexpr size_t kWorkspaceBytes = kChunkCBytes + kAccBytes;
 
-struct Call {
-  const uint8_t* weights;
-  int64_t rows, blocks;
-  const Q4XVActivations* xa;
-  float* y;
-  int64_t ldy;
-};
+using int16tiles::Call;
 
 // The f32 steps of blocks [c0, c1) (the chunk's C tiles at c) for tokens t .. t + T − 1 of
 // the token tile at t0.
