@@ -9,9 +9,10 @@
 //
 // Every decode tile of the group layouts (q4g.h's q4gMatmul and the tiles it drives,
 // including the other weight types' tiles) reads these through Q4GActivations::prefetch and
-// q4gMatmul's row choice, and so do the AVX-512 int16-activation tiles (int16_avx512.cc:
-// Q4X and Q8_0, the default model's); none of them changes a result (each row sums its
-// groups in the same order whatever the tile height, and prefetches are hints). The AVX2
+// q4gMatmul's row choice, and the AVX-512 int16-activation tiles (q4xv_avx512.cc and
+// q8xv_avx512.cc, the default model's) take the prefetch (their 16-row groups fix the row
+// height); none of them changes a result (each row sums its groups in the same order
+// whatever the tile height, and prefetches are hints). The AVX2
 // int16 tiles take neither (no software prefetch, a fixed tile height).
 #pragma once
 #include <cstdint>

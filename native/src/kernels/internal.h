@@ -279,8 +279,8 @@ bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, f
                 int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
 bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                   int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
-// The AVX-512 int16-activation kernels (int16_avx512.cc): kLayoutQ4XV (q4xv_avx512.cc),
-// kLayoutQ8XV (q8xv_avx512.cc), kLayoutQ4X and Q8_0 weights in the file's layout; false for any other weight, which then runs the AVX2 int16
+// The AVX-512 int16-activation kernels (int16_avx512.cc): kLayoutQ4XV (q4xv_avx512.cc) and
+// kLayoutQ8XV (q8xv_avx512.cc); false for any other weight, which then runs the AVX2 int16
 // kernels.
 bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                        int64_t ldy, ThreadPool& pool, KernelScratch& scratch);

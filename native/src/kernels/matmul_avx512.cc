@@ -8,8 +8,8 @@
 //   * BF16 weights: widened exactly to f32 (a 16-bit shift) for 16-wide FMAs, as on AVX2:
 //     _mm512_dpbf16_ps would round the activations to bf16, ~3e-3 relative logit error;
 //   * F16 / F32 weights: 16-wide FMAs.
-// Quantized weights with ActivationPrecision::Int16 go to int16_avx512.cc (kLayoutQ4X and
-// Q8_0, the weights of the small models that use int16 activations); for the other types it
+// Quantized weights with ActivationPrecision::Int16 go to int16_avx512.cc (kLayoutQ4XV and
+// kLayoutQ8XV, the weights of the small models that use int16 activations); for the others it
 // returns false and the dispatcher runs the AVX2 int16 kernels (every AVX-512 CPU has AVX2).
 #include <algorithm>
 #include <type_traits>
@@ -420,7 +420,7 @@ bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx,
   }
   const bool quantized = W.layout == kLayoutQ4X || W.layout == kLayoutQ4XV || W.type == TensorType::Q8_0 ||
                          W.type == TensorType::Q6_K;
-  // Int16 activations: Q4XV (Q4X) and Q8_0 in int16_avx512.cc, the rest with the AVX2 int16 kernels.
+  // Int16 activations: Q4XV and Q8XV (type Q8_0) in int16_avx512.cc, the rest with the AVX2 int16 kernels.
   if (quantized && W.precision != ActivationPrecision::Int8) return int16MatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
   if (W.layout == kLayoutQ4X) {
     quantMatmul<Q4XTile>(W, q4xRowBytes(W.cols), x, n, ldx, y, ldy, pool, scratch);

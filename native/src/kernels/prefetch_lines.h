@@ -1,5 +1,5 @@
-// The decode tiles' software prefetch of the weight bytes ahead of them (q4g.h, int16_avx512.cc,
-// q4xv_avx512.cc).
+// The decode tiles' software prefetch of the weight bytes ahead of them (q4g.h,
+// q4xv_avx512.cc, q8xv_avx512.cc).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,8 +31,7 @@ inline void prefetchLines(PrefetchHint hint, uintptr_t p, uintptr_t e) {
   }
 }
 
-// The int16 decode tiles (int16_avx512.cc's Q4X and Q8_0 rows, q4xv_avx512.cc's 16-row
-// groups) stream their weights from memory once: while a tile works on step g of its `steps`,
+// The int16 decode tiles (q4xv_avx512.cc's and q8xv_avx512.cc's 16-row groups) stream their weights from memory once: while a tile works on step g of its `steps`,
 // it prefetches the matching slice of the bytes the context's decode tuning says
 // (decode_tuning.h: hint and distance, in half tiles; here a tile of at least
 // kMinAheadBytes), as the group-layout tiles do (q4g.h's prefetchAhead). A tile's bytes are

@@ -24,10 +24,10 @@ bool cpuHasAmxBf16();
 // PRISM_AMX_BF16=1 on a CPU that has it: only then do batches take this path (bf16_support.cc says why).
 bool amxBf16Enabled();
 
-// True for int16-activation weights this driver reads: kLayoutQ4XV (Q4_0 / Q4_1 / Q4_K, as
-// the AVX-512 family prepares them) and Q8_0 in the file's layout, with whole blocks of 32
-// columns. Not kLayoutQ8XV (kernels/q8xv.h, the AVX-512 family's int16 Q8_0, e.g. the default
-// model's head): it stays on its VNNI kernels.
+// True for the int16-activation weights this driver reads: kLayoutQ4XV (Q4_0 / Q4_1 / Q4_K,
+// as the AVX-512 family prepares them), with whole blocks of 32 columns. Not kLayoutQ8XV
+// (kernels/q8xv.h, the AVX-512 family's int16 Q8_0, e.g. the default model's head): it stays
+// on its own kernels.
 bool amxBf16Handles(const LinearWeight& W);
 
 // y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on the tiles; call only when cpuHasAmxBf16()

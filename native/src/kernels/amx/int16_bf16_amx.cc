@@ -173,24 +173,6 @@ struct Q4XVRows {
   }
 };
 
-// Q8_0 in the file's layout: 34-byte blocks of an f16 d and 32 int8 q; value = d·q.
-struct Q8Rows {
-  static size_t rowBytes(int64_t cols) { return typeRowBytes(TensorType::Q8_0, cols); }
-  static void dequantize(const uint8_t* base, int64_t cols, int64_t row, int64_t b0, int64_t b1, uint16_t* hi,
-                         uint16_t* lo) {
-    const uint8_t* p = base + rowBytes(cols) * static_cast<size_t>(row) + b0 * kQ8_0Bytes;
-    for (int64_t b = b0; b < b1; ++b, p += kQ8_0Bytes, hi += kQK, lo += kQK) {
-      const __m512 d = _mm512_set1_ps(f16ToF32(loadU16(p)));
-      const __m512i q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2)));
-      const __m512i q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18)));
-      __m512i h, l;
-      split(_mm512_mul_ps(_mm512_cvtepi32_ps(q0), d), _mm512_mul_ps(_mm512_cvtepi32_ps(q1), d), &h, &l);
-      _mm512_storeu_si512(hi, h);
-      _mm512_storeu_si512(lo, l);
-    }
-  }
-};
-
 // Rows [r0, r0 + 16) of W (rows past W.rows: zero), blocks [b0, b1), into the panel (row r
 // at + r·(b1 − b0)·32).
 template <class L>
@@ -332,9 +314,8 @@ size_t amxBf16ScratchBytes(int64_t n, int64_t cols, int threads) {
 void matmulAmxBf16(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                    ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
-  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4XV or Q8_0 weight");
-  if (W.layout == kLayoutQ4XV) return run<Q4XVRows>(W, x, n, ldx, y, ldy, pool, scratch);
-  return run<Q8Rows>(W, x, n, ldx, y, ldy, pool, scratch);
+  if (!amxBf16Handles(W)) throw std::invalid_argument("matmulAmxBf16: not an int16-precision Q4XV weight");
+  run<Q4XVRows>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 }  // namespace prism::kernels
