@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { cpuFeatures, kernelTestHooks, TENSOR_TYPES, type TensorType } from './native.js';
+import { firstDifference, norms, randomMatrix, worstRelativeError } from './test-matrices.js';
 
 const TYPES: readonly TensorType[] = TENSOR_TYPES;
 const BLOCK: Record<TensorType, number> = {
@@ -41,58 +42,6 @@ function supportedIsas(): string[] {
   // The BF16-weight kernel additionally needs avx512bf16 and falls back to AVX2 without it.
   if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni) isas.push('avx512');
   return isas;
-}
-
-/** Deterministic normal-ish values (sum of uniforms) so failures reproduce. */
-function randomMatrix(count: number, seed: number, scale = 1): Float32Array {
-  let s = seed >>> 0 || 1;
-  const next = () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = (next() + next() + next() + next() - 2) * scale;
-  return out;
-}
-
-function norms(m: Float32Array, rows: number, cols: number): Float64Array {
-  const out = new Float64Array(rows);
-  for (let r = 0; r < rows; r++) {
-    let s = 0;
-    for (let k = 0; k < cols; k++) s += m[r * cols + k]! * m[r * cols + k]!;
-    out[r] = Math.sqrt(s);
-  }
-  return out;
-}
-
-/**
- * Largest |y - x·Wᵀ| over all outputs, relative to |W_r|·|x_t| (the scale of that dot
- * product), with W the dequantized weights and the product in f64.
- */
-function worstRelativeError(
-  y: Float32Array,
-  w: Float32Array,
-  x: Float32Array,
-  rows: number,
-  cols: number,
-  n: number,
-): number {
-  const wn = norms(w, rows, cols);
-  const xn = norms(x, n, cols);
-  let worst = 0;
-  for (let t = 0; t < n; t++) {
-    for (let r = 0; r < rows; r++) {
-      let acc = 0;
-      for (let k = 0; k < cols; k++) acc += w[r * cols + k]! * x[t * cols + k]!;
-      const e = Math.abs(y[t * rows + r]! - acc) / (wn[r]! * xn[t]! + 1e-30);
-      worst = Math.max(worst, Number.isNaN(e) ? Infinity : e);
-    }
-  }
-  return worst;
 }
 
 const QUANTIZED: ReadonlySet<TensorType> = new Set(TYPES.filter((t) => BLOCK[t] > 1));
@@ -344,14 +293,8 @@ test("kLayoutQ4XV: the AVX-512 int16 kernels give the scalar statement of the la
         const q = kernelTestHooks.quantize(type, w, rows, cols);
         const fast = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx512+int16');
         const scalar = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'q4xv-scalar+int16');
-        const a = new Uint32Array(fast.buffer, fast.byteOffset, n * rows);
-        const b = new Uint32Array(scalar.buffer, scalar.byteOffset, n * rows);
-        const i = a.findIndex((v, k) => v !== b[k]);
-        assert.equal(
-          i,
-          -1,
-          `${type} rows=${rows} cols=${cols} n=${n}: token ${Math.floor(i / rows)} row ${i % rows}: ${fast[i]} vs scalar ${scalar[i]}`,
-        );
+        const diff = firstDifference(fast, scalar, rows);
+        assert.equal(diff, null, `${type} rows=${rows} cols=${cols} n=${n}: ${diff}`);
         const err = worstRelativeError(
           scalar,
           kernelTestHooks.dequantize(type, q, rows, cols),

@@ -435,7 +435,9 @@ export interface NativeAddon {
   /**
    * Kernel test hook: y[n × rows] = x[n × cols] · Wᵀ with W given in `type` storage, using `isa`
    * ("amx" | "avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations;
-   * "amx" is avx512 with the AMX-served int8 layouts on the tiles for any n).
+   * "amx" is avx512 with the AMX-served int8 layouts on the tiles for any n; "q4xv-scalar+int16" /
+   * "q8xv-scalar+int16" the scalar statement of the exact-integer int16 layouts, and
+   * "q4xv-amx+int16" / "q8xv-amx+int16" their AMX-INT8 kernels for any n).
    */
   matmulForTest(
     type: TensorType,
@@ -452,15 +454,6 @@ export interface NativeAddon {
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
   /** Kernel test hook: calls of the 4-bit int16 AMX kernel so far in this process (kernels/amx/q4xv_amx.h). */
   q4xvAmxCallsForTest(): number;
-  /** Kernel test hook: a Q4_0 / Q4_1 / Q4_K matmul with int16 activations on that AMX kernel, any n. */
-  q4xvAmxMatmulForTest(
-    type: TensorType,
-    weights: Uint8Array,
-    rows: number,
-    cols: number,
-    x: Float32Array,
-    n: number,
-  ): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
@@ -734,7 +727,6 @@ export const kernelTestHooks = {
   quantize: addon.quantizeForTest.bind(addon),
   dequantize: addon.dequantizeForTest.bind(addon),
   q4xvAmxCalls: addon.q4xvAmxCallsForTest.bind(addon),
-  q4xvAmxMatmul: addon.q4xvAmxMatmulForTest.bind(addon),
 };
 
 /**

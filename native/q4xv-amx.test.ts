@@ -8,33 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { cpuFeatures, kernelTestHooks, type TensorType } from './native.js';
-
-/** Deterministic values in (-2, 2)·scale (sum of uniforms), so failures reproduce. */
-function randomMatrix(count: number, seed: number, scale = 1): Float32Array {
-  let s = seed >>> 0 || 1;
-  const next = () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = (next() + next() + next() + next() - 2) * scale;
-  return out;
-}
-
-/** The first output whose bits differ, or null. */
-function firstDifference(a: Float32Array, b: Float32Array, rows: number): string | null {
-  assert.equal(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  for (let i = 0; i < ua.length; i++) {
-    if (ua[i] !== ub[i]) return `token ${Math.floor(i / rows)} row ${i % rows}: ${a[i]} vs ${b[i]}`;
-  }
-  return null;
-}
+import { firstDifference, randomMatrix } from './test-matrices.js';
 
 // Rows that are not whole 16-row groups (the last group's padding rows are never stored),
 // odd block counts (Q4_0 / Q4_1: 1, 3, 7), a Q4_K row of three super-blocks.
@@ -79,7 +53,7 @@ test('q4xv amx: the AMX-INT8 tiles give the scalar statement bits and the one-to
     for (const n of TOKENS) {
       const xn = x.subarray(0, n * cols);
       const before = kernelTestHooks.q4xvAmxCalls();
-      const amx = kernelTestHooks.q4xvAmxMatmul(type, q, rows, cols, xn, n);
+      const amx = kernelTestHooks.matmul(type, q, rows, cols, xn, n, 'q4xv-amx+int16');
       assert.equal(
         kernelTestHooks.q4xvAmxCalls(),
         before + 1,

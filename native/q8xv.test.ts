@@ -12,62 +12,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { cpuFeatures, kernelTestHooks } from './native.js';
+import { firstDifference, randomMatrix, worstRelativeError } from './test-matrices.js';
 
 const avx512 = (() => {
   const f = cpuFeatures();
   return f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
 })();
-
-/** Deterministic values in (-2, 2)·scale (sum of uniforms), so failures reproduce. */
-function randomMatrix(count: number, seed: number, scale = 1): Float32Array {
-  let s = seed >>> 0 || 1;
-  const next = () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-  const out = new Float32Array(count);
-  for (let i = 0; i < count; i++) out[i] = (next() + next() + next() + next() - 2) * scale;
-  return out;
-}
-
-/** The first (token, row) whose bits differ, or null. */
-function firstDifference(a: Float32Array, b: Float32Array, rows: number): string | null {
-  assert.equal(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  const i = ua.findIndex((v, k) => v !== ub[k]);
-  return i < 0 ? null : `token ${Math.floor(i / rows)} row ${i % rows}: ${a[i]} vs ${b[i]}`;
-}
-
-/** Largest |y − x·Wᵀ| relative to |W_r|·|x_t|, W dequantized, the product in f64. */
-function worstRelativeError(
-  y: Float32Array,
-  w: Float32Array,
-  x: Float32Array,
-  rows: number,
-  cols: number,
-  n: number,
-) {
-  let worst = 0;
-  for (let t = 0; t < n; t++) {
-    let xn = 0;
-    for (let k = 0; k < cols; k++) xn += x[t * cols + k]! ** 2;
-    for (let r = 0; r < rows; r++) {
-      let acc = 0;
-      let wn = 0;
-      for (let k = 0; k < cols; k++) {
-        acc += w[r * cols + k]! * x[t * cols + k]!;
-        wn += w[r * cols + k]! ** 2;
-      }
-      worst = Math.max(worst, Math.abs(y[t * rows + r]! - acc) / (Math.sqrt(wn * xn) + 1e-30));
-    }
-  }
-  return worst;
-}
 
 test("kLayoutQ8XV: the AVX-512 int16 kernels give the scalar statement of the layout's arithmetic bit for bit", (t) => {
   if (!avx512) {

@@ -368,23 +368,6 @@ Napi::Value Q4xvAmxCallsForTest(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(kernels::q4xvAmxCalls()));
 }
 
-// A GGUF 4-bit weight's matmul on the kLayoutQ4XV AMX tiles for any n (kernels/amx/q4xv_amx.h).
-Napi::Value Q4xvAmxMatmulForTest(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  TensorType type = typeArg(env, info[0]);
-  auto w = typedArg<Napi::Uint8Array>(env, info[1], "weights", napi_uint8_array, "Uint8Array");
-  int64_t rows = intArg(env, info[2], "rows", 1, 1 << 24), cols = intArg(env, info[3], "cols", 1, 1 << 24);
-  auto x = typedArg<Napi::Float32Array>(env, info[4], "x", napi_float32_array, "Float32Array");
-  int64_t n = intArg(env, info[5], "n", 1, 1 << 20);
-  return guarded(env, [&]() -> Napi::Value {
-    if (w.ByteLength() != typeRowBytes(type, cols) * rows) throw Napi::RangeError::New(env, "weights: byte length does not match rows × cols of the type");
-    if (static_cast<int64_t>(x.ElementLength()) != n * cols) throw Napi::RangeError::New(env, "x: length must be n × cols");
-    auto y = Napi::Float32Array::New(env, n * rows);
-    kernels::q4xvAmxMatmulForTest(type, w.Data(), rows, cols, x.Data(), n, y.Data());
-    return y;
-  });
-}
-
 Napi::Value QuantizeForTest(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   TensorType type = typeArg(env, info[0]);
@@ -467,7 +450,6 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
   exports.Set("q4xvAmxCallsForTest", Napi::Function::New(env, Q4xvAmxCallsForTest));
-  exports.Set("q4xvAmxMatmulForTest", Napi::Function::New(env, Q4xvAmxMatmulForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
   exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));

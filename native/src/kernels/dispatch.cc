@@ -288,6 +288,55 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
   runMatmul(currentIsa(), amxEnabled() ? AmxUse::Batches : AmxUse::Off, W, x, n, ldx, y, ldy, pool, scratch);
 }
 
+namespace {
+
+// The exact-integer int16 layouts' test families (matmulForTest): the GGUF weight repacked
+// into kLayoutQ4XV (q4xv.h) or kLayoutQ8XV (q8xv.h), x quantized by the scalar int16
+// quantizer (the AVX-512 one's bits), then the layout's scalar statement ("-scalar") or its
+// AMX-INT8 kernel whatever n ("-amx"; matmul() hands the tiles only steps of the layout's
+// AMX minimum or more).
+void xvMatmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols, const float* x, int64_t n,
+                     float* y, const std::string& isa, const std::string& family) {
+  const bool q8 = family.starts_with("q8xv"), tiles = family.ends_with("-amx");
+  if (isa != family + "+int16") throw std::invalid_argument("isa " + family + " needs +int16; got '" + isa + "'");
+  if (tiles && !cpuHasAmxInt8())
+    throw std::invalid_argument("isa " + family + " is not supported by this CPU (or the OS refused it)");
+  if (q8 && type != TensorType::Q8_0) throw std::invalid_argument("isa " + family + " runs only Q8_0 weights");
+  if (!q8 && type != TensorType::Q4_0 && type != TensorType::Q4_1 && type != TensorType::Q4_K)
+    throw std::invalid_argument("isa " + family + " runs only Q4_0, Q4_1 and Q4_K weights");
+  if (n < 0) throw std::invalid_argument("n must be >= 0");
+  typeRowBytes(type, cols);  // throws unless cols is whole blocks
+  WeightBytes packed;
+  if (q8) repackQ8XV(weights, rows, cols, &packed);
+  else repackQ4XV(type, weights, rows, cols, &packed);
+  if (!tiles) {
+    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64);
+    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+    const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
+    if (q8) q8xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+    else q4xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+    return;
+  }
+#ifdef PRISM_Q4XV_AMX
+  // Several threads, so the split of the row groups is exercised; one caller at a time.
+  static std::mutex amxMutex;
+  static ThreadPool amxPool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 4u)));
+  std::lock_guard<std::mutex> lock(amxMutex);
+  if (n == 0) return;
+  // The activations at q4xvScratchBase, the kernel's room after them, sized at once.
+  KernelScratch scratch;
+  const size_t room = q8 ? q8xvAmxScratchBytes(amxPool.size()) : q4xvAmxScratchBytes(n, cols, amxPool.size());
+  scratch.bytes(q8xvActivationBytes(n, cols) + 64 + room);
+  const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, q4xvScratchBase(scratch));
+  if (q8) q8xvMatmulAmx(packed.data(), rows, cols, xa, n, y, rows, amxPool, q8xvAmxWork(scratch, n, cols));
+  else q4xvMatmulAmx(packed.data(), rows, cols, xa, n, y, rows, amxPool, scratch);
+#else
+  throw std::invalid_argument("isa " + family + ": this build has no AMX kernels of the int16 layouts");
+#endif
+}
+
+}  // namespace
+
 void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_t cols, const float* x,
                    int64_t n, float* y, const std::string& isa) {
   // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
@@ -296,49 +345,12 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
   // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
   // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
-  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight, and "q8xv-amx+int16" that layout's AMX-INT8
-  // kernel for any n (matmul() hands it only steps of kQ8XVAmxMinTokens or more).
+  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
+  // layout's AMX-INT8 kernel for any n (xvMatmulForTest).
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
-  if (family == "q8xv-scalar" || family == "q8xv-amx") {
-    if (isa != family + "+int16") throw std::invalid_argument("isa " + family + " needs +int16; got '" + isa + "'");
-    if (family == "q8xv-amx" && !cpuHasAmxInt8())
-      throw std::invalid_argument("isa q8xv-amx is not supported by this CPU (or the OS refused it)");
-    if (type != TensorType::Q8_0) throw std::invalid_argument("isa " + family + " runs only Q8_0 weights");
-    if (n < 0) throw std::invalid_argument("n must be >= 0");
-    typeRowBytes(type, cols);  // throws unless cols is whole blocks
-    WeightBytes packed;
-    repackQ8XV(weights, rows, cols, &packed);
-    // The activations, then (tiles) their room for up to 4 threads.
-    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64 + q8xvAmxScratchBytes(4));
-    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-    const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
-    if (family == "q8xv-scalar") {
-      q8xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
-      return;
-    }
-#ifdef PRISM_Q4XV_AMX
-    static std::mutex amxMutex;
-    static ThreadPool amxPool(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 4u)));
-    std::lock_guard<std::mutex> lock(amxMutex);
-    if (n > 0) q8xvMatmulAmx(packed.data(), rows, cols, xa, n, y, rows, amxPool, base + q4xvActivationBytes(n, cols));
-#else
-    throw std::invalid_argument("isa q8xv-amx: this build has no AMX kernels of the int16 layouts");
-#endif
-    return;
-  }
-  if (family == "q4xv-scalar") {
-    if (isa != "q4xv-scalar+int16") throw std::invalid_argument("isa q4xv-scalar needs +int16; got '" + isa + "'");
-    if (type != TensorType::Q4_0 && type != TensorType::Q4_1 && type != TensorType::Q4_K)
-      throw std::invalid_argument("isa q4xv-scalar runs only Q4_0, Q4_1 and Q4_K weights");
-    if (n < 0) throw std::invalid_argument("n must be >= 0");
-    typeRowBytes(type, cols);  // throws unless cols is whole blocks
-    WeightBytes packed;
-    repackQ4XV(type, weights, rows, cols, &packed);
-    std::vector<uint8_t> buf(q4xvActivationBytes(n, cols) + 64);
-    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
-    const Q4XVActivations xa = q4xvQuantizeScalar(x, n, cols, cols, base);
-    q4xvMatmulScalar(packed.data(), rows, cols, xa, n, y, rows);
+  if (family == "q4xv-scalar" || family == "q4xv-amx" || family == "q8xv-scalar" || family == "q8xv-amx") {
+    xvMatmulForTest(type, weights, rows, cols, x, n, y, isa, family);
     return;
   }
   const bool amx = family == "amx";
