@@ -28,6 +28,12 @@
  * (--method none: the B side is another engine without speculation, a second A/A control.)
  * (--no-control: no A' engine, two sides only, as before the control column.)
  * (--fixed-k: adaptive k off, every proposal verified in full: the proposer's acceptance.)
+ * (--instances N: each side loaded N times, in the order A A' B, B A' A, A A' B, …; round r
+ *  runs instance r mod N of each side, in order ⌊r / N⌋ of the six (6·N rounds: every
+ *  instance in every order of the sides once). Two
+ *  engines loaded alike differ by a few percent for the whole of a process on the
+ *  development CPU (the first loaded the slowest there), which the rotation of orders
+ *  cannot cancel; loading the sides in mirrored orders spreads that over all three.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,7 +59,7 @@ import {
   type StepPlan,
 } from '../native/native.js';
 import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
-import { fmt, median, nowMs } from './stats.js';
+import { fmt, median, nowMs, percentile } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -76,6 +82,8 @@ const { values: args } = parseArgs({
     'fixed-k': { type: 'boolean', default: false },
     /** No A/A control engine (A'): only A and B, a third less time per round. */
     'no-control': { type: 'boolean', default: false },
+    /** Engines loaded per side, in mirrored orders (see the usage note). */
+    instances: { type: 'string', default: '1' },
   },
 });
 const control = !args['no-control'];
@@ -92,6 +100,9 @@ const K =
       ? DEFAULT_FIXED_SPECULATIVE_TOKENS
       : DEFAULT_SPECULATIVE_TOKENS;
 const threads = Number(args.threads);
+const instances = Number(args.instances);
+if (!(Number.isInteger(instances) && instances >= 1))
+  throw new Error(`--instances: a whole number of engines per side, at least 1, got ${args.instances}`);
 const concurrencies = args.concurrency.split(',').map(Number);
 
 const PASSAGES = [
@@ -218,6 +229,23 @@ const loadavg = () => (existsSync('/proc/loadavg') ? readFileSync('/proc/loadavg
 
 const NO_SPEC = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0 } as SpecDecodeStats;
 
+function sumStats(all: readonly SpecDecodeStats[]): SpecDecodeStats {
+  const perPos: number[] = [];
+  for (const s of all) (s.acceptedPerPosition ?? []).forEach((n, j) => (perPos[j] = (perPos[j] ?? 0) + n));
+  return {
+    ...all[0],
+    numDrafts: all.reduce((a, s) => a + s.numDrafts, 0),
+    numDraftTokens: all.reduce((a, s) => a + s.numDraftTokens, 0),
+    numAcceptedTokens: all.reduce((a, s) => a + s.numAcceptedTokens, 0),
+    acceptedPerPosition: perPos,
+  };
+}
+
+/** A list of ratios as `median [first quartile, third quartile]`. */
+function spread(xs: readonly number[]): string {
+  return `${fmt(median(xs), 3)} [${fmt(percentile(xs, 25), 3)}, ${fmt(percentile(xs, 75), 3)}]`;
+}
+
 function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
   const drafts = b.numDrafts - a.numDrafts;
   const proposed = b.numDraftTokens - a.numDraftTokens;
@@ -251,31 +279,37 @@ async function main(): Promise<void> {
     // Every round computes its prompts afresh on both sides (rounds repeat the same prompts).
     prefixCache: false,
   };
-  const plain = await loadEngine(modelPath, base);
-  const twin = control ? await loadEngine(modelPath, base) : null;
-  const spec = await loadEngine(modelPath, method === 'none' ? base : specOptions(base));
-  const engines: Record<Side, EngineCore | null> = { A: plain, C: twin, B: spec };
+  const sides: Side[] = control ? ['A', 'C', 'B'] : ['A', 'B'];
+  const engines: Record<Side, EngineCore[]> = { A: [], C: [], B: [] };
+  for (let i = 0; i < instances; i++)
+    for (const side of i % 2 === 0 ? sides : [...sides].reverse())
+      engines[side].push(
+        await loadEngine(modelPath, side === 'B' && method !== 'none' ? specOptions(base) : base),
+      );
+  const plain = engines.A[0];
+  /** The speculative engines' counters, summed: each round's B is one of them. */
+  const specStats = async (): Promise<SpecDecodeStats> =>
+    sumStats(await Promise.all(engines.B.map(async (e) => (await e.status()).specDecode ?? NO_SPEC)));
   const label =
     method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
-    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds${control ? ", A/A control (A')" : ''}`,
+    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds${control ? ", A/A control (A')" : ''}${instances > 1 ? `, ${instances} engines per side` : ''}`,
   );
   console.log(`load average at start: ${loadavg()}\n`);
   const ctlHead = control ? " no spec A' tok/s | A'/A |" : '';
   const vsCtl = control ? " ratio vs A' |" : '';
   const ctlDecode = control ? " decode A'/A |" : '';
   console.log(
-    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | load after |`,
+    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | per round: ratio${control ? " · A'/A" : ''} (median [quartiles]) | load after |`,
   );
   console.log(
-    `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|${control ? '---:|' : ''}---:|${control ? '---:|' : ''}---:|---:|---|---|`,
+    `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|${control ? '---:|' : ''}---:|${control ? '---:|' : ''}---:|---:|---|---|---|`,
   );
   const ids = new Map<Task, number[][]>();
   for (const t of TASKS) ids.set(t, await Promise.all(t.prompts.map((p) => plain.tokenize(p, false))));
   let groundedDrafts = 0;
   /** Accepted draft tokens per draft position, grounded tasks at one sequence. */
   const groundedPerPos: number[] = [];
-  const sides: Side[] = control ? ['A', 'C', 'B'] : ['A', 'B'];
   const orders = permutations(sides);
   for (const task of TASKS) {
     for (const c of concurrencies) {
@@ -283,18 +317,23 @@ async function main(): Promise<void> {
       const tokS: Record<Side, number[]> = { A: [], C: [], B: [] };
       const decode: Record<Side, number[]> = { A: [], C: [], B: [] };
       let same = true;
-      const before = (await spec.status()).specDecode ?? NO_SPEC;
+      const before = await specStats();
       for (let r = 0; r < rounds; r++) {
         const got: Partial<Record<Side, Run>> = {};
-        for (const side of orders[r % orders.length])
-          got[side] = await runBatch(engines[side]!, prompts, task.constraint);
+        const instance = r % instances;
+        const order = orders[Math.floor(r / instances) % orders.length];
+        for (const side of order)
+          got[side] = await runBatch(engines[side][instance], prompts, task.constraint);
         for (const side of sides) {
           tokS[side].push(got[side]!.tokS);
+          console.error(
+            `round ${r} inst ${instance} order ${order.join('')} ${side} ${got[side]!.tokS.toFixed(1)}`,
+          );
           decode[side].push(got[side]!.decodeTokS);
         }
         same &&= got.A!.outputs.every((o, i) => o.join() === got.B!.outputs[i].join());
       }
-      const d = specDelta(before, (await spec.status()).specDecode ?? NO_SPEC);
+      const d = specDelta(before, await specStats());
       if (task.grounded && c === 1) {
         groundedDrafts += d.drafts;
         d.perPos.forEach((n, j) => (groundedPerPos[j] = (groundedPerPos[j] ?? 0) + n));
@@ -303,15 +342,16 @@ async function main(): Promise<void> {
       const [dA, dC, dB] = [median(decode.A), control ? median(decode.C) : 0, median(decode.B)];
       const ctl = control ? ` ${fmt(mc)} | ${fmt(mc / ma, 2)}× |` : '';
       const ctlD = control ? ` ${fmt(dC / dA, 2)}× |` : '';
+      // Each round's sides ran back to back on the same prompts: their ratios pair the noise.
+      const perRound = spread(tokS.B.map((b, i) => b / tokS.A[i]));
+      const perRoundCtl = control ? ` · ${spread(tokS.C.map((c2, i) => c2 / tokS.A[i]))}` : '';
       console.log(
-        `| ${task.name} | ${c} | ${fmt(ma)} |${ctl} ${fmt(mb)} | ${fmt(mb / ma, 2)}× |${control ? ` ${fmt(mb / mc, 2)}× |` : ''} ${fmt(dB / dA, 2)}× |${ctlD} ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} | ${loadavg().split(' ').slice(0, 3).join(' ')} |`,
+        `| ${task.name} | ${c} | ${fmt(ma)} |${ctl} ${fmt(mb)} | ${fmt(mb / ma, 2)}× |${control ? ` ${fmt(mb / mc, 2)}× |` : ''} ${fmt(dB / dA, 2)}× |${ctlD} ${fmt((100 * d.accepted) / Math.max(1, d.proposed))} % of ${d.proposed} | ${fmt(d.accepted / Math.max(1, d.drafts), 2)} | ${same ? 'yes' : 'NO'} | ${perRound}${perRoundCtl} | ${loadavg().split(' ').slice(0, 3).join(' ')} |`,
       );
     }
   }
   console.log(`\nload average after Prism: ${loadavg()}`);
-  await plain.close();
-  await twin?.close();
-  await spec.close();
+  for (const e of Object.values(engines).flat()) await e.close();
   // Tokens gained per verify step on the grounded tasks, single stream: what the projection uses.
   // Tokens a verify step of at most k draft tokens yields: 1 + the share of verify steps
   // that accepted a token at each position below k (a draft shorter than k counts as

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NgramIndex, NgramProposer } from './ngram.js';
+import { NGRAM_DEFAULTS, NgramIndex, NgramProposer } from './ngram.js';
 import { Sequence, type SequenceSampling } from '../sequence.js';
 import { GREEDY_SAMPLING } from '../testing/greedy-sampling.js';
 
@@ -72,4 +72,45 @@ test('constrained output: where no longer suffix is found, the last token propos
   // A longer match still proposes all it can.
   assert.deepEqual(ix.propose([...toks, 6, 40, 5], 5, 0, true), [6, 31, 8, 6, 40]);
   assert.deepEqual(new NgramIndex({ maxN: 4, minN: 2 }).propose([1, 2, 3], 5, 0, true), []);
+});
+
+test('the hashed index proposes what a scan of every earlier occurrence finds', () => {
+  // The index keys n-grams by a 32-bit hash: over long sequences of a small vocabulary (many
+  // repeats, many keys) its proposals equal those of the definition, read off by a scan.
+  const scan = (toks: readonly number[], k: number, o: { maxN: number; minN: number }) => {
+    const L = toks.length;
+    for (let n = Math.min(o.maxN, L - 1); n >= o.minN; n--) {
+      for (let end = L - 1; end >= n; end--) {
+        let same = true;
+        for (let i = 0; i < n && same; i++) same = toks[end - n + i] === toks[L - n + i];
+        if (same) return toks.slice(end, Math.min(end + k, L));
+      }
+    }
+    return [];
+  };
+  let seed = 12345;
+  const rand = (m: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8) % m;
+  for (const o of [NGRAM_DEFAULTS, { maxN: 3, minN: 1 }, { maxN: 6, minN: 3 }]) {
+    for (const vocab of [3, 7, 50_000]) {
+      const ix = new NgramIndex(o);
+      const toks: number[] = [];
+      let hits = 0;
+      // A large vocabulary repeats only where the text copies itself: runs copied from earlier.
+      let copyFrom = -1;
+      for (let i = 0; i < 1500; i++) {
+        if (vocab > 100 && toks.length > 10 && copyFrom < 0 && rand(8) === 0)
+          copyFrom = rand(toks.length - 8);
+        toks.push(copyFrom >= 0 ? toks[copyFrom++] : rand(vocab));
+        if (copyFrom >= 0 && rand(6) === 0) copyFrom = -1;
+        const got = ix.propose(toks, 5);
+        assert.deepEqual(
+          got,
+          scan(toks, 5, o),
+          `${JSON.stringify(o)}, vocabulary ${vocab}, ${toks.length} tokens`,
+        );
+        if (got.length > 0) hits++;
+      }
+      assert.ok(hits > 0, 'some suffixes occurred before');
+    }
+  }
 });

@@ -8,7 +8,12 @@
  *
  * Each sequence keeps an index from every n-gram it holds to the end of its latest
  * occurrence, grown as tokens are verified (never for draft tokens: a sequence's `tokens`
- * hold verified ones only), so a lookup costs O(maxN) whatever the length.
+ * hold verified ones only), so a lookup costs O(maxN) whatever the length. The index is
+ * keyed by a 32-bit hash of the n-gram, not a string of it: the lookups run for every
+ * decoding sequence in every step, drafts sent or not (adaptive-k scores the proposals it
+ * does not send), and string keys made them ~1% of a 16-sequence chat step on the
+ * development CPU. A hit is compared token by token, so a hash collision is a miss, never a
+ * wrong proposal (and a wrong proposal would only be refused by verification).
  */
 import type { Sequence } from '../sequence.js';
 import type { DraftAsk, Proposer } from './proposer.js';
@@ -22,9 +27,9 @@ export interface NgramOptions {
 
 export const NGRAM_DEFAULTS: NgramOptions = { maxN: 4, minN: 2 };
 
-/** One sequence's n-gram index: key → end of the latest occurrence (exclusive). */
+/** One sequence's n-gram index: the n-gram's hash → end of its latest occurrence (exclusive). */
 export class NgramIndex {
-  private readonly ends = new Map<string, number>();
+  private readonly ends = new Map<number, number>();
   /** Single tokens → end of their latest occurrence: the structural lookup of constrained output. */
   private readonly lastSeen = new Map<number, number>();
   /** Tokens whose n-grams ending at them are indexed: every end in [n, indexed]. */
@@ -56,10 +61,11 @@ export class NgramIndex {
     // suffix itself, and one that ends at L-1 .. has a continuation to propose.
     this.grow(tokens, L - 1);
     const maxN = Math.min(this.o.maxN, L - 1);
+    const hashes = suffixHashes(tokens, L, maxN);
     for (let n = maxN; n >= this.o.minN; n--) {
       if (n <= forced && n < this.o.maxN) break;
-      const end = this.ends.get(key(tokens, L - n, L));
-      if (end === undefined) continue;
+      const end = this.ends.get(hashes[n]);
+      if (end === undefined || !sameRun(tokens, end - n, L - n, n)) continue;
       return tokens.slice(end, Math.min(end + k, L)) as number[];
     }
     if (constrained && k > 0 && L > 1) {
@@ -72,18 +78,38 @@ export class NgramIndex {
   /** Indexes the n-grams ending at positions up to `upTo` (exclusive end). */
   private grow(tokens: readonly number[], upTo: number): void {
     for (let end = this.indexed + 1; end <= upTo; end++) {
-      for (let n = this.o.minN; n <= this.o.maxN && n <= end; n++)
-        this.ends.set(key(tokens, end - n, end), end);
+      let h = HASH_SEED;
+      for (let n = 1; n <= this.o.maxN && n <= end; n++) {
+        h = mix(h, tokens[end - n]);
+        if (n >= this.o.minN) this.ends.set(h, end);
+      }
       this.lastSeen.set(tokens[end - 1], end);
     }
     if (upTo > this.indexed) this.indexed = upTo;
   }
 }
 
-function key(tokens: readonly number[], from: number, to: number): string {
-  let s = '';
-  for (let i = from; i < to; i++) s += i === from ? `${tokens[i]}` : `,${tokens[i]}`;
-  return s;
+const HASH_SEED = 0x2545f491;
+
+/** One more token (taken from the end backwards) into an n-gram's 32-bit hash. */
+function mix(h: number, token: number): number {
+  const x = Math.imul(h ^ token, 0x9e3779b1);
+  return x ^ (x >>> 15);
+}
+
+/** hashes[n]: the hash of the last n tokens before `end`, for n = 1..maxN, as grow() keys them. */
+function suffixHashes(tokens: readonly number[], end: number, maxN: number): number[] {
+  const out = [HASH_SEED];
+  let h = HASH_SEED;
+  for (let n = 1; n <= maxN; n++) out.push((h = mix(h, tokens[end - n])));
+  return out;
+}
+
+/** Whether tokens[a, a+n) and tokens[b, b+n) hold the same tokens. */
+function sameRun(tokens: readonly number[], a: number, b: number, n: number): boolean {
+  if (a < 0) return false;
+  for (let i = 0; i < n; i++) if (tokens[a + i] !== tokens[b + i]) return false;
+  return true;
 }
 
 export class NgramProposer implements Proposer {
