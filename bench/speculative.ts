@@ -59,7 +59,7 @@ import {
   type StepPlan,
 } from '../native/native.js';
 import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
-import { fmt, median, nowMs, percentile } from './stats.js';
+import { fmt, median, medianInterval, nowMs, percentile } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -241,9 +241,14 @@ function sumStats(all: readonly SpecDecodeStats[]): SpecDecodeStats {
   };
 }
 
-/** A list of ratios as `median [first quartile, third quartile]`. */
+/**
+ * A list of per-round ratios as `median [95% interval of the median]` (order statistics,
+ * stats.ts), or with the quartiles where there are too few rounds for the interval.
+ */
 function spread(xs: readonly number[]): string {
-  return `${fmt(median(xs), 3)} [${fmt(percentile(xs, 25), 3)}, ${fmt(percentile(xs, 75), 3)}]`;
+  const iv = medianInterval(xs);
+  if (iv) return `${fmt(median(xs), 3)} [${fmt(iv.lo, 3)}, ${fmt(iv.hi, 3)}]`;
+  return `${fmt(median(xs), 3)} (quartiles ${fmt(percentile(xs, 25), 3)}, ${fmt(percentile(xs, 75), 3)})`;
 }
 
 function specDelta(a: SpecDecodeStats, b: SpecDecodeStats) {
@@ -300,7 +305,7 @@ async function main(): Promise<void> {
   const vsCtl = control ? " ratio vs A' |" : '';
   const ctlDecode = control ? " decode A'/A |" : '';
   console.log(
-    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | per round: ratio${control ? " · A'/A" : ''} (median [quartiles]) | load after |`,
+    `| task | conc. | no spec tok/s |${ctlHead} ${label} tok/s | ratio |${vsCtl} decode ratio |${ctlDecode} accepted | mean accepted / step | same output | per round: ratio${control ? " · A'/A" : ''} (median [95% interval]) | load after |`,
   );
   console.log(
     `|---|---:|---:|${control ? '---:|---:|' : ''}---:|---:|${control ? '---:|' : ''}---:|${control ? '---:|' : ''}---:|---:|---|---|---|`,

@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commonPrefixLength, fmt, median, pairedRooflinePercent, range, ratio } from './stats.js';
+import {
+  commonPrefixLength,
+  fmt,
+  median,
+  pairedRooflinePercent,
+  range,
+  ratio,
+  medianInterval,
+} from './stats.js';
 
 test('median of odd and even counts, unsorted input untouched', () => {
   const values = [5, 1, 3];
@@ -38,4 +46,20 @@ test('pairedRooflinePercent: each run against its own probe, then the median', (
   // Median decode (32.7) over median bandwidth (50.0) would read 107%.
   assert.equal(Math.round(((32.7 * bytes) / (median(probes) * 1e9)) * 100), 107);
   assert.throws(() => pairedRooflinePercent([1, 2], [1], 1e9), /2 runs but 1 probes/);
+});
+
+test('medianInterval: order statistics whose binomial tails hold the level', () => {
+  const ranks = (n: number) => {
+    const iv = medianInterval(
+      Array.from({ length: n }, (_, i) => i + 1),
+      0.95,
+    );
+    return iv && [iv.lo, iv.hi];
+  };
+  // The published 95% ranks: n = 6 → 1st and 6th (1/64 per tail), n = 100 → 40th and 61st.
+  assert.deepEqual(ranks(6), [1, 6]);
+  assert.deepEqual(ranks(100), [40, 61]);
+  assert.equal(ranks(5), null, 'five values cannot bound the median at 95% (1/32 per tail)');
+  // Unsorted input, any values.
+  assert.deepEqual(medianInterval([5, -1, 3, 9, 0, 2, 7]), { lo: -1, hi: 9 });
 });

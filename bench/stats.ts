@@ -64,3 +64,27 @@ export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
+
+/**
+ * A distribution-free interval for the median of `values` (order statistics): the k-th
+ * smallest and k-th largest value, k the largest rank with P(Binomial(n, ½) < k) ≤ (1 - level)/2,
+ * so that the median lies between them with at least `level` confidence, whatever the
+ * values' distribution. null when n is too small for the level (fewer than 6 values at 95%).
+ */
+export function medianInterval(values: readonly number[], level = 0.95): { lo: number; hi: number } | null {
+  const n = values.length;
+  const tail = (1 - level) / 2;
+  // cdf: P(X ≤ j) for X ~ Binomial(n, ½), summed term by term.
+  let term = Math.pow(0.5, n);
+  let below = 0; // P(X < k) for the k being tried
+  let k = 0;
+  for (let j = 0; j < n; j++) {
+    if (below + term > tail) break;
+    below += term;
+    k = j + 1;
+    term = (term * (n - j)) / (j + 1);
+  }
+  if (k < 1) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return { lo: sorted[k - 1], hi: sorted[n - k] };
+}
