@@ -418,7 +418,8 @@ export type TensorType = (typeof TENSOR_TYPES)[number];
 // The addon's raw exports
 // ---------------------------------------------------------------------------------------
 
-// Exported as a type for bench/kernels/ab-steps.ts, which loads several builds of the addon at once.
+// Exported as a type for bench/kernels/load-build.ts, with which the kernel scripts load several builds
+// of the addon at once.
 export interface NativeAddon {
   readGgufMetadata(path: string): Record<string, GgufValue>;
   loadModel(path: string, onProgress: ((fraction: number) => void) | undefined): Promise<ModelHandle>;

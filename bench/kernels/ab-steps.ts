@@ -22,11 +22,10 @@
  *   node --import tsx bench/kernels/ab-steps.ts models/sizes/1b-q4_0.gguf 200 \
  *     build/Release/prism_native.node@off build/Release/prism_native.node@measure
  */
-import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
+import { openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1, 2, 3];
@@ -40,25 +39,18 @@ if (!modelPath || !Number.isInteger(steps) || steps < 1 || addonPaths.length < 2
 }
 const threads = Number(process.env.THREADS ?? 2);
 
-const require = createRequire(import.meta.url);
 const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
 for (const path of addonPaths) {
   const at = path.indexOf('@');
   const file = at < 0 ? path : path.slice(0, at);
   const decodeTuning = at < 0 ? undefined : path.slice(at + 1);
-  // Resolved against the working directory: require() alone would resolve a relative path
-  // against this file.
-  const addon = require(resolve(file)) as NativeAddon;
-  const model = await addon.loadModel(modelPath, undefined);
-  const ctx = addon.createContext(model, {
+  const build = await openBuild(file, modelPath, {
     kvBlocks: BLOCKS.length,
     blockSize: BLOCK,
-    maxBatchTokens: 512,
-    maxSeqs: 1,
     threads,
-    ...(decodeTuning === undefined ? {} : { decodeTuning }),
+    decodeTuning,
   });
-  const tuning = addon.contextInfo(ctx).decodeTuning;
+  const tuning = build.addon.contextInfo(build.ctx).decodeTuning;
   if (tuning)
     process.stdout.write(
       `${path}: decode tuning ${tuning.setting} (${tuning.source}` +
@@ -66,11 +58,7 @@ for (const path of addonPaths) {
         (tuning.detail && tuning.source !== 'cached' ? tuning.detail.replace(/^/gm, '  ') + '\n' : ''),
     );
   const prompt = Array.from({ length: PROMPT }, (_, i) => 100 + i);
-  const first = await addon.step(
-    ctx,
-    greedyPlan([{ tokens: prompt, startPosition: 0, blocks: BLOCKS, sample: true }], BLOCK),
-  );
-  builds.push({ path, addon, ctx, next: first.tokens[0], times: [] });
+  builds.push({ path, ...build, next: await prefill(build, prompt, BLOCKS, BLOCK), times: [] });
 }
 
 const maxPosition = BLOCKS.length * BLOCK - 1;

@@ -14,11 +14,10 @@
  * of each build's step to the first build's. SIZES=1,2,4 (environment) picks the sizes,
  * THREADS the thread count (default 2).
  */
-import { createRequire } from 'node:module';
-import { resolve } from 'node:path';
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
+import { openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1];
@@ -37,7 +36,6 @@ if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 32)) {
   process.exit(2);
 }
 
-const require = createRequire(import.meta.url);
 const prompt = Array.from({ length: PROMPT }, (_, i) => 100 + ((i * 37) % 900));
 const builds: {
   path: string;
@@ -47,21 +45,9 @@ const builds: {
   times: Map<number, number[]>;
 }[] = [];
 for (const path of addonPaths) {
-  // Resolved against the working directory: require() alone would resolve it against this file.
-  const addon = require(resolve(path)) as NativeAddon;
-  const model = await addon.loadModel(modelPath, undefined);
-  const ctx = addon.createContext(model, {
-    kvBlocks: BLOCKS.length,
-    blockSize: BLOCK,
-    maxBatchTokens: 512,
-    maxSeqs: 1,
-    threads,
-  });
-  const first = await addon.step(
-    ctx,
-    greedyPlan([{ tokens: prompt, startPosition: 0, blocks: BLOCKS, sample: true }], BLOCK),
-  );
-  builds.push({ path, addon, ctx, next: first.tokens[0], times: new Map(sizes.map((n) => [n, []])) });
+  const build = await openBuild(path, modelPath, { kvBlocks: BLOCKS.length, blockSize: BLOCK, threads });
+  const next = await prefill(build, prompt, BLOCKS, BLOCK);
+  builds.push({ path, ...build, next, times: new Map(sizes.map((n) => [n, []])) });
 }
 
 for (let round = 0; round < rounds; round++) {

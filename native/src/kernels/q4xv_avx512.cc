@@ -23,9 +23,9 @@
 // Threads split the groups (whole two-group tiles for one token), or the tokens when there
 // are too few groups. That walk is int16_xv_walk.h's, shared with q8xv_avx512.cc.
 #include <algorithm>
-#include <cstring>
 
 #include "kernels/amx/amx.h"
+#include "kernels/int16_xv_avx512.h"
 #include "kernels/int16_xv_walk.h"
 #include "kernels/internal.h"
 #include "kernels/prefetch_lines.h"
@@ -33,17 +33,6 @@
 
 namespace prism::kernels {
 namespace {
-
-// GCC 12.2's AVX-512 intrinsics trip -W(maybe-)uninitialized inside its own headers (GCC bug
-// 105593; see matmul_avx512.cc).
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-inline __m512i broadcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // G consecutive groups from g0 × T consecutive tokens from t0, every block; y rows past
 // `rows` (the last group's padding) are not stored.

@@ -27,6 +27,7 @@
 
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/amx/tile_scope.h"
+#include "kernels/amx/transpose16.h"
 #include "kernels/internal.h"
 #include "kernels/q4xv.h"
 
@@ -55,32 +56,6 @@ TileConfig bf16TileConfig() {
     cfg.rows[i] = kTile;
   }
   return cfg;
-}
-
-// r[i] lane j ↔ r[j] lane i, for 16 vectors of 16 32-bit lanes: pairs of 32-bit lanes, then
-// of 64-bit lanes inside each 128-bit lane, then two rounds of 128-bit lane shuffles.
-inline void transpose16(__m512i* r) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  // After this round, 128-bit lane L of r[4i + j] holds rows 4i..4i+3 of column 4L + j.
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512i u0 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), u1 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE);
-    const __m512i v0 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44), v1 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
-    t[j] = _mm512_shuffle_i32x4(u0, v0, 0x88);
-    t[4 + j] = _mm512_shuffle_i32x4(u0, v0, 0xDD);
-    t[8 + j] = _mm512_shuffle_i32x4(u1, v1, 0x88);
-    t[12 + j] = _mm512_shuffle_i32x4(u1, v1, 0xDD);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
 inline __m512i asInt(__m512bh v) { return reinterpret_cast<__m512i&>(v); }

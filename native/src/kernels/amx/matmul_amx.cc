@@ -31,6 +31,7 @@
 
 #include "kernels/amx/amx.h"
 #include "kernels/amx/tile_scope.h"
+#include "kernels/amx/transpose16.h"
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 
@@ -480,36 +481,6 @@ template <class L>
     _tile_zero(3);
     if constexpr (L::kSigned) _tile_dpbssd(3, 1, 5);
     else _tile_dpbusd(3, 1, 5);
-  }
-}
-
-// m[r] lane t → m[t] lane r (a 16 × 16 f32 transpose: 32-bit, 64-bit, then 128-bit lanes).
-inline void transpose16(Acc& m) {
-  __m512 t[kTile];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(m[2 * i], m[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(m[2 * i], m[2 * i + 1]);
-  }
-  // u[4i + j]: 128-bit lane k holds rows 4i..4i + 3 of column 4k + j.
-  __m512 v[kTile];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
-    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
-    v[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    v[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    v[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    v[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const __m512 lo01 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x44), hi01 = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xEE);
-    const __m512 lo23 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0x44), hi23 = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0xEE);
-    m[j] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
-    m[4 + j] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
-    m[8 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
-    m[12 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
   }
 }
 
