@@ -34,6 +34,7 @@
  *  engines loaded alike differ by a few percent for the whole of a process on the
  *  development CPU (the first loaded the slowest there), which the rotation of orders
  *  cannot cancel; loading the sides in mirrored orders spreads that over all three.)
+ * (--per-round: every round's tok/s per side and instance on stderr.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -84,6 +85,8 @@ const { values: args } = parseArgs({
     'no-control': { type: 'boolean', default: false },
     /** Engines loaded per side, in mirrored orders (see the usage note). */
     instances: { type: 'string', default: '1' },
+    /** Each round's tok/s per side and instance, on stderr (C is A'). */
+    'per-round': { type: 'boolean', default: false },
   },
 });
 const control = !args['no-control'];
@@ -331,9 +334,10 @@ async function main(): Promise<void> {
           got[side] = await runBatch(engines[side][instance], prompts, task.constraint);
         for (const side of sides) {
           tokS[side].push(got[side]!.tokS);
-          console.error(
-            `round ${r} inst ${instance} order ${order.join('')} ${side} ${got[side]!.tokS.toFixed(1)}`,
-          );
+          if (args['per-round'])
+            console.error(
+              `${task.name}, ${c}: round ${r}, instance ${instance}, order ${order.join(' ')}: ${side} ${fmt(got[side]!.tokS)} tok/s`,
+            );
           decode[side].push(got[side]!.decodeTokS);
         }
         same &&= got.A!.outputs.every((o, i) => o.join() === got.B!.outputs[i].join());
