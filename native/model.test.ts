@@ -79,6 +79,16 @@ describe('default model', () => {
     // Q4_1 layers (~0.625 B/weight) + the Q8_0 tied head (49152 × 576 × 34/32 bytes).
     assert.ok(info.weightBytes > 85e6 && info.weightBytes < 110e6, `weightBytes ${info.weightBytes}`);
     assert.equal(info.residentWeightBytes, info.weightBytes, 'a dense model reads every weight it holds');
+    // Its 210 repacked matrices are all under 2 MiB: they were packed into the model's
+    // huge-page chunks (kernels/weight_memory.h), whole 2 MiB pages, 32 MiB at a time; the
+    // 28.7 MiB head is one buffer of its own. Whichever layout the ISA picks, the Q4_1 bytes
+    // come to 73-81 MiB (24 bytes per 32 values, plus scales in the layouts that widen them).
+    const mib = 2 ** 20;
+    assert.equal(info.weightArenaBytes % (2 * mib), 0, `weightArenaBytes ${info.weightArenaBytes}`);
+    assert.ok(
+      info.weightArenaBytes >= 64 * mib && info.weightArenaBytes <= 128 * mib,
+      `the small matrices' chunks: ${info.weightArenaBytes / mib} MiB`,
+    );
   });
 
   it('reads GGUF metadata with arrays and numbers', () => {

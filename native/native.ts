@@ -74,6 +74,11 @@ export interface ModelInfo {
   /** Every weight byte the model holds (what memory must fit); weightBytes for a dense model. */
   readonly residentWeightBytes: number;
   /**
+   * Bytes of the huge-page chunks the model's repacked weights under 2 MiB were packed into at
+   * load (native/src/kernels/weight_memory.h); 0 when none were (weights read in place).
+   */
+  readonly weightArenaBytes: number;
+  /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
    * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
    */

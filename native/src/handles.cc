@@ -80,6 +80,7 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   o.Set("expertsUsed", static_cast<double>(c.expertsUsed));
   o.Set("weightBytes", m.weightBytes);
   o.Set("residentWeightBytes", m.residentWeightBytes);
+  o.Set("weightArenaBytes", m.weightArena ? static_cast<double>(m.weightArena->chunkBytes()) : 0.0);
   o.Set("activations", m.activations == ActivationPrecision::Int8 ? "int8" : "int16");
   Napi::Object types = Napi::Object::New(env);
   for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);

@@ -295,6 +295,8 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
 
 std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress, WeightPreparation prep) {
   auto m = std::make_shared<Model>();
+  m->weightArena = std::make_unique<WeightArena>();
+  const WeightArenaScope arenaScope(m->weightArena.get());
   TensorSet set;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) readSafetensorsModel(path, m->cfg, set);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/weight_memory.h"
 #include "mapped_file.h"
 
 namespace prism {
@@ -129,6 +130,9 @@ struct LayerWeights {
 };
 
 struct Model {
+  // The chunks the repacked small weights live in (kernels/weight_memory.h). First, so that it
+  // is destroyed last: every LinearWeight below holds buffers in it.
+  std::unique_ptr<WeightArena> weightArena;
   ModelConfig cfg;
   std::vector<std::shared_ptr<MappedFile>> maps;
   std::deque<std::vector<uint8_t>> ownedBytes;  // fused weight copies (stable addresses)

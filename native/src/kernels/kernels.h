@@ -59,7 +59,9 @@ enum class ActivationPrecision : uint8_t { Int8 = 0, Int16 = 1 };
 // and restarts the hardware prefetcher. Buffers of 2 MiB or more are 2 MiB aligned and
 // their whole 2 MiB pages are marked MADV_HUGEPAGE (transparent huge pages, where the
 // kernel allows them) before the first write; the partial last page stays small, so
-// resident memory does not grow.
+// resident memory does not grow. Smaller ones made while a model loads are packed into
+// that model's huge-page chunks (kernels/weight_memory.h); elsewhere (tests, temporaries)
+// they are plain 64-byte-aligned allocations.
 void* allocWeightBytes(size_t n);
 void freeWeightBytes(void* p) noexcept;
 template <class T>

@@ -1,7 +1,5 @@
 // Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X and
 // kLayoutQ4XV, and the group layouts of the int8 kernels (internal.h and q4xv.h say why).
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -10,26 +8,6 @@
 
 #include "kernels/internal.h"
 #include "kernels/q4xv.h"
-
-namespace prism {
-
-void* allocWeightBytes(size_t n) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  if (n < kHuge) {
-    void* p = std::aligned_alloc(64, (n + 63) & ~size_t(63));
-    if (!p) throw std::bad_alloc();
-    return p;
-  }
-  void* p = std::aligned_alloc(kHuge, (n + kHuge - 1) & ~(kHuge - 1));
-  if (!p) throw std::bad_alloc();
-  // Advice only: where THP is off, or the kernel refuses, the pages are small, as before.
-  madvise(p, n & ~(kHuge - 1), MADV_HUGEPAGE);
-  return p;
-}
-
-void freeWeightBytes(void* p) noexcept { std::free(p); }
-
-}  // namespace prism
 
 namespace prism::kernels {
 
