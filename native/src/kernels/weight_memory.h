@@ -3,12 +3,9 @@
 //
 // Why: decode streams every weight byte once per token, and most matrices of a small model
 // are well under 2 MiB (the default model's 210 Q/K/V/O/gate/up/down matrices are 83-663
-// KiB, ~75% of its weight bytes). Allocated one by one they sat in 4 KiB pages, each placed
-// wherever malloc put it: mmap'd apart for the first model a process loaded, from the heap for
-// later ones once glibc's mmap threshold had moved. Two engines of the same model in one
-// process then decoded at speeds a few percent apart for their whole lives, by load order.
-// Packed into huge-page chunks, every model's weights are laid out alike and cost the TLB a
-// 2 MiB page per entry.
+// KiB, ~75% of its weight bytes). Allocated one by one they sat in 4 KiB pages, each one
+// costing the TLB an entry per 4 KiB of the stream. Packed into huge-page chunks, the default
+// model's one-token step took 0.79x the time (paired, same process; docs/benchmarks.md).
 #pragma once
 #include <cstddef>
 #include <cstdint>
