@@ -117,7 +117,7 @@ class Context {
 
   // KV cache in F16: [slot in page][page][kvHead][position][headDim] for K and for V (a page's
   // slots are its layers; with one page per block of every layer: [layer][block]...).
-  std::vector<uint16_t> kCache_, vCache_;
+  HugePageVector<uint16_t> kCache_, vCache_;  // huge pages where the kernel gives them (kernels.h)
   // Activations, [maxBatchTokens × width]: sized for the largest prefill, resident only
   // for the rows steps have used (lazy_zero.h).
   LazyZeroVector<float> x_, xn_, qkv_, attn_, gu_, act_, tmp_;

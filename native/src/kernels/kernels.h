@@ -76,6 +76,10 @@ struct WeightAllocator {
   bool operator==(const WeightAllocator<U>&) const noexcept { return true; }
 };
 using WeightBytes = std::vector<uint8_t, WeightAllocator<uint8_t>>;
+// The KV cache takes the same pages (context.h): attention reads every sequence's pages of
+// every layer at each step, scattered over the pool, a TLB entry per 4 KiB page otherwise.
+template <class T>
+using HugePageVector = std::vector<T, WeightAllocator<T>>;
 
 // A linear layer's weight, ready for the kernels. Created once at load time by
 // prepareLinear(); `data` points either into the mmapped file (zero copy) or into `owned`
