@@ -35,6 +35,10 @@
  *  development CPU (the first loaded the slowest there), which the rotation of orders
  *  cannot cancel; loading the sides in mirrored orders spreads that over all three.)
  * (--per-round: every round's tok/s per side and instance on stderr.)
+ * (--same-engine: no engine without speculation is loaded; A and A' are requests with
+ *  numSpeculativeTokens 0 sent to B's own engines, so the three sides share engines, memory
+ *  and threads and differ only in what speculation does per step. With --instances N the
+ *  rounds still rotate over N such engines.)
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,6 +89,8 @@ const { values: args } = parseArgs({
     'no-control': { type: 'boolean', default: false },
     /** Engines loaded per side, in mirrored orders (see the usage note). */
     instances: { type: 'string', default: '1' },
+    /** A and A' are requests that do not speculate, sent to B's engines (see the usage note). */
+    'same-engine': { type: 'boolean', default: false },
     /** Each round's tok/s per side and instance, on stderr (C is A'). */
     'per-round': { type: 'boolean', default: false },
   },
@@ -104,6 +110,9 @@ const K =
       : DEFAULT_SPECULATIVE_TOKENS;
 const threads = Number(args.threads);
 const instances = Number(args.instances);
+const sameEngine = args['same-engine'];
+if (sameEngine && method === 'none')
+  throw new Error('--same-engine: the B side must speculate (not --method none)');
 if (!(Number.isInteger(instances) && instances >= 1))
   throw new Error(`--instances: a whole number of engines per side, at least 1, got ${args.instances}`);
 const concurrencies = args.concurrency.split(',').map(Number);
@@ -194,13 +203,19 @@ interface Run {
   outputs: (readonly number[])[];
 }
 
-async function runBatch(e: EngineCore, ids: readonly number[][], constraint?: Constraint): Promise<Run> {
+async function runBatch(
+  e: EngineCore,
+  ids: readonly number[][],
+  constraint?: Constraint,
+  /** Requests that do not speculate (numSpeculativeTokens 0): A and A' under --same-engine. */
+  noSpec = false,
+): Promise<Run> {
   const t0 = nowMs();
   const outputs = await Promise.all(
     ids.map(async (p) => {
       const req: GenerateRequest = {
         prompt: { kind: 'tokens', ids: [...p] },
-        params: { temperature: 0, maxNewTokens: maxTokens },
+        params: { temperature: 0, maxNewTokens: maxTokens, ...(noSpec ? { numSpeculativeTokens: 0 } : {}) },
         ...(constraint ? { constraint } : {}),
       };
       let out: readonly number[] = [];
@@ -289,11 +304,16 @@ async function main(): Promise<void> {
   };
   const sides: Side[] = control ? ['A', 'C', 'B'] : ['A', 'B'];
   const engines: Record<Side, EngineCore[]> = { A: [], C: [], B: [] };
-  for (let i = 0; i < instances; i++)
-    for (const side of i % 2 === 0 ? sides : [...sides].reverse())
-      engines[side].push(
-        await loadEngine(modelPath, side === 'B' && method !== 'none' ? specOptions(base) : base),
-      );
+  if (sameEngine) {
+    for (let i = 0; i < instances; i++) engines.B.push(await loadEngine(modelPath, specOptions(base)));
+    engines.A = engines.C = engines.B;
+  } else {
+    for (let i = 0; i < instances; i++)
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse())
+        engines[side].push(
+          await loadEngine(modelPath, side === 'B' && method !== 'none' ? specOptions(base) : base),
+        );
+  }
   const plain = engines.A[0];
   /** The speculative engines' counters, summed: each round's B is one of them. */
   const specStats = async (): Promise<SpecDecodeStats> =>
@@ -301,7 +321,7 @@ async function main(): Promise<void> {
   const label =
     method + (args['draft-layers'] ? ` L=${args['draft-layers']}` : '') + (args['fixed-k'] ? ' fixed k' : '');
   console.log(
-    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds${control ? ", A/A control (A')" : ''}${instances > 1 ? `, ${instances} engines per side` : ''}`,
+    `# bench:spec — ${modelPath.split('/').pop()}, ${label}, ${threads} threads, ${maxTokens} tokens, k ≤ ${K}, ${rounds} rounds${control ? ", A/A control (A')" : ''}${instances > 1 ? `, ${instances} engines${sameEngine ? '' : ' per side'}` : ''}${sameEngine ? ", A and A' are requests without speculation on B's engines" : ''}`,
   );
   console.log(`load average at start: ${loadavg()}\n`);
   const ctlHead = control ? " no spec A' tok/s | A'/A |" : '';
@@ -331,7 +351,12 @@ async function main(): Promise<void> {
         const instance = r % instances;
         const order = orders[Math.floor(r / instances) % orders.length];
         for (const side of order)
-          got[side] = await runBatch(engines[side][instance], prompts, task.constraint);
+          got[side] = await runBatch(
+            engines[side][instance],
+            prompts,
+            task.constraint,
+            sameEngine && side !== 'B',
+          );
         for (const side of sides) {
           tokS[side].push(got[side]!.tokS);
           if (args['per-round'])
@@ -360,7 +385,7 @@ async function main(): Promise<void> {
     }
   }
   console.log(`\nload average after Prism: ${loadavg()}`);
-  for (const e of Object.values(engines).flat()) await e.close();
+  for (const e of new Set(Object.values(engines).flat())) await e.close();
   // Tokens gained per verify step on the grounded tasks, single stream: what the projection uses.
   // Tokens a verify step of at most k draft tokens yields: 1 + the share of verify steps
   // that accepted a token at each position below k (a draft shorter than k counts as

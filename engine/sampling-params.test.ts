@@ -15,6 +15,12 @@ test('defaults: sampling at temperature 1, max_new_tokens = the cap, a random re
   assert.notEqual(resolveParams({}, limits).seed, resolveParams({}, limits).seed);
 });
 
+test("a request's draft cap: absent means the engine's, 0 means none", () => {
+  assert.equal(resolveParams({}, limits).numSpeculativeTokens, undefined);
+  assert.equal(resolveParams({ numSpeculativeTokens: 0 }, limits).numSpeculativeTokens, 0);
+  assert.equal(resolveParams({ numSpeculativeTokens: 3 }, limits).numSpeculativeTokens, 3);
+});
+
 test('do_sample=false forces greedy; max_new_tokens is capped by maxIterTimes', () => {
   assert.equal(resolveParams({ doSample: false, temperature: 0.7 }, limits).temperature, 0);
   assert.equal(resolveParams({ maxNewTokens: 4000 }, limits).maxNewTokens, 512);
@@ -34,6 +40,8 @@ test('each bad field is named with its rule', () => {
     [{ seed: 1.5 }, 'params.seed', /integer/],
     [{ stop: 'x' }, 'params.stop', /list/],
     [{ ignoreEos: 1 }, 'params.ignore_eos', /boolean/],
+    [{ numSpeculativeTokens: -1 }, 'params.num_speculative_tokens', />= 0/],
+    [{ numSpeculativeTokens: 2.5 }, 'params.num_speculative_tokens', /integer/],
   ];
   for (const [params, field, rule] of bad) {
     assert.throws(

@@ -33,6 +33,8 @@ export interface ResolvedParams {
   readonly beam: BeamParams | null;
   /** Output tokens before an end-of-sequence or stop token may end it (0 = no minimum). */
   readonly minTokens: number;
+  /** Cap on draft tokens per step for this request (0 = no speculation); undefined: the engine's. */
+  readonly numSpeculativeTokens: number | undefined;
 }
 
 export interface BeamParams {
@@ -177,6 +179,16 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     r((v) => v >= 0, 'must be >= 0'),
     r((v) => v <= maxNewTokens, `must be <= max_new_tokens (${maxNewTokens})`),
   );
+  const numSpeculativeTokens =
+    p.numSpeculativeTokens === undefined || p.numSpeculativeTokens === null
+      ? undefined
+      : num(
+          p.numSpeculativeTokens,
+          'params.num_speculative_tokens',
+          0,
+          true,
+          r((v) => v >= 0, 'must be >= 0'),
+        );
   const beam = bool(p.useBeamSearch, 'params.use_beam_search', false)
     ? beamParams(p, bestOf, temperature, topK, topP)
     : null;
@@ -233,6 +245,7 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     includeStopStrInOutput: bool(p.includeStopStrInOutput, 'params.include_stop_str_in_output', false),
     beam,
     minTokens,
+    numSpeculativeTokens,
   };
 }
 

@@ -98,6 +98,12 @@ export interface SamplingParams {
   readonly earlyStopping?: boolean | 'never';
   /** Tokens generated before an end-of-sequence or stop token may end the output (vLLM's min_tokens). */
   readonly minTokens?: number;
+  /**
+   * Most draft tokens a step verifies for this request's sequences when the engine speculates
+   * (llama.cpp server's per-request `speculative.n_max`); 0: none, the request decodes as
+   * without speculation. Absent: the engine's num_speculative_tokens. No effect otherwise.
+   */
+  readonly numSpeculativeTokens?: number;
 }
 
 export interface GenerateRequest {

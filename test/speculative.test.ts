@@ -282,3 +282,33 @@ test('the counters are on /metrics under vLLM names and on /metrics-json', async
   assert.ok(sd.acceptedTokens > 0);
   assert.equal(sd.acceptedPerPosition.length, 6);
 });
+
+test("a request's own draft cap: 0 verifies no draft, 2 at most two per step; the same tokens", async () => {
+  const grounded = prompts().slice(0, 6);
+  const reqs = (cap?: number): GenerateRequest[] =>
+    grounded.map((text) => ({
+      prompt: { kind: 'text', text },
+      params: {
+        temperature: 0,
+        maxNewTokens: 24,
+        ...(cap !== undefined ? { numSpeculativeTokens: cap } : {}),
+      },
+    }));
+  const stats = async () => (await spec.status()).specDecode!;
+  const base = await Promise.all(reqs().map((r) => finish(plain, r)));
+  for (const cap of [0, 2]) {
+    const before = await stats();
+    const got = await Promise.all(reqs(cap).map((r) => finish(spec, r)));
+    const after = await stats();
+    got.forEach((f, i) => assert.deepEqual(f.tokenIds, base[i].tokenIds, `cap ${cap}, prompt ${i}`));
+    const drafted = after.numDraftTokens - before.numDraftTokens;
+    if (cap === 0) assert.equal(drafted, 0, 'no draft token for requests that opt out');
+    else {
+      assert.ok(drafted > 0, 'grounded prompts draft under a cap of 2');
+      const deeper = after.acceptedPerPosition.slice(2).reduce((a, n) => a + n, 0);
+      const deeperBefore = before.acceptedPerPosition.slice(2).reduce((a, n) => a + n, 0);
+      assert.equal(deeper, deeperBefore, 'nothing accepted past the second draft position');
+      assert.ok(after.numDraftTokens - before.numDraftTokens <= 2 * (after.numDrafts - before.numDrafts));
+    }
+  }
+});

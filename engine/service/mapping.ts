@@ -104,8 +104,11 @@ function saturate(v: number | undefined, lo: number, hi: number): number | undef
   return Math.min(hi, Math.max(lo, v));
 }
 
-function paramsToProto(p: SamplingParams): pb.SamplingParams {
+function paramsToProto(params: SamplingParams): pb.SamplingParams {
   const i32 = (v: number | undefined): number | undefined => saturate(v, -INT32_MAX - 1, INT32_MAX);
+  // The per-request draft cap is set only by in-process callers of the engine (bench:spec);
+  // no gateway accepts it, and the gRPC API does not carry it.
+  const { numSpeculativeTokens: _engineLocal, ...p } = params;
   return pb.SamplingParams.fromPartial({
     ...p,
     maxNewTokens: i32(p.maxNewTokens),

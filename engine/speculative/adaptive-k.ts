@@ -54,6 +54,7 @@ export class Acceptance {
   /** Decaying sums of accepted draft tokens and of rejections (a draft token refused). */
   private accepted: number;
   private rejected: number;
+  private n = 0;
 
   constructor(
     prior: number,
@@ -71,9 +72,15 @@ export class Acceptance {
     return n > 0 ? this.accepted / n : 0;
   }
 
+  /** Verify steps (and shadow scores) recorded: 0 while only the prior speaks. */
+  get records(): number {
+    return this.n;
+  }
+
   /** A verify step of `drafted` tokens accepted `accepted` of them. */
   record(drafted: number, accepted: number): void {
     if (drafted <= 0) return;
+    this.n++;
     this.accepted = this.accepted * this.decay + accepted;
     this.rejected = this.rejected * this.decay + (accepted < drafted ? 1 : 0);
   }

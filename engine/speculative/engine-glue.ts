@@ -36,5 +36,8 @@ export function draftRoom(seq: Sequence, req: LiveRequest | undefined, maxSeqLen
   // position of a step, so a verify step must not reach past the minimum. No drafts.
   if (req.pd?.kind === 'prefill' || req.beams) return 0;
   if (seq.numOutput < (seq.sampling.minTokens ?? 0)) return 0;
-  return Math.min(req.maxNew - c.tokenIds.length, maxSeqLen - seq.tokens.length) - 1;
+  // The request's own cap (numSpeculativeTokens; 0: it does not speculate, so it is not
+  // even looked up).
+  const cap = req.params.numSpeculativeTokens ?? Infinity;
+  return Math.min(req.maxNew - c.tokenIds.length - 1, maxSeqLen - seq.tokens.length - 1, cap);
 }

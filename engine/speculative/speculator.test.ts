@@ -74,6 +74,57 @@ test('a new sequence starts from the acceptance recent sequences achieved: open-
   assert.equal(sent, 20);
 });
 
+test("after grounded requests, open-ended ones that record little do not start from the copies' acceptance", () => {
+  // Grounded sequences propose at every step and have every draft accepted; open-ended ones
+  // find something to propose at one step in eight, and it is refused.
+  let grounded = true;
+  let calls = 0;
+  const sometimes: Proposer = {
+    method: 'ngram',
+    costly: false,
+    propose: (asks) =>
+      asks.map(({ k }) => (grounded || ++calls % 8 === 0 ? Array.from({ length: k }, () => 7) : [])),
+    release() {},
+    close() {},
+  };
+  const s = new Speculator(
+    sometimes,
+    { numSpeculativeTokens: 4, cost: { perToken: 0.2, knee: 48 } },
+    { room: () => 100 },
+  );
+  const run = (seq: Sequence) => {
+    s.propose([seq]);
+    const d = seq.draft?.tokens ?? [];
+    const batch = {
+      items: [{ seq, start: 0, numNew: 1, sample: true, draft: d }],
+    } as unknown as ScheduledBatch;
+    s.verified(batch, {
+      tokens: Int32Array.from([grounded ? 7 : 1]),
+      numAccepted: Int32Array.from([grounded ? d.length : 0]),
+    } as StepOutput);
+    return d.length;
+  };
+  const request = () => {
+    const seq = sequence();
+    let sent = 0;
+    for (let i = 0; i < 16; i++) sent += run(seq);
+    s.release(seq); // the engine releases every finished sequence
+    return sent;
+  };
+  for (let r = 0; r < 20; r++) request();
+  grounded = false;
+  const sentBy = Array.from({ length: 20 }, request);
+  // The first open-ended requests pay for a first proposal each; then their own votes (one
+  // per finished sequence) bring the prior down, though they recorded only two outcomes each
+  // against the grounded requests' 320.
+  assert.ok(sentBy[0] > 0, `the first open-ended request still drafts: ${sentBy}`);
+  assert.deepEqual(
+    sentBy.slice(4),
+    sentBy.slice(4).map(() => 0),
+    `drafts sent per open-ended request: ${sentBy}`,
+  );
+});
+
 test("a free proposer's draft check (structured output) counts in the step's learned cost", async () => {
   const busy = (ms: number) => {
     const end = performance.now() + ms;
