@@ -33,7 +33,8 @@
  *  instance in every order of the sides once). Two
  *  engines loaded alike differ by a few percent for the whole of a process on the
  *  development CPU (the first loaded the slowest there), which the rotation of orders
- *  cannot cancel; loading the sides in mirrored orders spreads that over all three.)
+ *  cannot cancel. Mirrored loading spreads the first and last places over A; it does not
+ *  remove the difference (A'/A still read 1.02 in 48-round runs): --same-engine does.)
  * (--per-round: every round's tok/s per side and instance on stderr.)
  * (--same-engine: no engine without speculation is loaded; A and A' are requests with
  *  numSpeculativeTokens 0 sent to B's own engines, so the three sides share engines, memory

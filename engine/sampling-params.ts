@@ -66,6 +66,11 @@ function num(value: unknown, field: string, fallback: number, integer: boolean, 
   return value;
 }
 
+/** An integer field with no default: undefined when absent, else checked as `num` checks it. */
+function optionalInt(value: unknown, field: string, ...rules: Rule[]): number | undefined {
+  return value === undefined || value === null ? undefined : num(value, field, 0, true, ...rules);
+}
+
 function bool(value: unknown, field: string, fallback: boolean): boolean {
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'boolean')
@@ -160,16 +165,11 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     r((v) => v >= n, `must be >= n (${n})`),
     r((v) => v <= limits.maxN, `must be <= ${limits.maxN}`),
   );
-  const truncate =
-    p.truncate === undefined || p.truncate === null
-      ? undefined
-      : num(
-          p.truncate,
-          'params.truncate',
-          0,
-          true,
-          r((v) => v >= 1, 'must be >= 1'),
-        );
+  const truncate = optionalInt(
+    p.truncate,
+    'params.truncate',
+    r((v) => v >= 1, 'must be >= 1'),
+  );
 
   const minTokens = num(
     p.minTokens,
@@ -179,16 +179,11 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     r((v) => v >= 0, 'must be >= 0'),
     r((v) => v <= maxNewTokens, `must be <= max_new_tokens (${maxNewTokens})`),
   );
-  const numSpeculativeTokens =
-    p.numSpeculativeTokens === undefined || p.numSpeculativeTokens === null
-      ? undefined
-      : num(
-          p.numSpeculativeTokens,
-          'params.num_speculative_tokens',
-          0,
-          true,
-          r((v) => v >= 0, 'must be >= 0'),
-        );
+  const numSpeculativeTokens = optionalInt(
+    p.numSpeculativeTokens,
+    'params.num_speculative_tokens',
+    r((v) => v >= 0, 'must be >= 0'),
+  );
   const beam = bool(p.useBeamSearch, 'params.use_beam_search', false)
     ? beamParams(p, bestOf, temperature, topK, topP)
     : null;

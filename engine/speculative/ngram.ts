@@ -12,8 +12,9 @@
  * keyed by a 32-bit hash of the n-gram in a typed-array table (int-table.ts), not by a
  * string of it in a Map: the lookups run for every decoding sequence in every step, drafts
  * sent or not (adaptive-k scores the proposals it does not send), and string keys made them
- * ~70 µs of a 16-sequence chat step on the development CPU. A hit is compared token by token, so a hash collision is a miss, never a
- * wrong proposal (and a wrong proposal would only be refused by verification).
+ * ~70 µs of a 16-sequence chat step on the development CPU. A hit is compared token by
+ * token, so a hash collision is a miss, never a wrong proposal (and a wrong proposal would
+ * only be refused by verification).
  */
 import type { Sequence } from '../sequence.js';
 import { IntTable } from './int-table.js';
