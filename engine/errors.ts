@@ -38,3 +38,10 @@ export class EngineError extends Error {
 export function invalidArgument(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field, rule);
 }
+
+/** Any failure as the engine reports it: an EngineError as is, anything else GENERATION_FAILED with its message. */
+export function asEngineError(e: unknown): EngineError {
+  return e instanceof EngineError
+    ? e
+    : new EngineError('GENERATION_FAILED', `request failed: ${e instanceof Error ? e.message : String(e)}`);
+}

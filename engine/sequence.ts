@@ -110,7 +110,7 @@ export class Sequence implements KvSequence {
   }
 
   /**
-   * A beam of a beam search (beam-search.ts): its next token is chosen across its request's
+   * A beam of a beam search (engine/beam/): its next token is chosen across its request's
    * beams after each step, not sampled, so the step's sampled token is not appended.
    */
   beam = false;

@@ -1,9 +1,9 @@
 /**
  * What the engine needs from a grammar library, as one interface: compile a constraint, and
  * for each sequence a matcher that takes tokens, gives the mask of the tokens allowed next,
- * rolls back, and says what the grammar forces (jump-forward). The engine (engine-glue.ts,
- * step-plan.ts) depends on this, not on a library; xgrammar on its own thread
- * (grammar-service.ts over grammar-worker.ts) is the one implementation.
+ * rolls back, and says what the grammar forces (jump-forward). The engine
+ * (structured-extension.ts, step-plan.ts) depends on this, not on a library; xgrammar on its
+ * own thread (grammar-service.ts over grammar-worker.ts) is the one implementation.
  *
  * The shape follows SGLang's `BaseGrammarBackend` / `BaseGrammarObject` (compile; per request
  * `accept_token`, `fill_vocab_mask`, `rollback`, `try_jump_forward`), with one difference that
@@ -86,7 +86,5 @@ export interface GrammarBackend {
   free(m: GrammarMatcher): void;
   /** Set when the backend can serve no more calls (its thread died); a fresh one is made. */
   readonly dead: Error | null;
-  /** Per-mask computation times (ms), for the benchmark. */
-  readonly maskTimes: readonly number[];
   close(): Promise<void>;
 }
