@@ -24,7 +24,7 @@ import { loadEngine } from '../engine/load-engine.js';
 import { GrammarService } from '../engine/structured/grammar-service.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import type { EngineCore } from '../engine/engine-core.js';
-import type { StructuredTuning } from '../engine/structured/structured-extension.js';
+import type { StructuredTuning } from '../engine/structured/tuning.js';
 import type { Constraint, GenerateRequest } from '../engine/types.js';
 import { jsonSchemaBenchDir, sampleFiles } from './jsonschemabench.js';
 import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';

@@ -35,7 +35,7 @@ import {
 } from './options.js';
 import { NativeRunner } from './runner.js';
 import { scratchPagesFor, startSpeculation } from './speculative/start.js';
-import type { StructuredTuning } from './structured/structured-extension.js';
+import type { StructuredTuning } from './structured/tuning.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
 

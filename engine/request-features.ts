@@ -20,11 +20,8 @@ import type { ResolvedEngineOptions } from './options.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { Runner } from './runner.js';
 import { SpeculationExtension, type SpeculationConfig } from './speculative/speculation-extension.js';
-import {
-  StructuredOutput,
-  type StructuredStats,
-  type StructuredTuning,
-} from './structured/structured-extension.js';
+import { StructuredOutput, type StructuredStats } from './structured/structured-extension.js';
+import type { StructuredTuning } from './structured/tuning.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { EngineInfo, EngineStatus } from './types.js';
 

@@ -10,7 +10,7 @@ import { ensureDefaultModel } from '../default-model.js';
 import type { EngineCore } from '../engine-core.js';
 import { loadEngine } from '../load-engine.js';
 import type { Constraint, FinishEvent, GenerateEvent, GenerateRequest, SamplingParams } from '../types.js';
-import type { StructuredTuning } from './structured-extension.js';
+import type { StructuredTuning } from './tuning.js';
 
 let engine: EngineCore;
 /** The engine's structured-output switches (the overlap test flips them). */

@@ -8,7 +8,6 @@
  * grammar thread is started by the first constrained request (a server that never sees one
  * never pays for it).
  */
-import { availableParallelism } from 'node:os';
 import type { ChoiceOutput } from '../choice-output.js';
 import { invalidArgument } from '../errors.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
@@ -25,24 +24,12 @@ import type { Constraint, GrammarConstraint } from './constraint.js';
 import type { GrammarBackend } from './grammar-backend.js';
 import { GrammarService } from './grammar-service.js';
 import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
+import { StepMasks } from './step-masks.js';
+import type { StructuredTuning } from './tuning.js';
 import { checkConstraint } from './validate.js';
 
 /** Grammar keys whose checks are remembered (see `StructuredOutput.checked`). */
 const CHECKED_KEYS = 4096;
-
-/**
- * Structured output's two optimisations switched, and its mask waits watched, by whoever
- * builds the engine (a benchmark or a test): read at every step and request, so paired runs
- * flip them on one loaded engine. Engines built without one get the defaults.
- */
-export interface StructuredTuning {
-  /** Masks overlap the forward pass; undefined: where a core is left beside the native step's threads. */
-  overlapMasks?: boolean;
-  /** Jump-forward; undefined: on where the tokenizer encodes on the event loop. */
-  jumpForward?: boolean;
-  /** Per step that samples a constrained sequence: ms its critical path waited for masks. */
-  onMaskWait?(ms: number): void;
-}
 
 /** What structured output counts (read by tests and benchmarks through the engine's features). */
 export interface StructuredStats {
@@ -84,18 +71,16 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
   private readonly tuning: StructuredTuning;
   /** Jump-forward (jump-forward.ts); needs a tokenizer that encodes on the event loop. */
   private readonly jumpTokenizer: JumpTokenizer | null;
-  /** Masks overlap the forward pass unless tuned otherwise (see `overlapMasks`). */
-  private readonly overlapByDefault: boolean;
+  /** Each step's masks: awaited, or handed over late. */
+  private readonly masks: StepMasks;
   /** The checks of choices the grammar enforces only in part. */
   private readonly checks: ChoiceChecks<LiveRequest>;
   jumpedTokens = 0;
-  lateSteps = 0;
 
   constructor(private readonly d: StructuredDeps) {
     this.tokenizer = d.tokenizer;
     this.tuning = d.tuning ?? {};
-    const cores = availableParallelism();
-    this.overlapByDefault = cores > (d.nativeThreads ?? cores);
+    this.masks = new StepMasks(this.tuning, d.nativeThreads);
     const t = d.tokenizer;
     this.jumpTokenizer =
       t.encode && t.isSpecial
@@ -114,6 +99,10 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
       restart: (req, index, seed) => host.restartChoice(req, index, seed),
       settled: (req) => host.settle(req),
     });
+  }
+
+  get lateSteps(): number {
+    return this.masks.lateSteps;
   }
 
   get resampledChoices(): number {
@@ -279,51 +268,9 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
     return tokens;
   }
 
-  /**
-   * Overlap the masks with the forward pass. Off: the engine awaits every mask before it
-   * starts the step. On by default only where a core is left beside the native step's
-   * threads: its fork-join pool spins, so a grammar thread (and the event loop handing over
-   * the masks) running on one of its cores slows the whole forward pass more than the wait
-   * it saves (measured on a 2-core machine, docs/benchmarks.md).
-   */
-  private get overlapMasks(): boolean {
-    return this.tuning.overlapMasks ?? this.overlapByDefault;
-  }
-
-  /**
-   * Before a step: undefined when every mask the step needs is there (an unconstrained batch
-   * pays nothing); else `{ masks }`, the promise of the missing ones, which the runner hands
-   * to a step that starts its forward pass at once and samples once the masks are in. (An
-   * object, not the promise itself: an async function would wait for a returned promise.)
-   * With `overlapMasks` off, it awaits them itself and returns undefined.
-   */
-  async beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
-    let pending: Promise<void>[] | null = null;
-    let constrained = false;
-    for (const { sample, seq } of batch.items) {
-      const g = seq.grammar;
-      if (!sample || !g) continue;
-      constrained = true;
-      if (g.mask === null && g.error === null && !g.terminated) (pending ??= []).push(g.pending);
-    }
-    if (!pending) {
-      if (constrained) this.stall(0);
-      return undefined;
-    }
-    const masks = Promise.all(pending).then(() => {});
-    if (this.overlapMasks) {
-      this.lateSteps++;
-      return { masks, waited: (ms) => this.stall(ms) };
-    }
-    const t0 = performance.now();
-    await masks;
-    this.stall(performance.now() - t0);
-    return undefined;
-  }
-
-  /** The critical path's wait for masks (awaited before the step, or waited by sampling after the forward pass). */
-  private stall(ms: number): void {
-    this.tuning.onMaskWait?.(ms);
+  /** Before a step: its masks, late ones overlapping the forward pass (step-masks.ts). */
+  beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
+    return this.masks.beforeStep(batch);
   }
 
   /**
