@@ -22,7 +22,7 @@ export interface LiveRequest {
   readonly queue: EventQueue<GenerateEvent>;
   /** Its sequences: the first, then the ones a best_of fork adds. */
   readonly seqs: Sequence[];
-  /** One per choice, by sequence index (an extension may replace them: beam search's n best beams, at the end). */
+  /** One per choice, by sequence index (an extension may replace them when the request ends). */
   readonly choices: ChoiceOutput[];
   /** A new choice output of this request (its stop rules, chat parsing and seed + index). */
   readonly makeChoice: (index: number) => ChoiceOutput;
