@@ -15,19 +15,29 @@ import type { FinishEvent, GenerateRequest } from './types.js';
 type Hook = Exclude<keyof RequestExtension, 'name'>;
 type With<K extends Hook> = RequestExtension & Required<Pick<RequestExtension, K>>;
 
+const NONE: readonly number[] = [];
+
 /** Each extension's part of one request, from `check` to `admit`. */
 export type RequestParts = ReadonlyMap<RequestExtension, unknown>;
 
 export class ExtensionList {
-  private readonly lists = new Map<Hook, RequestExtension[]>();
+  private readonly lists = new Map<Hook, readonly RequestExtension[]>();
+  /** The extensions of the hooks the output processor calls per sampled item. */
+  private readonly takers: readonly With<'takeSample'>[];
+  private readonly forcers: readonly With<'forcedAfter'>[];
+  private readonly feeders: readonly With<'afterTokens'>[];
 
-  constructor(readonly all: readonly RequestExtension[]) {}
+  constructor(readonly all: readonly RequestExtension[]) {
+    this.takers = this.with('takeSample');
+    this.forcers = this.with('forcedAfter');
+    this.feeders = this.with('afterTokens');
+  }
 
-  /** The extensions with hook `k` (computed once per hook). */
+  /** The extensions with hook `k` (listed once per hook). */
   private with<K extends Hook>(k: K): readonly With<K>[] {
     let list = this.lists.get(k);
     if (!list) this.lists.set(k, (list = this.all.filter((e) => e[k] !== undefined)));
-    return list as With<K>[];
+    return list as readonly With<K>[];
   }
 
   check(request: GenerateRequest, params: ResolvedParams): RequestParts {
@@ -55,7 +65,8 @@ export class ExtensionList {
 
   /** True when an extension took the sequence to queue it itself. */
   beforeQueue(req: LiveRequest, seq: Sequence): boolean {
-    return this.with('beforeQueue').some((e) => e.beforeQueue(req, seq));
+    for (const e of this.with('beforeQueue')) if (e.beforeQueue(req, seq)) return true;
+    return false;
   }
 
   /** Undefined when no extension has to be waited for (the loop then goes on at once). */
@@ -82,21 +93,25 @@ export class ExtensionList {
   }
 
   takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {
-    return this.with('takeSample').some((e) => e.takeSample(req, seq, out, k));
+    for (const e of this.takers) if (e.takeSample(req, seq, out, k)) return true;
+    return false;
   }
 
   forcedAfter(seq: Sequence, token: number, accepted: number): readonly number[] {
-    for (const e of this.with('forcedAfter')) {
+    for (const e of this.forcers) {
       const forced = e.forcedAfter(seq, token, accepted);
       if (forced.length > 0) return forced;
     }
-    return [];
+    return NONE;
   }
 
   /** Every extension sees the tokens; the first error, or null. */
   afterTokens(seq: Sequence, tokens: readonly number[]): string | null {
     let error: string | null = null;
-    for (const e of this.with('afterTokens')) error ??= e.afterTokens(seq, tokens);
+    for (const e of this.feeders) {
+      const failed = e.afterTokens(seq, tokens);
+      error ??= failed;
+    }
     return error;
   }
 
@@ -112,7 +127,8 @@ export class ExtensionList {
   }
 
   holds(req: LiveRequest): boolean {
-    return this.with('holds').some((e) => e.holds(req));
+    for (const e of this.with('holds')) if (e.holds(req)) return true;
+    return false;
   }
 
   finishing(req: LiveRequest | undefined, seq: Sequence): void {
