@@ -183,7 +183,8 @@ export class EngineCore implements Engine {
       req?.spans?.scheduled(now);
     }
     try {
-      const late = await this.extensions.beforeStep(batch);
+      const before = this.extensions.beforeStep(batch);
+      const late = before && (await before);
       this.stepping = true;
       return await this.deps.runner.step(batch, late);
     } catch (e) {

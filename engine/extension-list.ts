@@ -83,13 +83,15 @@ export class ExtensionList {
     for (const e of this.with('fork')) e.fork(parent, child);
   }
 
-  async beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
-    const late: LateMasks[] = [];
+  /** Undefined when no extension has anything to wait for (the step starts at once). */
+  beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> | undefined {
+    let pending: Promise<LateMasks | undefined>[] | undefined;
     for (const e of this.with('beforeStep')) {
-      const r = await e.beforeStep(batch);
-      if (r) late.push(r);
+      const p = e.beforeStep(batch);
+      if (p) (pending ??= []).push(p);
     }
-    return joinLateMasks(late);
+    if (!pending) return undefined;
+    return Promise.all(pending).then((late) => joinLateMasks(late.filter((l) => l !== undefined)));
   }
 
   takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {

@@ -28,6 +28,8 @@ const ms = () => performance.now();
 export class BeamSearchExtension implements RequestExtension<BeamPart> {
   readonly name = 'beam search';
   private readonly searches = new WeakMap<LiveRequest, BeamSearch>();
+  /** Searches admitted and not yet released (none: a step has no rounds to look for). */
+  private live = 0;
 
   constructor(
     private readonly tokenizer: EngineTokenizer,
@@ -65,6 +67,7 @@ export class BeamSearchExtension implements RequestExtension<BeamPart> {
     seq.beam = true;
     seq.reservedSlots = part.options.width - 1;
     this.searches.set(req, new BeamSearch(part.options, seq));
+    this.live++;
   }
 
   /** A beam's step reports its top candidates to its search. */
@@ -77,6 +80,7 @@ export class BeamSearchExtension implements RequestExtension<BeamPart> {
 
   /** After the step: the searches whose every live beam reported go one round on. */
   afterStep(batch: ScheduledBatch): void {
+    if (this.live === 0) return;
     const now = ms();
     const reported = new Set<LiveRequest>();
     for (const item of batch.items) {
@@ -88,7 +92,7 @@ export class BeamSearchExtension implements RequestExtension<BeamPart> {
   }
 
   release(req: LiveRequest): void {
-    this.searches.delete(req);
+    if (this.searches.delete(req)) this.live--;
   }
 
   private advance(req: LiveRequest, now: number): void {

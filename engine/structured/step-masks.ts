@@ -36,12 +36,13 @@ export class StepMasks {
 
   /**
    * Before a step: undefined when every mask the step needs is there (an unconstrained batch
-   * pays nothing); else `{ masks }`, the promise of the missing ones, which the runner hands
-   * to a step that starts its forward pass at once and samples once the masks are in. (An
-   * object, not the promise itself: an async function would wait for a returned promise.)
-   * With `overlapMasks` off, it awaits them itself and returns undefined.
+   * pays nothing, not even a promise); else the promise of `{ masks }`, the promise of the
+   * missing ones, which the runner hands to a step that starts its forward pass at once and
+   * samples once the masks are in. (An object, not the promise itself: an async function
+   * would wait for a returned promise.) With `overlapMasks` off, it awaits them itself and
+   * resolves to undefined.
    */
-  async beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
+  beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> | undefined {
     let pending: Promise<void>[] | null = null;
     let constrained = false;
     for (const { sample, seq } of batch.items) {
@@ -54,7 +55,10 @@ export class StepMasks {
       if (constrained) this.stall(0);
       return undefined;
     }
-    const masks = Promise.all(pending).then(() => {});
+    return this.late(Promise.all(pending).then(() => {}));
+  }
+
+  private async late(masks: Promise<void>): Promise<LateMasks | undefined> {
     if (this.overlapMasks) {
       this.lateSteps++;
       return { masks, waited: (ms) => this.stall(ms) };

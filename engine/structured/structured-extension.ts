@@ -269,7 +269,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
   }
 
   /** Before a step: its masks, late ones overlapping the forward pass (step-masks.ts). */
-  beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> {
+  beforeStep(batch: ScheduledBatch): Promise<LateMasks | undefined> | undefined {
     return this.masks.beforeStep(batch);
   }
 
