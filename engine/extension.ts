@@ -17,8 +17,8 @@
  *      a rejection fails the request.
  *   3. `plan(plan, part, ctx)` — tokenized: shape how the request runs (`RequestPlan`: its
  *      first sequence's sampling, forks, choices, held output, what its steps may carry);
- *      may refuse the request (throw), must change nothing else: a later refusal drops it.
- *      An extension may read what earlier ones planned.
+ *      may refuse the request (throw), and changes nothing but the plan and its own part (a
+ *      later refusal drops the request). An extension may read what earlier ones planned.
  *   4. `admit(req, seq, part, plan)` — the request is live: attach per-request and
  *      per-sequence state. Must not throw.
  *   5. `beforeQueue(req, seq)` — true: the extension keeps the first sequence out of the
