@@ -24,7 +24,7 @@ import type { GrammarConstraint } from './structured/constraint.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import type { EngineChat } from './tools/engine-chat.js';
-import type { ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
+import type { ChatRenderExtras, ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
 import type { Disaggregation, PdState } from './kv-transfer/engine-glue.js';
 
 export interface IntakeDeps {
@@ -349,10 +349,16 @@ export class RequestIntake {
     };
   }
 
-  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    // The same rendering as a chat request without tools (earlier calls included).
+  async applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    // The same rendering as a chat request with these messages, tools and template variables.
     checkMessages(messages, 'messages');
-    return this.deps.chat.render({ kind: 'chat', messages, addGenerationPrompt }, 'messages').text;
+    const prompt = { kind: 'chat' as const, messages, addGenerationPrompt, ...extras };
+    this.deps.chat.check(prompt);
+    return this.deps.chat.render(prompt, 'messages').text;
   }
 }
 

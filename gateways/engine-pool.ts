@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
 import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
   Engine,
@@ -151,8 +152,12 @@ export class EnginePool implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   /** Adapters are loaded on every engine of the pool, so any member serves any request. */

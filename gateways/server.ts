@@ -6,6 +6,8 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Engine } from '../engine/types.js';
+import { anthropicErrorFormat } from './anthropic/errors.js';
+import { anthropicRouter } from './anthropic/index.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { healthRouter } from './management/index.js';
@@ -37,6 +39,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
     case 'service':
       return [
         openaiRouter(gw),
+        anthropicRouter(gw),
         tgiRouter(gw),
         kserveRouter(gw),
         nativeServiceRouter(gw),
@@ -78,12 +81,16 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
 /** MindIE's own routes under /v1 (native and management families): their errors stay MindIE's. */
 const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|unload_lora_adapter)(\/|$)/i;
 
+/** Anthropic's Messages API under /v1. */
+const ANTHROPIC_ROUTE = /^\/v1\/messages(\/|$)/i;
+
 /**
  * The family a path belongs to decides the shape of errors answered before its handler runs.
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
- * except MindIE's own /v1 routes.
+ * except MindIE's own /v1 routes and Anthropic's /v1/messages.
  */
 export function errorFormatForPath(path: string): ErrorFormatter {
+  if (ANTHROPIC_ROUTE.test(path)) return anthropicErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;

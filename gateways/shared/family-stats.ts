@@ -6,7 +6,7 @@
  */
 import type Koa from 'koa';
 
-export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native'] as const;
+export const FAMILIES = ['openai', 'anthropic', 'ollama', 'tgi', 'vllm', 'kserve', 'native'] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -19,6 +19,8 @@ export function familyOfRoute(method: string, path: string): Family | undefined 
   if (method !== 'POST') return undefined;
   if (path === '/v1/chat/completions' || path === '/v1/completions' || path === '/v1/responses')
     return 'openai';
+  if (path === '/v1/messages') return 'anthropic';
+  if (path === '/api/chat' || path === '/api/generate') return 'ollama';
   if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
   if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
   if (path === '/infer' || path === '/infer_token') return 'native';

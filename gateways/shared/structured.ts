@@ -59,7 +59,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
  * OpenAI refuses what its strict mode does not support; otherwise what the grammar cannot
  * enforce is checked on the finished document (engine/structured/schema/prepare.ts).
  */
-function schemaConstraint(value: unknown, field: string, grammarOnly = false): Constraint {
+export function jsonSchemaConstraint(value: unknown, field: string, grammarOnly = false): Constraint {
   let schema = value;
   if (typeof value === 'string') {
     try {
@@ -108,7 +108,7 @@ export function fromResponseFormat(rf: unknown, field = 'response_format'): Cons
         throw invalid(`${field}.json_schema.strict`, 'must be a boolean');
       if (js.schema === undefined || js.schema === null) return { kind: 'json_object' };
       if (!isObject(js.schema)) throw invalid(`${field}.json_schema.schema`, 'must be a JSON Schema object');
-      return schemaConstraint(js.schema, `${field}.json_schema.schema`, js.strict === true);
+      return jsonSchemaConstraint(js.schema, `${field}.json_schema.schema`, js.strict === true);
     }
     default:
       throw invalid(
@@ -134,7 +134,7 @@ function fromStructuredOutputs(so: unknown, field: string): Constraint {
   const k = kinds[0];
   switch (k) {
     case 'json':
-      return schemaConstraint(so.json, `${field}.json`);
+      return jsonSchemaConstraint(so.json, `${field}.json`);
     case 'regex':
       return { kind: 'regex', pattern: nonEmptyString(so.regex, `${field}.regex`) };
     case 'choice':
@@ -194,7 +194,7 @@ export function constraintFromFields(
     case 'structured_outputs':
       return { constraint: fromStructuredOutputs(body.structured_outputs, field), field };
     case 'guided_json':
-      return { constraint: schemaConstraint(body.guided_json, field), field };
+      return { constraint: jsonSchemaConstraint(body.guided_json, field), field };
     case 'guided_regex':
       return { constraint: { kind: 'regex', pattern: nonEmptyString(body.guided_regex, field) }, field };
     case 'guided_choice':
@@ -213,7 +213,7 @@ export function fromTgiGrammar(
   if (!isObject(grammar)) throw invalid(field, 'must be an object with type and value');
   switch (grammar.type) {
     case 'json':
-      return { constraint: schemaConstraint(grammar.value, `${field}.value`), field: `${field}.value` };
+      return { constraint: jsonSchemaConstraint(grammar.value, `${field}.value`), field: `${field}.value` };
     case 'regex':
       return {
         constraint: { kind: 'regex', pattern: nonEmptyString(grammar.value, `${field}.value`) },
