@@ -8,6 +8,8 @@ import Koa from 'koa';
 import type { Engine } from '../engine/types.js';
 import { anthropicErrorFormat } from './anthropic/errors.js';
 import { anthropicRouter } from './anthropic/index.js';
+import { ollamaErrorFormat } from './ollama/errors.js';
+import { ollamaRouter } from './ollama/index.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { healthRouter } from './management/index.js';
@@ -40,6 +42,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
       return [
         openaiRouter(gw),
         anthropicRouter(gw),
+        ollamaRouter(gw),
         tgiRouter(gw),
         kserveRouter(gw),
         nativeServiceRouter(gw),
@@ -87,10 +90,11 @@ const ANTHROPIC_ROUTE = /^\/v1\/messages(\/|$)/i;
 /**
  * The family a path belongs to decides the shape of errors answered before its handler runs.
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
- * except MindIE's own /v1 routes and Anthropic's /v1/messages.
+ * except MindIE's own /v1 routes and Anthropic's /v1/messages; /api is Ollama's.
  */
 export function errorFormatForPath(path: string): ErrorFormatter {
   if (ANTHROPIC_ROUTE.test(path)) return anthropicErrorFormat;
+  if (/^\/api(\/|$)/i.test(path)) return ollamaErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;

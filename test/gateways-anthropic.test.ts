@@ -78,7 +78,10 @@ test('bad requests: 400 naming the field, in Anthropic’s error shape', async (
     [{ ...base, max_tokens: undefined }, 'max_tokens: is required'],
     [{ ...base, top_k: 40, frobnicate: true }, 'frobnicate: is not a known field'],
     [{ ...base, tool_choice: { type: 'any' } }, 'tool_choice: needs tools'],
-    [{ ...base, tool_choice: { type: 'tool', name: 'nope' } }, "tool_choice.name: 'nope' is not one of the tools"],
+    [
+      { ...base, tool_choice: { type: 'tool', name: 'nope' } },
+      "tool_choice.name: 'nope' is not one of the tools",
+    ],
     [
       { ...base, tools: [{ name: 'web', type: 'web_search_20250305' }] },
       "tools[0].type: tool type 'web_search_20250305' (only custom tools) is not supported by this server",
@@ -91,8 +94,14 @@ test('bad requests: 400 naming the field, in Anthropic’s error shape', async (
       { ...base, messages: [...base.messages, { role: 'assistant', content: 'The answer is' }] },
       'messages[1].role: a final assistant message (continuing a prefilled answer) is not supported by this server',
     ],
-    [{ ...base, thinking: { type: 'enabled', budget_tokens: 2048 } }, 'thinking.budget_tokens: must be less than max_tokens'],
-    [{ ...base, output_config: { effort: 'high' } }, 'output_config.effort: effort is not supported by this server'],
+    [
+      { ...base, thinking: { type: 'enabled', budget_tokens: 2048 } },
+      'thinking.budget_tokens: must be less than max_tokens',
+    ],
+    [
+      { ...base, output_config: { effort: 'high' } },
+      'output_config.effort: effort is not supported by this server',
+    ],
   ];
   for (const [body, message] of cases) {
     const res = await postJson(`${h.url}/v1/messages`, body);
@@ -139,7 +148,9 @@ test('thinking: a reasoning model’s think block is a thinking block, unary and
     const types = events.map((e) => e.event);
     assert.deepEqual(types.slice(0, 3), ['message_start', 'ping', 'content_block_start']);
     assert.deepEqual(types.slice(-2), ['message_delta', 'message_stop']);
-    const starts = events.filter((e) => e.event === 'content_block_start').map((e) => e.data.content_block.type);
+    const starts = events
+      .filter((e) => e.event === 'content_block_start')
+      .map((e) => e.data.content_block.type);
     assert.deepEqual(starts, ['thinking', 'text']);
     const thinking = events
       .filter((e) => e.data.delta?.type === 'thinking_delta')
@@ -154,7 +165,11 @@ test('thinking: a reasoning model’s think block is a thinking block, unary and
     // A thinking block sent back is taken (the template renders it as reasoning_content or drops it).
     const back = await postJson(`${s.url}/v1/messages`, {
       ...body,
-      messages: [...body.messages, { role: 'assistant', content: unary.json.content }, { role: 'user', content: 'Thanks' }],
+      messages: [
+        ...body.messages,
+        { role: 'assistant', content: unary.json.content },
+        { role: 'user', content: 'Thanks' },
+      ],
     });
     assert.equal(back.status, 200, back.text);
   } finally {

@@ -103,7 +103,12 @@ describe('401 in each family’s shape, never an answer', () => {
     [
       'ollama chat',
       '/api/chat',
-      { model: MODEL_NAME, stream: false, options: { num_predict: 2 }, messages: [{ role: 'user', content: 'hi' }] },
+      {
+        model: MODEL_NAME,
+        stream: false,
+        options: { num_predict: 2 },
+        messages: [{ role: 'user', content: 'hi' }],
+      },
       (j) => assert.equal(typeof j.error, 'string'),
     ],
     [

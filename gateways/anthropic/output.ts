@@ -81,7 +81,12 @@ export function contentBlocks(
   const text = stops.cut(chat ? chat.content : finish.text);
   if (text !== '') blocks.push({ type: 'text', text });
   for (const c of chat?.toolCalls ?? [])
-    blocks.push({ type: 'tool_use', id: c.id, name: c.function.name, input: toolInput(c.function.arguments) });
+    blocks.push({
+      type: 'tool_use',
+      id: c.id,
+      name: c.function.name,
+      input: toolInput(c.function.arguments),
+    });
   return blocks;
 }
 
@@ -104,13 +109,16 @@ export class BlockStream {
     this.close();
     this.index++;
     this.open = type;
-    this.emit('content_block_start', { type: 'content_block_start', index: this.index, content_block: block });
+    this.emit('content_block_start', {
+      type: 'content_block_start',
+      index: this.index,
+      content_block: block,
+    });
   }
 
   close(): void {
     if (this.open === null) return;
-    if (this.open === 'thinking')
-      this.delta({ type: 'signature_delta', signature: '' }); // no signature: nothing here signs
+    if (this.open === 'thinking') this.delta({ type: 'signature_delta', signature: '' }); // no signature: nothing here signs
     this.emit('content_block_stop', { type: 'content_block_stop', index: this.index });
     this.open = null;
   }

@@ -17,7 +17,10 @@ import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { jsonSchemaConstraint } from '../shared/structured.js';
 
-const cacheControl = { type: 'object', properties: { type: { const: 'ephemeral' }, ttl: { type: 'string' } } };
+const cacheControl = {
+  type: 'object',
+  properties: { type: { const: 'ephemeral' }, ttl: { type: 'string' } },
+};
 
 const messagesSchema = {
   type: 'object',
@@ -123,7 +126,11 @@ export interface MessagesBody {
   top_k?: number;
   metadata?: { user_id?: string | null };
   tools?: { name: string; description?: string; input_schema?: object; type?: string }[];
-  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string; disable_parallel_tool_use?: boolean };
+  tool_choice?: {
+    type: 'auto' | 'any' | 'tool' | 'none';
+    name?: string;
+    disable_parallel_tool_use?: boolean;
+  };
   thinking?: {
     type: 'enabled' | 'disabled' | 'adaptive';
     budget_tokens?: number;
@@ -144,10 +151,9 @@ const countSchema = {
   ...messagesSchema,
   required: ['model', 'messages'],
   properties: Object.fromEntries(
-    ['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'output_config', 'cache_control'].map((k) => [
-      k,
-      (messagesSchema.properties as Record<string, unknown>)[k],
-    ]),
+    ['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'output_config', 'cache_control'].map(
+      (k) => [k, (messagesSchema.properties as Record<string, unknown>)[k]],
+    ),
   ),
 };
 export const validateCountTokens = compileSchema<MessagesBody>(countSchema);
@@ -232,7 +238,8 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
         texts.push(textOf(block, b));
         return;
       case 'tool_use': {
-        if (m.role !== 'assistant') throw invalid(`${b}.type`, 'tool_use blocks belong to assistant messages');
+        if (m.role !== 'assistant')
+          throw invalid(`${b}.type`, 'tool_use blocks belong to assistant messages');
         onlyFields(block, ['id', 'name', 'input', 'caller', 'toolset_name'], b);
         // What the SDKs echo back from a response: a call the model made itself, outside any toolset.
         const caller = block.caller as { type?: unknown } | null | undefined;
@@ -259,7 +266,8 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
         });
         return;
       case 'thinking':
-        if (m.role !== 'assistant') throw invalid(`${b}.type`, 'thinking blocks belong to assistant messages');
+        if (m.role !== 'assistant')
+          throw invalid(`${b}.type`, 'thinking blocks belong to assistant messages');
         onlyFields(block, ['thinking', 'signature'], b);
         reasoning.push(stringField(block, 'thinking', b));
         return;
