@@ -29,6 +29,7 @@ import { openLogSink, requestLog, type LogSink } from './shared/request-log.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
+import { tokenizerRouter } from './tokenizer/index.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
@@ -43,6 +44,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         openaiRouter(gw),
         anthropicRouter(gw),
         ollamaRouter(gw),
+        tokenizerRouter(gw),
         tgiRouter(gw),
         kserveRouter(gw),
         nativeServiceRouter(gw),
@@ -90,11 +92,13 @@ const ANTHROPIC_ROUTE = /^\/v1\/messages(\/|$)/i;
 /**
  * The family a path belongs to decides the shape of errors answered before its handler runs.
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
- * except MindIE's own /v1 routes and Anthropic's /v1/messages; /api is Ollama's.
+ * except MindIE's own /v1 routes and Anthropic's /v1/messages; /api is Ollama's; the tokenizer
+ * routes of vLLM and llama.cpp answer as OpenAI does.
  */
 export function errorFormatForPath(path: string): ErrorFormatter {
   if (ANTHROPIC_ROUTE.test(path)) return anthropicErrorFormat;
   if (/^\/api(\/|$)/i.test(path)) return ollamaErrorFormat;
+  if (/^\/(tokenize|detokenize|apply-template)\/?$/i.test(path)) return openaiErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;

@@ -6,7 +6,13 @@ import type { Context } from 'koa';
 import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { adapterFor, assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
+import {
+  adapterFor,
+  assertAccepting,
+  resolveModel,
+  resolveServedModel,
+  type GatewayContext,
+} from '../shared/gateway-context.js';
 import { clientGoneSignal, SseWriter } from '../shared/sse.js';
 import { streamAnswer } from '../shared/stream.js';
 import { anthropicErrorBody } from './errors.js';
@@ -105,7 +111,7 @@ export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<
 /** The prompt's tokens as /v1/messages would render them (system, messages, tools). */
 export async function handleCountTokens(gw: GatewayContext, ctx: Context): Promise<void> {
   const body = validateCountTokens(await readJsonBody(ctx, gw.config.maxRequestBytes));
-  resolveModel(gw, body.model);
+  await resolveServedModel(gw, body.model);
   const { parallelToolCalls: _unused, ...tools } = engineTools(body);
   const text = await gw.engine.applyChatTemplate(engineMessages(body), true, {
     ...tools,

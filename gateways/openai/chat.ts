@@ -44,7 +44,7 @@ const contentPart = {
   properties: { type: { type: 'string' }, text: { type: 'string' } },
 };
 
-const chatSchema = {
+export const chatSchema = {
   type: 'object',
   required: ['messages'],
   properties: {
@@ -91,7 +91,7 @@ const chatSchema = {
   },
 };
 
-interface ChatBody extends SamplingFields, ToolFields {
+export interface ChatBody extends SamplingFields, ToolFields {
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
@@ -111,7 +111,8 @@ interface ChatBody extends SamplingFields, ToolFields {
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
 
-function toMessages(body: ChatBody): ChatMessage[] {
+/** OpenAI chat messages (their text parts joined) as the engine's; also vLLM's /tokenize messages. */
+export function toMessages(body: Pick<ChatBody, 'messages'>): ChatMessage[] {
   return body.messages.map((m, i) => {
     let content = '';
     if (typeof m.content === 'string') content = m.content;

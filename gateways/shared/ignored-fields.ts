@@ -20,9 +20,16 @@ export function noteIgnoredFields(ctx: Context, fields: readonly string[]): void
   ctx.set(IGNORED_FIELDS_HEADER, all.join(', '));
 }
 
-/** The keys of `body` outside `known`, as dotted paths under `at`. */
-export function unknownKeys(body: object, known: ReadonlySet<string>, at = ''): string[] {
+/** The keys of `body` outside `known` (a set, or a JSON Schema's `properties`), as dotted paths under `at`. */
+export function unknownKeys(body: object, known: ReadonlySet<string> | object, at = ''): string[] {
+  const has = known instanceof Set ? (k: string) => known.has(k) : (k: string) => Object.hasOwn(known, k);
   return Object.keys(body)
-    .filter((k) => !known.has(k))
+    .filter((k) => !has(k))
     .map((k) => (at ? `${at}.${k}` : k));
+}
+
+/** Notes the top-level keys of `body` its schema does not name; for the families that accept them. */
+export function noteUnknownFields(ctx: Context, body: unknown, schema: { properties: object }): void {
+  if (body !== null && typeof body === 'object' && !Array.isArray(body))
+    noteIgnoredFields(ctx, unknownKeys(body, schema.properties));
 }
