@@ -15,6 +15,7 @@ import {
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { withConstraintField } from '../shared/structured.js';
+import { templateVariables, thinkingSchemaProperties, type ThinkingFields } from '../shared/thinking.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import {
@@ -60,6 +61,9 @@ export const chatSchema = {
           content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
+          // An assistant turn's reasoning sent back: vLLM's older and newer names.
+          reasoning_content: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          reasoning: { anyOf: [{ type: 'string' }, { type: 'null' }] },
           tool_calls: {
             type: 'array',
             items: {
@@ -82,6 +86,7 @@ export const chatSchema = {
     logprobs: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     ...toolSchemaProperties,
+    ...thinkingSchemaProperties,
     response_format: {
       anyOf: [
         { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
@@ -91,13 +96,15 @@ export const chatSchema = {
   },
 };
 
-export interface ChatBody extends SamplingFields, ToolFields {
+export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
     name?: string;
     tool_call_id?: string;
     tool_calls?: { id: string; type?: 'function'; function: { name: string; arguments: string } }[];
+    reasoning_content?: string | null;
+    reasoning?: string | null;
   }[];
   logprobs?: boolean | null;
   top_logprobs?: number | null;
@@ -136,8 +143,22 @@ export function toMessages(body: Pick<ChatBody, 'messages'>): ChatMessage[] {
       name: m.name,
       toolCallId: m.tool_call_id,
       toolCalls: m.tool_calls?.map((c) => ({ id: c.id, type: 'function' as const, function: c.function })),
+      ...reasoningOf(m, i),
     };
   });
+}
+
+/** `reasoning_content` or `reasoning` of an assistant message (the same text if both are sent). */
+function reasoningOf(m: ChatBody['messages'][number], i: number): { reasoningContent?: string } {
+  const a = m.reasoning_content ?? undefined;
+  const b = m.reasoning ?? undefined;
+  if (a !== undefined && b !== undefined && a !== b)
+    throw invalid(`messages[${i}].reasoning`, 'differs from reasoning_content (send one of them)');
+  const text = a ?? b;
+  if (text === undefined) return {};
+  if (m.role !== 'assistant')
+    throw invalid(`messages[${i}].reasoning_content`, 'belongs to assistant messages');
+  return { reasoningContent: text };
 }
 
 /** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
@@ -171,7 +192,12 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const structured = chatConstraint(body);
   const request: GenerateRequest = {
     requestId: id,
-    prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },
+    prompt: {
+      kind: 'chat',
+      messages: toMessages(body),
+      ...toolFields,
+      ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
+    },
     params: toSamplingParams(body, {
       logprobs: body.logprobs ?? undefined,
       topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,

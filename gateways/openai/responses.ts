@@ -32,6 +32,7 @@ import {
   validateResponses,
   type ResponsesBody,
 } from './responses-request.js';
+import { templateVariables } from '../shared/thinking.js';
 
 /** `text.format` → the engine constraint and the client field it came from. */
 function textConstraint(body: ResponsesBody): { constraint: Constraint; field: string } | undefined {
@@ -72,7 +73,12 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
   const request: GenerateRequest = withConstraintField(
     {
       requestId: id,
-      prompt: { kind: 'chat', messages, ...tools },
+      prompt: {
+        kind: 'chat',
+        messages,
+        ...tools,
+        ...templateVariables(ctx, undefined, body.reasoning?.effort, 'reasoning.effort'),
+      },
       params: {
         maxNewTokens: body.max_output_tokens ?? undefined,
         temperature: body.temperature ?? undefined,
