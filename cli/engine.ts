@@ -23,6 +23,7 @@ import {
   type SpeculativeFlags,
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -43,6 +44,7 @@ options:
   --threads N           compute threads (default: the machine's cores)
 ${deviceHelp}
 ${kvEventsHelp}
+${contextHelp}
 ${speculativeHelp}
 ${pdHelp}
   -h, --help            show this help
@@ -67,6 +69,8 @@ interface EngineArgs {
   readonly speculative?: SpeculativeFlags;
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
+  /** --max-model-len, as given (checked against the config once it is read). */
+  readonly maxModelLen?: string;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -85,6 +89,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
         ...pdFlagOptions,
+        ...contextFlagOption,
       },
     }));
   } catch (e) {
@@ -125,6 +130,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         }
       : {}),
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
+    ...(values['max-model-len'] !== undefined ? { maxModelLen: values['max-model-len'] } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
@@ -188,6 +194,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
       ...(args.pd ?? {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
+import { checkOutputFits } from './context-fit.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
@@ -229,6 +230,7 @@ export class RequestIntake {
       if (adapter.entry && adapter.entry.state !== 'loaded') {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
+      checkOutputFits(params, prompt.length, d.options);
       // Beams are not resampled one by one: their outputs could not be checked.
       if (params.beam && grammarKey !== null && d.structured.holdsOutput(grammarKey))
         throw invalidArgument(
