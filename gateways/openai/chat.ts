@@ -5,6 +5,7 @@
 import type { Context } from 'koa';
 import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -87,6 +88,8 @@ export const chatSchema = {
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     ...toolSchemaProperties,
     ...thinkingSchemaProperties,
+    // vLLM's: end the prompt without the assistant turn opener.
+    add_generation_prompt: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     response_format: {
       anyOf: [
         { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
@@ -109,6 +112,7 @@ export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
   logprobs?: boolean | null;
   top_logprobs?: number | null;
   response_format?: { type: string } | null;
+  add_generation_prompt?: boolean | null;
   structured_outputs?: unknown;
   guided_json?: unknown;
   guided_regex?: unknown;
@@ -184,6 +188,7 @@ export function chatLogprobs(list: readonly TokenLogprob[]): object {
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
+  noteUnknownFields(ctx, raw, chatSchema);
   const model = await resolveRequestedModel(gw, body.model);
   refuseUnsupported(body);
   const toolFields = toolPromptFields(body, raw);
@@ -195,13 +200,18 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
     prompt: {
       kind: 'chat',
       messages: toMessages(body),
+      ...(body.add_generation_prompt === false ? { addGenerationPrompt: false } : {}),
       ...toolFields,
       ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
     },
-    params: toSamplingParams(body, {
-      logprobs: body.logprobs ?? undefined,
-      topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
-    }),
+    params: toSamplingParams(
+      body,
+      {
+        logprobs: body.logprobs ?? undefined,
+        topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
+      },
+      gw.info.maxInputTokenLen,
+    ),
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),

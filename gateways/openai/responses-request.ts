@@ -29,7 +29,7 @@ const inputItem = {
   },
 };
 
-const responsesSchema = {
+export const responsesSchema = {
   type: 'object',
   required: ['input'],
   properties: {

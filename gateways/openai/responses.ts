@@ -11,6 +11,7 @@ import type { Constraint } from '../../engine/structured/constraint.js';
 import { prepareSchema } from '../../engine/structured/schema/prepare.js';
 import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -29,6 +30,7 @@ import {
   refuseStateful,
   toChatMessages,
   toolFields,
+  responsesSchema,
   validateResponses,
   type ResponsesBody,
 } from './responses-request.js';
@@ -60,7 +62,9 @@ function textConstraint(body: ResponsesBody): { constraint: Constraint; field: s
 }
 
 export async function handleResponses(gw: GatewayContext, ctx: Context): Promise<void> {
-  const body = validateResponses(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
+  const body = validateResponses(raw);
+  noteUnknownFields(ctx, raw, responsesSchema);
   refuseStateful(body);
   const model = await resolveRequestedModel(gw, body.model);
   const messages = toChatMessages(body);
