@@ -180,8 +180,7 @@ test('reasoning: a <think> block becomes reasoning_content and reasoning (unary 
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const c of stream) {
       const d = c.choices[0]?.delta as
-        | { content?: string; reasoning_content?: string; reasoning?: string }
-        | undefined;
+        { content?: string; reasoning_content?: string; reasoning?: string } | undefined;
       reasoning += d?.reasoning_content ?? '';
       newer += d?.reasoning ?? '';
       content += d?.content ?? '';
