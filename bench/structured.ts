@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import type { Token } from 'node-llama-cpp';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { MINDIE_CONTEXT_LIMITS } from '../engine/options.js';
 import { GrammarService } from '../engine/structured/grammar-service.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import type { EngineCore } from '../engine/engine-core.js';
@@ -155,9 +156,7 @@ async function engineThroughput(): Promise<string[]> {
     threads,
     kvCacheBytes: 128 << 20,
     // The limits these runs were measured with (MindIE's defaults), not the model's 8,192-token context.
-    maxSeqLen: 2560,
-    maxInputTokenLen: 2048,
-    maxIterTimes: 512,
+    ...MINDIE_CONTEXT_LIMITS,
   });
   const out: string[] = [];
   try {

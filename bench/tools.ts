@@ -21,6 +21,7 @@
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { MINDIE_CONTEXT_LIMITS } from '../engine/options.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import { EngineChat } from '../engine/tools/engine-chat.js';
 import type { ChatTool, Engine, GenerateRequest } from '../engine/types.js';
@@ -131,9 +132,7 @@ const engine = await loadEngine(modelPath, {
   maxBatchSize: 16,
   threads,
   kvCacheBytes: 128 << 20,
-  maxSeqLen: 2560,
-  maxInputTokenLen: 2048,
-  maxIterTimes: 512,
+  ...MINDIE_CONTEXT_LIMITS,
 });
 const tokenizer = await loadTokenizer(modelPath);
 const toolPromptText = new EngineChat(tokenizer, undefined, (await engine.info()).architecture).render({

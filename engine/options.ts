@@ -147,6 +147,13 @@ export const ENGINE_DEFAULTS = {
   prefixCache: true,
 } as const;
 
+/** MindIE's three context limits at their defaults (what a config file without them gets). */
+export const MINDIE_CONTEXT_LIMITS = {
+  maxSeqLen: ENGINE_DEFAULTS.maxSeqLen,
+  maxInputTokenLen: ENGINE_DEFAULTS.maxInputTokenLen,
+  maxIterTimes: ENGINE_DEFAULTS.maxIterTimes,
+} as const;
+
 function bad(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `engine option ${field}: ${rule}`, field);
 }

@@ -4,14 +4,11 @@
  * count_tokens, errors — and, on a scripted model, thinking blocks and the event sequence.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
-import { MODEL_NAME, postJson, startHarness, type Harness } from './gateways-harness.js';
+import { MODEL_NAME, postJson, runPythonClient, startHarness, type Harness } from './gateways-harness.js';
 import { serveScripted } from './gateways-scripted.js';
 import { postSse } from './gateways-sse.js';
 
-const run = promisify(execFile);
 let h: Harness;
 before(async () => {
   h = await startHarness();
@@ -21,10 +18,7 @@ after(async () => {
 });
 
 test('anthropic SDK: create, stream, stop_sequences, tool round trip, count_tokens, errors', async () => {
-  const { stdout } = await run('python3', ['test/clients/anthropic_messages.py', h.url, MODEL_NAME], {
-    timeout: 240000,
-  });
-  const r = JSON.parse(stdout);
+  const r = await runPythonClient('anthropic_messages.py', [h.url, MODEL_NAME], 240000);
   assert.equal(r.created.type, 'message');
   assert.equal(r.created.role, 'assistant');
   assert.equal(r.created.content[0].type, 'text');

@@ -5,12 +5,9 @@
  * (the OpenAI-compatible routes, Ollama's /api/chat and /api/generate), whole and streamed.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
-import { MODEL_NAME, startHarness, type Harness } from './gateways-harness.js';
+import { MODEL_NAME, runPythonClient, startHarness, type Harness } from './gateways-harness.js';
 
-const run = promisify(execFile);
 let h: Harness;
 before(async () => {
   h = await startHarness();
@@ -20,10 +17,7 @@ after(async () => {
 });
 
 test('LangChain ChatOpenAI: chat, stream, a forced tool call, structured output', async () => {
-  const { stdout } = await run('python3', ['test/clients/langchain_chat.py', `${h.url}/v1`, MODEL_NAME], {
-    timeout: 240000,
-  });
-  const r = JSON.parse(stdout);
+  const r = await runPythonClient('langchain_chat.py', [`${h.url}/v1`, MODEL_NAME], 240000);
   assert.ok(r.chat.length > 0);
   assert.equal(r.streamed, r.chat);
   assert.equal(r.tool_calls.length >= 1, true);
@@ -34,10 +28,7 @@ test('LangChain ChatOpenAI: chat, stream, a forced tool call, structured output'
 });
 
 test('LiteLLM completion(): openai/, ollama_chat/ and ollama/ providers, whole and streamed', async () => {
-  const { stdout } = await run('python3', ['test/clients/litellm_completion.py', h.url, MODEL_NAME], {
-    timeout: 300000,
-  });
-  const r = JSON.parse(stdout);
+  const r = await runPythonClient('litellm_completion.py', [h.url, MODEL_NAME], 300000);
   for (const provider of ['openai', 'ollama_chat', 'ollama']) {
     const p = r[provider];
     assert.ok(p.text.length > 0, provider);

@@ -6,13 +6,10 @@
  * options rules over plain HTTP.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
-import { MODEL_NAME, postJson, startHarness, type Harness } from './gateways-harness.js';
+import { MODEL_NAME, postJson, runPythonClient, startHarness, type Harness } from './gateways-harness.js';
 import { serveScripted } from './gateways-scripted.js';
 
-const run = promisify(execFile);
 let h: Harness;
 before(async () => {
   h = await startHarness();
@@ -22,10 +19,7 @@ after(async () => {
 });
 
 test('ollama client: chat, stream, generate, raw, format schema, list, show, ps, refusals', async () => {
-  const { stdout } = await run('python3', ['test/clients/ollama_api.py', h.url, MODEL_NAME], {
-    timeout: 240000,
-  });
-  const r = JSON.parse(stdout);
+  const r = await runPythonClient('ollama_api.py', [h.url, MODEL_NAME], 240000);
   assert.equal(r.chat.model, MODEL_NAME);
   assert.equal(r.chat.done, true);
   assert.ok(r.chat.message.content.length > 0);
@@ -62,10 +56,7 @@ test('ollama client: a tool call (whole and streamed, arguments as an object) an
   const call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>';
   const s = await serveScripted([call, call, 'It is sunny in Paris.']);
   try {
-    const { stdout } = await run('python3', ['test/clients/ollama_api.py', s.url, MODEL_NAME, 'tools'], {
-      timeout: 120000,
-    });
-    const r = JSON.parse(stdout);
+    const r = await runPythonClient('ollama_api.py', [s.url, MODEL_NAME, 'tools'], 120000);
     assert.deepEqual(r.calls, [{ name: 'get_weather', arguments: { city: 'Paris' } }]);
     assert.equal(r.content, '');
     assert.deepEqual(r.streamed, r.calls);

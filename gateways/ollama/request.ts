@@ -17,6 +17,7 @@ import { invalid, notSupported } from '../shared/http-error.js';
 import { unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 import { jsonSchemaConstraint } from '../shared/structured.js';
+import { toolSchemaProperties } from '../openai/chat-tools.js';
 import { mapOptions } from './options.js';
 
 const common = {
@@ -63,26 +64,8 @@ const chatSchema = {
         },
       },
     }),
-    tools: nullable({
-      type: 'array',
-      maxItems: 128,
-      items: {
-        type: 'object',
-        required: ['function'],
-        properties: {
-          type: { const: 'function' },
-          function: {
-            type: 'object',
-            required: ['name'],
-            properties: {
-              name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
-              description: nullable({ type: 'string' }),
-              parameters: nullable({ type: 'object' }),
-            },
-          },
-        },
-      },
-    }),
+    // OpenAI's tool shape (Ollama's clients send the same).
+    tools: toolSchemaProperties.tools,
   },
 };
 

@@ -159,9 +159,16 @@ export function formatLine(line: RequestLine, format: 'text' | 'json'): string {
   if (line.prompt_tokens !== undefined) parts.push(`prompt_tokens=${line.prompt_tokens}`);
   if (line.completion_tokens !== undefined) parts.push(`completion_tokens=${line.completion_tokens}`);
   if (line.aborted) parts.push('aborted=true');
-  if (line.ignored_fields !== undefined) parts.push(`ignored_fields=${line.ignored_fields}`);
+  // Quoted: the names are the client's text.
+  if (line.ignored_fields !== undefined) parts.push(`ignored_fields=${JSON.stringify(line.ignored_fields)}`);
   if (line.prompt !== undefined) parts.push(`prompt=${JSON.stringify(line.prompt)}`);
   return parts.join(' ');
+}
+
+/** The ignored fields of a line: the first 64 names (a body may hold any number of keys). */
+function ignoredList(names: readonly string[]): string {
+  const shown = names.slice(0, 64).join(',');
+  return names.length > 64 ? `${shown},(${names.length - 64} more)` : shown;
 }
 
 /**
@@ -201,7 +208,7 @@ export function requestLog(
             }
           : {}),
         ...(ctx.res.writableFinished ? {} : { aborted: true }),
-        ...(ignored ? { ignored_fields: ignored.join(',') } : {}),
+        ...(ignored ? { ignored_fields: ignoredList(ignored) } : {}),
         ...(config.includePrompt && record.prompt !== undefined ? { prompt: record.prompt } : {}),
       };
       sink.write(formatLine(line, config.format));
