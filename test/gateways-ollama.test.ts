@@ -123,6 +123,19 @@ test('NDJSON by default; options honoured, refused or named as ignored', async (
   });
   assert.equal(ok.status, 200, ok.text);
   assert.equal(ok.headers.get('x-prism-ignored-fields'), 'frobnicate');
+  const lp = await postJson(`${h.url}/api/chat`, {
+    ...base,
+    logprobs: true,
+    top_logprobs: 2,
+    options: { num_predict: 3, temperature: 0 },
+  });
+  assert.equal(lp.status, 200, lp.text);
+  assert.equal(lp.json.logprobs.length, lp.json.eval_count);
+  for (const t of lp.json.logprobs) {
+    assert.equal(typeof t.token, 'string');
+    assert.ok(t.logprob <= 0);
+    assert.equal(t.top_logprobs.length, 2);
+  }
   for (const path of ['/api/create', '/api/copy', '/api/push']) {
     const r = await postJson(h.url + path, { model: 'x' });
     assert.equal(r.status, 501, path);
