@@ -83,7 +83,7 @@ export async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBo
 }
 
 export async function handleGenerate(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
-  const body = validateTgi(raw);
+  const body = validateTgi(raw, ctx);
   ctx.body = await generateOnce(gw, ctx, body);
 }
 
@@ -180,7 +180,7 @@ export async function generateStream(gw: GatewayContext, ctx: Context, body: Tgi
 }
 
 export async function handleGenerateStream(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
-  await generateStream(gw, ctx, validateTgi(raw));
+  await generateStream(gw, ctx, validateTgi(raw, ctx));
 }
 
 /** POST /: `stream` true → SSE as /generate_stream; false → `[ /generate answer ]`. */
@@ -193,7 +193,7 @@ export async function handleRoot(gw: GatewayContext, ctx: Context, raw: unknown)
   ) {
     throw invalid('stream', 'Stream must be boolean type.');
   }
-  const body = validateTgi(raw);
+  const body = validateTgi(raw, ctx);
   if (body.stream) return generateStream(gw, ctx, body);
   ctx.body = [await generateOnce(gw, ctx, body)];
 }
