@@ -61,6 +61,8 @@ interface EngineArgs {
   readonly threads?: number;
   /** --device, when given. */
   readonly device?: string;
+  /** --cuda-kernels, when given. */
+  readonly cudaKernels?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --speculative / --num-speculative-tokens / --draft-model / --draft-layers, when given. */
@@ -104,7 +106,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
-  const device = parseDeviceFlag(values.device);
+  const device = parseDeviceFlag(values.device, values['cuda-kernels']);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
@@ -127,6 +129,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
+    ...(device.cudaKernels !== undefined ? { cudaKernels: device.cudaKernels } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -193,6 +196,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
       ...(args.device !== undefined ? { device: args.device } : {}),
+      ...(args.cudaKernels !== undefined ? { cudaKernels: args.cudaKernels } : {}),
     };
   } catch (e) {
     log((e as Error).message);

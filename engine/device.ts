@@ -5,9 +5,11 @@
  * every device; native/native.ts routes the calls.
  */
 import {
+  CUDA_KERNELS,
   cudaDevices,
   parseDevice,
   type CudaDeviceInfo,
+  type CudaKernels,
   type Device,
   type ModelInfo,
 } from '../native/native.js';
@@ -21,6 +23,28 @@ export function resolveDevice(device: string | undefined): Device {
   } catch (e) {
     throw new EngineError('INVALID_ARGUMENT', `engine option device: ${(e as Error).message}`, 'device');
   }
+}
+
+/**
+ * The CUDA decode kernels the options ask for (EngineOptions.cudaKernels), or undefined for
+ * the default; INVALID_ARGUMENT naming `cudaKernels` for another name, or for a CPU engine
+ * (the choice would have nothing to apply to: refused rather than ignored).
+ */
+export function resolveCudaKernels(kernels: string | undefined, device: Device): CudaKernels | undefined {
+  if (kernels === undefined) return undefined;
+  if (!(CUDA_KERNELS as readonly string[]).includes(kernels))
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `engine option cudaKernels: must be ${CUDA_KERNELS.join(' or ')}, got '${kernels}'`,
+      'cudaKernels',
+    );
+  if (device === 'cpu')
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      'engine option cudaKernels: chooses CUDA kernels, but the engine runs on the CPU (set device to cuda)',
+      'cudaKernels',
+    );
+  return kernels as CudaKernels;
 }
 
 /**

@@ -51,6 +51,8 @@ export interface EngineOptions {
   readonly threads?: number;
   /** 'cpu' (default), 'cuda' or 'cuda:N' (engine/device.ts checks it). */
   readonly device?: string;
+  /** The CUDA decode kernels, 'legacy' (default) or 'fast'; only with a CUDA device. */
+  readonly cudaKernels?: string;
   /** Served model name (default: the model's own name). */
   readonly modelName?: string;
   /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
@@ -112,6 +114,7 @@ export interface ResolvedEngineOptions {
   readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
   readonly device: string | undefined;
+  readonly cudaKernels: string | undefined;
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
   readonly kvEvents: KvEventsOptions | undefined;
@@ -197,6 +200,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     toolCallParsers: options.toolCallParsers ?? {},
     threads,
     device: options.device,
+    cudaKernels: options.cudaKernels,
     modelName: options.modelName,
     lora: options.lora,
     kvEvents: checkKvEvents(options.kvEvents),
