@@ -82,6 +82,18 @@ PC_DEVICE void widen8(const uint4& raw, bool bf16, float out[8]) {
   }
 }
 
+// acc[t] += group gi of W (decoded to f32) · x_t's 32 values at xb + t·stride.
+template <int TYPE, int NTOK>
+PC_DEVICE void dotGroup(const DeviceWeight& W, int64_t gi, const float* xb, int64_t stride, int n, float (&acc)[NTOK]) {
+  float v[32];
+  decodeGroup<TYPE>(W, gi, v);
+#pragma unroll
+  for (int t = 0; t < NTOK; t++) {
+    if (t >= n) break;
+    acc[t] += dot32(v, xb + t * stride);
+  }
+}
+
 // Adds Σ_k w[k]·x_t[k] over this lane's items of rows r0 and r1 (-1: none) to acc.
 template <int TYPE, int NTOK>
 PC_DEVICE void dotFloat(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g0, int64_t g1, int n, const F32Stage& st,
@@ -89,32 +101,17 @@ PC_DEVICE void dotFloat(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g
   constexpr int kItem = FastTraits<TYPE>::kItem;
   const int lane = laneId();
   const int64_t K = W.cols, G = K / 32;
-  const int64_t rows[kRowsPerWarp] = {r0, r1};
   if constexpr (kItem == 32) {
-    // Types decoded to f32 a group at a time (decodeGroup, the legacy arithmetic).
+    // Types decoded to f32 a group at a time (decodeGroup, the legacy arithmetic), one row
+    // after the other so that one row's 32 values are live at a time.
     for (int64_t g = g0 + lane; g < g1; g += kWarp) {
       const float* xb = st.xs + (g * 32 - st.kBeg);
-#pragma unroll
-      for (int i = 0; i < kRowsPerWarp; i++) {
-        if (rows[i] < 0) continue;
-        float v[32];
-        decodeGroup<TYPE>(W, rows[i] * G + g, v);
-#pragma unroll
-        for (int t = 0; t < NTOK; t++) {
-          if (t >= n) break;
-          const float4* xp = reinterpret_cast<const float4*>(xb + t * st.stride);
-          float s = 0.0f;
-#pragma unroll
-          for (int k = 0; k < 8; k++) {
-            const float4 xv = xp[k];
-            s += v[4 * k] * xv.x + v[4 * k + 1] * xv.y + v[4 * k + 2] * xv.z + v[4 * k + 3] * xv.w;
-          }
-          acc[i][t] += s;
-        }
-      }
+      if (r0 >= 0) dotGroup<TYPE, NTOK>(W, r0 * G + g, xb, st.stride, n, acc[0]);
+      if (r1 >= 0) dotGroup<TYPE, NTOK>(W, r1 * G + g, xb, st.stride, n, acc[1]);
     }
   } else {
     // 16-byte items, two per row in flight (four loads per lane before the first use).
+    const int64_t rows[kRowsPerWarp] = {r0, r1};
     const int64_t i0 = g0 * (32 / kItem), i1 = g1 * (32 / kItem);
     const int64_t rowBytes = K * (TYPE == kF32 ? 4 : 2);
     for (int64_t it = i0 + lane; it < i1; it += 2 * kWarp) {
@@ -166,6 +163,7 @@ PC_DEVICE void dotFloat(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g
 template <int TYPE, int NTOK>
 PC_DEVICE void dotInt8(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g0, int64_t g1, int n, const Int8Stage& st,
                        float acc[kRowsPerWarp][NTOK]) {
+  static_assert(FastTraits<TYPE>::kItem == 32, "the int8 path takes whole groups");
   const int lane = laneId();
   const int64_t G = W.cols / 32;
   const int64_t rows[kRowsPerWarp] = {r0, r1};
@@ -192,12 +190,11 @@ PC_DEVICE void dotInt8(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g0
           scale[i] = f16ToFloat(halfAt(W.s + gi * 4));
           offset[i] = f16ToFloat(halfAt(W.s + gi * 4 + 2));
         } else {  // Q4_K: the super-block's header, then sub-block g & 7's (sc, m)
-          uint8_t hdr[16];
-          bytesOf(load16(W.s + (gi >> 3) * 16), hdr);
+          const uint4 hdr = load16(W.s + (gi >> 3) * 16);
           int sc, m;
-          q4kScaleMin(static_cast<int>(gi & 7), hdr + 4, &sc, &m);
-          scale[i] = f16ToFloat(halfAt(hdr)) * static_cast<float>(sc);
-          offset[i] = -f16ToFloat(halfAt(hdr + 2)) * static_cast<float>(m);
+          q4kScaleMinOf(static_cast<int>(gi & 7), hdr, &sc, &m);
+          scale[i] = f16ToFloat(static_cast<uint16_t>(hdr.x & 0xffff)) * static_cast<float>(sc);
+          offset[i] = -f16ToFloat(static_cast<uint16_t>(hdr.x >> 16)) * static_cast<float>(m);
         }
       }
     }
@@ -234,7 +231,7 @@ PC_DEVICE void dotInt8(const DeviceWeight& W, int64_t r0, int64_t r1, int64_t g0
 // ---- the kernel ------------------------------------------------------------------------------
 
 template <int TYPE, int NTOK>
-__global__ void __launch_bounds__(kFastThreads) gemvFastKernel(FastArgs a) {
+__global__ void __launch_bounds__(kFastThreads, 1) gemvFastKernel(FastArgs a) {
   using Tr = FastTraits<TYPE>;
   PC_DYNAMIC_SMEM(uint8_t, smem);
   __shared__ float scale[kMaxTokens];
