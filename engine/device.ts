@@ -96,7 +96,11 @@ export function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): numb
   // the largest matrix), cuBLASLt's workspace, the runtime's own.
   const largest = Math.max(m.vocabSize * D, 2 * I * D);
   const fixed = Math.min(256 * 2 ** 20, 2 * largest) + 96 * 2 ** 20;
-  return activations + bf16 + logits + splits + penalties + fixed;
+  // The fast kernel set's split-K partials (16 splits × 8 tokens of the widest matrix's rows,
+  // gemvFastPartialFloats) and counters.
+  const widest = Math.max(m.vocabSize, 2 * I, qkv, D);
+  const fast = o.cudaKernels === 'fast' ? 4 * 16 * 8 * (Math.ceil(widest / 16) + 1) * 16 + 8 * widest : 0;
+  return activations + bf16 + logits + splits + penalties + fixed + fast;
 }
 
 /**
