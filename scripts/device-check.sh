@@ -76,7 +76,7 @@ step() {
   # Said at once too (and a bench step's table), so a run cut off by its time limit still
   # leaves every finished step in its output.
   echo "${RESULTS[-1]}" >&2
-  case $name in bench-*) grep -h '^|\|^GPU benchmark' "$LOG/$name.log" >&2 ;; numerics) grep -h '^numerics' "$LOG/$name.log" >&2 ;; esac
+  case $name in bench-*) grep -h '^|\|^GPU benchmark' "$LOG/$name.log" >&2 ;; numerics*) grep -h '^numerics' "$LOG/$name.log" >&2 ;; esac
 }
 
 # ---- 0. what .device/ carried ---------------------------------------------------------------
@@ -143,8 +143,9 @@ fixtures() {
   python3 scripts/make-fixtures.py --out test/fixtures/generated --tokenizer-gguf "$LOG/tokenizers/smollm2.gguf" \
     --qwen-tokenizer "$LOG/tokenizers/qwen3" && ls test/fixtures/generated
 }
-numerics() {
-  PRISM_TEST_DEVICE=cuda:0 PRISM_CUDA_LIBRARY=$LIB ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
+numerics() { # KERNELS
+  PRISM_TEST_DEVICE=cuda:0 PRISM_TEST_CUDA_KERNELS=$1 PRISM_CUDA_LIBRARY=$LIB \
+    ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
     "${TSX[@]}" --test --test-concurrency=1 native/cuda/numerics.test.ts
 }
 
@@ -218,7 +219,8 @@ if [ "$PART" = gpu ] || [ "$PART" = all ]; then
   step kernel-check kernel_check
   step device-tests device_tests
   step fixtures fixtures
-  step numerics numerics
+  step numerics numerics legacy
+  step numerics-fast numerics fast
   step serve serve
   step bench-gpu bench_gpu
 fi
@@ -233,7 +235,7 @@ card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1
 echo "device check${DRY:+ (dry run on the CPU emulation)}, part $PART, $(elapsed) s (load $(cut -d' ' -f1-3 /proc/loadavg)) on ${card:-no GPU}"
 printf '%s\n' "${RESULTS[@]}"
 for f in "$LOG"/bench-*.log; do [ -f "$f" ] && grep -h '^|\|^GPU benchmark' "$f"; done
-grep -h '^numerics' "$LOG/numerics.log" 2>/dev/null
+grep -h '^numerics' "$LOG"/numerics*.log 2>/dev/null
 [ -f "$LOG/cpu-vs-llama.cpp.log" ] && grep -h -A12 'decode' "$LOG/cpu-vs-llama.cpp.log" | head -n 20
 }
 summary | tee "$LOG/summary.txt"
