@@ -144,7 +144,7 @@ fixtures() {
     --qwen-tokenizer "$LOG/tokenizers/qwen3" && ls test/fixtures/generated
 }
 numerics() { # KERNELS
-  PRISM_TEST_DEVICE=cuda:0 PRISM_TEST_CUDA_KERNELS=$1 PRISM_CUDA_LIBRARY=$LIB \
+  env PRISM_TEST_DEVICE=cuda:0 PRISM_TEST_CUDA_KERNELS="$1" PRISM_CUDA_LIBRARY="$LIB" \
     ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
     "${TSX[@]}" --test --test-concurrency=1 native/cuda/numerics.test.ts
 }
@@ -185,7 +185,7 @@ TYPES=bf16,q4_k
 # The files, written in the background (CPU work) while the correctness steps use the GPU.
 models_in_background() {
   local small=()
-  [ -n "$SMALL" ] && small=(--layers 1 --vocab 512) && MODELS=models/gpu-small
+  [ -n "$SMALL" ] && small=(--layers 1 --vocab 512) && MODELS=$LOG/models-small
   python3 scripts/make-gpu-models.py --sizes $SIZES --types $TYPES --out "$MODELS" --tokenizer "$LOG/tokenizers/llama3" \
     "${small[@]}" >"$LOG/models.log" 2>&1 &
   MODELS_PID=$!
@@ -205,7 +205,7 @@ bench_gpu() {
   [ -n "$SMALL" ] && small=(--layers 1 --vocab 512 --new-tokens 3 --prompt-tokens 8
     --aggregate 2 --aggregate-new-tokens 2 --prefill-tokens 16 --runs 1 --peer no)
   models_ready || return 1
-  "${TSX[@]}" bench/gpu/run.ts --sizes $SIZES --types $TYPES --kernels legacy,fast --models $MODELS \
+  PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" bench/gpu/run.ts --sizes $SIZES --types $TYPES --kernels legacy,fast --models $MODELS \
     --tokenizer "$LOG/tokenizers/llama3" --budget-s "$(left)" --json "$LOG/bench.json" "${small[@]}"
 }
 bench_cpu() {

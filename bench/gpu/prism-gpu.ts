@@ -72,7 +72,9 @@ function randomIds(n: number, vocab: number, seed: number): number[] {
     s ^= s >>> 17;
     s ^= s << 5;
     s >>>= 0;
-    return 1000 + (s % (vocab - 2000));
+    // Ids away from both ends of the vocabulary (special tokens), for small ones too.
+    const margin = Math.min(1000, Math.floor(vocab / 4));
+    return margin + (s % (vocab - 2 * margin));
   });
 }
 
