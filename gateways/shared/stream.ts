@@ -11,11 +11,11 @@ import { toHttpError, type HttpError } from './http-error.js';
 import { RawStreamWriter, SseWriter } from './sse.js';
 
 /** Where a stream's frames go. */
-export interface StreamSink {
+interface StreamSink {
   end(): void;
 }
 
-export interface StreamPlan<E, W extends StreamSink> {
+interface StreamPlan<E, W extends StreamSink> {
   /** The answer's events: the engine's, or a family's view of them. */
   readonly events: AsyncIterable<E>;
   /**
@@ -35,7 +35,7 @@ export interface StreamPlan<E, W extends StreamSink> {
   readonly onError: (err: HttpError, out: W) => void;
 }
 
-export async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
+async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
   const it = plan.events[Symbol.asyncIterator]();
   // A failure here is thrown before any byte is sent: the family's error boundary answers it.
   const first = await it.next();
