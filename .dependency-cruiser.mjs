@@ -25,6 +25,15 @@ const CORE_NOT = ['^engine/(api|load-engine|options)[.]ts$', '[.]test[.]ts$'];
  */
 const TEST_OR_BENCH = ['[.]test[.]ts$', '(^|/)test/', '(^|/)testing/', '(^|/)test-[^/]+[.]ts$', '^bench/'];
 const PRODUCTION = '^(engine|gateways|cli|native|config)/';
+/** The floors, bottom up: no production file imports a floor above its own (tests may use any). */
+const FLOORS = ['native', 'engine', 'config', 'gateways', 'cli'];
+const FLOOR_RULES = FLOORS.slice(1).map((floor, i) => ({
+  name: `floors-${floor}`,
+  comment: `No floor below ${floor}/ imports it.`,
+  severity: 'error',
+  from: { path: `^(${FLOORS.slice(0, i + 1).join('|')})/`, pathNot: TEST_OR_BENCH },
+  to: { path: `^${floor}/` },
+}));
 /** The ground floor of the engine's API: imports nothing but the rest of it. */
 const GROUND_FLOOR = '^engine/(types|errors|pd-types)[.]ts$';
 /**
@@ -86,32 +95,7 @@ export default {
       from: { path: GROUND_FLOOR },
       to: { pathNot: GROUND_FLOOR },
     },
-    // The floors (native/ <- engine/ <- config/ <- gateways/ <- cli/): no production file imports
-    // one above its own (tests may use any).
-    {
-      name: 'floors-cli',
-      severity: 'error',
-      from: { path: '^(native|engine|config|gateways)/', pathNot: TEST_OR_BENCH },
-      to: { path: '^cli/' },
-    },
-    {
-      name: 'floors-gateways',
-      severity: 'error',
-      from: { path: '^(native|engine|config)/', pathNot: TEST_OR_BENCH },
-      to: { path: '^gateways/' },
-    },
-    {
-      name: 'floors-config',
-      severity: 'error',
-      from: { path: '^(native|engine)/', pathNot: TEST_OR_BENCH },
-      to: { path: '^config/' },
-    },
-    {
-      name: 'floors-engine',
-      severity: 'error',
-      from: { path: '^native/', pathNot: TEST_OR_BENCH },
-      to: { path: '^engine/' },
-    },
+    ...FLOOR_RULES,
     {
       name: 'no-test-or-bench-in-production',
       comment: 'Production code imports no test, test helper or benchmark code.',

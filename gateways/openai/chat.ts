@@ -142,8 +142,8 @@ function toMessages(body: ChatBody): ChatMessage[] {
   });
 }
 
-/** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
-function refuseUnsupported(body: ChatBody): void {
+/** `top_logprobs` needs `logprobs: true` (OpenAI's rule; across two fields, so not in the schema). */
+function checkLogprobFields(body: ChatBody): void {
   if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
 }
 
@@ -166,7 +166,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
   const model = await resolveRequestedModel(gw, body.model);
-  refuseUnsupported(body);
+  checkLogprobFields(body);
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');

@@ -1,5 +1,6 @@
 /**
- * The one streaming path every family's streaming route takes: wait for the engine's first
+ * The streaming path of every family's generation routes (MindIE's `/dresult`, a stream of
+ * other requests' results, has its own loop: gateways/pd/dresult.ts): wait for the engine's first
  * event before answering (so that failures found up front — engine validation, overload, an
  * unknown adapter — keep their HTTP status), then open the 200 stream, hand each event to the
  * family's mapping, and report a failure that comes after the 200 inside the stream, in the
