@@ -12,7 +12,7 @@ import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
-import { traceExportConfigured } from '../engine/service/tracing.js';
+import { traceExportConfigured } from '../engine/api.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';

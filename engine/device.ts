@@ -80,7 +80,7 @@ export function requireCudaDevice(device: Device): CudaDeviceInfo {
  * Device memory a context takes besides its KV pool: the activation buffers, scratch and
  * sampling state that native/cuda/src/context.cu allocates for (maxBatchTokens, maxSeqs).
  */
-export function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): number {
+function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): number {
   const T = o.maxPrefillTokens;
   const S = o.maxBatchSize;
   const D = m.hiddenSize;

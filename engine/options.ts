@@ -4,7 +4,7 @@
  * shared/reference/mindie-compat.md §2); config/ maps a loaded config.json onto it, the CLI
  * builds it from flags. `resolveEngineOptions` fills defaults and checks every bound once.
  */
-import { ENGINE_ROLES, type EngineRole } from './kv-transfer/types.js';
+import { ENGINE_ROLES, type EngineRole } from './pd-types.js';
 import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
 import { sequencePages } from './kv-layout.js';
@@ -124,7 +124,7 @@ export interface ResolvedEngineOptions {
   readonly kvTransferTimeoutMs: number;
 }
 
-export const ENGINE_DEFAULTS = {
+const ENGINE_DEFAULTS = {
   maxBatchSize: 200,
   maxPrefillTokens: 8192,
   cacheBlockSize: 128,

@@ -21,6 +21,7 @@ import { EventQueue } from '../event-queue.js';
 import type {
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -28,7 +29,7 @@ import type {
   GenerateRequest,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
-import type { DecodeResult, EngineRole, RoleState } from './types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 

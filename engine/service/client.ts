@@ -18,6 +18,7 @@ import type {
   GenerateEvent,
   GenerateRequest,
   AdapterList,
+  DecodeResult,
   TokenLogprob,
 } from '../types.js';
 import {
@@ -31,7 +32,7 @@ import {
 } from './mapping.js';
 import { fromGrpcError } from './status-codes.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
-import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export interface EngineClientOptions {
   /** Metadata to send with each call (e.g. `{ traceparent }`); called once per call. */
