@@ -108,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     if (values.model === '') throw new UsageError('--model: must not be empty');
-    const deviceFlag = parseDeviceFlag(values.device);
+    const deviceFlag = parseDeviceFlag(values.device, values['cuda-kernels']);
     if (deviceFlag.error) throw new UsageError(deviceFlag.error);
     loaded = loadConfigs(values);
   } catch (e) {
@@ -165,6 +165,7 @@ export async function run(argv: string[]): Promise<number> {
         ...(speculative ? { speculative } : {}),
         ...(threads !== undefined ? { threads } : {}),
         ...(values.device !== undefined ? { device: values.device } : {}),
+        ...(values['cuda-kernels'] !== undefined ? { cudaKernels: values['cuda-kernels'] } : {}),
         ...(values['max-loras'] !== undefined
           ? {
               lora: {

@@ -19,10 +19,10 @@ import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
 import { EngineError } from './errors.js';
 import type { Disaggregation } from './kv-transfer/engine-glue.js';
-import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
 import type { OutputProcessor } from './output-processor.js';
+import type { EngineRole, RoleState } from './pd-types.js';
 import type { RequestIntake } from './request-intake.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
@@ -32,6 +32,7 @@ import type {
   ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,

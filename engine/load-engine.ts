@@ -19,7 +19,7 @@ import {
 } from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
-import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
+import { defaultDeviceKvBytes, requireCudaDevice, resolveCudaKernels, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
@@ -78,6 +78,7 @@ export async function loadEngine(
     }
   }
   const device = resolveDevice(o.device);
+  const cudaKernels = resolveCudaKernels(o.cudaKernels, device);
   // CUDA asked for and not there: the error names why, before anything is loaded.
   if (device !== 'cpu') requireCudaDevice(device);
   if (device !== 'cpu' && o.lora) {
@@ -88,7 +89,7 @@ export async function loadEngine(
     );
   }
   const [model, tokenizer] = await Promise.all([
-    loadModel(modelPath, hooks.onProgress, { device }),
+    loadModel(modelPath, hooks.onProgress, { device, ...(cudaKernels ? { cudaKernels } : {}) }),
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);

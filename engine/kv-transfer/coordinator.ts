@@ -22,6 +22,7 @@ import type {
   ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -29,7 +30,7 @@ import type {
   GenerateRequest,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
-import type { DecodeResult, EngineRole, RoleState } from './types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 

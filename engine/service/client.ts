@@ -19,6 +19,7 @@ import type {
   GenerateEvent,
   GenerateRequest,
   AdapterList,
+  DecodeResult,
   TokenLogprob,
 } from '../types.js';
 import {
@@ -33,7 +34,7 @@ import {
 import { fromGrpcError } from './status-codes.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
 import { chatToolsToProto } from './tool-mapping.js';
-import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export interface EngineClientOptions {
   /** Metadata to send with each call (e.g. `{ traceparent }`); called once per call. */

@@ -3,7 +3,7 @@
  * request (request.ts maps it in, output.ts maps the answer back).
  */
 import type { Context } from 'koa';
-import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
@@ -13,8 +13,8 @@ import {
   resolveServedModel,
   type GatewayContext,
 } from '../shared/gateway-context.js';
-import { clientGoneSignal, SseWriter } from '../shared/sse.js';
-import { streamAnswer } from '../shared/stream.js';
+import { clientGoneSignal, type SseWriter } from '../shared/sse.js';
+import { streamSse } from '../shared/stream.js';
 import { anthropicErrorBody } from './errors.js';
 import { anthropicUsage, BlockStream, contentBlocks, StopSequences, stopReason } from './output.js';
 import { withConstraintField } from '../shared/structured.js';
@@ -53,7 +53,12 @@ export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<
     ...adapterFor(gw, model),
     ...(constraint ? { constraint } : {}),
   };
-  withConstraintField(request, constraint ? 'output_config.format.schema' : undefined);
+  withConstraintField(
+    request,
+    constraint
+      ? { constraint, field: 'output_config.format', schemaField: 'output_config.format.schema' }
+      : undefined,
+  );
   const signal = clientGoneSignal(ctx);
   const stops = new StopSequences(body.stop_sequences ?? []);
   const showThinking = body.thinking?.display !== 'omitted';
@@ -76,11 +81,13 @@ export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<
   let sse: SseWriter | undefined;
   const emit = (event: string, data: Record<string, unknown>): void => sse?.data(data, event);
   const blocks = new BlockStream(emit, stops, showThinking);
-  await streamAnswer<GenerateEvent, SseWriter>({
+  await streamSse<GenerateEvent>(ctx, {
     events: events(gw, request, signal),
     signal,
-    open: () => (sse = new SseWriter(ctx)),
-    onOpen: () => {
+    errorBody: anthropicErrorBody,
+    errorEvent: 'error',
+    onOpen: (out) => {
+      sse = out;
       // Token counts are known at the end: message_delta carries them all (the SDKs take them from there).
       emit('message_start', {
         type: 'message_start',
@@ -104,7 +111,6 @@ export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<
       });
       emit('message_stop', { type: 'message_stop' });
     },
-    onError: (err, out) => out.data(anthropicErrorBody(err), 'error'),
   });
 }
 

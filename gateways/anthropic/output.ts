@@ -5,7 +5,7 @@
  * input_json_delta) / `content_block_stop`, then `message_delta` (stop_reason, usage) and
  * `message_stop`.
  */
-import type { ChatDelta, FinishEvent, FinishReason, Usage } from '../../engine/types.js';
+import type { ChatDelta, FinishEvent, FinishReason, Usage } from '../../engine/api.js';
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 

@@ -12,10 +12,10 @@ import type {
   Constraint,
   SamplingParams,
   ToolChoice,
-} from '../../engine/types.js';
+} from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
-import { jsonSchemaConstraint } from '../shared/structured.js';
+import { schemaConstraint } from '../shared/structured.js';
 
 const cacheControl = {
   type: 'object',
@@ -190,7 +190,7 @@ function textOf(block: Block, at: string): string {
 }
 
 /** `system`: a string or a list of text blocks, joined by newlines. */
-export function systemText(system: MessagesBody['system']): string | undefined {
+function systemText(system: MessagesBody['system']): string | undefined {
   if (system === undefined) return undefined;
   if (typeof system === 'string') return system;
   return system
@@ -352,7 +352,7 @@ export function engineConstraint(body: Pick<MessagesBody, 'output_config'>): Con
   const out = body.output_config;
   if (out?.effort !== undefined && out.effort !== null) throw notSupported('output_config.effort', 'effort');
   if (!out?.format) return undefined;
-  return jsonSchemaConstraint(out.format.schema, 'output_config.format.schema');
+  return schemaConstraint(out.format.schema, 'output_config.format.schema');
 }
 
 /**

@@ -7,13 +7,14 @@
  * `thinking`.
  */
 import type { Context } from 'koa';
-import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
+import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { adapterFor, assertAccepting, resolveModel, type GatewayContext } from '../shared/gateway-context.js';
 import { noteIgnoredFields } from '../shared/ignored-fields.js';
-import { clientGoneSignal, RawStreamWriter } from '../shared/sse.js';
-import { streamAnswer } from '../shared/stream.js';
+import { clientGoneSignal } from '../shared/sse.js';
+import { streamNdjson } from '../shared/stream.js';
+import { withConstraintField } from '../shared/structured.js';
 import { ollamaErrorBody } from './errors.js';
 import {
   chatRequest,
@@ -95,6 +96,14 @@ async function answer(
     ...mapped.request,
     ...adapterFor(gw, model.served),
   };
+  const c = request.constraint;
+  // The engine's errors about the constraint name `format`, the client's field.
+  withConstraintField(
+    request,
+    c
+      ? { constraint: c, field: 'format', ...(c.kind === 'json_schema' ? { schemaField: 'format' } : {}) }
+      : undefined,
+  );
   const signal = clientGoneSignal(ctx);
   const logprobs = request.params.logprobs === true;
   if (!stream) {
@@ -113,10 +122,10 @@ async function answer(
     };
     return;
   }
-  await streamAnswer<GenerateEvent, RawStreamWriter>({
+  await streamNdjson<GenerateEvent>(ctx, {
     events: events(gw, request, signal),
     signal,
-    open: () => new RawStreamWriter(ctx, 'application/x-ndjson'),
+    errorBody: ollamaErrorBody,
     onEvent: (ev, out) => {
       const line = (o: Record<string, unknown>): void => out.write(JSON.stringify(o) + '\n');
       if (ev.type === 'token') {
@@ -137,7 +146,6 @@ async function answer(
         line({ ...head(), message: { role: 'assistant', content: '', tool_calls: calls }, done: false });
       line({ ...head(), ...piece(kind, '', ''), ...finalFields(ev) });
     },
-    onError: (err, out) => out.write(JSON.stringify(ollamaErrorBody(err)) + '\n'),
   });
 }
 

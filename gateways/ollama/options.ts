@@ -7,10 +7,10 @@
  * Absent options take Ollama's defaults (its `DefaultOptions`: temperature 0.8, top_k 40,
  * top_p 0.9), which a model's Modelfile would override there; a model here has no Modelfile.
  */
-import type { SamplingParams } from '../../engine/types.js';
+import type { SamplingParams } from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 
-export const OLLAMA_DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9 } as const;
+const OLLAMA_DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9 } as const;
 
 /** Samplers the engine does not have: accepted only at the value that turns them off. */
 const NEUTRAL: Readonly<Record<string, number>> = { min_p: 0, typical_p: 1, tfs_z: 1, mirostat: 0 };

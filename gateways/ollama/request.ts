@@ -12,11 +12,11 @@ import type {
   Constraint,
   GenerateRequest,
   PromptInput,
-} from '../../engine/types.js';
+} from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
-import { jsonSchemaConstraint } from '../shared/structured.js';
+import { schemaConstraint } from '../shared/structured.js';
 import { toolSchemaProperties } from '../openai/chat-tools.js';
 import { mapOptions } from './options.js';
 
@@ -210,7 +210,7 @@ function thinkKwargs(think: CommonBody['think']): { chatTemplateKwargs?: Record<
 function formatConstraint(format: CommonBody['format']): Constraint | undefined {
   if (format === undefined || format === null || format === '') return undefined;
   if (format === 'json') return { kind: 'json_object' };
-  return jsonSchemaConstraint(format, 'format');
+  return schemaConstraint(format, 'format');
 }
 
 export interface OllamaRequest {

@@ -7,7 +7,7 @@
  */
 import type { Context } from 'koa';
 
-export const IGNORED_FIELDS_HEADER = 'X-Prism-Ignored-Fields';
+const IGNORED_FIELDS_HEADER = 'X-Prism-Ignored-Fields';
 
 /** Where the request log finds them (ctx.state). */
 export const IGNORED_FIELDS_STATE = 'ignoredFields';

@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
-import type { FinishEvent, GenerateRequest } from '../../engine/types.js';
+import type { FinishEvent, GenerateRequest } from '../../engine/api.js';
 import { IGNORED_FIELDS_STATE } from './ignored-fields.js';
 
 /** MindIE's LogConfig.logLevel words, least to most severe ('Warn' = 'Warning'). */
@@ -124,7 +124,7 @@ function lineLevel(method: string, path: string, status: number): LineLevel {
   return 'info';
 }
 
-export interface RequestLine {
+interface RequestLine {
   readonly time: string;
   readonly level: LineLevel;
   readonly method: string;
@@ -143,7 +143,7 @@ export interface RequestLine {
   readonly prompt?: string;
 }
 
-export function formatLine(line: RequestLine, format: 'text' | 'json'): string {
+function formatLine(line: RequestLine, format: 'text' | 'json'): string {
   if (format === 'json') return JSON.stringify({ ...line, msg: 'request' });
   const parts = [
     line.time,

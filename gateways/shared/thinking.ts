@@ -13,7 +13,7 @@ import { invalid } from './http-error.js';
 import { noteIgnoredFields } from './ignored-fields.js';
 import { nullable } from './schema.js';
 
-export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
 export const thinkingSchemaProperties = {
   chat_template_kwargs: nullable({ type: 'object' }),
