@@ -22,18 +22,20 @@ import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
 import { EngineError } from './errors.js';
 import type { ExtensionList } from './extension-list.js';
-import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
 import type { OutputProcessor } from './output-processor.js';
+import type { EngineRole, RoleState } from './pd-types.js';
 import type { FeatureHandles, RequestFeatures } from './request-features.js';
 import type { RequestIntake } from './request-intake.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
 import type { Sequence } from './sequence.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -212,8 +214,12 @@ export class EngineCore implements Engine {
     return this.intake.detokenize(ids, skipSpecialTokens);
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    return this.intake.applyChatTemplate(messages, addGenerationPrompt);
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    return this.intake.applyChatTemplate(messages, addGenerationPrompt, extras);
   }
 
   async status(): Promise<EngineStatus> {

@@ -15,7 +15,7 @@ import { BeamSearchExtension } from './beam/beam-extension.js';
 import type { BlockManager } from './block-manager.js';
 import type { ExtensionHost, RequestExtension } from './extension.js';
 import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
-import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
+import type { EngineRole, RoleState } from './pd-types.js';
 import type { ResolvedEngineOptions } from './options.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { Runner } from './runner.js';
@@ -23,7 +23,7 @@ import { SpeculationExtension, type SpeculationConfig } from './speculative/spec
 import { StructuredOutput, type StructuredStats } from './structured/structured-extension.js';
 import type { StructuredTuning } from './structured/tuning.js';
 import type { EngineChat } from './tools/engine-chat.js';
-import type { EngineInfo, EngineStatus } from './types.js';
+import type { DecodeResult, EngineInfo, EngineStatus } from './types.js';
 
 /** What the engine's builder may give the features beyond the engine's own parts. */
 export interface FeatureDeps {

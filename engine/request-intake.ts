@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
+import { checkOutputFits } from './context-fit.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { asEngineError, EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
@@ -24,7 +25,7 @@ import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Sequence, type SequenceSampling } from './sequence.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import type { EngineChat } from './tools/engine-chat.js';
-import type { ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
+import type { ChatRenderExtras, ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
 
 export interface IntakeDeps {
   readonly tokenizer: EngineTokenizer;
@@ -225,6 +226,7 @@ export class RequestIntake {
       if (adapter.entry && adapter.entry.state !== 'loaded') {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
+      checkOutputFits(params, prompt.length, d.options);
       d.extensions.plan(plan, parts, { params, maxNew, endTokens: new Set(endTokens) });
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
@@ -301,10 +303,16 @@ export class RequestIntake {
     };
   }
 
-  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    // The same rendering as a chat request without tools (earlier calls included).
+  async applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    // The same rendering as a chat request with these messages, tools and template variables.
     checkMessages(messages, 'messages');
-    return this.deps.chat.render({ kind: 'chat', messages, addGenerationPrompt }, 'messages').text;
+    const prompt = { kind: 'chat' as const, messages, addGenerationPrompt, ...extras };
+    this.deps.chat.check(prompt);
+    return this.deps.chat.render(prompt, 'messages').text;
   }
 }
 

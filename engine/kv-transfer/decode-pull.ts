@@ -12,7 +12,9 @@ import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
 import type { Peers } from './peers.js';
 import { pullKv, type PulledHeader } from './transfer-client.js';
-import { remoteTarget, type KvCompat, type KvStore, type RemotePrefill } from './types.js';
+import type { RemotePrefill } from '../pd-types.js';
+import type { KvStore } from '../runner.js';
+import { remoteTarget, type KvCompat } from './types.js';
 
 /** A hand-off's tokens generated on the prefill engine, and the first one's logprob. */
 export interface HandOffPart {

@@ -24,7 +24,8 @@ import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.
 import { fromGrpcError } from '../grpc-status.js';
 import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
-import type { EngineStatus, FinishEvent, GenerateRequest } from '../types.js';
+import type { EngineRole, KvTransferParams, KvTransferSpec, RemotePrefill, RoleState } from '../pd-types.js';
+import type { DecodeResult, EngineStatus, FinishEvent, GenerateRequest } from '../types.js';
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
 import { DecodeResultsHub } from './decode-results.js';
 import { LeaseTable } from './lease-table.js';
@@ -33,18 +34,8 @@ import { Roles, type RequestKind } from './roles.js';
 import { pullThenEnqueue, type HandOffPart, type PullCounts } from './decode-pull.js';
 import type { HandOff, HandOffEncoder } from './hand-off.js';
 import { serveTransfer } from './transfer-server.js';
-import {
-  hostPort,
-  type DecodeResult,
-  type EngineRole,
-  type KvCompat,
-  type KvStore,
-  type KvTransferCounters,
-  type KvTransferParams,
-  type KvTransferSpec,
-  type RemotePrefill,
-  type RoleState,
-} from './types.js';
+import type { KvStore } from '../runner.js';
+import { hostPort, type KvCompat, type KvTransferCounters } from './types.js';
 
 /** A request's part in split prefill/decode (the extension's state of it). */
 export interface PdState {
@@ -62,7 +53,7 @@ export interface PdState {
   pull?: AbortController;
 }
 
-export interface DisaggregationOptions {
+interface DisaggregationOptions {
   readonly role: EngineRole;
   /** How long leased blocks wait for their pull (vLLM's NIXL connector frees them after a timeout too). */
   readonly leaseTtlMs: number;

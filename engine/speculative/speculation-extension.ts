@@ -75,7 +75,7 @@ export class SpeculationExtension implements RequestExtension {
  * after them. `oneTokenSteps`: the request's plan takes one token per step (a prefill-side
  * request ends at its first token; beam search chooses among one step's candidates).
  */
-export function draftRoom(
+function draftRoom(
   seq: Sequence,
   req: LiveRequest | undefined,
   maxSeqLen: number,

@@ -8,6 +8,7 @@
  * of attempts it ends with reason `error` and a message naming what failed. Documents cut by
  * the length limit are not checked (they are incomplete, and reported so).
  */
+import { matcherOf } from './grammar-backend.js';
 import type { ChoiceOutput } from '../choice-output.js';
 import type { Sequence } from '../sequence.js';
 
@@ -57,7 +58,7 @@ export class ChoiceChecks<R extends { readonly id: string }> {
    */
   afterFinish(req: R, seq: Sequence, c: ChoiceOutput): boolean {
     if (c.reason !== 'stop' && c.reason !== 'tool_calls') return false;
-    const key = seq.grammar?.key;
+    const key = matcherOf(seq)?.key;
     if (key === undefined || !this.host.holdsOutput(key)) return false;
     this.pending.set(req.id, (this.pending.get(req.id) ?? 0) + 1);
     void this.host

@@ -13,6 +13,7 @@
  * there — the engine overlaps that wait with the forward pass (README.md, step 3).
  */
 import type { GrammarConstraint } from './constraint.js';
+import type { SampleConstraint, Sequence } from '../sequence.js';
 
 /** A compiled grammar, named by its cache key (the constraint's canonical text). */
 export interface CompiledGrammarRef {
@@ -28,7 +29,7 @@ export interface CompiledGrammarRef {
 }
 
 /** One sequence's position in a compiled grammar. */
-export interface GrammarMatcher {
+export interface GrammarMatcher extends SampleConstraint {
   /** The compiled grammar it walks. */
   readonly key: string;
   /** Jump-forward asked for: the matcher reports the string the grammar forces (`jump`). */
@@ -87,4 +88,13 @@ export interface GrammarBackend {
   /** Set when the backend can serve no more calls (its thread died); a fresh one is made. */
   readonly dead: Error | null;
   close(): Promise<void>;
+}
+
+/**
+ * The matcher of `seq`, or null when it is unconstrained. Only the structured-output
+ * extension sets `Sequence.grammar`, and always to one of its matchers (the core sees it as a
+ * SampleConstraint: the mask its step plan reads).
+ */
+export function matcherOf(seq: Sequence): GrammarMatcher | null {
+  return seq.grammar as GrammarMatcher | null;
 }

@@ -4,6 +4,7 @@
  * before the step, or, overlapped, handed to the runner late (the native step runs its forward
  * pass and samples once they are in).
  */
+import { matcherOf } from './grammar-backend.js';
 import { availableParallelism } from 'node:os';
 import type { LateMasks } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
@@ -46,7 +47,7 @@ export class StepMasks {
     let pending: Promise<void>[] | null = null;
     let constrained = false;
     for (const { sample, seq } of batch.items) {
-      const g = seq.grammar;
+      const g = matcherOf(seq);
       if (!sample || !g) continue;
       constrained = true;
       if (g.mask === null && g.error === null && !g.terminated) (pending ??= []).push(g.pending);

@@ -20,8 +20,8 @@ import type { Sequence } from '../sequence.js';
 import type { EngineChat } from '../tools/engine-chat.js';
 import type { GenerateRequest } from '../types.js';
 import { ChoiceChecks } from './choice-checks.js';
-import type { Constraint, GrammarConstraint } from './constraint.js';
-import type { GrammarBackend } from './grammar-backend.js';
+import type { CheckedConstraint, GrammarConstraint } from './constraint.js';
+import { matcherOf, type GrammarBackend } from './grammar-backend.js';
 import { GrammarService } from './grammar-service.js';
 import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
 import { StepMasks } from './step-masks.js';
@@ -141,7 +141,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
   }
 
   /** The synchronous checks of a client's constraint. */
-  private checkClient(c: unknown): Constraint {
+  private checkClient(c: unknown): CheckedConstraint {
     const constraint = checkConstraint(c);
     if (!this.tokenizer.grammarVocab)
       throw invalidArgument('constraint', 'this engine has no tokenizer vocabulary to enforce it with');
@@ -216,7 +216,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
    * schema in what the grammar could not enforce. Where nothing needs checking, null at once.
    */
   private async verify(seq: Sequence, c: ChoiceOutput): Promise<string | null> {
-    const key = seq.grammar?.key;
+    const key = matcherOf(seq)?.key;
     const what = key === undefined ? undefined : this.checked.get(key);
     if (what === undefined || key === undefined) return null;
     if (what === 'document') return this.grammars.checkDocument(key, c.text);
@@ -243,7 +243,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
    * search's fork.
    */
   fork(parent: Sequence, child: Sequence): void {
-    const g = parent.grammar;
+    const g = matcherOf(parent);
     if (!g) return;
     const m = this.grammars.createMatcher(g.key, g.jumpForward);
     const output = child.tokens.slice(child.promptLen);
@@ -258,7 +258,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
    * was sampled in: the draft's check says what was forced there.
    */
   forcedAfter(seq: Sequence, token: number, accepted: number): number[] {
-    const g = seq.grammar;
+    const g = matcherOf(seq);
     const jump = accepted > 0 ? (seq.draft?.jumps?.[accepted] ?? '') : undefined;
     const forced = jump ?? g?.jump ?? '';
     if (!g?.jumpForward || !this.jumpTokenizer || g.error !== null || g.terminated || forced === '')
@@ -278,7 +278,7 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
    * returns an error if it is already broken.
    */
   afterTokens(seq: Sequence, tokens: readonly number[]): string | null {
-    const g = seq.grammar;
+    const g = matcherOf(seq);
     if (!g) return null;
     if (g.error !== null) return g.error;
     if (!g.terminated) g.accept(tokens);
@@ -298,7 +298,8 @@ export class StructuredOutput implements RequestExtension<StructuredPart>, Struc
 
   release(req: LiveRequest): void {
     for (const s of req.seqs) {
-      if (s.grammar) this.grammars.free(s.grammar);
+      const m = matcherOf(s);
+      if (m) this.grammars.free(m);
       s.grammar = null;
     }
     this.checks.forget(req);
