@@ -13,7 +13,7 @@
     # the middle of a native call, as the grammar worker is at engine close; a step finishing
     # at exit) is dropped: without SWALLOW node-addon-api throws again from its own handler
     # and the process aborts ("terminate called after throwing an instance of Napi::Error").
-    # PRISM_Q4XV_AMX: the kLayoutQ4XV AMX-INT8 kernel (native/src/kernels/amx/q4xv_amx.cc) is
+    # PRISM_Q4XV_AMX: the Layout::Q4XV AMX-INT8 kernel (native/src/kernels/amx/q4xv_amx.cc) is
     # part of the build, so the layout's AVX-512 driver may hand it batches (q4xv.h).
     "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL",
                 "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "PRISM_Q4XV_AMX"]

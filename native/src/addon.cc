@@ -363,7 +363,7 @@ Napi::Value MatmulForTest(const Napi::CallbackInfo& info) {
   });
 }
 
-// Calls of the kLayoutQ4XV AMX kernel so far (kernels/amx/q4xv_amx.h), for tests.
+// Calls of the Layout::Q4XV AMX kernel so far (kernels/amx/q4xv_amx.h), for tests.
 Napi::Value Q4xvAmxCallsForTest(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(kernels::q4xvAmxCalls()));
 }

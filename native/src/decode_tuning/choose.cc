@@ -49,7 +49,7 @@ std::vector<TuneLayer> decodeLayers(const Model& model) {
 std::string signature(const LinearGroup& g) {
   std::ostringstream o;
   for (const LinearGroup::Part& p : g.parts)
-    o << typeName(p.w.type) << '/' << p.w.layout << ':' << p.w.rows << 'x' << p.w.cols << ' ';
+    o << typeName(p.w.type) << '/' << static_cast<int>(p.w.layout) << ':' << p.w.rows << 'x' << p.w.cols << ' ';
   return o.str();
 }
 

@@ -1,19 +1,21 @@
 // Run-time kernel selection: CPUID (+ the PRISM_ISA override) picks the highest instruction
-// set family once; matmul() routes each call to that family's kernel, falling back to the
-// next lower one for weights a family does not handle. Also: prepareLinear, KernelScratch,
-// the test entry point and the memory-bandwidth probe.
+// set family once; matmul() looks the weight's kernels up in the traits table
+// (layout_traits.h) and runs that family's, or the next lower family's where it has none.
+// Also: prepareLinear, KernelScratch, the test entry point and the memory-bandwidth probe.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/amx/amx.h"
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
+#include "kernels/layout_traits.h"
 #include "kernels/planes.h"
 #include "kernels/q4xv.h"
 #include "kernels/q8xv.h"
@@ -23,8 +25,6 @@ namespace prism {
 using namespace kernels;
 
 namespace {
-
-enum class Isa { Reference = 0, Avx2 = 1, Avx512 = 2 };
 
 const char* isaName(Isa isa) {
   switch (isa) {
@@ -89,9 +89,12 @@ enum class AmxUse { Off, Batches, Always };
 void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
+  const Kernels& k = kernelsFor(W);
   if (isa >= Isa::Avx512 && amx != AmxUse::Off && (amx == AmxUse::Always || n >= kAmxMinTokens)) {
-    if (amxHandles(W)) {
-      matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
+    // The tiles unpack whole repacked matrices (not a MoE expert's row slice, which owns no
+    // bytes: moe.cc).
+    if (k.amx && W.precision == ActivationPrecision::Int8 && !W.owned.empty()) {
+      k.amx(W, x, n, ldx, y, ldy, pool, scratch);
       return;
     }
     // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h),
@@ -102,9 +105,11 @@ void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64
       return;
     }
   }
-  if (isa >= Isa::Avx512 && matmulAvx512(W, x, n, ldx, y, ldy, pool, scratch)) return;
-  if (isa >= Isa::Avx2 && matmulAvx2(W, x, n, ldx, y, ldy, pool, scratch)) return;
-  matmulReference(W, x, n, ldx, y, ldy, pool);
+  MatmulKernel kernel = nullptr;
+  if (isa >= Isa::Avx512) kernel = k.avx512.of(W.precision);
+  if (!kernel && isa >= Isa::Avx2) kernel = k.avx2.of(W.precision);
+  if (kernel) kernel(W, x, n, ldx, y, ldy, pool, scratch);
+  else matmulReference(W, x, n, ldx, y, ldy, pool);
 }
 
 }  // namespace
@@ -144,9 +149,55 @@ const char* isaOverrideError() {
 
 namespace {
 
-// prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for):
-// the layout choices that depend on it are kLayoutQ4XV and kLayoutQ8XV, which only the
-// AVX-512 family reads.
+// Repacks a tensor into the layout the kernels of `isa` read for its type and activation
+// precision, sizing `owned`, and returns that layout (Layout::Gguf: none; the kernels read the
+// file's bytes in place). Only Layout::Q4XV and Layout::Q8XV depend on the family: only the
+// AVX-512 one reads them.
+Layout repackFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                 ActivationPrecision precision, WeightBytes* owned) {
+  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
+  if (precision == ActivationPrecision::Int8) {
+    // Int8 activations: every quantized type in the group order (internal.h, planes.h), one
+    // dot-product instruction per 16 blocks, at the file's bytes per weight or close to them.
+    if (type == TensorType::Q4_K) return repackQ4GK(data, rows, cols, owned);  // Q4_K's scale encoding
+    // Q4_0 / Q4_1: f16 scales where exact.
+    if (q4) return repackQ4G(type, data, rows, cols, owned);
+    if (type == TensorType::Q8_0) return repackQ8G(data, rows, cols, owned);
+    // Q6_K: the Q4_K_M mix keeps its output head and some FFN tensors in Q6_K, a quarter of
+    // the bytes of a 1B model.
+    if (type == TensorType::Q6_K) return repackQ6G(data, rows, cols, owned);
+    // Q5_0 / Q5_1 / Q5_K / Q3_K / Q2_K / IQ4_NL / IQ4_XS: bit planes.
+    if (const Layout planes = planeLayoutFor(type); planes != Layout::Gguf) {
+      repackPlanes(type, data, rows, cols, owned);
+      return planes;
+    }
+    return Layout::Gguf;
+  }
+  if (q4 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: 16-row records whose every kernel forms each
+    // block's exact integer dot (q4xv.h), so a token's bits never depend on its step's shape
+    // and an extra token of a step (speculation's verify) costs little.
+    repackQ4XV(type, data, rows, cols, owned);
+    return Layout::Q4XV;
+  }
+  if (type == TensorType::Q8_0 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: the same exact-integer formulation as Q4XV
+    // (q8xv.h), the file's bytes in 16-row records. An owned copy: the embedding lookup of a
+    // tied head keeps reading the file's rows (Model::embedData).
+    repackQ8XV(data, rows, cols, owned);
+    return Layout::Q8XV;
+  }
+  if (q4) {
+    // 4-bit weights are repacked once (Layout::Q4X, internal.h): unpacking two blocks then
+    // takes one load and two masks, and the per-block offsets become a vector dot product.
+    owned->resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
+    repackQ4X(type, data, rows, cols, owned->data());
+    return Layout::Q4X;
+  }
+  return Layout::Gguf;
+}
+
+// prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for).
 LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
                         ActivationPrecision precision) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
@@ -159,75 +210,17 @@ LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t r
   w.rows = rows;
   w.cols = cols;
   w.data = data;
-  w.layout = kLayoutGguf;
   w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
-  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
-  if (type == TensorType::Q4_K && precision == ActivationPrecision::Int8) {
-    w.layout = repackQ4GK(data, rows, cols, &w.owned);  // Q4_K's scale encoding, group order
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (planeLayoutFor(type) != 0 && precision == ActivationPrecision::Int8) {
-    // Q5_0 / Q5_1 / Q5_K / Q3_K / Q2_K / IQ4_NL / IQ4_XS: bit planes in the group order
-    // (planes.h), the file's bytes per weight.
-    repackPlanes(type, data, rows, cols, &w.owned);
-    w.layout = planeLayoutFor(type);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4 && precision == ActivationPrecision::Int8) {
-    // Int8 activations: the group layout (internal.h, kLayoutQ4G16/32), one dot-product
-    // instruction per 16 blocks and f16 scales where exact (bytes close to the file's).
-    w.layout = repackQ4G(type, data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q8_0 && precision == ActivationPrecision::Int8) {
-    w.layout = repackQ8G(data, rows, cols, &w.owned);  // same bytes as the file, group order
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q6_K && precision == ActivationPrecision::Int8) {
-    // Q6_K in the group layout too (internal.h, kLayoutQ6G): the Q4_K_M mix keeps its output
-    // head and some FFN tensors in Q6_K, a quarter of the bytes of a 1B model.
-    w.layout = repackQ6G(data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4 && isa >= Isa::Avx512) {
-    // Int16 activations on the AVX-512 kernels: 16-row records whose every kernel forms each
-    // block's exact integer dot (q4xv.h), so a token's bits never depend on its step's shape
-    // and an extra token of a step (speculation's verify) costs little.
-    repackQ4XV(type, data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.layout = kLayoutQ4XV;
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q8_0 && isa >= Isa::Avx512) {
-    // Int16 activations on the AVX-512 kernels: the same exact-integer formulation as Q4XV
-    // (q8xv.h), the file's bytes in 16-row records. An owned copy: the embedding lookup of a
-    // tied head keeps reading the file's rows (Model::embedData).
-    repackQ8XV(data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.layout = kLayoutQ8XV;
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4) {
-    // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
-    // takes one load and two masks, and the per-block offsets become a vector dot product.
-    w.owned.resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
-    repackQ4X(type, data, rows, cols, w.owned.data());
-    w.data = w.owned.data();
-    w.layout = kLayoutQ4X;
-    w.bytes = w.owned.size();
-  }
+  w.layout = repackFor(isa, type, data, rows, cols, precision, &w.owned);
+  if (w.layout == Layout::Gguf) return w;
+  // The traits table's stride rule is what every kernel and the reference read by: a repack
+  // that disagrees with it is a bug, caught here before any kernel reads past the bytes.
+  if (w.owned.size() != layoutBytes(w.layout, type, rows, cols))
+    throw std::logic_error(std::string("prepareLinear: the ") + layoutTraits(w.layout).name + " repack made " +
+                           std::to_string(w.owned.size()) + " bytes, its stride rule " +
+                           std::to_string(layoutBytes(w.layout, type, rows, cols)));
+  w.data = w.owned.data();
+  w.bytes = w.owned.size();
   return w;
 }
 
@@ -291,7 +284,7 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 namespace {
 
 // The exact-integer int16 layouts' test families (matmulForTest): the GGUF weight repacked
-// into kLayoutQ4XV (q4xv.h) or kLayoutQ8XV (q8xv.h), x quantized by the scalar int16
+// into Layout::Q4XV (q4xv.h) or Layout::Q8XV (q8xv.h), x quantized by the scalar int16
 // quantizer (the AVX-512 one's bits), then the layout's scalar statement ("-scalar") or its
 // AMX-INT8 kernel whatever n ("-amx"; matmul() hands the tiles only steps of the layout's
 // AMX minimum or more).
@@ -343,9 +336,9 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
   // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
   // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
-  // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
+  // the scalar statement of the Layout::Q4XV arithmetic (q4xv.h) on a 4-bit weight: the
   // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
-  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
+  // for Layout::Q8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
   // layout's AMX-INT8 kernel for any n (xvMatmulForTest).
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);

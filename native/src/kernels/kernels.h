@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/decode_tuning.h"
+#include "kernels/layout.h"
 #include "lazy_zero.h"
 #include "thread_pool.h"
 
@@ -89,13 +90,16 @@ struct LinearWeight {
   int64_t rows = 0;                   // output features
   int64_t cols = 0;                   // input features
   const uint8_t* data = nullptr;
-  int layout = 0;  // 0 = GGUF row-major; other values private to the kernels
+  // How the bytes are arranged (kernels/layout.h): the file's blocks, or a layout of the
+  // kernels' own that prepareLinear repacked them into.
+  kernels::Layout layout = kernels::Layout::Gguf;
   WeightBytes owned;
   size_t bytes = 0;  // bytes of weight data read per use (for the roofline)
   ActivationPrecision precision = ActivationPrecision::Int8;
-  // Today: Q4_0 / Q4_1 / Q4_K are always repacked into `owned` (layout 1, f32 scales: 24
-  // bytes per 32 values instead of 18-20); the other types stay zero copy. When `owned` is
-  // non-empty the kernels read it rather than `data`, so a copied LinearWeight stays valid.
+  // prepareLinear repacks into `owned` every quantized type for int8 activations, and for
+  // int16 the 4-bit types (and on AVX-512 Q8_0); the rest, float types among them, stay
+  // zero copy. When `owned` is non-empty the kernels read it rather than `data`, so a
+  // copied LinearWeight stays valid.
 };
 
 // The bytes a kernel reads: `owned` when the weight was repacked (robust to a LinearWeight

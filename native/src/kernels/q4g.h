@@ -1,11 +1,13 @@
-// Shared by q4g_avx2.cc and q4g_avx512.cc: the int8 activation quantizer in the Q4G
-// permutation (internal.h, kLayoutQ4G16) and the work split / cache blocking. Everything is
-// in an anonymous namespace: this header is compiled with two different ISA flag sets, and
-// a merged (ODR) copy built with AVX-512 must never end up on the AVX2 path.
+// Shared by the group-layout kernels of both families (q4g_avx2.cc, q4g_avx512.cc,
+// planes_avx2.cc, planes_avx512.cc): the int8 activation quantizer in the Q4G permutation
+// (internal.h, Layout::Q4G16) and the work split / cache blocking. Everything is in an
+// anonymous namespace: this header is compiled with two different ISA flag sets, and a merged
+// (ODR) copy built with AVX-512 must never end up on the AVX2 path.
 #pragma once
 #include <algorithm>
 
 #include "kernels/internal.h"
+#include "kernels/layout_traits.h"
 #include "kernels/planes.h"
 #include "kernels/prefetch_lines.h"
 
@@ -192,11 +194,7 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   if (n == 1 || wide) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
   const int RD = n == 1 ? decodeRowsFor<Kernel>(tuning) : Kernel::kDecodeRows;
   constexpr int RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
-  const size_t rowBytes = isPlaneLayout(W.layout)   ? planeRowBytes(W.cols, W.layout)
-                          : W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
-                          : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
-                          : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
-                                                   : q4gRowBytes(W.cols, W.layout);
+  const size_t rowBytes = layoutRowBytes(W);
   // The wide tiles read one row at a time: ahead by the decode tiles' distance in bytes.
   if (wide) a.wideAhead = rowBytes * static_cast<size_t>(decodeRowsFor<Kernel>(tuning)) * tuning.aheadHalves / 2;
   auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {

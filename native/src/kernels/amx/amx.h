@@ -32,16 +32,13 @@ bool amxEnabled();
 // than the tiles win.
 constexpr int64_t kAmxMinTokens = 16;
 
-// True when W's layout has an AMX panel unpacker and int8 activations.
-bool amxHandles(const LinearWeight& W);
+// The driver itself is AmxKernels::int8<L> (isa_kernels.h), for the layouts whose row of the
+// traits table (layout_traits.cc) names it: y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on
+// the tiles, for weights with int8 activations whose repacked bytes W owns. Call only when
+// cpuHasAmxInt8(). Runs on all threads of `pool`; its scratch (amxScratchBytes) comes from
+// `scratch`.
 
-// y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on the tiles; call only when
-// cpuHasAmxInt8() and amxHandles(W). Runs on all threads of `pool`; its scratch
-// (amxScratchBytes) comes from `scratch`.
-void matmulAmx(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
-               KernelScratch& scratch);
-
-// Scratch bytes matmulAmx needs for n tokens of `cols` values on `threads` threads.
+// Scratch bytes the driver needs for n tokens of `cols` values on `threads` threads.
 size_t amxScratchBytes(int64_t n, int64_t cols, int threads);
 
 }  // namespace prism::kernels

@@ -24,8 +24,8 @@ bool cpuHasAmxBf16();
 // PRISM_AMX_BF16=1 on a CPU that has it: only then do batches take this path (bf16_support.cc says why).
 bool amxBf16Enabled();
 
-// True for the int16-activation weights this driver reads: kLayoutQ4XV (Q4_0 / Q4_1 / Q4_K,
-// as the AVX-512 family prepares them), with whole blocks of 32 columns. Not kLayoutQ8XV
+// True for the int16-activation weights this driver reads: Layout::Q4XV (Q4_0 / Q4_1 / Q4_K,
+// as the AVX-512 family prepares them), with whole blocks of 32 columns. Not Layout::Q8XV
 // (kernels/q8xv.h, the AVX-512 family's int16 Q8_0, e.g. the default model's head): it stays
 // on its own kernels.
 bool amxBf16Handles(const LinearWeight& W);

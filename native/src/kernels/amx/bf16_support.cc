@@ -30,7 +30,7 @@ bool amxBf16Enabled() {
 
 bool amxBf16Handles(const LinearWeight& W) {
   if (W.precision != ActivationPrecision::Int16 || W.cols % kQK != 0) return false;
-  return W.layout == kLayoutQ4XV;
+  return W.layout == Layout::Q4XV;
 }
 
 }  // namespace prism::kernels

@@ -127,7 +127,7 @@ size_t threadBytes(int64_t n) {
   return 2 * kPanelBytes + static_cast<size_t>((n + kTile - 1) / kTile) * 2 * kTile * kTile * sizeof(float);
 }
 
-// kLayoutQ4XV (q4xv.h): row r's block b is row r % 16 of record (r / 16, b); value =
+// Layout::Q4XV (q4xv.h): row r's block b is row r % 16 of record (r / 16, b); value =
 // d[b]·q + m[b]. The row stride is the layout's bytes per row (its records hold 16 rows).
 struct Q4XVRows {
   static size_t rowBytes(int64_t cols) { return static_cast<size_t>(q4xvBlocks(cols)) * (kQ4XVRecordBytes / kQ4XVRows); }
