@@ -20,55 +20,15 @@
 // (F16C / bf16 shift); activations stay f32.
 #include <algorithm>
 
+#include "kernels/float_tiles.h"
 #include "kernels/internal.h"
 #include "kernels/isa_kernels.h"
 #include "kernels/quant_blocks_x86.h"
+#include "kernels/vec_avx2.h"
+#include "kernels/work_split.h"
 
 namespace prism::kernels {
 namespace {
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-inline int hsumI32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
-// One block of 32 activations scaled to integers in [-qmax, qmax]: d = max|x| / qmax,
-// q = round(x / d) as four vectors of 8 int32 (values 0-7, 8-15, 16-23, 24-31), sum = Σq.
-// The int8 and int16 quantizers below differ only in qmax and in how they pack q.
-struct ScaledBlock {
-  __m256i q[4];
-  float d;
-  int sum;
-};
-
-static inline ScaledBlock scaleBlock(const float* p, float qmax) {
-  const __m256 signMask = _mm256_set1_ps(-0.0f);
-  __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-         v3 = _mm256_loadu_ps(p + 24);
-  __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signMask, v0), _mm256_andnot_ps(signMask, v1)),
-                           _mm256_max_ps(_mm256_andnot_ps(signMask, v2), _mm256_andnot_ps(signMask, v3)));
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-  float amax = _mm_cvtss_f32(m4);
-  __m256 id = _mm256_set1_ps(amax != 0 ? qmax / amax : 0.0f);
-  ScaledBlock out;
-  out.d = amax / qmax;
-  const __m256 v[4] = {v0, v1, v2, v3};
-  for (int k = 0; k < 4; ++k)
-    out.q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  out.sum = hsumI32(_mm256_add_epi32(_mm256_add_epi32(out.q[0], out.q[1]), _mm256_add_epi32(out.q[2], out.q[3])));
-  return out;
-}
 
 // Quantizes rows [t0, t1) of x (cols a multiple of 32) into `qa`: per block of 32,
 // d = max|x| / 32767, q = round(x / d), s = d * Σq, and the halves' sa = d * Σq[0..15],
@@ -92,11 +52,6 @@ void quantizeActivations(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
     }
   }
 }
-
-// Float tiles: rows per tile (their token tile is below), and tokens per pass (f32
-// activations).
-constexpr int kRowTile = 4;
-constexpr int64_t kTokenChunk = 64;
 
 // ---- int16 activations, GGUF blocks read in place (Q8_0, Q6_K, Q5_*, Q3_K, Q2_K, IQ4_*) ----
 
@@ -149,7 +104,7 @@ void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivati
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum(acc[r][t]) + off[r][t];
+    for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]) + off[r][t];
 }
 
 // Int16 tiles: 2 rows × 4 tokens. Widening a weight block costs more than the int8 unpack,
@@ -158,22 +113,28 @@ void quantTile16(const LinearWeight& W, size_t rowBytes, const QuantizedActivati
 constexpr int kRowTile16 = 2;
 constexpr int kTokenTile16 = 4;
 
-template <class Dec, int R>
-void quantRows16(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0,
-                 int64_t t0, int64_t t1, float* y, int64_t ldy) {
-  int64_t t = t0;
-  for (; t + kTokenTile16 <= t1; t += kTokenTile16) quantTile16<Dec, R, kTokenTile16>(W, rowBytes, qa, r0, t, y, ldy);
-  for (; t < t1; ++t) quantTile16<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
-}
-
-// Rows [rb, re) × tokens [tb, te) on the calling thread, the file's blocks of Dec's type.
+// R rows of the file's blocks of Dec's type over tokens [t0, t1), in token tiles.
 template <class Dec>
-struct BlocksKernel {
+struct BlockRows {
+  static size_t rowBytes(const LinearWeight& W) { return typeRowBytes(W.type, W.cols); }
+  template <int R>
+  static void rows(const LinearWeight& W, size_t rowBytes, const QuantizedActivations16& qa, int64_t r0, int64_t t0,
+                   int64_t t1, float* y, int64_t ldy) {
+    int64_t t = t0;
+    for (; t + kTokenTile16 <= t1; t += kTokenTile16) quantTile16<Dec, R, kTokenTile16>(W, rowBytes, qa, r0, t, y, ldy);
+    for (; t < t1; ++t) quantTile16<Dec, R, 1>(W, rowBytes, qa, r0, t, y, ldy);
+  }
+};
+
+// Rows [rb, re) × tokens [tb, te) on the calling thread: rows in L2-sized groups × tokens in
+// chunks, R = kRowTile16 rows at a time (the last ones singly) through Rows::rows<R>.
+template <class Rows>
+struct Int16Kernel {
   using Act = QuantizedActivations16;
   static constexpr int kRowTile = kRowTile16;
   static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb, int64_t te, float* y,
                     int64_t ldy) {
-    size_t rowBytes = typeRowBytes(W.type, W.cols);
+    const size_t rowBytes = Rows::rowBytes(W);
     const int64_t group = rowGroupFor(rowBytes, kRowTile);
     const int64_t chunk = tokenChunkFor(W.cols, kTokenTile16);
     for (int64_t g0 = rb; g0 < re; g0 += group) {
@@ -181,16 +142,16 @@ struct BlocksKernel {
       for (int64_t c0 = tb; c0 < te; c0 += chunk) {
         int64_t c1 = std::min(te, c0 + chunk);
         int64_t r = g0;
-        for (; r + kRowTile <= g1; r += kRowTile) quantRows16<Dec, kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
-        for (; r < g1; ++r) quantRows16<Dec, 1>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        for (; r + kRowTile <= g1; r += kRowTile) Rows::template rows<kRowTile>(W, rowBytes, qa, r, c0, c1, y, ldy);
+        for (; r < g1; ++r) Rows::template rows<1>(W, rowBytes, qa, r, c0, c1, y, ldy);
       }
     }
   }
 };
 
-// Splits rows (in whole row tiles) across threads when there are enough of them, otherwise
-// tokens; the owner quantizes small activation batches itself (a second parallel region
-// costs more than quantizing one or two tokens).
+// Quantizes the activations (the owner itself for small batches: a second parallel region
+// costs more than quantizing one or two tokens) and shares the tiles among the threads
+// (work_split.h), spreading a LoRA prefetch over them.
 template <class Kernel>
 void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                  ThreadPool& pool, KernelScratch& scratch) {
@@ -202,35 +163,13 @@ void quantMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, 
   } else {
     pool.parallelFor(n, [&](int64_t t0, int64_t t1) { quantizeActivations(x, ldx, t0, t1, qa); });
   }
-  const int threads = pool.size();
-  constexpr int rt = Kernel::kRowTile;
-  const int64_t rowTiles = (W.rows + rt - 1) / rt;
-  if (rowTiles >= 4 * threads || n < 2 * threads) {
-    auto task = [&](int i, int nt) {
-      int64_t rb = rowTiles * i / nt * rt, re = std::min(W.rows, rowTiles * (i + 1) / nt * rt);
-      if (!scratch.hasPrefetch()) {
-        if (rb < re) Kernel::range(W, qa, rb, re, 0, n, y, ldy);
-        return;
-      }
-      // One row tile at a time (the same per-row arithmetic: pieces start on row-tile
-      // boundaries), each after its even slice of the prefetch, so the loads spread over the
-      // whole matmul instead of stalling it in one burst.
-      const int64_t pieces = rowTiles / nt + 1;
-      for (int64_t k = 0; k < pieces; k++) {
-        scratch.prefetchSlice(i * pieces + k, nt * pieces);
-        const int64_t a = rb + k * rt, b = std::min(re, a + rt);
-        if (a < b) Kernel::range(W, qa, a, b, 0, n, y, ldy);
-      }
-    };
-    pool.run(TaskRef(task));
-  } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { Kernel::range(W, qa, 0, W.rows, t0, t1, y, ldy); });
-  }
+  splitRowsOrTokens(pool, W.rows, Kernel::kRowTile, n, scratch.hasPrefetch() ? &scratch : nullptr,
+                    [&](int64_t rb, int64_t re, int64_t tb, int64_t te) { Kernel::range(W, qa, rb, re, tb, te, y, ldy); });
 }
 
 // ---- 4-bit weights in Layout::Q4X -----------------------------------------------------
 
-// hsum(acc) + Σ_b m[b] · s[b]: adds the per-block offsets (Q4_1 min, Q4_0's -8d, Q4_K's
+// hsum256(acc) + Σ_b m[b] · s[b]: adds the per-block offsets (Q4_1 min, Q4_0's -8d, Q4_K's
 // -dmin·m) against the activation block sums into the tile's accumulator, 8 blocks per FMA,
 // so one horizontal sum serves both.
 inline float offsetDotInto(__m256 acc, const float* m, const float* s, int64_t blocks) {
@@ -238,7 +177,7 @@ inline float offsetDotInto(__m256 acc, const float* m, const float* s, int64_t b
   for (; b + 8 <= blocks; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + b), _mm256_loadu_ps(s + b), acc);
   float tail = 0;
   for (; b < blocks; ++b) tail += m[b] * s[b];
-  return hsum(acc) + tail;
+  return hsum256(acc) + tail;
 }
 
 // One tile of Layout::Q4X: a 32-byte group is read as two 16-byte halves, each widened to
@@ -298,31 +237,15 @@ void q4xTile16(const uint8_t* weights, int64_t cols, const QuantizedActivations1
       y[(t0 + t) * ldy + r0 + r] = offsetDotInto(acc[r][t], rows[r].m, qa.s + (t0 + t) * blocks, blocks);
 }
 
-template <int R>
-void q4xRows(const uint8_t* weights, int64_t cols, const QuantizedActivations16& qa, int64_t r0, int64_t t0, int64_t t1,
-             float* y, int64_t ldy) {
-  int64_t t = t0;
-  for (; t + kTokenTile16 <= t1; t += kTokenTile16) q4xTile16<R, kTokenTile16>(weights, cols, qa, r0, t, y, ldy);
-  for (; t < t1; ++t) q4xTile16<R, 1>(weights, cols, qa, r0, t, y, ldy);
-}
-
-struct Q4XKernel {
-  using Act = QuantizedActivations16;
-  static constexpr int kRowTile = kRowTile16;
-  static void range(const LinearWeight& W, const Act& qa, int64_t rb, int64_t re, int64_t tb, int64_t te, float* y,
-                    int64_t ldy) {
-    const uint8_t* weights = weightData(W);
-    const int64_t group = rowGroupFor(q4xRowBytes(W.cols), kRowTile);
-    const int64_t chunk = tokenChunkFor(W.cols, kTokenTile16);
-    for (int64_t g0 = rb; g0 < re; g0 += group) {
-      int64_t g1 = std::min(re, g0 + group);
-      for (int64_t c0 = tb; c0 < te; c0 += chunk) {
-        int64_t c1 = std::min(te, c0 + chunk);
-        int64_t r = g0;
-        for (; r + kRowTile <= g1; r += kRowTile) q4xRows<kRowTile>(weights, W.cols, qa, r, c0, c1, y, ldy);
-        for (; r < g1; ++r) q4xRows<1>(weights, W.cols, qa, r, c0, c1, y, ldy);
-      }
-    }
+// R rows of Layout::Q4X over tokens [t0, t1), in token tiles.
+struct Q4XRows {
+  static size_t rowBytes(const LinearWeight& W) { return q4xRowBytes(W.cols); }
+  template <int R>
+  static void rows(const LinearWeight& W, size_t, const QuantizedActivations16& qa, int64_t r0, int64_t t0, int64_t t1,
+                   float* y, int64_t ldy) {
+    int64_t t = t0;
+    for (; t + kTokenTile16 <= t1; t += kTokenTile16) q4xTile16<R, kTokenTile16>(weightData(W), W.cols, qa, r0, t, y, ldy);
+    for (; t < t1; ++t) q4xTile16<R, 1>(weightData(W), W.cols, qa, r0, t, y, ldy);
   }
 };
 
@@ -346,73 +269,8 @@ struct ConvBF16 {
   static float one(const uint8_t* row, int64_t k) { return bf16ToF32(loadU16(row + 2 * k)); }
 };
 
-template <class Conv, int R, int T>
-void floatTile(const LinearWeight& W, size_t rowBytes, const float* x, int64_t ldx, int64_t r0, int64_t t0,
-               float* y, int64_t ldy) {
-  const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
-  __m256 acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  const int64_t cols = W.cols, vecCols = cols & ~int64_t(7);
-  for (int64_t k = 0; k < vecCols; k += 8) {
-    __m256 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * ldx + k);
-    for (int r = 0; r < R; ++r) {
-      __m256 w = Conv::load(rows[r], k);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(w, xv[t], acc[r][t]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float s = hsum(acc[r][t]);
-      for (int64_t k = vecCols; k < cols; ++k) s += Conv::one(rows[r], k) * x[(t0 + t) * ldx + k];
-      y[(t0 + t) * ldy + r0 + r] = s;
-    }
-  }
-}
-
 // Float tiles: 4 rows × 3 tokens = 12 accumulators + 3 activation vectors + 1 weight.
 constexpr int kFloatTokenTile = 3;
-
-template <class Conv>
-void floatRange(const LinearWeight& W, const float* x, int64_t ldx, int64_t rb, int64_t re, int64_t tb,
-                int64_t te, float* y, int64_t ldy) {
-  size_t rowBytes = typeRowBytes(W.type, W.cols);
-  for (int64_t c0 = tb; c0 < te; c0 += kTokenChunk) {
-    int64_t c1 = std::min(te, c0 + kTokenChunk);
-    for (int64_t r = rb; r < re;) {
-      int rt = re - r >= kRowTile ? kRowTile : 1;
-      int64_t t = c0;
-      if (rt == kRowTile) {
-        for (; t + kFloatTokenTile <= c1; t += kFloatTokenTile)
-          floatTile<Conv, kRowTile, kFloatTokenTile>(W, rowBytes, x, ldx, r, t, y, ldy);
-        for (; t < c1; ++t) floatTile<Conv, kRowTile, 1>(W, rowBytes, x, ldx, r, t, y, ldy);
-      } else {
-        for (; t + kFloatTokenTile <= c1; t += kFloatTokenTile)
-          floatTile<Conv, 1, kFloatTokenTile>(W, rowBytes, x, ldx, r, t, y, ldy);
-        for (; t < c1; ++t) floatTile<Conv, 1, 1>(W, rowBytes, x, ldx, r, t, y, ldy);
-      }
-      r += rt;
-    }
-  }
-}
-
-template <class Conv>
-void floatMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                 ThreadPool& pool) {
-  const int threads = pool.size();
-  const int64_t rowTiles = (W.rows + kRowTile - 1) / kRowTile;
-  if (rowTiles >= 4 * threads || n < 2 * threads) {
-    auto task = [&](int i, int nt) {
-      int64_t rb = rowTiles * i / nt * kRowTile, re = std::min(W.rows, rowTiles * (i + 1) / nt * kRowTile);
-      if (rb < re) floatRange<Conv>(W, x, ldx, rb, re, 0, n, y, ldy);
-    };
-    pool.run(TaskRef(task));
-  } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { floatRange<Conv>(W, x, ldx, 0, W.rows, t0, t1, y, ldy); });
-  }
-}
 
 // The decoder of each file type with int16 activations (quant_blocks_x86.h).
 template <TensorType T>
@@ -440,7 +298,7 @@ constexpr auto floatConverter() {
 template <TensorType T>
 void IsaKernels<Isa::Avx2>::blocks16(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                                      int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
-  quantMatmul<BlocksKernel<decltype(blockDecoder<T>())>>(W, x, n, ldx, y, ldy, pool, scratch);
+  quantMatmul<Int16Kernel<BlockRows<decltype(blockDecoder<T>())>>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 template MatmulFn IsaKernels<Isa::Avx2>::blocks16<TensorType::Q8_0>;
 template MatmulFn IsaKernels<Isa::Avx2>::blocks16<TensorType::Q6_K>;
@@ -454,13 +312,13 @@ template MatmulFn IsaKernels<Isa::Avx2>::blocks16<TensorType::IQ4_XS>;
 
 void IsaKernels<Isa::Avx2>::q4x16(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
                                   ThreadPool& pool, KernelScratch& scratch) {
-  quantMatmul<Q4XKernel>(W, x, n, ldx, y, ldy, pool, scratch);
+  quantMatmul<Int16Kernel<Q4XRows>>(W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 template <TensorType T>
 void IsaKernels<Isa::Avx2>::floats(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                                    int64_t ldy, ThreadPool& pool, KernelScratch&) {
-  floatMatmul<decltype(floatConverter<T>())>(W, x, n, ldx, y, ldy, pool);
+  floatMatmul<Avx2Vec, decltype(floatConverter<T>()), kFloatTokenTile>(W, x, n, ldx, y, ldy, pool);
 }
 template MatmulFn IsaKernels<Isa::Avx2>::floats<TensorType::F32>;
 template MatmulFn IsaKernels<Isa::Avx2>::floats<TensorType::F16>;

@@ -11,6 +11,7 @@
 #include "kernels/isa_kernels.h"
 #include "kernels/planes.h"
 #include "kernels/q4g.h"
+#include "kernels/vec_avx2.h"
 
 namespace prism::kernels {
 namespace {
@@ -261,12 +262,7 @@ struct PlaneAvx2 {
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
-      }
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]);
   }
 };
 
