@@ -80,15 +80,40 @@ export interface ModelInfo {
   readonly weightArenaBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
-   * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
+   * or 'int16' (smaller models); the switch PRISM_ACTIVATIONS=int8|int16 overrides at load.
    */
   readonly activations: 'int8' | 'int16';
   /** Count of tensors per storage type, e.g. { Q4_1: 210, F32: 61, Q8_0: 1 }. */
   readonly tensorTypes: Readonly<Record<string, number>>;
+  /**
+   * The native run-time switches (environment variables, docs/switches.md) as they stood when
+   * the model was loaded, by name: e.g. `switches.PRISM_ISA.value` is the kernel family in use.
+   */
+  readonly switches: Readonly<Record<string, NativeSwitch>>;
   /** Where the weights are: 'cpu', or 'cuda:N' (loadModel's `device`). */
   readonly device: Device;
   /** The device in words: the CUDA card's name, or the CPU kernel family ('CPU (avx512)'). */
   readonly deviceName: string;
+}
+
+/** One run-time switch's value in effect (native/src/switches.h). */
+export interface NativeSwitch {
+  /** What the native core uses: e.g. 'avx512' for PRISM_ISA, '1' for PRISM_AMX, a path for PRISM_CACHE_DIR. */
+  readonly value: string;
+  /** 'environment': the variable set it; 'default': unset, or refused (then `warning` says why). */
+  readonly source: 'environment' | 'default';
+  readonly warning?: string;
+}
+
+/** One run-time switch as native/src/switches.h declares it (docs/switches.md is their table). */
+export interface NativeSwitchSpec {
+  /** The environment variable. */
+  readonly name: string;
+  /** Its values, '|'-separated for a choice ('avx512|avx2|reference', '0|1'), or what it holds. */
+  readonly values: string;
+  readonly byDefault: string;
+  readonly read: 'once per process' | 'at each use' | 'by the CUDA library';
+  readonly what: string;
 }
 
 /** A compute device: the CPU, or CUDA device N ('cuda' is 'cuda:0'). */
@@ -465,6 +490,7 @@ export interface NativeAddon {
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
   releaseReadBuffer(): void;
   hostInfo(): HostInfo;
+  nativeSwitches(): NativeSwitchSpec[];
   createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
   createAdapterAsync(
     model: ModelHandle,
@@ -726,6 +752,11 @@ export function releaseReadBuffer(): void {
 /** The CPU, its caches and the huge-page state: what the decode tuning is keyed by. */
 export function hostInfo(): HostInfo {
   return addon.hostInfo();
+}
+
+/** Every run-time switch the native core reads (its values in effect: ModelInfo.switches). */
+export function nativeSwitches(): NativeSwitchSpec[] {
+  return addon.nativeSwitches();
 }
 
 export const kernelTestHooks = {

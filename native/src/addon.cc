@@ -16,6 +16,7 @@
 #include "kernels/amx/q4xv_amx.h"
 #include "model.h"
 #include "plan_reader.h"
+#include "switches.h"
 #include "system_info.h"
 
 namespace prism {
@@ -414,6 +415,26 @@ Napi::Value ReleaseReadBuffer(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// The switch table (switches.h), for the docs test.
+Napi::Value NativeSwitches(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::vector<SwitchSpec>& specs = switchSpecs();
+  Napi::Array out = Napi::Array::New(env, specs.size());
+  for (size_t i = 0; i < specs.size(); i++) {
+    const SwitchSpec& s = specs[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", s.name);
+    o.Set("values", s.values);
+    o.Set("byDefault", s.byDefault);
+    o.Set("read", s.read == SwitchRead::OncePerProcess ? "once per process"
+                  : s.read == SwitchRead::EachUse     ? "at each use"
+                                                      : "by the CUDA library");
+    o.Set("what", s.what);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
 Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const HostInfo& h = hostInfo();
@@ -454,6 +475,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
   exports.Set("hostInfo", Napi::Function::New(env, HostInfoExport));
+  exports.Set("nativeSwitches", Napi::Function::New(env, NativeSwitches));
   registerLoraExports(env, exports);  // lora_addon.cc
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc

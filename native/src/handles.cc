@@ -85,6 +85,15 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   Napi::Object types = Napi::Object::New(env);
   for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
   o.Set("tensorTypes", types);
+  Napi::Object switches = Napi::Object::New(env);
+  for (const SwitchValue& v : m.switches) {
+    Napi::Object one = Napi::Object::New(env);
+    one.Set("value", v.value);
+    one.Set("source", v.fromEnvironment && v.warning.empty() ? "environment" : "default");
+    if (!v.warning.empty()) one.Set("warning", v.warning);
+    switches.Set(v.name, one);
+  }
+  o.Set("switches", switches);
   return o;
 }
 

@@ -1,7 +1,6 @@
 // The addon's CUDA exports (native/native.ts: cudaDevices, loadDeviceModel, createDeviceContext,
 // deviceStep, ...). Glue only: handles, argument checks and async workers around
 // device_model.h. The plan is read and checked by the CPU context's reader (plan_reader.h).
-#include <dlfcn.h>
 #include <napi.h>
 
 #include <cmath>
@@ -10,6 +9,7 @@
 #include "device_model.h"
 #include "format_error.h"
 #include "handles.h"
+#include "switches.h"
 
 namespace prism::cuda {
 namespace {
@@ -40,17 +40,6 @@ DeviceContextBox* contextOf(Napi::Env env, Napi::Value v) {
   DeviceContextBox* b = unwrap<DeviceContextBox>(env, v, kDeviceContextTag, "ctx", "CUDA context");
   if (!b->ctx) throw Napi::Error::New(env, "ctx: the context has been disposed");
   return b;
-}
-
-// libprism_cuda.so beside this addon (build/Release/), unless PRISM_CUDA_LIBRARY names one.
-std::string libraryPath() {
-  Dl_info info{};
-  std::string dir = ".";
-  if (dladdr(reinterpret_cast<void*>(&libraryPath), &info) && info.dli_fname) {
-    dir = info.dli_fname;
-    dir = dir.substr(0, dir.find_last_of('/'));
-  }
-  return defaultCudaLibraryPath(dir);
 }
 
 int64_t intArg(Napi::Env env, Napi::Value v, const std::string& name, int64_t min, int64_t max) {
@@ -90,7 +79,7 @@ Napi::Object deviceInfoToJs(Napi::Env env, int device, const pc_device_info& d) 
 Napi::Value CudaDevices(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   try {
-    const CudaLibrary& lib = loadCudaLibrary(libraryPath());
+    const CudaLibrary& lib = loadCudaLibrary(cudaLibraryPath());
     int32_t count = 0;
     lib.check(lib.pc_device_count(&count), "counting CUDA devices");
     Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
@@ -112,7 +101,7 @@ class BandwidthWorker : public Napi::AsyncWorker {
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute() override {
     try {
-      const CudaLibrary& lib = loadCudaLibrary(libraryPath());
+      const CudaLibrary& lib = loadCudaLibrary(cudaLibraryPath());
       lib.check(lib.pc_measure_bandwidth(device_, bytes_, passes_, &gbs_), "measuring the device's read bandwidth");
     } catch (const std::exception& e) {
       SetError(e.what());
@@ -152,7 +141,7 @@ class LoadWorker : public Napi::AsyncProgressQueueWorker<double> {
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute(const ExecutionProgress& progress) override {
     try {
-      model_ = loadDeviceModel(path_, device_, libraryPath(), [&](double f) { progress.Send(&f, 1); });
+      model_ = loadDeviceModel(path_, device_, cudaLibraryPath(), [&](double f) { progress.Send(&f, 1); });
     } catch (const FormatError& e) {
       fe_ = std::make_unique<FormatError>(e);
       SetError(e.what());

@@ -1,7 +1,6 @@
 #include "decode_tuning/choose.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include "decode_tuning/cache.h"
 #include "decode_tuning/host.h"
 #include "decode_tuning/measure.h"
+#include "switches.h"
 
 namespace prism {
 
@@ -144,8 +144,8 @@ DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, Kern
   c.tuning = base;
   std::string request = requested;
   if (request.empty()) {
-    const char* env = std::getenv("PRISM_DECODE_TUNING");
-    request = env != nullptr && *env != '\0' ? env : "host";
+    const std::string env = switchText(Switch::DecodeTuning);  // read at each context creation
+    request = env.empty() ? "host" : env;
     std::string why;
     if (!validDecodeTuningRequest(request, &why)) {
       std::fprintf(stderr, "prism: PRISM_DECODE_TUNING %s; using host\n", why.c_str());

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -19,6 +18,7 @@
 #include "kernels/planes.h"
 #include "kernels/q4xv.h"
 #include "kernels/q8xv.h"
+#include "switches.h"
 
 namespace prism {
 
@@ -52,35 +52,25 @@ Isa bestSupportedIsa() {
   return Isa::Reference;
 }
 
-// The chosen family, and the complaint about a malformed PRISM_ISA if there was one. A bad
-// value must not take the process down (selectedIsa() is called from places that cannot
-// throw, e.g. cpuFeatures()), so it is ignored with a one-time warning on stderr and
-// reported through isaOverrideError() for the caller to surface.
-struct Selection {
-  Isa isa = Isa::Reference;
-  std::string error;
-};
-
-const Selection& selection() {
-  static const Selection s = [] {
-    Selection sel;
-    sel.isa = bestSupportedIsa();
-    if (const char* env = std::getenv("PRISM_ISA"); env != nullptr && *env != '\0') {
-      Isa forced;
-      if (!parseIsa(env, &forced)) {
-        sel.error = std::string("PRISM_ISA must be one of avx512, avx2, reference; got '") + env + "'";
-        std::fprintf(stderr, "prism: %s; using %s\n", sel.error.c_str(), isaName(sel.isa));
-      } else {
-        // Only a lower family can be forced: asking for more than the CPU has keeps the best.
-        sel.isa = std::min(forced, sel.isa);
-      }
-    }
-    return sel;
+// The family in use: the CPU's best, or a lower one PRISM_ISA forces (switches.h; read once).
+// A malformed value must not take the process down (selectedIsa() is called from places that
+// cannot throw, e.g. cpuFeatures()), so it is ignored with a one-time warning on stderr; the
+// switch report (modelInfo's switches) carries it too.
+Isa selection() {
+  static const Isa isa = [] {
+    // In the order of the switch's values: avx512|avx2|reference.
+    static constexpr Isa kForced[] = {Isa::Avx512, Isa::Avx2, Isa::Reference};
+    const Isa best = bestSupportedIsa();
+    std::string error;
+    const int forced = switchChoice(Switch::Isa, -1, &error);
+    if (!error.empty()) std::fprintf(stderr, "prism: %s; using %s\n", error.c_str(), isaName(best));
+    // Only a lower family can be forced: asking for more than the CPU has keeps the best.
+    return forced < 0 ? best : std::min(kForced[forced], best);
   }();
-  return s;
+  return isa;
 }
 
-Isa currentIsa() { return selection().isa; }
+Isa currentIsa() { return selection(); }
 
 // How a call may use the AMX tiles (kernels/amx/amx.h): never, for batches of at least
 // kAmxMinTokens tokens (matmul(), when amxEnabled()), or always (the "amx" test family).
@@ -141,11 +131,6 @@ const char* selectedIsa() { return isaName(currentIsa()); }
 bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
 
 bool amxBf16PrefillSelected() { return amxPrefillSelected() && amxBf16Enabled(); }
-
-const char* isaOverrideError() {
-  const Selection& s = selection();
-  return s.error.empty() ? nullptr : s.error.c_str();
-}
 
 namespace {
 

@@ -161,8 +161,8 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t row, float* out);
 
 // Instruction-set family in use: "avx512", "avx2" or "reference". Chosen once from CPUID;
-// the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one. Never
-// throws: a malformed PRISM_ISA is ignored (warning on stderr) and reported below.
+// the switch PRISM_ISA (avx512|avx2|reference, switches.h) may force a lower one. Never
+// throws: a malformed PRISM_ISA is ignored (warning on stderr; modelInfo's switch report).
 const char* selectedIsa();
 // Whether batches of 16+ tokens run on AMX int8 tiles (kernels/amx/amx.h): the CPU and OS
 // allow it, the "avx512" family is selected and PRISM_AMX is not 0.
@@ -170,9 +170,6 @@ bool amxPrefillSelected();
 // Whether those batches also run int16-precision weights on AMX-BF16 tiles
 // (kernels/amx/bf16_amx.h): amxPrefillSelected() and the CPU has AMX-BF16.
 bool amxBf16PrefillSelected();
-// The complaint about a malformed PRISM_ISA (naming the variable and the allowed values), or
-// nullptr when it is unset or valid — for the caller to turn into an error where it can.
-const char* isaOverrideError();
 
 // Streams `bytes` of memory `passes` times on all threads of `pool`; returns the best pass's
 // read bandwidth in GB/s (the roofline's denominator). Allocates: not for the hot path.

@@ -19,12 +19,8 @@ namespace prism::kernels {
 // asked once). Never throws; false on any refusal, and the VNNI kernels run instead.
 bool cpuHasAmxInt8();
 
-// An on/off environment switch of the tile paths (PRISM_AMX, PRISM_AMX_BF16): "0" or "1",
-// unset or empty for byDefault; any other value warns once on stderr and keeps byDefault.
-bool envSwitch(const char* name, bool byDefault);
-
-// cpuHasAmxInt8() and not switched off with PRISM_AMX=0 (the A/B switch of the benchmarks
-// and tests). matmul() uses AMX only for batches of kAmxMinTokens tokens or more, and only
+// cpuHasAmxInt8() and not switched off with PRISM_AMX=0 (switches.h; the A/B switch of the
+// benchmarks and tests). matmul() uses AMX only for batches of kAmxMinTokens tokens or more, and only
 // when the AVX-512 family is selected (PRISM_ISA=avx2 / reference never reach it).
 bool amxEnabled();
 

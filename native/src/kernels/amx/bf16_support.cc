@@ -6,6 +6,7 @@
 #include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
 #include "kernels/q4xv.h"
+#include "switches.h"
 
 namespace prism::kernels {
 
@@ -24,7 +25,7 @@ bool cpuHasAmxBf16() {
 // (preemption's recompute, a 16-token verify step, a batch of 16); off, every step shape
 // gives the same bits, which the engine's preemption, speculation and LoRA tests hold.
 bool amxBf16Enabled() {
-  static const bool enabled = envSwitch("PRISM_AMX_BF16", false) && cpuHasAmxBf16();
+  static const bool enabled = switchOn(Switch::AmxBf16, false) && cpuHasAmxBf16();
   return enabled;
 }
 
