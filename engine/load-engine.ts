@@ -11,6 +11,7 @@ import {
   contextInfo,
   cudaDevices,
   createContext,
+  deviceCapabilities,
   disposeContext,
   disposeModel,
   loadModel,
@@ -79,7 +80,7 @@ export async function loadEngine(
   const device = resolveDevice(o.device);
   // CUDA asked for and not there: the error names why, before anything is loaded.
   if (device !== 'cpu') requireCudaDevice(device);
-  if (device !== 'cpu' && o.lora) {
+  if (!deviceCapabilities(device).lora && o.lora) {
     throw new EngineError(
       'INVALID_ARGUMENT',
       `lora: LoRA adapters are not supported on a CUDA device yet (device ${device}); serve them on the CPU`,

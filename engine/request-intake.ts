@@ -8,6 +8,7 @@
  * are built and handed to the step loop. Errors, early or late, end the returned stream.
  */
 import { randomUUID } from 'node:crypto';
+import { deviceCapabilities } from '../native/native.js';
 import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
@@ -166,11 +167,11 @@ export class RequestIntake {
         'params.min_tokens',
         'must be 0 with a constraint (response_format, guided decoding or tools): the grammar decides where the output ends',
       );
-    // The CUDA sampler does not take the suppressed-token list min_tokens needs (yet).
-    if (params.minTokens > 0 && d.options.device?.startsWith('cuda'))
+    // min_tokens needs the device's sampler to take the suppressed tokens.
+    if (params.minTokens > 0 && !deviceCapabilities(d.options.device).minTokens)
       throw new EngineError(
         'UNIMPLEMENTED',
-        'min_tokens is not supported on the CUDA backend',
+        `min_tokens is not supported on device ${d.options.device}`,
         'params.min_tokens',
       );
     this.checkQueueRoom();

@@ -3,44 +3,9 @@
 #include "kv_layout.h"
 
 namespace prism {
-namespace {
 
-const napi_type_tag kModelTag = {0x7072697301020304ull, 0x6d6f64656c000001ull};
-const napi_type_tag kContextTag = {0x7072697301020304ull, 0x636f6e7465787401ull};
-
-template <typename Box>
-Box* unwrap(Napi::Env env, Napi::Value v, const napi_type_tag& tag, const char* what, const char* kind) {
-  bool ok = false;
-  if (v.IsExternal()) napi_check_object_type_tag(env, v, &tag, &ok);
-  if (!ok) throw Napi::TypeError::New(env, std::string(what) + " must be a " + kind + " handle");
-  return v.As<Napi::External<Box>>().Data();
-}
-
-}  // namespace
-
-Napi::Value wrapModel(Napi::Env env, std::shared_ptr<Model> model) {
-  auto ext = Napi::External<ModelBox>::New(env, new ModelBox{std::move(model)}, [](Napi::Env, ModelBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kModelTag);
-  return ext;
-}
-
-Napi::Value wrapContext(Napi::Env env, std::shared_ptr<Context> ctx) {
-  auto ext = Napi::External<ContextBox>::New(env, new ContextBox{std::move(ctx)}, [](Napi::Env, ContextBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kContextTag);
-  return ext;
-}
-
-ModelBox* modelBox(Napi::Env env, Napi::Value v, const char* what) {
-  ModelBox* b = unwrap<ModelBox>(env, v, kModelTag, what, "model");
-  if (!b->model) throw Napi::Error::New(env, std::string(what) + ": the model has been disposed");
-  return b;
-}
-
-ContextBox* contextBox(Napi::Env env, Napi::Value v, const char* what) {
-  ContextBox* b = unwrap<ContextBox>(env, v, kContextTag, what, "context");
-  if (!b->ctx) throw Napi::Error::New(env, std::string(what) + ": the context has been disposed");
-  return b;
-}
+const glue::HandleKind kModelHandle{{0x7072697301020304ull, 0x6d6f64656c000001ull}, "a model", "model"};
+const glue::HandleKind kContextHandle{{0x7072697301020304ull, 0x636f6e7465787401ull}, "a context", "context"};
 
 Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   const ModelConfig& c = m.cfg;
