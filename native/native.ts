@@ -416,10 +416,6 @@ export interface CpuFeatures {
   readonly amx: boolean;
   /** Batches of 16+ tokens run on AMX tiles (amx, avx512 selected, PRISM_AMX not 0). */
   readonly amxPrefill: boolean;
-  /** AMX-BF16 present too (the "amx+int16" test family runs: kernels/amx/bf16_amx.h). */
-  readonly amxBf16: boolean;
-  /** ... and int16-precision weights (models below hidden 1024) on AMX-BF16 tiles too. */
-  readonly amxBf16Prefill: boolean;
   /** What the kernels use: 'avx512' | 'avx2' | 'reference' (PRISM_ISA overrides). */
   readonly selected: string;
 }

@@ -14,7 +14,6 @@
 #include "gguf.h"
 #include "handles.h"
 #include "kernels/amx/amx.h"
-#include "kernels/amx/bf16_amx.h"
 #include "kernels/amx/q4xv_amx.h"
 #include "model.h"
 #include "plan_reader.h"
@@ -179,8 +178,6 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   o.Set("avx512bf16", static_cast<bool>(__builtin_cpu_supports("avx512bf16")));
   o.Set("amx", kernels::cpuHasAmxInt8());
   o.Set("amxPrefill", amxPrefillSelected());
-  o.Set("amxBf16", kernels::cpuHasAmxBf16());
-  o.Set("amxBf16Prefill", amxBf16PrefillSelected());
   o.Set("selected", selectedIsa());
   return o;
 }

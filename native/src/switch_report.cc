@@ -26,9 +26,6 @@ std::vector<SwitchValue> switchReport() {
       case Switch::Amx:
         set(switchOn(spec.id, true) ? "1" : "0");
         break;
-      case Switch::AmxBf16:
-        set(switchOn(spec.id, false) ? "1" : "0");
-        break;
       case Switch::Activations: {
         static const char* const kValues[] = {"int8", "int16", "auto"};
         set(kValues[switchChoice(spec.id, 2, &unused)]);

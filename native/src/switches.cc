@@ -23,10 +23,6 @@ const std::vector<SwitchSpec> kSpecs = {
      "0 keeps steps of 16+ tokens of the int8 group layouts off the AMX-INT8 tiles (the AVX-512 VNNI kernels run "
      "them), and the exact-integer int16 layouts' steps of 13+ tokens off their AMX kernels. Only the avx512 family "
      "ever uses the tiles."},
-    {Switch::AmxBf16, "PRISM_AMX_BF16", "0|1", "0", SwitchRead::OncePerProcess,
-     "1 runs steps of 16+ tokens of 4-bit int16-precision weights on the AMX-BF16 tiles (where the CPU has them and "
-     "PRISM_AMX is on). Their sums are not bit-identical to the one-token kernels': a sequence's tokens then depend "
-     "on how its steps were shaped."},
     {Switch::Activations, "PRISM_ACTIVATIONS", "int8|int16|auto", "auto (int16 below hidden 1024, int8 above)",
      SwitchRead::EachUse,
      "The activation rounding of every quantized matmul of a model, at its load. A value outside the list fails the "

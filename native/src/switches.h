@@ -13,7 +13,6 @@ namespace prism {
 enum class Switch : uint8_t {
   Isa,           // PRISM_ISA: the kernel family (kernels/dispatch.cc)
   Amx,           // PRISM_AMX: batches on the AMX-INT8 tiles (kernels/amx/amx_support.cc)
-  AmxBf16,       // PRISM_AMX_BF16: int16-precision batches on AMX-BF16 (kernels/amx/bf16_support.cc)
   Activations,   // PRISM_ACTIVATIONS: the activation rounding of a model (model.cc)
   DecodeTuning,  // PRISM_DECODE_TUNING: a context's decode tuning (decode_tuning/choose.cc)
   CacheDir,      // PRISM_CACHE_DIR: where the decode tuning is cached (decode_tuning/cache.cc)

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "kernels/amx/amx.h"
-#include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
 #include "kernels/layout_traits.h"
 #include "kernels/planes.h"
@@ -87,13 +86,6 @@ void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64
       k.amx(W, x, n, ldx, y, ldy, pool, scratch);
       return;
     }
-    // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h),
-    // in batches only where PRISM_AMX_BF16=1 asks for it.
-    const bool bf16 = amx == AmxUse::Always ? cpuHasAmxBf16() : amxBf16Enabled();
-    if (bf16 && amxBf16Handles(W)) {
-      matmulAmxBf16(W, x, n, ldx, y, ldy, pool, scratch);
-      return;
-    }
   }
   MatmulKernel kernel = nullptr;
   if (isa >= Isa::Avx512) kernel = k.avx512.of(W.precision);
@@ -119,18 +111,11 @@ bool cpuHasAvx512() {
   return has;
 }
 
-bool cpuHasAvx512Bf16() {
-  static const bool has = cpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
-
 }  // namespace kernels
 
 const char* selectedIsa() { return isaName(currentIsa()); }
 
 bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
-
-bool amxBf16PrefillSelected() { return amxPrefillSelected() && amxBf16Enabled(); }
 
 namespace {
 
@@ -229,9 +214,6 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
     need = std::max({need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads),
                      q8xvActivationBytes(maxRows, maxCols) + 64 + q8xvAmxScratchBytes(threads)});
 #endif
-  // The AMX-BF16 driver's room only where batches may take it (PRISM_AMX_BF16=1); the kernel
-  // tests that call it directly grow the buffer through bytes(), before its parallel region.
-  if (amxEnabled() && amxBf16Enabled()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -319,8 +301,7 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
                    int64_t n, float* y, const std::string& isa) {
   // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
   // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
-  // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
-  // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
+  // whatever n (the others run avx512); "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
   // the scalar statement of the Layout::Q4XV arithmetic (q4xv.h) on a 4-bit weight: the
   // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
   // for Layout::Q8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
@@ -342,8 +323,10 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
     if (p == "int16") precision = ActivationPrecision::Int16;
     else if (p != "int8") throw std::invalid_argument("isa precision suffix must be +int8 or +int16; got '" + isa + "'");
   }
-  if (amx && precision == ActivationPrecision::Int16 && !cpuHasAmxBf16())
-    throw std::invalid_argument("isa amx+int16 is not supported by this CPU (no AMX-BF16)");
+  if (amx && precision == ActivationPrecision::Int16)
+    throw std::invalid_argument(
+        "isa amx+int16 is not supported: the amx family runs int8 activations (the int16 layouts' tiles are "
+        "q4xv-amx+int16 and q8xv-amx+int16)");
   Isa wanted;
   if (!parseIsa(family, &wanted)) {
     throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference; got '" + isa + "'");

@@ -256,7 +256,6 @@ void quantizeInt16Avx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, co
 
 // What the CPU reports (dispatch.cc).
 bool cpuHasAvx2();
-bool cpuHasAvx512();      // F, BW, VL, DQ and VNNI: the "avx512" family
-bool cpuHasAvx512Bf16();  // ... and BF16 (only the BF16-weight kernel needs it)
+bool cpuHasAvx512();  // F, BW, VL, DQ and VNNI: the "avx512" family
 
 }  // namespace prism::kernels

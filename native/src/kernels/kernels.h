@@ -167,9 +167,6 @@ const char* selectedIsa();
 // Whether batches of 16+ tokens run on AMX int8 tiles (kernels/amx/amx.h): the CPU and OS
 // allow it, the "avx512" family is selected and PRISM_AMX is not 0.
 bool amxPrefillSelected();
-// Whether those batches also run int16-precision weights on AMX-BF16 tiles
-// (kernels/amx/bf16_amx.h): amxPrefillSelected() and the CPU has AMX-BF16.
-bool amxBf16PrefillSelected();
 
 // Streams `bytes` of memory `passes` times on all threads of `pool`; returns the best pass's
 // read bandwidth in GB/s (the roofline's denominator). Allocates: not for the hot path.
