@@ -10,18 +10,21 @@
  * When every engine is set aside they are all tried, in order, rather than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
-import { EngineError } from '../engine/errors.js';
-import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
-import type {
-  AdapterList,
-  ChatMessage,
-  Engine,
-  EngineInfo,
-  EngineStatus,
-  GenerateEvent,
-  GenerateRequest,
-  HistogramSnapshot,
-} from '../engine/types.js';
+import {
+  EngineError,
+  type AdapterList,
+  type ChatMessage,
+  type ChatRenderExtras,
+  type DecodeResult,
+  type Engine,
+  type EngineInfo,
+  type EngineRole,
+  type EngineStatus,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HistogramSnapshot,
+  type RoleState,
+} from '../engine/api.js';
 
 interface Member {
   readonly engine: Engine;
@@ -32,8 +35,8 @@ interface Member {
   downUntil: number;
 }
 
-export const BACKOFF_BASE_MS = 500;
-export const BACKOFF_MAX_MS = 30_000;
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
 
 const isUnavailable = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 
@@ -151,8 +154,12 @@ export class EnginePool implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   /** Adapters are loaded on every engine of the pool, so any member serves any request. */

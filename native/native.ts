@@ -94,6 +94,8 @@ export interface ModelInfo {
   readonly device: Device;
   /** The device in words: the CUDA card's name, or the CPU kernel family ('CPU (avx512)'). */
   readonly deviceName: string;
+  /** CUDA: the decode kernels the model was loaded with (LoadModelOptions.cudaKernels). */
+  readonly cudaKernels?: CudaKernels;
 }
 
 /** One run-time switch's value in effect (native/src/switches.h). */
@@ -351,6 +353,11 @@ export interface ContextInfo {
   readonly deviceName: string;
   /** CUDA: milliseconds the device took for the last step (forward + sampling); else absent. */
   readonly lastStepDeviceMs?: number;
+  /**
+   * CUDA: kernels the last step's forward pass launched (the kernel nodes of the decode graph
+   * it replayed, or those counted as it ran; sampling not included); else absent.
+   */
+  readonly lastStepLaunches?: number;
   /** CPU contexts: the decode tuning in use and how it was chosen (ContextOptions.decodeTuning). */
   readonly decodeTuning?: DecodeTuningInfo;
 }
@@ -511,8 +518,9 @@ export interface NativeAddon {
     path: string,
     device: number,
     onProgress: ((fraction: number) => void) | undefined,
+    kernels: number,
   ): Promise<ModelHandle>;
-  deviceModelInfo(model: ModelHandle): ModelInfo & { deviceBytes: number };
+  deviceModelInfo(model: ModelHandle): ModelInfo & { deviceBytes: number; cudaKernels: CudaKernels };
   disposeDeviceModel(model: ModelHandle): void;
   createDeviceContext(model: ModelHandle, options: ContextOptions): ContextHandle;
   deviceContextInfo(ctx: ContextHandle): ContextInfo;
@@ -559,6 +567,14 @@ function cudaIndex(device: Device): number {
   return Number(device.slice('cuda:'.length));
 }
 
+/**
+ * The CUDA decode kernels (native/cuda/prism_cuda.h, PC_KERNELS_*): 'legacy', the issue-29
+ * set, or 'fast' (the fused decode layer, native/cuda/src/gemv_fast.h). 'legacy' stays the
+ * default until the fast set has run green on a GPU (scripts/device-check.sh runs both).
+ */
+export type CudaKernels = 'legacy' | 'fast';
+export const CUDA_KERNELS: readonly CudaKernels[] = ['legacy', 'fast'];
+
 // ---------------------------------------------------------------------------------------
 // Backends: one object per device kind
 // ---------------------------------------------------------------------------------------
@@ -603,6 +619,7 @@ interface Backend extends Pick<
     path: string,
     device: Device,
     onProgress: ((fraction: number) => void) | undefined,
+    cudaKernels: CudaKernels | undefined,
   ): Promise<ModelHandle>;
   failNextSteps: NativeAddon['failNextStepsForTest'];
 }
@@ -610,7 +627,11 @@ interface Backend extends Pick<
 const cpuBackend: Backend = {
   capabilities: addon.cpuCapabilities(),
   where: 'the CPU',
-  loadModel: (path, _device, onProgress) => addon.loadModel(path, onProgress),
+  loadModel: (path, _device, onProgress, cudaKernels) => {
+    if (cudaKernels !== undefined)
+      throw new RangeError('cudaKernels chooses CUDA kernels: it needs a CUDA device, not the CPU');
+    return addon.loadModel(path, onProgress);
+  },
   modelInfo: (model) => ({
     ...addon.modelInfo(model),
     device: 'cpu',
@@ -631,7 +652,8 @@ const cpuBackend: Backend = {
 const cudaBackend: Backend = {
   capabilities: addon.cudaCapabilities(),
   where: 'a CUDA device',
-  loadModel: (path, device, onProgress) => addon.loadDeviceModel(path, cudaIndex(device), onProgress),
+  loadModel: (path, device, onProgress, cudaKernels) =>
+    addon.loadDeviceModel(path, cudaIndex(device), onProgress, CUDA_KERNELS.indexOf(cudaKernels ?? 'legacy')),
   modelInfo: (model) => addon.deviceModelInfo(model),
   disposeModel: (model) => addon.disposeDeviceModel(model),
   createContext: (model, options) => addon.createDeviceContext(model, options),
@@ -662,6 +684,8 @@ const backendOf = (h: ModelHandle | ContextHandle): Backend => handleBackends.ge
 export interface LoadModelOptions {
   /** 'cpu' (default), or a CUDA device: the weights are uploaded there. */
   readonly device?: Device;
+  /** CUDA only: the decode kernels (default 'legacy'); refused for the CPU. */
+  readonly cudaKernels?: CudaKernels;
 }
 
 export async function loadModel(
@@ -670,8 +694,11 @@ export async function loadModel(
   options: LoadModelOptions = {},
 ): Promise<ModelHandle> {
   const device = options.device ?? 'cpu';
+  const kernels = options.cudaKernels ?? 'legacy';
+  if (!CUDA_KERNELS.includes(kernels))
+    throw new RangeError(`cudaKernels must be one of ${CUDA_KERNELS.join(', ')}, got '${String(kernels)}'`);
   const backend = backendFor(device);
-  const model = await wrapNativeError(() => backend.loadModel(path, device, onProgress));
+  const model = await wrapNativeError(() => backend.loadModel(path, device, onProgress, options.cudaKernels));
   handleBackends.set(model as object, backend);
   return model;
 }

@@ -19,8 +19,10 @@ import { randomUUID } from 'node:crypto';
 import { EngineError } from '../errors.js';
 import { EventQueue } from '../event-queue.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -28,7 +30,7 @@ import type {
   GenerateRequest,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
-import type { DecodeResult, EngineRole, RoleState } from './types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 
@@ -299,8 +301,12 @@ export class PdCoordinator implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   info(): Promise<EngineInfo> {

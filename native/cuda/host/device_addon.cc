@@ -81,9 +81,13 @@ Napi::Value LoadDeviceModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::string path = glue::stringArg(info, 0, "path");
   const int device = static_cast<int>(intArg(env, info[1], "device", 0, 1024));
+  const Napi::Function onProgress = glue::optionalFunctionArg(info, 2, "onProgress");
+  const int kernels = static_cast<int>(intArg(env, info[3], "kernels", PC_KERNELS_LEGACY, PC_KERNELS_FAST));
   return glue::LoadWork<DeviceModel>::queue(
-      env, "prism.loadDeviceModel", path, glue::optionalFunctionArg(info, 2, "onProgress"),
-      [path, device](const ProgressFn& progress) { return loadDeviceModel(path, device, cudaLibraryPath(), progress); },
+      env, "prism.loadDeviceModel", path, onProgress,
+      [path, device, kernels](const ProgressFn& progress) {
+        return loadDeviceModel(path, device, kernels, cudaLibraryPath(), progress);
+      },
       [](Napi::Env e, std::shared_ptr<DeviceModel> m) { return glue::wrapHandle(e, std::move(m), kDeviceModelHandle); });
 }
 
@@ -94,6 +98,7 @@ Napi::Value DeviceModelInfo(const Napi::CallbackInfo& info) {
   o.Set("device", "cuda:" + std::to_string(d.device));
   o.Set("deviceName", d.deviceName);
   o.Set("deviceBytes", static_cast<double>(d.deviceBytes));
+  o.Set("cudaKernels", d.kernels == PC_KERNELS_FAST ? "fast" : "legacy");
   return o;
 }
 
@@ -139,6 +144,7 @@ Napi::Value DeviceContextInfo(const Napi::CallbackInfo& info) {
   o.Set("device", "cuda:" + std::to_string(ctx.model()->device));
   o.Set("deviceName", ctx.model()->deviceName);
   o.Set("lastStepDeviceMs", ctx.lastStepDeviceMs());
+  o.Set("lastStepLaunches", static_cast<double>(ctx.lastStepLaunches()));
   return o;
 }
 
