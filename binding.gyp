@@ -13,7 +13,7 @@
     # the middle of a native call, as the grammar worker is at engine close; a step finishing
     # at exit) is dropped: without SWALLOW node-addon-api throws again from its own handler
     # and the process aborts ("terminate called after throwing an instance of Napi::Error").
-    # PRISM_Q4XV_AMX: the kLayoutQ4XV AMX-INT8 kernel (native/src/kernels/amx/q4xv_amx.cc) is
+    # PRISM_Q4XV_AMX: the Layout::Q4XV AMX-INT8 kernel (native/src/kernels/amx/q4xv_amx.cc) is
     # part of the build, so the layout's AVX-512 driver may hand it batches (q4xv.h).
     "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED", "NAPI_CPP_EXCEPTIONS", "NODE_ADDON_API_CPP_EXCEPTIONS_ALL",
                 "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS", "PRISM_Q4XV_AMX"]
@@ -25,14 +25,14 @@
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels').filter(f => /_avx512\\.cc$/.test(f)).map(f => 'native/src/kernels/' + f).join(' ')\")"],
       "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-fPIC"]
     },
-    # The AMX prefill kernels (native/src/kernels/amx/*_amx.cc: int8, and bf16 for int16-precision
-    # weights): AVX-512 plus the tile instructions, called only after the CPUID check and the
-    # OS's permission (amx_support.cc, bf16_support.cc).
+    # The AMX-INT8 prefill kernels (native/src/kernels/amx/*_amx.cc: the int8 group layouts'
+    # driver and the exact-integer int16 layouts' kernels): AVX-512 plus the tile instructions,
+    # called only after the CPUID check and the OS's permission (amx_support.cc).
     {
       "target_name": "prism_kernels_amx",
       "type": "static_library",
       "sources": ["<!@(node -p \"require('fs').readdirSync('native/src/kernels/amx').filter(f => /_amx\\.cc$/.test(f)).map(f => 'native/src/kernels/amx/' + f).join(' ')\")"],
-      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-mamx-bf16", "-fPIC"]
+      "cflags_cc": ["-mavx2", "-mfma", "-mf16c", "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx512vnni", "-mavx512bf16", "-mamx-tile", "-mamx-int8", "-fPIC"]
     },
     {
       "target_name": "prism_native",

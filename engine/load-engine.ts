@@ -11,6 +11,7 @@ import {
   contextInfo,
   cudaDevices,
   createContext,
+  deviceCapabilities,
   disposeContext,
   disposeModel,
   loadModel,
@@ -84,7 +85,7 @@ export async function loadEngine(
   const cudaKernels = resolveCudaKernels(o.cudaKernels, device);
   // CUDA asked for and not there: the error names why, before anything is loaded.
   if (device !== 'cpu') requireCudaDevice(device);
-  if (device !== 'cpu' && o.lora) {
+  if (!deviceCapabilities(device).lora && o.lora) {
     throw new EngineError(
       'INVALID_ARGUMENT',
       `lora: LoRA adapters are not supported on a CUDA device yet (device ${device}); serve them on the CPU`,

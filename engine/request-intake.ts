@@ -9,6 +9,7 @@
  * the returned stream.
  */
 import { randomUUID } from 'node:crypto';
+import { deviceCapabilities } from '../native/native.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { checkOutputFits } from './context-fit.js';
@@ -150,11 +151,11 @@ export class RequestIntake {
     d.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
     const parts = d.extensions.check(request, params);
-    // The CUDA sampler does not take the suppressed-token list min_tokens needs (yet).
-    if (params.minTokens > 0 && d.options.device?.startsWith('cuda'))
+    // min_tokens needs the device's sampler to take the suppressed tokens.
+    if (params.minTokens > 0 && !deviceCapabilities(d.options.device).minTokens)
       throw new EngineError(
         'UNIMPLEMENTED',
-        'min_tokens is not supported on the CUDA backend',
+        `min_tokens is not supported on device ${d.options.device}`,
         'params.min_tokens',
       );
     this.checkQueueRoom();

@@ -6,6 +6,7 @@
  */
 import {
   contextInfo,
+  deviceCapabilities,
   kvTransferLayout,
   readKvBlock,
   step,
@@ -84,15 +85,14 @@ export class NativeRunner implements Runner {
     const info = contextInfo(ctx);
     this.blockSize = info.blockSize;
     this.kvBlocks = Math.min(info.kvBlocks, poolPages ?? info.kvBlocks);
-    // A CUDA context cannot move KV blocks yet: no store, as for a runner without one.
-    this.kv =
-      info.device === 'cpu'
-        ? {
-            layout: kvTransferLayout(ctx),
-            read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
-            write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
-          }
-        : undefined;
+    // A backend that cannot move KV blocks (CUDA, for now): no store, as for a runner without one.
+    this.kv = deviceCapabilities(info.device).kvTransfer
+      ? {
+          layout: kvTransferLayout(ctx),
+          read: (block, layerStart, layerCount) => readKvBlock(ctx, block, layerStart, layerCount),
+          write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
+        }
+      : undefined;
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {

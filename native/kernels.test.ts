@@ -388,67 +388,6 @@ test('amx: the AMX int8 tiles match the dequantized product and the AVX-512 kern
   }
 });
 
-/**
- * Int16-precision weights on AMX-BF16 (native/src/kernels/amx/int16_bf16_amx.cc): weights
- * and activations split as v = hi + lo (two bf16, round to nearest even), three tile
- * products per 32 values, f32 sums. The bound, relative to |W_r|·|x_t| as above: each
- * product w·x is computed as w·x − εw·x − w·εx − w_lo·x_lo with |εw| ≤ 2⁻¹⁶|w|, |εx| ≤
- * 2⁻¹⁶|x| (the residual after hi and lo), |w_lo·x_lo| ≤ 2⁻¹⁶|w·x|: 3·2⁻¹⁶ summed over k is
- * ≤ 3·2⁻¹⁶·|W_r|·|x_t| (Cauchy-Schwarz); and each of the 3·cols products enters an f32 sum
- * whose magnitude stays ≤ Σ|w_k·x_k|, a rounding of ≤ 2⁻²⁴ of it each: 3·cols·2⁻²⁴. So
- * 3·2⁻¹⁶ + 3·cols·2⁻²⁴ (1.5e-4 at 576 columns; the sums' errors cancel in practice).
- */
-function amxBf16Bound(cols: number): number {
-  return 3 * 2 ** -16 + 3 * cols * 2 ** -24;
-}
-
-test('amx+int16: the AMX-BF16 tiles match the dequantized product within the split bound, as close as the AVX-512 int16 kernel', (t) => {
-  if (!cpuFeatures().amxBf16) {
-    t.skip('this CPU (or its OS) has no AMX-BF16 tiles');
-    return;
-  }
-  let seed = 9001;
-  let worstAmx = 0;
-  let worstInt16 = 0;
-  for (const type of ['Q4_0', 'Q4_1', 'Q4_K', 'Q8_0'] as const) {
-    // 1600 / 2048 columns: rows wider than one K-block (1,536), carried across blocks.
-    const colChoices = BLOCK[type] === 32 ? [32, 96, 576, 1536, 1600] : [256, 768, 1536, 2048];
-    // Rows and tokens that are not whole 16-tiles, an odd panel count (the lone last panel),
-    // odd block counts (the Q4X pair's lone last block), and n below the 16 at which
-    // matmul() switches (the "amx" family uses the tiles for any n).
-    for (const cols of colChoices) {
-      for (const [rows, n] of [
-        [1, 1],
-        [16, 16],
-        [17, 17],
-        [45, 40],
-        [33, 3],
-        [64, 64],
-      ] as const) {
-        const w = randomMatrix(rows * cols, seed++);
-        const x = randomMatrix(n * cols, seed++, 3);
-        const q = kernelTestHooks.quantize(type, w, rows, cols);
-        const wd = kernelTestHooks.dequantize(type, q, rows, cols);
-        const amx = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'amx+int16');
-        const int16 = kernelTestHooks.matmul(type, q, rows, cols, x, n, 'avx512+int16');
-        const err = worstRelativeError(amx, wd, x, rows, cols, n);
-        worstAmx = Math.max(worstAmx, err);
-        worstInt16 = Math.max(worstInt16, worstRelativeError(int16, wd, x, rows, cols, n));
-        assert.ok(
-          err <= amxBf16Bound(cols),
-          `${type} amx+int16 rows=${rows} cols=${cols} n=${n}: relative error ${err} > ${amxBf16Bound(cols)}`,
-        );
-      }
-    }
-  }
-  t.diagnostic(
-    `worst relative error: amx+int16 ${worstAmx.toExponential(2)}, avx512+int16 ${worstInt16.toExponential(2)}`,
-  );
-  // Int16-level accuracy: no worse than the kernel it replaces for batches (int16 activations
-  // round each value to 2⁻¹⁶ of its block's max; the split to 2⁻¹⁶ of the value itself).
-  assert.ok(worstAmx <= worstInt16, `amx+int16 ${worstAmx} against avx512+int16 ${worstInt16}`);
-});
-
 test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) => {
   if (!cpuFeatures().amx) {
     t.skip('this CPU (or its OS) has no AMX int8 tiles');
@@ -474,9 +413,7 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
     assert.equal(run.status, 0, run.stderr);
     const features = JSON.parse(run.stdout) as {
       amx: boolean;
-      amxBf16: boolean;
       amxPrefill: boolean;
-      amxBf16Prefill: boolean;
       selected: string;
     };
     return { ...features, stderr: run.stderr };
@@ -484,22 +421,13 @@ test('amx: PRISM_AMX=0 and a lower PRISM_ISA keep batches off the tiles', (t) =>
   const off = probe({ PRISM_AMX: '0', PRISM_ISA: 'avx512' });
   const avx2 = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx2' });
   const on = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512' });
-  const bf16On = probe({ PRISM_AMX: '1', PRISM_ISA: 'avx512', PRISM_AMX_BF16: '1' });
   assert.equal(off.amxPrefill, false);
   assert.equal(avx2.amxPrefill, false);
   assert.equal(on.amxPrefill, true);
-  // The AMX-BF16 int16 path follows the same switches.
-  assert.equal(off.amxBf16Prefill, false);
-  assert.equal(avx2.amxBf16Prefill, false);
-  // ...and is opt-in: PRISM_AMX_BF16=1 (its bits differ from the one-token int16 kernels').
-  assert.equal(on.amxBf16Prefill, false);
-  assert.equal(bf16On.amxBf16Prefill, bf16On.amxBf16);
-  // A value other than 0 or 1 keeps each switch's default and says so, naming the variable.
-  const bad = probe({ PRISM_AMX: 'yes', PRISM_ISA: 'avx512', PRISM_AMX_BF16: 'on' });
+  // A value other than 0 or 1 keeps the switch's default and says so, naming the variable.
+  const bad = probe({ PRISM_AMX: 'yes', PRISM_ISA: 'avx512' });
   assert.equal(bad.amxPrefill, true);
-  assert.equal(bad.amxBf16Prefill, false);
   assert.match(bad.stderr, /PRISM_AMX must be 0 or 1; got 'yes', using the default \(on where supported\)/);
-  assert.match(bad.stderr, /PRISM_AMX_BF16 must be 0 or 1; got 'on', using the default \(off\)/);
 });
 
 test('matmul rejects an unknown or unsupported ISA and shapes that do not fit the type', () => {
@@ -514,9 +442,8 @@ test('matmul rejects an unknown or unsupported ISA and shapes that do not fit th
   if (!cpuFeatures().amx) {
     assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'amx'), /not supported/);
   }
-  if (!cpuFeatures().amxBf16) {
-    assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'amx+int16'), /not supported/);
-  }
+  // The amx family is int8's; the int16 layouts' tiles have families of their own.
+  assert.throws(() => kernelTestHooks.matmul('Q8_0', q, 2, 32, x, 1, 'amx+int16'), /not supported/);
   assert.throws(() => kernelTestHooks.quantize('Q4_1', randomMatrix(40, 5), 1, 40), /multiple of 32/);
 });
 

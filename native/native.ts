@@ -80,17 +80,42 @@ export interface ModelInfo {
   readonly weightArenaBytes: number;
   /**
    * Activation rounding of the quantized matmuls: 'int8' (per-32 scales, from hidden 1024 up)
-   * or 'int16' (smaller models); PRISM_ACTIVATIONS=int8|int16 overrides at load.
+   * or 'int16' (smaller models); the switch PRISM_ACTIVATIONS=int8|int16 overrides at load.
    */
   readonly activations: 'int8' | 'int16';
   /** Count of tensors per storage type, e.g. { Q4_1: 210, F32: 61, Q8_0: 1 }. */
   readonly tensorTypes: Readonly<Record<string, number>>;
+  /**
+   * The native run-time switches (environment variables, docs/switches.md) as they stood when
+   * the model was loaded, by name: e.g. `switches.PRISM_ISA.value` is the kernel family in use.
+   */
+  readonly switches: Readonly<Record<string, NativeSwitch>>;
   /** Where the weights are: 'cpu', or 'cuda:N' (loadModel's `device`). */
   readonly device: Device;
   /** The device in words: the CUDA card's name, or the CPU kernel family ('CPU (avx512)'). */
   readonly deviceName: string;
   /** CUDA: the decode kernels the model was loaded with (LoadModelOptions.cudaKernels). */
   readonly cudaKernels?: CudaKernels;
+}
+
+/** One run-time switch's value in effect (native/src/switches.h). */
+export interface NativeSwitch {
+  /** What the native core uses: e.g. 'avx512' for PRISM_ISA, '1' for PRISM_AMX, a path for PRISM_CACHE_DIR. */
+  readonly value: string;
+  /** 'environment': the variable set it; 'default': unset, or refused (then `warning` says why). */
+  readonly source: 'environment' | 'default';
+  readonly warning?: string;
+}
+
+/** One run-time switch as native/src/switches.h declares it (docs/switches.md is their table). */
+export interface NativeSwitchSpec {
+  /** The environment variable. */
+  readonly name: string;
+  /** Its values, '|'-separated for a choice ('avx512|avx2|reference', '0|1'), or what it holds. */
+  readonly values: string;
+  readonly byDefault: string;
+  readonly read: 'once per process' | 'at each use' | 'by the CUDA library';
+  readonly what: string;
 }
 
 /** A compute device: the CPU, or CUDA device N ('cuda' is 'cuda:0'). */
@@ -398,10 +423,6 @@ export interface CpuFeatures {
   readonly amx: boolean;
   /** Batches of 16+ tokens run on AMX tiles (amx, avx512 selected, PRISM_AMX not 0). */
   readonly amxPrefill: boolean;
-  /** AMX-BF16 present too (the "amx+int16" test family runs: kernels/amx/bf16_amx.h). */
-  readonly amxBf16: boolean;
-  /** ... and int16-precision weights (models below hidden 1024) on AMX-BF16 tiles too. */
-  readonly amxBf16Prefill: boolean;
   /** What the kernels use: 'avx512' | 'avx2' | 'reference' (PRISM_ISA overrides). */
   readonly selected: string;
 }
@@ -472,6 +493,8 @@ export interface NativeAddon {
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
   releaseReadBuffer(): void;
   hostInfo(): HostInfo;
+  nativeSwitches(): NativeSwitchSpec[];
+  cpuCapabilities(): BackendCapabilities;
   createAdapter(model: ModelHandle, layers: readonly AdapterLayer[], storage: 'F32' | 'F16'): AdapterHandle;
   createAdapterAsync(
     model: ModelHandle,
@@ -486,6 +509,7 @@ export interface NativeAddon {
   writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void;
 
   // The CUDA backend (native/cuda/host/device_addon.cc, loading libprism_cuda.so at run time).
+  cudaCapabilities(): BackendCapabilities;
   /** Throws naming the library and why it cannot be used (not built, no driver, ...). */
   cudaDevices(): CudaDeviceInfo[];
   /** The device's memory read rate in GB/s (the best of `passes` reads of `bytes`). */
@@ -530,11 +554,6 @@ export function readGgufMetadata(path: string): Record<string, GgufValue> {
   return wrapNativeError(() => addon.readGgufMetadata(path));
 }
 
-// Handles of models and contexts on a CUDA device: the same opaque types, served by the
-// addon's CUDA exports. Every function below takes either kind.
-const onDevice = new WeakSet<object>();
-const isOnDevice = (h: ModelHandle | ContextHandle): boolean => onDevice.has(h as object);
-
 /** Parses a device name: 'cpu', 'cuda' (device 0) or 'cuda:N'. Throws RangeError otherwise. */
 export function parseDevice(device: string): Device {
   if (device === 'cpu') return 'cpu';
@@ -556,6 +575,112 @@ function cudaIndex(device: Device): number {
 export type CudaKernels = 'legacy' | 'fast';
 export const CUDA_KERNELS: readonly CudaKernels[] = ['legacy', 'fast'];
 
+// ---------------------------------------------------------------------------------------
+// Backends: one object per device kind
+// ---------------------------------------------------------------------------------------
+
+/**
+ * What a backend serves beyond the step-plan contract every one of them takes, as the native
+ * side declares it (native/src/backend_capabilities.h, beside the code that refuses the
+ * rest): the engine asks these (deviceCapabilities) instead of naming a device.
+ */
+export interface BackendCapabilities {
+  /** LoRA adapters: createAdapter, setAdapterSlot and a plan's adapterSlots. */
+  readonly lora: boolean;
+  /** Speculative decoding: a plan's draftCounts, verified in the sampler. */
+  readonly verify: boolean;
+  /** A plan's exitLayer (layer-skip speculation's draft pass). */
+  readonly earlyExit: boolean;
+  /** Split prefill/decode: kvTransferLayout, readKvBlock and writeKvBlock. */
+  readonly kvTransfer: boolean;
+  /** A plan's suppressTokens (min_tokens). */
+  readonly minTokens: boolean;
+  /** Mixture-of-experts layers. */
+  readonly experts: boolean;
+  /** Sliding-window layers mixed with global ones (the KV cache's layer groups). */
+  readonly mixedWindows: boolean;
+  readonly architectures: readonly Architecture[];
+  readonly tensorTypes: readonly TensorType[];
+}
+
+/**
+ * One device kind's side of the native surface: the calls whose native functions differ per
+ * device. The functions below find a handle's backend (backendOf) instead of testing its
+ * device.
+ */
+interface Backend extends Pick<
+  NativeAddon,
+  'modelInfo' | 'disposeModel' | 'createContext' | 'contextInfo' | 'disposeContext' | 'step' | 'supplyMasks'
+> {
+  readonly capabilities: BackendCapabilities;
+  /** In refusals: 'the CPU', 'a CUDA device'. */
+  readonly where: string;
+  loadModel(
+    path: string,
+    device: Device,
+    onProgress: ((fraction: number) => void) | undefined,
+    cudaKernels: CudaKernels | undefined,
+  ): Promise<ModelHandle>;
+  failNextSteps: NativeAddon['failNextStepsForTest'];
+}
+
+const cpuBackend: Backend = {
+  capabilities: addon.cpuCapabilities(),
+  where: 'the CPU',
+  loadModel: (path, _device, onProgress, cudaKernels) => {
+    if (cudaKernels !== undefined)
+      throw new RangeError('cudaKernels chooses CUDA kernels: it needs a CUDA device, not the CPU');
+    return addon.loadModel(path, onProgress);
+  },
+  modelInfo: (model) => ({
+    ...addon.modelInfo(model),
+    device: 'cpu',
+    deviceName: `CPU (${addon.cpuFeatures().selected})`,
+  }),
+  disposeModel: (model) => addon.disposeModel(model),
+  createContext: (model, options) => addon.createContext(model, options),
+  contextInfo: (ctx) => {
+    const info = addon.contextInfo(ctx);
+    return { ...info, device: 'cpu', deviceName: `CPU (${info.isa})` };
+  },
+  disposeContext: (ctx) => addon.disposeContext(ctx),
+  step: (ctx, plan) => addon.step(ctx, plan),
+  supplyMasks: (ctx, masks) => addon.supplyMasks(ctx, masks),
+  failNextSteps: (ctx, count) => addon.failNextStepsForTest(ctx, count),
+};
+
+const cudaBackend: Backend = {
+  capabilities: addon.cudaCapabilities(),
+  where: 'a CUDA device',
+  loadModel: (path, device, onProgress, cudaKernels) =>
+    addon.loadDeviceModel(path, cudaIndex(device), onProgress, CUDA_KERNELS.indexOf(cudaKernels ?? 'legacy')),
+  modelInfo: (model) => addon.deviceModelInfo(model),
+  disposeModel: (model) => addon.disposeDeviceModel(model),
+  createContext: (model, options) => addon.createDeviceContext(model, options),
+  contextInfo: (ctx) => addon.deviceContextInfo(ctx),
+  disposeContext: (ctx) => addon.disposeDeviceContext(ctx),
+  step: (ctx, plan) => addon.deviceStep(ctx, plan),
+  supplyMasks: (ctx, masks) => addon.deviceSupplyMasks(ctx, masks),
+  failNextSteps: (ctx, count) => addon.deviceFailNextStepsForTest(ctx, count),
+};
+
+function backendFor(device: Device): Backend {
+  return device === 'cpu' ? cpuBackend : cudaBackend;
+}
+
+/**
+ * What the backend of `device` serves ('cpu', 'cuda' or 'cuda:N'; the CPU's when absent).
+ * Throws RangeError for a malformed device name.
+ */
+export function deviceCapabilities(device: string | undefined): BackendCapabilities {
+  return backendFor(parseDevice(device ?? 'cpu')).capabilities;
+}
+
+// The backend behind each model and context handle (both are the same opaque types on every
+// device; a handle this module did not make is taken for the CPU's, whose type tags refuse it).
+const handleBackends = new WeakMap<object, Backend>();
+const backendOf = (h: ModelHandle | ContextHandle): Backend => handleBackends.get(h as object) ?? cpuBackend;
+
 export interface LoadModelOptions {
   /** 'cpu' (default), or a CUDA device: the weights are uploaded there. */
   readonly device?: Device;
@@ -572,45 +697,34 @@ export async function loadModel(
   const kernels = options.cudaKernels ?? 'legacy';
   if (!CUDA_KERNELS.includes(kernels))
     throw new RangeError(`cudaKernels must be one of ${CUDA_KERNELS.join(', ')}, got '${String(kernels)}'`);
-  if (device === 'cpu') {
-    if (options.cudaKernels !== undefined)
-      throw new RangeError('cudaKernels chooses CUDA kernels: it needs a CUDA device, not the CPU');
-    return wrapNativeError(() => addon.loadModel(path, onProgress));
-  }
-  const model = await wrapNativeError(() =>
-    addon.loadDeviceModel(path, cudaIndex(device), onProgress, CUDA_KERNELS.indexOf(kernels)),
-  );
-  onDevice.add(model as object);
+  const backend = backendFor(device);
+  const model = await wrapNativeError(() => backend.loadModel(path, device, onProgress, options.cudaKernels));
+  handleBackends.set(model as object, backend);
   return model;
 }
 
 export function modelInfo(model: ModelHandle): ModelInfo {
-  if (isOnDevice(model)) return addon.deviceModelInfo(model);
-  return { ...addon.modelInfo(model), device: 'cpu', deviceName: `CPU (${cpuKernels()})` };
+  return backendOf(model).modelInfo(model);
 }
 
 export function disposeModel(model: ModelHandle): void {
-  if (isOnDevice(model)) addon.disposeDeviceModel(model);
-  else addon.disposeModel(model);
+  backendOf(model).disposeModel(model);
 }
 
 /** A context on the model's device (its KV cache there too). */
 export function createContext(model: ModelHandle, options: ContextOptions): ContextHandle {
-  if (!isOnDevice(model)) return wrapNativeError(() => addon.createContext(model, options));
-  const ctx = wrapNativeError(() => addon.createDeviceContext(model, options));
-  onDevice.add(ctx as object);
+  const backend = backendOf(model);
+  const ctx = wrapNativeError(() => backend.createContext(model, options));
+  handleBackends.set(ctx as object, backend);
   return ctx;
 }
 
 export function contextInfo(ctx: ContextHandle): ContextInfo {
-  if (isOnDevice(ctx)) return addon.deviceContextInfo(ctx);
-  const info = addon.contextInfo(ctx);
-  return { ...info, device: 'cpu', deviceName: `CPU (${info.isa})` };
+  return backendOf(ctx).contextInfo(ctx);
 }
 
 export function disposeContext(ctx: ContextHandle): void {
-  if (isOnDevice(ctx)) addon.disposeDeviceContext(ctx);
-  else addon.disposeContext(ctx);
+  backendOf(ctx).disposeContext(ctx);
 }
 
 /**
@@ -619,8 +733,7 @@ export function disposeContext(ctx: ContextHandle): void {
  * throwing synchronously, so callers handle every failure the same way.
  */
 export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult> {
-  if (isOnDevice(ctx)) return wrapNativeError(() => addon.deviceStep(ctx, plan));
-  return wrapNativeError(() => addon.step(ctx, plan));
+  return wrapNativeError(() => backendOf(ctx).step(ctx, plan));
 }
 
 /**
@@ -630,9 +743,10 @@ export async function step(ctx: ContextHandle, plan: StepPlan): Promise<StepResu
  * throws RangeError for a wrong length (the step keeps waiting: supply again or null).
  */
 export function supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean {
-  if (isOnDevice(ctx)) return wrapNativeError(() => addon.deviceSupplyMasks(ctx, masks));
-  return wrapNativeError(() => addon.supplyMasks(ctx, masks));
+  return wrapNativeError(() => backendOf(ctx).supplyMasks(ctx, masks));
 }
+
+const loraRefusal = (b: Backend) => new RangeError(`LoRA adapters are not supported on ${b.where} yet`);
 
 /**
  * Copies an adapter's matrices into native storage (F32, or F16 to halve their memory
@@ -643,7 +757,7 @@ export function createAdapter(
   layers: readonly AdapterLayer[],
   storage: 'F32' | 'F16' = 'F32',
 ): AdapterHandle {
-  if (isOnDevice(model)) throw new RangeError('LoRA adapters are not supported on a CUDA device yet');
+  if (!backendOf(model).capabilities.lora) throw loraRefusal(backendOf(model));
   return wrapNativeError(() => addon.createAdapter(model, layers, storage));
 }
 
@@ -653,8 +767,7 @@ export function createAdapterAsync(
   layers: readonly AdapterLayer[],
   storage: 'F32' | 'F16' = 'F16',
 ): Promise<AdapterHandle> {
-  if (isOnDevice(model))
-    return Promise.reject(new RangeError('LoRA adapters are not supported on a CUDA device yet'));
+  if (!backendOf(model).capabilities.lora) return Promise.reject(loraRefusal(backendOf(model)));
   return wrapNativeError(() => addon.createAdapterAsync(model, layers, storage));
 }
 
@@ -672,14 +785,19 @@ export function disposeAdapter(adapter: AdapterHandle): void {
  * not use may change (it throws for the others); a plan's adapterSlots must name bound slots.
  */
 export function setAdapterSlot(ctx: ContextHandle, slot: number, adapter: AdapterHandle | null): void {
-  if (isOnDevice(ctx)) throw new RangeError('LoRA adapters are not supported on a CUDA device yet');
+  if (!backendOf(ctx).capabilities.lora) throw loraRefusal(backendOf(ctx));
   wrapNativeError(() => addon.setAdapterSlot(ctx, slot, adapter));
 }
 
-const KV_TRANSFER_ON_DEVICE = 'moving KV blocks between engines is not supported on a CUDA device yet';
+// A backend without KV transfer refuses the three calls by name.
+function checkKvTransfer(ctx: ContextHandle): void {
+  const b = backendOf(ctx);
+  if (!b.capabilities.kvTransfer)
+    throw new RangeError(`moving KV blocks between engines is not supported on ${b.where} yet`);
+}
 
 export function kvTransferLayout(ctx: ContextHandle): KvTransferLayout {
-  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  checkKvTransfer(ctx);
   return addon.kvLayout(ctx);
 }
 
@@ -694,7 +812,7 @@ export function readKvBlock(
   layerStart: number,
   layerCount: number,
 ): Uint8Array {
-  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  checkKvTransfer(ctx);
   return wrapNativeError(() => addon.readKvBlock(ctx, block, layerStart, layerCount));
 }
 
@@ -704,16 +822,12 @@ export function readKvBlock(
  * that no running step reads or writes may be written (one just allocated for a transfer).
  */
 export function writeKvBlock(ctx: ContextHandle, block: number, layerStart: number, data: Uint8Array): void {
-  if (isOnDevice(ctx)) throw new RangeError(KV_TRANSFER_ON_DEVICE);
+  checkKvTransfer(ctx);
   wrapNativeError(() => addon.writeKvBlock(ctx, block, layerStart, data));
 }
 
 export function cpuFeatures(): CpuFeatures {
   return addon.cpuFeatures();
-}
-
-function cpuKernels(): string {
-  return addon.cpuFeatures().selected;
 }
 
 /**
@@ -755,6 +869,11 @@ export function hostInfo(): HostInfo {
   return addon.hostInfo();
 }
 
+/** Every run-time switch the native core reads (its values in effect: ModelInfo.switches). */
+export function nativeSwitches(): NativeSwitchSpec[] {
+  return addon.nativeSwitches();
+}
+
 export const kernelTestHooks = {
   matmul: addon.matmulForTest.bind(addon),
   quantize: addon.quantizeForTest.bind(addon),
@@ -769,8 +888,7 @@ export const kernelTestHooks = {
  */
 export const faultTestHooks = {
   failNextSteps(ctx: ContextHandle, count: number): void {
-    if (isOnDevice(ctx)) wrapNativeError(() => addon.deviceFailNextStepsForTest(ctx, count));
-    else wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
+    wrapNativeError(() => backendOf(ctx).failNextSteps(ctx, count));
   },
 };
 

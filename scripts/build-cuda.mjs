@@ -358,7 +358,6 @@ const CPU_REFERENCE = [
   'native/src/kernels/types.cc',
   'native/src/kernels/repack.cc',
   'native/src/kernels/weight_memory.cc',
-  'native/src/kernels/q8xv_reference.cc',
   'native/src/thread_pool.cc',
   'native/src/sampler.cc',
 ];

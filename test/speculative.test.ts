@@ -119,10 +119,9 @@ test('seeded sampling: the same tokens per seed as without speculation, logprobs
   const [a, b] = await both(reqs);
   for (let i = 0; i < reqs.length; i++) {
     assert.deepEqual(b[i].tokenIds, a[i].tokenIds);
-    // Within 2e-4 per token, not bit for bit: a step of 16+ tokens (a verify step here,
-    // several sequences' decode steps there) may take the AMX-BF16 matmul on CPUs that have
-    // it, whose sums agree with the int16 kernel's within its bound, not exactly (24 tokens
-    // read 1.5e-4 to 1.0e-3 apart on the development CPU).
+    // Within 2e-4 per token: the bound of the AMX-BF16 matmul that steps of 16+ tokens could
+    // take (24 tokens read 1.5e-4 to 1.0e-3 apart on the development CPU); it is gone, and
+    // every kernel now gives the same bits whatever the step's shape.
     const d = Math.abs(b[i].cumulativeLogprob! - a[i].cumulativeLogprob!);
     const bound = 2e-4 * a[i].tokenIds.length;
     assert.ok(d < bound, `cumulative logprob ${b[i].cumulativeLogprob} vs ${a[i].cumulativeLogprob}`);

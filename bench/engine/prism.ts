@@ -85,8 +85,8 @@ export class PrismEngine implements BenchEngine {
     const host = this.native.hostInfo();
     return {
       binding: 'native core (createContext + step)',
-      // Batches of 16+ tokens (prefill) run on AMX tiles where the host has them: int8, and
-      // AMX-BF16 for the int16-precision weights of models below hidden 1024.
+      // Batches of 16+ tokens (prefill) run on AMX-INT8 tiles where the host has them (13+ for
+      // the exact-integer int16 layouts of models below hidden 1024).
       isa: this.amxLabel(),
       threads: this.ctxInfo.threads,
       ...(t && how ? { 'decode tuning': `${t.setting} (${how.join(', ')})` } : {}),
@@ -98,11 +98,11 @@ export class PrismEngine implements BenchEngine {
     };
   }
 
-  /** The ISA, and which AMX prefill paths are on (cpuFeatures; PRISM_AMX=0 turns both off). */
+  /** The ISA, and whether AMX prefill is on (cpuFeatures; PRISM_AMX=0 turns it off). */
   private amxLabel(): string {
     const f = this.native.cpuFeatures();
     if (!f.amxPrefill) return this.ctxInfo.isa;
-    return `${this.ctxInfo.isa} + AMX ${f.amxBf16Prefill ? 'int8 / bf16 (int16 weights)' : 'int8'} prefill`;
+    return `${this.ctxInfo.isa} + AMX int8 prefill`;
   }
 
   async decodeSingle(prompt: TokenIds, newTokens: number): Promise<DecodeTiming> {

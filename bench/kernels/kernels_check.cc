@@ -180,7 +180,7 @@ int checkRepacks() {
       dequantizeReference(type, q.data(), rows, cols, want.data());
       WeightBytes packed;
       kernels::repackPlanes(type, q.data(), rows, cols, &packed);
-      const int layout = kernels::planeLayoutFor(type);
+      const kernels::Layout layout = kernels::planeLayoutFor(type);
       if (packed.size() != kernels::planeRowBytes(cols, layout) * rows ||
           kernels::planeRowBytes(cols, layout) != typeRowBytes(type, cols) * ((cols / 32 + 15) / 16 * 16) / (cols / 32)) {
         std::printf("FAIL %s cols=%ld: repacked row is %zu bytes, the file's %zu (padded to whole groups)\n",

@@ -2,12 +2,12 @@
 // decode tile stored interleaved, so that a thread streams its share of a matrix as one
 // forward sequence instead of 8 streams a row apart.
 //
-// The engine's kLayoutQ4G0 (native/src/kernels/internal.h) stores rows one after another,
+// The engine's Layout::Q4G0 (native/src/kernels/internal.h) stores rows one after another,
 // each row's nibble groups then its f16 scales at the row's end; an 8-row decode tile
 // (q4g_avx512.cc) reads group g of 8 rows that lie a row (1,152 bytes per 2,048 columns)
 // apart. llama.cpp's repacked Q4_0 stores a tile's rows side by side and read 95-102% of
 // the same seconds' read-loop rate where Prism read 70-82% (docs/benchmarks.md, issue 27).
-// This layout keeps every byte of kLayoutQ4G0 and reorders them per tile of 8 rows: for
+// This layout keeps every byte of Layout::Q4G0 and reorders them per tile of 8 rows: for
 // each group g, the 256 nibble bytes of rows 0..7, then their 16 f16 scales each (2,304
 // bytes, 36 cache lines). The tile kernel is the engine's AVX-512 Q4G0 tile with only the
 // addressing changed, driven by the engine's own q4gMatmul (activation quantizer, row split,
@@ -24,7 +24,7 @@
 
 namespace prism {
 
-// Whether `W` is a kLayoutQ4G0 weight whose rows fill whole 8-row tiles (the only case the
+// Whether `W` is a Layout::Q4G0 weight whose rows fill whole 8-row tiles (the only case the
 // experiment handles; the engine would pad or keep a row-major tail).
 bool tileInterleavable(const LinearWeight& W);
 

@@ -19,7 +19,7 @@ constexpr size_t kNibbleBytes = 256;                  // one row's nibbles of on
 constexpr size_t kScaleBytes = kQ4GBlocks * 2;        // one row's f16 scales of one group
 constexpr size_t kRecordBytes = kTileRows * (kNibbleBytes + kScaleBytes);  // one group of a tile
 
-// Q4GAvx512<kLayoutQ4G0>::tile (q4g_avx512.cc) instruction for instruction, so every row sums
+// Q4GAvx512<Layout::Q4G0>::tile (q4g_avx512.cc) instruction for instruction, so every row sums
 // its groups in the same order; only where row r's group g lies differs. Any R and r0: a
 // tile that spans two 8-row tiles (prefill row groups) addresses each row on its own.
 struct Q4G0TileInterleavedAvx512 {
@@ -29,7 +29,7 @@ struct Q4G0TileInterleavedAvx512 {
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t tileBytes = q4gRowBytes(W.cols, kLayoutQ4G0) * kTileRows;
+    const size_t tileBytes = q4gRowBytes(W.cols, Layout::Q4G0) * kTileRows;
     const int64_t groups = a.groups;
     const uint8_t* base = weightData(W);
     const uint8_t* nib[R];  // row r's nibbles in its tile's record 0
@@ -86,7 +86,7 @@ struct Q4G0TileInterleavedAvx512 {
 }  // namespace
 
 bool tileInterleavable(const LinearWeight& W) {
-  return W.layout == kLayoutQ4G0 && W.rows % kTileRows == 0 && !W.owned.empty();
+  return W.layout == Layout::Q4G0 && W.rows % kTileRows == 0 && !W.owned.empty();
 }
 
 LinearWeight tileInterleaved(const LinearWeight& W) {
@@ -99,7 +99,7 @@ LinearWeight tileInterleaved(const LinearWeight& W) {
   out.precision = W.precision;
   out.owned.resize(W.owned.size());
   out.data = out.owned.data();
-  const size_t rowBytes = q4gRowBytes(W.cols, kLayoutQ4G0);
+  const size_t rowBytes = q4gRowBytes(W.cols, Layout::Q4G0);
   const int64_t groups = q4gGroups(W.cols);
   const size_t dOff = static_cast<size_t>(groups) * kNibbleBytes;  // where a row's scales start
   const uint8_t* src = weightData(W);

@@ -6,6 +6,7 @@
  */
 import {
   createContext,
+  deviceCapabilities,
   disposeContext,
   disposeModel,
   loadModel,
@@ -35,7 +36,8 @@ export async function loadDraftModel(
   t: DraftTarget,
 ): Promise<DraftModelProposer> {
   const bad = (rule: string) => new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field);
-  if (t.device !== 'cpu') throw bad(`a draft model is not supported on device ${t.device} yet`);
+  if (!deviceCapabilities(t.device).verify)
+    throw bad(`a draft model is not supported on device ${t.device} yet`);
   let model: ModelHandle;
   try {
     model = await loadModel(path);

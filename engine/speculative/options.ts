@@ -48,10 +48,10 @@ export const MAX_SPECULATIVE_TOKENS = 16;
  * The cap when none is given, with the adaptive k: it only bounds what the cost curve may
  * choose per sequence, so it sits where a long accepted run still pays. Grounded rewriting
  * on the default model, one sequence, was fastest at a cap of 10-12 with the earlier
- * kernels (5 left most of each accepted run unproposed), and at 15 since steps of 16+
- * tokens take the AMX-BF16 matmul on CPUs that have it: there a verify step of 1 + 15
- * tokens cost 4.9 one-token steps and one of 1 + 10 5.2 (docs/benchmarks.md, speculative
- * decoding, session 6; rewrite 2.11x at 15, 1.56x at 10).
+ * kernels (5 left most of each accepted run unproposed), and at 15 when steps of 16+
+ * tokens took an AMX-BF16 matmul (since removed): there a verify step of 1 + 15 tokens cost
+ * 4.9 one-token steps and one of 1 + 10 5.2 (docs/benchmarks.md, speculative decoding,
+ * session 6; rewrite 2.11x at 15, 1.56x at 10).
  */
 export const DEFAULT_SPECULATIVE_TOKENS = 15;
 /** The cap when none is given and the adaptive k is off: every proposal is verified in full, so a short one. */

@@ -5,7 +5,7 @@
  * loaded with its own context (load-draft.ts). `mtp` is refused with an error naming the
  * field unless the model has multi-token-prediction heads (no architecture Prism loads has them).
  */
-import type { ContextHandle, ModelInfo } from '../../native/native.js';
+import { deviceCapabilities, type ContextHandle, type ModelInfo } from '../../native/native.js';
 import { EngineError } from '../errors.js';
 import { LayerSkipProposer } from './layer-skip.js';
 import { loadDraftModel } from './load-draft.js';
@@ -73,8 +73,8 @@ export async function startSpeculation(
   const options: SpeculatorOptions = { numSpeculativeTokens: o.numSpeculativeTokens, fixedK: !o.adaptive };
   switch (o.method) {
     case 'ngram':
-      // The CUDA step does not verify draft tokens yet (native/cuda/host: it refuses them).
-      if (served && served.device !== 'cpu')
+      // A step that does not verify draft tokens (CUDA's, for now) refuses them.
+      if (served && !deviceCapabilities(served.device).verify)
         throw new EngineError(
           'INVALID_ARGUMENT',
           `${o.field}: speculative decoding is not supported on device ${served.device} yet (its step does not verify draft tokens)`,
@@ -85,7 +85,7 @@ export async function startSpeculation(
       if (!served) throw new Error('layer-skip needs the served model context');
       const m = served.model;
       const field = o.field.startsWith('--') ? '--draft-layers' : `${o.field}.draftLayers`;
-      if (served.device !== 'cpu')
+      if (!deviceCapabilities(served.device).earlyExit)
         throw new EngineError(
           'INVALID_ARGUMENT',
           `${o.field}: layer-skip is not supported on device ${served.device} (its step has no early exit yet)`,

@@ -1,65 +1,31 @@
-// The addon's exports (see native/native.ts: NativeAddon). Glue only: argument checks,
-// conversions between JS values and the C++ structures, and async workers.
+// The addon's CPU exports (see native/native.ts: NativeAddon): conversions between JS values
+// and the C++ structures; the argument checks, handles, workers and error mapping are
+// addon_glue.h's, shared with the CUDA exports (native/cuda/host/device_addon.cc).
 #include <napi.h>
 
 #include <chrono>
 #include <cmath>
 #include <thread>
 
+#include "backend_capabilities.h"
 #include "context.h"
 #include "decode_tuning/host.h"
 #include "format_error.h"
 #include "gguf.h"
 #include "handles.h"
 #include "kernels/amx/amx.h"
-#include "kernels/amx/bf16_amx.h"
 #include "kernels/amx/q4xv_amx.h"
 #include "model.h"
 #include "plan_reader.h"
+#include "switches.h"
 #include "system_info.h"
 
 namespace prism {
 namespace {
 
-// A JS Error for a model-file problem, with the structured fields errors.ts maps onto
-// ModelFormatError.
-Napi::Error formatError(Napi::Env env, const FormatError& e) {
-  Napi::Error err = Napi::Error::New(env, e.what());
-  err.Set("code", "PRISM_MODEL_FORMAT");
-  err.Set("file", e.file());
-  if (!e.tensor().empty()) err.Set("tensor", e.tensor());
-  err.Set("reason", e.reason());
-  return err;
-}
-
-// Runs `f`, turning C++ exceptions into JS exceptions (Napi::Error passes through).
-template <typename F>
-auto guarded(Napi::Env env, F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const Napi::Error&) {
-    throw;
-  } catch (const FormatError& e) {
-    throw formatError(env, e);
-  } catch (const std::bad_alloc&) {
-    throw Napi::Error::New(env, "out of memory");
-  } catch (const std::exception& e) {
-    throw Napi::Error::New(env, e.what());
-  }
-}
-
-std::string stringArg(const Napi::CallbackInfo& info, size_t i, const char* name) {
-  if (info.Length() <= i || !info[i].IsString()) throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a string");
-  return info[i].As<Napi::String>().Utf8Value();
-}
-
-int64_t intArg(Napi::Env env, Napi::Value v, const std::string& name, int64_t min, int64_t max) {
-  if (!v.IsNumber()) throw Napi::TypeError::New(env, name + " must be a number");
-  double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < static_cast<double>(min) || d > static_cast<double>(max))
-    throw Napi::RangeError::New(env, name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return static_cast<int64_t>(d);
-}
+using glue::guarded;
+using glue::intArg;
+using glue::stringArg;
 
 // --- readGgufMetadata ---------------------------------------------------------------
 
@@ -98,70 +64,20 @@ Napi::Value ReadGgufMetadata(const Napi::CallbackInfo& info) {
 
 // --- loadModel -----------------------------------------------------------------------
 
-class LoadWorker : public Napi::AsyncProgressQueueWorker<double> {
- public:
-  LoadWorker(Napi::Env env, std::string path, Napi::Function onProgress)
-      : Napi::AsyncProgressQueueWorker<double>(env, "prism.loadModel"), path_(std::move(path)), deferred_(env) {
-    if (!onProgress.IsEmpty()) progress_ = Napi::Persistent(onProgress);
-  }
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute(const ExecutionProgress& progress) override {
-    try {
-      model_ = loadModelFromPath(path_, [&](double f) { progress.Send(&f, 1); });
-    } catch (const FormatError& e) {
-      fe_ = std::make_unique<FormatError>(e);
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      SetError(path_ + ": out of memory while loading");
-    } catch (const std::exception& e) {
-      SetError(path_ + ": " + e.what());
-    }
-  }
-  void OnProgress(const double* data, size_t count) override {
-    if (progress_.IsEmpty() || count == 0) return;
-    Napi::Env env = Env();
-    try {
-      progress_.Call({Napi::Number::New(env, data[count - 1])});
-    } catch (const Napi::Error&) {
-      // A throwing progress callback must not break the load; the error is dropped.
-    }
-  }
-  void OnOK() override { deferred_.Resolve(wrapModel(Env(), std::move(model_))); }
-  void OnError(const Napi::Error& e) override {
-    if (fe_) deferred_.Reject(formatError(Env(), *fe_).Value());
-    else deferred_.Reject(e.Value());
-  }
-
- private:
-  std::string path_;
-  Napi::Promise::Deferred deferred_;
-  Napi::FunctionReference progress_;
-  std::shared_ptr<Model> model_;
-  std::unique_ptr<FormatError> fe_;
-};
-
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string path = stringArg(info, 0, "path");
-  Napi::Function cb;
-  if (info.Length() > 1 && !info[1].IsUndefined() && !info[1].IsNull()) {
-    if (!info[1].IsFunction()) throw Napi::TypeError::New(env, "onProgress must be a function");
-    cb = info[1].As<Napi::Function>();
-  }
-  auto* w = new LoadWorker(env, path, cb);
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  const std::string path = stringArg(info, 0, "path");
+  return glue::LoadWork<Model>::queue(
+      info.Env(), "prism.loadModel", path, glue::optionalFunctionArg(info, 1, "onProgress"),
+      [path](const ProgressFn& progress) { return loadModelFromPath(path, progress); }, wrapModel);
 }
 
 Napi::Value ModelInfo(const Napi::CallbackInfo& info) {
-  return modelInfoToJs(info.Env(), *modelBox(info.Env(), info[0], "model")->model);
+  return modelInfoToJs(info.Env(), *modelArg(info.Env(), info[0], "model"));
 }
 
 Napi::Value DisposeModel(const Napi::CallbackInfo& info) {
   // Contexts hold their own reference, so the weights live until the last one is gone.
-  modelBox(info.Env(), info[0], "model")->model.reset();
+  glue::handleBox<Model>(info.Env(), info[0], kModelHandle, "model")->ptr.reset();
   return info.Env().Undefined();
 }
 
@@ -169,14 +85,9 @@ Napi::Value DisposeModel(const Napi::CallbackInfo& info) {
 
 Napi::Value CreateContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Model> model = modelBox(env, info[0], "model")->model;
-  if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "options must be an object");
-  Napi::Object o = info[1].As<Napi::Object>();
-  ContextOptionsData opts;
-  opts.kvBlocks = intArg(env, o.Get("kvBlocks"), "options.kvBlocks", 1, 1 << 24);
-  opts.blockSize = intArg(env, o.Get("blockSize"), "options.blockSize", 1, 1 << 16);
-  opts.maxBatchTokens = intArg(env, o.Get("maxBatchTokens"), "options.maxBatchTokens", 1, 1 << 20);
-  opts.maxSeqs = intArg(env, o.Get("maxSeqs"), "options.maxSeqs", 1, 1 << 16);
+  std::shared_ptr<Model> model = modelArg(env, info[0], "model");
+  Napi::Object o = glue::objectArg(info, 1, "options");
+  ContextOptionsData opts = glue::contextOptionsArg(env, o);
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   opts.threads = o.Get("threads").IsUndefined() ? hw : static_cast<int>(intArg(env, o.Get("threads"), "options.threads", 1, 1024));
   if (!o.Get("maxLoras").IsUndefined()) opts.maxLoras = intArg(env, o.Get("maxLoras"), "options.maxLoras", 0, 1024);
@@ -195,8 +106,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
                          static_cast<double>(opts.blockSize) * static_cast<double>(c.kvHeads * c.headDim);
   if (kvBytes > 256e9) throw Napi::RangeError::New(env, "options.kvBlocks × blockSize: the KV cache would need " +
                                                          std::to_string(kvBytes / 1e9) + " GB");
-  if (static_cast<double>(opts.blockSize) * static_cast<double>(opts.kvBlocks) > 2147483647.0)
-    throw Napi::RangeError::New(env, "options.kvBlocks × blockSize must stay below 2^31 positions");
+  glue::checkPositions(env, opts);
   return guarded(env, [&]() -> Napi::Value {
     try {
       return wrapContext(env, std::make_shared<Context>(model, opts));
@@ -208,7 +118,7 @@ Napi::Value CreateContext(const Napi::CallbackInfo& info) {
 
 Napi::Value ContextInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const Context& ctx = *contextBox(env, info[0], "ctx")->ctx;
+  const Context& ctx = *contextArg(env, info[0], "ctx");
   Napi::Object o = Napi::Object::New(env);
   o.Set("kvBlocks", static_cast<double>(ctx.options().kvBlocks));
   o.Set("blockSize", static_cast<double>(ctx.options().blockSize));
@@ -228,85 +138,28 @@ Napi::Value ContextInfo(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DisposeContext(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  ContextBox* b = contextBox(env, info[0], "ctx");
-  // A running step keeps its own reference; the memory goes when it finishes. A step waiting
-  // for late masks would wait for ever (nobody can supply them now): it fails instead.
-  if (b->ctx) b->ctx->lateMasks.abandon();
-  b->ctx.reset();
-  return env.Undefined();
+  glue::disposeContext(glue::handleBox<Context>(info.Env(), info[0], kContextHandle, "ctx"));
+  return info.Env().Undefined();
 }
 
 // --- step ------------------------------------------------------------------------------
 
-class StepWorker : public Napi::AsyncWorker {
- public:
-  StepWorker(Napi::Env env, std::shared_ptr<Context> ctx) : Napi::AsyncWorker(env, "prism.step"), ctx_(std::move(ctx)), deferred_(env) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      ctx_->step(ctx_->plan, ctx_->result);
-    } catch (const std::exception& e) {
-      ctx_->lateMasks.abandon();  // masks that arrive now are for nobody
-      SetError(std::string("step failed: ") + e.what());
-    }
-  }
-  void OnOK() override {
-    Napi::Object o = stepResultToJs(Env(), ctx_->result, ctx_->plan.S, ctx_->plan.lateMaskRows > 0, ctx_->model()->cfg.vocab,
-                                    !ctx_->plan.draftCounts.empty());
-    ctx_->busy = false;
-    deferred_.Resolve(o);
-  }
-  void OnError(const Napi::Error& e) override {
-    ctx_->busy = false;
-    deferred_.Reject(e.Value());
-  }
-
- private:
-  std::shared_ptr<Context> ctx_;
-  Napi::Promise::Deferred deferred_;
-};
-
 Napi::Value Step(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
-  if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "plan must be an object");
-  if (ctx->busy) throw Napi::Error::New(env, "step: another step is already running on this context");
-  // The plan is copied before the context is marked busy, so a rejected plan leaves it free.
-  readStepPlan(env, info[1].As<Napi::Object>(), *ctx, ctx->plan);
-  if (ctx->plan.lateMaskRows > 0) ctx->lateMasks.expect(ctx->plan.lateMaskRows, (ctx->model()->cfg.vocab + 31) / 32);
-  ctx->busy = true;
-  auto* w = new StepWorker(env, ctx);
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  std::shared_ptr<Context> ctx = contextArg(env, info[0], "ctx");
+  return glue::queueStep(env, "prism.step", ctx, info[1],
+                         [](Napi::Env e, Napi::Object plan, const Context& c, StepPlanData& out) {
+                           readStepPlan(e, plan, c, out);
+                         });
 }
 
-// Test hook: the next `count` steps on this context throw from native code mid-forward
-// (native/native.ts faultTestHooks). Nothing a client sends reaches it.
 Napi::Value FailNextStepsForTest(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
-  ctx->failSteps.store(static_cast<int>(intArg(env, info[1], "count", 0, 1 << 20)));
-  return env.Undefined();
+  glue::failNextSteps(info, *contextArg(info.Env(), info[0], "ctx"));
+  return info.Env().Undefined();
 }
 
-// Hands the running step the masks its plan announced with lateMaskRows (null: they will not
-// come, the step fails). Returns false when no step waits for masks.
 Napi::Value SupplyMasks(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
-  if (info.Length() < 2) throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
-  if (info[1].IsNull()) return Napi::Boolean::New(env, ctx->lateMasks.supply(nullptr, 0));
-  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
-  Napi::Int32Array a = info[1].As<Napi::Int32Array>();
-  try {
-    return Napi::Boolean::New(env, ctx->lateMasks.supply(a.Data(), a.ElementLength()));
-  } catch (const std::length_error& e) {
-    throw Napi::RangeError::New(env, e.what());
-  }
+  return glue::supplyMasks(info, *contextArg(info.Env(), info[0], "ctx"));
 }
 
 // --- CPU and kernel hooks ---------------------------------------------------------------
@@ -325,8 +178,6 @@ Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   o.Set("avx512bf16", static_cast<bool>(__builtin_cpu_supports("avx512bf16")));
   o.Set("amx", kernels::cpuHasAmxInt8());
   o.Set("amxPrefill", amxPrefillSelected());
-  o.Set("amxBf16", kernels::cpuHasAmxBf16());
-  o.Set("amxBf16Prefill", amxBf16PrefillSelected());
   o.Set("selected", selectedIsa());
   return o;
 }
@@ -363,7 +214,7 @@ Napi::Value MatmulForTest(const Napi::CallbackInfo& info) {
   });
 }
 
-// Calls of the kLayoutQ4XV AMX kernel so far (kernels/amx/q4xv_amx.h), for tests.
+// Calls of the Layout::Q4XV AMX kernel so far (kernels/amx/q4xv_amx.h), for tests.
 Napi::Value Q4xvAmxCallsForTest(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(kernels::q4xvAmxCalls()));
 }
@@ -414,6 +265,29 @@ Napi::Value ReleaseReadBuffer(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// What the CPU backend serves (backend_capabilities.h).
+Napi::Value CpuCapabilities(const Napi::CallbackInfo& info) { return capabilitiesToJs(info.Env(), cpuCapabilities()); }
+
+// The switch table (switches.h), for the docs test.
+Napi::Value NativeSwitches(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::vector<SwitchSpec>& specs = switchSpecs();
+  Napi::Array out = Napi::Array::New(env, specs.size());
+  for (size_t i = 0; i < specs.size(); i++) {
+    const SwitchSpec& s = specs[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", s.name);
+    o.Set("values", s.values);
+    o.Set("byDefault", s.byDefault);
+    o.Set("read", s.read == SwitchRead::OncePerProcess ? "once per process"
+                  : s.read == SwitchRead::EachUse     ? "at each use"
+                                                      : "by the CUDA library");
+    o.Set("what", s.what);
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
 Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const HostInfo& h = hostInfo();
@@ -454,6 +328,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));
   exports.Set("releaseReadBuffer", Napi::Function::New(env, ReleaseReadBuffer));
   exports.Set("hostInfo", Napi::Function::New(env, HostInfoExport));
+  exports.Set("nativeSwitches", Napi::Function::New(env, NativeSwitches));
+  exports.Set("cpuCapabilities", Napi::Function::New(env, CpuCapabilities));
   registerLoraExports(env, exports);  // lora_addon.cc
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc

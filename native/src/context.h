@@ -39,6 +39,7 @@ class Context {
   void step(StepPlanData& plan, StepResultData& out);
 
   const std::shared_ptr<Model>& model() const { return model_; }
+  int64_t vocab() const { return model_->cfg.vocab; }
   const ContextOptionsData& options() const { return opts_; }
   const KvLayout& kvLayout() const { return kv_; }
   size_t kvBytes() const { return (kCache_.size() + vCache_.size()) * sizeof(uint16_t); }

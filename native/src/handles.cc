@@ -3,44 +3,9 @@
 #include "kv_layout.h"
 
 namespace prism {
-namespace {
 
-const napi_type_tag kModelTag = {0x7072697301020304ull, 0x6d6f64656c000001ull};
-const napi_type_tag kContextTag = {0x7072697301020304ull, 0x636f6e7465787401ull};
-
-template <typename Box>
-Box* unwrap(Napi::Env env, Napi::Value v, const napi_type_tag& tag, const char* what, const char* kind) {
-  bool ok = false;
-  if (v.IsExternal()) napi_check_object_type_tag(env, v, &tag, &ok);
-  if (!ok) throw Napi::TypeError::New(env, std::string(what) + " must be a " + kind + " handle");
-  return v.As<Napi::External<Box>>().Data();
-}
-
-}  // namespace
-
-Napi::Value wrapModel(Napi::Env env, std::shared_ptr<Model> model) {
-  auto ext = Napi::External<ModelBox>::New(env, new ModelBox{std::move(model)}, [](Napi::Env, ModelBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kModelTag);
-  return ext;
-}
-
-Napi::Value wrapContext(Napi::Env env, std::shared_ptr<Context> ctx) {
-  auto ext = Napi::External<ContextBox>::New(env, new ContextBox{std::move(ctx)}, [](Napi::Env, ContextBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kContextTag);
-  return ext;
-}
-
-ModelBox* modelBox(Napi::Env env, Napi::Value v, const char* what) {
-  ModelBox* b = unwrap<ModelBox>(env, v, kModelTag, what, "model");
-  if (!b->model) throw Napi::Error::New(env, std::string(what) + ": the model has been disposed");
-  return b;
-}
-
-ContextBox* contextBox(Napi::Env env, Napi::Value v, const char* what) {
-  ContextBox* b = unwrap<ContextBox>(env, v, kContextTag, what, "context");
-  if (!b->ctx) throw Napi::Error::New(env, std::string(what) + ": the context has been disposed");
-  return b;
-}
+const glue::HandleKind kModelHandle{{0x7072697301020304ull, 0x6d6f64656c000001ull}, "a model", "model"};
+const glue::HandleKind kContextHandle{{0x7072697301020304ull, 0x636f6e7465787401ull}, "a context", "context"};
 
 Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   const ModelConfig& c = m.cfg;
@@ -85,6 +50,15 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   Napi::Object types = Napi::Object::New(env);
   for (const auto& [k, v] : m.tensorTypes) types.Set(k, v);
   o.Set("tensorTypes", types);
+  Napi::Object switches = Napi::Object::New(env);
+  for (const SwitchValue& v : m.switches) {
+    Napi::Object one = Napi::Object::New(env);
+    one.Set("value", v.value);
+    one.Set("source", v.fromEnvironment && v.warning.empty() ? "environment" : "default");
+    if (!v.warning.empty()) one.Set("warning", v.warning);
+    switches.Set(v.name, one);
+  }
+  o.Set("switches", switches);
   return o;
 }
 

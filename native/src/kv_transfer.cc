@@ -40,20 +40,15 @@ void Context::writeKvBlock(int64_t block, int64_t l0, int64_t n, const uint8_t* 
 
 namespace {
 
+// Argument i as a whole number in [lo, hi] (a missing one is not a number).
 int64_t intAt(const Napi::CallbackInfo& info, size_t i, const char* name, int64_t lo, int64_t hi) {
-  Napi::Env env = info.Env();
-  if (info.Length() <= i || !info[i].IsNumber()) throw Napi::TypeError::New(env, std::string(name) + " must be a number");
-  const double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    throw Napi::RangeError::New(env, std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
-                                         std::to_string(hi) + "]");
-  return static_cast<int64_t>(d);
+  return glue::intArg(info.Env(), info[i], name, lo, hi);
 }
 
 // kvLayout(ctx) → { layers, kvHeads, headDim, blockSize, kvBlocks, dtype, blockLayerBytes }
 Napi::Value KvTransferLayout(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const Context& ctx = *contextBox(env, info[0], "ctx")->ctx;
+  const Context& ctx = *contextArg(env, info[0], "ctx");
   const ModelConfig& c = ctx.model()->cfg;
   Napi::Object o = Napi::Object::New(env);
   o.Set("layers", static_cast<double>(c.layers));
@@ -69,7 +64,7 @@ Napi::Value KvTransferLayout(const Napi::CallbackInfo& info) {
 // readKvBlock(ctx, block, layerStart, layerCount) → Uint8Array of layerCount × blockLayerBytes.
 Napi::Value ReadKvBlock(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const Context& ctx = *contextBox(env, info[0], "ctx")->ctx;
+  const Context& ctx = *contextArg(env, info[0], "ctx");
   const int64_t layers = ctx.model()->cfg.layers;
   const int64_t block = intAt(info, 1, "block", 0, ctx.options().kvBlocks - 1);
   const int64_t l0 = intAt(info, 2, "layerStart", 0, layers - 1);
@@ -83,7 +78,7 @@ Napi::Value ReadKvBlock(const Napi::CallbackInfo& info) {
 // blockLayerBytes) that end at or before the model's last layer.
 Napi::Value WriteKvBlock(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  Context& ctx = *contextBox(env, info[0], "ctx")->ctx;
+  Context& ctx = *contextArg(env, info[0], "ctx");
   const int64_t layers = ctx.model()->cfg.layers;
   const int64_t block = intAt(info, 1, "block", 0, ctx.options().kvBlocks - 1);
   const int64_t l0 = intAt(info, 2, "layerStart", 0, layers - 1);

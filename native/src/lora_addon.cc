@@ -11,19 +11,10 @@
 namespace prism {
 namespace {
 
-const napi_type_tag kAdapterTag = {0x7072697301020304ull, 0x6c6f726100000001ull};
+const glue::HandleKind kAdapterHandle{{0x7072697301020304ull, 0x6c6f726100000001ull}, "an adapter", "adapter"};
 
-struct AdapterBox {
-  std::shared_ptr<const Adapter> adapter;
-};
-
-AdapterBox* adapterBox(Napi::Env env, Napi::Value v, const char* what) {
-  bool ok = false;
-  if (v.IsExternal()) napi_check_object_type_tag(env, v, &kAdapterTag, &ok);
-  if (!ok) throw Napi::TypeError::New(env, std::string(what) + " must be an adapter handle");
-  AdapterBox* b = v.As<Napi::External<AdapterBox>>().Data();
-  if (!b->adapter) throw Napi::Error::New(env, std::string(what) + ": the adapter has been disposed");
-  return b;
+const std::shared_ptr<const Adapter>& adapterArg(Napi::Env env, Napi::Value v, const char* what) {
+  return glue::handleArg<const Adapter>(env, v, kAdapterHandle, what);
 }
 
 Napi::Float32Array f32Field(Napi::Env env, Napi::Object o, const char* field, const std::string& where) {
@@ -34,13 +25,7 @@ Napi::Float32Array f32Field(Napi::Env env, Napi::Object o, const char* field, co
 }
 
 int64_t intField(Napi::Env env, Napi::Object o, const char* field, const std::string& where, int64_t lo, int64_t hi) {
-  Napi::Value v = o.Get(field);
-  if (!v.IsNumber()) throw Napi::TypeError::New(env, where + "." + field + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (d != std::floor(d) || d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    throw Napi::RangeError::New(env, where + "." + field + " must be an integer in [" + std::to_string(lo) + ", " +
-                                         std::to_string(hi) + "]");
-  return static_cast<int64_t>(d);
+  return glue::intArg(env, o.Get(field), where + "." + field, lo, hi);
 }
 
 // Reads createAdapter's arguments: the model, the layers (pointers into their
@@ -54,7 +39,7 @@ struct AdapterArgs {
 AdapterArgs adapterArgs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   AdapterArgs args;
-  args.model = modelBox(env, info[0], "model")->model;
+  args.model = modelArg(env, info[0], "model");
   if (info.Length() < 2 || !info[1].IsArray()) throw Napi::TypeError::New(env, "layers must be an array");
   Napi::Array arr = info[1].As<Napi::Array>();
   if (info.Length() > 2 && !info[2].IsUndefined()) {
@@ -89,9 +74,7 @@ AdapterArgs adapterArgs(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value wrapAdapter(Napi::Env env, std::shared_ptr<const Adapter> adapter) {
-  auto ext = Napi::External<AdapterBox>::New(env, new AdapterBox{std::move(adapter)}, [](Napi::Env, AdapterBox* b) { delete b; });
-  napi_type_tag_object(env, ext, &kAdapterTag);
-  return ext;
+  return glue::wrapHandle(env, std::move(adapter), kAdapterHandle);
 }
 
 // createAdapter(model, layers: {layer, target, rank, scale, a, b}[], storage: 'F32' | 'F16')
@@ -111,50 +94,19 @@ Napi::Value CreateAdapter(const Napi::CallbackInfo& info) {
 
 // createAdapterAsync: the same copy/convert/permute on a libuv worker thread, so a dynamic
 // load (tens of millions of values for a rank-64 adapter) never stalls the event loop. The
-// layers array stays referenced until the work ends: its Float32Arrays are read in Execute.
-class CreateAdapterWorker : public Napi::AsyncWorker {
- public:
-  CreateAdapterWorker(Napi::Env env, AdapterArgs args, Napi::Object layers)
-      : Napi::AsyncWorker(env, "prism.createAdapter"), args_(std::move(args)), deferred_(env) {
-    layers_ = Napi::Persistent(layers);
-  }
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    try {
-      adapter_ = buildAdapter(args_.model->cfg, args_.sources, args_.storage);
-    } catch (const std::invalid_argument& e) {
-      range_ = true;
-      SetError(std::string("createAdapter: ") + e.what());
-    } catch (const std::bad_alloc&) {
-      SetError("createAdapter: out of memory");
-    }
-  }
-  void OnOK() override { deferred_.Resolve(wrapAdapter(Env(), std::move(adapter_))); }
-  void OnError(const Napi::Error& e) override {
-    if (range_) deferred_.Reject(Napi::RangeError::New(Env(), e.Message()).Value());
-    else deferred_.Reject(e.Value());
-  }
-
- private:
-  AdapterArgs args_;
-  Napi::ObjectReference layers_;
-  Napi::Promise::Deferred deferred_;
-  std::shared_ptr<const Adapter> adapter_;
-  bool range_ = false;
-};
-
+// layers array stays referenced until the work ends: its Float32Arrays are read there.
 Napi::Value CreateAdapterAsync(const Napi::CallbackInfo& info) {
-  AdapterArgs args = adapterArgs(info);
-  auto* w = new CreateAdapterWorker(info.Env(), std::move(args), info[1].As<Napi::Object>());
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  auto args = std::make_shared<AdapterArgs>(adapterArgs(info));
+  return glue::Work<std::shared_ptr<const Adapter>>::queue(
+      info.Env(), "prism.createAdapter", glue::ErrorPolicy{"createAdapter: ", "createAdapter: out of memory", false, true},
+      [args] { return buildAdapter(args->model->cfg, args->sources, args->storage); },
+      [](Napi::Env env, std::shared_ptr<const Adapter>& adapter) { return wrapAdapter(env, std::move(adapter)); }, {},
+      info[1].As<Napi::Object>());
 }
 
 Napi::Value AdapterInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const Adapter& a = *adapterBox(env, info[0], "adapter")->adapter;
+  const Adapter& a = *adapterArg(env, info[0], "adapter");
   Napi::Object o = Napi::Object::New(env);
   o.Set("rank", static_cast<double>(a.maxRank));
   o.Set("bytes", static_cast<double>(a.bytes));
@@ -168,21 +120,21 @@ Napi::Value AdapterInfo(const Napi::CallbackInfo& info) {
 
 Napi::Value DisposeAdapter(const Napi::CallbackInfo& info) {
   // Slots hold their own reference: a bound adapter lives until it is unbound.
-  adapterBox(info.Env(), info[0], "adapter")->adapter.reset();
+  glue::handleBox<const Adapter>(info.Env(), info[0], kAdapterHandle, "adapter")->ptr.reset();
   return info.Env().Undefined();
 }
 
 // setAdapterSlot(ctx, slot, adapter | null)
 Napi::Value SetAdapterSlot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
+  std::shared_ptr<Context> ctx = contextArg(env, info[0], "ctx");
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "slot must be a number");
   const double d = info[1].As<Napi::Number>().DoubleValue();
   if (d != std::floor(d) || d < 0 || d >= static_cast<double>(ctx->lora().slots()))
     throw Napi::RangeError::New(env, "slot must be an integer in [0, " + std::to_string(ctx->lora().slots()) +
                                          ") (the context's maxLoras)");
   std::shared_ptr<const Adapter> a;
-  if (!info[2].IsNull() && !info[2].IsUndefined()) a = adapterBox(env, info[2], "adapter")->adapter;
+  if (!info[2].IsNull() && !info[2].IsUndefined()) a = adapterArg(env, info[2], "adapter");
   // A running step reads only the slots its plan names (the plan is not written while it
   // runs), so other slots may change under it; its own may not.
   if (ctx->busy)

@@ -3,7 +3,6 @@
 // and prepares linear weights for the kernels (fusing Q/K/V and gate/up when they share a
 // storage type, so a layer makes 4 matmul calls instead of 7).
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -169,17 +168,20 @@ class Builder {
 // top-1 picks against the float reference (int16: none; test/numerics.test.ts shows both).
 // Int8 from hidden 1024 up (1B and larger): the matmuls are the step, and int8 with per-32
 // scales (llama.cpp's own scheme) decodes ~2x and prefills ~3.5x faster than int16 at 1B
-// shapes (docs/benchmarks.md, size suite). PRISM_ACTIVATIONS=int8|int16 overrides the rule
-// (the numerics test uses it to measure both paths on the same models).
+// shapes (docs/benchmarks.md, size suite). The switch PRISM_ACTIVATIONS=int8|int16 overrides
+// the rule (switches.h, read at each load: the numerics test measures both paths on the same
+// models in one process).
 ActivationPrecision chooseActivations(const ModelConfig& c, const std::string& file) {
-  if (const char* env = std::getenv("PRISM_ACTIVATIONS"); env != nullptr && *env != '\0') {
-    const std::string v = env;
-    if (v == "int8") return ActivationPrecision::Int8;
-    if (v == "int16") return ActivationPrecision::Int16;
-    if (v != "auto")
-      throw FormatError(file, "", "PRISM_ACTIVATIONS must be one of int8, int16, auto; got '" + v + "'");
+  std::string error;
+  switch (switchChoice(Switch::Activations, 2, &error)) {  // int8|int16|auto
+    case 0:
+      return ActivationPrecision::Int8;
+    case 1:
+      return ActivationPrecision::Int16;
+    default:
+      if (!error.empty()) throw FormatError(file, "", error);
+      return c.hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
   }
-  return c.hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
 }
 
 // Checks the architecture-level settings the readers filled in (windows, rotary, experts).
@@ -295,6 +297,7 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
 
 std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress, WeightPreparation prep) {
   auto m = std::make_shared<Model>();
+  m->switches = switchReport();
   m->weightArena = std::make_unique<WeightArena>();
   const WeightArenaScope arenaScope(m->weightArena.get());
   TensorSet set;

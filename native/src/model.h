@@ -14,6 +14,7 @@
 #include "kernels/kernels.h"
 #include "kernels/weight_memory.h"
 #include "mapped_file.h"
+#include "switches.h"
 
 namespace prism {
 
@@ -149,6 +150,8 @@ struct Model {
   int64_t maxLinearCols = 0;
   // Activation rounding of every quantized linear layer (chooseActivations, model.cc).
   ActivationPrecision activations = ActivationPrecision::Int16;
+  // The run-time switches as they stood at the load (switches.h): what modelInfo reports.
+  std::vector<SwitchValue> switches;
 };
 
 using ProgressFn = std::function<void(double)>;

@@ -28,7 +28,7 @@ namespace prism {
 namespace {
 
 // Rows [r0, r1) of W as a weight of their own: every layout keeps a row's bytes together at a
-// fixed stride (W.bytes / W.rows; kLayoutQ4XV / Q8XV a 16-row group's, see rowsSplittable), so a row
+// fixed stride (W.bytes / W.rows; Layout::Q4XV / Q8XV a 16-row group's, see rowsSplittable), so a row
 // range is a plain sub-buffer and the kernels give each of its rows the bits they give that
 // row in the whole matrix.
 LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
@@ -44,11 +44,11 @@ LinearWeight rowRange(const LinearWeight& W, int64_t r0, int64_t r1) {
   return v;
 }
 
-// kLayoutQ4XV and kLayoutQ8XV (kernels/q4xv.h, kernels/q8xv.h) keep 16 rows per record: their stride
+// Layout::Q4XV and Layout::Q8XV (kernels/q4xv.h, kernels/q8xv.h) keep 16 rows per record: their stride
 // holds for slices that start at a multiple of 16 rows (rowBound's, where the group's offsets
 // are such multiples: oneTokenFits) of a matrix of whole groups.
 bool groupedRows(const LinearWeight& W) {
-  return W.layout == kernels::kLayoutQ4XV || W.layout == kernels::kLayoutQ8XV;
+  return W.layout == kernels::Layout::Q4XV || W.layout == kernels::Layout::Q8XV;
 }
 bool rowsSplittable(const LinearWeight& W) {
   if (groupedRows(W)) return W.rows > 0 && W.rows % kernels::kQ4XVRows == 0;

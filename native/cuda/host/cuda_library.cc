@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,11 +37,6 @@ const CudaLibrary& loadCudaLibrary(const std::string& path) {
     throw std::runtime_error("the CUDA backend " + path + " has interface version " + std::to_string(lib->pc_abi_version()) +
                              ", this build expects " + std::to_string(PC_ABI_VERSION) + ": rebuild it (npm install)");
   return *loaded.emplace(path, std::move(lib)).first->second;
-}
-
-std::string defaultCudaLibraryPath(const std::string& addonDir) {
-  if (const char* env = std::getenv("PRISM_CUDA_LIBRARY"); env != nullptr && *env != '\0') return env;
-  return addonDir + "/libprism_cuda.so";
 }
 
 }  // namespace prism::cuda

@@ -21,8 +21,4 @@ struct CudaLibrary {
 // the file and the reason (not there, not loadable, another interface version).
 const CudaLibrary& loadCudaLibrary(const std::string& path);
 
-// Where the addon looks: $PRISM_CUDA_LIBRARY, else libprism_cuda.so beside `addonDir` (the
-// build's Release folder).
-std::string defaultCudaLibraryPath(const std::string& addonDir);
-
 }  // namespace prism::cuda

@@ -1,73 +1,27 @@
 // The addon's CUDA exports (native/native.ts: cudaDevices, loadDeviceModel, createDeviceContext,
-// deviceStep, ...). Glue only: handles, argument checks and async workers around
-// device_model.h. The plan is read and checked by the CPU context's reader (plan_reader.h).
-#include <dlfcn.h>
+// deviceStep, ...) around device_model.h: the argument checks, handles, workers and error
+// mapping are the CPU exports' (addon_glue.h), and the plan is read and checked by the CPU
+// context's reader (plan_reader.h).
 #include <napi.h>
 
-#include <cmath>
-#include <thread>
-
+#include "addon_glue.h"
 #include "device_model.h"
-#include "format_error.h"
 #include "handles.h"
+#include "switches.h"
 
 namespace prism::cuda {
 namespace {
 
-const napi_type_tag kDeviceModelTag = {0x7072697301020304ull, 0x6375646d6f640001ull};
-const napi_type_tag kDeviceContextTag = {0x7072697301020304ull, 0x637564637478ull};
+using glue::intArg;
 
-struct DeviceModelBox {
-  std::shared_ptr<DeviceModel> model;
-};
-struct DeviceContextBox {
-  std::shared_ptr<DeviceContext> ctx;
-};
+const glue::HandleKind kDeviceModelHandle{{0x7072697301020304ull, 0x6375646d6f640001ull}, "a CUDA model", "model"};
+const glue::HandleKind kDeviceContextHandle{{0x7072697301020304ull, 0x637564637478ull}, "a CUDA context", "context"};
 
-template <typename Box>
-Box* unwrap(Napi::Env env, Napi::Value v, const napi_type_tag& tag, const char* what, const char* kind) {
-  bool ok = false;
-  if (v.IsExternal()) napi_check_object_type_tag(env, v, &tag, &ok);
-  if (!ok) throw Napi::TypeError::New(env, std::string(what) + " must be a " + kind + " handle");
-  return v.As<Napi::External<Box>>().Data();
+const std::shared_ptr<DeviceModel>& modelArg(Napi::Env env, Napi::Value v) {
+  return glue::handleArg<DeviceModel>(env, v, kDeviceModelHandle, "model");
 }
-DeviceModelBox* modelOf(Napi::Env env, Napi::Value v) {
-  DeviceModelBox* b = unwrap<DeviceModelBox>(env, v, kDeviceModelTag, "model", "CUDA model");
-  if (!b->model) throw Napi::Error::New(env, "model: the model has been disposed");
-  return b;
-}
-DeviceContextBox* contextOf(Napi::Env env, Napi::Value v) {
-  DeviceContextBox* b = unwrap<DeviceContextBox>(env, v, kDeviceContextTag, "ctx", "CUDA context");
-  if (!b->ctx) throw Napi::Error::New(env, "ctx: the context has been disposed");
-  return b;
-}
-
-// libprism_cuda.so beside this addon (build/Release/), unless PRISM_CUDA_LIBRARY names one.
-std::string libraryPath() {
-  Dl_info info{};
-  std::string dir = ".";
-  if (dladdr(reinterpret_cast<void*>(&libraryPath), &info) && info.dli_fname) {
-    dir = info.dli_fname;
-    dir = dir.substr(0, dir.find_last_of('/'));
-  }
-  return defaultCudaLibraryPath(dir);
-}
-
-int64_t intArg(Napi::Env env, Napi::Value v, const std::string& name, int64_t min, int64_t max) {
-  if (!v.IsNumber()) throw Napi::TypeError::New(env, name + " must be a number");
-  const double d = v.As<Napi::Number>().DoubleValue();
-  if (!(d == std::floor(d)) || d < static_cast<double>(min) || d > static_cast<double>(max))
-    throw Napi::RangeError::New(env, name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return static_cast<int64_t>(d);
-}
-
-Napi::Error formatError(Napi::Env env, const FormatError& e) {
-  Napi::Error err = Napi::Error::New(env, e.what());
-  err.Set("code", "PRISM_MODEL_FORMAT");
-  err.Set("file", e.file());
-  if (!e.tensor().empty()) err.Set("tensor", e.tensor());
-  err.Set("reason", e.reason());
-  return err;
+const std::shared_ptr<DeviceContext>& contextArg(Napi::Env env, Napi::Value v) {
+  return glue::handleArg<DeviceContext>(env, v, kDeviceContextHandle, "ctx");
 }
 
 Napi::Object deviceInfoToJs(Napi::Env env, int device, const pc_device_info& d) {
@@ -90,7 +44,7 @@ Napi::Object deviceInfoToJs(Napi::Env env, int device, const pc_device_info& d) 
 Napi::Value CudaDevices(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   try {
-    const CudaLibrary& lib = loadCudaLibrary(libraryPath());
+    const CudaLibrary& lib = loadCudaLibrary(cudaLibraryPath());
     int32_t count = 0;
     lib.check(lib.pc_device_count(&count), "counting CUDA devices");
     Napi::Array out = Napi::Array::New(env, static_cast<size_t>(count));
@@ -105,111 +59,41 @@ Napi::Value CudaDevices(const Napi::CallbackInfo& info) {
   }
 }
 
-class BandwidthWorker : public Napi::AsyncWorker {
- public:
-  BandwidthWorker(Napi::Env env, int device, uint64_t bytes, int passes)
-      : Napi::AsyncWorker(env, "prism.cudaBandwidth"), device_(device), bytes_(bytes), passes_(passes), deferred_(env) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute() override {
-    try {
-      const CudaLibrary& lib = loadCudaLibrary(libraryPath());
-      lib.check(lib.pc_measure_bandwidth(device_, bytes_, passes_, &gbs_), "measuring the device's read bandwidth");
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-  void OnOK() override { deferred_.Resolve(Napi::Number::New(Env(), gbs_)); }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  int device_;
-  uint64_t bytes_;
-  int passes_;
-  double gbs_ = 0;
-  Napi::Promise::Deferred deferred_;
-};
-
 Napi::Value MeasureDeviceBandwidth(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int device = static_cast<int>(intArg(env, info[0], "device", 0, 1024));
   const uint64_t bytes = static_cast<uint64_t>(intArg(env, info[1], "bytes", 1 << 20, int64_t{64} << 30));
   const int passes = static_cast<int>(intArg(env, info[2], "passes", 1, 1000));
-  auto* w = new BandwidthWorker(env, device, bytes, passes);
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  return glue::Work<double>::queue(
+      env, "prism.cudaBandwidth", glue::ErrorPolicy{},
+      [device, bytes, passes] {
+        const CudaLibrary& lib = loadCudaLibrary(cudaLibraryPath());
+        double gbs = 0;
+        lib.check(lib.pc_measure_bandwidth(device, bytes, passes, &gbs), "measuring the device's read bandwidth");
+        return gbs;
+      },
+      [](Napi::Env e, double& gbs) -> Napi::Value { return Napi::Number::New(e, gbs); });
 }
 
 // --- models -------------------------------------------------------------------------------
 
-class LoadWorker : public Napi::AsyncProgressQueueWorker<double> {
- public:
-  LoadWorker(Napi::Env env, std::string path, int device, int kernels, Napi::Function onProgress)
-      : Napi::AsyncProgressQueueWorker<double>(env, "prism.loadDeviceModel"), path_(std::move(path)), device_(device),
-        kernels_(kernels), deferred_(env) {
-    if (!onProgress.IsEmpty()) progress_ = Napi::Persistent(onProgress);
-  }
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute(const ExecutionProgress& progress) override {
-    try {
-      model_ = loadDeviceModel(path_, device_, kernels_, libraryPath(), [&](double f) { progress.Send(&f, 1); });
-    } catch (const FormatError& e) {
-      fe_ = std::make_unique<FormatError>(e);
-      SetError(e.what());
-    } catch (const std::bad_alloc&) {
-      SetError(path_ + ": out of memory while loading");
-    } catch (const std::exception& e) {
-      SetError(path_ + ": " + e.what());
-    }
-  }
-  void OnProgress(const double* data, size_t count) override {
-    if (progress_.IsEmpty() || count == 0) return;
-    try {
-      progress_.Call({Napi::Number::New(Env(), data[count - 1])});
-    } catch (const Napi::Error&) {
-      // A throwing progress callback must not break the load.
-    }
-  }
-  void OnOK() override {
-    Napi::Env env = Env();
-    auto ext = Napi::External<DeviceModelBox>::New(env, new DeviceModelBox{std::move(model_)},
-                                                   [](Napi::Env, DeviceModelBox* b) { delete b; });
-    napi_type_tag_object(env, ext, &kDeviceModelTag);
-    deferred_.Resolve(ext);
-  }
-  void OnError(const Napi::Error& e) override {
-    if (fe_) deferred_.Reject(formatError(Env(), *fe_).Value());
-    else deferred_.Reject(e.Value());
-  }
-
- private:
-  std::string path_;
-  int device_, kernels_;
-  Napi::Promise::Deferred deferred_;
-  Napi::FunctionReference progress_;
-  std::shared_ptr<DeviceModel> model_;
-  std::unique_ptr<FormatError> fe_;
-};
-
 Napi::Value LoadDeviceModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "path must be a string");
+  const std::string path = glue::stringArg(info, 0, "path");
   const int device = static_cast<int>(intArg(env, info[1], "device", 0, 1024));
-  Napi::Function cb;
-  if (info.Length() > 2 && !info[2].IsUndefined() && !info[2].IsNull()) {
-    if (!info[2].IsFunction()) throw Napi::TypeError::New(env, "onProgress must be a function");
-    cb = info[2].As<Napi::Function>();
-  }
+  const Napi::Function onProgress = glue::optionalFunctionArg(info, 2, "onProgress");
   const int kernels = static_cast<int>(intArg(env, info[3], "kernels", PC_KERNELS_LEGACY, PC_KERNELS_FAST));
-  auto* w = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), device, kernels, cb);
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  return glue::LoadWork<DeviceModel>::queue(
+      env, "prism.loadDeviceModel", path, onProgress,
+      [path, device, kernels](const ProgressFn& progress) {
+        return loadDeviceModel(path, device, kernels, cudaLibraryPath(), progress);
+      },
+      [](Napi::Env e, std::shared_ptr<DeviceModel> m) { return glue::wrapHandle(e, std::move(m), kDeviceModelHandle); });
 }
 
 Napi::Value DeviceModelInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const DeviceModel& d = *modelOf(env, info[0])->model;
+  const DeviceModel& d = *modelArg(env, info[0]);
   Napi::Object o = modelInfoToJs(env, *d.host);
   o.Set("device", "cuda:" + std::to_string(d.device));
   o.Set("deviceName", d.deviceName);
@@ -220,7 +104,7 @@ Napi::Value DeviceModelInfo(const Napi::CallbackInfo& info) {
 
 Napi::Value DisposeDeviceModel(const Napi::CallbackInfo& info) {
   // Contexts hold their own reference: the device memory goes with the last of them.
-  modelOf(info.Env(), info[0])->model.reset();
+  glue::handleBox<DeviceModel>(info.Env(), info[0], kDeviceModelHandle, "model")->ptr.reset();
   return info.Env().Undefined();
 }
 
@@ -228,24 +112,15 @@ Napi::Value DisposeDeviceModel(const Napi::CallbackInfo& info) {
 
 Napi::Value CreateDeviceContext(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<DeviceModel> model = modelOf(env, info[0])->model;
-  if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "options must be an object");
-  Napi::Object o = info[1].As<Napi::Object>();
-  ContextOptionsData opts;
-  opts.kvBlocks = intArg(env, o.Get("kvBlocks"), "options.kvBlocks", 1, 1 << 24);
-  opts.blockSize = intArg(env, o.Get("blockSize"), "options.blockSize", 1, 1 << 16);
-  opts.maxBatchTokens = intArg(env, o.Get("maxBatchTokens"), "options.maxBatchTokens", 1, 1 << 20);
-  opts.maxSeqs = intArg(env, o.Get("maxSeqs"), "options.maxSeqs", 1, 1 << 16);
-  if (!o.Get("maxLoras").IsUndefined() && intArg(env, o.Get("maxLoras"), "options.maxLoras", 0, 1024) > 0)
+  std::shared_ptr<DeviceModel> model = modelArg(env, info[0]);
+  Napi::Object o = glue::objectArg(info, 1, "options");
+  ContextOptionsData opts = glue::contextOptionsArg(env, o);
+  if (!deviceCapabilities().lora && !o.Get("maxLoras").IsUndefined() &&
+      intArg(env, o.Get("maxLoras"), "options.maxLoras", 0, 1024) > 0)
     throw Napi::RangeError::New(env, "options.maxLoras: LoRA adapters are not supported on a CUDA device yet");
-  if (static_cast<double>(opts.blockSize) * static_cast<double>(opts.kvBlocks) > 2147483647.0)
-    throw Napi::RangeError::New(env, "options.kvBlocks × blockSize must stay below 2^31 positions");
+  glue::checkPositions(env, opts);
   try {
-    auto ctx = std::make_shared<DeviceContext>(model, opts);
-    auto ext = Napi::External<DeviceContextBox>::New(env, new DeviceContextBox{std::move(ctx)},
-                                                     [](Napi::Env, DeviceContextBox* b) { delete b; });
-    napi_type_tag_object(env, ext, &kDeviceContextTag);
-    return ext;
+    return glue::wrapHandle(env, std::make_shared<DeviceContext>(model, opts), kDeviceContextHandle);
   } catch (const std::invalid_argument& e) {
     throw Napi::RangeError::New(env, e.what());
   } catch (const std::exception& e) {
@@ -255,7 +130,7 @@ Napi::Value CreateDeviceContext(const Napi::CallbackInfo& info) {
 
 Napi::Value DeviceContextInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const DeviceContext& ctx = *contextOf(env, info[0])->ctx;
+  const DeviceContext& ctx = *contextArg(env, info[0]);
   Napi::Object o = Napi::Object::New(env);
   o.Set("kvBlocks", static_cast<double>(ctx.options().kvBlocks));
   o.Set("blockSize", static_cast<double>(ctx.options().blockSize));
@@ -274,74 +149,29 @@ Napi::Value DeviceContextInfo(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DisposeDeviceContext(const Napi::CallbackInfo& info) {
-  DeviceContextBox* b = contextOf(info.Env(), info[0]);
-  b->ctx->lateMasks.abandon();  // a step waiting for masks would wait for ever
-  b->ctx.reset();
+  glue::disposeContext(glue::handleBox<DeviceContext>(info.Env(), info[0], kDeviceContextHandle, "ctx"));
   return info.Env().Undefined();
 }
 
-class StepWorker : public Napi::AsyncWorker {
- public:
-  StepWorker(Napi::Env env, std::shared_ptr<DeviceContext> ctx)
-      : Napi::AsyncWorker(env, "prism.deviceStep"), ctx_(std::move(ctx)), deferred_(env) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute() override {
-    try {
-      ctx_->step(ctx_->plan, ctx_->result);
-    } catch (const std::exception& e) {
-      ctx_->lateMasks.abandon();
-      SetError(std::string("step failed: ") + e.what());
-    }
-  }
-  void OnOK() override {
-    Napi::Object o = stepResultToJs(Env(), ctx_->result, ctx_->plan.S, ctx_->plan.lateMaskRows > 0,
-                                    ctx_->model()->host->cfg.vocab);
-    ctx_->busy = false;
-    deferred_.Resolve(o);
-  }
-  void OnError(const Napi::Error& e) override {
-    ctx_->busy = false;
-    deferred_.Reject(e.Value());
-  }
-
- private:
-  std::shared_ptr<DeviceContext> ctx_;
-  Napi::Promise::Deferred deferred_;
-};
-
 Napi::Value DeviceStep(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<DeviceContext> ctx = contextOf(env, info[0])->ctx;
-  if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "plan must be an object");
-  if (ctx->busy) throw Napi::Error::New(env, "step: another step is already running on this context");
-  readStepPlan(env, info[1].As<Napi::Object>(), ctx->limits(), ctx->plan);
-  if (ctx->plan.lateMaskRows > 0) ctx->lateMasks.expect(ctx->plan.lateMaskRows, (ctx->model()->host->cfg.vocab + 31) / 32);
-  ctx->busy = true;
-  auto* w = new StepWorker(env, ctx);
-  Napi::Promise p = w->promise();
-  w->Queue();
-  return p;
+  return glue::queueStep(env, "prism.deviceStep", contextArg(env, info[0]), info[1],
+                         [](Napi::Env e, Napi::Object plan, const DeviceContext& c, StepPlanData& out) {
+                           readStepPlan(e, plan, c.limits(), out);
+                         });
 }
 
 Napi::Value DeviceSupplyMasks(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::shared_ptr<DeviceContext> ctx = contextOf(env, info[0])->ctx;
-  if (info.Length() < 2) throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
-  if (info[1].IsNull()) return Napi::Boolean::New(env, ctx->lateMasks.supply(nullptr, 0));
-  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(env, "masks must be an Int32Array or null");
-  Napi::Int32Array a = info[1].As<Napi::Int32Array>();
-  try {
-    return Napi::Boolean::New(env, ctx->lateMasks.supply(a.Data(), a.ElementLength()));
-  } catch (const std::length_error& e) {
-    throw Napi::RangeError::New(env, e.what());
-  }
+  return glue::supplyMasks(info, *contextArg(info.Env(), info[0]));
 }
 
 Napi::Value DeviceFailNextStepsForTest(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  contextOf(env, info[0])->ctx->failSteps.store(static_cast<int>(intArg(env, info[1], "count", 0, 1 << 20)));
-  return env.Undefined();
+  glue::failNextSteps(info, *contextArg(info.Env(), info[0]));
+  return info.Env().Undefined();
+}
+
+Napi::Value CudaCapabilities(const Napi::CallbackInfo& info) {
+  return capabilitiesToJs(info.Env(), deviceCapabilities());
 }
 
 }  // namespace
@@ -351,6 +181,7 @@ namespace prism {
 
 void registerCudaExports(Napi::Env env, Napi::Object exports) {
   using namespace cuda;
+  exports.Set("cudaCapabilities", Napi::Function::New(env, CudaCapabilities));
   exports.Set("cudaDevices", Napi::Function::New(env, CudaDevices));
   exports.Set("measureDeviceBandwidth", Napi::Function::New(env, MeasureDeviceBandwidth));
   exports.Set("loadDeviceModel", Napi::Function::New(env, LoadDeviceModel));

@@ -15,6 +15,17 @@ int parseCudaDevice(const std::string& device) {
   throw std::invalid_argument("device '" + device + "' must be 'cpu', 'cuda' or 'cuda:N'");
 }
 
+const BackendCapabilities& deviceCapabilities() {
+  static const BackendCapabilities c = [] {
+    BackendCapabilities b;
+    b.minTokens = true;  // the suppressed tokens become mask rows of their own (DeviceContext::step)
+    b.architectures = {Arch::Llama, Arch::Qwen2, Arch::Qwen3};  // the device's layer (archOf)
+    b.tensorTypes = loadableTensorTypes();  // every type the loaders read, as the device's weights.h
+    return b;
+  }();
+  return c;
+}
+
 DeviceModel::~DeviceModel() {
   if (handle) lib->pc_model_destroy(handle);
 }
@@ -46,12 +57,13 @@ void checkSupported(const ModelConfig& c) {
     throw std::runtime_error("the CUDA backend does not run " + what + " yet (" + archName(c.arch) +
                              " model): serve it on the CPU");
   };
+  const BackendCapabilities& can = deviceCapabilities();
   archOf(c.arch);
-  if (c.experts > 0) refuse("mixture-of-experts layers");
+  if (!can.experts && c.experts > 0) refuse("mixture-of-experts layers");
   // One window on every layer (Mistral) runs; a mix of sliding and global layers (Qwen2's
   // max_window_layers; Gemma 3) needs the KV layer groups of kv_layout.h, which the device's
   // cache does not have.
-  if (slidingWindow(c) < 0) refuse("a mix of sliding-window and global attention layers");
+  if (!can.mixedWindows && slidingWindow(c) < 0) refuse("a mix of sliding-window and global attention layers");
   if (c.localRope) refuse("a second RoPE for the sliding layers");
   if (c.ropeDim != 0 && c.ropeDim != c.headDim) refuse("partial rotary embeddings");
   if (c.ropeAttnFactor != 1.0) refuse("LongRoPE attention scaling");
@@ -142,7 +154,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
 
 DeviceContext::DeviceContext(std::shared_ptr<DeviceModel> model, const ContextOptionsData& opts)
     : model_(std::move(model)), opts_(opts) {
-  if (opts.maxLoras > 0) throw std::invalid_argument("LoRA adapters are not supported on a CUDA device yet (options.maxLoras must be 0)");
+  if (!deviceCapabilities().lora && opts.maxLoras > 0) throw std::invalid_argument("LoRA adapters are not supported on a CUDA device yet (options.maxLoras must be 0)");
   pc_context_options o{opts.kvBlocks, opts.blockSize, opts.maxBatchTokens, opts.maxSeqs};
   model_->lib->check(model_->lib->pc_context_create(model_->handle, &o, &ctx_), "creating the context on the CUDA device");
   const size_t S = static_cast<size_t>(opts.maxSeqs);
@@ -182,10 +194,11 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   const int64_t S = p.S, V = model_->host->cfg.vocab, words = (V + 31) / 32;
   // What the device's step does not do yet is refused, never ignored: draft tokens would be
   // taken unverified, an early exit would run every layer.
+  const BackendCapabilities& can = deviceCapabilities();
   for (int32_t k : p.draftCounts)
-    if (k > 0)
+    if (!can.verify && k > 0)
       throw std::invalid_argument("plan.draftCounts: speculative decoding is not supported on a CUDA device yet");
-  if (p.exitLayer > 0) throw std::invalid_argument("plan.exitLayer: early exit is not supported on a CUDA device yet");
+  if (!can.earlyExit && p.exitLayer > 0) throw std::invalid_argument("plan.exitLayer: early exit is not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's
   // row (or every token) less the suppressed ones, as the CPU sampler applies them.
   const bool suppress = !p.suppressTokens.empty();

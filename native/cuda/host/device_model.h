@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_capabilities.h"
 #include "context.h"
 #include "cuda_library.h"
 #include "late_masks.h"
@@ -17,6 +18,10 @@
 #include "step_plan.h"
 
 namespace prism::cuda {
+
+// What the device path serves (backend_capabilities.h): the checks below refuse the rest by
+// name, and the engine asks these before it gets that far.
+const BackendCapabilities& deviceCapabilities();
 
 // "cuda" → 0, "cuda:N" → N; throws std::invalid_argument naming the rule otherwise.
 int parseCudaDevice(const std::string& device);
@@ -57,6 +62,7 @@ class DeviceContext {
   PlanLimits limits() const;
   const ContextOptionsData& options() const { return opts_; }
   const std::shared_ptr<DeviceModel>& model() const { return model_; }
+  int64_t vocab() const { return model_->host->cfg.vocab; }
   uint64_t kvBytes() const;
   double lastStepDeviceMs() const;
   int64_t lastStepLaunches() const;

@@ -6,11 +6,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "json.h"
+#include "switches.h"
 
 namespace prism {
 
@@ -18,11 +18,6 @@ namespace {
 
 constexpr size_t kMaxEntries = 64;
 constexpr size_t kMaxFileBytes = 1 << 20;  // a cache file larger than this is not ours
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
 
 bool makeDirs(const std::string& dir) {
   for (size_t at = 1; at <= dir.size(); ++at) {
@@ -105,17 +100,8 @@ bool sameKey(const TuningCacheEntry& a, const TuningCacheEntry& b) {
 }  // namespace
 
 std::string tuningCachePath() {
-  std::string dir = env("PRISM_CACHE_DIR");
-  if (dir.empty()) {
-    const std::string xdg = env("XDG_CACHE_HOME");
-    if (!xdg.empty()) dir = xdg + "/prism";
-  }
-  if (dir.empty()) {
-    const std::string home = env("HOME");
-    if (home.empty()) return "";
-    dir = home + "/.cache/prism";
-  }
-  return dir + "/decode-tuning.json";
+  const std::string dir = cacheDirectory();  // switches.h: PRISM_CACHE_DIR, else the user's cache
+  return dir.empty() ? "" : dir + "/decode-tuning.json";
 }
 
 bool findTuning(const std::string& path, const TuningCacheEntry& key, TuningCacheEntry* out) {

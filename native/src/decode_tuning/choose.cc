@@ -1,7 +1,6 @@
 #include "decode_tuning/choose.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include "decode_tuning/cache.h"
 #include "decode_tuning/host.h"
 #include "decode_tuning/measure.h"
+#include "switches.h"
 
 namespace prism {
 
@@ -49,7 +49,7 @@ std::vector<TuneLayer> decodeLayers(const Model& model) {
 std::string signature(const LinearGroup& g) {
   std::ostringstream o;
   for (const LinearGroup::Part& p : g.parts)
-    o << typeName(p.w.type) << '/' << p.w.layout << ':' << p.w.rows << 'x' << p.w.cols << ' ';
+    o << typeName(p.w.type) << '/' << static_cast<int>(p.w.layout) << ':' << p.w.rows << 'x' << p.w.cols << ' ';
   return o.str();
 }
 
@@ -144,8 +144,8 @@ DecodeTuningChoice chooseDecodeTuning(const Model& model, ThreadPool& pool, Kern
   c.tuning = base;
   std::string request = requested;
   if (request.empty()) {
-    const char* env = std::getenv("PRISM_DECODE_TUNING");
-    request = env != nullptr && *env != '\0' ? env : "host";
+    const std::string env = switchText(Switch::DecodeTuning);  // read at each context creation
+    request = env.empty() ? "host" : env;
     std::string why;
     if (!validDecodeTuningRequest(request, &why)) {
       std::fprintf(stderr, "prism: PRISM_DECODE_TUNING %s; using host\n", why.c_str());

@@ -1,30 +1,29 @@
 // Run-time kernel selection: CPUID (+ the PRISM_ISA override) picks the highest instruction
-// set family once; matmul() routes each call to that family's kernel, falling back to the
-// next lower one for weights a family does not handle. Also: prepareLinear, KernelScratch,
-// the test entry point and the memory-bandwidth probe.
+// set family once; matmul() looks the weight's kernels up in the traits table
+// (layout_traits.h) and runs that family's, or the next lower family's where it has none.
+// Also: prepareLinear, KernelScratch, the test entry point and the memory-bandwidth probe.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/amx/amx.h"
-#include "kernels/amx/bf16_amx.h"
 #include "kernels/internal.h"
+#include "kernels/layout_traits.h"
 #include "kernels/planes.h"
 #include "kernels/q4xv.h"
 #include "kernels/q8xv.h"
+#include "switches.h"
 
 namespace prism {
 
 using namespace kernels;
 
 namespace {
-
-enum class Isa { Reference = 0, Avx2 = 1, Avx512 = 2 };
 
 const char* isaName(Isa isa) {
   switch (isa) {
@@ -52,35 +51,25 @@ Isa bestSupportedIsa() {
   return Isa::Reference;
 }
 
-// The chosen family, and the complaint about a malformed PRISM_ISA if there was one. A bad
-// value must not take the process down (selectedIsa() is called from places that cannot
-// throw, e.g. cpuFeatures()), so it is ignored with a one-time warning on stderr and
-// reported through isaOverrideError() for the caller to surface.
-struct Selection {
-  Isa isa = Isa::Reference;
-  std::string error;
-};
-
-const Selection& selection() {
-  static const Selection s = [] {
-    Selection sel;
-    sel.isa = bestSupportedIsa();
-    if (const char* env = std::getenv("PRISM_ISA"); env != nullptr && *env != '\0') {
-      Isa forced;
-      if (!parseIsa(env, &forced)) {
-        sel.error = std::string("PRISM_ISA must be one of avx512, avx2, reference; got '") + env + "'";
-        std::fprintf(stderr, "prism: %s; using %s\n", sel.error.c_str(), isaName(sel.isa));
-      } else {
-        // Only a lower family can be forced: asking for more than the CPU has keeps the best.
-        sel.isa = std::min(forced, sel.isa);
-      }
-    }
-    return sel;
+// The family in use: the CPU's best, or a lower one PRISM_ISA forces (switches.h; read once).
+// A malformed value must not take the process down (selectedIsa() is called from places that
+// cannot throw, e.g. cpuFeatures()), so it is ignored with a one-time warning on stderr; the
+// switch report (modelInfo's switches) carries it too.
+Isa selection() {
+  static const Isa isa = [] {
+    // In the order of the switch's values: avx512|avx2|reference.
+    static constexpr Isa kForced[] = {Isa::Avx512, Isa::Avx2, Isa::Reference};
+    const Isa best = bestSupportedIsa();
+    std::string error;
+    const int forced = switchChoice(Switch::Isa, -1, &error);
+    if (!error.empty()) std::fprintf(stderr, "prism: %s; using %s\n", error.c_str(), isaName(best));
+    // Only a lower family can be forced: asking for more than the CPU has keeps the best.
+    return forced < 0 ? best : std::min(kForced[forced], best);
   }();
-  return s;
+  return isa;
 }
 
-Isa currentIsa() { return selection().isa; }
+Isa currentIsa() { return selection(); }
 
 // How a call may use the AMX tiles (kernels/amx/amx.h): never, for batches of at least
 // kAmxMinTokens tokens (matmul(), when amxEnabled()), or always (the "amx" test family).
@@ -89,22 +78,20 @@ enum class AmxUse { Off, Batches, Always };
 void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
+  const Kernels& k = kernelsFor(W);
   if (isa >= Isa::Avx512 && amx != AmxUse::Off && (amx == AmxUse::Always || n >= kAmxMinTokens)) {
-    if (amxHandles(W)) {
-      matmulAmx(W, x, n, ldx, y, ldy, pool, scratch);
-      return;
-    }
-    // Int16-precision weights (models below hidden 1024) on AMX-BF16 (kernels/amx/bf16_amx.h),
-    // in batches only where PRISM_AMX_BF16=1 asks for it.
-    const bool bf16 = amx == AmxUse::Always ? cpuHasAmxBf16() : amxBf16Enabled();
-    if (bf16 && amxBf16Handles(W)) {
-      matmulAmxBf16(W, x, n, ldx, y, ldy, pool, scratch);
+    // The tiles unpack whole repacked matrices (not a MoE expert's row slice, which owns no
+    // bytes: moe.cc).
+    if (k.amx && W.precision == ActivationPrecision::Int8 && !W.owned.empty()) {
+      k.amx(W, x, n, ldx, y, ldy, pool, scratch);
       return;
     }
   }
-  if (isa >= Isa::Avx512 && matmulAvx512(W, x, n, ldx, y, ldy, pool, scratch)) return;
-  if (isa >= Isa::Avx2 && matmulAvx2(W, x, n, ldx, y, ldy, pool, scratch)) return;
-  matmulReference(W, x, n, ldx, y, ldy, pool);
+  MatmulKernel kernel = nullptr;
+  if (isa >= Isa::Avx512) kernel = k.avx512.of(W.precision);
+  if (!kernel && isa >= Isa::Avx2) kernel = k.avx2.of(W.precision);
+  if (kernel) kernel(W, x, n, ldx, y, ldy, pool, scratch);
+  else matmulReference(W, x, n, ldx, y, ldy, pool);
 }
 
 }  // namespace
@@ -124,29 +111,63 @@ bool cpuHasAvx512() {
   return has;
 }
 
-bool cpuHasAvx512Bf16() {
-  static const bool has = cpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
-
 }  // namespace kernels
 
 const char* selectedIsa() { return isaName(currentIsa()); }
 
 bool amxPrefillSelected() { return currentIsa() == Isa::Avx512 && amxEnabled(); }
 
-bool amxBf16PrefillSelected() { return amxPrefillSelected() && amxBf16Enabled(); }
-
-const char* isaOverrideError() {
-  const Selection& s = selection();
-  return s.error.empty() ? nullptr : s.error.c_str();
-}
-
 namespace {
 
-// prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for):
-// the layout choices that depend on it are kLayoutQ4XV and kLayoutQ8XV, which only the
-// AVX-512 family reads.
+// Repacks a tensor into the layout the kernels of `isa` read for its type and activation
+// precision, sizing `owned`, and returns that layout (Layout::Gguf: none; the kernels read the
+// file's bytes in place). Only Layout::Q4XV and Layout::Q8XV depend on the family: only the
+// AVX-512 one reads them.
+Layout repackFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
+                 ActivationPrecision precision, WeightBytes* owned) {
+  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
+  if (precision == ActivationPrecision::Int8) {
+    // Int8 activations: every quantized type in the group order (internal.h, planes.h), one
+    // dot-product instruction per 16 blocks, at the file's bytes per weight or close to them.
+    if (type == TensorType::Q4_K) return repackQ4GK(data, rows, cols, owned);  // Q4_K's scale encoding
+    // Q4_0 / Q4_1: f16 scales where exact.
+    if (q4) return repackQ4G(type, data, rows, cols, owned);
+    if (type == TensorType::Q8_0) return repackQ8G(data, rows, cols, owned);
+    // Q6_K: the Q4_K_M mix keeps its output head and some FFN tensors in Q6_K, a quarter of
+    // the bytes of a 1B model.
+    if (type == TensorType::Q6_K) return repackQ6G(data, rows, cols, owned);
+    // Q5_0 / Q5_1 / Q5_K / Q3_K / Q2_K / IQ4_NL / IQ4_XS: bit planes.
+    if (const Layout planes = planeLayoutFor(type); planes != Layout::Gguf) {
+      repackPlanes(type, data, rows, cols, owned);
+      return planes;
+    }
+    return Layout::Gguf;
+  }
+  if (q4 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: 16-row records whose every kernel forms each
+    // block's exact integer dot (q4xv.h), so a token's bits never depend on its step's shape
+    // and an extra token of a step (speculation's verify) costs little.
+    repackQ4XV(type, data, rows, cols, owned);
+    return Layout::Q4XV;
+  }
+  if (type == TensorType::Q8_0 && isa >= Isa::Avx512) {
+    // Int16 activations on the AVX-512 kernels: the same exact-integer formulation as Q4XV
+    // (q8xv.h), the file's bytes in 16-row records. An owned copy: the embedding lookup of a
+    // tied head keeps reading the file's rows (Model::embedData).
+    repackQ8XV(data, rows, cols, owned);
+    return Layout::Q8XV;
+  }
+  if (q4) {
+    // 4-bit weights are repacked once (Layout::Q4X, internal.h): unpacking two blocks then
+    // takes one load and two masks, and the per-block offsets become a vector dot product.
+    owned->resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
+    repackQ4X(type, data, rows, cols, owned->data());
+    return Layout::Q4X;
+  }
+  return Layout::Gguf;
+}
+
+// prepareLinear for the kernels of `isa` (the family in effect, or the one a test asks for).
 LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t rows, int64_t cols,
                         ActivationPrecision precision) {
   if (rows < 0) throw std::invalid_argument("prepareLinear: rows must be >= 0");
@@ -159,75 +180,17 @@ LinearWeight prepareFor(Isa isa, TensorType type, const uint8_t* data, int64_t r
   w.rows = rows;
   w.cols = cols;
   w.data = data;
-  w.layout = kLayoutGguf;
   w.bytes = typeRowBytes(type, cols) * static_cast<size_t>(rows);
-  const bool q4 = type == TensorType::Q4_0 || type == TensorType::Q4_1 || type == TensorType::Q4_K;
-  if (type == TensorType::Q4_K && precision == ActivationPrecision::Int8) {
-    w.layout = repackQ4GK(data, rows, cols, &w.owned);  // Q4_K's scale encoding, group order
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (planeLayoutFor(type) != 0 && precision == ActivationPrecision::Int8) {
-    // Q5_0 / Q5_1 / Q5_K / Q3_K / Q2_K / IQ4_NL / IQ4_XS: bit planes in the group order
-    // (planes.h), the file's bytes per weight.
-    repackPlanes(type, data, rows, cols, &w.owned);
-    w.layout = planeLayoutFor(type);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4 && precision == ActivationPrecision::Int8) {
-    // Int8 activations: the group layout (internal.h, kLayoutQ4G16/32), one dot-product
-    // instruction per 16 blocks and f16 scales where exact (bytes close to the file's).
-    w.layout = repackQ4G(type, data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q8_0 && precision == ActivationPrecision::Int8) {
-    w.layout = repackQ8G(data, rows, cols, &w.owned);  // same bytes as the file, group order
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q6_K && precision == ActivationPrecision::Int8) {
-    // Q6_K in the group layout too (internal.h, kLayoutQ6G): the Q4_K_M mix keeps its output
-    // head and some FFN tensors in Q6_K, a quarter of the bytes of a 1B model.
-    w.layout = repackQ6G(data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4 && isa >= Isa::Avx512) {
-    // Int16 activations on the AVX-512 kernels: 16-row records whose every kernel forms each
-    // block's exact integer dot (q4xv.h), so a token's bits never depend on its step's shape
-    // and an extra token of a step (speculation's verify) costs little.
-    repackQ4XV(type, data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.layout = kLayoutQ4XV;
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (type == TensorType::Q8_0 && isa >= Isa::Avx512) {
-    // Int16 activations on the AVX-512 kernels: the same exact-integer formulation as Q4XV
-    // (q8xv.h), the file's bytes in 16-row records. An owned copy: the embedding lookup of a
-    // tied head keeps reading the file's rows (Model::embedData).
-    repackQ8XV(data, rows, cols, &w.owned);
-    w.data = w.owned.data();
-    w.layout = kLayoutQ8XV;
-    w.bytes = w.owned.size();
-    return w;
-  }
-  if (q4) {
-    // 4-bit weights are repacked once (kLayoutQ4X, internal.h): unpacking two blocks then
-    // takes one load and two masks, and the per-block offsets become a vector dot product.
-    w.owned.resize(q4xRowBytes(cols) * static_cast<size_t>(rows));
-    repackQ4X(type, data, rows, cols, w.owned.data());
-    w.data = w.owned.data();
-    w.layout = kLayoutQ4X;
-    w.bytes = w.owned.size();
-  }
+  w.layout = repackFor(isa, type, data, rows, cols, precision, &w.owned);
+  if (w.layout == Layout::Gguf) return w;
+  // The traits table's stride rule is what every kernel and the reference read by: a repack
+  // that disagrees with it is a bug, caught here before any kernel reads past the bytes.
+  if (w.owned.size() != layoutBytes(w.layout, type, rows, cols))
+    throw std::logic_error(std::string("prepareLinear: the ") + layoutTraits(w.layout).name + " repack made " +
+                           std::to_string(w.owned.size()) + " bytes, its stride rule " +
+                           std::to_string(layoutBytes(w.layout, type, rows, cols)));
+  w.data = w.owned.data();
+  w.bytes = w.owned.size();
   return w;
 }
 
@@ -251,9 +214,6 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
     need = std::max({need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads),
                      q8xvActivationBytes(maxRows, maxCols) + 64 + q8xvAmxScratchBytes(threads)});
 #endif
-  // The AMX-BF16 driver's room only where batches may take it (PRISM_AMX_BF16=1); the kernel
-  // tests that call it directly grow the buffer through bytes(), before its parallel region.
-  if (amxEnabled() && amxBf16Enabled()) need = std::max(need, amxBf16ScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -291,7 +251,7 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 namespace {
 
 // The exact-integer int16 layouts' test families (matmulForTest): the GGUF weight repacked
-// into kLayoutQ4XV (q4xv.h) or kLayoutQ8XV (q8xv.h), x quantized by the scalar int16
+// into Layout::Q4XV (q4xv.h) or Layout::Q8XV (q8xv.h), x quantized by the scalar int16
 // quantizer (the AVX-512 one's bits), then the layout's scalar statement ("-scalar") or its
 // AMX-INT8 kernel whatever n ("-amx"; matmul() hands the tiles only steps of the layout's
 // AMX minimum or more).
@@ -341,11 +301,10 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
                    int64_t n, float* y, const std::string& isa) {
   // "<family>" or "<family>+int8" / "<family>+int16" (the activation precision). The family
   // "amx" is avx512 with every int8 matmul of a layout the AMX driver serves on the tiles,
-  // whatever n (the others run avx512); "amx+int16" the same for the AMX-BF16 driver's
-  // int16-precision weights; "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
-  // the scalar statement of the kLayoutQ4XV arithmetic (q4xv.h) on a 4-bit weight: the
+  // whatever n (the others run avx512); "avx512" itself never uses the tiles. "q4xv-scalar+int16" runs
+  // the scalar statement of the Layout::Q4XV arithmetic (q4xv.h) on a 4-bit weight: the
   // bits the AVX-512 and AMX kernels of that layout must give; "q8xv-scalar+int16" the same
-  // for kLayoutQ8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
+  // for Layout::Q8XV (q8xv.h) on a Q8_0 weight; "q4xv-amx+int16" / "q8xv-amx+int16" the
   // layout's AMX-INT8 kernel for any n (xvMatmulForTest).
   const size_t plus = isa.find('+');
   std::string family = isa.substr(0, plus);
@@ -364,8 +323,10 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
     if (p == "int16") precision = ActivationPrecision::Int16;
     else if (p != "int8") throw std::invalid_argument("isa precision suffix must be +int8 or +int16; got '" + isa + "'");
   }
-  if (amx && precision == ActivationPrecision::Int16 && !cpuHasAmxBf16())
-    throw std::invalid_argument("isa amx+int16 is not supported by this CPU (no AMX-BF16)");
+  if (amx && precision == ActivationPrecision::Int16)
+    throw std::invalid_argument(
+        "isa amx+int16 is not supported: the amx family runs int8 activations (the int16 layouts' tiles are "
+        "q4xv-amx+int16 and q8xv-amx+int16)");
   Isa wanted;
   if (!parseIsa(family, &wanted)) {
     throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference; got '" + isa + "'");

@@ -1,18 +1,15 @@
 // AVX-512 int16 activations (ActivationPrecision::Int16: models below hidden 1024, e.g. the
 // default SmolLM2-135M, keep 100% top-1 against the float reference with them where int8
-// loses ~2%): the activation quantizer of every int16 kernel of this family, and the dispatch
-// of its weights. prepareLinear gives this family's int16 4-bit rows (Q4_0 / Q4_1 / Q4_K) as
-// kLayoutQ4XV (q4xv_avx512.cc) and its int16 Q8_0 (e.g. the default model's tied output
-// head) as kLayoutQ8XV (q8xv_avx512.cc), every Q8_0 weight whatever its rows (the last group
-// is padded); other weight types with int16 activations stay with the AVX2 kernels
-// (matmul_avx2.cc), and so do kLayoutQ4X and Q8_0 in the file's layout (prepared only where
-// the AVX2 family is in effect).
+// loses ~2%): the activation quantizer of every int16 kernel of this family. prepareLinear
+// gives this family's int16 4-bit rows (Q4_0 / Q4_1 / Q4_K) as Layout::Q4XV (q4xv_avx512.cc)
+// and its int16 Q8_0 (e.g. the default model's tied output head) as Layout::Q8XV
+// (q8xv_avx512.cc), every Q8_0 weight whatever its rows (the last group is padded); other
+// weight types with int16 activations run the AVX2 kernels (matmul_avx2.cc: the traits table,
+// layout_traits.cc, has no AVX-512 kernel for them).
 //
 // Same activation quantization as AVX2 (per 32: d = max|x| / 32767, q = round(x / d), the
 // block sums s, sa, sb), bit for bit.
 #include "kernels/internal.h"
-#include "kernels/q4xv.h"
-#include "kernels/q8xv.h"
 
 namespace prism::kernels {
 namespace {
@@ -55,20 +52,6 @@ void quantizeBlocks16(const float* x, int64_t ldx, int64_t t0, int64_t t1, const
 
 void quantizeInt16Avx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa) {
   quantizeBlocks16(x, ldx, t0, t1, qa);
-}
-
-bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                       ThreadPool& pool, KernelScratch& scratch) {
-  if (W.precision != ActivationPrecision::Int16) return false;
-  if (W.layout == kLayoutQ4XV) {
-    q4xvMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
-    return true;
-  }
-  if (W.layout == kLayoutQ8XV) {
-    q8xvMatmulAvx512(W, x, n, ldx, y, ldy, pool, scratch);
-    return true;
-  }
-  return false;
 }
 
 }  // namespace prism::kernels

@@ -1,4 +1,4 @@
-// The AVX-512 pieces that the VNNI tiles of kLayoutQ4XV (q4xv_avx512.cc) and kLayoutQ8XV
+// The AVX-512 pieces that the VNNI tiles of Layout::Q4XV (q4xv_avx512.cc) and Layout::Q8XV
 // (q8xv_avx512.cc) share, apart from their walk (int16_xv_walk.h, which names no instruction
 // set). Include only from files built with the AVX-512 flags (binding.gyp's
 // prism_kernels_avx512 target): the AVX2 baseline files must not see these instructions.

@@ -1,5 +1,5 @@
-// The walk over 16-row groups × tokens shared by the AVX-512 VNNI kernels of kLayoutQ4XV
-// (q4xv_avx512.cc) and kLayoutQ8XV (q8xv_avx512.cc): which tile runs which groups and tokens,
+// The walk over 16-row groups × tokens shared by the AVX-512 VNNI kernels of Layout::Q4XV
+// (q4xv_avx512.cc) and Layout::Q8XV (q8xv_avx512.cc): which tile runs which groups and tokens,
 // and how threads split the work. Only the order of whole tiles is decided here; each tile
 // computes its outputs with the same per-lane sequence whatever tile it is, so moving the
 // walk changes no bit.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/layout.h"
 
 namespace prism::kernels {
 
@@ -82,18 +83,17 @@ static inline int iq4xsScale(int ib, const uint8_t* b) {
 bool dequantizeBlocksRow(TensorType type, const uint8_t* row, int64_t cols, float* out);
 bool quantizeBlocksRow(TensorType type, const float* x, int64_t cols, uint8_t* out);
 
-// Private weight layouts (LinearWeight::layout).
+// The weight layouts of the int8 group order and Layout::Q4X (layout.h names every layout;
+// layout_traits.h holds their traits).
 //
-// kLayoutQ4X: Q4_0, Q4_1 and Q4_K rows repacked by prepareLinear into one 4-bit form with
+// Layout::Q4X: Q4_0, Q4_1 and Q4_K rows repacked by prepareLinear into one 4-bit form with
 // f32 per-32 scales, value = d[b] * q + m[b] (Q4_0: m = -8d; Q4_K: d = d·sc_j, m = -dmin·m_j,
 // both exact in f32). Per row: pairs = ceil(blocks/2) groups of 32 bytes where byte i holds
 // value i of block 2p in its low nibble and value i of block 2p+1 in its high nibble (one
 // load + two masks unpack two blocks, no lane shuffles), then d[blocks], then m[blocks].
 // The separate m[] lets the kernels compute Σ_b m[b]·s[b] as a vector dot product.
-constexpr int kLayoutGguf = 0;
-constexpr int kLayoutQ4X = 1;
 
-// kLayoutQ4G16 / kLayoutQ4G32: the same 4-bit weights for int8 activations, laid out so that
+// Layout::Q4G16 / Layout::Q4G32: the same 4-bit weights for int8 activations, laid out so that
 // one integer dot-product instruction covers 16 blocks at once and never needs a horizontal
 // sum per block. Blocks are taken 16 at a time (a "group", 512 values; the row is padded
 // with zero blocks to whole groups). A group's 512 nibbles fill 4 chunks of 64 bytes; chunk
@@ -104,66 +104,56 @@ constexpr int kLayoutQ4X = 1;
 // 0-7 and 8-15). The activations are quantized into the same permutation (q4g.h). After
 // the nibbles of all groups: d[groups*16], then m[groups*16], value = d*q + m, as f16 when
 // every scale of the tensor is exactly an f16 (Q4_1: 20 bytes per 32 values, as the file;
-// Q4_0 drops m, see kLayoutQ4G0) else f32 (24 bytes; Q4_K has its own kLayoutQ4GK).
-constexpr int kLayoutQ4G16 = 2;
-constexpr int kLayoutQ4G32 = 3;
-// kLayoutQ4G0: Q4_0 in kLayoutQ4G16 without the m array (m = -8·d for every block): 18 bytes
+// Q4_0 drops m, see Layout::Q4G0) else f32 (24 bytes; Q4_K has its own Layout::Q4GK).
+// Layout::Q4G0: Q4_0 in Layout::Q4G16 without the m array (m = -8·d for every block): 18 bytes
 // per 32 values, the file's own size.
-constexpr int kLayoutQ4G0 = 7;
 constexpr int kQ4GBlocks = 16;  // blocks per group
 
 static inline int64_t q4gGroups(int64_t cols) { return (cols / kQK + kQ4GBlocks - 1) / kQ4GBlocks; }
-static inline size_t q4gScaleBytes(int layout) { return layout == kLayoutQ4G32 ? 4 : 2; }
-static inline size_t q4gRowBytes(int64_t cols, int layout) {
+static inline size_t q4gScaleBytes(Layout layout) { return layout == Layout::Q4G32 ? 4 : 2; }
+static inline size_t q4gRowBytes(int64_t cols, Layout layout) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
-  return g * 256 + g * kQ4GBlocks * (layout == kLayoutQ4G0 ? 1 : 2) * q4gScaleBytes(layout);
+  return g * 256 + g * kQ4GBlocks * (layout == Layout::Q4G0 ? 1 : 2) * q4gScaleBytes(layout);
 }
-static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, int layout, int64_t row) {
+static inline const uint8_t* q4gRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row) {
   return base + q4gRowBytes(cols, layout) * static_cast<size_t>(row);
 }
 
-// kLayoutQ4GK: Q4_K in the Q4G nibble order with Q4_K's own scale encoding kept (its d·sc
+// Layout::Q4GK: Q4_K in the Q4G nibble order with Q4_K's own scale encoding kept (its d·sc
 // products are not exact in f16, and f32 would cost 8 bytes per block): after the nibbles,
 // sc[padded] and mn[padded] (6-bit values as bytes), then d[padded/8] and dmin[padded/8]
 // (f16, one per 256-value super-block): value = d·sc·q − dmin·mn. 18.5 bytes per 32 values
 // (the file: 18).
-constexpr int kLayoutQ4GK = 6;
 static inline size_t q4gkRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 256 + g * kQ4GBlocks * 2 + g * 2 * 4;
 }
-int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
+Layout repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
-void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                    ThreadPool& pool, KernelScratch& scratch);
-void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch);
 
-// kLayoutQ6G: Q6_K weights for int8 activations in the same group permutation. Per group:
+// Layout::Q6G: Q6_K weights for int8 activations in the same group permutation. Per group:
 // 4 chunks of 64 bytes of low nibbles (as Q4G), then 2 chunks of 64 bytes of high 2-bit
 // pairs (chunk e, bits 2k..2k+1 of byte p: vector 4e + k, byte p), so q = lo | hi << 4 in
 // 0..63. Vectors 0-3 hold values 0-15 of each block (Q6_K's first 16-value sub-block),
 // vectors 4-7 values 16-31 (the second). After all groups: scA[padded], scB[padded] (int8
 // sub-block scales), then d[padded / 8] (f16, one per 256-value super-block, as the file):
 // value = d·sc·(q − 32), exactly Q6_K's. 26.25 bytes per 32 values, the file's.
-constexpr int kLayoutQ6G = 4;
 static inline size_t q6gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 384 + g * kQ4GBlocks * 2 + g * 2 * 2;
 }
-// kLayoutQ8G: Q8_0 weights for int8 activations in the group permutation: per group 8
+// Layout::Q8G: Q8_0 weights for int8 activations in the group permutation: per group 8
 // vectors of 64 bytes (byte p of vector v: value 4v + p%4 of block p/4) holding w + 128 as
 // unsigned bytes (VNNI multiplies unsigned by signed; the +128 comes back out through the
 // activation sums), then d[padded] as f16 after all groups. 34 bytes per 32 values, as the file.
-constexpr int kLayoutQ8G = 5;
 static inline size_t q8gRowBytes(int64_t cols) {
   const size_t g = static_cast<size_t>(q4gGroups(cols));
   return g * 512 + g * kQ4GBlocks * 2;
 }
-int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
+Layout repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ8GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
-int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
+Layout repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
 // Scratch of n tokens' activations in the Q4G permutation: int8 values (groups × 512
@@ -173,24 +163,10 @@ static inline size_t q4gActivationBytes(int64_t n, int64_t cols) {
   return static_cast<size_t>(n) * (g * 512 + 4 * sizeof(float) * g * kQ4GBlocks) + 128;
 }
 
-// Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4G16/32 (repack.cc); returns the
-// layout it chose (f16 scales when exact) after sizing `dst`.
-int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
-void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
-
-// Q4G / Q6G kernels (q4g_avx2.cc, q4g_avx512.cc).
-void q8gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch);
-void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch);
-void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch);
-void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch);
-void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch);
-void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch);
+// Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor into Layout::Q4G0, Q4G16 or Q4G32 (repack.cc);
+// returns the layout it chose (f16 scales when exact) after sizing `dst`.
+Layout repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
+void dequantizeQ4GRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row, float* out);
 
 struct Q4XRow {
   const uint8_t* nibbles;
@@ -210,9 +186,9 @@ static inline Q4XRow q4xRow(const uint8_t* base, int64_t cols, int64_t row) {
   return {p, d, d + blocks};
 }
 
-// Repacks rows of a GGUF Q4_0 / Q4_1 / Q4_K tensor into kLayoutQ4X (repack.cc).
+// Repacks rows of a GGUF Q4_0 / Q4_1 / Q4_K tensor into Layout::Q4X (repack.cc).
 void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst);
-// Dequantizes one kLayoutQ4X row (reference path).
+// Dequantizes one Layout::Q4X row (reference path).
 void dequantizeQ4XRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
 // Activations quantized in blocks of 32 to Q = int8 (ActivationPrecision::Int8, scale
@@ -269,29 +245,17 @@ static inline int64_t tokenChunkFor(int64_t cols, int tokenTile) {
   return chunk / tokenTile * tokenTile;
 }
 
-// Reference implementations (reference.cc).
+// The reference matmul (matmul_reference.cc).
 void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
                      int64_t ldy, ThreadPool& pool);
 
-// Per-ISA kernels: return false when they do not handle this weight (type/layout), so the
-// dispatcher falls back to the next lower ISA.
-bool matmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
-                int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
-bool matmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
-                  int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
-// The AVX-512 int16-activation kernels (int16_avx512.cc): kLayoutQ4XV (q4xv_avx512.cc) and
-// kLayoutQ8XV (q8xv_avx512.cc); false for any other weight, which then runs the AVX2 int16
-// kernels.
-bool int16MatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
-                       int64_t ldy, ThreadPool& pool, KernelScratch& scratch);
-
-// The int16 activation quantizer of those kernels, tokens [t0, t1) of x into `qa` (natural
-// value order; bit-identical to the AVX2 int16 quantizer). AVX-512 callers only.
+// The int16 activation quantizer of the AVX-512 int16 kernels (Layout::Q4XV, Q8XV), tokens
+// [t0, t1) of x into `qa` (natural value order; bit-identical to the AVX2 int16 quantizer).
+// AVX-512 callers only.
 void quantizeInt16Avx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa);
 
 // What the CPU reports (dispatch.cc).
 bool cpuHasAvx2();
-bool cpuHasAvx512();      // F, BW, VL, DQ and VNNI: the "avx512" family
-bool cpuHasAvx512Bf16();  // ... and BF16 (only the BF16-weight kernel needs it)
+bool cpuHasAvx512();  // F, BW, VL, DQ and VNNI: the "avx512" family
 
 }  // namespace prism::kernels

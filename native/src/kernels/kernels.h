@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/decode_tuning.h"
+#include "kernels/layout.h"
 #include "lazy_zero.h"
 #include "thread_pool.h"
 
@@ -89,13 +90,16 @@ struct LinearWeight {
   int64_t rows = 0;                   // output features
   int64_t cols = 0;                   // input features
   const uint8_t* data = nullptr;
-  int layout = 0;  // 0 = GGUF row-major; other values private to the kernels
+  // How the bytes are arranged (kernels/layout.h): the file's blocks, or a layout of the
+  // kernels' own that prepareLinear repacked them into.
+  kernels::Layout layout = kernels::Layout::Gguf;
   WeightBytes owned;
   size_t bytes = 0;  // bytes of weight data read per use (for the roofline)
   ActivationPrecision precision = ActivationPrecision::Int8;
-  // Today: Q4_0 / Q4_1 / Q4_K are always repacked into `owned` (layout 1, f32 scales: 24
-  // bytes per 32 values instead of 18-20); the other types stay zero copy. When `owned` is
-  // non-empty the kernels read it rather than `data`, so a copied LinearWeight stays valid.
+  // prepareLinear repacks into `owned` every quantized type for int8 activations, and for
+  // int16 the 4-bit types (and on AVX-512 Q8_0); the rest, float types among them, stay
+  // zero copy. When `owned` is non-empty the kernels read it rather than `data`, so a
+  // copied LinearWeight stays valid.
 };
 
 // The bytes a kernel reads: `owned` when the weight was repacked (robust to a LinearWeight
@@ -157,18 +161,12 @@ void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float
 void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t row, float* out);
 
 // Instruction-set family in use: "avx512", "avx2" or "reference". Chosen once from CPUID;
-// the environment variable PRISM_ISA (avx512|avx2|reference) may force a lower one. Never
-// throws: a malformed PRISM_ISA is ignored (warning on stderr) and reported below.
+// the switch PRISM_ISA (avx512|avx2|reference, switches.h) may force a lower one. Never
+// throws: a malformed PRISM_ISA is ignored (warning on stderr; modelInfo's switch report).
 const char* selectedIsa();
 // Whether batches of 16+ tokens run on AMX int8 tiles (kernels/amx/amx.h): the CPU and OS
 // allow it, the "avx512" family is selected and PRISM_AMX is not 0.
 bool amxPrefillSelected();
-// Whether those batches also run int16-precision weights on AMX-BF16 tiles
-// (kernels/amx/bf16_amx.h): amxPrefillSelected() and the CPU has AMX-BF16.
-bool amxBf16PrefillSelected();
-// The complaint about a malformed PRISM_ISA (naming the variable and the allowed values), or
-// nullptr when it is unset or valid — for the caller to turn into an error where it can.
-const char* isaOverrideError();
 
 // Streams `bytes` of memory `passes` times on all threads of `pool`; returns the best pass's
 // read bandwidth in GB/s (the roofline's denominator). Allocates: not for the hot path.

@@ -1,5 +1,5 @@
 // Bit-plane group layouts for the Q5_0, Q5_1, Q5_K, Q3_K, Q2_K, IQ4_NL and IQ4_XS weights,
-// with int8 activations: the kLayoutQ4G group permutation (internal.h) extended by planes.
+// with int8 activations: the Layout::Q4G group permutation (internal.h) extended by planes.
 //
 // A row is cut into groups of 16 blocks of 32 values (512 values; the row is padded with
 // zero blocks to whole groups). Value 4v + i of block j of a group sits in "vector" v
@@ -18,16 +18,16 @@
 // IQ4_XS keep their 6-bit scales packed: "six-bit lanes" below).
 //
 //   layout     type    planes per group        scales after the planes         value
-//   kLayoutQ5G0  Q5_0   nibble + bit (320 B)    d[padded] f16                   d·(q − 16)
-//   kLayoutQ5G1  Q5_1   nibble + bit            d[padded], m[padded] f16        d·q + m
-//   kLayoutQ5GK  Q5_K   nibble + bit            six-bit lanes (sc, mn) per group, d·sc·q − dmin·mn
+//   Layout::Q5G0  Q5_0   nibble + bit (320 B)    d[padded] f16                   d·(q − 16)
+//   Layout::Q5G1  Q5_1   nibble + bit            d[padded], m[padded] f16        d·q + m
+//   Layout::Q5GK  Q5_K   nibble + bit            six-bit lanes (sc, mn) per group, d·sc·q − dmin·mn
 //                                               then d[supers], dmin[supers] f16
-//   kLayoutIQ4G  IQ4_NL nibble (256 B)          d[padded] f16                   d·kIQ4Values[q]
-//   kLayoutIQ4GX IQ4_XS nibble                  four-bit lanes + two-bit lanes   d·(ls − 32)·kIQ4Values[q]
+//   Layout::IQ4G  IQ4_NL nibble (256 B)          d[padded] f16                   d·kIQ4Values[q]
+//   Layout::IQ4GX IQ4_XS nibble                  four-bit lanes + two-bit lanes   d·(ls − 32)·kIQ4Values[q]
 //                                               (ls) per group, then d[supers]
-//   kLayoutQ3G   Q3_K   pair + bit (192 B)      six-bit lanes (scA, scB) per     d·(sc − 32)·(q − 4), sc = scA
+//   Layout::Q3G   Q3_K   pair + bit (192 B)      six-bit lanes (scA, scB) per     d·(sc − 32)·(q − 4), sc = scA
 //                                               group, then d[supers] f16        for values 0-15, scB for 16-31
-//   kLayoutQ2G   Q2_K   pair (128 B)            32 bytes per group (lane j: scA  d·sc·q − dmin·mn per 16 values
+//   Layout::Q2G   Q2_K   pair (128 B)            32 bytes per group (lane j: scA  d·sc·q − dmin·mn per 16 values
 //                                               | mnA << 4, then scB | mnB << 4),
 //                                               then d[supers], dmin[supers]
 // (q: the value's integer from its planes: nibble | bit << 4 for Q5, pair | bit << 2 for Q3;
@@ -43,54 +43,45 @@
 
 namespace prism::kernels {
 
-constexpr int kLayoutQ5G0 = 8;
-constexpr int kLayoutQ5G1 = 9;
-constexpr int kLayoutQ5GK = 10;
-constexpr int kLayoutIQ4G = 11;
-constexpr int kLayoutIQ4GX = 12;
-constexpr int kLayoutQ3G = 13;
-constexpr int kLayoutQ2G = 14;
+// The plane layouts' shapes, one row each (in Layout order, from Q5G0): bytes of a group's
+// planes, of its scale lanes and of the scales after the lanes (per group), and whether d
+// (and m) are per block or per 256-value super-block.
+struct PlaneShape {
+  Layout layout;
+  TensorType type;  // the GGUF type prepareLinear repacks into it
+  size_t planeBytes, laneBytes, scaleBytes;
+  bool perBlock;
+};
+constexpr PlaneShape kPlaneShapes[] = {
+    {Layout::Q5G0, TensorType::Q5_0, 320, 0, 16 * 2, true},
+    {Layout::Q5G1, TensorType::Q5_1, 320, 0, 16 * 4, true},
+    {Layout::Q5GK, TensorType::Q5_K, 320, 24, 2 * 4, false},  // six-bit lanes; d, dmin of 2 super-blocks
+    {Layout::IQ4G, TensorType::IQ4_NL, 256, 0, 16 * 2, true},
+    {Layout::IQ4GX, TensorType::IQ4_XS, 256, 12, 4, false},
+    {Layout::Q3G, TensorType::Q3_K, 192, 24, 4, false},
+    {Layout::Q2G, TensorType::Q2_K, 128, 32, 2 * 4, false},
+};
 
-static inline bool isPlaneLayout(int layout) { return layout >= kLayoutQ5G0 && layout <= kLayoutQ2G; }
+constexpr bool planeShapesInOrder() {
+  int i = static_cast<int>(Layout::Q5G0);
+  for (const PlaneShape& s : kPlaneShapes)
+    if (static_cast<int>(s.layout) != i++) return false;
+  return i == static_cast<int>(Layout::Q2G) + 1;
+}
+static_assert(planeShapesInOrder(), "kPlaneShapes: one row per plane layout, in Layout order");
+
+constexpr const PlaneShape& planeShape(Layout layout) {
+  return kPlaneShapes[static_cast<int>(layout) - static_cast<int>(Layout::Q5G0)];
+}
 
 // Bytes of one group's planes.
-static inline size_t planeGroupBytes(int layout) {
-  switch (layout) {
-    case kLayoutQ5G0:
-    case kLayoutQ5G1:
-    case kLayoutQ5GK:
-      return 320;
-    case kLayoutIQ4G:
-    case kLayoutIQ4GX:
-      return 256;
-    case kLayoutQ3G:
-      return 192;
-    default:
-      return 128;  // kLayoutQ2G
-  }
-}
+constexpr size_t planeGroupBytes(Layout layout) { return planeShape(layout).planeBytes; }
+// Bytes of one group's scale lanes (six-bit / four+two-bit / Q2 lanes; 0: none).
+constexpr size_t planeLaneBytes(Layout layout) { return planeShape(layout).laneBytes; }
 
-// Bytes of the scales after the planes, per group.
-static inline size_t planeScaleBytes(int layout) {
-  switch (layout) {
-    case kLayoutQ5G0:
-    case kLayoutIQ4G:
-      return 16 * 2;
-    case kLayoutQ5G1:
-      return 16 * 4;
-    case kLayoutQ5GK:
-      return 24 + 2 * 4;  // six-bit lanes + d, dmin of the group's two super-blocks
-    case kLayoutIQ4GX:
-      return 12 + 4;
-    case kLayoutQ3G:
-      return 24 + 4;
-    default:
-      return 32 + 2 * 4;  // kLayoutQ2G
-  }
-}
-
-static inline size_t planeRowBytes(int64_t cols, int layout) {
-  return static_cast<size_t>(q4gGroups(cols)) * (planeGroupBytes(layout) + planeScaleBytes(layout));
+static inline size_t planeRowBytes(int64_t cols, Layout layout) {
+  const PlaneShape& s = planeShape(layout);
+  return static_cast<size_t>(q4gGroups(cols)) * (s.planeBytes + s.laneBytes + s.scaleBytes);
 }
 
 // Where the parts of a plane-layout row start (all per row; scale arrays indexed by block or
@@ -102,65 +93,31 @@ struct PlaneRow {
   const uint8_t* m;       // f16 per block (Q5G1) or per super-block (dmin: Q5GK, Q2G)
 };
 
-static inline size_t planeLaneBytes(int layout) {
-  switch (layout) {
-    case kLayoutQ5GK:
-    case kLayoutQ3G:
-      return 24;
-    case kLayoutIQ4GX:
-      return 12;
-    case kLayoutQ2G:
-      return 32;
-    default:
-      return 0;
-  }
-}
-
-static inline PlaneRow planeRow(const uint8_t* base, int64_t cols, int layout, int64_t row) {
+static inline PlaneRow planeRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row) {
+  const PlaneShape& s = planeShape(layout);
   const size_t groups = static_cast<size_t>(q4gGroups(cols));
   const uint8_t* p = base + planeRowBytes(cols, layout) * static_cast<size_t>(row);
   PlaneRow r;
   r.planes = p;
-  r.lanes = p + groups * planeGroupBytes(layout);
-  const uint8_t* after = r.lanes + groups * planeLaneBytes(layout);
-  const bool perBlock = layout == kLayoutQ5G0 || layout == kLayoutQ5G1 || layout == kLayoutIQ4G;
-  const size_t count = perBlock ? groups * 16 : groups * 2;  // blocks or super-blocks
+  r.lanes = p + groups * s.planeBytes;
+  const uint8_t* after = r.lanes + groups * s.laneBytes;
+  const size_t count = s.perBlock ? groups * 16 : groups * 2;  // blocks or super-blocks
   r.d = after;
   r.m = after + count * 2;
   return r;
 }
 
-// The layout prepareLinear uses for a GGUF type (0 when the type has none here).
-static inline int planeLayoutFor(TensorType t) {
-  switch (t) {
-    case TensorType::Q5_0:
-      return kLayoutQ5G0;
-    case TensorType::Q5_1:
-      return kLayoutQ5G1;
-    case TensorType::Q5_K:
-      return kLayoutQ5GK;
-    case TensorType::IQ4_NL:
-      return kLayoutIQ4G;
-    case TensorType::IQ4_XS:
-      return kLayoutIQ4GX;
-    case TensorType::Q3_K:
-      return kLayoutQ3G;
-    case TensorType::Q2_K:
-      return kLayoutQ2G;
-    default:
-      return 0;
-  }
+// The plane layout prepareLinear uses for a GGUF type with int8 activations (Layout::Gguf
+// when the type has none).
+static inline Layout planeLayoutFor(TensorType t) {
+  for (const PlaneShape& s : kPlaneShapes)
+    if (s.type == t) return s.layout;
+  return Layout::Gguf;
 }
 
 // Repacks a GGUF tensor of `type` (rows × cols) into its plane layout (planes_repack.cc).
 void repackPlanes(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
 // Dequantizes one row of a plane layout (the reference path, and the repack's check).
-void dequantizePlaneRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out);
-
-// Plane-layout matmuls with int8 activations (planes_avx2.cc, planes_avx512.cc).
-void planeMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch);
-void planeMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                       ThreadPool& pool, KernelScratch& scratch);
+void dequantizePlaneRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row, float* out);
 
 }  // namespace prism::kernels

@@ -8,8 +8,10 @@
 // vector, as the Q8G kernel does.
 #include <utility>
 
+#include "kernels/isa_kernels.h"
 #include "kernels/planes.h"
 #include "kernels/q4g.h"
+#include "kernels/vec_avx2.h"
 
 namespace prism::kernels {
 namespace {
@@ -112,12 +114,12 @@ inline void sixBitLanes(const uint8_t* p, int h, __m256i* a, __m256i* b) {
   *b = _mm256_or_si256(_mm256_srli_epi32(n, 4), _mm256_slli_epi32(_mm256_and_si256(hb, three), 4));
 }
 
-template <int Layout>
+template <Layout L>
 struct OffsetScales {
   __m256 dw, mw;
   static OffsetScales load(const PlaneRow& row, int64_t g, int h) {
     OffsetScales s;
-    if constexpr (Layout == kLayoutQ5GK) {
+    if constexpr (L == Layout::Q5GK) {
       __m256i sc, mn;
       sixBitLanes(row.lanes + g * 24, h, &sc, &mn);
       s.dw = _mm256_mul_ps(superScale(row.d, g, h), _mm256_cvtepi32_ps(sc));
@@ -125,7 +127,7 @@ struct OffsetScales {
     } else {
       const int64_t b0 = g * kQ4GBlocks + 8 * h;
       s.dw = f16x8(row.d + b0 * 2);
-      if constexpr (Layout == kLayoutQ5G0) s.mw = _mm256_mul_ps(s.dw, _mm256_set1_ps(-16.0f));
+      if constexpr (L == Layout::Q5G0) s.mw = _mm256_mul_ps(s.dw, _mm256_set1_ps(-16.0f));
       else s.mw = f16x8(row.m + b0 * 2);
     }
     return s;
@@ -137,12 +139,12 @@ struct OffsetScales {
   }
 };
 
-template <int Layout>
+template <Layout L>
 struct IQ4Scales {
   __m256 dw;
   static IQ4Scales load(const PlaneRow& row, int64_t g, int h) {
     IQ4Scales s;
-    if constexpr (Layout == kLayoutIQ4GX) {
+    if constexpr (L == Layout::IQ4GX) {
       const uint8_t* p = row.lanes + g * 12;
       const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(ld32(p + 4 * h))),
                                                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
@@ -210,7 +212,7 @@ struct PlaneTiles {
   static constexpr int kPrefillTokens = 4;
 };
 
-template <int Layout, class Planes, class Scales>
+template <Layout L, class Planes, class Scales>
 struct PlaneAvx2 {
   static constexpr int kDecodeRows = PlaneTiles::kDecodeRows;
   static constexpr int kPrefillRows = PlaneTiles::kPrefillRows;
@@ -223,7 +225,7 @@ struct PlaneAvx2 {
     constexpr int s = Planes::kSplit == 2 && U * K >= 4 ? 1 : 0;
     for (int r = 0; r < R; ++r) {
       __m256i w[Planes::kRegs];
-      Planes::template unit<U>(rows[r].planes + g * planeGroupBytes(Layout), h, w);
+      Planes::template unit<U>(rows[r].planes + g * planeGroupBytes(L), h, w);
       for (int t = 0; t < T; ++t)
         dot[s][r][t] = _mm256_add_epi32(dot[s][r][t], Planes::product(w, a.q(t0 + t) + g * 512 + U * K * 64 + 32 * h));
     }
@@ -231,10 +233,10 @@ struct PlaneAvx2 {
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = planeRowBytes(W.cols, Layout);
+    const size_t rowBytes = planeRowBytes(W.cols, L);
     const int64_t groups = a.groups;
     PlaneRow rows[R];
-    for (int r = 0; r < R; ++r) rows[r] = planeRow(weightData(W), W.cols, Layout, r0 + r);
+    for (int r = 0; r < R; ++r) rows[r] = planeRow(weightData(W), W.cols, L, r0 + r);
     __m256 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
@@ -260,37 +262,32 @@ struct PlaneAvx2 {
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
-      }
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]);
   }
 };
 
+// The tiles of plane layout L: its unpacker and scales.
+template <Layout L>
+constexpr auto planeTiles() {
+  if constexpr (L == Layout::Q3G) return PlaneAvx2<L, Q3Planes, Q3Scales>{};
+  else if constexpr (L == Layout::Q2G) return PlaneAvx2<L, Q2Planes, Q2Scales>{};
+  else if constexpr (L == Layout::IQ4G || L == Layout::IQ4GX) return PlaneAvx2<L, IQ4Planes, IQ4Scales<L>>{};
+  else return PlaneAvx2<L, Q5Planes, OffsetScales<L>>{};  // Q5G0, Q5G1, Q5GK
+}
+
 }  // namespace
 
-void planeMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch) {
-  switch (W.layout) {
-    case kLayoutQ5G0:
-      return q4gMatmul<PlaneAvx2<kLayoutQ5G0, Q5Planes, OffsetScales<kLayoutQ5G0>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ5G1:
-      return q4gMatmul<PlaneAvx2<kLayoutQ5G1, Q5Planes, OffsetScales<kLayoutQ5G1>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ5GK:
-      return q4gMatmul<PlaneAvx2<kLayoutQ5GK, Q5Planes, OffsetScales<kLayoutQ5GK>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutIQ4G:
-      return q4gMatmul<PlaneAvx2<kLayoutIQ4G, IQ4Planes, IQ4Scales<kLayoutIQ4G>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutIQ4GX:
-      return q4gMatmul<PlaneAvx2<kLayoutIQ4GX, IQ4Planes, IQ4Scales<kLayoutIQ4GX>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ3G:
-      return q4gMatmul<PlaneAvx2<kLayoutQ3G, Q3Planes, Q3Scales>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ2G:
-      return q4gMatmul<PlaneAvx2<kLayoutQ2G, Q2Planes, Q2Scales>>(W, x, n, ldx, y, ldy, pool, scratch);
-    default:
-      throw std::invalid_argument("planeMatmulAvx2: not a plane layout");
-  }
+template <Layout L>
+void IsaKernels<Isa::Avx2>::planes(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                                  ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<decltype(planeTiles<L>())>(W, x, n, ldx, y, ldy, pool, scratch);
 }
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::Q5G0>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::Q5G1>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::Q5GK>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::IQ4G>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::IQ4GX>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::Q3G>;
+template MatmulFn IsaKernels<Isa::Avx2>::planes<Layout::Q2G>;
 
 }  // namespace prism::kernels

@@ -11,6 +11,7 @@
 // the activation sums).
 #include <utility>
 
+#include "kernels/isa_kernels.h"
 #include "kernels/planes.h"
 #include "kernels/q4g.h"
 #include "kernels/wide_avx512.h"
@@ -118,19 +119,19 @@ inline void sixBitLanes(const uint8_t* p, __m512i* a, __m512i* b) {
 inline __m512 f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
 // value = dw·q + mw per block (Q5_0: mw = −16·dw; Q5_1: the file's m; Q5_K: d·sc, −dmin·mn).
-template <int Layout>
+template <Layout L>
 struct OffsetScales {
   __m512 dw, mw;
   static OffsetScales load(const PlaneRow& row, int64_t g) {
     OffsetScales s;
-    if constexpr (Layout == kLayoutQ5GK) {
+    if constexpr (L == Layout::Q5GK) {
       __m512i sc, mn;
       sixBitLanes(row.lanes + g * 24, &sc, &mn);
       s.dw = _mm512_mul_ps(superPair(row.d, g), _mm512_cvtepi32_ps(sc));
       s.mw = _mm512_mul_ps(superPair(row.m, g), _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_setzero_si512(), mn)));
     } else {
       s.dw = f16x16(row.d + g * 32);
-      if constexpr (Layout == kLayoutQ5G0) s.mw = _mm512_mul_ps(s.dw, _mm512_set1_ps(-16.0f));
+      if constexpr (L == Layout::Q5G0) s.mw = _mm512_mul_ps(s.dw, _mm512_set1_ps(-16.0f));
       else s.mw = f16x16(row.m + g * 32);
     }
     return s;
@@ -143,12 +144,12 @@ struct OffsetScales {
 };
 
 // IQ4: value = dw·(w − 128) with w the table's unsigned value.
-template <int Layout>
+template <Layout L>
 struct IQ4Scales {
   __m512 dw;
   static IQ4Scales load(const PlaneRow& row, int64_t g) {
     IQ4Scales s;
-    if constexpr (Layout == kLayoutIQ4GX) {
+    if constexpr (L == Layout::IQ4GX) {
       // Four-bit lanes: lanes 0-7 from the word's low 32 bits, 8-15 from its high ones.
       const uint8_t* p = row.lanes + g * 12;
       const __m512i words = _mm512_permutexvar_epi32(_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -233,7 +234,7 @@ struct PlaneTiles {
   static constexpr int kSplitPrefillRows = 2;
 };
 
-template <int Layout, class Planes, class Scales>
+template <Layout L, class Planes, class Scales>
 struct PlaneAvx512 {
   static constexpr int kDecodeRows = PlaneTiles::kDecodeRows;
   // IQ4 takes taller decode tiles where the tuning asks for them (rows=8 is the Intel AVX-512
@@ -241,7 +242,7 @@ struct PlaneAvx512 {
   // registers, and the one-tile-ahead prefetch reaches twice as far. bench/kernels/ab-steps.ts,
   // 1B IQ4_XS, 200 paired steps, 2 threads: step time 0.967 of 4-row tiles. The other plane
   // types stay at 4 (not measured at 8).
-  static constexpr int kMaxDecodeRows = Layout == kLayoutIQ4G || Layout == kLayoutIQ4GX ? 8 : kDecodeRows;
+  static constexpr int kMaxDecodeRows = L == Layout::IQ4G || L == Layout::IQ4GX ? 8 : kDecodeRows;
   static constexpr int kPrefillRows = Planes::kSplit == 2 ? PlaneTiles::kSplitPrefillRows : PlaneTiles::kPrefillRows;
   static constexpr int kPrefillTokens = PlaneTiles::kPrefillTokens;
 
@@ -249,11 +250,11 @@ struct PlaneAvx512 {
   static constexpr bool kWide = true;
   static constexpr int kSplit = Planes::kSplit;
   using WideRow = PlaneRow;
-  static PlaneRow wideRow(const LinearWeight& W, int64_t r) { return planeRow(weightData(W), W.cols, Layout, r); }
-  static size_t wideRowBytes(const LinearWeight& W) { return planeRowBytes(W.cols, Layout); }
+  static PlaneRow wideRow(const LinearWeight& W, int64_t r) { return planeRow(weightData(W), W.cols, L, r); }
+  static size_t wideRowBytes(const LinearWeight& W) { return planeRowBytes(W.cols, L); }
   static const uint8_t* wideRowStart(const PlaneRow& row) { return row.planes; }
   static void unpack(const PlaneRow& row, int64_t g, __m512i* w) {
-    const uint8_t* grp = row.planes + g * planeGroupBytes(Layout);
+    const uint8_t* grp = row.planes + g * planeGroupBytes(L);
     [&]<int... U>(std::integer_sequence<int, U...>) {
       (Planes::template unit<U>(grp, w + U * Planes::kUnit), ...);
     }(std::make_integer_sequence<int, 8 / Planes::kUnit>{});
@@ -265,7 +266,7 @@ struct PlaneAvx512 {
     constexpr int K = Planes::kUnit;
     for (int r = 0; r < R; ++r) {
       __m512i w[K];
-      Planes::template unit<U>(rows[r].planes + g * planeGroupBytes(Layout), w);
+      Planes::template unit<U>(rows[r].planes + g * planeGroupBytes(L), w);
       for (int t = 0; t < T; ++t) {
         const int8_t* xq = a.q(t0 + t) + g * 512 + U * K * 64;
         for (int k = 0; k < K; ++k) {
@@ -278,10 +279,10 @@ struct PlaneAvx512 {
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = planeRowBytes(W.cols, Layout);
+    const size_t rowBytes = planeRowBytes(W.cols, L);
     const int64_t groups = a.groups;
     PlaneRow rows[R];
-    for (int r = 0; r < R; ++r) rows[r] = planeRow(weightData(W), W.cols, Layout, r0 + r);
+    for (int r = 0; r < R; ++r) rows[r] = planeRow(weightData(W), W.cols, L, r0 + r);
     __m512 acc[R][T];
     for (int r = 0; r < R; ++r)
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -308,28 +309,28 @@ struct PlaneAvx512 {
   }
 };
 
+// The tiles of plane layout L: its unpacker and scales.
+template <Layout L>
+constexpr auto planeTiles() {
+  if constexpr (L == Layout::Q3G) return PlaneAvx512<L, Q3Planes, Q3Scales>{};
+  else if constexpr (L == Layout::Q2G) return PlaneAvx512<L, Q2Planes, Q2Scales>{};
+  else if constexpr (L == Layout::IQ4G || L == Layout::IQ4GX) return PlaneAvx512<L, IQ4Planes, IQ4Scales<L>>{};
+  else return PlaneAvx512<L, Q5Planes, OffsetScales<L>>{};  // Q5G0, Q5G1, Q5GK
+}
+
 }  // namespace
 
-void planeMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                       ThreadPool& pool, KernelScratch& scratch) {
-  switch (W.layout) {
-    case kLayoutQ5G0:
-      return q4gMatmul<PlaneAvx512<kLayoutQ5G0, Q5Planes, OffsetScales<kLayoutQ5G0>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ5G1:
-      return q4gMatmul<PlaneAvx512<kLayoutQ5G1, Q5Planes, OffsetScales<kLayoutQ5G1>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ5GK:
-      return q4gMatmul<PlaneAvx512<kLayoutQ5GK, Q5Planes, OffsetScales<kLayoutQ5GK>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutIQ4G:
-      return q4gMatmul<PlaneAvx512<kLayoutIQ4G, IQ4Planes, IQ4Scales<kLayoutIQ4G>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutIQ4GX:
-      return q4gMatmul<PlaneAvx512<kLayoutIQ4GX, IQ4Planes, IQ4Scales<kLayoutIQ4GX>>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ3G:
-      return q4gMatmul<PlaneAvx512<kLayoutQ3G, Q3Planes, Q3Scales>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ2G:
-      return q4gMatmul<PlaneAvx512<kLayoutQ2G, Q2Planes, Q2Scales>>(W, x, n, ldx, y, ldy, pool, scratch);
-    default:
-      throw std::invalid_argument("planeMatmulAvx512: not a plane layout");
-  }
+template <Layout L>
+void IsaKernels<Isa::Avx512>::planes(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                                  ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<decltype(planeTiles<L>())>(W, x, n, ldx, y, ldy, pool, scratch);
 }
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::Q5G0>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::Q5G1>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::Q5GK>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::IQ4G>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::IQ4GX>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::Q3G>;
+template MatmulFn IsaKernels<Isa::Avx512>::planes<Layout::Q2G>;
 
 }  // namespace prism::kernels

@@ -109,8 +109,8 @@ uint32_t getBits(const uint8_t* word, int bitOffset, int bits) {
 }  // namespace
 
 void repackPlanes(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
-  const int layout = planeLayoutFor(type);
-  if (layout == 0) throw std::invalid_argument("repackPlanes: no plane layout for this type");
+  const Layout layout = planeLayoutFor(type);
+  if (layout == Layout::Gguf) throw std::invalid_argument("repackPlanes: no plane layout for this type");
   const size_t srcRowBytes = typeRowBytes(type, cols);
   const int64_t blocks = cols / kQK;
   const size_t rowBytes = planeRowBytes(cols, layout), groupBytes = planeGroupBytes(layout);
@@ -132,57 +132,57 @@ void repackPlanes(TensorType type, const uint8_t* src, int64_t rows, int64_t col
       for (int k = 0; k < kQK; ++k) {
         const int v = k / 4, p = laneByte(j, k), q = blk.q[k];
         switch (layout) {
-          case kLayoutQ5G0:
-          case kLayoutQ5G1:
-          case kLayoutQ5GK:
+          case Layout::Q5G0:
+          case Layout::Q5G1:
+          case Layout::Q5GK:
             grp[(v / 2) * 64 + p] = static_cast<uint8_t>(grp[(v / 2) * 64 + p] | ((q & 0xF) << (4 * (v & 1))));
             grp[256 + p] = static_cast<uint8_t>(grp[256 + p] | ((q >> 4) << v));
             break;
-          case kLayoutIQ4G:
-          case kLayoutIQ4GX:
+          case Layout::IQ4G:
+          case Layout::IQ4GX:
             grp[(v / 2) * 64 + p] = static_cast<uint8_t>(grp[(v / 2) * 64 + p] | (q << (4 * (v & 1))));
             break;
-          case kLayoutQ3G:
+          case Layout::Q3G:
             grp[(v / 4) * 64 + p] = static_cast<uint8_t>(grp[(v / 4) * 64 + p] | ((q & 3) << (2 * (v % 4))));
             grp[128 + p] = static_cast<uint8_t>(grp[128 + p] | ((q >> 2) << v));
             break;
-          default:  // kLayoutQ2G
+          default:  // Layout::Q2G
             grp[(v / 4) * 64 + p] = static_cast<uint8_t>(grp[(v / 4) * 64 + p] | (q << (2 * (v % 4))));
         }
       }
       uint8_t* lane = lanes + g * laneBytes;
       switch (layout) {
-        case kLayoutQ5G0:
-        case kLayoutIQ4G:
+        case Layout::Q5G0:
+        case Layout::IQ4G:
           std::memcpy(ds + b * 2, &blk.d, 2);
           break;
-        case kLayoutQ5G1:
+        case Layout::Q5G1:
           std::memcpy(ds + b * 2, &blk.d, 2);
           std::memcpy(ms + b * 2, &blk.m, 2);
           break;
-        case kLayoutQ5GK:
-        case kLayoutQ3G:
+        case Layout::Q5GK:
+        case Layout::Q3G:
           lane[j] = static_cast<uint8_t>((blk.a & 0xF) | ((blk.b & 0xF) << 4));
           putBits(lane + 16, 2 * j, 2, blk.a >> 4);
           putBits(lane + 20, 2 * j, 2, blk.b >> 4);
           break;
-        case kLayoutIQ4GX:
+        case Layout::IQ4GX:
           putBits(lane, 4 * j, 4, blk.a & 0xF);
           putBits(lane + 8, 2 * j, 2, blk.a >> 4);
           break;
-        default:  // kLayoutQ2G
+        default:  // Layout::Q2G
           lane[j] = blk.a2;
           lane[16 + j] = blk.b2;
       }
-      if (layout != kLayoutQ5G0 && layout != kLayoutQ5G1 && layout != kLayoutIQ4G && b % 8 == 0) {
+      if (layout != Layout::Q5G0 && layout != Layout::Q5G1 && layout != Layout::IQ4G && b % 8 == 0) {
         std::memcpy(ds + (b / 8) * 2, &blk.d, 2);
-        if (layout == kLayoutQ5GK || layout == kLayoutQ2G) std::memcpy(ms + (b / 8) * 2, &blk.m, 2);  // dmin
+        if (layout == Layout::Q5GK || layout == Layout::Q2G) std::memcpy(ms + (b / 8) * 2, &blk.m, 2);  // dmin
       }
     }
   }
 }
 
-void dequantizePlaneRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out) {
+void dequantizePlaneRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row, float* out) {
   const PlaneRow pr = planeRow(base, cols, layout, row);
   const size_t groupBytes = planeGroupBytes(layout), laneBytes = planeLaneBytes(layout);
   for (int64_t b = 0; b < cols / kQK; ++b) {
@@ -191,20 +191,20 @@ void dequantizePlaneRow(const uint8_t* base, int64_t cols, int layout, int64_t r
     const uint8_t* grp = pr.planes + g * groupBytes;
     const uint8_t* lane = pr.lanes + g * laneBytes;
     // d per block (Q5_0, Q5_1, IQ4_NL) or per super-block (the others).
-    const bool perBlock = layout == kLayoutQ5G0 || layout == kLayoutQ5G1 || layout == kLayoutIQ4G;
+    const bool perBlock = planeShape(layout).perBlock;
     const float dBlock = perBlock ? f16ToF32(loadU16(pr.d + b * 2)) : 0.0f;
     const float dSuper = perBlock ? 0.0f : f16ToF32(loadU16(pr.d + (b / 8) * 2));
     for (int k = 0; k < kQK; ++k) {
       const int v = k / 4, p = laneByte(j, k);
       float value;
       switch (layout) {
-        case kLayoutQ5G0:
-        case kLayoutQ5G1:
-        case kLayoutQ5GK: {
+        case Layout::Q5G0:
+        case Layout::Q5G1:
+        case Layout::Q5GK: {
           const int q = ((grp[(v / 2) * 64 + p] >> (4 * (v & 1))) & 0xF) | (((grp[256 + p] >> v) & 1) << 4);
-          if (layout == kLayoutQ5G0) {
+          if (layout == Layout::Q5G0) {
             value = static_cast<float>(q - 16) * dBlock;
-          } else if (layout == kLayoutQ5G1) {
+          } else if (layout == Layout::Q5G1) {
             value = static_cast<float>(q) * dBlock + f16ToF32(loadU16(pr.m + b * 2));
           } else {
             const int sc = (lane[j] & 0xF) | static_cast<int>(getBits(lane + 16, 2 * j, 2) << 4);
@@ -214,10 +214,10 @@ void dequantizePlaneRow(const uint8_t* base, int64_t cols, int layout, int64_t r
           }
           break;
         }
-        case kLayoutIQ4G:
-        case kLayoutIQ4GX: {
+        case Layout::IQ4G:
+        case Layout::IQ4GX: {
           const int q = (grp[(v / 2) * 64 + p] >> (4 * (v & 1))) & 0xF;
-          if (layout == kLayoutIQ4G) {
+          if (layout == Layout::IQ4G) {
             value = dBlock * static_cast<float>(kIQ4Values[q]);
           } else {
             const int ls = static_cast<int>(getBits(lane, 4 * j, 4) | (getBits(lane + 8, 2 * j, 2) << 4));
@@ -225,14 +225,14 @@ void dequantizePlaneRow(const uint8_t* base, int64_t cols, int layout, int64_t r
           }
           break;
         }
-        case kLayoutQ3G: {
+        case Layout::Q3G: {
           const int q = ((grp[(v / 4) * 64 + p] >> (2 * (v % 4))) & 3) | (((grp[128 + p] >> v) & 1) << 2);
           const int half = k < 16 ? 0 : 1;
           const int sc = ((lane[j] >> (4 * half)) & 0xF) | static_cast<int>(getBits(lane + 16 + 4 * half, 2 * j, 2) << 4);
           value = dSuper * static_cast<float>(sc - 32) * static_cast<float>(q - 4);
           break;
         }
-        default: {  // kLayoutQ2G
+        default: {  // Layout::Q2G
           const int q = (grp[(v / 4) * 64 + p] >> (2 * (v % 4))) & 3;
           const uint8_t s = lane[(k < 16 ? 0 : 16) + j];
           value = dSuper * static_cast<float>(s & 0xF) * static_cast<float>(q) -

@@ -1,13 +1,17 @@
-// Shared by q4g_avx2.cc and q4g_avx512.cc: the int8 activation quantizer in the Q4G
-// permutation (internal.h, kLayoutQ4G16) and the work split / cache blocking. Everything is
-// in an anonymous namespace: this header is compiled with two different ISA flag sets, and
-// a merged (ODR) copy built with AVX-512 must never end up on the AVX2 path.
+// Shared by the group-layout kernels of both families (q4g_avx2.cc, q4g_avx512.cc,
+// planes_avx2.cc, planes_avx512.cc): the int8 activation quantizer in the Q4G permutation
+// (internal.h, Layout::Q4G16) and the work split / cache blocking. Everything is in an
+// anonymous namespace: this header is compiled with two different ISA flag sets, and a merged
+// (ODR) copy built with AVX-512 must never end up on the AVX2 path.
 #pragma once
 #include <algorithm>
 
 #include "kernels/internal.h"
+#include "kernels/layout_traits.h"
 #include "kernels/planes.h"
 #include "kernels/prefetch_lines.h"
+#include "kernels/vec_avx2.h"
+#include "kernels/work_split.h"
 
 namespace prism::kernels {
 namespace {
@@ -35,8 +39,8 @@ static inline void prefetchAhead(const TilePrefetch& pf, const uint8_t* tile, si
   prefetchLines(pf.hint, p, e);
 }
 
-// n tokens quantized per 32 values (d = max|x|/127, q = round(x/d), s = d·Σq: the same
-// numbers as the int8 quantizer of matmul_avx2.cc), stored in the Q4G permutation.
+// n tokens quantized per 32 values (d = max|x|/127, q = round-to-nearest-even(x/d),
+// s = d·Σq: scaleBlock, vec_avx2.h), stored in the Q4G permutation.
 struct Q4GActivations {
   int8_t* qs = nullptr;  // token t: qs + t * groups * 512
   float* d = nullptr;    // token t: d + t * padded
@@ -68,7 +72,6 @@ inline Q4GActivations placeQ4G(uint8_t* buf, int64_t n, int64_t cols) {
 
 inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, int64_t t1, const Q4GActivations& a) {
   const int64_t blocks = cols / kQK;
-  const __m256 signBit = _mm256_set1_ps(-0.0f);
   for (int64_t t = t0; t < t1; ++t) {
     const float* xt = x + t * ldx;
     int8_t* q = a.qs + t * a.groups * 512;
@@ -85,28 +88,9 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
         a.sumB[t * a.padded + b] = 0;
         continue;
       }
-      const float* p = xt + b * kQK;
-      __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
-             v3 = _mm256_loadu_ps(p + 24);
-      __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signBit, v0), _mm256_andnot_ps(signBit, v1)),
-                                _mm256_max_ps(_mm256_andnot_ps(signBit, v2), _mm256_andnot_ps(signBit, v3)));
-      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-      const float amax = _mm_cvtss_f32(m4);
-      const __m256 id = _mm256_set1_ps(amax != 0 ? 127.0f / amax : 0.0f);
-      // Round to nearest even, as the other int8 quantizers do.
-      __m256i i0 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i1 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i2 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v2, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      __m256i i3 = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v3, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      auto hsum = [](__m256i v) {
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-        return _mm_cvtsi128_si32(s4);
-      };
-      const int sumA = hsum(_mm256_add_epi32(i0, i1)), sumB = hsum(_mm256_add_epi32(i2, i3));
+      const ScaledBlock blk = scaleBlock(xt + b * kQK, 127.0f);
+      const __m256i i0 = blk.q[0], i1 = blk.q[1], i2 = blk.q[2], i3 = blk.q[3];
+      const int sumA = hsumI32(_mm256_add_epi32(i0, i1)), sumB = hsumI32(_mm256_add_epi32(i2, i3));
       a.sumA[t * a.padded + b] = sumA;
       a.sumB[t * a.padded + b] = sumB;
       // int32 → int8 in value order: packs interleave 128-bit lanes, the permute restores it.
@@ -117,9 +101,8 @@ inline void quantizeQ4G(const float* x, int64_t ldx, int64_t cols, int64_t t0, i
       _mm256_store_si256(reinterpret_cast<__m256i*>(words), w8);
       // Word v (values 4v..4v+3) goes to vector v, lane j.
       for (int v = 0; v < 8; ++v) std::memcpy(group + v * 64 + 4 * j, &words[v], 4);
-      const float dd = amax / 127.0f;
-      d[b] = dd;
-      s[b] = dd * static_cast<float>(sumA + sumB);
+      d[b] = blk.d;
+      s[b] = blk.d * static_cast<float>(sumA + sumB);
     }
   }
 }
@@ -176,8 +159,9 @@ void wideRange(const LinearWeight& W, const Q4GActivations& a, int64_t rb, int64
                float* y, int64_t ldy);
 
 // Runs Kernel::tile<R, T>(W, a, r0, t0, y, ldy) over all rows × tokens on the pool: rows
-// split evenly across threads when there are enough of them (decode), else tokens; within
-// a thread, rows in L2-sized groups × tokens in L1-sized chunks. One token takes the
+// split evenly across threads in whole decode tiles when there are enough of them (decode),
+// else tokens (work_split.h); within a thread, rows in L2-sized groups × tokens in L1-sized
+// chunks. One token takes the
 // context's decode tuning (tile height, prefetch distance and hint); batches keep the
 // constants they were measured with.
 template <class Kernel>
@@ -192,11 +176,7 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   if (n == 1 || wide) a.prefetch = TilePrefetch{tuning.hint, tuning.aheadHalves};
   const int RD = n == 1 ? decodeRowsFor<Kernel>(tuning) : Kernel::kDecodeRows;
   constexpr int RP = Kernel::kPrefillRows, TP = Kernel::kPrefillTokens;
-  const size_t rowBytes = isPlaneLayout(W.layout)   ? planeRowBytes(W.cols, W.layout)
-                          : W.layout == kLayoutQ4GK  ? q4gkRowBytes(W.cols)
-                          : W.layout == kLayoutQ6G ? q6gRowBytes(W.cols)
-                          : W.layout == kLayoutQ8G ? q8gRowBytes(W.cols)
-                                                   : q4gRowBytes(W.cols, W.layout);
+  const size_t rowBytes = layoutRowBytes(W);
   // The wide tiles read one row at a time: ahead by the decode tiles' distance in bytes.
   if (wide) a.wideAhead = rowBytes * static_cast<size_t>(decodeRowsFor<Kernel>(tuning)) * tuning.aheadHalves / 2;
   auto range = [&](int64_t rb, int64_t re, int64_t tb, int64_t te) {
@@ -234,17 +214,7 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
       }
     }
   };
-  const int threads = pool.size();
-  const int64_t tiles = (W.rows + RD - 1) / RD;
-  if (tiles >= 4 * threads || n < 2 * threads) {
-    auto task = [&](int i, int nt) {
-      const int64_t rb = tiles * i / nt * RD, re = std::min(W.rows, tiles * (i + 1) / nt * RD);
-      if (rb < re) range(rb, re, 0, n);
-    };
-    pool.run(TaskRef(task));
-  } else {
-    pool.parallelFor(n, [&](int64_t t0, int64_t t1) { range(0, W.rows, t0, t1); });
-  }
+  splitRowsOrTokens(pool, W.rows, RD, n, nullptr, range);
 }
 
 }  // namespace

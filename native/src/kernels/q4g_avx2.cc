@@ -1,20 +1,22 @@
-// Q4G kernels with AVX2 (internal.h, kLayoutQ4G16/32): the AVX-512 kernel's scheme on
+// Q4G kernels with AVX2 (internal.h, Layout::Q4G16/32): the AVX-512 kernel's scheme on
 // 256-bit halves (half h holds blocks 8h..8h+7 of the group). maddubs multiplies the
 // unsigned nibbles by the int8 activations (|pair sum| ≤ 2·15·127), the 8 maddubs of a
 // group are summed in int16 (≤ 8·2·15·127 = 30480, no saturation), and one madd per half
 // widens to the per-block int32 lanes.
+#include "kernels/isa_kernels.h"
 #include "kernels/q4g.h"
+#include "kernels/vec_avx2.h"
 
 namespace prism::kernels {
 namespace {
 
-template <int Layout>
+template <Layout L>
 inline __m256 scales8(const uint8_t* p) {
-  if constexpr (Layout != kLayoutQ4G32) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (L != Layout::Q4G32) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   else return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
-template <int Layout>
+template <Layout L>
 struct Q4GAvx2 {
   static constexpr int kDecodeRows = 4;
   static constexpr int kPrefillRows = 2;
@@ -22,8 +24,8 @@ struct Q4GAvx2 {
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
-    const size_t sb = q4gScaleBytes(Layout);
+    const size_t rowBytes = L == Layout::Q4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, L);
+    const size_t sb = q4gScaleBytes(L);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
@@ -53,7 +55,7 @@ struct Q4GAvx2 {
         }
         for (int r = 0; r < R; ++r) {
           __m256 dw, mw;
-          if constexpr (Layout == kLayoutQ4GK) {  // half h is exactly super-block 2g + h
+          if constexpr (L == Layout::Q4GK) {  // half h is exactly super-block 2g + h
             const uint8_t* scs = rows[r] + dOff;
             const uint8_t* ds = scs + 2 * a.padded;
             const int64_t sbk = 2 * g + h;
@@ -65,9 +67,9 @@ struct Q4GAvx2 {
                                bytes8(scs + a.padded + sbk * 8));
           } else {
             const uint8_t* ds = rows[r] + dOff + (g * kQ4GBlocks + h * 8) * sb;
-            dw = scales8<Layout>(ds);
-            if constexpr (Layout == kLayoutQ4G0) mw = _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
-            else mw = scales8<Layout>(ds + mOff);
+            dw = scales8<L>(ds);
+            if constexpr (L == Layout::Q4G0) mw = _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));
+            else mw = scales8<L>(ds + mOff);
           }
           for (int t = 0; t < T; ++t) {
             const __m256 dx = _mm256_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks + h * 8);
@@ -80,12 +82,7 @@ struct Q4GAvx2 {
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
-      }
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]);
   }
 };
 
@@ -152,12 +149,7 @@ struct Q6GAvx2 {
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
-      }
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]);
   }
 };
 
@@ -206,37 +198,30 @@ struct Q8GAvx2 {
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) {
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[r][t]), _mm256_extractf128_ps(acc[r][t], 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        y[(t0 + t) * ldy + r0 + r] = _mm_cvtss_f32(s);
-      }
+      for (int t = 0; t < T; ++t) y[(t0 + t) * ldy + r0 + r] = hsum256(acc[r][t]);
   }
 };
 
+// The tiles of group layout L.
+template <Layout L>
+constexpr auto groupTiles() {
+  if constexpr (L == Layout::Q6G) return Q6GAvx2{};
+  else if constexpr (L == Layout::Q8G) return Q8GAvx2{};
+  else return Q4GAvx2<L>{};  // Q4G0, Q4G16, Q4G32, Q4GK
+}
+
 }  // namespace
 
-void q8gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q8GAvx2>(W, x, n, ldx, y, ldy, pool, scratch);
+template <Layout L>
+void IsaKernels<Isa::Avx2>::groups(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                                  ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<decltype(groupTiles<L>())>(W, x, n, ldx, y, ldy, pool, scratch);
 }
-
-void q6gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q6GAvx2>(W, x, n, ldx, y, ldy, pool, scratch);
-}
-
-void q4gkMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                    ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q4GAvx2<kLayoutQ4GK>>(W, x, n, ldx, y, ldy, pool, scratch);
-}
-
-void q4gMatmulAvx2(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                   ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout == kLayoutQ4G0) q4gMatmul<Q4GAvx2<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
-  else if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx2<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
-  else q4gMatmul<Q4GAvx2<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
-}
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q4G0>;
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q4G16>;
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q4G32>;
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q4GK>;
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q6G>;
+template MatmulFn IsaKernels<Isa::Avx2>::groups<Layout::Q8G>;
 
 }  // namespace prism::kernels

@@ -1,8 +1,9 @@
-// Q4G kernels with AVX-512 VNNI (internal.h, kLayoutQ4G16/32): per 16-block group and row,
+// Q4G kernels with AVX-512 VNNI (internal.h, Layout::Q4G16/32): per 16-block group and row,
 // 4 loads of 64 nibble bytes unpack to 8 vectors of 64 values whose 32-bit lanes are the
 // 16 blocks, so 8 dpbusd leave each block's integer dot product in its own lane; one
 // conversion and two FMAs per group then apply d_w·d_x and the m_w·s_x offset, 16 blocks
 // at a time. No per-block horizontal sums, no per-block broadcasts.
+#include "kernels/isa_kernels.h"
 #include "kernels/q4g.h"
 #include "kernels/wide_avx512.h"
 
@@ -12,9 +13,9 @@ namespace {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-template <int Layout>
+template <Layout L>
 inline __m512 scales16(const uint8_t* p) {
-  if constexpr (Layout != kLayoutQ4G32) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  if constexpr (L != Layout::Q4G32) return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
@@ -23,14 +24,14 @@ inline __m512 scales16(const uint8_t* p) {
 // scale step: the same operations as the row tiles' below, kept apart so that the tuned
 // decode tiles stay as they were (the bit-for-bit test in native/kernels.test.ts holds the two
 // together), and so for Q6GScales and Q8GScales.
-template <int Layout>
+template <Layout L>
 struct Q4GScales {
   __m512 dw, mw;
   static Q4GScales load(const uint8_t* row, const Q4GActivations& a, int64_t g) {
     Q4GScales s;
-    const size_t sb = q4gScaleBytes(Layout);
+    const size_t sb = q4gScaleBytes(L);
     const size_t dOff = static_cast<size_t>(a.groups) * 256;
-    if constexpr (Layout == kLayoutQ4GK) {
+    if constexpr (L == Layout::Q4GK) {
       // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
       const uint8_t* scs = row + dOff;
       const uint8_t* ds = scs + 2 * a.padded;
@@ -47,9 +48,9 @@ struct Q4GScales {
       s.mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
     } else {
       const uint8_t* ds = row + dOff + g * kQ4GBlocks * sb;
-      s.dw = scales16<Layout>(ds);
-      if constexpr (Layout == kLayoutQ4G0) s.mw = _mm512_mul_ps(s.dw, _mm512_set1_ps(-8.0f));
-      else s.mw = scales16<Layout>(ds + static_cast<size_t>(a.padded) * sb);
+      s.dw = scales16<L>(ds);
+      if constexpr (L == Layout::Q4G0) s.mw = _mm512_mul_ps(s.dw, _mm512_set1_ps(-8.0f));
+      else s.mw = scales16<L>(ds + static_cast<size_t>(a.padded) * sb);
     }
     return s;
   }
@@ -61,7 +62,7 @@ struct Q4GScales {
   }
 };
 
-template <int Layout>
+template <Layout L>
 struct Q4GAvx512 {
   static constexpr int kDecodeRows = 4;
   // Taller decode tiles for hosts where the tuning picks them (decode_tuning.h): 8 rows use
@@ -82,7 +83,7 @@ struct Q4GAvx512 {
   static constexpr int kSplit = 1;
   using WideRow = const uint8_t*;
   static size_t wideRowBytes(const LinearWeight& W) {
-    return Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
+    return L == Layout::Q4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, L);
   }
   static const uint8_t* wideRow(const LinearWeight& W, int64_t r) {
     return weightData(W) + wideRowBytes(W) * static_cast<size_t>(r);
@@ -96,14 +97,14 @@ struct Q4GAvx512 {
       w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
     }
   }
-  static Q4GScales<Layout> wideScales(const uint8_t* row, const Q4GActivations& a, int64_t g) {
-    return Q4GScales<Layout>::load(row, a, g);
+  static Q4GScales<L> wideScales(const uint8_t* row, const Q4GActivations& a, int64_t g) {
+    return Q4GScales<L>::load(row, a, g);
   }
 
   template <int R, int T, bool Ahead = (T == 1 && R > 1)>
   static void tile(const LinearWeight& W, const Q4GActivations& a, int64_t r0, int64_t t0, float* y, int64_t ldy) {
-    const size_t rowBytes = Layout == kLayoutQ4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, Layout);
-    const size_t sb = q4gScaleBytes(Layout);
+    const size_t rowBytes = L == Layout::Q4GK ? q4gkRowBytes(W.cols) : q4gRowBytes(W.cols, L);
+    const size_t sb = q4gScaleBytes(L);
     const int64_t groups = a.groups;
     const uint8_t* rows[R];
     for (int r = 0; r < R; ++r) rows[r] = weightData(W) + rowBytes * static_cast<size_t>(r0 + r);
@@ -136,7 +137,7 @@ struct Q4GAvx512 {
       }
       for (int r = 0; r < R; ++r) {
         __m512 dw, mw;
-        if constexpr (Layout == kLayoutQ4GK) {
+        if constexpr (L == Layout::Q4GK) {
           // lanes 0-7: super-block 2g, lanes 8-15: 2g+1.
           const uint8_t* scs = rows[r] + dOff;
           const uint8_t* ds = scs + 2 * a.padded;
@@ -153,9 +154,9 @@ struct Q4GAvx512 {
           mw = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dm, bytes16(scs + a.padded + g * kQ4GBlocks)));
         } else {
           const uint8_t* ds = rows[r] + dOff + g * kQ4GBlocks * sb;
-          dw = scales16<Layout>(ds);
-          if constexpr (Layout == kLayoutQ4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
-          else mw = scales16<Layout>(ds + mOff);
+          dw = scales16<L>(ds);
+          if constexpr (L == Layout::Q4G0) mw = _mm512_mul_ps(dw, _mm512_set1_ps(-8.0f));
+          else mw = scales16<L>(ds + mOff);
         }
         for (int t = 0; t < T; ++t) {
           const __m512 dx = _mm512_loadu_ps(a.dAt(t0 + t) + g * kQ4GBlocks);
@@ -377,28 +378,26 @@ struct Q8GAvx512 {
   }
 };
 
+// The tiles of group layout L.
+template <Layout L>
+constexpr auto groupTiles() {
+  if constexpr (L == Layout::Q6G) return Q6GAvx512{};
+  else if constexpr (L == Layout::Q8G) return Q8GAvx512{};
+  else return Q4GAvx512<L>{};  // Q4G0, Q4G16, Q4G32, Q4GK
+}
+
 }  // namespace
 
-void q8gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q8GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
+template <Layout L>
+void IsaKernels<Isa::Avx512>::groups(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                                  ThreadPool& pool, KernelScratch& scratch) {
+  q4gMatmul<decltype(groupTiles<L>())>(W, x, n, ldx, y, ldy, pool, scratch);
 }
-
-void q6gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q6GAvx512>(W, x, n, ldx, y, ldy, pool, scratch);
-}
-
-void q4gkMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch) {
-  q4gMatmul<Q4GAvx512<kLayoutQ4GK>>(W, x, n, ldx, y, ldy, pool, scratch);
-}
-
-void q4gMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                     ThreadPool& pool, KernelScratch& scratch) {
-  if (W.layout == kLayoutQ4G0) q4gMatmul<Q4GAvx512<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
-  else if (W.layout == kLayoutQ4G16) q4gMatmul<Q4GAvx512<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
-  else q4gMatmul<Q4GAvx512<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
-}
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q4G0>;
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q4G16>;
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q4G32>;
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q4GK>;
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q6G>;
+template MatmulFn IsaKernels<Isa::Avx512>::groups<Layout::Q8G>;
 
 }  // namespace prism::kernels

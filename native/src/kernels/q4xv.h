@@ -1,9 +1,9 @@
-// kLayoutQ4XV: 4-bit weights (Q4_0 / Q4_1 / Q4_K) for int16 activations in an exact-integer
+// Layout::Q4XV: 4-bit weights (Q4_0 / Q4_1 / Q4_K) for int16 activations in an exact-integer
 // formulation that every kernel (AVX-512 VNNI for one token and for n tokens, AMX-INT8 for
 // n tokens) computes bit for bit alike, so that a token's outputs never depend on how many
 // tokens share its step (shape independence; native/kernels.test.ts checks it).
 //
-// Weights: value = d[r][b]·q + m[r][b], q in 0..15, the same d, m, q as kLayoutQ4X (Q4_0:
+// Weights: value = d[r][b]·q + m[r][b], q in 0..15, the same d, m, q as Layout::Q4X (Q4_0:
 // m = −8d; Q4_K: d = d·sc, m = −dmin·mn, exact in f32). Rows are taken 16 at a time (a
 // "group"; the last is padded with rows of q = 0, d = m = 0 that are never stored to y), and
 // each (group g, 32-value block b) is one 384-byte record at (g·blocks + b)·384, so a group's
@@ -16,7 +16,7 @@
 //                    values) and one 64-byte row of an AMX B tile (K/4 rows × 16 columns × 4).
 //   bytes [256, 320) float d[16] (row r's scale of block b)
 //   bytes [320, 384) float m[16] (row r's offset of block b)
-// 24 bytes per row and block, kLayoutQ4X's size.
+// 24 bytes per row and block, Layout::Q4X's size.
 //
 // Activations: quantized exactly as the int16 kernels do today (per 32 values d = max|x| /
 // 32767, q = round-to-nearest-even(x / d) as int16, s = d·Σq), in natural value order, then
@@ -40,7 +40,6 @@
 
 namespace prism::kernels {
 
-constexpr int kLayoutQ4XV = 15;
 constexpr int kQ4XVRows = 16;              // rows per group
 constexpr size_t kQ4XVRecordBytes = 384;   // one (group, block) record
 constexpr size_t kQ4XVNibbleBytes = 256;   // its 4 chunks of nibbles
@@ -94,10 +93,10 @@ static inline size_t q4xvActivationBytes(int64_t n, int64_t cols) {
   return (planes + quantizedActivationBytes(n, cols, sizeof(int16_t)) + 63) & ~size_t(63);
 }
 
-// Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor [rows × cols] into kLayoutQ4XV (repack.cc),
+// Repacks a GGUF Q4_0 / Q4_1 / Q4_K tensor [rows × cols] into Layout::Q4XV (repack.cc),
 // sizing `dst` (64-byte aligned: WeightBytes).
 void repackQ4XV(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
-// Dequantizes row `row` of a kLayoutQ4XV weight (reference path; d·q + m per value).
+// Dequantizes row `row` of a Layout::Q4XV weight (reference path; d·q + m per value).
 void dequantizeQ4XVRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
 // The arithmetic above in scalar C++ (q4xv_reference.cc, built with the baseline flags): the
@@ -110,14 +109,13 @@ void q4xvMatmulScalar(const uint8_t* weights, int64_t rows, int64_t cols, const 
 // (64-byte aligned, q4xvActivationBytes(n, cols) bytes); returns the activations in it.
 Q4XVActivations q4xvQuantizeScalar(const float* x, int64_t n, int64_t ldx, int64_t cols, uint8_t* buf);
 
-// The AVX-512 kernels (q4xv_avx512.cc): every token's outputs equal the one-token kernel's
-// and q4xvMatmulScalar's, bit for bit. Quantizes x itself (scratch); runs on all threads.
-void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch);
+// The AVX-512 kernels (q4xv_avx512.cc, IsaKernels<Isa::Avx512>::q4xv): every token's outputs
+// equal the one-token kernel's and q4xvMatmulScalar's, bit for bit. They quantize x
+// themselves (scratch) and run on all threads.
 
 // Tokens [t0, t1) of x: the int16 quantization of the other int16 kernels
 // (quantizeInt16Avx512) into qa, then its values split into the byte planes L = q & 0xFF and
-// H = q >> 8 at lo / hi + t·stride (q4xv_avx512.cc; kLayoutQ8XV's kernels use it too).
+// H = q >> 8 at lo / hi + t·stride (q4xv_avx512.cc; Layout::Q8XV's kernels use it too).
 void q4xvQuantizePlanesAvx512(const float* x, int64_t ldx, int64_t t0, int64_t t1, const QuantizedActivations16& qa,
                               uint8_t* lo, int8_t* hi, int64_t stride);
 
@@ -127,7 +125,7 @@ void q4xvQuantizePlanesAvx512(const float* x, int64_t ldx, int64_t t0, int64_t t
 // aligned): the caller keeps the activations at q4xvScratchBase(scratch) and sized the buffer
 // for both (+ 64) before quantizing, so KernelScratch::bytes never grows, and moves them, in
 // between.
-// q4xvMatmulAvx512 calls it for n >= kQ4XVAmxMinTokens where the build has it
+// The AVX-512 kernel calls it for n >= kQ4XVAmxMinTokens where the build has it
 // (PRISM_Q4XV_AMX defined: q4xv_avx512.cc).
 void q4xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4XVActivations& xa, int64_t n, float* y,
                    int64_t ldy, ThreadPool& pool, KernelScratch& scratch);

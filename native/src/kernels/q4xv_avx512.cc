@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels of kLayoutQ4XV (q4xv.h: the layout and the arithmetic they reproduce
+// AVX-512 VNNI kernels of Layout::Q4XV (q4xv.h: the layout and the arithmetic they reproduce
 // bit for bit): one 16-lane vector holds one output per row of a 16-row group, so a block's
 // exact integer dot needs no horizontal sum and no per-row shuffle.
 //
@@ -28,6 +28,7 @@
 #include "kernels/int16_xv_avx512.h"
 #include "kernels/int16_xv_walk.h"
 #include "kernels/internal.h"
+#include "kernels/isa_kernels.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q4xv.h"
 
@@ -116,8 +117,8 @@ void q4xvQuantizePlanesAvx512(const float* x, int64_t ldx, int64_t t0, int64_t t
   }
 }
 
-void q4xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch) {
+void IsaKernels<Isa::Avx512>::q4xv(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                                   int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
   const int64_t cols = W.cols, blocks = q4xvBlocks(cols), groups = q4xvGroups(W.rows);
   [[maybe_unused]] const bool amx = kHaveAmx && n >= kQ4XVAmxMinTokens && amxEnabled();

@@ -1,4 +1,4 @@
-// The kLayoutQ4XV arithmetic (q4xv.h) in scalar C++: the int16 activation quantization split
+// The Layout::Q4XV arithmetic (q4xv.h) in scalar C++: the int16 activation quantization split
 // into byte planes, and the per-block exact integer dot followed by the two f32 FMA chains.
 // Built with the baseline flags; the tests hold the AVX-512 and AMX kernels to it bit for bit.
 #include <cmath>

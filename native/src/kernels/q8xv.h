@@ -1,5 +1,5 @@
-// kLayoutQ8XV: Q8_0 weights for int16 activations in the exact-integer formulation of
-// kLayoutQ4XV (q4xv.h), so that every kernel (AVX-512 VNNI for one token and for n tokens)
+// Layout::Q8XV: Q8_0 weights for int16 activations in the exact-integer formulation of
+// Layout::Q4XV (q4xv.h), so that every kernel (AVX-512 VNNI for one token and for n tokens)
 // computes a token's outputs bit for bit alike whatever its step's shape (shape independence;
 // native/q8xv.test.ts checks it). The default model's tied output head (token_embd, Q8_0)
 // takes it: an extra token of a verify step then costs a few integer dot instructions per
@@ -39,7 +39,6 @@
 
 namespace prism::kernels {
 
-constexpr int kLayoutQ8XV = 16;
 constexpr int kQ8XVRows = 16;              // rows per group
 constexpr size_t kQ8XVRecordBytes = 544;   // one (group, block) record
 constexpr size_t kQ8XVQuadBytes = 64;      // one quad: 16 rows × 4 values
@@ -50,6 +49,8 @@ static inline int64_t q8xvGroups(int64_t rows) { return (rows + kQ8XVRows - 1) /
 static inline size_t q8xvBytes(int64_t rows, int64_t cols) {
   return static_cast<size_t>(q8xvGroups(rows)) * static_cast<size_t>(cols / kQK) * kQ8XVRecordBytes;
 }
+// Bytes of one group's records (a group's blocks are contiguous).
+static inline size_t q8xvGroupBytes(int64_t cols) { return static_cast<size_t>(cols / kQK) * kQ8XVRecordBytes; }
 // The record of group g, block b.
 static inline const uint8_t* q8xvRecord(const uint8_t* base, int64_t blocks, int64_t g, int64_t b) {
   return base + static_cast<size_t>(g * blocks + b) * kQ8XVRecordBytes;
@@ -71,10 +72,10 @@ static inline size_t q8xvActivationBytes(int64_t n, int64_t cols) {
   return q8xvBiasOffset(n, cols) + ((bias + 63) & ~size_t(63));
 }
 
-// Repacks a GGUF Q8_0 tensor [rows × cols] into kLayoutQ8XV (q8xv_reference.cc), sizing `dst`
+// Repacks a GGUF Q8_0 tensor [rows × cols] into Layout::Q8XV (q8xv_reference.cc), sizing `dst`
 // (64-byte aligned: WeightBytes).
 void repackQ8XV(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst);
-// Dequantizes row `row` of a kLayoutQ8XV weight (reference path; d·q per value).
+// Dequantizes row `row` of a Layout::Q8XV weight (reference path; d·q per value).
 void dequantizeQ8XVRow(const uint8_t* base, int64_t cols, int64_t row, float* out);
 
 // The arithmetic above in scalar C++ (q8xv_reference.cc, baseline flags): the truth the
@@ -83,14 +84,13 @@ void dequantizeQ8XVRow(const uint8_t* base, int64_t cols, int64_t row, float* ou
 void q8xvMatmulScalar(const uint8_t* weights, int64_t rows, int64_t cols, const Q4XVActivations& xa, int64_t n,
                       float* y, int64_t ldy);
 
-// The AVX-512 kernels (q8xv_avx512.cc): every token's outputs equal the one-token kernel's and
-// q8xvMatmulScalar's, bit for bit. Quantizes x itself (scratch); runs on all threads.
-void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch);
+// The AVX-512 kernels (q8xv_avx512.cc, IsaKernels<Isa::Avx512>::q8xv): every token's outputs
+// equal the one-token kernel's and q8xvMatmulScalar's, bit for bit. They quantize x
+// themselves (scratch) and run on all threads.
 
 // The AMX-INT8 kernel (amx/q8xv_amx.cc): the same bits for n tokens of already-split
 // activations; call only when amxEnabled(). `work`: q8xvAmxScratchBytes(threads) bytes,
-// 64-byte aligned. q8xvMatmulAvx512 calls it for n >= kQ8XVAmxMinTokens where the build has
+// 64-byte aligned. The AVX-512 kernel calls it for n >= kQ8XVAmxMinTokens where the build has
 // the layouts' AMX kernels (PRISM_Q4XV_AMX), its room after the activations (q8xvAmxWork).
 void q8xvMatmulAmx(const uint8_t* weights, int64_t rows, int64_t cols, const Q4XVActivations& xa, int64_t n, float* y,
                    int64_t ldy, ThreadPool& pool, uint8_t* work);

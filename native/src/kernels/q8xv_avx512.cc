@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernels of kLayoutQ8XV (q8xv.h: the layout and the arithmetic they reproduce
+// AVX-512 VNNI kernels of Layout::Q8XV (q8xv.h: the layout and the arithmetic they reproduce
 // bit for bit): one 16-lane vector holds one output per row of a 16-row group, and a record's
 // 8 quads are already in the VNNI order, so nothing is unpacked and no row needs a horizontal
 // sum.
@@ -27,6 +27,7 @@
 #include "kernels/int16_xv_avx512.h"
 #include "kernels/int16_xv_walk.h"
 #include "kernels/internal.h"
+#include "kernels/isa_kernels.h"
 #include "kernels/prefetch_lines.h"
 #include "kernels/q8xv.h"
 
@@ -118,8 +119,8 @@ constexpr bool kHaveAmx = false;
 
 }  // namespace
 
-void q8xvMatmulAvx512(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
-                      ThreadPool& pool, KernelScratch& scratch) {
+void IsaKernels<Isa::Avx512>::q8xv(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                                   int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
   const int64_t cols = W.cols, blocks = cols / kQK, groups = q8xvGroups(W.rows);
   [[maybe_unused]] const bool amx = kHaveAmx && n >= kQ8XVAmxMinTokens && amxEnabled();

@@ -1,4 +1,4 @@
-// kLayoutQ8XV (q8xv.h) in scalar C++, built with the baseline flags: the repack from the
+// Layout::Q8XV (q8xv.h) in scalar C++, built with the baseline flags: the repack from the
 // file's Q8_0 rows, the reference dequantizer, and the arithmetic every vector kernel of the
 // layout reproduces bit for bit (the tests' truth).
 #include <cmath>

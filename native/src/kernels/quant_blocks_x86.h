@@ -1,21 +1,18 @@
-// Per-type block decoders shared by the AVX2 and AVX-512 quantized kernels: each turns one
-// 32-value block of a weight row into 32 bytes of integer weights plus the float scale(s)
-// that go with it, so that one tiled kernel template serves every block type.
+// Per-type block decoders of the file's own blocks for the AVX2 int16-activation kernels
+// (matmul_avx2.cc): each turns one 32-value block of a weight row into 32 bytes of integer
+// weights plus the float scale(s) that go with it, so that one tiled kernel template serves
+// every block type. (With int8 activations every quantized type is repacked into a group
+// layout, and the 4-bit types into Layout::Q4X for int16: those have their own kernels.)
 //
-// Everything here lives in an anonymous namespace on purpose: this header is compiled into
-// both the AVX2 and the AVX-512 objects, and each must keep its own copy (see internal.h).
+// Everything here lives in an anonymous namespace on purpose: kernel headers are compiled
+// into both the AVX2 and the AVX-512 objects, and each must keep its own copy (see
+// internal.h).
 //
-// (The 4-bit types are repacked by prepareLinear and have their own kernels: kLayoutQ4X.)
-//
-// Dot product convention: activations are int8 (x, signed); weights are signed (Q8_0,
-// Q6_K − 32), so the kernels use |w| as the unsigned operand of maddubs / dpbusd and move
-// the sign onto x. Value of a weight element = scale * w (+ an offset per 16-value half
-// where kOffsets: Q5_1's m, Q5_K's and Q2_K's −dmin·min).
-//
-// The Q5_0 ... IQ4_XS decoders serve the int16-activation kernels (with int8 activations
-// those types are repacked into bit planes, planes.h): their weights fit int8 (Q5: 0..31 or
-// −16..15; Q3_K −4..3; Q2_K 0..3; IQ4 −127..113), and kIntScales' integer sub-scales keep
-// |w·sc| ≤ 128 (Q3_K: 4·32; Q2_K: 3·15).
+// Value of a weight element = scale * w (+ an offset per 16-value half where kOffsets:
+// Q5_1's m, Q5_K's and Q2_K's −dmin·min; × an integer sub-scale per half where kIntScales:
+// Q6_K's, Q3_K's and Q2_K's, halfScales). The weights fit int8 (Q8_0 ±127; Q6_K −32..31;
+// Q5: 0..31 or −16..15; Q3_K −4..3; Q2_K 0..3; IQ4 −127..113) and are widened to int16 by
+// the kernel.
 #pragma once
 #include <immintrin.h>
 
@@ -37,8 +34,8 @@ struct DecQ8_0 {
 };
 
 // Q6_K: 32-value block j of super-block sb covers two 16-value groups with int8 scales
-// sc_a, sc_b: value = d * sc * (q - 32). The kernels weight the two halves of the integer dot
-// by (sc_a, sc_b) with madd (kIntScales) and use d as the float scale.
+// sc_a, sc_b: value = d * sc * (q - 32). The kernel scales the two halves' widened weights by
+// (sc_a, sc_b) (kIntScales) and uses d as the float scale.
 struct DecQ6_K {
   static constexpr bool kIntScales = true;
   static constexpr bool kOffsets = false;
@@ -55,14 +52,7 @@ struct DecQ6_K {
     hi = _mm256_and_si256(hi, _mm256_set1_epi8(0x30));
     return _mm256_sub_epi8(_mm256_or_si256(lo, hi), _mm256_set1_epi8(32));
   }
-  // Int16 multipliers for the 16 pair-sums of a maddubs: low 128 bits → values 0..15 of the
-  // block (scale 2j of the super-block), high → values 16..31 (scale 2j + 1).
-  static __m256i intScales(const uint8_t* row, int64_t b) {
-    const int8_t* sc = reinterpret_cast<const int8_t*>(row + (b / 8) * kQ6_KBytes + 192);
-    int j = static_cast<int>(b % 8);
-    return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
-  }
-  // The same two scales as plain integers (the int16-activation kernels).
+  // The two 16-value halves' integer scales.
   static void halfScales(const uint8_t* row, int64_t b, int* first, int* second) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(row + (b / 8) * kQ6_KBytes + 192);
     int j = static_cast<int>(b % 8);

@@ -1,14 +1,11 @@
 // Plain reference code: (de)quantizers for every storage type, bit-exact with GGML's block
-// layouts, and a dequantize-and-dot matmul in f32 that the fast kernels are tested against.
+// layouts (the f32 matmul the fast kernels are tested against is matmul_reference.cc).
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "kernels/internal.h"
-#include "kernels/planes.h"
-#include "kernels/q4xv.h"
-#include "kernels/q8xv.h"
 
 namespace prism {
 
@@ -314,38 +311,5 @@ void quantizeReference(TensorType type, const float* values, int64_t rows, int64
     }
   }
 }
-
-namespace kernels {
-
-// y = x · Wᵀ in f32 with the weights dequantized row by row: the "truth" for tests, and the
-// path PRISM_ISA=reference forces. Rows are split across the pool; each thread reuses one
-// row buffer (grown once, thread_local) so repeated calls do not allocate.
-void matmulReference(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
-                     int64_t ldy, ThreadPool& pool) {
-  pool.parallelFor(W.rows, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> row;
-    if (row.size() < static_cast<size_t>(W.cols)) row.resize(static_cast<size_t>(W.cols));
-    for (int64_t r = begin; r < end; ++r) {
-      if (W.layout == kLayoutQ4X) dequantizeQ4XRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ4XV) dequantizeQ4XVRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ8XV) dequantizeQ8XVRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ4GK) dequantizeQ4GKRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ8G) dequantizeQ8GRow(weightData(W), W.cols, r, row.data());
-      else if (W.layout == kLayoutQ6G) dequantizeQ6GRow(weightData(W), W.cols, r, row.data());
-      else if (isPlaneLayout(W.layout)) dequantizePlaneRow(weightData(W), W.cols, W.layout, r, row.data());
-      else if (W.layout == kLayoutQ4G16 || W.layout == kLayoutQ4G32 || W.layout == kLayoutQ4G0)
-        dequantizeQ4GRow(weightData(W), W.cols, W.layout, r, row.data());
-      else dequantizeRow(W.type, weightData(W), W.cols, r, row.data());
-      for (int64_t t = 0; t < n; ++t) {
-        const float* xt = x + t * ldx;
-        double acc = 0;
-        for (int64_t k = 0; k < W.cols; ++k) acc += static_cast<double>(row[k]) * xt[k];
-        y[t * ldy + r] = static_cast<float>(acc);
-      }
-    }
-  });
-}
-
-}  // namespace kernels
 
 }  // namespace prism

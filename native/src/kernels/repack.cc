@@ -1,5 +1,5 @@
-// Weight repacking done once by prepareLinear: GGUF 4-bit blocks → kLayoutQ4X and
-// kLayoutQ4XV, and the group layouts of the int8 kernels (internal.h and q4xv.h say why).
+// Weight repacking done once by prepareLinear: GGUF 4-bit blocks → Layout::Q4X and
+// Layout::Q4XV, and the group layouts of the int8 kernels (internal.h and q4xv.h say why).
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -76,7 +76,7 @@ void repackQ4X(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, 
   }
 }
 
-int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
+Layout repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(type, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   // f16 scales when every d and m of the tensor survives the round trip exactly.
@@ -91,7 +91,7 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, W
       exactF16 = exactF16 && f16ToF32(f32ToF16(d[i])) == d[i] && f16ToF32(f32ToF16(m[i])) == m[i];
     }
   }
-  const int layout = !exactF16 ? kLayoutQ4G32 : type == TensorType::Q4_0 ? kLayoutQ4G0 : kLayoutQ4G16;
+  const Layout layout = !exactF16 ? Layout::Q4G32 : type == TensorType::Q4_0 ? Layout::Q4G0 : Layout::Q4G16;
   const size_t rowBytes = q4gRowBytes(cols, layout), sb = q4gScaleBytes(layout);
   dst->assign(rowBytes * static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) {
@@ -113,7 +113,7 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, W
       if (sb == 2) {
         const uint16_t hd = f32ToF16(d[i]), hm = f32ToF16(m[i]);
         std::memcpy(ds + b * 2, &hd, 2);
-        if (layout != kLayoutQ4G0) std::memcpy(ms + b * 2, &hm, 2);
+        if (layout != Layout::Q4G0) std::memcpy(ms + b * 2, &hm, 2);
       } else {
         std::memcpy(ds + b * 4, &d[i], 4);
         std::memcpy(ms + b * 4, &m[i], 4);
@@ -123,7 +123,7 @@ int repackQ4G(TensorType type, const uint8_t* src, int64_t rows, int64_t cols, W
   return layout;
 }
 
-void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row, float* out) {
+void dequantizeQ4GRow(const uint8_t* base, int64_t cols, Layout layout, int64_t row, float* out) {
   const uint8_t* p = q4gRow(base, cols, layout, row);
   const int64_t groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const size_t sb = q4gScaleBytes(layout);
@@ -133,7 +133,7 @@ void dequantizeQ4GRow(const uint8_t* base, int64_t cols, int layout, int64_t row
     float d, m;
     if (sb == 2) {
       d = f16ToF32(loadU16(ds + b * 2));
-      m = layout == kLayoutQ4G0 ? -8.0f * d : f16ToF32(loadU16(ms + b * 2));
+      m = layout == Layout::Q4G0 ? -8.0f * d : f16ToF32(loadU16(ms + b * 2));
     } else {
       std::memcpy(&d, ds + b * 4, 4);
       std::memcpy(&m, ms + b * 4, 4);
@@ -169,7 +169,7 @@ void unpackQ6K(const uint8_t* row, int64_t b, uint8_t* q, int8_t* scA, int8_t* s
 }
 }  // namespace
 
-int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
+Layout repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q6_K, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const size_t rowBytes = q6gRowBytes(cols);
@@ -194,7 +194,7 @@ int repackQ6G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) 
       }
     }
   }
-  return kLayoutQ6G;
+  return Layout::Q6G;
 }
 
 void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
@@ -216,7 +216,7 @@ void dequantizeQ6GRow(const uint8_t* base, int64_t cols, int64_t row, float* out
   }
 }
 
-int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
+Layout repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q4_K, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols), padded = groups * kQ4GBlocks;
   const size_t rowBytes = q4gkRowBytes(cols);
@@ -247,7 +247,7 @@ int repackQ4GK(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst)
       }
     }
   }
-  return kLayoutQ4GK;
+  return Layout::Q4GK;
 }
 
 void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {
@@ -270,7 +270,7 @@ void dequantizeQ4GKRow(const uint8_t* base, int64_t cols, int64_t row, float* ou
   }
 }
 
-int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
+Layout repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) {
   const size_t srcRowBytes = typeRowBytes(TensorType::Q8_0, cols);
   const int64_t blocks = cols / kQK, groups = q4gGroups(cols);
   const size_t rowBytes = q8gRowBytes(cols);
@@ -289,7 +289,7 @@ int repackQ8G(const uint8_t* src, int64_t rows, int64_t cols, WeightBytes* dst) 
         group[(k / 4) * 64 + 4 * j + k % 4] = static_cast<uint8_t>(static_cast<int8_t>(blk[2 + k]) + 128);
     }
   }
-  return kLayoutQ8G;
+  return Layout::Q8G;
 }
 
 void dequantizeQ8GRow(const uint8_t* base, int64_t cols, int64_t row, float* out) {

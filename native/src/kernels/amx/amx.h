@@ -19,12 +19,8 @@ namespace prism::kernels {
 // asked once). Never throws; false on any refusal, and the VNNI kernels run instead.
 bool cpuHasAmxInt8();
 
-// An on/off environment switch of the tile paths (PRISM_AMX, PRISM_AMX_BF16): "0" or "1",
-// unset or empty for byDefault; any other value warns once on stderr and keeps byDefault.
-bool envSwitch(const char* name, bool byDefault);
-
-// cpuHasAmxInt8() and not switched off with PRISM_AMX=0 (the A/B switch of the benchmarks
-// and tests). matmul() uses AMX only for batches of kAmxMinTokens tokens or more, and only
+// cpuHasAmxInt8() and not switched off with PRISM_AMX=0 (switches.h; the A/B switch of the
+// benchmarks and tests). matmul() uses AMX only for batches of kAmxMinTokens tokens or more, and only
 // when the AVX-512 family is selected (PRISM_ISA=avx2 / reference never reach it).
 bool amxEnabled();
 
@@ -32,16 +28,13 @@ bool amxEnabled();
 // than the tiles win.
 constexpr int64_t kAmxMinTokens = 16;
 
-// True when W's layout has an AMX panel unpacker and int8 activations.
-bool amxHandles(const LinearWeight& W);
+// The driver itself is AmxKernels::int8<L> (isa_kernels.h), for the layouts whose row of the
+// traits table (layout_traits.cc) names it: y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on
+// the tiles, for weights with int8 activations whose repacked bytes W owns. Call only when
+// cpuHasAmxInt8(). Runs on all threads of `pool`; its scratch (amxScratchBytes) comes from
+// `scratch`.
 
-// y[t * ldy + r] = Σ_k W[r][k] · x[t * ldx + k] on the tiles; call only when
-// cpuHasAmxInt8() and amxHandles(W). Runs on all threads of `pool`; its scratch
-// (amxScratchBytes) comes from `scratch`.
-void matmulAmx(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
-               KernelScratch& scratch);
-
-// Scratch bytes matmulAmx needs for n tokens of `cols` values on `threads` threads.
+// Scratch bytes the driver needs for n tokens of `cols` values on `threads` threads.
 size_t amxScratchBytes(int64_t n, int64_t cols, int threads);
 
 }  // namespace prism::kernels

@@ -4,12 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
 #include "kernels/amx/amx.h"
 #include "kernels/internal.h"
+#include "switches.h"
 
 namespace prism::kernels {
 
@@ -35,18 +32,8 @@ bool cpuHasAmxInt8() {
   return has;
 }
 
-bool envSwitch(const char* name, bool byDefault) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return byDefault;
-  if (std::strcmp(env, "0") == 0) return false;
-  if (std::strcmp(env, "1") == 0) return true;
-  std::fprintf(stderr, "prism: %s must be 0 or 1; got '%s', using the default (%s)\n", name, env,
-               byDefault ? "on where supported" : "off");
-  return byDefault;
-}
-
 bool amxEnabled() {
-  static const bool enabled = envSwitch("PRISM_AMX", true) && cpuHasAmxInt8();
+  static const bool enabled = switchOn(Switch::Amx, true) && cpuHasAmxInt8();
   return enabled;
 }
 

@@ -1,5 +1,5 @@
-// What the AMX-INT8 drivers of the exact-integer int16 layouts (q4xv_amx.cc for kLayoutQ4XV,
-// q8xv_amx.cc for kLayoutQ8XV) share: a call's operands, the tile shapes and the walk of a
+// What the AMX-INT8 drivers of the exact-integer int16 layouts (q4xv_amx.cc for Layout::Q4XV,
+// q8xv_amx.cc for Layout::Q8XV) share: a call's operands, the tile shapes and the walk of a
 // step's tokens in token tiles. Include only from files built with the tile flags.
 #pragma once
 #include <algorithm>

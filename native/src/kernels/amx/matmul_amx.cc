@@ -30,6 +30,7 @@
 #include <stdexcept>
 
 #include "kernels/amx/amx.h"
+#include "kernels/isa_kernels.h"
 #include "kernels/amx/tile_scope.h"
 #include "kernels/amx/transpose16.h"
 #include "kernels/internal.h"
@@ -184,13 +185,12 @@ void storeGroupTransposed(const __m512i* w, uint8_t* panel, int64_t firstBlock, 
 // L::scales(row, g, j, &dw, &mw) (block j of group g).
 
 // The bit-plane layouts (planes.h) find their parts through PlaneRow.
-template <int Layout>
+template <Layout L>
 struct PlaneLayout {
   using Row = PlaneRow;
-  static constexpr int kLayout = Layout;
-  static Row row(const uint8_t* base, int64_t cols, int64_t r) { return planeRow(base, cols, Layout, r); }
-  static size_t rowBytes(int64_t cols) { return planeRowBytes(cols, Layout); }
-  static const uint8_t* group(const Row& row, int64_t g) { return row.planes + g * planeGroupBytes(Layout); }
+  static Row row(const uint8_t* base, int64_t cols, int64_t r) { return planeRow(base, cols, L, r); }
+  static size_t rowBytes(int64_t cols) { return planeRowBytes(cols, L); }
+  static const uint8_t* group(const Row& row, int64_t g) { return row.planes + g * planeGroupBytes(L); }
 };
 
 // The 8 vectors of a 256-byte nibble group (Q4G's order, also the planes' nibble plane):
@@ -204,9 +204,9 @@ inline void nibbles(const uint8_t* grp, __m512i* w) {
   }
 }
 
-// Q5_K (kLayoutQ5GK): vector v = its nibble | (bit v of the bit plane) << 4, 0..31; value =
+// Q5_K (Layout::Q5GK): vector v = its nibble | (bit v of the bit plane) << 4, 0..31; value =
 // d·sc·q − dmin·mn: dw = d·sc, mw = −dmin·mn.
-struct Q5KPanel : PlaneLayout<kLayoutQ5GK> {
+struct Q5KPanel : PlaneLayout<Layout::Q5GK> {
   static constexpr bool kSigned = false;
   static constexpr bool kOffset = true;
   static void unpack(const Row& row, int64_t g, __m512i* w) {
@@ -236,9 +236,9 @@ struct Q5KPanel : PlaneLayout<kLayoutQ5GK> {
   }
 };
 
-// IQ4_XS (kLayoutIQ4GX): the nibble indexes kIQ4Values (signed, −127..113); value =
+// IQ4_XS (Layout::IQ4GX): the nibble indexes kIQ4Values (signed, −127..113); value =
 // d·(ls − 32)·v: dw = d·(ls − 32), no offset.
-struct IQ4XSPanel : PlaneLayout<kLayoutIQ4GX> {
+struct IQ4XSPanel : PlaneLayout<Layout::IQ4GX> {
   static constexpr bool kSigned = true;
   static constexpr bool kOffset = false;
   static void unpack(const Row& row, int64_t g, __m512i* w) {
@@ -267,18 +267,18 @@ struct GroupRow {
   int64_t groups, padded;
 };
 
-// Q4_0 / Q4_1 (kLayoutQ4G0 / Q4G16 / Q4G32): nibbles, then d[padded] (and m[padded]) as f16
+// Q4_0 / Q4_1 (Layout::Q4G0 / Q4G16 / Q4G32): nibbles, then d[padded] (and m[padded]) as f16
 // (f32 for Q4G32): value = d·q + m; Q4G0 has m = −8·d: unpacked as q − 8, no offset.
-template <int Layout>
+template <Layout L>
 struct Q4GPanel {
   using Row = GroupRow;
-  static constexpr bool kSigned = Layout == kLayoutQ4G0;
-  static constexpr bool kOffset = Layout != kLayoutQ4G0;
+  static constexpr bool kSigned = L == Layout::Q4G0;
+  static constexpr bool kOffset = L != Layout::Q4G0;
   static Row row(const uint8_t* base, int64_t cols, int64_t r) {
     const int64_t groups = q4gGroups(cols);
-    return {q4gRow(base, cols, Layout, r), groups, groups * kQ4GBlocks};
+    return {q4gRow(base, cols, L, r), groups, groups * kQ4GBlocks};
   }
-  static size_t rowBytes(int64_t cols) { return q4gRowBytes(cols, Layout); }
+  static size_t rowBytes(int64_t cols) { return q4gRowBytes(cols, L); }
   static void unpack(const Row& row, int64_t g, __m512i* w) {
     nibbles(row.p + g * 256, w);
     if constexpr (kSigned)
@@ -287,17 +287,17 @@ struct Q4GPanel {
   static void scales(const Row& row, int64_t g, int j, float* dw, float* mw) {
     const int64_t b = g * kQ4GBlocks + j;
     const uint8_t* ds = row.p + row.groups * 256;
-    if constexpr (Layout == kLayoutQ4G32) {
+    if constexpr (L == Layout::Q4G32) {
       std::memcpy(dw, ds + 4 * b, 4);
       std::memcpy(mw, ds + 4 * row.padded + 4 * b, 4);
     } else {
       *dw = f16ToF32(loadU16(ds + 2 * b));
-      *mw = Layout == kLayoutQ4G0 ? 0.0f : f16ToF32(loadU16(ds + 2 * row.padded + 2 * b));
+      *mw = L == Layout::Q4G0 ? 0.0f : f16ToF32(loadU16(ds + 2 * row.padded + 2 * b));
     }
   }
 };
 
-// Q4_K (kLayoutQ4GK): nibbles, then sc[padded], mn[padded] bytes, d and dmin per super-block
+// Q4_K (Layout::Q4GK): nibbles, then sc[padded], mn[padded] bytes, d and dmin per super-block
 // (f16): value = d·sc·q − dmin·mn.
 struct Q4KPanel {
   using Row = GroupRow;
@@ -318,7 +318,7 @@ struct Q4KPanel {
   }
 };
 
-// Q8_0 (kLayoutQ8G): the group's 8 vectors hold w + 128 (unpacked back to w), then d[padded]
+// Q8_0 (Layout::Q8G): the group's 8 vectors hold w + 128 (unpacked back to w), then d[padded]
 // f16.
 struct Q8Panel {
   using Row = GroupRow;
@@ -339,7 +339,7 @@ struct Q8Panel {
   }
 };
 
-// Q6_K (kLayoutQ6G): nibbles, then 2 chunks of 2-bit pairs (chunk e, bits 2k: vector
+// Q6_K (Layout::Q6G): nibbles, then 2 chunks of 2-bit pairs (chunk e, bits 2k: vector
 // 4e + k), q = lo | hi << 4 in 0..63; after the groups scA[padded], scB[padded] (int8, values
 // 0-15 / 16-31 of each block) and d per super-block (f16): value = d·sc·(q − 32), unpacked
 // as q − 32.
@@ -532,9 +532,9 @@ void panelTile(const Panel& panel, int64_t blocks, const TileActivations& a, int
 template <class L>
 void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
          KernelScratch& scratch) {
-  if (W.cols % kQK != 0) throw std::invalid_argument("matmulAmx: cols must be a multiple of 32");
+  if (W.cols % kQK != 0) throw std::invalid_argument("AmxKernels::int8: cols must be a multiple of 32");
   const size_t need = L::rowBytes(W.cols) * static_cast<size_t>(W.rows);
-  if (W.owned.size() < need) throw std::invalid_argument("matmulAmx: weight bytes shorter than the layout's rows");
+  if (W.owned.size() < need) throw std::invalid_argument("AmxKernels::int8: weight bytes shorter than the layout's rows");
   const int threads = pool.size();
   uint8_t* base = scratch.bytes(amxScratchBytes(n, W.cols, threads));
   base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t(63));
@@ -561,24 +561,18 @@ void run(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y
   pool.run(TaskRef(task));
 }
 
-}  // namespace
-
-bool amxHandles(const LinearWeight& W) {
-  if (W.precision != ActivationPrecision::Int8 || W.owned.empty()) return false;
-  switch (W.layout) {
-    case kLayoutQ5GK:
-    case kLayoutIQ4GX:
-    case kLayoutQ4G0:
-    case kLayoutQ4G16:
-    case kLayoutQ4G32:
-    case kLayoutQ4GK:
-    case kLayoutQ8G:
-    case kLayoutQ6G:
-      return true;
-    default:
-      return false;
-  }
+// The panel unpacker of layout L (the layouts the traits table gives an AMX kernel).
+template <Layout L>
+constexpr auto panelFor() {
+  if constexpr (L == Layout::Q5GK) return Q5KPanel{};
+  else if constexpr (L == Layout::IQ4GX) return IQ4XSPanel{};
+  else if constexpr (L == Layout::Q4GK) return Q4KPanel{};
+  else if constexpr (L == Layout::Q8G) return Q8Panel{};
+  else if constexpr (L == Layout::Q6G) return Q6Panel{};
+  else return Q4GPanel<L>{};  // Q4G0, Q4G16, Q4G32
 }
+
+}  // namespace
 
 size_t amxScratchBytes(int64_t n, int64_t cols, int threads) {
   const int64_t blocks = cols / kQK;
@@ -586,29 +580,19 @@ size_t amxScratchBytes(int64_t n, int64_t cols, int threads) {
          static_cast<size_t>(threads) * ((panelBytes(blocks) + 63) & ~size_t(63));
 }
 
-void matmulAmx(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy, ThreadPool& pool,
-               KernelScratch& scratch) {
+template <Layout L>
+void AmxKernels::int8(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch) {
   if (n <= 0 || W.rows == 0) return;
-  switch (W.layout) {
-    case kLayoutQ5GK:
-      return run<Q5KPanel>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutIQ4GX:
-      return run<IQ4XSPanel>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ4G0:
-      return run<Q4GPanel<kLayoutQ4G0>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ4G16:
-      return run<Q4GPanel<kLayoutQ4G16>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ4G32:
-      return run<Q4GPanel<kLayoutQ4G32>>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ4GK:
-      return run<Q4KPanel>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ8G:
-      return run<Q8Panel>(W, x, n, ldx, y, ldy, pool, scratch);
-    case kLayoutQ6G:
-      return run<Q6Panel>(W, x, n, ldx, y, ldy, pool, scratch);
-    default:
-      throw std::invalid_argument("matmulAmx: layout has no AMX panel unpacker");
-  }
+  run<decltype(panelFor<L>())>(W, x, n, ldx, y, ldy, pool, scratch);
 }
+template MatmulFn AmxKernels::int8<Layout::Q5GK>;
+template MatmulFn AmxKernels::int8<Layout::IQ4GX>;
+template MatmulFn AmxKernels::int8<Layout::Q4G0>;
+template MatmulFn AmxKernels::int8<Layout::Q4G16>;
+template MatmulFn AmxKernels::int8<Layout::Q4G32>;
+template MatmulFn AmxKernels::int8<Layout::Q4GK>;
+template MatmulFn AmxKernels::int8<Layout::Q8G>;
+template MatmulFn AmxKernels::int8<Layout::Q6G>;
 
 }  // namespace prism::kernels

@@ -1,4 +1,4 @@
-// kLayoutQ4XV on the AMX-INT8 tiles (q4xvMatmulAmx, declared in kernels/q4xv.h): n tokens of
+// Layout::Q4XV on the AMX-INT8 tiles (q4xvMatmulAmx, declared in kernels/q4xv.h): n tokens of
 // int16 activations against 4-bit weights, bit-identical to the layout's scalar arithmetic and
 // so to its AVX-512 one-token kernel, for every n (a speculative verify step or a prefill gives
 // each token the bits a one-token step gives it). Built with -mamx-tile -mamx-int8 and the

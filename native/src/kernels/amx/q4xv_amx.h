@@ -1,4 +1,4 @@
-// Test visibility of the kLayoutQ4XV AMX-INT8 kernel (q4xv_amx.cc; its entry points are
+// Test visibility of the Layout::Q4XV AMX-INT8 kernel (q4xv_amx.cc; its entry points are
 // declared with the layout in kernels/q4xv.h).
 #pragma once
 #include <atomic>

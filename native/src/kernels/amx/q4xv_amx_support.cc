@@ -1,4 +1,4 @@
-// The kLayoutQ4XV AMX kernel's call counter (q4xv_amx.h), built with the baseline flags so that
+// The Layout::Q4XV AMX kernel's call counter (q4xv_amx.h), built with the baseline flags so that
 // the addon can read it on any CPU.
 #include "kernels/amx/q4xv_amx.h"
 

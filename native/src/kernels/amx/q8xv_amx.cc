@@ -1,4 +1,4 @@
-// kLayoutQ8XV on the AMX-INT8 tiles (q8xvMatmulAmx, declared in kernels/q8xv.h): n tokens of
+// Layout::Q8XV on the AMX-INT8 tiles (q8xvMatmulAmx, declared in kernels/q8xv.h): n tokens of
 // int16 activations against Q8_0 weights, bit-identical to the layout's scalar arithmetic and
 // so to its AVX-512 one-token kernel, for every n. Built with -mamx-tile -mamx-int8 and the
 // AVX-512 flags; only ever called after amxEnabled().

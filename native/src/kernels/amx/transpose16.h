@@ -1,7 +1,5 @@
-// The 16 × 16 transpose of 32-bit lanes that the AMX drivers share: matmul_amx.cc turns its
-// f32 sums (a vector per weight row) into a vector per token; int16_bf16_amx.cc turns 16
-// tokens' bf16 pairs into B-tile rows and its C tiles into a vector per token. Lanes are only
-// moved, never computed on, so the float-typed shuffles serve bf16 pairs bit for bit.
+// The 16 × 16 transpose of 32-bit lanes with which matmul_amx.cc turns its f32 sums (a vector
+// per weight row) into a vector per token. Lanes are only moved, never computed on.
 // AVX-512F only: include only from files built with the AVX-512 flags.
 #pragma once
 #include <immintrin.h>
@@ -39,11 +37,6 @@ inline void transpose16(__m512* m) {
     m[12 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
   }
 }
-
-// The same for integer-typed vectors, as int16_bf16_amx.cc holds its bf16 pairs and C tiles:
-// GCC declares __m512i and __m512 may_alias, so the array may be read and written through the
-// float view.
-inline void transpose16(__m512i* m) { transpose16(reinterpret_cast<__m512*>(m)); }
 
 }  // namespace
 }  // namespace prism::kernels
