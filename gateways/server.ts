@@ -13,6 +13,7 @@ import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
+import { deliveryScopeMiddleware } from './shared/delivery-scope.js';
 import { pdHeadersMiddleware } from './pd/mindie-headers.js';
 import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
@@ -157,6 +158,8 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[],
     app.use(playgroundMiddleware());
     // MindIE's split prefill/decode headers, applied where every family calls the engine.
     app.use(pdHeadersMiddleware());
+    // Whether an answer has started reaching its client: a failed engine's request is retried until then.
+    app.use(deliveryScopeMiddleware());
   }
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {

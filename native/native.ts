@@ -436,6 +436,8 @@ export interface NativeAddon {
   step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
   /** Fault test hook: the next `count` steps on `ctx` throw a C++ exception mid-forward (0 disarms). */
   failNextStepsForTest(ctx: ContextHandle, count: number): void;
+  /** Fault test hook: the next step on `ctx` sleeps `ms` after layer 0, then finishes normally. */
+  stallNextStepForTest(ctx: ContextHandle, ms: number): void;
   supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean;
   cpuFeatures(): CpuFeatures;
   /**
@@ -738,12 +740,17 @@ export const kernelTestHooks = {
 /**
  * Fault injection for tests only (no route, flag or config reaches it): makes the next
  * `count` steps on `ctx` throw from native code, mid-forward, so the engine's handling of a
- * failing step is tested on the real native path.
+ * failing step is tested on the real native path; or holds the next step for `ms` (a step
+ * that does not return, for the callers' deadlines), CPU contexts only.
  */
 export const faultTestHooks = {
   failNextSteps(ctx: ContextHandle, count: number): void {
     if (isOnDevice(ctx)) wrapNativeError(() => addon.deviceFailNextStepsForTest(ctx, count));
     else wrapNativeError(() => addon.failNextStepsForTest(ctx, count));
+  },
+  stallNextStep(ctx: ContextHandle, ms: number): void {
+    if (isOnDevice(ctx)) throw new Error('stallNextStep: CPU contexts only');
+    wrapNativeError(() => addon.stallNextStepForTest(ctx, ms));
   },
 };
 

@@ -13,7 +13,9 @@
  *   once tokenized, `pullThenEnqueue` takes its locally cached prefix, pulls the rest of its
  *   KV into fresh blocks (TransferKv), keys the full blocks in the prefix cache, and queues it
  *   holding those blocks; the scheduler starts it where the KV ends. With recompute allowed,
- *   a failed pull queues it without KV instead (its prompt is computed here).
+ *   a failed pull queues it without KV instead (its prompt is computed here); a request whose
+ *   `remotePrefill` names no source (`RECOMPUTE_HERE`: the coordinator's retry after its
+ *   prefill engine failed) is queued that way from the start.
  */
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, invalidArgument } from '../errors.js';
@@ -34,6 +36,7 @@ import { pullKv, type PulledHeader } from './transfer-client.js';
 import { serveTransfer } from './transfer-server.js';
 import {
   hostPort,
+  isRecomputeHere,
   remoteTarget,
   type DecodeResult,
   type EngineRole,
@@ -151,6 +154,11 @@ export class Disaggregation {
         'use_beam_search is not supported with split prefill/decode',
         'use_beam_search',
       );
+    if (isRecomputeHere(spec)) {
+      // Its prefill engine failed before any KV was leased: this decode engine computes it all.
+      this.roles.check('decode');
+      return 'decode';
+    }
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
     // A sliding window releases a prompt's early pages while it is computed (and a model
@@ -306,6 +314,10 @@ export class Disaggregation {
    */
   async pullThenEnqueue(req: LiveRequest, seq: Sequence): Promise<void> {
     const pd = req.pd!;
+    if (isRecomputeHere(pd.spec)) {
+      this.d.enqueue(seq); // nothing to pull: its prompt is computed here
+      return;
+    }
     const spec = pd.spec as RemotePrefill & { handOff?: HandOffPart };
     const source = remoteTarget(spec.remoteHost, spec.remotePort);
     const blocks = this.d.blocks;
