@@ -180,7 +180,7 @@ export async function startPdGateway(
   decode: readonly TestEngine[],
   flow: PdFlow,
   recompute = false,
-  extra: Pick<CoordinatorOptions, 'retry' | 'health'> = {},
+  extra: Pick<CoordinatorOptions, 'retry' | 'health' | 'log'> = {},
 ): Promise<PdGateway> {
   const connectAll = (list: readonly TestEngine[]) =>
     list.map((e) => ({ address: e.address, engine: new GrpcEngineClient(e.address) }));

@@ -8,8 +8,7 @@
  * - no answer within `timeoutMs`, `misses` times in a row, or a refused connection: the engine
  *   is down (`down(i, why)`; the front takes it out of rotation and abandons its requests,
  *   which are retried where nothing reached the client);
- * - requests running and no token generated nor request finished for `stallMs`: a stuck step,
- *   down as well;
+ * - requests running and no token generated for `stallMs`: a stuck step, down as well;
  * - an answer again, with progress: up (`up(i)`), back in rotation — a restarted engine on the
  *   same address rejoins this way.
  *
@@ -23,7 +22,7 @@ export interface HealthOptions {
   readonly timeoutMs: number;
   /** Consecutive unanswered checks before the engine counts as stopped. */
   readonly misses: number;
-  /** Requests running without a token or a finished request for this long: a stuck step. */
+  /** Requests running without a token generated for this long: a stuck step. */
   readonly stallMs: number;
 }
 
@@ -54,7 +53,7 @@ interface Watch {
   down: boolean;
   /** The front was told of this outage (a failure the front saw itself is not told back). */
   told: boolean;
-  /** Generated tokens + finished requests at the last change, and when it changed. */
+  /** Generated tokens at the last change, and when it changed. */
   progress: number;
   progressAt: number;
 }
@@ -141,7 +140,8 @@ export class HealthMonitor {
       return;
     }
     const now = Date.now();
-    const progress = s.generationTokens + s.requestsSucceeded + s.requestsFailed;
+    // Tokens only: a cancelled or failed request is not a step that returned.
+    const progress = s.generationTokens;
     if (progress !== w.progress || s.running === 0) {
       w.progress = progress;
       w.progressAt = now;

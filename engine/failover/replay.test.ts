@@ -92,7 +92,9 @@ test('a retry whose tokens differ from what was handed over fails the request', 
         [tok([1], 'a'), tok([9], 'z')],
       ]),
     (e: Error) =>
-      e instanceof EngineError && e.code === 'GENERATION_FAILED' && /token 1 differs/.test(e.message),
+      e instanceof EngineError &&
+      e.code === 'GENERATION_FAILED' &&
+      /token 1 is 9, the first engine's was 2/.test(e.message),
   );
   assert.throws(
     () =>

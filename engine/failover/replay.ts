@@ -65,7 +65,10 @@ export class ReplayGuard {
     const overlap = Math.min(ev.tokenIds.length, have - before);
     for (let i = 0; i < overlap; i++)
       if (ev.tokenIds[i] !== joint.tokenIds[before + i])
-        this.diverged(ev.index, `token ${before + i} differs`);
+        this.diverged(
+          ev.index,
+          `token ${before + i} is ${ev.tokenIds[i]}, the first engine's was ${joint.tokenIds[before + i]}`,
+        );
     if (overlap === ev.tokenIds.length) {
       // Text may lag its tokens (a character split over two tokens), the same way on both engines.
       if (!joint.text.startsWith(r.text)) this.diverged(ev.index, 'its text differs');
