@@ -141,10 +141,11 @@ function verdict(
   if (r.reference.mismatched > 0)
     broken.push(`${r.reference.mismatched} recovered answer(s) differ from the fault-free run`);
   if (r.reference.failed > 0) broken.push(`${r.reference.failed} reference request(s) failed`);
-  // With a spare engine, a request whose client had nothing yet is never failed: it is retried.
-  if (spare && t.failedBeforeOutput > 0)
+  // With a spare engine, a request whose client had nothing yet is not failed while an engine
+  // it was not sent to is left: it is retried there.
+  if (spare && t.failedUntried > 0)
     broken.push(
-      `${t.failedBeforeOutput} request(s) failed before any of their answer reached the client (not retried)`,
+      `${t.failedUntried} request(s) failed before any of their answer reached the client while an engine was left (not retried)`,
     );
   for (const e of events)
     if (e.error) broken.push(`${e.engine} did not restart after fault at ${new Date(e.at).toISOString()}`);
