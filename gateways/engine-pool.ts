@@ -13,9 +13,11 @@
  * 30 s): new requests go to the others at once, and once its backoff has passed the next
  * request tries it again. A health monitor asks every engine for its status each second: one
  * that stops answering (SIGSTOP) or whose step never returns is taken out of rotation and its
- * requests are abandoned (so retried as above); one that answers again — restarted on the
- * same address, or continued — rejoins at once. When every engine is set aside they are all
- * tried, in order, rather than refusing outright.
+ * requests are abandoned (so retried as above) and nothing is sent to it; one that answers
+ * again — restarted on the same address, or continued — rejoins at once. A retry whose only
+ * engine left is set aside waits for it up to the health timeout (a restarted engine's first
+ * seconds). When every engine is set aside the ones not hung are all tried, in order, rather
+ * than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
@@ -44,6 +46,8 @@ interface Member {
   downUntil: number;
   /** Why the health monitor took it out of rotation; null while it is in. */
   out: string | null;
+  /** Out because it stopped answering (hung, or a stuck step): nothing is sent to it until it is back. */
+  stopped: boolean;
   /** The attempts running on it (abandoned when it stops answering). */
   readonly attempts: Set<Attempt>;
 }
@@ -81,6 +85,7 @@ export class EnginePool implements Engine {
       failures: 0,
       downUntil: 0,
       out: null,
+      stopped: false,
       attempts: new Set(),
     }));
     this.retry = options.retry ?? true;
@@ -120,6 +125,7 @@ export class EnginePool implements Engine {
   /** The monitor gave up on `m`: out of rotation; a stopped engine's requests are abandoned (and retried). */
   private takeOut(m: Member, why: string, stopped: boolean): void {
     m.out = why;
+    m.stopped = stopped;
     this.log(
       `${why}: out of rotation${stopped && m.attempts.size > 0 ? `, its ${m.attempts.size} request(s) abandoned` : ''}`,
     );
@@ -129,6 +135,7 @@ export class EnginePool implements Engine {
   private bringBack(m: Member): void {
     if (m.out !== null) this.log(`the engine at ${m.name} answers again: back in rotation`);
     m.out = null;
+    m.stopped = false;
     this.markUp(m);
   }
 
@@ -158,12 +165,23 @@ export class EnginePool implements Engine {
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
     const req = withFixedSeed(request.requestId ? request : { ...request, requestId: randomUUID() });
     const tried = new Set<Member>();
-    yield* generateWithRetries(req, signal, { retry: this.retry, log: this.log }, () => {
-      const m = this.ranked().find((x) => !tried.has(x));
+    yield* generateWithRetries(req, signal, { retry: this.retry, log: this.log }, async (n) => {
+      // An engine that stopped answering would hold the request as it holds the others.
+      const m = this.ranked().find((x) => !tried.has(x) && !x.stopped);
       if (!m) return null;
       tried.add(m);
+      // A retry whose only engine left is out of rotation (restarting, say) gives it a moment.
+      if (n > 1) await this.untilInRotation(m, this.healthOptions.timeoutMs, signal);
       return this.attemptOn(m, req, signal);
     });
+  }
+
+  /** Resolves once `m` is in rotation and not backing off, after `ms`, or when `signal` fires. */
+  private async untilInRotation(m: Member, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const until = Date.now() + ms;
+    const ready = (): boolean => m.out === null && m.downUntil <= Date.now();
+    if (!ready()) this.health?.checkAll();
+    while (!ready() && Date.now() < until && !signal?.aborted) await new Promise((r) => setTimeout(r, 100));
   }
 
   /** One try of `req` on `m`, counted in its load and owning the request id while it runs. */

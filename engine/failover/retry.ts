@@ -79,19 +79,20 @@ export interface RetryOptions {
 
 /**
  * Runs `request` (seed already fixed) on the attempts `next` gives — `next(n, lastError)`
- * returns the n-th attempt or null when no engine is left to try — and yields its answer once.
+ * returns (or resolves to) the n-th attempt, or null when no engine is left to try — and
+ * yields its answer once.
  */
 export async function* generateWithRetries(
   request: GenerateRequest,
   signal: AbortSignal | undefined,
   o: RetryOptions,
-  next: (n: number, lastError: unknown) => AttemptRoute | null,
+  next: (n: number, lastError: unknown) => AttemptRoute | null | Promise<AttemptRoute | null>,
 ): AsyncGenerator<GenerateEvent> {
   const guard = new ReplayGuard();
   let lastError: unknown = new EngineError('UNAVAILABLE', 'no engine is available for the request');
   let previous = '';
   for (let n = 1; ; n++) {
-    const route = next(n, lastError);
+    const route = await next(n, lastError);
     if (!route) throw lastError;
     if (n > 1) {
       guard.nextAttempt();
