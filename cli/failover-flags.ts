@@ -3,6 +3,7 @@
  * before its client saw output is sent to another engine, and the health monitor's timing.
  */
 import type { HealthOptions } from '../engine/failover/health.js';
+import { integerFlags } from './integer-flags.js';
 
 export const failoverFlagOptions = {
   retry: { type: 'string' },
@@ -32,17 +33,15 @@ type Values = { [K in keyof typeof failoverFlagOptions]?: string };
 export function failoverFromFlags(values: Values, error: (message: string) => Error): FailoverFlags {
   const retry = values.retry ?? 'on';
   if (retry !== 'on' && retry !== 'off') throw error(`--retry: must be on or off, got '${retry}'`);
-  const health: { intervalMs?: number; timeoutMs?: number; stallMs?: number } = {};
-  for (const [flag, key] of [
-    ['health-interval-ms', 'intervalMs'],
-    ['health-timeout-ms', 'timeoutMs'],
-    ['stall-timeout-ms', 'stallMs'],
-  ] as const) {
-    const v = values[flag];
-    if (v === undefined) continue;
-    if (!/^\d+$/.test(v) || Number(v) < 50 || Number(v) > 3_600_000)
-      throw error(`--${flag}: must be an integer in [50, 3600000], got '${v}'`);
-    health[key] = Number(v);
-  }
+  const health = integerFlags(
+    values,
+    [
+      ['health-interval-ms', 'intervalMs'],
+      ['health-timeout-ms', 'timeoutMs'],
+      ['stall-timeout-ms', 'stallMs'],
+    ],
+    [50, 3_600_000],
+    error,
+  );
   return { retry: retry === 'on', health };
 }

@@ -51,21 +51,38 @@ const tokenText = (j: Record<string, unknown> | undefined): string => {
   return t && !t.special && typeof t.text === 'string' ? t.text : '';
 };
 
+/** TGI's and MindIE's streams: a token per event, the last one with the whole `generated_text`. */
+const tokenStream: Pick<Scenario, 'event' | 'delta' | 'whole'> = {
+  event: (d) => {
+    const j = parseJson(d);
+    if (!j || j.error) return 'error';
+    if (typeof j.generated_text === 'string') return 'end';
+    return 'token';
+  },
+  delta: (d) => tokenText(parseJson(d)),
+  whole: (d) => {
+    const g = parseJson(d)?.generated_text;
+    return typeof g === 'string' ? g : undefined;
+  },
+};
+
+const chat = (t: ScenarioTarget, p: string, n: number, seed: number, stream: boolean) => ({
+  path: '/v1/chat/completions',
+  body: {
+    model: t.model,
+    messages: [{ role: 'user', content: p }],
+    max_tokens: n,
+    seed,
+    temperature: TEMPERATURE,
+    ...(stream ? { stream: true } : {}),
+  },
+});
+
 export const scenarios: readonly Scenario[] = [
   {
     name: 'openai-chat-stream',
     stream: true,
-    request: (t, p, n, _id, seed) => ({
-      path: '/v1/chat/completions',
-      body: {
-        model: t.model,
-        messages: [{ role: 'user', content: p }],
-        max_tokens: n,
-        stream: true,
-        seed,
-        temperature: TEMPERATURE,
-      },
-    }),
+    request: (t, p, n, _id, seed) => chat(t, p, n, seed, true),
     event: (d) => {
       if (d === '[DONE]') return 'end';
       const j = parseJson(d);
@@ -77,16 +94,7 @@ export const scenarios: readonly Scenario[] = [
   {
     name: 'openai-chat',
     stream: false,
-    request: (t, p, n, _id, seed) => ({
-      path: '/v1/chat/completions',
-      body: {
-        model: t.model,
-        messages: [{ role: 'user', content: p }],
-        max_tokens: n,
-        seed,
-        temperature: TEMPERATURE,
-      },
-    }),
+    request: (t, p, n, _id, seed) => chat(t, p, n, seed, false),
     text: (j) => choice(j)?.message?.content ?? '',
   },
   {
@@ -111,17 +119,7 @@ export const scenarios: readonly Scenario[] = [
       path: '/generate_stream',
       body: { inputs: p, parameters: { max_new_tokens: n, do_sample: true, temperature: TEMPERATURE, seed } },
     }),
-    event: (d) => {
-      const j = parseJson(d);
-      if (!j || j.error) return 'error';
-      if (typeof j.generated_text === 'string') return 'end';
-      return 'token';
-    },
-    delta: (d) => tokenText(parseJson(d)),
-    whole: (d) => {
-      const g = parseJson(d)?.generated_text;
-      return typeof g === 'string' ? g : undefined;
-    },
+    ...tokenStream,
   },
   {
     name: 'tgi-generate',
@@ -170,16 +168,6 @@ export const scenarios: readonly Scenario[] = [
         parameters: { max_new_tokens: n, do_sample: true, temperature: TEMPERATURE, seed },
       },
     }),
-    event: (d) => {
-      const j = parseJson(d);
-      if (!j || j.error) return 'error';
-      if (typeof j.generated_text === 'string') return 'end';
-      return 'token';
-    },
-    delta: (d) => tokenText(parseJson(d)),
-    whole: (d) => {
-      const g = parseJson(d)?.generated_text;
-      return typeof g === 'string' ? g : undefined;
-    },
+    ...tokenStream,
   },
 ];
