@@ -36,6 +36,7 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     reference: { type: 'string', default: '300' },
     'gateway-log': { type: 'string' },
+    records: { type: 'string' },
     'disconnect-rate': { type: 'string', default: '0.1' },
     'stop-rate': { type: 'string', default: '0.2' },
     'max-tokens': { type: 'string', default: '4-48' },
@@ -81,6 +82,7 @@ function faultLines(r: FaultSoakReport): string[] {
       `unclear errors ${t.failedUnclear}; ` +
       `lost ${t.lost}; duplicated ${t.duplicated}; cut or stopped on purpose ${t.deliberate}`,
   ];
+  lines.push(...r.worst.map((w) => `    worst: ${w}`));
   r.faults.forEach((f, i) => {
     const ft = f.tally;
     lines.push(
@@ -134,6 +136,7 @@ if (values.topology !== undefined) {
     gatewayArgs: ['--retry', values.retry],
     referenceLimit: Number(values.reference),
     ...(values['gateway-log'] ? { gatewayLog: values['gateway-log'] } : {}),
+    ...(values.records ? { recordsPath: values.records } : {}),
   });
   closeSoakClient();
   process.stdout.write(

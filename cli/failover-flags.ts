@@ -21,7 +21,7 @@ export const failoverHelp = `  --retry on|off        send a request whose engine
   --health-timeout-ms N an engine that does not answer within this, twice in a row, is out of
                         rotation and its requests are retried (5000)
   --stall-timeout-ms N  an engine with requests running that generates nothing for this long
-                        (a step that never returns) is out of rotation too (60000)`;
+                        (a step that never returns) is out of rotation too (300000)`;
 
 export interface FailoverFlags {
   readonly retry: boolean;

@@ -31,6 +31,8 @@ export interface FaultSoakOptions {
   readonly referenceLimit: number;
   /** Where to write the gateway's stderr (its retry and health lines) at the end. */
   readonly gatewayLog?: string;
+  /** Where to write every request's record (one JSON line each, the answer's text left out). */
+  readonly recordsPath?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -59,6 +61,8 @@ export interface FaultSoakReport {
   readonly topology: string;
   readonly soak: SoakReport;
   readonly totals: Tally;
+  /** A few of the requests lost, answered twice or failed without a clear error (what broke). */
+  readonly worst: readonly string[];
   readonly faults: readonly FaultOutcome[];
   readonly reference: ReferenceCheck;
   readonly snapshots: readonly ProcessSnapshot[];
@@ -201,10 +205,32 @@ export async function runFaultSoak(o: FaultSoakOptions): Promise<FaultSoakReport
     const replicas = o.topology.kind === 'replicas' ? o.topology.n : 1;
     log(`soak: reference pass over the recovered requests (at most ${o.referenceLimit})`);
     const reference = await referencePass(t, records, o.referenceLimit);
+    if (o.recordsPath)
+      writeFileSync(
+        o.recordsPath,
+        records
+          .map(({ plan, body: _body, text, ...r }) =>
+            JSON.stringify({ ...r, id: plan.id, scenario: plan.scenario.name, textLength: text?.length }),
+          )
+          .join('\n') + '\n',
+      );
     const partial = {
       topology: topologyName(o.topology),
       soak,
       totals: tally(records, replicas),
+      worst: records
+        .filter(
+          (r) =>
+            r.duplicated ||
+            r.outcome === 'lost' ||
+            r.outcome === 'transport' ||
+            (r.outcome.startsWith('status:') && !r.clearError),
+        )
+        .slice(0, 8)
+        .map(
+          (r) =>
+            `${r.plan.id} ${r.plan.scenario.name} ${r.outcome} after ${r.endedAt - r.startedAt} ms: ${r.duplicated ?? r.detail ?? ''}`,
+        ),
       faults: faultOutcomes(faults.events, records, outputTimes, clientsEnd, replicas),
       reference,
       snapshots,

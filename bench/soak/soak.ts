@@ -101,8 +101,10 @@ export function processSample(pid: number | undefined, at: string): ProcessSampl
   if (pid === undefined) return { at };
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf-8');
-    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-    return { at, rssMb: Math.round(rssKb / 1024), openFds: readdirSync(`/proc/${pid}/fd`).length };
+    const rssKb = /VmRSS:\s+(\d+)/.exec(status)?.[1];
+    const openFds = readdirSync(`/proc/${pid}/fd`).length;
+    // A process on its way out has no VmRSS line: its RSS is not reported.
+    return rssKb === undefined ? { at, openFds } : { at, rssMb: Math.round(Number(rssKb) / 1024), openFds };
   } catch {
     return { at };
   }

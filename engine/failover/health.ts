@@ -26,11 +26,17 @@ export interface HealthOptions {
   readonly stallMs: number;
 }
 
+/**
+ * A stuck step is told from a slow one only by time: an overloaded engine's first steps can
+ * take over a minute on a shared 2-core host (a soak of 256 streams there saw 61 s without a
+ * token on both engines), so the default waits five minutes; a stopped process is caught by
+ * the timeouts, within seconds.
+ */
 export const DEFAULT_HEALTH: HealthOptions = {
   intervalMs: 1000,
   timeoutMs: 5000,
   misses: 2,
-  stallMs: 60_000,
+  stallMs: 300_000,
 };
 
 export interface HealthEvents {
