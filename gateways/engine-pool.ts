@@ -8,12 +8,15 @@
  * sent to the next engine, each engine at most once, with the seed fixed before the first try
  * so the answer is the one the first engine would have given; a request whose client already
  * has part of the answer ends with the error (the gateway writes its family's error event).
+ * An engine is a process: one restarted on the same address (a new engine id) is another
+ * engine, which a request that failed on its predecessor may be sent to.
  *
  * An engine that fails is set aside with an exponential backoff (0.5 s, 1 s, 2 s, … at most
  * 30 s): new requests go to the others at once, and once its backoff has passed the next
  * request tries it again. A health monitor asks every engine for its status each second: one
- * that stops answering (SIGSTOP) or whose step never returns is taken out of rotation and its
- * requests are abandoned (so retried as above) and nothing is sent to it; one that answers
+ * that stops answering (SIGSTOP) or whose step never returns is taken out of rotation and
+ * nothing is sent to it; its requests that can go elsewhere are retried there at once, the
+ * others wait for it up to the stuck-step deadline (engine/failover/held-attempts.ts); one that answers
  * again — restarted on the same address, or continued — rejoins at once. A retry whose only
  * engine left is set aside waits for it up to the health timeout (a restarted engine's first
  * seconds). When every engine is set aside the ones not hung are all tried, in order, rather
@@ -22,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../engine/errors.js';
 import { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '../engine/failover/health.js';
+import { HeldAttempts } from '../engine/failover/held-attempts.js';
 import { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from '../engine/failover/retry.js';
 import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
 import type {
@@ -48,8 +52,10 @@ interface Member {
   out: string | null;
   /** Out because it stopped answering (hung, or a stuck step): nothing is sent to it until it is back. */
   stopped: boolean;
-  /** The attempts running on it (abandoned when it stops answering). */
-  readonly attempts: Set<Attempt>;
+  /** The attempts running on it (abandoned when it stops answering, see held-attempts.ts). */
+  readonly held: HeldAttempts;
+  /** The engine process's id (EngineInfo.engineId), read at start and whenever it rejoins. */
+  engineId: string | undefined;
 }
 
 export interface PoolOptions {
@@ -86,8 +92,10 @@ export class EnginePool implements Engine {
       downUntil: 0,
       out: null,
       stopped: false,
-      attempts: new Set(),
+      held: new HeldAttempts(),
+      engineId: undefined,
     }));
+    for (const m of this.members) this.readEngineId(m);
     this.retry = options.retry ?? true;
     this.log = options.log ?? (() => {});
     this.healthOptions = { ...DEFAULT_HEALTH, ...(options.health || {}) };
@@ -126,14 +134,27 @@ export class EnginePool implements Engine {
   private takeOut(m: Member, why: string, stopped: boolean): void {
     m.out = why;
     m.stopped = stopped;
-    this.log(
-      `${why}: out of rotation${stopped && m.attempts.size > 0 ? `, its ${m.attempts.size} request(s) abandoned` : ''}`,
+    const detail = stopped ? m.held.stopped(why, this.healthOptions.stallMs, this.log) : '';
+    this.log(`${why}: out of rotation${detail}`);
+  }
+
+  /** Learns which process answers at `m`'s address (a restart changes it). */
+  private readEngineId(m: Member): void {
+    m.engine.info().then(
+      (i) => (m.engineId = i.engineId),
+      () => {},
     );
-    if (stopped) for (const a of m.attempts) a.abandon(why);
+  }
+
+  /** What a request was tried on: the member and its process (unknown counts as the same). */
+  private triedKey(m: Member): string {
+    return `${this.members.indexOf(m)}/${m.engineId ?? ''}`;
   }
 
   private bringBack(m: Member): void {
     if (m.out !== null) this.log(`the engine at ${m.name} answers again: back in rotation`);
+    m.held.back();
+    this.readEngineId(m);
     m.out = null;
     m.stopped = false;
     this.markUp(m);
@@ -164,15 +185,15 @@ export class EnginePool implements Engine {
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
     const req = withFixedSeed(request.requestId ? request : { ...request, requestId: randomUUID() });
-    const tried = new Set<Member>();
+    const tried = new Set<string>();
     yield* generateWithRetries(req, signal, { retry: this.retry, log: this.log }, async (n) => {
       // An engine that stopped answering would hold the request as it holds the others.
-      const m = this.ranked().find((x) => !tried.has(x) && !x.stopped);
+      const m = this.ranked().find((x) => !tried.has(this.triedKey(x)) && !x.stopped);
       if (!m) return null;
-      tried.add(m);
+      tried.add(this.triedKey(m));
       // A retry whose only engine left is out of rotation (restarting, say) gives it a moment.
       if (n > 1) await this.untilInRotation(m, this.healthOptions.timeoutMs, signal);
-      return this.attemptOn(m, req, signal);
+      return this.attemptOn(m, req, signal, tried);
     });
   }
 
@@ -185,11 +206,16 @@ export class EnginePool implements Engine {
   }
 
   /** One try of `req` on `m`, counted in its load and owning the request id while it runs. */
-  private attemptOn(m: Member, req: GenerateRequest, signal: AbortSignal | undefined): AttemptRoute {
+  private attemptOn(
+    m: Member,
+    req: GenerateRequest,
+    signal: AbortSignal | undefined,
+    tried: ReadonlySet<string>,
+  ): AttemptRoute {
     const id = req.requestId!;
     const attempt = new Attempt(signal);
     m.inFlight++;
-    m.attempts.add(attempt);
+    m.held.add(attempt);
     this.owner.set(id, m);
     const markUp = (): void => this.markUp(m);
     async function* events(): AsyncGenerator<GenerateEvent> {
@@ -204,10 +230,12 @@ export class EnginePool implements Engine {
       events: events(),
       attempt,
       where: `the engine at ${m.name}`,
+      alternative: () =>
+        this.members.some((x) => !tried.has(this.triedKey(x)) && x.out === null && !x.stopped),
       failed: () => this.markDown(m),
       ended: () => {
         m.inFlight--;
-        m.attempts.delete(attempt);
+        m.held.delete(attempt);
         if (this.owner.get(id) === m) this.owner.delete(id);
       },
     };
@@ -284,11 +312,13 @@ export class EnginePool implements Engine {
   async drain(): Promise<void> {
     // A draining client refuses new calls, status checks included: they must not read as an outage.
     this.health?.close();
+    for (const m of this.members) m.held.back();
     await Promise.all(this.members.map((m) => m.engine.drain()));
   }
 
   async close(): Promise<void> {
     this.health?.close();
+    for (const m of this.members) m.held.back();
     await Promise.all(this.members.map((m) => m.engine.close()));
   }
 }

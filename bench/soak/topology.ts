@@ -4,7 +4,7 @@
  *
  * - `single`: one engine behind the gateway (a fault is an outage: what a client sees then);
  * - `replicas:N`: N engines (`--engine A,B,…`);
- * - `pd`: a split prefill/decode pair (`--prefill A --decode B`, MindIE's flow).
+ * - `pd`: a split prefill/decode pair (`--prefill A --decode B --recompute`, MindIE's flow).
  *
  * Each engine can be killed (SIGKILL) and started again on the same socket, or stopped
  * (SIGSTOP) and continued; the soak reads its status (KV blocks) over its own gRPC client and
@@ -156,9 +156,11 @@ export async function startTopology(spec: TopologySpec, o: TopologyOptions): Pro
   try {
     await Promise.all(engines.map((e) => e.start()));
     o.log?.(`soak: engines up: ${engines.map((e) => `${e.name} (pid ${e.pid()})`).join(', ')}`);
+    // The pair runs with MindIE's is-recompute: a decode engine whose KV pull breaks (its
+    // prefill engine died mid-transfer) computes the prompt itself.
     const addresses =
       spec.kind === 'pd'
-        ? ['--prefill', engines[0].address, '--decode', engines[1].address]
+        ? ['--prefill', engines[0].address, '--decode', engines[1].address, '--recompute']
         : ['--engine', engines.map((e) => e.address).join(',')];
     const gateway = await startServeProcess([...addresses, ...(o.gatewayArgs ?? [])], 120_000, 'gateway');
     const models = (await (await fetch(`${gateway.url}/v1/models`)).json()) as { data: { id: string }[] };

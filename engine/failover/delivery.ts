@@ -23,10 +23,14 @@ export function withDelivery<T>(d: DeliveryScope, fn: () => T): T {
   return scope.run(d, fn);
 }
 
-/** Has the caller passed output on to its client? `handedOver`: events already given to the caller. */
-export function outputDelivered(handedOver: boolean): boolean {
+/**
+ * The current request's answer to "has output reached the client?", kept for later (a health
+ * monitor asks it outside the request's context). `handedOver`: whether events were already
+ * given to the caller, the answer outside a scope.
+ */
+export function deliveryCheck(handedOver: () => boolean): () => boolean {
   const d = scope.getStore();
-  return d ? d.started() : handedOver;
+  return d ? d.started : handedOver;
 }
 
 /** Tells the scope (if any) that the request goes to its `attempt`-th engine. */

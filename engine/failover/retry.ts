@@ -19,7 +19,7 @@
 import { randomInt } from 'node:crypto';
 import { EngineError } from '../errors.js';
 import type { GenerateEvent, GenerateRequest } from '../types.js';
-import { noteRetry, outputDelivered } from './delivery.js';
+import { deliveryCheck, noteRetry } from './delivery.js';
 import { ReplayGuard } from './replay.js';
 
 /** Seeds a request without one picks are drawn as the engine draws its own (sampling-params.ts). */
@@ -43,9 +43,20 @@ export const isEngineFailure = (err: unknown): boolean =>
 export class Attempt {
   private readonly own = new AbortController();
   readonly signal: AbortSignal;
+  private retryable: () => boolean = () => false;
 
   constructor(client: AbortSignal | undefined) {
     this.signal = client ? AbortSignal.any([client, this.own.signal]) : this.own.signal;
+  }
+
+  /** Set by the driver: whether a failure now would send the request to another engine. */
+  arm(retryable: () => boolean): void {
+    this.retryable = retryable;
+  }
+
+  /** A failure now would be retried elsewhere (nothing reached the client, an engine is left). */
+  get wouldRetry(): boolean {
+    return this.retryable();
   }
 
   abandon(why: string): void {
@@ -65,6 +76,8 @@ export interface AttemptRoute {
   readonly attempt: Attempt;
   /** Which engine(s) it went to, for the log. */
   readonly where: string;
+  /** Were this attempt to fail, an engine would be left to send the request to. */
+  alternative?(): boolean;
   /** It failed with an engine failure: the front sets the engine(s) aside. */
   failed?(err: unknown): void;
   /** It ended either way (the front's bookkeeping). */
@@ -89,6 +102,7 @@ export async function* generateWithRetries(
   next: (n: number, lastError: unknown) => AttemptRoute | null | Promise<AttemptRoute | null>,
 ): AsyncGenerator<GenerateEvent> {
   const guard = new ReplayGuard();
+  const delivered = deliveryCheck(() => guard.handedOver);
   let lastError: unknown = new EngineError('UNAVAILABLE', 'no engine is available for the request');
   let previous = '';
   for (let n = 1; ; n++) {
@@ -102,6 +116,7 @@ export async function* generateWithRetries(
           `(${(lastError as Error).message}); sent again to ${route.where}`,
       );
     }
+    route.attempt.arm(() => o.retry && !delivered() && (route.alternative?.() ?? false));
     try {
       for await (const ev of route.events) {
         const out = guard.pass(ev);
@@ -112,7 +127,7 @@ export async function* generateWithRetries(
       const err = route.attempt.failure(e);
       if (signal?.aborted || !isEngineFailure(err)) throw err;
       route.failed?.(err);
-      if (!o.retry || outputDelivered(guard.handedOver)) throw err;
+      if (!o.retry || delivered()) throw err;
       lastError = err;
       previous = route.where;
     } finally {

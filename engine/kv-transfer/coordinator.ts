@@ -25,6 +25,7 @@
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../errors.js';
 import { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '../failover/health.js';
+import { HeldAttempts } from '../failover/held-attempts.js';
 import { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from '../failover/retry.js';
 import type {
   AdapterList,
@@ -72,7 +73,7 @@ export class PdCoordinator implements Engine {
   private readonly decode: Member[];
   private readonly links = new Map<Member, ResultsLink>();
   private readonly health: HealthMonitor;
-  private readonly attempts = new Map<Member, Set<Attempt>>();
+  private readonly held = new Map<Member, HeldAttempts>();
   private readonly live = new Map<string, Route>();
   private readonly log: (line: string) => void;
   private draining = false;
@@ -85,10 +86,11 @@ export class PdCoordinator implements Engine {
     this.log = o.log ?? (() => {});
     if (o.flow === 'mindie') for (const d of this.decode) this.links.set(d, new ResultsLink(d, this.log));
     const all = [...this.prefill, ...this.decode];
-    for (const m of all) this.attempts.set(m, new Set());
+    for (const m of all) this.held.set(m, new HeldAttempts());
+    const health = { ...DEFAULT_HEALTH, intervalMs: o.pollMs ?? 200, ...o.health };
     this.health = new HealthMonitor(
       all.map((m) => ({ engine: m.engine, name: m.address })),
-      { ...DEFAULT_HEALTH, intervalMs: o.pollMs ?? 200, ...o.health },
+      health,
       {
         status: (i, s) => {
           applyStatus(all[i], s);
@@ -96,14 +98,12 @@ export class PdCoordinator implements Engine {
         },
         down: (i, why, stopped) => {
           all[i].down = true;
-          const held = this.attempts.get(all[i])!;
-          this.log(
-            `${why}: out of rotation${stopped && held.size > 0 ? `, its ${held.size} request(s) abandoned` : ''}`,
-          );
-          if (stopped) for (const a of held) a.abandon(why);
+          const detail = stopped ? this.held.get(all[i])!.stopped(why, health.stallMs, this.log) : '';
+          this.log(`${why}: out of rotation${detail}`);
         },
         up: (i) => {
           all[i].down = false;
+          this.held.get(all[i])!.back();
           this.log(`the engine at ${all[i].address} answers again: back in rotation`);
         },
       },
@@ -170,7 +170,7 @@ export class PdCoordinator implements Engine {
     const id = req.requestId!;
     const attempt = new Attempt(signal);
     const on = r.p ? [r.p, r.d] : [r.d];
-    for (const m of on) this.attempts.get(m)!.add(attempt);
+    for (const m of on) this.held.get(m)!.add(attempt);
     this.live.set(id, r);
     const progress: Progress = { decoding: r.p === null };
     const events =
@@ -185,6 +185,13 @@ export class PdCoordinator implements Engine {
       where: r.p
         ? `prefill ${r.p.address} / decode ${r.d.address}`
         : `decode ${r.d.address} (computing the prompt itself)`,
+      alternative: () => {
+        // The route after a failure now: a decode engine not tried and able to take it.
+        const t = new Set(tried);
+        if (r.p) t.add(r.p);
+        if (progress.decoding) t.add(r.d);
+        return this.decode.some((d) => !t.has(d) && this.canDecode(d));
+      },
       failed: () => {
         // Each engine the request reached is tried once; a hand-off refused by a decode
         // engine that is gone counts against it too.
@@ -192,7 +199,7 @@ export class PdCoordinator implements Engine {
         if (progress.decoding || !this.canDecode(r.d)) tried.add(r.d);
       },
       ended: () => {
-        for (const m of on) this.attempts.get(m)!.delete(attempt);
+        for (const m of on) this.held.get(m)!.delete(attempt);
         if (this.live.get(id) === r) this.live.delete(id);
       },
     };
@@ -397,6 +404,7 @@ export class PdCoordinator implements Engine {
   async close(): Promise<void> {
     this.draining = true;
     this.health.close();
+    for (const h of this.held.values()) h.back();
     for (const l of this.links.values()) l.close();
     await Promise.all([...this.prefill, ...this.decode].map((m) => m.engine.close()));
   }
