@@ -27,7 +27,7 @@ test('fault soak: two replicas, one hung and one killed under 16 streams', async
     seconds: 70,
     faults: [
       { kind: 'hang', atMs: 10_000 },
-      { kind: 'kill', atMs: 35_000 },
+      { kind: 'kill', atMs: 40_000 },
     ],
     hangForMs: 15_000,
     maxTokens: [4, 24],

@@ -1,7 +1,7 @@
 /**
  * What a fault did, read from the soak's request records: for each fault, the requests it
  * touched (in flight at its signal, or started before its engine was back and ten seconds
- * after), how each ended — recovered on another engine (`x-prism-retries`), completed
+ * after; a request that lived through several faults counts with each), how each ended — recovered on another engine (`x-prism-retries`), completed
  * unaffected, failed with a clear error (and whether before or after the client had a byte of
  * the answer), lost (a stream without its final event, or no reply), answered twice — and the
  * gap in service: the longest time, from the signal to the end of that window, in which no
@@ -108,10 +108,11 @@ export function longestGap(outputTimes: readonly number[], from: number, to: num
 }
 
 /**
- * Each fault with its requests. A fault's window runs from its signal until ten seconds after
- * its engine was back (or the next fault's signal, if sooner); a request is the last fault's
- * whose signal came before the request ended and whose window was open when it started.
- * `outputTimes` sorted; `end`: when the soak's clients stopped; `engines`: as for `tally`.
+ * Each fault with its requests: those in flight at its signal or started in its window, which
+ * runs from the signal until ten seconds after its engine was back (or the next fault's
+ * signal, if sooner). A request that lived through several faults is counted with each (the
+ * run's totals count it once). `outputTimes` sorted; `end`: when the soak's clients stopped;
+ * `engines`: as for `tally`.
  */
 export function faultOutcomes(
   faults: readonly FaultEvent[],
@@ -120,28 +121,18 @@ export function faultOutcomes(
   end: number,
   engines: number,
 ): FaultOutcome[] {
-  const windowEnd = faults.map((f, i) =>
-    Math.min(end, (f.recoveredAt ?? end) + WINDOW_TAIL_MS, faults[i + 1]?.at ?? Infinity),
-  );
-  const mine = faults.map((): RequestRecord[] => []);
-  for (const r of records) {
-    for (let i = faults.length - 1; i >= 0; i--) {
-      if (faults[i].at <= r.endedAt && r.startedAt <= windowEnd[i]) {
-        mine[i].push(r);
-        break;
-      }
-    }
-  }
   return faults.map((f, i) => {
-    const bad = mine[i].filter(
+    const windowEnd = Math.min(end, (f.recoveredAt ?? end) + WINDOW_TAIL_MS, faults[i + 1]?.at ?? Infinity);
+    const mine = records.filter((r) => r.endedAt >= f.at && r.startedAt <= windowEnd);
+    const bad = mine.filter(
       (r) =>
         r.duplicated || (r.outcome !== 'completed' && r.outcome !== 'disconnect' && r.outcome !== 'stopped'),
     );
     return {
       ...f,
-      inFlight: records.filter((r) => r.startedAt <= f.at && r.endedAt >= f.at).length,
-      tally: tally(mine[i], engines),
-      serviceGapMs: longestGap(outputTimes, f.at, windowEnd[i]),
+      inFlight: mine.filter((r) => r.startedAt <= f.at).length,
+      tally: tally(mine, engines),
+      serviceGapMs: longestGap(outputTimes, f.at, windowEnd),
       examples: bad
         .slice(0, 4)
         .map(

@@ -31,7 +31,7 @@ export interface FaultSoakOptions {
   readonly referenceLimit: number;
   /** Where to write the gateway's stderr (its retry and health lines) at the end. */
   readonly gatewayLog?: string;
-  /** Where to write every request's record (one JSON line each, the answer's text left out). */
+  /** Where to write the faults (first line) and every request's record (one JSON line each, the answer's text left out). */
   readonly recordsPath?: string;
   readonly log?: (line: string) => void;
 }
@@ -208,11 +208,12 @@ export async function runFaultSoak(o: FaultSoakOptions): Promise<FaultSoakReport
     if (o.recordsPath)
       writeFileSync(
         o.recordsPath,
-        records
-          .map(({ plan, body: _body, text, ...r }) =>
+        [
+          JSON.stringify({ faults: faults.events }),
+          ...records.map(({ plan, body: _body, text, ...r }) =>
             JSON.stringify({ ...r, id: plan.id, scenario: plan.scenario.name, textLength: text?.length }),
-          )
-          .join('\n') + '\n',
+          ),
+        ].join('\n') + '\n',
       );
     const partial = {
       topology: topologyName(o.topology),
