@@ -12,7 +12,7 @@ import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
-import { traceExportConfigured } from '../engine/service/tracing.js';
+import { traceExportConfigured } from '../engine/api.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
@@ -23,6 +23,7 @@ import {
   type SpeculativeFlags,
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -43,6 +44,7 @@ options:
   --threads N           compute threads (default: the machine's cores)
 ${deviceHelp}
 ${kvEventsHelp}
+${contextHelp}
 ${speculativeHelp}
 ${pdHelp}
   -h, --help            show this help
@@ -61,12 +63,16 @@ interface EngineArgs {
   readonly threads?: number;
   /** --device, when given. */
   readonly device?: string;
+  /** --cuda-kernels, when given. */
+  readonly cudaKernels?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --speculative / --num-speculative-tokens / --draft-model / --draft-layers, when given. */
   readonly speculative?: SpeculativeFlags;
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
+  /** --max-model-len, as given (checked against the config once it is read). */
+  readonly maxModelLen?: string;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -85,6 +91,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
         ...pdFlagOptions,
+        ...contextFlagOption,
       },
     }));
   } catch (e) {
@@ -104,7 +111,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
-  const device = parseDeviceFlag(values.device);
+  const device = parseDeviceFlag(values.device, values['cuda-kernels']);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   return {
@@ -125,8 +132,10 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         }
       : {}),
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
+    ...(values['max-model-len'] !== undefined ? { maxModelLen: values['max-model-len'] } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
+    ...(device.cudaKernels !== undefined ? { cudaKernels: device.cudaKernels } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -188,11 +197,13 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
       ...(args.pd ?? {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
       ...(args.device !== undefined ? { device: args.device } : {}),
+      ...(args.cudaKernels !== undefined ? { cudaKernels: args.cudaKernels } : {}),
     };
   } catch (e) {
     log((e as Error).message);

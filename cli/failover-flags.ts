@@ -2,7 +2,7 @@
  * `prism gateway`'s fault flags (engine/failover/): whether a request whose engine failed
  * before its client saw output is sent to another engine, and the health monitor's timing.
  */
-import type { HealthOptions } from '../engine/failover/health.js';
+import type { HealthOptions } from '../engine/api.js';
 import { integerFlags } from './integer-flags.js';
 
 export const failoverFlagOptions = {

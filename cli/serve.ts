@@ -27,6 +27,7 @@ import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js'
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
+import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -49,6 +50,7 @@ ${deviceHelp}
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
 ${kvEventsHelp}
+${contextHelp}
 ${speculativeHelp}
   -h, --help            show this help
 
@@ -74,6 +76,7 @@ export const serveOptions = {
   'max-lora-rank': { type: 'string' },
   ...kvEventsFlagOptions,
   ...speculativeFlagOptions,
+  ...contextFlagOption,
   ...pdFlagOptions,
 } as const;
 
@@ -105,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     if (values.model === '') throw new UsageError('--model: must not be empty');
-    const deviceFlag = parseDeviceFlag(values.device);
+    const deviceFlag = parseDeviceFlag(values.device, values['cuda-kernels']);
     if (deviceFlag.error) throw new UsageError(deviceFlag.error);
     loaded = loadConfigs(values);
   } catch (e) {
@@ -142,6 +145,7 @@ export async function run(argv: string[]): Promise<number> {
   let speculative;
   let pd;
   try {
+    options = { ...options, ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)) };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));
   } catch (e) {
@@ -161,6 +165,7 @@ export async function run(argv: string[]): Promise<number> {
         ...(speculative ? { speculative } : {}),
         ...(threads !== undefined ? { threads } : {}),
         ...(values.device !== undefined ? { device: values.device } : {}),
+        ...(values['cuda-kernels'] !== undefined ? { cudaKernels: values['cuda-kernels'] } : {}),
         ...(values['max-loras'] !== undefined
           ? {
               lora: {

@@ -19,18 +19,20 @@ import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
 import { EngineError } from './errors.js';
 import type { Disaggregation } from './kv-transfer/engine-glue.js';
-import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
 import type { OutputProcessor } from './output-processor.js';
+import type { EngineRole, RoleState } from './pd-types.js';
 import type { RequestIntake } from './request-intake.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
 import type { Speculator } from './speculative/speculator.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -207,8 +209,12 @@ export class EngineCore implements Engine {
     return this.intake.detokenize(ids, skipSpecialTokens);
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    return this.intake.applyChatTemplate(messages, addGenerationPrompt);
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    return this.intake.applyChatTemplate(messages, addGenerationPrompt, extras);
   }
 
   async status(): Promise<EngineStatus> {

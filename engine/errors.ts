@@ -1,7 +1,8 @@
 /**
  * The engine's one error taxonomy (TGI-router style). Every failure the engine reports is
  * an EngineError with one of these codes; the gRPC service maps codes to gRPC status codes
- * and each HTTP gateway family maps them to its own status and body, each in one place.
+ * (engine/service/status-codes.ts), the gateways map them to HTTP statuses in one table
+ * (gateways/shared/http-error.ts), and each API family words its own error body.
  */
 export type EngineErrorCode =
   /** The request is malformed or out of range (gRPC INVALID_ARGUMENT, HTTP 422/400). */

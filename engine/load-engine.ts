@@ -19,7 +19,7 @@ import {
 } from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
-import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
+import { defaultDeviceKvBytes, requireCudaDevice, resolveCudaKernels, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { EngineError } from './errors.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
@@ -63,7 +63,8 @@ export async function loadEngine(
   options: EngineOptions = {},
   hooks: LoadEngineHooks = {},
 ): Promise<EngineCore> {
-  const o = resolveEngineOptions(options);
+  // Checked at once (bad options fail before the model loads); resolved again with the model's context below.
+  let o = resolveEngineOptions(options);
   let chatTemplate: string | undefined;
   if (o.chatTemplatePath !== undefined) {
     try {
@@ -77,6 +78,7 @@ export async function loadEngine(
     }
   }
   const device = resolveDevice(o.device);
+  const cudaKernels = resolveCudaKernels(o.cudaKernels, device);
   // CUDA asked for and not there: the error names why, before anything is loaded.
   if (device !== 'cpu') requireCudaDevice(device);
   if (device !== 'cpu' && o.lora) {
@@ -87,10 +89,11 @@ export async function loadEngine(
     );
   }
   const [model, tokenizer] = await Promise.all([
-    loadModel(modelPath, hooks.onProgress, { device }),
+    loadModel(modelPath, hooks.onProgress, { device, ...(cudaKernels ? { cudaKernels } : {}) }),
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
+  o = resolveEngineOptions(options, m.contextLength);
   if (o.maxSeqLen > m.contextLength) {
     process.emitWarning(
       `maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`,
@@ -104,11 +107,17 @@ export async function loadEngine(
     checkKvBlocks(o, m.kvLayout);
     const minPages = minKvPages(m.kvLayout, o);
     if (device === 'cpu') {
+      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
+      // Without a budget the pool holds at least one sequence of maxSeqLen (the model's context,
+      // say); whether the machine has the memory for it is checkMemoryFits' to say.
+      const budget =
+        options.kvCacheBytes === undefined
+          ? { ...o, kvCacheBytes: Math.max(o.kvCacheBytes, minPages * perPage) }
+          : o;
       kvPages =
         o.kvBlocks !== undefined
           ? o.kvBlocks * m.kvLayout.pagesPerBlock
-          : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
-      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
+          : kvBlocksForBudget(budget, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
       checkMemoryFits({
         weightBytes: m.residentWeightBytes,
         kvBytes: kvPages * perPage,

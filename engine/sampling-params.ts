@@ -10,6 +10,8 @@ import type { SamplingParams } from './types.js';
 export interface ResolvedParams {
   /** Before the per-prompt cap (maxSeqLen - prompt length) is applied. */
   readonly maxNewTokens: number;
+  /** The request set max_new_tokens (else it is the cap: engine/context-fit.ts). */
+  readonly maxNewTokensExplicit: boolean;
   /** 0 = greedy. */
   readonly temperature: number;
   readonly topK: number;
@@ -37,7 +39,7 @@ export interface ResolvedParams {
   readonly numSpeculativeTokens: number | undefined;
 }
 
-export interface BeamParams {
+interface BeamParams {
   readonly width: number;
   readonly lengthPenalty: number;
   readonly earlyStopping: boolean | 'never';
@@ -50,10 +52,10 @@ export interface ParamLimits {
   readonly maxN: number;
 }
 
-export const MAX_TOP_LOGPROBS = 20;
-export const MAX_STOP_STRINGS = 32;
+const MAX_TOP_LOGPROBS = 20;
+const MAX_STOP_STRINGS = 32;
 /** Largest seed: JS numbers stay exact up to 2^53 - 1. */
-export const MAX_SEED = Number.MAX_SAFE_INTEGER;
+const MAX_SEED = Number.MAX_SAFE_INTEGER;
 
 type Rule = [check: (v: number) => boolean, rule: string];
 
@@ -221,6 +223,7 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
   return {
     // max_new_tokens above maxIterTimes is capped, not rejected (MindIE: min(maxIterTimes, max_new_tokens)).
     maxNewTokens: Math.min(maxNewTokens, limits.maxNewTokensCap),
+    maxNewTokensExplicit: p.maxNewTokens !== undefined && p.maxNewTokens !== null,
     temperature,
     topK,
     topP,

@@ -1,20 +1,12 @@
 /**
  * The engine's in-process API: what the gRPC service (engine/service/) and the CLI's
  * `generate` command call. One request in, a stream of events out. The gRPC messages in
- * proto/ mirror these records; the mapping lives in one file on the service side.
+ * proto/ mirror these records; the mapping lives in one file on the service side. Ground
+ * floor: this file imports only the other records of the API (errors.ts, pd-types.ts), so
+ * every layer above may use it and none of its features is needed to read it.
  */
-import type { SpecDecodeStats } from './speculative/metrics.js';
-import type { Constraint } from './structured/constraint.js';
-import type {
-  DecodeResult,
-  EngineRole,
-  KvTransferParams,
-  KvTransferSpec,
-  RoleState,
-  RoleStatus,
-} from './kv-transfer/types.js';
-
-export type { Constraint } from './structured/constraint.js';
+import type { EngineError } from './errors.js';
+import type { EngineRole, KvTransferParams, KvTransferSpec, RoleState, RoleStatus } from './pd-types.js';
 
 export interface ChatToolCall {
   readonly id: string;
@@ -28,6 +20,11 @@ export interface ChatMessage {
   readonly toolCalls?: readonly ChatToolCall[];
   readonly toolCallId?: string;
   readonly name?: string;
+  /**
+   * An assistant turn's reasoning sent back: the template gets it as `reasoning_content`
+   * (Qwen3's renders it within the current tool-call turn; templates that do not read it drop it).
+   */
+  readonly reasoningContent?: string;
 }
 
 /** A function the model may call (OpenAI `tools[].function`). */
@@ -56,7 +53,15 @@ export type PromptInput =
       readonly toolChoice?: ToolChoice;
       /** Default true; false keeps only the first call. */
       readonly parallelToolCalls?: boolean;
+      /** Extra template variables (vLLM's chat_template_kwargs, e.g. Qwen3's `enable_thinking`). */
+      readonly chatTemplateKwargs?: Readonly<Record<string, unknown>>;
     };
+
+/** What a chat prompt renders besides its messages (Engine.applyChatTemplate). */
+export type ChatRenderExtras = Pick<
+  Extract<PromptInput, { kind: 'chat' }>,
+  'tools' | 'toolChoice' | 'chatTemplateKwargs'
+>;
 
 /**
  * Generation parameters after gateway validation. Absent fields take the engine defaults
@@ -105,6 +110,28 @@ export interface SamplingParams {
    */
   readonly numSpeculativeTokens?: number;
 }
+
+/**
+ * Structured output: what every API family's field (`response_format`, `guided_*`,
+ * `structured_outputs`, TGI `grammar`) is mapped onto (engine/structured/ enforces it). One
+ * request carries at most one.
+ */
+export type Constraint =
+  /** Any JSON object (OpenAI `json_object`; `json_schema` without a schema). */
+  | { readonly kind: 'json_object' }
+  /**
+   * A JSON Schema, as JSON text. `additionalProperties` (and extra array items) default to
+   * false where the schema does not say (the spec's rule; xgrammar's strict mode). `strict`
+   * (OpenAI's `strict: true`): refused unless the grammar alone enforces the schema exactly;
+   * otherwise what it cannot enforce is checked on each finished document.
+   */
+  | { readonly kind: 'json_schema'; readonly schema: string; readonly strict?: boolean }
+  /** A regular expression the whole output must match (xgrammar's regex dialect). */
+  | { readonly kind: 'regex'; readonly pattern: string }
+  /** The output is exactly one of these strings. */
+  | { readonly kind: 'choice'; readonly choices: readonly string[] }
+  /** An EBNF grammar in xgrammar's (GBNF-like) notation, rule `root` first. */
+  | { readonly kind: 'grammar'; readonly ebnf: string };
 
 export interface GenerateRequest {
   /** Caller-chosen id (unique among live requests); the engine makes one when absent. */
@@ -172,7 +199,7 @@ export interface Usage {
   readonly cachedPromptTokens: number;
 }
 
-export interface Timings {
+interface Timings {
   readonly queueMs: number;
   readonly prefillMs: number;
   readonly decodeMs: number;
@@ -210,6 +237,22 @@ export interface HistogramSnapshot {
   readonly count: number;
 }
 
+/**
+ * Speculative decoding's counters, as vLLM names them (vllm:spec_decode_*): verify steps that
+ * carried a draft, draft tokens proposed, draft tokens accepted, and accepted tokens per
+ * draft position (position i counts the steps whose i-th draft token was accepted, so
+ * acceptance falls off along the positions).
+ */
+export interface SpecDecodeStats {
+  /** Proposer in use ('ngram' | 'draft' | 'layer-skip'). */
+  readonly method: string;
+  readonly numDrafts: number;
+  readonly numDraftTokens: number;
+  readonly numAcceptedTokens: number;
+  /** [i] = accepted draft tokens at position i (0-based), up to num_speculative_tokens. */
+  readonly acceptedPerPosition: readonly number[];
+}
+
 /** Engine state for observability (what the `Status` RPC returns). Times in seconds. */
 export interface EngineStatus {
   readonly running: number;
@@ -240,7 +283,7 @@ export interface EngineStatus {
   readonly runningLoraAdapters: readonly string[];
   readonly waitingLoraAdapters: readonly string[];
   readonly maxLora: number;
-  /** Speculative decoding's counters (engine/speculative/metrics.ts); absent when it is off. */
+  /** Speculative decoding's counters (engine/speculative/); absent when it is off. */
   readonly specDecode?: SpecDecodeStats;
   /** Split prefill/decode (engine/kv-transfer/): the role and whether a change still drains. */
   readonly role: EngineRole;
@@ -286,7 +329,7 @@ export interface EngineInfo {
  * Errors are EngineErrors (engine/errors.ts): thrown from the calls, or from the iterator.
  */
 /** A loaded LoRA adapter, as ListAdapters reports it. */
-export interface AdapterCard {
+interface AdapterCard {
   readonly name: string;
   readonly path: string;
   readonly rank: number;
@@ -303,6 +346,15 @@ export interface AdapterList {
   readonly maxLoraRank: number;
 }
 
+/**
+ * One result on a decode engine's results stream (DecodeResults, `GET /dresult`). The first of
+ * every stream is `held` (request id ''): from then on this holder gets the results.
+ */
+export type DecodeResult =
+  | { readonly requestId: string; readonly event: GenerateEvent }
+  | { readonly requestId: string; readonly error: EngineError }
+  | { readonly requestId: ''; readonly held: true };
+
 export interface Engine {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
   /** Cancels a live request; false when no such request is live. */
@@ -313,7 +365,12 @@ export interface Engine {
     ids: readonly number[],
     skipSpecialTokens?: boolean,
   ): Promise<{ text: string; tokens: string[] }>;
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string>;
+  /** The prompt text a chat request renders to (with its tools and template variables, when given). */
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string>;
   status(): Promise<EngineStatus>;
   info(): Promise<EngineInfo>;
   /** LoRA adapters: the success message of MindIE/vLLM, or an EngineError with theirs. */

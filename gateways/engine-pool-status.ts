@@ -2,7 +2,7 @@
  * The status of a pool of engines: capacities and counters add up, histograms add up bucket by
  * bucket (when their bounds agree), averages are weighted by finished requests.
  */
-import type { EngineStatus, HistogramSnapshot } from '../engine/types.js';
+import type { EngineStatus, HistogramSnapshot } from '../engine/api.js';
 
 function sumHistograms(list: readonly HistogramSnapshot[]): HistogramSnapshot {
   const first = list[0];

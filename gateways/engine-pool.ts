@@ -23,20 +23,29 @@
  * than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
-import { EngineError } from '../engine/errors.js';
-import { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '../engine/failover/health.js';
-import { HeldAttempts } from '../engine/failover/held-attempts.js';
-import { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from '../engine/failover/retry.js';
-import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
-import type {
-  AdapterList,
-  ChatMessage,
-  Engine,
-  EngineInfo,
-  EngineStatus,
-  GenerateEvent,
-  GenerateRequest,
-} from '../engine/types.js';
+import {
+  Attempt,
+  DEFAULT_HEALTH,
+  EngineError,
+  generateWithRetries,
+  HealthMonitor,
+  HeldAttempts,
+  withFixedSeed,
+  withTimeout,
+  type AdapterList,
+  type AttemptRoute,
+  type ChatMessage,
+  type ChatRenderExtras,
+  type DecodeResult,
+  type Engine,
+  type EngineInfo,
+  type EngineRole,
+  type EngineStatus,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HealthOptions,
+  type RoleState,
+} from '../engine/api.js';
 import { sumStatus } from './engine-pool-status.js';
 
 interface Member {
@@ -68,8 +77,8 @@ export interface PoolOptions {
   readonly log?: (line: string) => void;
 }
 
-export const BACKOFF_BASE_MS = 500;
-export const BACKOFF_MAX_MS = 30_000;
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
 
 const isUnavailable = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 
@@ -259,8 +268,12 @@ export class EnginePool implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   /** Adapters are loaded on every engine of the pool, so any member serves any request. */

@@ -5,20 +5,23 @@
  */
 import Router from '@koa/router';
 import Koa from 'koa';
-import type { Engine } from '../engine/types.js';
+import type { Engine } from '../engine/api.js';
+import { anthropicErrorFormat } from './anthropic/errors.js';
+import { anthropicRouter } from './anthropic/index.js';
+import { ollamaErrorFormat } from './ollama/errors.js';
+import { ollamaRouter } from './ollama/index.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
-import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
+import { metricsRouter, mindieControlRouter, mindieServiceRouter } from './mindie/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
 import { deliveryScopeMiddleware } from './shared/delivery-scope.js';
-import { pdHeadersMiddleware } from './pd/mindie-headers.js';
 import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
-import { mindieErrorFormat } from './native/errors.js';
+import { mindieErrorFormat } from './mindie/errors.js';
 import type { ErrorFormatter } from './shared/error-boundary.js';
 import { HttpError } from './shared/http-error.js';
 import { requestLimits } from './shared/limits.js';
@@ -26,10 +29,11 @@ import { openLogSink, requestLog, type LogSink } from './shared/request-log.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
+import { tokenizerRouter } from './tokenizer/index.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
-export const PRISM_VERSION = '0.1.0';
+const PRISM_VERSION = '0.1.0';
 
 type ListenerName = 'service' | 'management' | 'metrics';
 
@@ -38,9 +42,12 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
     case 'service':
       return [
         openaiRouter(gw),
+        anthropicRouter(gw),
+        ollamaRouter(gw),
+        tokenizerRouter(gw),
         tgiRouter(gw),
         kserveRouter(gw),
-        nativeServiceRouter(gw),
+        mindieServiceRouter(gw),
         healthRouter(gw),
         tgiInfoRouter(gw),
         playgroundAssetsRouter(),
@@ -52,7 +59,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
       return [
         healthRouter(gw),
         tgiInfoRouter(gw),
-        nativeControlRouter(gw),
+        mindieControlRouter(gw),
         loraRouter(gw),
         dashboardRouter(),
       ];
@@ -79,12 +86,19 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
 /** MindIE's own routes under /v1 (native and management families): their errors stay MindIE's. */
 const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|unload_lora_adapter)(\/|$)/i;
 
+/** Anthropic's Messages API under /v1. */
+const ANTHROPIC_ROUTE = /^\/v1\/messages(\/|$)/i;
+
 /**
  * The family a path belongs to decides the shape of errors answered before its handler runs.
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
- * except MindIE's own /v1 routes.
+ * except MindIE's own /v1 routes and Anthropic's /v1/messages; /api is Ollama's; the tokenizer
+ * routes of vLLM and llama.cpp answer as OpenAI does.
  */
-export function errorFormatForPath(path: string): ErrorFormatter {
+function errorFormatForPath(path: string): ErrorFormatter {
+  if (ANTHROPIC_ROUTE.test(path)) return anthropicErrorFormat;
+  if (/^\/api(\/|$)/i.test(path)) return ollamaErrorFormat;
+  if (/^\/(tokenize|detokenize|apply-template)\/?$/i.test(path)) return openaiErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   return mindieErrorFormat;
@@ -105,7 +119,7 @@ export function isHealthOrMetricsRoute(method: string, path: string): boolean {
  * key to load could never ask for it. `GET /` without an HTML `Accept` is TGI's route, which
  * only answers 405 to a GET.
  */
-export function isWebUiRoute(method: string, path: string): boolean {
+function isWebUiRoute(method: string, path: string): boolean {
   if (method !== 'GET' && method !== 'HEAD') return false;
   return path === '/' || path === '/dashboard' || /^\/web\/assets\/[^/]+$/.test(path);
 }
@@ -135,7 +149,7 @@ const unrouted: Koa.Middleware = async (ctx, next) => {
 };
 
 /** One Koa app serving the routers of the given listeners (several when their addresses coincide). */
-export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: LogSink): Koa {
+function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: LogSink): Koa {
   const app = new Koa();
   app.silent = true;
   app.use(requestLog(gw.config.requestLog, log, familyOfRequest));
@@ -156,8 +170,6 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[],
   if (listeners.includes('service')) {
     app.use(familyStatsMiddleware(gw.state.families));
     app.use(playgroundMiddleware());
-    // MindIE's split prefill/decode headers, applied where every family calls the engine.
-    app.use(pdHeadersMiddleware());
     // Whether an answer has started reaching its client: a failed engine's request is retried until then.
     app.use(deliveryScopeMiddleware());
   }

@@ -32,8 +32,7 @@ export function withFixedSeed(request: GenerateRequest): GenerateRequest {
 }
 
 /** An engine failure, as opposed to a failure of the request itself (bad input, a failed step). */
-export const isEngineFailure = (err: unknown): boolean =>
-  err instanceof EngineError && err.code === 'UNAVAILABLE';
+const isEngineFailure = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 
 /**
  * One try of a request on one engine (or one prefill/decode pair). Its signal is the client's

@@ -28,8 +28,10 @@ import { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '
 import { HeldAttempts } from '../failover/held-attempts.js';
 import { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from '../failover/retry.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -38,7 +40,7 @@ import type {
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
 import { ResultsLink } from './results-link.js';
-import { RECOMPUTE_HERE, type DecodeResult, type EngineRole, type RoleState } from './types.js';
+import { RECOMPUTE_HERE, type EngineRole, type RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 
@@ -320,8 +322,12 @@ export class PdCoordinator implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   info(): Promise<EngineInfo> {

@@ -7,7 +7,7 @@ import { EngineError } from '../errors.js';
 import { EventQueue } from '../event-queue.js';
 import type { GenerateEvent } from '../types.js';
 import type { Member } from './picker.js';
-import type { DecodeResult } from './types.js';
+import type { DecodeResult } from '../types.js';
 
 const RECONNECT_MS = 500;
 

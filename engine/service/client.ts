@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
 import type {
+  ChatRenderExtras,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -18,6 +19,7 @@ import type {
   GenerateEvent,
   GenerateRequest,
   AdapterList,
+  DecodeResult,
   TokenLogprob,
 } from '../types.js';
 import {
@@ -31,7 +33,8 @@ import {
 } from './mapping.js';
 import { fromGrpcError } from './status-codes.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
-import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
+import { chatToolsToProto } from './tool-mapping.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export interface EngineClientOptions {
   /** Metadata to send with each call (e.g. `{ traceparent }`); called once per call. */
@@ -214,10 +217,15 @@ export class GrpcEngineClient implements Engine {
     return { text: res.text, tokens: res.tokens };
   }
 
-  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
+  async applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    const { parallelToolCalls: _unused, ...tools } = chatToolsToProto(extras);
     const res = await this.unary<pb.ApplyChatTemplateRequest, pb.ApplyChatTemplateResponse>(
       this.client.applyChatTemplate,
-      { messages: chatMessagesToProto(messages), addGenerationPrompt },
+      { messages: chatMessagesToProto(messages), addGenerationPrompt, ...tools },
     );
     return res.text;
   }

@@ -23,7 +23,7 @@ import type {
   TokenEvent,
   TokenLogprob,
 } from '../types.js';
-import { ENGINE_ROLES, type EngineRole } from '../kv-transfer/types.js';
+import { ENGINE_ROLES, type EngineRole } from '../pd-types.js';
 import {
   kvParamsFromProto,
   kvParamsToProto,
@@ -52,6 +52,7 @@ function chatMessageToProto(m: ChatMessage): pb.ChatMessage {
     toolCalls: (m.toolCalls ?? []).map((c) => ({ id: c.id, type: c.type, function: { ...c.function } })),
     toolCallId: m.toolCallId,
     name: m.name,
+    reasoningContent: m.reasoningContent,
   });
 }
 
@@ -81,6 +82,7 @@ export function chatMessagesFromProto(messages: readonly pb.ChatMessage[], field
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
       ...(m.toolCallId !== undefined ? { toolCallId: m.toolCallId } : {}),
       ...(m.name !== undefined ? { name: m.name } : {}),
+      ...(m.reasoningContent !== undefined ? { reasoningContent: m.reasoningContent } : {}),
     };
   });
 }
@@ -180,17 +182,22 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
 }
 
 function constraintToProto(c: Constraint): pb.Constraint {
+  const strict = c.kind === 'json_schema' && c.strict === true;
+  return { kind: constraintKindToProto(c), jsonSchemaStrict: strict };
+}
+
+function constraintKindToProto(c: Constraint): pb.Constraint['kind'] {
   switch (c.kind) {
     case 'json_object':
-      return { kind: { $case: 'jsonObject', jsonObject: {} } };
+      return { $case: 'jsonObject', jsonObject: {} };
     case 'json_schema':
-      return { kind: { $case: 'jsonSchema', jsonSchema: c.schema } };
+      return { $case: 'jsonSchema', jsonSchema: c.schema };
     case 'regex':
-      return { kind: { $case: 'regex', regex: c.pattern } };
+      return { $case: 'regex', regex: c.pattern };
     case 'choice':
-      return { kind: { $case: 'choice', choice: { choices: [...c.choices] } } };
+      return { $case: 'choice', choice: { choices: [...c.choices] } };
     case 'grammar':
-      return { kind: { $case: 'grammar', grammar: c.ebnf } };
+      return { $case: 'grammar', grammar: c.ebnf };
   }
 }
 
@@ -202,7 +209,11 @@ function constraintFromProto(c: pb.Constraint | undefined): Constraint | undefin
     case 'jsonObject':
       return { kind: 'json_object' };
     case 'jsonSchema':
-      return { kind: 'json_schema', schema: c.kind.jsonSchema };
+      return {
+        kind: 'json_schema',
+        schema: c.kind.jsonSchema,
+        ...(c.jsonSchemaStrict ? { strict: true } : {}),
+      };
     case 'regex':
       return { kind: 'regex', pattern: c.kind.regex };
     case 'choice':

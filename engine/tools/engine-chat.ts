@@ -5,8 +5,8 @@
  */
 import { invalidArgument } from '../errors.js';
 import { checkMessages, type EngineTokenizer } from '../prompt.js';
-import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
-import type { Constraint, GrammarConstraint } from '../structured/constraint.js';
+import { FALLBACK_CHATML_TEMPLATE, RESERVED_TEMPLATE_VARIABLES } from '../tokenizer/chat-template.js';
+import type { CheckedConstraint, GrammarConstraint } from '../structured/constraint.js';
 import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
 import { toolCallConstraint } from './call-grammar.js';
 import type { ChatParsing } from './chat-output.js';
@@ -38,6 +38,7 @@ export class EngineChat {
     if (prompt?.kind !== 'chat') return;
     checkMessages(prompt.messages, 'prompt.messages');
     checkToolRequest(prompt);
+    checkTemplateVariables(prompt.chatTemplateKwargs, 'prompt.chat_template_kwargs');
   }
 
   /**
@@ -46,7 +47,7 @@ export class EngineChat {
    * cannot be combined with a client's constraint; under `auto` a client's constraint wins
    * and the calls are parsed from its output as they are without a grammar.
    */
-  constraint(prompt: PromptInput, client: Constraint | null): GrammarConstraint | null {
+  constraint(prompt: PromptInput, client: CheckedConstraint | null): GrammarConstraint | null {
     if (prompt?.kind !== 'chat') return client;
     const choice = prompt.toolChoice;
     const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);
@@ -99,11 +100,23 @@ export class EngineChat {
           addGenerationPrompt: prompt.addGenerationPrompt ?? true,
           template: this.template,
           ...(tools ? { tools } : {}),
+          ...(prompt.chatTemplateKwargs ? { variables: prompt.chatTemplateKwargs } : {}),
         });
       } catch (e) {
         throw invalidArgument(field, `chat template failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
+  }
+}
+
+/** A request's template variables: an object of JSON values that sets none of the renderer's own. */
+function checkTemplateVariables(vars: unknown, field: string): void {
+  if (vars === undefined) return;
+  if (vars === null || typeof vars !== 'object' || Array.isArray(vars))
+    throw invalidArgument(field, 'must be an object');
+  for (const key of Object.keys(vars)) {
+    if (RESERVED_TEMPLATE_VARIABLES.has(key))
+      throw invalidArgument(`${field}.${key}`, 'is set by the server: send it as the request field instead');
   }
 }
 

@@ -3,8 +3,9 @@
  * (the engine renders the model's chat template) → chat.completion or chat.completion.chunk SSE.
  */
 import type { Context } from 'koa';
-import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
+import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -14,7 +15,10 @@ import {
 } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { withClientFields } from '../shared/client-fields.js';
 import { withConstraintField } from '../shared/structured.js';
+import { templateVariables, thinkingSchemaProperties, type ThinkingFields } from '../shared/thinking.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import {
@@ -26,10 +30,11 @@ import {
   toolSchemaProperties,
   withReasoningTokens,
   type ToolFields,
+  toolParameterFields,
 } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
 import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
-import { chatConstraint } from './tgi-response-format.js';
+import { chatConstraint } from '../tgi/chat-response-format.js';
 import {
   openaiFinishReason,
   openaiUsage,
@@ -44,7 +49,7 @@ const contentPart = {
   properties: { type: { type: 'string' }, text: { type: 'string' } },
 };
 
-const chatSchema = {
+export const chatSchema = {
   type: 'object',
   required: ['messages'],
   properties: {
@@ -60,6 +65,9 @@ const chatSchema = {
           content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
+          // An assistant turn's reasoning sent back: vLLM's older and newer names.
+          reasoning_content: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          reasoning: { anyOf: [{ type: 'string' }, { type: 'null' }] },
           tool_calls: {
             type: 'array',
             items: {
@@ -82,6 +90,9 @@ const chatSchema = {
     logprobs: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     ...toolSchemaProperties,
+    ...thinkingSchemaProperties,
+    // vLLM's: end the prompt without the assistant turn opener.
+    add_generation_prompt: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     response_format: {
       anyOf: [
         { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
@@ -91,17 +102,20 @@ const chatSchema = {
   },
 };
 
-interface ChatBody extends SamplingFields, ToolFields {
+export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
     name?: string;
     tool_call_id?: string;
     tool_calls?: { id: string; type?: 'function'; function: { name: string; arguments: string } }[];
+    reasoning_content?: string | null;
+    reasoning?: string | null;
   }[];
   logprobs?: boolean | null;
   top_logprobs?: number | null;
   response_format?: { type: string } | null;
+  add_generation_prompt?: boolean | null;
   structured_outputs?: unknown;
   guided_json?: unknown;
   guided_regex?: unknown;
@@ -111,7 +125,8 @@ interface ChatBody extends SamplingFields, ToolFields {
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
 
-function toMessages(body: ChatBody): ChatMessage[] {
+/** OpenAI chat messages (their text parts joined) as the engine's; also vLLM's /tokenize messages. */
+export function toMessages(body: Pick<ChatBody, 'messages'>): ChatMessage[] {
   return body.messages.map((m, i) => {
     let content = '';
     if (typeof m.content === 'string') content = m.content;
@@ -135,16 +150,30 @@ function toMessages(body: ChatBody): ChatMessage[] {
       name: m.name,
       toolCallId: m.tool_call_id,
       toolCalls: m.tool_calls?.map((c) => ({ id: c.id, type: 'function' as const, function: c.function })),
+      ...reasoningOf(m, i),
     };
   });
 }
 
-/** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
-function refuseUnsupported(body: ChatBody): void {
+/** `reasoning_content` or `reasoning` of an assistant message (the same text if both are sent). */
+function reasoningOf(m: ChatBody['messages'][number], i: number): { reasoningContent?: string } {
+  const a = m.reasoning_content ?? undefined;
+  const b = m.reasoning ?? undefined;
+  if (a !== undefined && b !== undefined && a !== b)
+    throw invalid(`messages[${i}].reasoning`, 'differs from reasoning_content (send one of them)');
+  const text = a ?? b;
+  if (text === undefined) return {};
+  if (m.role !== 'assistant')
+    throw invalid(`messages[${i}].reasoning_content`, 'belongs to assistant messages');
+  return { reasoningContent: text };
+}
+
+/** `top_logprobs` needs `logprobs: true` (OpenAI's rule; across two fields, so not in the schema). */
+function checkLogprobFields(body: ChatBody): void {
   if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
 }
 
-export function chatLogprobs(list: readonly TokenLogprob[]): object {
+function chatLogprobs(list: readonly TokenLogprob[]): object {
   return {
     content: list.map((t) => ({
       token: t.text,
@@ -162,24 +191,40 @@ export function chatLogprobs(list: readonly TokenLogprob[]): object {
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
+  noteUnknownFields(ctx, raw, chatSchema);
   const model = await resolveRequestedModel(gw, body.model);
-  refuseUnsupported(body);
+  checkLogprobFields(body);
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
   const structured = chatConstraint(body);
   const request: GenerateRequest = {
     requestId: id,
-    prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },
-    params: toSamplingParams(body, {
-      logprobs: body.logprobs ?? undefined,
-      topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
-    }),
+    prompt: {
+      kind: 'chat',
+      messages: toMessages(body),
+      ...(body.add_generation_prompt === false ? { addGenerationPrompt: false } : {}),
+      ...toolFields,
+      ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
+    },
+    params: toSamplingParams(
+      body,
+      {
+        logprobs: body.logprobs ?? undefined,
+        topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
+      },
+      gw.info.maxInputTokenLen,
+    ),
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),
+    ...pdHeaderFields(ctx),
   };
-  withConstraintField(request, structured?.field);
+  withConstraintField(request, structured);
+  withClientFields(
+    request,
+    toolParameterFields(toolFields.tools, (i) => `tools[${i}].function.parameters`),
+  );
   const created = Math.floor(Date.now() / 1000);
   const signal = clientGoneSignal(ctx);
 

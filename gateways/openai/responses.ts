@@ -7,10 +7,9 @@
  * stream (responses-output.ts). Nothing is stored: see responses-request.ts for what is refused.
  */
 import type { Context } from 'koa';
-import type { Constraint } from '../../engine/structured/constraint.js';
-import { prepareSchema } from '../../engine/structured/schema/prepare.js';
-import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -21,7 +20,10 @@ import {
 import { invalid } from '../shared/http-error.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
-import { withConstraintField } from '../shared/structured.js';
+import { withClientFields } from '../shared/client-fields.js';
+import { schemaConstraint, withConstraintField, type ClientConstraint } from '../shared/structured.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
+import { toolParameterFields } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
 import { ResponseBuilder } from './responses-output.js';
 import {
@@ -29,12 +31,14 @@ import {
   refuseStateful,
   toChatMessages,
   toolFields,
+  responsesSchema,
   validateResponses,
   type ResponsesBody,
 } from './responses-request.js';
+import { templateVariables } from '../shared/thinking.js';
 
 /** `text.format` → the engine constraint and the client field it came from. */
-function textConstraint(body: ResponsesBody): { constraint: Constraint; field: string } | undefined {
+function textConstraint(body: ResponsesBody): ClientConstraint | undefined {
   const format = body.text?.format;
   if (!format || format.type === 'text') return undefined;
   if (format.type === 'json_object') return { constraint: { kind: 'json_object' }, field: 'text.format' };
@@ -45,21 +49,20 @@ function textConstraint(body: ResponsesBody): { constraint: Constraint; field: s
     );
   if (format.schema === undefined)
     throw invalid('text.format.schema', "is required when type is 'json_schema'");
-  // The engine's one entry point of schema preparation: a refusal names the client's field;
-  // `strict: true` refuses what the grammar alone cannot enforce, as chat's response_format.
-  const prepared = prepareSchema(format.schema, {
-    field: 'text.format.schema',
-    grammarOnly: format.strict === true,
-  });
-  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
+  // `strict: true` refuses what the grammar alone cannot enforce, as chat's response_format;
+  // the engine prepares the schema and its refusals are renamed to this field.
+  const field = 'text.format.schema';
   return {
-    constraint: { kind: 'json_schema', schema: JSON.stringify(format.schema) },
-    field: 'text.format.schema',
+    constraint: schemaConstraint(format.schema, field, format.strict === true),
+    field,
+    schemaField: field,
   };
 }
 
 export async function handleResponses(gw: GatewayContext, ctx: Context): Promise<void> {
-  const body = validateResponses(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
+  const body = validateResponses(raw);
+  noteUnknownFields(ctx, raw, responsesSchema);
   refuseStateful(body);
   const model = await resolveRequestedModel(gw, body.model);
   const messages = toChatMessages(body);
@@ -72,7 +75,12 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
   const request: GenerateRequest = withConstraintField(
     {
       requestId: id,
-      prompt: { kind: 'chat', messages, ...tools },
+      prompt: {
+        kind: 'chat',
+        messages,
+        ...tools,
+        ...templateVariables(ctx, undefined, body.reasoning?.effort, 'reasoning.effort'),
+      },
       params: {
         maxNewTokens: body.max_output_tokens ?? undefined,
         temperature: body.temperature ?? undefined,
@@ -84,8 +92,13 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
       },
       ...adapterFor(gw, model),
       ...(structured ? { constraint: structured.constraint } : {}),
+      ...pdHeaderFields(ctx),
     },
-    structured?.field,
+    structured,
+  );
+  withClientFields(
+    request,
+    toolParameterFields(tools.tools, (i) => `tools[${i}].parameters`),
   );
   const builder = new ResponseBuilder(id, model, body, wantLogprobs);
   const signal = clientGoneSignal(ctx);

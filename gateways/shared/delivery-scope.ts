@@ -6,9 +6,9 @@
  * times), which is set before the headers go out since a retry happens only before that.
  */
 import type Koa from 'koa';
-import { withDelivery } from '../../engine/failover/delivery.js';
+import { withDelivery } from '../../engine/api.js';
 
-export const RETRIES_HEADER = 'x-prism-retries';
+const RETRIES_HEADER = 'x-prism-retries';
 
 export function deliveryScopeMiddleware(): Koa.Middleware {
   return (ctx, next) =>

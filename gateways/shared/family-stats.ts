@@ -6,7 +6,7 @@
  */
 import type Koa from 'koa';
 
-export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native'] as const;
+const FAMILIES = ['openai', 'anthropic', 'ollama', 'tgi', 'vllm', 'kserve', 'native'] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -15,10 +15,12 @@ export interface FamilyCount {
 }
 
 /** The family of an inference route; undefined for everything else (health, listing, control). */
-export function familyOfRoute(method: string, path: string): Family | undefined {
+function familyOfRoute(method: string, path: string): Family | undefined {
   if (method !== 'POST') return undefined;
   if (path === '/v1/chat/completions' || path === '/v1/completions' || path === '/v1/responses')
     return 'openai';
+  if (path === '/v1/messages') return 'anthropic';
+  if (path === '/api/chat' || path === '/api/generate') return 'ollama';
   if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
   if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
   if (path === '/infer' || path === '/infer_token') return 'native';

@@ -3,9 +3,8 @@
  * handlers don't know which), the resolved gateway config, the engine's static info (read once
  * at start) and the gateway's own state (stopping, instance role).
  */
-import { checkAdapterName } from '../../engine/adapters/rules.js';
+import { checkAdapterName, type Engine, type EngineInfo } from '../../engine/api.js';
 import { EventEmitter } from 'node:events';
-import type { Engine, EngineInfo } from '../../engine/types.js';
 import type { GatewayConfig } from '../config.js';
 import { FamilyStats } from './family-stats.js';
 import { HttpError } from './http-error.js';
@@ -72,6 +71,20 @@ export async function resolveRequestedModel(
 /** The adapter field of an engine request for the resolved `model` (none for the base model). */
 export function adapterFor(gw: GatewayContext, model: string): { adapter?: string } {
   return model === gw.info.modelName ? {} : { adapter: model };
+}
+
+/**
+ * `resolveModel` for routes that never reach generation (tokenizer routes, count_tokens),
+ * where the engine would not resolve an adapter's name: an unknown one is 404 here.
+ */
+export async function resolveServedModel(
+  gw: GatewayContext,
+  name: unknown,
+  field = 'model',
+): Promise<string> {
+  const model = resolveModel(gw, name, field);
+  if (!(await servesModel(gw, model))) throw new HttpError('not_found', `Model ${model} not found.`, field);
+  return model;
 }
 
 /** True when `name` is the base model or a loaded adapter (metadata routes). */

@@ -1,5 +1,6 @@
 /**
- * The one streaming path every family's streaming route takes: wait for the engine's first
+ * The streaming path of every family's generation routes (MindIE's `/dresult`, a stream of
+ * other requests' results, has its own loop: gateways/pd/dresult.ts): wait for the engine's first
  * event before answering (so that failures found up front — engine validation, overload, an
  * unknown adapter — keep their HTTP status), then open the 200 stream, hand each event to the
  * family's mapping, and report a failure that comes after the 200 inside the stream, in the
@@ -11,11 +12,11 @@ import { toHttpError, type HttpError } from './http-error.js';
 import { RawStreamWriter, SseWriter } from './sse.js';
 
 /** Where a stream's frames go. */
-export interface StreamSink {
+interface StreamSink {
   end(): void;
 }
 
-export interface StreamPlan<E, W extends StreamSink> {
+interface StreamPlan<E, W extends StreamSink> {
   /** The answer's events: the engine's, or a family's view of them. */
   readonly events: AsyncIterable<E>;
   /**
@@ -35,7 +36,7 @@ export interface StreamPlan<E, W extends StreamSink> {
   readonly onError: (err: HttpError, out: W) => void;
 }
 
-export async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
+async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
   const it = plan.events[Symbol.asyncIterator]();
   // A failure here is thrown before any byte is sent: the family's error boundary answers it.
   const first = await it.next();
@@ -57,27 +58,44 @@ export async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, 
 /** The SSE form of `streamAnswer`: each family gives its mapping and its error body. */
 export interface SsePlan<E> extends Omit<StreamPlan<E, SseWriter>, 'open' | 'onError'> {
   readonly errorBody: (err: HttpError) => unknown;
+  /** The SSE event name of the error frame (Anthropic's `error`); none by default. */
+  readonly errorEvent?: string;
 }
 
 export function streamSse<E>(ctx: Context, plan: SsePlan<E>): Promise<void> {
   return streamAnswer<E, SseWriter>({
     ...plan,
     open: () => new SseWriter(ctx),
-    onError: (err, sse) => sse.data(plan.errorBody(err)),
+    onError: (err, sse) => sse.data(plan.errorBody(err), plan.errorEvent),
+  });
+}
+
+/** A framing of JSON objects on a raw stream: each object followed by `separator`. */
+export interface JsonFramesPlan<E> extends Omit<StreamPlan<E, RawStreamWriter>, 'open' | 'onError'> {
+  readonly errorBody: (err: HttpError) => unknown;
+}
+
+function streamJsonFrames<E>(
+  ctx: Context,
+  plan: JsonFramesPlan<E>,
+  contentType: string,
+  separator: string,
+): Promise<void> {
+  return streamAnswer<E, RawStreamWriter>({
+    ...plan,
+    open: () => new RawStreamWriter(ctx, contentType),
+    onError: (err, out) => out.write(JSON.stringify(plan.errorBody(err)) + separator),
   });
 }
 
 /** The old vLLM api_server's framing: JSON objects, each followed by a NUL byte. */
-export interface NulJsonPlan<E> extends Omit<StreamPlan<E, RawStreamWriter>, 'open' | 'onError'> {
-  readonly errorBody: (err: HttpError) => unknown;
+export function streamNulJson<E>(ctx: Context, plan: JsonFramesPlan<E>): Promise<void> {
+  return streamJsonFrames(ctx, plan, 'application/json', '\0');
 }
 
-export function streamNulJson<E>(ctx: Context, plan: NulJsonPlan<E>): Promise<void> {
-  return streamAnswer<E, RawStreamWriter>({
-    ...plan,
-    open: () => new RawStreamWriter(ctx, 'application/json'),
-    onError: (err, out) => out.write(JSON.stringify(plan.errorBody(err)) + '\0'),
-  });
+/** Ollama's framing: NDJSON, one JSON object a line. */
+export function streamNdjson<E>(ctx: Context, plan: JsonFramesPlan<E>): Promise<void> {
+  return streamJsonFrames(ctx, plan, 'application/x-ndjson', '\n');
 }
 
 /** An event of one of several merged answers, tagged with the answer it belongs to. */

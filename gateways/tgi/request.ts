@@ -3,13 +3,15 @@
  * one engine request. TGI semantics: greedy unless `do_sample` or a sampling warper
  * (temperature ≠ 1, top_k, top_p < 1) is set; `temperature` and `top_p` are open intervals.
  */
-import type { GenerateRequest } from '../../engine/types.js';
+import type { GenerateRequest } from '../../engine/api.js';
 import { fromTgiGrammar, withConstraintField } from '../shared/structured.js';
 import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
+import type { Context } from 'koa';
+import { noteIgnoredFields, noteUnknownFields, unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
-export const tgiSchema = {
+const tgiSchema = {
   type: 'object',
   required: ['inputs'],
   properties: {
@@ -70,7 +72,20 @@ export interface TgiBody {
   parameters?: TgiParameters | null;
 }
 
-export const validateTgi = compileSchema<TgiBody>(tgiSchema);
+const checkTgi = compileSchema<TgiBody>(tgiSchema);
+const parameterFields = (tgiSchema.properties.parameters as { anyOf: [{ properties: object }] }).anyOf[0];
+
+/**
+ * Validates a TGI body; fields TGI does not define (top level or in `parameters`) are answered
+ * and named as ignored (shared/ignored-fields.ts), as TGI's router ignores them.
+ */
+export function validateTgi(raw: unknown, ctx: Context): TgiBody {
+  const body = checkTgi(raw);
+  noteUnknownFields(ctx, raw, tgiSchema);
+  const p = body.parameters;
+  if (p) noteIgnoredFields(ctx, unknownKeys(p, parameterFields.properties, 'parameters'));
+  return body;
+}
 
 const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
 
@@ -84,10 +99,11 @@ export function tgiSamples(p: TgiParameters): boolean {
   );
 }
 
+/** `ids`: the request's id, and the split prefill/decode fields of its headers (which win). */
 export function toEngineRequest(
   gw: GatewayContext,
   body: TgiBody,
-  requestId: string,
+  ids: Pick<GenerateRequest, 'requestId' | 'kvTransfer'>,
   streaming: boolean,
 ): GenerateRequest {
   const p = body.parameters ?? {};
@@ -105,7 +121,7 @@ export function toEngineRequest(
   if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
   const details = p.details === true || streaming;
   const request: GenerateRequest = {
-    requestId,
+    ...ids,
     ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.inputs },
     ...(structured ? { constraint: structured.constraint } : {}),
@@ -128,5 +144,5 @@ export function toEngineRequest(
       topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,
     },
   };
-  return withConstraintField(request, structured?.field);
+  return withConstraintField(request, structured);
 }
