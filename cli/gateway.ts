@@ -9,6 +9,12 @@ import type { Engine } from '../engine/api.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { EnginePool } from '../gateways/engine-pool.js';
+import {
+  failoverFlagOptions,
+  failoverFromFlags,
+  failoverHelp,
+  type FailoverFlags,
+} from './failover-flags.js';
 import { traceMetadata } from '../gateways/shared/tracing.js';
 import {
   isUsageProblem,
@@ -25,8 +31,10 @@ export const help = `usage: prism gateway --engine ADDR[,ADDR...] [options]
        prism gateway --prefill ADDR[,ADDR...] --decode ADDR[,ADDR...] [options]
 
 Runs the HTTP gateways against engines started with \`prism engine\`. Each request goes to
-the engine with the fewest requests in flight from this gateway; an engine that is down or
-draining is skipped. All engines must serve the same model.
+the engine with the fewest requests in flight from this gateway; an engine that is down,
+draining or not answering is skipped, and a request whose engine fails before any of its
+answer reached the client is sent to another engine with the same seed (--retry). All
+engines must serve the same model.
 
 With --prefill and --decode, each request is split: its prompt runs on the least loaded
 prefill engine, its KV moves to the least loaded decode engine (over their gRPC service),
@@ -42,6 +50,7 @@ options:
                         kv_transfer_params to the decode engine, which pulls the KV)
   --recompute           a decode engine computes a prompt whose KV did not arrive (MindIE's
                         is-recompute) instead of failing the request
+${failoverHelp}
 ${listenerHelp}
   -h, --help            show this help
 
@@ -49,6 +58,17 @@ exit codes: 0 stopped cleanly, 1 failed to start, 2 bad arguments or config.`;
 
 function log(line: string): void {
   process.stderr.write(`prism gateway: ${line}\n`);
+}
+
+/**
+ * A client for one engine. Its channel reconnects within 2 s of a restarted engine coming
+ * back (gRPC's own backoff grows to 120 s), so the health monitor sees it rejoin promptly.
+ */
+function engineClient(address: string): GrpcEngineClient {
+  return new GrpcEngineClient(address, {
+    metadata: traceMetadata,
+    channelOptions: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 2000 },
+  });
 }
 
 function addressList(text: string, flag: string): string[] {
@@ -63,22 +83,27 @@ function addressList(text: string, flag: string): string[] {
   return list;
 }
 
-/** The coordinator over its engines, once every engine answered and all serve one model. */
-async function startCoordinator(pd: {
+interface PdFlags {
   prefill: string[];
   decode: string[];
   flow: PdFlow;
   recompute: boolean;
-}): Promise<PdCoordinator> {
+}
+
+/** The coordinator over its engines, once every engine answered and all serve one model. */
+async function startCoordinator(pd: PdFlags, failover: FailoverFlags): Promise<PdCoordinator> {
   const connect = (address: string): { address: string; engine: Engine } => ({
     address,
-    engine: new GrpcEngineClient(address, { metadata: traceMetadata }),
+    engine: engineClient(address),
   });
   const coordinator = new PdCoordinator({
     prefill: pd.prefill.map(connect),
     decode: pd.decode.map(connect),
     flow: pd.flow,
     recompute: pd.recompute,
+    retry: failover.retry,
+    health: failover.health,
+    ...(failover.health.intervalMs !== undefined ? { pollMs: failover.health.intervalMs } : {}),
     log,
   });
   try {
@@ -105,7 +130,8 @@ async function startCoordinator(pd: {
 
 export async function run(argv: string[]): Promise<number> {
   let addresses: string[];
-  let pd: { prefill: string[]; decode: string[]; flow: PdFlow; recompute: boolean } | undefined;
+  let pd: PdFlags | undefined;
+  let failover: FailoverFlags;
   let loaded: LoadedConfigs;
   try {
     const values = parseFlags(argv, {
@@ -115,7 +141,9 @@ export async function run(argv: string[]): Promise<number> {
       decode: { type: 'string' },
       'pd-flow': { type: 'string' },
       recompute: { type: 'boolean' },
+      ...failoverFlagOptions,
     });
+    failover = failoverFromFlags(values, (m) => new UsageError(m));
     const split = values.prefill !== undefined || values.decode !== undefined;
     if (split) {
       if (values.engine !== undefined) throw new UsageError('--engine: not with --prefill/--decode');
@@ -148,15 +176,20 @@ export async function run(argv: string[]): Promise<number> {
   if (pd) {
     let coordinator: PdCoordinator;
     try {
-      coordinator = await startCoordinator(pd);
+      coordinator = await startCoordinator(pd, failover);
     } catch (e) {
       log(`cannot start the coordinator: ${(e as Error).message}`);
       return 1;
     }
     return serveUntilStopped('gateway', coordinator, loaded.gateway, () => coordinator.close(), log);
   }
-  const clients = addresses.map((a) => new GrpcEngineClient(a, { metadata: traceMetadata }));
-  const pool = new EnginePool(clients);
+  const clients = addresses.map(engineClient);
+  const pool = new EnginePool(clients, {
+    names: addresses,
+    retry: failover.retry,
+    health: failover.health,
+    log,
+  });
   try {
     const info = await pool.info();
     log(`engines: ${addresses.join(', ')} serving ${info.modelName}`);

@@ -4,6 +4,7 @@
  */
 import { ENGINE_ROLES, type EngineRole } from '../engine/api.js';
 import type { EngineOptions } from '../engine/options.js';
+import { integerFlags } from './integer-flags.js';
 
 export const pdFlagOptions = {
   role: { type: 'string' },
@@ -21,21 +22,19 @@ export function pdFromFlags(
   values: { role?: string; 'kv-lease-ms'?: string; 'kv-transfer-timeout-ms'?: string },
   error: (message: string) => Error,
 ): Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'> {
-  const out: { role?: EngineRole; kvLeaseMs?: number; kvTransferTimeoutMs?: number } = {};
+  let role: EngineRole | undefined;
   if (values.role !== undefined) {
-    const role = ENGINE_ROLES.find((r) => r === values.role);
+    role = ENGINE_ROLES.find((r) => r === values.role);
     if (!role) throw error(`--role: must be one of ${ENGINE_ROLES.join(', ')}, got '${values.role}'`);
-    out.role = role;
   }
-  for (const [flag, key] of [
-    ['kv-lease-ms', 'kvLeaseMs'],
-    ['kv-transfer-timeout-ms', 'kvTransferTimeoutMs'],
-  ] as const) {
-    const v = values[flag];
-    if (v === undefined) continue;
-    if (!/^\d+$/.test(v) || Number(v) < 100 || Number(v) > 3_600_000)
-      throw error(`--${flag}: must be an integer in [100, 3600000], got '${v}'`);
-    out[key] = Number(v);
-  }
-  return out;
+  const ms = integerFlags(
+    values,
+    [
+      ['kv-lease-ms', 'kvLeaseMs'],
+      ['kv-transfer-timeout-ms', 'kvTransferTimeoutMs'],
+    ],
+    [100, 3_600_000],
+    error,
+  );
+  return { ...(role ? { role } : {}), ...ms };
 }

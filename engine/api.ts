@@ -40,3 +40,11 @@ export { checkAdapterName, checkAdapterPathText } from './adapters/rules.js';
 /** MindIE's d-target header as a gRPC target (split prefill/decode). */
 export { decodeTargetAddress } from './kv-transfer/peers.js';
 export { traceExportConfigured } from './trace-export.js';
+/**
+ * Faults across engines, for the engine fronts (the replica pool, the P/D coordinator): a
+ * request whose engine fails before its client saw output is retried elsewhere with its seed.
+ */
+export { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from './failover/health.js';
+export { HeldAttempts } from './failover/held-attempts.js';
+export { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from './failover/retry.js';
+export { withDelivery } from './failover/delivery.js';

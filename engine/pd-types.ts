@@ -55,6 +55,31 @@ export interface RemotePrefill {
 
 export type KvTransferSpec = RemoteDecode | RemotePrefill;
 
+/**
+ * The decode half of a request whose prefill engine failed before it leased any KV (the
+ * coordinator's retry, MindIE's is-recompute on the decode side): no source to pull from, so
+ * the decode engine computes the prompt itself. vLLM's connector does the same with
+ * `do_remote_prefill` params that name no remote engine.
+ */
+export const RECOMPUTE_HERE: RemotePrefill = {
+  kind: 'remotePrefill',
+  remoteEngineId: '',
+  remoteBlockIds: [],
+  remoteHost: '',
+  remotePort: 0,
+  remoteRequestId: '',
+  recompute: true,
+};
+
+export function isRecomputeHere(spec: KvTransferSpec): boolean {
+  return (
+    spec.kind === 'remotePrefill' &&
+    spec.remoteHost === '' &&
+    spec.remoteRequestId === '' &&
+    spec.recompute === true
+  );
+}
+
 /** What a prefill engine's finish event says about a request that continues elsewhere. */
 export interface KvTransferParams {
   readonly doRemotePrefill: boolean;

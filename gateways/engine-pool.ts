@@ -1,18 +1,39 @@
 /**
  * Several engines behind one `Engine` (`prism gateway --engine A,B,...`): each new request goes
- * to the engine with the fewest requests in flight from this gateway; an engine that refuses
- * with UNAVAILABLE before producing anything (down, draining) is skipped for the next one.
- * Cancel goes to the engine that holds the request.
+ * to the engine with the fewest requests in flight from this gateway. Cancel goes to the
+ * engine that holds the request.
  *
- * An engine that fails as unavailable (refused, or died mid-stream) is set aside with an
- * exponential backoff (0.5 s, 1 s, 2 s, … at most 30 s): new requests go to the others at once,
- * and once its backoff has passed the next request tries it again — it rejoins when it answers.
- * When every engine is set aside they are all tried, in order, rather than refusing outright.
+ * Faults (engine/failover/): a request whose engine fails — it refuses as unavailable, dies,
+ * its stream breaks, or it stops answering — before any of the answer reached the client is
+ * sent to the next engine, each engine at most once, with the seed fixed before the first try
+ * so the answer is the one the first engine would have given; a request whose client already
+ * has part of the answer ends with the error (the gateway writes its family's error event).
+ * An engine is a process: one restarted on the same address (a new engine id) is another
+ * engine, which a request that failed on its predecessor may be sent to.
+ *
+ * An engine that fails is set aside with an exponential backoff (0.5 s, 1 s, 2 s, … at most
+ * 30 s): new requests go to the others at once, and once its backoff has passed the next
+ * request tries it again. A health monitor asks every engine for its status each second: one
+ * that stops answering (SIGSTOP) or whose step never returns is taken out of rotation and
+ * nothing is sent to it; its requests that can go elsewhere are retried there at once, the
+ * others wait for it up to the stuck-step deadline (engine/failover/held-attempts.ts); one that answers
+ * again — restarted on the same address, or continued — rejoins at once. A retry whose only
+ * engine left is set aside waits for it up to the health timeout (a restarted engine's first
+ * seconds). When every engine is set aside the ones not hung are all tried, in order, rather
+ * than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
 import {
+  Attempt,
+  DEFAULT_HEALTH,
   EngineError,
+  generateWithRetries,
+  HealthMonitor,
+  HeldAttempts,
+  withFixedSeed,
+  withTimeout,
   type AdapterList,
+  type AttemptRoute,
   type ChatMessage,
   type ChatRenderExtras,
   type DecodeResult,
@@ -22,17 +43,38 @@ import {
   type EngineStatus,
   type GenerateEvent,
   type GenerateRequest,
-  type HistogramSnapshot,
+  type HealthOptions,
   type RoleState,
 } from '../engine/api.js';
+import { sumStatus } from './engine-pool-status.js';
 
 interface Member {
   readonly engine: Engine;
+  /** Its address, for the log. */
+  readonly name: string;
   inFlight: number;
   /** Consecutive failures as unavailable; 0 = healthy. */
   failures: number;
   /** Epoch ms before which the member is tried only when no other is up. */
   downUntil: number;
+  /** Why the health monitor took it out of rotation; null while it is in. */
+  out: string | null;
+  /** Out because it stopped answering (hung, or a stuck step): nothing is sent to it until it is back. */
+  stopped: boolean;
+  /** The attempts running on it (abandoned when it stops answering, see held-attempts.ts). */
+  readonly held: HeldAttempts;
+  /** The engine process's id (EngineInfo.engineId), read at start and whenever it rejoins. */
+  engineId: string | undefined;
+}
+
+export interface PoolOptions {
+  /** The engines' addresses, for the log (default: engine 1, engine 2, …). */
+  readonly names?: readonly string[];
+  /** Send a request whose engine failed before its client saw output to another engine (default on). */
+  readonly retry?: boolean;
+  /** The health monitor's timing (engine/failover/health.ts); false: no monitor. */
+  readonly health?: Partial<HealthOptions> | false;
+  readonly log?: (line: string) => void;
 }
 
 const BACKOFF_BASE_MS = 500;
@@ -40,42 +82,56 @@ const BACKOFF_MAX_MS = 30_000;
 
 const isUnavailable = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 
-function sumHistograms(list: readonly HistogramSnapshot[]): HistogramSnapshot {
-  const first = list[0];
-  const sameBounds = list.every(
-    (h) => h.bounds.length === first.bounds.length && h.bounds.every((b, i) => b === first.bounds[i]),
-  );
-  if (!sameBounds) return first;
-  return {
-    bounds: first.bounds,
-    counts: first.counts.map((_, i) => list.reduce((s, h) => s + h.counts[i], 0)),
-    sum: list.reduce((s, h) => s + h.sum, 0),
-    count: list.reduce((s, h) => s + h.count, 0),
-  };
-}
-
 export class EnginePool implements Engine {
   private readonly members: Member[];
   private readonly owner = new Map<string, Member>();
   private next = 0;
+  private readonly retry: boolean;
+  private readonly health: HealthMonitor | undefined;
+  private readonly healthOptions: HealthOptions;
+  private readonly log: (line: string) => void;
 
-  constructor(engines: readonly Engine[]) {
+  constructor(engines: readonly Engine[], options: PoolOptions = {}) {
     if (engines.length === 0) throw new Error('EnginePool: at least one engine is needed');
-    this.members = engines.map((engine) => ({ engine, inFlight: 0, failures: 0, downUntil: 0 }));
+    this.members = engines.map((engine, i) => ({
+      engine,
+      name: options.names?.[i] ?? `engine ${i + 1}`,
+      inFlight: 0,
+      failures: 0,
+      downUntil: 0,
+      out: null,
+      stopped: false,
+      held: new HeldAttempts(),
+      engineId: undefined,
+    }));
+    for (const m of this.members) this.readEngineId(m);
+    this.retry = options.retry ?? true;
+    this.log = options.log ?? (() => {});
+    this.healthOptions = { ...DEFAULT_HEALTH, ...(options.health || {}) };
+    if (options.health !== false)
+      this.health = new HealthMonitor(
+        this.members.map((m) => ({ engine: m.engine, name: m.name })),
+        this.healthOptions,
+        {
+          down: (i, why, stopped) => this.takeOut(this.members[i], why, stopped),
+          up: (i) => this.bringBack(this.members[i]),
+        },
+      );
   }
 
-  /** Members by preference: those not backing off first, then fewest in flight, ties in rotating order. */
+  /** Members by preference: in rotation and not backing off first, then fewest in flight, ties in rotating order. */
   private ranked(): Member[] {
     const start = this.next++ % this.members.length;
     const rotated = [...this.members.slice(start), ...this.members.slice(0, start)];
     const now = Date.now();
-    const down = (m: Member): number => (m.downUntil > now ? 1 : 0);
-    return rotated.sort((a, b) => down(a) - down(b) || a.inFlight - b.inFlight);
+    const rank = (m: Member): number => (m.out !== null ? 2 : m.downUntil > now ? 1 : 0);
+    return rotated.sort((a, b) => rank(a) - rank(b) || a.inFlight - b.inFlight);
   }
 
   private markDown(m: Member): void {
     m.failures++;
     m.downUntil = Date.now() + Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (m.failures - 1));
+    this.health?.sawFailure(this.members.indexOf(m));
   }
 
   private markUp(m: Member): void {
@@ -83,10 +139,40 @@ export class EnginePool implements Engine {
     m.downUntil = 0;
   }
 
-  /** Engines not backing off (for health reporting and tests). */
+  /** The monitor gave up on `m`: out of rotation; a stopped engine's requests are abandoned (and retried). */
+  private takeOut(m: Member, why: string, stopped: boolean): void {
+    m.out = why;
+    m.stopped = stopped;
+    const detail = stopped ? m.held.stopped(why, this.healthOptions.stallMs, this.log) : '';
+    this.log(`${why}: out of rotation${detail}`);
+  }
+
+  /** Learns which process answers at `m`'s address (a restart changes it). */
+  private readEngineId(m: Member): void {
+    m.engine.info().then(
+      (i) => (m.engineId = i.engineId),
+      () => {},
+    );
+  }
+
+  /** What a request was tried on: the member and its process (unknown counts as the same). */
+  private triedKey(m: Member): string {
+    return `${this.members.indexOf(m)}/${m.engineId ?? ''}`;
+  }
+
+  private bringBack(m: Member): void {
+    if (m.out !== null) this.log(`the engine at ${m.name} answers again: back in rotation`);
+    m.held.back();
+    this.readEngineId(m);
+    m.out = null;
+    m.stopped = false;
+    this.markUp(m);
+  }
+
+  /** Engines in rotation and not backing off (for health reporting and tests). */
   get upCount(): number {
     const now = Date.now();
-    return this.members.filter((m) => m.downUntil <= now).length;
+    return this.members.filter((m) => m.out === null && m.downUntil <= now).length;
   }
 
   /** Runs `call` on members in turn until one does not fail with UNAVAILABLE. */
@@ -107,33 +193,61 @@ export class EnginePool implements Engine {
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
-    const req: GenerateRequest = request.requestId ? request : { ...request, requestId: randomUUID() };
+    const req = withFixedSeed(request.requestId ? request : { ...request, requestId: randomUUID() });
+    const tried = new Set<string>();
+    yield* generateWithRetries(req, signal, { retry: this.retry, log: this.log }, async (n) => {
+      // An engine that stopped answering would hold the request as it holds the others.
+      const m = this.ranked().find((x) => !tried.has(this.triedKey(x)) && !x.stopped);
+      if (!m) return null;
+      tried.add(this.triedKey(m));
+      // A retry whose only engine left is out of rotation (restarting, say) gives it a moment.
+      if (n > 1) await this.untilInRotation(m, this.healthOptions.timeoutMs, signal);
+      return this.attemptOn(m, req, signal, tried);
+    });
+  }
+
+  /** Resolves once `m` is in rotation and not backing off, after `ms`, or when `signal` fires. */
+  private async untilInRotation(m: Member, ms: number, signal: AbortSignal | undefined): Promise<void> {
+    const until = Date.now() + ms;
+    const ready = (): boolean => m.out === null && m.downUntil <= Date.now();
+    if (!ready()) this.health?.checkAll();
+    while (!ready() && Date.now() < until && !signal?.aborted) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** One try of `req` on `m`, counted in its load and owning the request id while it runs. */
+  private attemptOn(
+    m: Member,
+    req: GenerateRequest,
+    signal: AbortSignal | undefined,
+    tried: ReadonlySet<string>,
+  ): AttemptRoute {
     const id = req.requestId!;
-    let lastErr: unknown;
-    for (const m of this.ranked()) {
-      m.inFlight++;
-      this.owner.set(id, m);
+    const attempt = new Attempt(signal);
+    m.inFlight++;
+    m.held.add(attempt);
+    this.owner.set(id, m);
+    const markUp = (): void => this.markUp(m);
+    async function* events(): AsyncGenerator<GenerateEvent> {
       let produced = false;
-      try {
-        for await (const ev of m.engine.generate(req, signal)) {
-          if (!produced) this.markUp(m);
-          produced = true;
-          yield ev;
-        }
-        return;
-      } catch (err) {
-        // An engine that died or refuses is set aside, even when it fails mid-stream (that
-        // client gets the error: its tokens so far cannot be replayed elsewhere).
-        if (isUnavailable(err) && !signal?.aborted) this.markDown(m);
-        // Fail over only when this engine produced nothing and refused as unavailable.
-        if (produced || !isUnavailable(err)) throw err;
-        lastErr = err;
-      } finally {
-        m.inFlight--;
-        if (this.owner.get(id) === m) this.owner.delete(id);
+      for await (const ev of m.engine.generate(req, attempt.signal)) {
+        if (!produced) markUp();
+        produced = true;
+        yield ev;
       }
     }
-    throw lastErr;
+    return {
+      events: events(),
+      attempt,
+      where: `the engine at ${m.name}`,
+      alternative: () =>
+        this.members.some((x) => !tried.has(this.triedKey(x)) && x.out === null && !x.stopped),
+      failed: () => this.markDown(m),
+      ended: () => {
+        m.inFlight--;
+        m.held.delete(attempt);
+        if (this.owner.get(id) === m) this.owner.delete(id);
+      },
+    };
   }
 
   async cancel(requestId: string): Promise<boolean> {
@@ -181,52 +295,16 @@ export class EnginePool implements Engine {
     return this.any((e) => e.info());
   }
 
-  /** The sum over the engines that answer (capacities and counters add up). */
+  /** The sum over the engines in rotation that answer in time (capacities and counters add up). */
   async status(): Promise<EngineStatus> {
-    const settled = await Promise.allSettled(this.members.map((m) => m.engine.status()));
+    const live = this.members.filter((m) => m.out === null);
+    const asked = live.length > 0 ? live : this.members;
+    const settled = await Promise.allSettled(
+      asked.map((m) => withTimeout(m.engine.status(), this.healthOptions.timeoutMs, `status of ${m.name}`)),
+    );
     const list = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (list.length === 0) throw new EngineError('UNAVAILABLE', 'no engine answered the status request');
-    const sum = (f: (s: EngineStatus) => number): number => list.reduce((a, s) => a + f(s), 0);
-    const finished = sum((s) => s.e2eLatency.count) || 1;
-    return {
-      running: sum((s) => s.running),
-      waiting: sum((s) => s.waiting),
-      freeBlocks: sum((s) => s.freeBlocks),
-      totalBlocks: sum((s) => s.totalBlocks),
-      blockSize: list[0].blockSize,
-      maxBatchSize: sum((s) => s.maxBatchSize),
-      stopping: list.every((s) => s.stopping),
-      requestsReceived: sum((s) => s.requestsReceived),
-      requestsSucceeded: sum((s) => s.requestsSucceeded),
-      requestsFailed: sum((s) => s.requestsFailed),
-      promptTokens: sum((s) => s.promptTokens),
-      generationTokens: sum((s) => s.generationTokens),
-      prefixCacheQueries: sum((s) => s.prefixCacheQueries),
-      prefixCacheHits: sum((s) => s.prefixCacheHits),
-      preemptions: sum((s) => s.preemptions),
-      ttft: sumHistograms(list.map((s) => s.ttft)),
-      interTokenLatency: sumHistograms(list.map((s) => s.interTokenLatency)),
-      e2eLatency: sumHistograms(list.map((s) => s.e2eLatency)),
-      promptTokensPerRequest: sumHistograms(list.map((s) => s.promptTokensPerRequest)),
-      generationTokensPerRequest: sumHistograms(list.map((s) => s.generationTokensPerRequest)),
-      // Weighted by finished requests.
-      recentAvgTtft: sum((s) => s.recentAvgTtft * s.e2eLatency.count) / finished,
-      recentAvgInterToken: sum((s) => s.recentAvgInterToken * s.e2eLatency.count) / finished,
-      runningLoraAdapters: [...new Set(list.flatMap((s) => s.runningLoraAdapters))].sort(),
-      waitingLoraAdapters: [...new Set(list.flatMap((s) => s.waitingLoraAdapters))].sort(),
-      maxLora: list[0].maxLora,
-      ...sumSpecDecode(list),
-      role: list[0].role,
-      roleStatus: list.some((s) => s.roleStatus === 'RoleSwitching') ? 'RoleSwitching' : 'RoleReady',
-      leasedBlocks: sum((s) => s.leasedBlocks),
-      kvTransfersIn: sum((s) => s.kvTransfersIn),
-      kvBytesIn: sum((s) => s.kvBytesIn),
-      kvTransferMsIn: sum((s) => s.kvTransferMsIn),
-      kvTokensIn: sum((s) => s.kvTokensIn),
-      kvTransfersOut: sum((s) => s.kvTransfersOut),
-      kvBytesOut: sum((s) => s.kvBytesOut),
-      kvTransferFailures: sum((s) => s.kvTransferFailures),
-    };
+    return sumStatus(list);
   }
 
   /** Every engine of the pool takes the role (a pool serves one role). */
@@ -245,27 +323,15 @@ export class EnginePool implements Engine {
   }
 
   async drain(): Promise<void> {
+    // A draining client refuses new calls, status checks included: they must not read as an outage.
+    this.health?.close();
+    for (const m of this.members) m.held.back();
     await Promise.all(this.members.map((m) => m.engine.drain()));
   }
 
   async close(): Promise<void> {
+    this.health?.close();
+    for (const m of this.members) m.held.back();
     await Promise.all(this.members.map((m) => m.engine.close()));
   }
-}
-
-/** Speculative decoding's counters over the engines that speculate (none: absent). */
-function sumSpecDecode(list: readonly EngineStatus[]): Pick<EngineStatus, 'specDecode'> {
-  const spec = list.flatMap((s) => (s.specDecode ? [s.specDecode] : []));
-  if (spec.length === 0) return {};
-  const perPos: number[] = [];
-  for (const s of spec) s.acceptedPerPosition.forEach((v, i) => (perPos[i] = (perPos[i] ?? 0) + v));
-  return {
-    specDecode: {
-      method: [...new Set(spec.map((s) => s.method))].join(','),
-      numDrafts: spec.reduce((a, s) => a + s.numDrafts, 0),
-      numDraftTokens: spec.reduce((a, s) => a + s.numDraftTokens, 0),
-      numAcceptedTokens: spec.reduce((a, s) => a + s.numAcceptedTokens, 0),
-      acceptedPerPosition: perPos,
-    },
-  };
 }

@@ -17,6 +17,7 @@ import { loraRouter } from './management/lora.js';
 import { metricsRouter, mindieControlRouter, mindieServiceRouter } from './mindie/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
+import { deliveryScopeMiddleware } from './shared/delivery-scope.js';
 import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
@@ -169,6 +170,8 @@ function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: L
   if (listeners.includes('service')) {
     app.use(familyStatsMiddleware(gw.state.families));
     app.use(playgroundMiddleware());
+    // Whether an answer has started reaching its client: a failed engine's request is retried until then.
+    app.use(deliveryScopeMiddleware());
   }
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {

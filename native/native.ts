@@ -464,6 +464,8 @@ export interface NativeAddon {
   step(ctx: ContextHandle, plan: StepPlan): Promise<StepResult>;
   /** Fault test hook: the next `count` steps on `ctx` throw a C++ exception mid-forward (0 disarms). */
   failNextStepsForTest(ctx: ContextHandle, count: number): void;
+  /** Fault test hook: the next step on `ctx` sleeps `ms` after layer 0, then finishes normally. */
+  stallNextStepForTest(ctx: ContextHandle, ms: number): void;
   supplyMasks(ctx: ContextHandle, masks: Int32Array | null): boolean;
   cpuFeatures(): CpuFeatures;
   /**
@@ -622,6 +624,7 @@ interface Backend extends Pick<
     cudaKernels: CudaKernels | undefined,
   ): Promise<ModelHandle>;
   failNextSteps: NativeAddon['failNextStepsForTest'];
+  stallNextStep: NativeAddon['stallNextStepForTest'];
 }
 
 const cpuBackend: Backend = {
@@ -647,6 +650,7 @@ const cpuBackend: Backend = {
   step: (ctx, plan) => addon.step(ctx, plan),
   supplyMasks: (ctx, masks) => addon.supplyMasks(ctx, masks),
   failNextSteps: (ctx, count) => addon.failNextStepsForTest(ctx, count),
+  stallNextStep: (ctx, ms) => addon.stallNextStepForTest(ctx, ms),
 };
 
 const cudaBackend: Backend = {
@@ -662,6 +666,9 @@ const cudaBackend: Backend = {
   step: (ctx, plan) => addon.deviceStep(ctx, plan),
   supplyMasks: (ctx, masks) => addon.deviceSupplyMasks(ctx, masks),
   failNextSteps: (ctx, count) => addon.deviceFailNextStepsForTest(ctx, count),
+  stallNextStep: () => {
+    throw new Error('stallNextStep: CPU contexts only');
+  },
 };
 
 function backendFor(device: Device): Backend {
@@ -884,11 +891,15 @@ export const kernelTestHooks = {
 /**
  * Fault injection for tests only (no route, flag or config reaches it): makes the next
  * `count` steps on `ctx` throw from native code, mid-forward, so the engine's handling of a
- * failing step is tested on the real native path.
+ * failing step is tested on the real native path; or holds the next step for `ms` (a step
+ * that does not return, for the callers' deadlines), CPU contexts only.
  */
 export const faultTestHooks = {
   failNextSteps(ctx: ContextHandle, count: number): void {
     wrapNativeError(() => backendOf(ctx).failNextSteps(ctx, count));
+  },
+  stallNextStep(ctx: ContextHandle, ms: number): void {
+    wrapNativeError(() => backendOf(ctx).stallNextStep(ctx, ms));
   },
 };
 

@@ -33,7 +33,7 @@ function startEngine(name: string): ChildProcess {
   return child;
 }
 
-async function ready(client: GrpcEngineClient, ms = 60000): Promise<void> {
+async function ready(client: GrpcEngineClient, ms = 180_000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     try {

@@ -1,7 +1,8 @@
 /**
  * Split prefill/decode under faults, on real engines: a prefill engine that dies mid-transfer
  * (the decode engine recomputes when allowed, else the client gets a 5xx in its family's shape,
- * never a hang), a decode engine that dies or never pulls (the prefill engine frees the leased
+ * never a hang; the requests after it fail on the dead engine before any output and the
+ * coordinator has the decode engine compute them — with retries off they get the 5xx), a decode engine that dies or never pulls (the prefill engine frees the leased
  * blocks), a client that hangs up mid-transfer (both engines free everything), and a model
  * mismatch (refused before any block moves). A TCP proxy in front of the engine being pulled
  * from holds the transfer at a chosen byte, so "mid-transfer" is exact. After every test every
@@ -83,7 +84,7 @@ async function postCompletion(
 
 describe('the prefill engine dies mid-transfer', () => {
   for (const recompute of [false, true]) {
-    test(`MindIE flow, recompute ${recompute ? 'on: the decode engine computes the prompt' : 'off: a clear 5xx'}`, async () => {
+    test(`MindIE flow, recompute ${recompute ? 'on: the decode engine computes the prompt' : 'off: a clear 5xx, then the decode engine computes what comes after'}`, async () => {
       const { engine: prefill, proxy } = await proxiedPrefill();
       const gw = await startPdGateway([prefill], [decode], 'mindie', recompute);
       try {
@@ -99,15 +100,31 @@ describe('the prefill engine dies mid-transfer', () => {
         } else {
           assert.ok(r.status >= 500, `status ${r.status}`);
           assert.match(r.json.error.message, /KV transfer from .* failed/);
-          // With the prefill engine gone, the other families answer 5xx in their own shape too.
-          for (const [route, body] of [
-            ['/generate', { inputs: PROMPT, parameters: { max_new_tokens: 4 } }],
-            ['/infer', { inputs: PROMPT, stream: false, parameters: { max_new_tokens: 4 } }],
-          ] as const) {
+          // With the prefill engine gone, the other families' requests fail on it before any
+          // output: the decode engine computes each of them itself (a retry) — or, with
+          // retries off, they get a 5xx in their own shape. (A lead of their own keeps the
+          // prompt out of the decode engine's prefix cache for the next test.)
+          const families = [
+            ['/generate', { inputs: `Other families. ${PROMPT}`, parameters: { max_new_tokens: 4 } }],
+            [
+              '/infer',
+              { inputs: `Other families. ${PROMPT}`, stream: false, parameters: { max_new_tokens: 4 } },
+            ],
+          ] as const;
+          for (const [route, body] of families) {
             const f = await postJson(gw.url + route, body);
-            assert.ok(f.status >= 500, `${route}: status ${f.status}`);
-            assert.equal(typeof f.json.error, 'string', `${route}: ${f.text}`);
-            assert.equal(typeof f.json.error_type, 'string', `${route}: ${f.text}`);
+            assert.equal(f.status, 200, `${route}: ${f.text}`);
+          }
+          const noRetry = await startPdGateway([prefill], [decode], 'mindie', false, { retry: false });
+          try {
+            for (const [route, body] of families) {
+              const f = await postJson(noRetry.url + route, body);
+              assert.ok(f.status >= 500, `${route}: status ${f.status}`);
+              assert.equal(typeof f.json.error, 'string', `${route}: ${f.text}`);
+              assert.equal(typeof f.json.error_type, 'string', `${route}: ${f.text}`);
+            }
+          } finally {
+            await noRetry.close();
           }
         }
         assert.ok((await decode.client.status()).kvTransferFailures >= 1);

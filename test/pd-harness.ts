@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
-import { PdCoordinator, type PdFlow } from '../engine/kv-transfer/coordinator.js';
+import { PdCoordinator, type CoordinatorOptions, type PdFlow } from '../engine/kv-transfer/coordinator.js';
 import type { EngineRole } from '../engine/pd-types.js';
-import { loadEngine } from '../engine/load-engine.js';
+import { loadEngine, type LoadEngineHooks } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
@@ -46,8 +46,9 @@ export async function startTestEngine(
   options: EngineOptions = {},
   model = ensureDefaultModel(),
   listen?: string,
+  hooks: LoadEngineHooks = {},
 ): Promise<TestEngine> {
-  const core = await loadEngine(model, { ...PD_ENGINE_OPTIONS, role, ...options });
+  const core = await loadEngine(model, { ...PD_ENGINE_OPTIONS, role, ...options }, hooks);
   const dir = mkdtempSync(join(tmpdir(), 'prism-pd-test-'));
   const server = await startEngineServer(core, {
     listen: listen ?? `unix:${join(dir, 'engine.sock')}`,
@@ -179,6 +180,7 @@ export async function startPdGateway(
   decode: readonly TestEngine[],
   flow: PdFlow,
   recompute = false,
+  extra: Pick<CoordinatorOptions, 'retry' | 'health' | 'log'> = {},
 ): Promise<PdGateway> {
   const connectAll = (list: readonly TestEngine[]) =>
     list.map((e) => ({ address: e.address, engine: new GrpcEngineClient(e.address) }));
@@ -188,6 +190,7 @@ export async function startPdGateway(
     flow,
     recompute,
     pollMs: 50,
+    ...extra,
   });
   if (!(await coordinator.ready())) throw new Error('a decode engine did not open its results stream');
   const gateway = await startGateway({ engine: coordinator, config: freePortConfig() });

@@ -1,6 +1,6 @@
 /**
- * Starts `prism serve` as a child process on free ports (what the soak CI test and
- * `npm run soak -- --spawn` drive): the real command line, so RSS and fds are the server's own.
+ * Starts `prism serve` (or `prism gateway`) as a child process on free ports (what the soak CI
+ * tests and `npm run soak` drive): the real command line, so RSS and fds are the server's own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 
@@ -22,6 +22,7 @@ export interface ServeProcess {
 export function startServeProcess(
   extraArgs: readonly string[] = [],
   timeoutMs = 120000,
+  command: 'serve' | 'gateway' = 'serve',
 ): Promise<ServeProcess> {
   const child = spawn(
     process.execPath,
@@ -29,7 +30,7 @@ export function startServeProcess(
       '--import',
       'tsx',
       'cli/main.ts',
-      'serve',
+      command,
       '--port',
       '0',
       '--management-port',
@@ -45,7 +46,7 @@ export function startServeProcess(
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`prism serve did not start within ${timeoutMs} ms:\n${err}`));
+      reject(new Error(`prism ${command} did not start within ${timeoutMs} ms:\n${err}`));
     }, timeoutMs);
     child.stderr!.on('data', (d: Buffer) => {
       err += d.toString();
@@ -82,7 +83,7 @@ export function startServeProcess(
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`prism serve exited with ${code} before listening:\n${err}`));
+      reject(new Error(`prism ${command} exited with ${code} before listening:\n${err}`));
     });
   });
 }

@@ -9,8 +9,10 @@
  * server's RSS and open file descriptors at start, middle and end.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { createParser } from 'eventsource-parser';
+import { scenarios } from './scenarios.js';
+import { sendOne, type Outcome, type Plan, type RequestRecord } from './send.js';
+
+export { closeSoakClient } from './send.js';
 
 export interface SoakTarget {
   /** Service listener, e.g. http://127.0.0.1:1025 */
@@ -38,6 +40,16 @@ export interface SoakOptions {
    */
   readonly settleMs?: number;
   readonly log?: (line: string) => void;
+  /** Told of every request once it ended, and of every piece of output as it reached its client. */
+  readonly observer?: SoakObserver;
+  /** Runs once the clients are done, before waiting for the server to go idle (faults settle). */
+  readonly beforeIdle?: () => Promise<void>;
+}
+
+export interface SoakObserver {
+  request?(r: RequestRecord): void;
+  /** Epoch ms of a token event (streams) or a whole answer (unary). */
+  output?(at: number): void;
 }
 
 export interface ProcessSample {
@@ -89,8 +101,10 @@ export function processSample(pid: number | undefined, at: string): ProcessSampl
   if (pid === undefined) return { at };
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf-8');
-    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-    return { at, rssMb: Math.round(rssKb / 1024), openFds: readdirSync(`/proc/${pid}/fd`).length };
+    const rssKb = /VmRSS:\s+(\d+)/.exec(status)?.[1];
+    const openFds = readdirSync(`/proc/${pid}/fd`).length;
+    // A process on its way out has no VmRSS line: its RSS is not reported.
+    return rssKb === undefined ? { at, openFds } : { at, rssMb: Math.round(Number(rssKb) / 1024), openFds };
   } catch {
     return { at };
   }
@@ -111,172 +125,6 @@ const LONG =
   'The river runs past the old mill and under the stone bridge, where children fish in summer. '.repeat(14);
 
 type Kind = 'short' | 'long' | 'shared';
-
-/**
- * The soak's HTTP client: node:http with keep-alive and no client-side timeouts (fetch gives up
- * on a reply whose headers take over 300 s, which an overloaded server's queue can exceed; the
- * soak measures the server, so the client waits as long as the server takes).
- */
-const agent = new Agent({ keepAlive: true });
-
-/**
- * POSTs a JSON body. Aborting `signal` cuts the client off the way a browser tab closing does:
- * before the response it destroys the request (its 'error' reaches the promise); after, it
- * destroys the response without an error. Node's own `signal` option is not used: it destroys
- * the request with an AbortError even after the response, and when that lands between the
- * response's end and the keep-alive socket going back to the pool, the socket's 'error' has no
- * listener and becomes an uncaught exception.
- */
-function post(url: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    let response: IncomingMessage | undefined;
-    const req = httpRequest(
-      url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        response = res;
-        resolve(res);
-      },
-    );
-    req.on('error', reject);
-    signal.addEventListener('abort', () => (response ? response.destroy() : req.destroy()), { once: true });
-    req.end(JSON.stringify(body));
-  });
-}
-
-async function readText(res: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const c of res as AsyncIterable<Buffer>) chunks.push(c);
-  return Buffer.concat(chunks).toString('utf-8');
-}
-
-/** Closes the soak client's idle keep-alive connections. */
-export function closeSoakClient(): void {
-  agent.destroy();
-}
-
-interface Scenario {
-  readonly name: string;
-  readonly stream: boolean;
-  readonly request: (
-    t: SoakTarget,
-    prompt: string,
-    maxTokens: number,
-    id: string,
-  ) => { path: string; body: unknown };
-  /** For streams: does this event carry a token, end the stream, or report an error? */
-  readonly event?: (data: string) => 'token' | 'end' | 'error' | 'other';
-}
-
-const json = (d: string): Record<string, unknown> | undefined => {
-  try {
-    return JSON.parse(d) as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-};
-
-const scenarios: readonly Scenario[] = [
-  {
-    name: 'openai-chat-stream',
-    stream: true,
-    request: (t, p, n) => ({
-      path: '/v1/chat/completions',
-      body: { model: t.model, messages: [{ role: 'user', content: p }], max_tokens: n, stream: true },
-    }),
-    event: (d) => {
-      if (d === '[DONE]') return 'end';
-      const j = json(d);
-      if (!j || j.error) return 'error';
-      const c = (j.choices as { delta?: { content?: string } }[] | undefined)?.[0];
-      return c?.delta?.content ? 'token' : 'other';
-    },
-  },
-  {
-    name: 'openai-chat',
-    stream: false,
-    request: (t, p, n) => ({
-      path: '/v1/chat/completions',
-      body: { model: t.model, messages: [{ role: 'user', content: p }], max_tokens: n },
-    }),
-  },
-  {
-    name: 'openai-completions-stream',
-    stream: true,
-    request: (t, p, n) => ({
-      path: '/v1/completions',
-      body: { model: t.model, prompt: p, max_tokens: n, stream: true },
-    }),
-    event: (d) => {
-      if (d === '[DONE]') return 'end';
-      const j = json(d);
-      if (!j || j.error) return 'error';
-      return (j.choices as { text?: string }[] | undefined)?.[0]?.text ? 'token' : 'other';
-    },
-  },
-  {
-    name: 'tgi-generate-stream',
-    stream: true,
-    request: (_t, p, n) => ({
-      path: '/generate_stream',
-      body: { inputs: p, parameters: { max_new_tokens: n } },
-    }),
-    event: (d) => {
-      const j = json(d);
-      if (!j || j.error) return 'error';
-      if (typeof j.generated_text === 'string') return 'end';
-      return 'token';
-    },
-  },
-  {
-    name: 'tgi-generate',
-    stream: false,
-    request: (_t, p, n) => ({ path: '/generate', body: { inputs: p, parameters: { max_new_tokens: n } } }),
-  },
-  {
-    name: 'vllm-generate',
-    stream: false,
-    request: (_t, p, n) => ({ path: '/generate', body: { prompt: p, max_tokens: n } }),
-  },
-  {
-    name: 'kserve-generate-stream',
-    stream: true,
-    request: (t, p, n, id) => ({
-      path: `/v2/models/${t.model}/generate_stream`,
-      body: { id, text_input: p, parameters: { max_new_tokens: n } },
-    }),
-    event: (d) => {
-      const j = json(d);
-      if (!j || j.error) return 'error';
-      if ((j.details as { finish_reason?: string } | undefined)?.finish_reason) return 'end';
-      return 'token';
-    },
-  },
-  {
-    name: 'native-infer-stream',
-    stream: true,
-    request: (_t, p, n) => ({ path: '/infer', body: { inputs: p, stream: true, max_tokens: n } }),
-    event: (d) => {
-      const j = json(d);
-      if (!j || j.error) return 'error';
-      if (typeof j.generated_text === 'string') return 'end';
-      return 'token';
-    },
-  },
-];
-
-type Outcome = 'completed' | 'disconnect' | 'stopped' | 'lost' | 'transport' | `status:${string}`;
-
-interface Plan {
-  scenario: Scenario;
-  prompt: string;
-  maxTokens: number;
-  id: string;
-  /** Cut after this many events (0 = before the headers arrive), or never. */
-  cutAfterEvents?: number;
-  cutBeforeHeadersMs?: number;
-  stopAfterFirstToken: boolean;
-}
 
 export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakReport> {
   const random = rng(o.seed);
@@ -306,107 +154,37 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
           ? LONG + pick(QUESTIONS)
           : SHARED_PREFIX + pick(QUESTIONS);
     const [lo, hi] = o.maxTokens;
-    const p: Plan = {
+    const p = {
       scenario,
       prompt,
       maxTokens: lo + Math.floor(random() * (hi - lo + 1)),
       id: `soak-${o.seed}-${serial++}`,
+      seed: Math.floor(random() * 2 ** 31),
       stopAfterFirstToken: scenario.name.startsWith('kserve') && random() < o.stopRate,
     };
     if (random() < o.disconnectRate) {
-      if (!scenario.stream || random() < 0.3) p.cutBeforeHeadersMs = Math.floor(random() * 200);
-      else p.cutAfterEvents = 1 + Math.floor(random() * 4);
+      if (!scenario.stream || random() < 0.3) return { ...p, cutBeforeHeadersMs: Math.floor(random() * 200) };
+      return { ...p, cutAfterEvents: 1 + Math.floor(random() * 4) };
     }
     return p;
   };
 
+  const lastToken = new Map<string, number>();
   const one = async (p: Plan): Promise<void> => {
-    const { path, body } = p.scenario.request(target, p.prompt, p.maxTokens, p.id);
-    const abort = new AbortController();
-    let cut = false;
-    const timer =
-      p.cutBeforeHeadersMs !== undefined
-        ? setTimeout(() => {
-            cut = true;
-            abort.abort();
-          }, p.cutBeforeHeadersMs)
-        : undefined;
     const t0 = performance.now();
-    try {
-      const res = await post(target.url + path, body, abort.signal);
-      // A deliberate cut may destroy the response after the reading loop has let go of it;
-      // errors while reading still surface through the loop below.
-      res.on('error', () => {});
-      if (res.statusCode !== 200) {
-        const text = await readText(res);
-        note(`status:${res.statusCode}`, `${p.scenario.name} ${text.slice(0, 160)}`);
-        return;
+    const r = await sendOne(target, p, (now) => {
+      const last = lastToken.get(p.id);
+      if (p.scenario.stream) {
+        if (last === undefined) ttft.push(now - t0);
+        else itl.push(now - last);
       }
-      if (!p.scenario.stream) {
-        JSON.parse(await readText(res));
-        clearTimeout(timer);
-        note(cut ? 'disconnect' : 'completed');
-        return;
-      }
-      let events = 0;
-      let last = 0;
-      let ended: 'end' | 'error' | undefined;
-      let firstToken = true;
-      let stopped = false;
-      const parser = createParser({
-        onEvent: (e) => {
-          events++;
-          const kind = p.scenario.event!(e.data);
-          const now = performance.now();
-          if (kind === 'token') {
-            if (firstToken) {
-              ttft.push(now - t0);
-              firstToken = false;
-              if (p.stopAfterFirstToken) {
-                stopped = true;
-                void fetch(`${target.url}/v2/models/${target.model}/stopInfer`, {
-                  method: 'POST',
-                  headers: { 'content-type': 'application/json' },
-                  body: JSON.stringify({ id: p.id }),
-                }).then(
-                  (r) => r.text(),
-                  () => {},
-                );
-              }
-            } else itl.push(now - last);
-            last = now;
-          } else if (kind === 'end' || kind === 'error') {
-            ended ??= kind;
-            if (kind === 'error' && examples.length < 10)
-              examples.push(`event error: ${p.scenario.name} ${e.data.slice(0, 160)}`);
-          }
-          if (p.cutAfterEvents !== undefined && events >= p.cutAfterEvents && ended === undefined) {
-            cut = true;
-            abort.abort();
-          }
-        },
-      });
-      const decoder = new TextDecoder();
-      try {
-        for await (const chunk of res as AsyncIterable<Buffer>)
-          parser.feed(decoder.decode(chunk, { stream: true }));
-      } catch (err) {
-        if (!cut) throw err;
-      }
-      clearTimeout(timer);
-      if (cut) note('disconnect');
-      else if (stopped) note('stopped');
-      else if (ended === 'end') note('completed');
-      else if (ended === 'error') note('status:event', p.scenario.name);
-      else note('lost', `${p.scenario.name} ended after ${events} events without a final one`);
-    } catch (err) {
-      clearTimeout(timer);
-      if (cut) note('disconnect');
-      else {
-        const e = err as Error & { code?: string; cause?: { code?: string } };
-        note('transport', `${p.scenario.name} ${e.code ?? e.cause?.code ?? ''} ${e.message}`);
-      }
-    }
+      lastToken.set(p.id, now);
+      o.observer?.output?.(Date.now());
+    });
+    lastToken.delete(p.id);
+    o.observer?.request?.(r);
+    if (r.outcome === 'status:event' && examples.length < 10) examples.push(`event error: ${r.detail}`);
+    note(r.outcome, r.outcome === 'status:event' ? undefined : r.detail);
   };
 
   const worker = async (): Promise<void> => {
@@ -430,6 +208,7 @@ export async function runSoak(target: SoakTarget, o: SoakOptions): Promise<SoakR
   clearTimeout(middle);
   if (!middleTaken) samples.push(processSample(target.pid, 'middle'));
 
+  await o.beforeIdle?.();
   // Once every client is gone the engine must go idle and give every block back.
   const status = await waitIdle(target.managementUrl, 30000);
   await new Promise((r) => setTimeout(r, o.settleMs ?? 6000));

@@ -4,20 +4,29 @@
  * served and formatted as usual, while each request runs split over two engines:
  *
  * - `mindie` (push): the request goes to the least loaded prefill engine naming the least
- *   loaded decode engine (d-target); the prefill engine's first token is relayed, then the
- *   rest comes from that decode engine's results stream (DecodeResults, MindIE's `/dresult`),
- *   which the coordinator holds open to every decode engine and sorts by request id.
+ *   loaded decode engine (d-target); the prefill engine's first token is relayed once the
+ *   decode engine has taken the request, then the rest comes from that decode engine's
+ *   results stream (DecodeResults, MindIE's `/dresult`, results-link.ts), which the
+ *   coordinator holds open to every decode engine and sorts by request id.
  * - `llm-d` (pull): llm-d's sidecar flow — the prompt goes to a prefill engine with one token
  *   to generate and `remoteDecode`; the `kv_transfer_params` its finish carries go with the
  *   request to a decode engine, which pulls the blocks and generates (its events relayed).
  *
  * A client that goes away cancels the request on both engines (each frees its blocks, the
- * prefill engine its lease). A decode engine whose results stream breaks fails the requests
- * waiting on it with UNAVAILABLE (the family's 5xx), and the stream is opened again.
+ * prefill engine its lease). Faults (engine/failover/): an engine that fails before any of
+ * the answer reached the client — it died, its stream broke, or the health monitor found it
+ * stopped — sends the request again with the same seed, each engine at most once: to an
+ * untried prefill/decode pair, or, with no prefill engine left, to an untried decode engine
+ * that computes the prompt itself (MindIE's is-recompute, llm-d's fallback to local prefill);
+ * with none left, or once the client has output, the request fails with UNAVAILABLE (the
+ * family's 5xx or error event). Relaying the first token only after the hand-off keeps a
+ * failed hand-off retryable.
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError } from '../errors.js';
-import { EventQueue } from '../event-queue.js';
+import { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '../failover/health.js';
+import { HeldAttempts } from '../failover/held-attempts.js';
+import { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from '../failover/retry.js';
 import type {
   ChatRenderExtras,
   AdapterList,
@@ -30,7 +39,8 @@ import type {
   GenerateRequest,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
-import type { EngineRole, RoleState } from '../pd-types.js';
+import { ResultsLink } from './results-link.js';
+import { RECOMPUTE_HERE, type EngineRole, type RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 
@@ -40,110 +50,34 @@ export interface CoordinatorOptions {
   readonly flow: PdFlow;
   /** MindIE's is-recompute / vLLM's recompute policy: the decode engine computes a prompt whose KV did not arrive. */
   readonly recompute: boolean;
-  /** How often each engine's status is read for the least-loaded choice. */
+  /** Send a request whose engine failed before its client saw output again (default on). */
+  readonly retry?: boolean;
+  /** How often each engine's status is read (the least-loaded choice, the health monitor). */
   readonly pollMs?: number;
+  /** The rest of the health monitor's timing (engine/failover/health.ts). */
+  readonly health?: Partial<HealthOptions>;
   readonly log?: (line: string) => void;
 }
 
-const RECONNECT_MS = 500;
+/** Where one attempt of a split request goes: a pair, or a decode engine alone (recompute). */
+interface Route {
+  readonly p: Member | null;
+  readonly d: Member;
+}
 
-/** One decode engine's results stream, sorted into a queue per request id. */
-class ResultsLink {
-  private readonly waiting = new Map<string, EventQueue<GenerateEvent>>();
-  private readonly controller = new AbortController();
-  private connected = false;
-  private closed = false;
-  private readonly ready: Promise<void>;
-  private markReady: () => void = () => {};
-
-  constructor(
-    private readonly m: Member,
-    private readonly log: (line: string) => void,
-  ) {
-    this.ready = new Promise((resolve) => (this.markReady = resolve));
-    void this.run();
-  }
-
-  /** Resolves once the stream is open (or after `ms`, whichever is first). */
-  async opened(ms: number): Promise<boolean> {
-    if (this.connected) return true;
-    await Promise.race([this.ready, new Promise((r) => setTimeout(r, ms).unref())]);
-    return this.connected;
-  }
-
-  register(id: string): EventQueue<GenerateEvent> {
-    if (!this.connected)
-      throw new EngineError('UNAVAILABLE', `the decode engine at ${this.m.address} is not reachable`);
-    const q = new EventQueue<GenerateEvent>();
-    this.waiting.set(id, q);
-    return q;
-  }
-
-  unregister(id: string): void {
-    this.waiting.delete(id);
-  }
-
-  close(): void {
-    this.closed = true;
-    this.controller.abort();
-    this.failAll(new EngineError('UNAVAILABLE', 'the coordinator is stopping'));
-  }
-
-  private failAll(error: EngineError): void {
-    for (const q of this.waiting.values()) q.end(error);
-    this.waiting.clear();
-  }
-
-  private deliver(r: DecodeResult): void {
-    if ('held' in r) {
-      this.connected = true;
-      this.markReady();
-      return;
-    }
-    const q = this.waiting.get(r.requestId);
-    if (!q) {
-      // Results of a request nobody waits for (its client went away): stop it.
-      void this.m.engine.cancel(r.requestId).catch(() => {});
-      return;
-    }
-    if ('error' in r) {
-      this.waiting.delete(r.requestId);
-      q.end(r.error);
-      return;
-    }
-    q.push(r.event);
-    if (r.event.type === 'finish') {
-      this.waiting.delete(r.requestId);
-      q.end();
-    }
-  }
-
-  private async run(): Promise<void> {
-    while (!this.closed) {
-      try {
-        // The stream's first result says the engine took it (then hand-offs to it are accepted).
-        for await (const r of this.m.engine.decodeResults(this.controller.signal)) this.deliver(r);
-        if (!this.closed) throw new EngineError('UNAVAILABLE', 'the results stream ended');
-      } catch (e) {
-        if (this.closed) return;
-        const why = e instanceof Error ? e.message : String(e);
-        if (this.connected) this.log(`decode engine ${this.m.address}: results stream lost (${why})`);
-        this.connected = false;
-        this.failAll(
-          new EngineError('UNAVAILABLE', `the decode engine at ${this.m.address} went away: ${why}`),
-        );
-        await new Promise((r) => setTimeout(r, RECONNECT_MS).unref());
-      }
-    }
-  }
+/** How far an attempt got: which engine a failure is blamed on. */
+interface Progress {
+  decoding: boolean;
 }
 
 export class PdCoordinator implements Engine {
   private readonly prefill: Member[];
   private readonly decode: Member[];
   private readonly links = new Map<Member, ResultsLink>();
-  private readonly timer: ReturnType<typeof setInterval>;
-  private readonly live = new Map<string, { p: Member; d: Member }>();
+  private readonly health: HealthMonitor;
+  private readonly held = new Map<Member, HeldAttempts>();
+  private readonly live = new Map<string, Route>();
+  private readonly log: (line: string) => void;
   private draining = false;
 
   constructor(private readonly o: CoordinatorOptions) {
@@ -151,11 +85,31 @@ export class PdCoordinator implements Engine {
       throw new Error('PdCoordinator: at least one prefill and one decode engine are needed');
     this.prefill = o.prefill.map((e) => member(e.address, e.engine));
     this.decode = o.decode.map((e) => member(e.address, e.engine));
-    const log = o.log ?? (() => {});
-    if (o.flow === 'mindie') for (const d of this.decode) this.links.set(d, new ResultsLink(d, log));
-    this.timer = setInterval(() => void this.poll(), o.pollMs ?? 200);
-    this.timer.unref();
-    void this.poll();
+    this.log = o.log ?? (() => {});
+    if (o.flow === 'mindie') for (const d of this.decode) this.links.set(d, new ResultsLink(d, this.log));
+    const all = [...this.prefill, ...this.decode];
+    for (const m of all) this.held.set(m, new HeldAttempts());
+    const health = { ...DEFAULT_HEALTH, intervalMs: o.pollMs ?? 200, ...o.health };
+    this.health = new HealthMonitor(
+      all.map((m) => ({ engine: m.engine, name: m.address })),
+      health,
+      {
+        status: (i, s) => {
+          applyStatus(all[i], s);
+          all[i].down = this.health.isDown(i);
+        },
+        down: (i, why, stopped) => {
+          all[i].down = true;
+          const detail = stopped ? this.held.get(all[i])!.stopped(why, health.stallMs, this.log) : '';
+          this.log(`${why}: out of rotation${detail}`);
+        },
+        up: (i) => {
+          all[i].down = false;
+          this.held.get(all[i])!.back();
+          this.log(`the engine at ${all[i].address} answers again: back in rotation`);
+        },
+      },
+    );
   }
 
   /** Waits until every decode engine's results stream is open (MindIE flow), at most `ms`. */
@@ -164,12 +118,24 @@ export class PdCoordinator implements Engine {
     return results.every(Boolean);
   }
 
-  private async poll(): Promise<void> {
-    await Promise.all(
-      [...this.prefill, ...this.decode].map(async (m) => {
-        applyStatus(m, await m.engine.status().catch(() => null));
-      }),
-    );
+  /** A decode engine that can take a request now (in the MindIE flow, its results stream is open). */
+  private canDecode(d: Member): boolean {
+    return !d.down && (this.links.get(d)?.isOpen ?? true);
+  }
+
+  /**
+   * The next route among engines not tried yet: a pair while a prefill engine is left, else a
+   * decode engine computing the prompt itself; the first try always splits (as without faults).
+   */
+  private route(n: number, tried: ReadonlySet<Member>): Route | null {
+    const ps = this.prefill.filter((m) => !tried.has(m));
+    const ds = this.decode.filter((m) => !tried.has(m));
+    if (ds.length === 0) return null;
+    if (n === 1) return { p: pickLeastLoaded(ps), d: pickLeastLoaded(ds) };
+    const upP = ps.filter((m) => !m.down);
+    const upD = ds.filter((m) => this.canDecode(m));
+    const d = pickLeastLoaded(upD.length > 0 ? upD : ds);
+    return { p: upP.length > 0 ? pickLeastLoaded(upP) : null, d };
   }
 
   async *generate(request: GenerateRequest, signal?: AbortSignal): AsyncGenerator<GenerateEvent> {
@@ -188,16 +154,57 @@ export class PdCoordinator implements Engine {
         'n or best_of above 1 is not supported with split prefill/decode',
         'n',
       );
-    const id = request.requestId ?? randomUUID();
-    const p = pickLeastLoaded(this.prefill);
-    const d = pickLeastLoaded(this.decode);
-    this.live.set(id, { p, d });
-    try {
-      if (this.o.flow === 'mindie') yield* this.push({ ...request, requestId: id }, p, d, signal);
-      else yield* this.pull({ ...request, requestId: id }, p, d, signal);
-    } finally {
-      this.live.delete(id);
-    }
+    const req = withFixedSeed({ ...request, requestId: request.requestId ?? randomUUID() });
+    const tried = new Set<Member>();
+    yield* generateWithRetries(req, signal, { retry: this.o.retry ?? true, log: this.log }, (k) => {
+      const r = this.route(k, tried);
+      return r ? this.attemptOn(r, req, signal, tried) : null;
+    });
+  }
+
+  /** One try of `req` on route `r`; a failure is blamed on the engine(s) it had reached. */
+  private attemptOn(
+    r: Route,
+    req: GenerateRequest,
+    signal: AbortSignal | undefined,
+    tried: Set<Member>,
+  ): AttemptRoute {
+    const id = req.requestId!;
+    const attempt = new Attempt(signal);
+    const on = r.p ? [r.p, r.d] : [r.d];
+    for (const m of on) this.held.get(m)!.add(attempt);
+    this.live.set(id, r);
+    const progress: Progress = { decoding: r.p === null };
+    const events =
+      r.p === null
+        ? r.d.engine.generate({ ...req, kvTransfer: RECOMPUTE_HERE }, attempt.signal)
+        : this.o.flow === 'mindie'
+          ? this.push(req, r.p, r.d, attempt.signal, progress)
+          : this.pull(req, r.p, r.d, attempt.signal, progress);
+    return {
+      events,
+      attempt,
+      where: r.p
+        ? `prefill ${r.p.address} / decode ${r.d.address}`
+        : `decode ${r.d.address} (computing the prompt itself)`,
+      alternative: () => {
+        // The route after a failure now: a decode engine not tried and able to take it.
+        const t = new Set(tried);
+        if (r.p) t.add(r.p);
+        if (progress.decoding) t.add(r.d);
+        return this.decode.some((d) => !t.has(d) && this.canDecode(d));
+      },
+      failed: () => {
+        // Each engine the request reached is tried once; a hand-off refused by a decode
+        // engine that is gone counts against it too.
+        if (r.p) tried.add(r.p);
+        if (progress.decoding || !this.canDecode(r.d)) tried.add(r.d);
+      },
+      ended: () => {
+        for (const m of on) this.held.get(m)!.delete(attempt);
+        if (this.live.get(id) === r) this.live.delete(id);
+      },
+    };
   }
 
   /** MindIE: prefill engine hands off to the decode engine; the rest arrives on its results stream. */
@@ -205,14 +212,21 @@ export class PdCoordinator implements Engine {
     request: GenerateRequest,
     p: Member,
     d: Member,
-    signal: AbortSignal | undefined,
+    signal: AbortSignal,
+    progress: Progress,
   ): AsyncGenerator<GenerateEvent> {
     const id = request.requestId!;
     const link = this.links.get(d)!;
     const rest = link.register(id);
-    // A client that leaves while the decode engine works: stop waiting (the finally cancels it there).
-    const onAbort = (): void => rest.end(new EngineError('CANCELLED', 'the client went away'));
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // The client left, or the attempt was abandoned, while the decode engine works: stop
+    // waiting (the finally cancels it there).
+    const onAbort = (): void =>
+      rest.end(
+        signal.reason instanceof EngineError
+          ? signal.reason
+          : new EngineError('CANCELLED', 'the client went away'),
+      );
+    signal.addEventListener('abort', onAbort, { once: true });
     let handedOff = false;
     let finished = false;
     try {
@@ -223,21 +237,25 @@ export class PdCoordinator implements Engine {
         },
         signal,
       );
+      // Held until the decode engine has the request: until then a failure is still retryable.
+      const first: GenerateEvent[] = [];
       for await (const event of prefill) {
         if (event.type === 'finish' && event.kvTransfer?.handedTo) {
           handedOff = true;
           continue;
         }
         if (event.type === 'finish') finished = true;
-        yield event;
+        first.push(event);
       }
+      progress.decoding = handedOff;
+      yield* first;
       if (!handedOff) return;
       for await (const event of rest) {
         if (event.type === 'finish') finished = true;
         yield event;
       }
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      signal.removeEventListener('abort', onAbort);
       link.unregister(id);
       // Left early (client gone, error): the decode engine may hold the request.
       if (handedOff && !finished) void d.engine.cancel(id).catch(() => {});
@@ -249,7 +267,8 @@ export class PdCoordinator implements Engine {
     request: GenerateRequest,
     p: Member,
     d: Member,
-    signal: AbortSignal | undefined,
+    signal: AbortSignal,
+    progress: Progress,
   ): AsyncGenerator<GenerateEvent> {
     const id = request.requestId!;
     const prefillEvents: GenerateEvent[] = [];
@@ -269,6 +288,7 @@ export class PdCoordinator implements Engine {
         return;
       }
       pulled = true;
+      progress.decoding = true;
       yield* d.engine.generate(
         { ...request, kvTransfer: { kind: 'remotePrefill', ...params, recompute: this.o.recompute } },
         signal,
@@ -282,7 +302,8 @@ export class PdCoordinator implements Engine {
   async cancel(requestId: string): Promise<boolean> {
     const at = this.live.get(requestId);
     if (!at) return false;
-    const results = await Promise.allSettled([at.p.engine.cancel(requestId), at.d.engine.cancel(requestId)]);
+    const on = at.p ? [at.p, at.d] : [at.d];
+    const results = await Promise.allSettled(on.map((m) => m.engine.cancel(requestId)));
     return results.some((r) => r.status === 'fulfilled' && r.value);
   }
 
@@ -326,8 +347,12 @@ export class PdCoordinator implements Engine {
 
   /** The decode engines' status summed (their running requests are the coordinator's answers in flight). */
   async status(): Promise<EngineStatus> {
+    const all = [...this.prefill, ...this.decode];
+    const asked = all.some((m) => !m.down) ? all.filter((m) => !m.down) : all;
     const s = await Promise.all(
-      [...this.prefill, ...this.decode].map((m) => m.engine.status().catch(() => null)),
+      asked.map((m) =>
+        withTimeout(m.engine.status(), this.health.timeoutMs, `status of ${m.address}`).catch(() => null),
+      ),
     );
     const list = s.filter((x): x is EngineStatus => x !== null);
     if (list.length === 0) throw new EngineError('UNAVAILABLE', 'no engine answered the status request');
@@ -384,7 +409,8 @@ export class PdCoordinator implements Engine {
 
   async close(): Promise<void> {
     this.draining = true;
-    clearInterval(this.timer);
+    this.health.close();
+    for (const h of this.held.values()) h.back();
     for (const l of this.links.values()) l.close();
     await Promise.all([...this.prefill, ...this.decode].map((m) => m.engine.close()));
   }

@@ -14,7 +14,9 @@
  *   locally cached prefix, pulls the rest of its KV into fresh blocks (TransferKv), keys the
  *   full blocks in the prefix cache, and queues it holding those blocks; the scheduler starts
  *   it where the KV ends. With recompute allowed, a failed pull queues it without KV instead
- *   (its prompt is computed here).
+ *   (its prompt is computed here); a request whose `remotePrefill` names no source
+ *   (`RECOMPUTE_HERE`: the coordinator's retry after its prefill engine failed) is queued that
+ *   way from the start.
  */
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, invalidArgument } from '../errors.js';
@@ -24,7 +26,14 @@ import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.
 import { fromGrpcError } from '../grpc-status.js';
 import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
-import type { EngineRole, KvTransferParams, KvTransferSpec, RemotePrefill, RoleState } from '../pd-types.js';
+import {
+  isRecomputeHere,
+  type EngineRole,
+  type KvTransferParams,
+  type KvTransferSpec,
+  type RemotePrefill,
+  type RoleState,
+} from '../pd-types.js';
 import type { DecodeResult, EngineStatus, FinishEvent, GenerateRequest } from '../types.js';
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
 import { DecodeResultsHub } from './decode-results.js';
@@ -148,6 +157,11 @@ export class Disaggregation implements RequestExtension<PdState> {
         'use_beam_search is not supported with split prefill/decode',
         'use_beam_search',
       );
+    if (isRecomputeHere(spec)) {
+      // Its prefill engine failed before any KV was leased: this decode engine computes it all.
+      this.roles.check('decode');
+      return 'decode';
+    }
     if (!this.d.kv)
       throw new EngineError('UNIMPLEMENTED', 'KV transfer needs the native runner', 'kv_transfer');
     // A sliding window releases a prompt's early pages while it is computed (and a model
@@ -205,7 +219,8 @@ export class Disaggregation implements RequestExtension<PdState> {
   /** Decode side: the request's KV is pulled before it queues. */
   beforeQueue(req: LiveRequest, seq: Sequence): boolean {
     const pd = this.states.get(req);
-    if (pd?.kind !== 'decode') return false;
+    // Nothing to pull for RECOMPUTE_HERE: it queues as it is and its prompt is computed here.
+    if (pd?.kind !== 'decode' || isRecomputeHere(pd.spec)) return false;
     const controller = new AbortController();
     pd.pull = controller;
     const spec = pd.spec as RemotePrefill & { handOff?: HandOffPart };

@@ -158,6 +158,17 @@ Napi::Value FailNextStepsForTest(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// Test hook: the next step on this context sleeps `ms` after layer 0 (native/native.ts
+// faultTestHooks). Nothing a client sends reaches it.
+Napi::Value StallNextStepForTest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Context> ctx = contextArg(env, info[0], "ctx");
+  ctx->stallStepMs.store(static_cast<int>(intArg(env, info[1], "ms", 0, 600000)));
+  return env.Undefined();
+}
+
+// Hands the running step the masks its plan announced with lateMaskRows (null: they will not
+// come, the step fails). Returns false when no step waits for masks.
 Napi::Value SupplyMasks(const Napi::CallbackInfo& info) {
   return glue::supplyMasks(info, *contextArg(info.Env(), info[0], "ctx"));
 }
@@ -318,6 +329,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("disposeContext", Napi::Function::New(env, DisposeContext));
   exports.Set("step", Napi::Function::New(env, Step));
   exports.Set("failNextStepsForTest", Napi::Function::New(env, FailNextStepsForTest));
+  exports.Set("stallNextStepForTest", Napi::Function::New(env, StallNextStepForTest));
   exports.Set("supplyMasks", Napi::Function::New(env, SupplyMasks));
   exports.Set("cpuFeatures", Napi::Function::New(env, CpuFeatures));
   exports.Set("matmulForTest", Napi::Function::New(env, MatmulForTest));

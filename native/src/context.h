@@ -53,6 +53,9 @@ class Context {
   std::atomic<bool> busy{false};
   // Test hook (failNextStepsForTest): the next this-many steps throw mid-forward.
   std::atomic<int> failSteps{0};
+  // Test hook (stallNextStepForTest): the next step sleeps this long after layer 0 (a step that
+  // does not return, as the engine's callers see it).
+  std::atomic<int> stallStepMs{0};
   // Masks of the running step that arrive while its forward pass runs (structured output).
   LateMasks lateMasks;
   // Resident adapters (lora.h); bound and unbound only while no step runs.
@@ -90,6 +93,7 @@ class Context {
   void outputHead(const StepPlanData& plan, StepResultData& out);
   void sampleAll(const StepPlanData& plan, StepResultData& out);
   void injectFault();
+  void injectStall();
 
   // K / V of one KV head of `layer` in `page` (a block-table entry: see pageOf).
   uint16_t* kAt(int64_t layer, int64_t page, int64_t kvHead) { return kCache_.data() + kvOffset(layer, page, kvHead); }

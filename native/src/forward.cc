@@ -3,9 +3,11 @@
 // (pool thread 0) with the context's pool; allocates nothing for plans within the limits
 // the context was sized for (a 'all'-logits step grows the logits buffer once).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "context.h"
 #include "simd.h"
@@ -551,6 +553,7 @@ void Context::step(StepPlanData& plan, StepResultData& out) {
   for (int64_t l = 0; l < plan.exitLayer; l++) {
     layer(l, plan);
     if (l == 0 && failSteps.load(std::memory_order_relaxed) > 0) injectFault();
+    if (l == 0 && stallStepMs.load(std::memory_order_relaxed) > 0) injectStall();
   }
   outputHead(plan, out);
   out.lateMaskWaitMs = plan.lateMaskRows > 0 ? lateMasks.wait(plan.allowedMask) : 0;
@@ -566,6 +569,13 @@ void Context::injectFault() {
     if (i == 0) throw std::runtime_error("injected fault (failNextStepsForTest)");
   };
   pool_.run(TaskRef(task));
+}
+
+// Holds this step the way a wedged kernel would, on the stepping thread, then lets it finish
+// normally (its tokens are those of an unstalled step).
+void Context::injectStall() {
+  const int ms = stallStepMs.exchange(0, std::memory_order_relaxed);
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace prism
