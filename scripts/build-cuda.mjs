@@ -24,23 +24,29 @@
 //                                          native/cuda/build.test.ts reads.
 //
 // Every mode is incremental: it does nothing when the sources, flags and compiler are those
-// of its last successful run (a stamp file beside the output).
+// of its last successful run (a stamp file beside the output). The test builds (--emu, --tools,
+// --ci) also keep their outputs by that stamp in the user's cache (build-results/, beside the
+// pinned toolchain): a fresh clone whose sources were compiled before with the same flags and
+// compiler takes that compile's outputs instead of compiling again, as a compiler cache would.
+// PRISM_BUILD_CACHE=0 turns that off.
 // Environment: PRISM_NVCC (the compiler), PRISM_CUDA_ARCHS (e.g. "90a" or "80,90a"; default:
 // the GPU's own, from nvidia-smi, else 90a), CXX (the host compiler of --emu / --tools).
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   readFileSync,
   readdirSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { availableParallelism, homedir, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -112,6 +118,88 @@ function upToDate(stampFile, stamp, outputs) {
   return (
     existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp && outputs.every((o) => existsSync(o))
   );
+}
+
+// ---- the result cache of the test builds ------------------------------------------------------
+
+const RESULTS_KEPT = 6; // per mode: a few source versions (branches) side by side
+
+function resultsDir(mode, stamp) {
+  return join(cacheHome(), 'prism', 'build-results', `${mode}-${stamp.slice(0, 32)}`);
+}
+
+/**
+ * Copies the cached outputs of the build with this stamp into place, then writes the stamp;
+ * false when caching is off or nothing complete is cached under it. Outputs are named by their
+ * file name in the cache (every mode writes them into one folder).
+ */
+function restoreResults(mode, stamp, stampFile, outputs) {
+  if (process.env.PRISM_BUILD_CACHE === '0') return false;
+  const dir = resultsDir(mode, stamp);
+  if (!existsSync(join(dir, '.complete'))) return false;
+  if (!outputs.every((o) => existsSync(join(dir, basename(o))))) return false;
+  try {
+    mkdirSync(dirname(stampFile), { recursive: true });
+    for (const o of outputs) {
+      copyFileSync(join(dir, basename(o)), `${o}.partial`);
+      if (statSync(join(dir, basename(o))).mode & 0o100) chmodSync(`${o}.partial`, 0o755);
+      renameSync(`${o}.partial`, o);
+    }
+  } catch (e) {
+    // Another checkout replacing the entry meanwhile, say: compile as without a cache.
+    log(`cached build results unusable (${e.message}); compiling`);
+    for (const o of outputs) rmSync(`${o}.partial`, { force: true });
+    return false;
+  }
+  writeFileSync(stampFile, stamp);
+  return true;
+}
+
+/** Keeps a successful build's outputs under its stamp, and only the newest few of the mode. */
+function storeResults(mode, stamp, outputs) {
+  if (process.env.PRISM_BUILD_CACHE === '0') return;
+  const dir = resultsDir(mode, stamp);
+  const staging = `${dir}.partial-${process.pid}`;
+  try {
+    rmSync(staging, { recursive: true, force: true });
+    mkdirSync(staging, { recursive: true });
+    for (const o of outputs) {
+      copyFileSync(o, join(staging, basename(o)));
+      if (statSync(o).mode & 0o100) chmodSync(join(staging, basename(o)), 0o755);
+    }
+    writeFileSync(join(staging, '.complete'), stamp);
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(staging, dir);
+    const parent = dirname(dir);
+    const mine = readdirSafe(parent)
+      .filter((f) => f.startsWith(`${mode}-`) && !f.includes('.partial'))
+      .map((f) => ({ f, t: statSync(join(parent, f)).mtimeMs }))
+      .sort((a, b) => b.t - a.t);
+    for (const { f } of mine.slice(RESULTS_KEPT)) rmSync(join(parent, f), { recursive: true, force: true });
+  } catch (e) {
+    // A cache that cannot be written costs the next clone a compile, nothing more.
+    rmSync(staging, { recursive: true, force: true });
+    log(`build results not cached (${e.message})`);
+  }
+}
+
+/** The version line of a host compiler, so a compiler upgrade is a new stamp. */
+function compilerVersion(cmd) {
+  try {
+    return run(cmd, ['--version']).split('\n')[0];
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Every header of the CPU core (native/src/**): what the kernel-check program's sources include. */
+function cpuHeaders() {
+  const dir = join(root, 'native', 'src');
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.h'))
+    .map((f) => join(dir, f))
+    .sort();
 }
 
 function headers() {
@@ -332,8 +420,16 @@ async function buildEmu() {
   ];
   flags.push('-Wno-unknown-pragmas');
   const stampFile = join(outDir, 'stamp');
-  const stamp = hashOf([...sources.map((f) => join(srcDir, f)), ...headers()], { flags, cxx: cxx() });
+  const stamp = hashOf([...sources.map((f) => join(srcDir, f)), ...headers()], {
+    flags,
+    cxx: cxx(),
+    version: compilerVersion(cxx()),
+  });
   if (upToDate(stampFile, stamp, [lib])) return lib;
+  if (restoreResults('emu', stamp, stampFile, [lib])) {
+    log('CUDA emulation library: an identical earlier build taken from the cache (build/cuda-emu)');
+    return lib;
+  }
   mkdirSync(outDir, { recursive: true });
   log('building the CUDA emulation library for tests (build/cuda-emu) ...');
   await runJobs(
@@ -345,6 +441,7 @@ async function buildEmu() {
   );
   run(cxx(), ['-shared', '-o', lib, ...sources.map((f) => join(outDir, `${f}.o`)), '-pthread']);
   writeFileSync(stampFile, stamp);
+  storeResults('emu', stamp, [lib]);
   return lib;
 }
 
@@ -395,14 +492,23 @@ async function buildTools() {
   ];
   flags.push('-Wno-unused-parameter', `-I${join(root, 'native', 'src')}`);
   const stampFile = join(outDir, 'stamp');
-  const stamp = hashOf([...sources, ...extraHeaders, join(cudaDir, 'prism_cuda.h')], { flags, cxx: cxx() });
+  const stamp = hashOf([...sources, ...extraHeaders, join(cudaDir, 'prism_cuda.h'), ...cpuHeaders()], {
+    flags,
+    cxx: cxx(),
+    version: compilerVersion(cxx()),
+  });
   if (upToDate(stampFile, stamp, [program])) return program;
+  if (restoreResults('tools', stamp, stampFile, [program])) {
+    log('kernel-check program: an identical earlier build taken from the cache (build/cuda-tools)');
+    return program;
+  }
   mkdirSync(outDir, { recursive: true });
   log('building the kernel-check program (build/cuda-tools/kernel_check) ...');
   const objects = sources.map((f) => join(outDir, `${f.slice(root.length + 1).replaceAll('/', '_')}.o`));
   await runJobs(sources.map((f, i) => [cxx(), [...flags, '-c', f, '-o', objects[i]], f]));
   run(cxx(), ['-o', program, ...objects, '-pthread', '-ldl']);
   writeFileSync(stampFile, stamp);
+  storeResults('tools', stamp, [program]);
   return program;
 }
 
@@ -508,6 +614,12 @@ async function buildCi() {
     log(`CUDA sources unchanged since their last compile check (nvcc ${version})`);
     return;
   }
+  if (restoreResults('ci', stamp, stampFile, [...objects, ...reports])) {
+    log(
+      `CUDA compile check: these sources passed it before (nvcc ${version}); its objects and reports taken from the cache`,
+    );
+    return;
+  }
   mkdirSync(outDir, { recursive: true });
   log(`compile check of ${sources.length} CUDA sources for sm_90a (nvcc ${version}) ...`);
   const t0 = Date.now();
@@ -523,6 +635,7 @@ async function buildCi() {
       execFileSync(tc.cuobjdump, ['--dump-sass', o], { env, encoding: 'utf8', maxBuffer: 1 << 28 }),
     );
   writeFileSync(stampFile, stamp);
+  storeResults('ci', stamp, [...objects, ...reports]);
   log(`CUDA compile check passed (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
 }
 

@@ -5,7 +5,9 @@
  * CUDA (native/cuda/src/emu.h) by the same kernel-check program the GPU runs
  * (native/cuda/check/). scripts/device-check.sh runs that program on the GPU itself. The
  * compiled SASS of the fast decode GEMV is read for what its design promises (issue 40):
- * 128-bit weight loads, dp4a on the int8 path, nothing in local memory.
+ * 128-bit weight loads, dp4a on the int8 path, nothing in local memory. Sources compiled
+ * before with the same flags and compiler (a hash of them all) come from the user's cache of
+ * build results (scripts/build-cuda.mjs; PRISM_BUILD_CACHE=0 compiles regardless).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
