@@ -36,7 +36,10 @@ import type {
   EngineStatus,
   GenerateEvent,
   GenerateRequest,
+  PoolingRequest,
+  PoolingResult,
 } from './types.js';
+import { notAPoolingModel } from './pooling/refusals.js';
 
 export type { EngineCoreDeps } from './engine-parts.js';
 
@@ -235,6 +238,10 @@ export class EngineCore implements Engine {
 
   async info(): Promise<EngineInfo> {
     return this.deps.info;
+  }
+
+  async pool(_request: PoolingRequest): Promise<PoolingResult> {
+    throw notAPoolingModel(this.deps.info.modelName);
   }
 
   drain(): Promise<void> {

@@ -15,6 +15,8 @@ import type {
 } from './kv-transfer/types.js';
 
 export type { Constraint } from './structured/constraint.js';
+import type { PoolingCard, PoolingRequest, PoolingResult, PoolingStats } from './pooling/types.js';
+export type { PoolingCard, PoolingRequest, PoolingResult, PoolingStats } from './pooling/types.js';
 
 export interface ChatToolCall {
   readonly id: string;
@@ -254,6 +256,8 @@ export interface EngineStatus {
   readonly kvTransfersOut: number;
   readonly kvBytesOut: number;
   readonly kvTransferFailures: number;
+  /** A pooling model's requests (engine/pooling/), counted apart from generation's; absent otherwise. */
+  readonly pooling?: PoolingStats;
 }
 
 /** Static facts about the served model and limits. */
@@ -278,6 +282,8 @@ export interface EngineInfo {
   /** This engine process's id (vLLM's engine_id) and its model's fingerprint (engine/kv-transfer/fingerprint.ts). */
   readonly engineId: string;
   readonly modelFingerprint: string;
+  /** A pooling model's card (what it serves: embed, score, ...); absent for a generation model. */
+  readonly pooling?: PoolingCard;
 }
 
 /**
@@ -305,6 +311,11 @@ export interface AdapterList {
 
 export interface Engine {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
+  /**
+   * Embeddings, token embeddings, scores or classification of a pooling model
+   * (engine/pooling/); a generation model refuses it (INVALID_ARGUMENT naming the model).
+   */
+  pool(request: PoolingRequest, signal?: AbortSignal): Promise<PoolingResult>;
   /** Cancels a live request; false when no such request is live. */
   cancel(requestId: string): Promise<boolean>;
   tokenize(text: string, addSpecialTokens?: boolean): Promise<number[]>;

@@ -7,7 +7,7 @@
  * One engine (Hugging Face `tokenizers`) runs every vocabulary: a directory's tokenizer.json
  * as is, a GGUF file's vocabulary converted to a tokenizer.json document (gguf-vocab.ts).
  */
-export type { Tokenizer, TokenizerFacts } from './hf-tokenizer.js';
+export type { PoolingEncodeOptions, PoolingEncoding, Tokenizer, TokenizerFacts } from './hf-tokenizer.js';
 export type { IncrementalDetokenizer } from './detokenizer.js';
 export type { GrammarVocab } from './grammar-vocab.js';
 export type { ChatMessage } from '../types.js';

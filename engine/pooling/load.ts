@@ -1,0 +1,81 @@
+/**
+ * Which engine a model gets, and the pooling one's assembly. A model is a pooling model when
+ * it is an encoder (BERT family), when its files state a pooling (sentence-transformers'
+ * modules.json, a GGUF `pooling_type`), or when the options ask for one (`task`: a
+ * Qwen3-Reranker checkpoint is a plain causal LM whose files say nothing of reranking).
+ */
+import { availableParallelism } from 'node:os';
+import { isEncoderModel, readPoolingSpec, type PoolingSpecInfo } from '../../native/native.js';
+import { EngineError } from '../errors.js';
+import { defaultServedModelName } from '../load-engine.js';
+import { resolveEngineOptions, type EngineOptions } from '../options.js';
+import { loadTokenizer } from '../tokenizer/index.js';
+import type { PoolingBackend } from './backend.js';
+import { loadDecoderBackend } from './decoder-backend.js';
+import { loadEncoderBackend } from './encoder-backend.js';
+import { PoolingEngine } from './pooling-engine.js';
+import { RerankPrompt } from './rerank-prompt.js';
+import type { PoolingOptions } from './types.js';
+
+/** Whether `path` is served by the pooling engine (see the header). */
+export function isPoolingModel(path: string, options: PoolingOptions = {}): boolean {
+  const task = options.task ?? 'auto';
+  if (task === 'generate') {
+    if (isEncoderModel(path))
+      throw new EngineError(
+        'INVALID_ARGUMENT',
+        `task: ${path} is an encoder; it cannot generate text`,
+        'task',
+      );
+    return false;
+  }
+  if (task !== 'auto' || isEncoderModel(path)) return true;
+  const spec = readPoolingSpec(path);
+  return spec.modes.length > 0 || spec.rank;
+}
+
+export async function loadPoolingEngine(path: string, options: EngineOptions = {}): Promise<PoolingEngine> {
+  const o = resolveEngineOptions(options);
+  const p = options.pooling ?? {};
+  if ((o.device ?? 'cpu') !== 'cpu')
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `device: pooling models run on the CPU only (asked for ${o.device})`,
+      'device',
+    );
+  const common = {
+    maxPassTokens: o.maxPrefillTokens,
+    maxPassInputs: o.maxBatchSize,
+    threads: o.threads ?? availableParallelism(),
+    maxInputTokens: o.maxInputTokenLen,
+    ...(p.matryoshkaDimensions !== undefined ? { matryoshkaDimensions: p.matryoshkaDimensions } : {}),
+  };
+  const tokenizer = await loadTokenizer(path);
+  const encoder = isEncoderModel(path);
+  const spec: PoolingSpecInfo = readPoolingSpec(path);
+  let rerank: RerankPrompt | undefined;
+  let backend: PoolingBackend;
+  if (encoder) {
+    backend = await loadEncoderBackend(path, common);
+  } else {
+    if (p.task === 'score' || spec.rank) rerank = await RerankPrompt.create(tokenizer, p.rerankInstruction);
+    const pooling: PoolingSpecInfo =
+      spec.modes.length > 0 || rerank ? spec : { ...spec, modes: ['lasttoken'], normalize: true };
+    backend = await loadDecoderBackend(path, {
+      ...common,
+      pooling,
+      ...(rerank ? { rerankTokens: rerank.classTokens as [number, number] } : {}),
+    });
+  }
+  return new PoolingEngine({
+    backend,
+    tokenizer,
+    modelName: o.modelName ?? defaultServedModelName(path),
+    modelPath: path,
+    lowerCase: spec.doLowerCase,
+    ...(rerank ? { rerank } : {}),
+    maxQueuedInputs: Math.max(o.maxQueueSize, 2048),
+    device: 'cpu',
+    deviceName: 'CPU',
+  });
+}
