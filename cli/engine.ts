@@ -8,7 +8,8 @@ import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-o
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
 import { DEFAULT_MODEL_FILE, ensureDefaultModel } from '../engine/default-model.js';
-import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
+import { defaultServedModelName } from '../engine/load-engine.js';
+import { loadServedEngine } from '../engine/load-served.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
@@ -23,6 +24,7 @@ import {
   type SpeculativeFlags,
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -45,6 +47,7 @@ ${deviceHelp}
 ${kvEventsHelp}
 ${speculativeHelp}
 ${pdHelp}
+${poolingHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -67,6 +70,8 @@ interface EngineArgs {
   readonly speculative?: SpeculativeFlags;
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
+  /** --task, --matryoshka-dimensions. */
+  readonly pooling?: EngineOptions['pooling'];
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -85,6 +90,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
         ...pdFlagOptions,
+        ...poolingFlagOptions,
       },
     }));
   } catch (e) {
@@ -107,7 +113,9 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   const device = parseDeviceFlag(values.device);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
+  const pooling = poolingFromFlags(values, (m) => new UsageError(m));
   return {
+    ...(pooling ? { pooling } : {}),
     model: values.model,
     config: values.config,
     listen,
@@ -203,9 +211,11 @@ export async function run(argv: string[]): Promise<number> {
 
   const t0 = performance.now();
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
-  let engine;
+  let engine, kvTransfer;
   try {
-    engine = await loadEngine(modelPath, options, { onMemory: (r) => log(formatMemoryReport(r)) });
+    ({ engine, kvTransfer } = await loadServedEngine(modelPath, options, {
+      onMemory: (r) => log(formatMemoryReport(r)),
+    }));
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;
@@ -215,7 +225,11 @@ export async function run(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startEngineServer(engine, { listen: args.listen, log, kvTransfer: engine.disaggregation });
+    server = await startEngineServer(engine, {
+      listen: args.listen,
+      log,
+      ...(kvTransfer ? { kvTransfer } : {}),
+    });
   } catch (e) {
     log((e as Error).message);
     await engine.close();

@@ -10,6 +10,8 @@ Usage: pooling_reference.py --jobs JOBS.json, a list of jobs, each writing `out`
 * kind 'score': sentence-transformers' CrossEncoder on (query, document) `pairs`. Writes the
   ids and token types, the raw logits and predict()'s scores (its default activation:
   sigmoid for one label).
+* kind 'yesno': a causal LM (transformers) on `ids` (one prompt each): the last position's
+  logits of `tokens` ([no, yes] for Qwen3-Reranker) and P(yes) = softmax over the two.
 * kind 'nomic': NomicBERT, which transformers does not ship (nomic-ai's modeling code lives on
   the model hub), written out below in torch from nomic-ai's NomicBertModel: post-norm
   layers, rotary (rotate_half) attention, SwiGLU (fc11 * silu(fc12)), then sentence-transformers'
@@ -123,13 +125,27 @@ def nomic(job: dict) -> dict:
     return out
 
 
+def yesno(job: dict) -> dict:
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(job['model'], torch_dtype=torch.float32).eval()
+    no, yes = job['tokens']
+    logits, scores = [], []
+    for ids in job['ids']:
+        with torch.no_grad():
+            last = model(torch.tensor([ids])).logits[0, -1]
+        pair = torch.stack([last[no], last[yes]])
+        logits.append(pair.tolist())
+        scores.append([torch.softmax(pair, 0)[1].item()])
+    return {'ids': job['ids'], 'typeIds': [[0] * len(x) for x in job['ids']], 'logits': logits, 'scores': scores}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument('--jobs', required=True)
     args = ap.parse_args()
     for job in json.load(open(args.jobs)):
         with torch.no_grad():
-            result = {'embed': embed, 'score': score, 'nomic': nomic}[job['kind']](job)
+            result = {'embed': embed, 'score': score, 'nomic': nomic, 'yesno': yesno}[job['kind']](job)
         tmp = job['out'] + '.tmp'
         with open(tmp, 'w') as f:
             json.dump(result, f)

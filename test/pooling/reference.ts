@@ -17,7 +17,14 @@ export type PoolingJob =
   | { readonly kind: 'embed'; readonly model: string; readonly texts: readonly string[] }
   | { readonly kind: 'embed'; readonly model: string; readonly ids: readonly (readonly number[])[] }
   | { readonly kind: 'score'; readonly model: string; readonly pairs: readonly (readonly [string, string])[] }
-  | { readonly kind: 'nomic'; readonly model: string; readonly ids: readonly (readonly number[])[] };
+  | { readonly kind: 'nomic'; readonly model: string; readonly ids: readonly (readonly number[])[] }
+  | {
+      readonly kind: 'yesno';
+      readonly model: string;
+      readonly ids: readonly (readonly number[])[];
+      /** [no, yes] token ids. */
+      readonly tokens: readonly [number, number];
+    };
 
 export interface PoolingReference {
   /** The ids (special tokens included) and token types the reference ran, per input. */
