@@ -16,7 +16,14 @@ import type {
 
 export type { Constraint } from './structured/constraint.js';
 import type { PoolingCard, PoolingRequest, PoolingResult, PoolingStats } from './pooling/types.js';
-export type { PoolingCard, PoolingRequest, PoolingResult, PoolingStats } from './pooling/types.js';
+export type {
+  PoolingCard,
+  PoolingInput,
+  PoolingRequest,
+  PoolingResult,
+  PoolingStats,
+  PoolingTask,
+} from './pooling/types.js';
 
 export interface ChatToolCall {
   readonly id: string;

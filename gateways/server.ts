@@ -8,6 +8,7 @@ import Koa from 'koa';
 import type { Engine } from '../engine/types.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
+import { llamacppRouter } from './llamacpp/index.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
@@ -25,7 +26,9 @@ import { openLogSink, requestLog, type LogSink } from './shared/request-log.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
+import { teiRouter } from './tei/index.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
+import { vllmRouter } from './vllm/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
 export const PRISM_VERSION = '0.1.0';
@@ -38,6 +41,10 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
       return [
         openaiRouter(gw),
         tgiRouter(gw),
+        // Pooling models' routes (engine/pooling/): TEI, vLLM's and llama.cpp's.
+        teiRouter(gw),
+        vllmRouter(gw),
+        llamacppRouter(gw),
         kserveRouter(gw),
         nativeServiceRouter(gw),
         healthRouter(gw),
@@ -86,6 +93,9 @@ const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|
 export function errorFormatForPath(path: string): ErrorFormatter {
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
+  // The pooling routes (gateways/tei/, vllm/, llamacpp/): TEI answers as TGI, the rest as OpenAI.
+  if (/^\/(embed|embed_all|predict|rerank)$/i.test(path)) return tgiErrorFormat;
+  if (/^\/(pooling|score|classify|v2\/rerank|embedding|reranking)$/i.test(path)) return openaiErrorFormat;
   return mindieErrorFormat;
 }
 

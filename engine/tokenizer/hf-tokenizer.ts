@@ -106,6 +106,17 @@ export interface TokenizerDocument {
 
 const MAX_TOKEN_ID = 0xffffffff;
 
+/**
+ * A tokenizer.json may carry truncation and padding of its own (sentence-transformers' files:
+ * truncate and pad to 128). transformers turns them off for every call that does not ask for
+ * them, and so does Prism: a prompt's length is the engine's business.
+ */
+export function withoutFileDefaults(t: NativeTokenizer): NativeTokenizer {
+  t.disableTruncation();
+  t.disablePadding();
+  return t;
+}
+
 function checkId(id: unknown, field: string): void {
   if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) {
     throw invalidArgument(
@@ -204,7 +215,7 @@ export class HfTokenizer implements Tokenizer {
     }
     let native: NativeTokenizer;
     try {
-      native = NativeTokenizer.fromString(doc.json);
+      native = withoutFileDefaults(NativeTokenizer.fromString(doc.json));
     } catch (error) {
       throw new Error(
         `${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`,
@@ -252,8 +263,8 @@ export class HfTokenizer implements Tokenizer {
     const key = `${options.maxLength}:${options.direction}`;
     let cut = this.truncating.get(key);
     if (!cut) {
-      cut = NativeTokenizer.fromString(this.json);
-      cut.setTruncation(options.maxLength, { direction: options.direction === 'left' ? 'Left' : 'Right' });
+      cut = withoutFileDefaults(NativeTokenizer.fromString(this.json));
+      cut.setTruncation(options.maxLength, { direction: options.direction });
       if (this.truncating.size >= 8) this.truncating.delete(this.truncating.keys().next().value!);
       this.truncating.set(key, cut);
     }

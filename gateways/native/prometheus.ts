@@ -215,6 +215,31 @@ const definitions: readonly Definition[] = [
     read: () => 0,
     samples: (s) => (s.specDecode ? [{ value: s.specDecode[field], labels: {} }] : []),
   })),
+  // Pooling requests (embeddings, scores), apart from generation's; no samples for a generation model.
+  ...(
+    [
+      [
+        'prism:pooling_requests_total',
+        'Pooling requests (embeddings, scores, classification) received.',
+        'requests',
+      ],
+      ['prism:pooling_request_success_total', 'Pooling requests answered.', 'succeeded'],
+      ['prism:pooling_request_failure_total', 'Pooling requests refused or failed.', 'failed'],
+      [
+        'prism:pooling_inputs_total',
+        'Inputs (texts, pairs, token lists) of answered pooling requests.',
+        'inputs',
+      ],
+      ['prism:pooling_prompt_tokens_total', 'Tokens of answered pooling requests.', 'promptTokens'],
+      ['prism:pooling_passes_total', 'Forward passes that pooling inputs were packed into.', 'passes'],
+    ] as const
+  ).map(([name, help, field]): Definition => ({
+    names: [name],
+    help,
+    type: 'counter',
+    read: () => 0,
+    samples: (s) => (s.pooling ? [{ value: s.pooling[field], labels: {} }] : []),
+  })),
   {
     names: ['vllm:spec_decode_num_accepted_tokens_per_pos_total'],
     help: 'Draft tokens accepted, by draft position (0-based).',

@@ -6,7 +6,7 @@
  */
 import type Koa from 'koa';
 
-export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native'] as const;
+export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native', 'tei', 'llamacpp'] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -17,8 +17,17 @@ export interface FamilyCount {
 /** The family of an inference route; undefined for everything else (health, listing, control). */
 export function familyOfRoute(method: string, path: string): Family | undefined {
   if (method !== 'POST') return undefined;
-  if (path === '/v1/chat/completions' || path === '/v1/completions' || path === '/v1/responses')
+  if (
+    path === '/v1/chat/completions' ||
+    path === '/v1/completions' ||
+    path === '/v1/responses' ||
+    path === '/v1/embeddings'
+  )
     return 'openai';
+  // POST /rerank and POST / of a pooling model are marked by their dispatchers (ctx.state.family).
+  if (/^\/(pooling|classify|score|v1\/score|v1\/rerank|v2\/rerank)$/.test(path)) return 'vllm';
+  if (path === '/embed' || path === '/embed_all' || path === '/predict') return 'tei';
+  if (path === '/embedding' || path === '/reranking') return 'llamacpp';
   if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
   if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
   if (path === '/infer' || path === '/infer_token') return 'native';

@@ -104,7 +104,15 @@ test("/metrics-json keeps MindIE's vector and adds the `prism` object; family co
     assert.equal(typeof p0.requests[key], 'number', key);
   assert.equal(p0.kvBlocks.used + p0.kvBlocks.free, p0.kvBlocks.total);
   assert.equal(p0.latencySeconds.ttft.counts.length, p0.latencySeconds.ttft.bounds.length + 1);
-  assert.deepEqual(Object.keys(p0.families).sort(), ['kserve', 'native', 'openai', 'tgi', 'vllm']);
+  assert.deepEqual(Object.keys(p0.families).sort(), [
+    'kserve',
+    'llamacpp',
+    'native',
+    'openai',
+    'tei',
+    'tgi',
+    'vllm',
+  ]);
   assert.deepEqual(p0.models, [{ id: 'smollm2-test', parent: null }]);
 
   const chat = await postJson(`${h.url}/v1/chat/completions`, {
