@@ -40,6 +40,8 @@ export function validatePoolingRequest(req: PoolingRequest, limits: PoolingLimit
     const at = `${field}[${i}]`;
     if ('text' in input) {
       if (typeof input.text !== 'string') throw invalidArgument(at, 'must be a string');
+      // OpenAI and TEI refuse an empty text (it would embed only the special tokens).
+      if (input.text.length === 0) throw invalidArgument(at, 'must not be an empty string');
       if (input.text.length > MAX_INPUT_CHARS)
         throw invalidArgument(at, `longer than ${MAX_INPUT_CHARS} characters`);
       if (req.task === 'score') throw invalidArgument(at, 'a score needs a pair of texts');
