@@ -9,6 +9,7 @@ import type { Engine } from '../engine/types.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { llamacppRouter } from './llamacpp/index.js';
+import { modelDispatcher } from './model-dispatch.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
 import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
@@ -189,6 +190,12 @@ export interface StartGatewayOptions {
   readonly engine: Engine;
   readonly config: GatewayConfig;
   readonly state?: GatewayState;
+  /**
+   * Engines of other models behind the same listeners (`prism gateway` over engines of
+   * different models): requests are routed by the model they name (model-dispatch.ts);
+   * `engine`'s model takes those that name none.
+   */
+  readonly otherModels?: readonly Engine[];
 }
 
 const key = (l: ListenerConfig): string => `${l.host}:${l.port}`;
@@ -198,14 +205,27 @@ const key = (l: ListenerConfig): string => `${l.host}:${l.port}`;
  * first one's TLS settings); port 0 always gets its own server.
  */
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
-  const info = await options.engine.info();
-  const gw: GatewayContext = {
-    engine: options.engine,
+  const engines = [options.engine, ...(options.otherModels ?? [])];
+  const infos = await Promise.all(engines.map((e) => e.info()));
+  const state = options.state ?? new GatewayState();
+  // One context per model; each knows the others (GET /v1/models lists them all).
+  const contexts: GatewayContext[] = engines.map((engine, i) => ({
+    engine,
     config: options.config,
-    info,
-    state: options.state ?? new GatewayState(),
+    info: infos[i]!,
+    state,
     version: PRISM_VERSION,
-  };
+    ...(engines.length > 1 ? { peers: infos.filter((_, j) => j !== i) } : {}),
+  }));
+  const names = new Set<string>();
+  for (const info of infos) {
+    if (names.has(info.modelName))
+      throw new Error(
+        `two engine groups serve the model name '${info.modelName}': group engines of one model together`,
+      );
+    names.add(info.modelName);
+  }
+  const gw = contexts[0]!;
   const groups = new Map<string, { cfg: ListenerConfig; names: ListenerName[] }>();
   for (const name of ['service', 'management', 'metrics'] as const) {
     const cfg = options.config[name];
@@ -219,11 +239,14 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const log = openLogSink(options.config.requestLog);
   try {
     for (const { cfg, names } of groups.values()) {
-      const app = buildApp(gw, names, log);
+      const apps = contexts.map((c) => ({
+        model: c.info.modelName,
+        handle: buildApp(c, names, log).callback(),
+      }));
       const l = await startListener(
         names.join('+'),
         cfg,
-        app.callback(),
+        apps.length === 1 ? apps[0]!.handle : modelDispatcher(apps, gw.config.maxRequestBytes),
         gw.config.limits,
         names.includes('service'),
       );

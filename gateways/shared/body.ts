@@ -15,7 +15,8 @@ export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buf
     const pre = preReadBody(ctx.req);
     if (pre?.error) throw pre.error;
     if (pre?.bytes) {
-      if (pre.bytes.length > limitBytes) throw Object.assign(new Error('request entity too large'), { type: 'entity.too.large' });
+      if (pre.bytes.length > limitBytes)
+        throw Object.assign(new Error('request entity too large'), { type: 'entity.too.large' });
       return pre.bytes;
     }
     return await getRawBody(ctx.req, {
