@@ -2,7 +2,7 @@
  * Every rule a pooling request must keep, checked before anything is tokenized: each broken
  * rule is one INVALID_ARGUMENT naming the field (gateways map it to their 400/422), so no
  * client input reaches the native core unchecked. Token ids are checked against the
- * vocabulary here; lengths after tokenizing (engine/pooling/tokenize.ts).
+ * vocabulary here; lengths after tokenizing (engine/pooling/inputs.ts).
  */
 import { invalidArgument } from '../errors.js';
 import type { PoolingCard, PoolingRequest } from './types.js';
