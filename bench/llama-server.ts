@@ -12,7 +12,7 @@
  * Usage: node --import tsx bench/llama-server.ts --model PATH [--port P] [--parallel N]
  *        [--ctx-per-seq N] [--threads N] [--embedding]
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -144,15 +144,22 @@ export async function startLlamaServer(
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(o.port, '127.0.0.1', resolve));
+  return listen(server, o.port, [context, model, llama]);
+}
+
+/** Serves on 127.0.0.1:port; close() stops the server, then disposes `owned` in order. */
+async function listen(
+  server: Server,
+  port: number,
+  owned: readonly { dispose(): Promise<void> }[],
+): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      await context.dispose();
-      await model.dispose();
-      await llama.dispose();
+      for (const o of owned) await o.dispose();
     },
   };
 }
@@ -188,17 +195,7 @@ async function serveEmbeddings(
       }
     })();
   });
-  await new Promise<void>((resolve) => server.listen(o.port, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      await ctx.dispose();
-      await model.dispose();
-      await llama.dispose();
-    },
-  };
+  return listen(server, o.port, [ctx, model, llama]);
 }
 
 async function main(): Promise<void> {

@@ -757,7 +757,8 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import pooling_fixtures
-    fixtures += pooling_fixtures.write_pooling_fixtures(out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr))
+    fixtures += pooling_fixtures.write_pooling_fixtures(
+        out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), normal, replace_path, quantize)
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}
     tmp = manifest_path.with_suffix('.json.tmp')

@@ -38,22 +38,11 @@ MINILM = 'all-minilm-l6-v2'
 QK_GAIN = 2.0
 
 
-def _rng(seed: int, name: str) -> np.random.Generator:
-    import zlib
-    return np.random.default_rng([seed, zlib.crc32(name.encode())])
-
-
-def _normal(seed: int, name: str, shape: tuple[int, ...], std: float, mean: float = 0.0) -> np.ndarray:
-    return (mean + std * _rng(seed, name).standard_normal(shape)).astype(np.float32)
-
-
-def _publish(tmp: Path, final: Path) -> None:
-    os.chmod(tmp, 0o755 if tmp.is_dir() else 0o644)
-    if final.is_dir():
-        shutil.rmtree(final)
-    elif final.exists():
-        final.unlink()
-    os.replace(tmp, final)
+# make-fixtures.py's own helpers (its per-tensor seeded normal draws, atomic publish and GGUF
+# quantizer), handed in by write_pooling_fixtures so both scripts draw and write alike.
+_normal = None
+_publish = None
+_quantize = None
 
 
 def _write_safetensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
@@ -101,16 +90,6 @@ def _phantom_vocab(model_dir: Path) -> tuple[list[str], list[int], int]:
         else:
             tokens[i] = '\u2581' + text
     return tokens, types, size
-
-
-def _quantize(arr: np.ndarray, type_name: str):
-    import gguf
-    if type_name == 'F32':
-        return arr.astype(np.float32), None
-    if type_name == 'F16':
-        return arr.astype(np.float16), None
-    qtype = gguf.GGMLQuantizationType[type_name]
-    return gguf.quants.quantize(arr, qtype), qtype
 
 
 def write_encoder_gguf(out: Path, fname: str, model_dir: Path, type_name: str) -> str:
@@ -350,9 +329,11 @@ def write_qwen3_embedding(out: Path, qwen3_dir: Path) -> Path:
     return out / 'qwen3-embedding'
 
 
-def write_pooling_fixtures(out: Path, log) -> list[dict]:
+def write_pooling_fixtures(out: Path, log, normal, publish, quantize) -> list[dict]:
     """Writes every pooling fixture; returns their manifest entries (make-fixtures.py's shape,
-    plus `task`: embed | score)."""
+    plus `task`: embed | score). `normal`, `publish`, `quantize`: make-fixtures.py's."""
+    global _normal, _publish, _quantize
+    _normal, _publish, _quantize = normal, publish, quantize
     fixtures = []
     minilm = unpack_minilm(out)
     fixtures.append({'name': MINILM, 'path': MINILM, 'format': 'safetensors', 'architecture': 'bert',

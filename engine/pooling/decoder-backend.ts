@@ -21,6 +21,7 @@ import {
 import { EngineError } from '../errors.js';
 import type { PoolingBackend } from './backend.js';
 import { poolingCard, type PoolingCardOptions } from './card.js';
+import { greedySampling } from '../step-plan.js';
 import type { PassInput } from './pass-queue.js';
 
 /** Tokens per KV block of the pass pool: small, since a block's unused tail is wasted per input. */
@@ -60,20 +61,9 @@ export function passPlan(
     seqTokenOffsets,
     blockTableOffsets,
     blockTables: Int32Array.from({ length: blockTableOffsets[S]! }, (_, k) => k),
+    // Nothing is sampled: the neutral sampling fields, every sequence's sample flag 0.
+    ...greedySampling(S),
     sample: new Uint8Array(S),
-    temperature: new Float32Array(S),
-    topK: new Int32Array(S),
-    topP: new Float32Array(S).fill(1),
-    repetitionPenalty: new Float32Array(S).fill(1),
-    presencePenalty: new Float32Array(S),
-    frequencyPenalty: new Float32Array(S),
-    penaltyTokenOffsets: new Int32Array(S + 1),
-    penaltyTokens: new Int32Array(0),
-    seeds: new BigUint64Array(S),
-    sampleCounters: new Int32Array(S),
-    allowedMaskRows: new Int32Array(S).fill(-1),
-    allowedMask: new Int32Array(0),
-    topLogprobs: new Int32Array(S).fill(-1),
     returnLogits,
   };
 }

@@ -15,7 +15,8 @@ export function l2Normalize(v: Float32Array): Float32Array {
   return v;
 }
 
-function cosine(a: Float32Array, b: Float32Array): number {
+/** cos(a, b); 0 when either is all zeros. */
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let ab = 0,
     aa = 0,
     bb = 0;

@@ -3,6 +3,7 @@
  * them from every gateway family and the Embed RPC: one shape, checked in one place
  * (engine/pooling/validate.ts). Nothing is decoded and no KV is kept past the request.
  */
+import type { HistogramSnapshot } from '../types.js';
 
 /** One input: text (tokenized by the model's tokenizer), token ids as given, or a text pair. */
 export type PoolingInput =
@@ -73,14 +74,6 @@ export interface PoolingCard {
   readonly labels: readonly string[];
 }
 
-/** A histogram snapshot (cumulative counts, the last bucket +Inf), as EngineStatus carries them. */
-export interface PoolingHistogram {
-  readonly bounds: readonly number[];
-  readonly counts: readonly number[];
-  readonly sum: number;
-  readonly count: number;
-}
-
 /** What the pooling requests of an engine add up to (EngineStatus.pooling). */
 export interface PoolingStats {
   readonly requests: number;
@@ -90,7 +83,7 @@ export interface PoolingStats {
   readonly promptTokens: number;
   readonly passes: number;
   /** Request latency in seconds. */
-  readonly latency: PoolingHistogram;
+  readonly latency: HistogramSnapshot;
 }
 
 export interface PoolingOptions {

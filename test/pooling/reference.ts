@@ -66,15 +66,5 @@ export function poolingReferences(jobs: readonly PoolingJob[]): PoolingReference
   return files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as PoolingReference);
 }
 
-/** cos(a, b). */
-export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let ab = 0,
-    aa = 0,
-    bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    ab += a[i]! * b[i]!;
-    aa += a[i]! * a[i]!;
-    bb += b[i]! * b[i]!;
-  }
-  return ab / Math.sqrt(aa * bb);
-}
+/** cos(a, b) (engine/pooling/outputs.ts's, the one the engine scores pairs with). */
+export { cosine } from '../../engine/pooling/outputs.js';
