@@ -26,6 +26,7 @@ import { projectRoot } from '../engine/default-model.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import { fixture } from '../test/fixtures.js';
 import { MIXED_SENTENCES } from '../test/pooling/sentences.js';
+import { useProjectPython } from './lora-peer.js';
 import { percentile } from './stats.js';
 
 type Side = 'prism' | 'llama.cpp' | 'st';
@@ -200,7 +201,7 @@ async function startSide(side: Side, a: Args): Promise<{ child: ChildProcess; ur
     );
   if (side === 'st')
     return startChild(
-      process.env.PYTHON || 'python3',
+      process.env.PYTHON ?? 'python3',
       ['bench/embed/st_server.py', '--model', a.model, '--threads', String(a.threads)],
       /listening (http:\/\/[^\s]+)/,
     );
@@ -249,6 +250,8 @@ async function startSide(side: Side, a: Args): Promise<{ child: ChildProcess; ur
 }
 
 async function main(): Promise<void> {
+  // The fixtures' generator and sentence-transformers live in the project's Python (.venv, as `npm test` makes it).
+  await useProjectPython();
   const a = parse();
   const { texts: inputs, tokens } = await texts(a.model, a.requests);
   log(`${inputs.length} texts of ${Math.min(...tokens)}-${Math.max(...tokens)} tokens; threads ${a.threads}`);

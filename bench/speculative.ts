@@ -49,12 +49,11 @@ import { ensureDefaultModel } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
-import type { SpecDecodeStats } from '../engine/speculative/metrics.js';
 import {
   DEFAULT_FIXED_SPECULATIVE_TOKENS,
   DEFAULT_SPECULATIVE_TOKENS,
 } from '../engine/speculative/options.js';
-import type { Constraint, GenerateRequest } from '../engine/types.js';
+import type { Constraint, GenerateRequest, SpecDecodeStats } from '../engine/types.js';
 import {
   createContext,
   disposeContext,

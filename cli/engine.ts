@@ -8,12 +8,11 @@ import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-o
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
 import { DEFAULT_MODEL_FILE, ensureDefaultModel } from '../engine/default-model.js';
-import { defaultServedModelName } from '../engine/load-engine.js';
-import { loadServedEngine } from '../engine/load-served.js';
+import { defaultServedModelName, loadServedEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
-import { traceExportConfigured } from '../engine/service/tracing.js';
+import { traceExportConfigured } from '../engine/api.js';
 import { defaultKvEventsTopic, type KvEventsOptions } from '../engine/options.js';
 import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
@@ -64,6 +63,8 @@ interface EngineArgs {
   readonly threads?: number;
   /** --device, when given. */
   readonly device?: string;
+  /** --cuda-kernels, when given. */
+  readonly cudaKernels?: string;
   /** --kv-events-endpoint / --kv-events-topic, when given. */
   readonly kvEvents?: { 'kv-events-endpoint'?: string; 'kv-events-topic'?: string };
   /** --speculative / --num-speculative-tokens / --draft-model / --draft-layers, when given. */
@@ -110,7 +111,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     }
   }
   if (values.model === '') throw new UsageError('--model: must not be empty');
-  const device = parseDeviceFlag(values.device);
+  const device = parseDeviceFlag(values.device, values['cuda-kernels']);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   const pooling = poolingFromFlags(values, (m) => new UsageError(m));
@@ -135,6 +136,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
+    ...(device.cudaKernels !== undefined ? { cudaKernels: device.cudaKernels } : {}),
     ...(values['kv-events-endpoint'] !== undefined || values['kv-events-topic'] !== undefined
       ? {
           kvEvents: {
@@ -201,6 +203,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),
       ...(args.device !== undefined ? { device: args.device } : {}),
+      ...(args.cudaKernels !== undefined ? { cudaKernels: args.cudaKernels } : {}),
     };
   } catch (e) {
     log((e as Error).message);

@@ -5,7 +5,7 @@
  * prefill/decode coordinator (engine/kv-transfer/coordinator.ts).
  */
 import { PdCoordinator, type PdFlow } from '../engine/kv-transfer/coordinator.js';
-import type { Engine } from '../engine/types.js';
+import type { Engine } from '../engine/api.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { EnginePool } from '../gateways/engine-pool.js';

@@ -4,8 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { EngineError } from '../engine/errors.js';
-import type { FinishEvent, GenerateRequest } from '../engine/types.js';
+import { EngineError, type FinishEvent, type GenerateRequest } from '../engine/api.js';
 
 export const help = `usage: prism generate [options]
 

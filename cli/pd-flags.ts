@@ -2,7 +2,7 @@
  * Split prefill/decode flags shared by `prism engine` and `prism serve` (engine/kv-transfer/):
  * the engine's role and the lease and transfer deadlines.
  */
-import { ENGINE_ROLES, type EngineRole } from '../engine/kv-transfer/types.js';
+import { ENGINE_ROLES, type EngineRole } from '../engine/api.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const pdFlagOptions = {

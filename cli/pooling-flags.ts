@@ -2,7 +2,7 @@
  * The pooling flags of `prism serve` and `prism engine` (engine/pooling/): which task a model
  * is served for and the Matryoshka widths its embeddings may be cut to.
  */
-import type { PoolingOptions } from '../engine/pooling/types.js';
+import type { PoolingOptions } from '../engine/pooling/options.js';
 
 export const poolingFlagOptions = {
   task: { type: 'string' },

@@ -7,8 +7,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { defaultServedModelName } from '../engine/load-engine.js';
-import { loadServedEngine } from '../engine/load-served.js';
+import { defaultServedModelName, loadServedEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { defaultKvEventsTopic } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
@@ -109,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
       }
     }
     if (values.model === '') throw new UsageError('--model: must not be empty');
-    const deviceFlag = parseDeviceFlag(values.device);
+    const deviceFlag = parseDeviceFlag(values.device, values['cuda-kernels']);
     if (deviceFlag.error) throw new UsageError(deviceFlag.error);
     loaded = loadConfigs(values);
   } catch (e) {
@@ -168,6 +167,7 @@ export async function run(argv: string[]): Promise<number> {
         ...(speculative ? { speculative } : {}),
         ...(threads !== undefined ? { threads } : {}),
         ...(values.device !== undefined ? { device: values.device } : {}),
+        ...(values['cuda-kernels'] !== undefined ? { cudaKernels: values['cuda-kernels'] } : {}),
         ...(values['max-loras'] !== undefined
           ? {
               lora: {

@@ -12,7 +12,7 @@
 import { MAX_SPECULATIVE_TOKENS } from '../engine/speculative/options.js';
 import type { PluginParams } from './types.js';
 
-export const KNOWN_PLUGINS = ['prefix_cache', 'mtp', 'memory_decoding'] as const;
+const KNOWN_PLUGINS = ['prefix_cache', 'mtp', 'memory_decoding'] as const;
 const KNOWN: ReadonlySet<string> = new Set(KNOWN_PLUGINS);
 const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'plugin_type',

@@ -3,11 +3,11 @@
  * filled in (schema.ts). Field names are MindIE's, so a reader can match them to its docs.
  */
 
-export interface HealthCheckConfig {
+interface HealthCheckConfig {
   readonly npuUsageThreshold: number;
 }
 
-export interface ServerConfig {
+interface ServerConfig {
   readonly ipAddress: string;
   readonly managementIpAddress: string;
   readonly port: number;
@@ -93,14 +93,14 @@ export interface ServerLimits {
   readonly keepAliveTimeoutMs: number;
 }
 
-export interface ModelTypeOptions {
+interface ModelTypeOptions {
   /** Path of a `.jinja` file replacing the model's chat template; '' = the model's own. */
   readonly chat_template: string;
   readonly tool_call_options?: { readonly tool_call_parser: string };
   readonly kv_cache_options?: { readonly enable_nz?: boolean };
 }
 
-export interface ModelConfig {
+interface ModelConfig {
   readonly modelInstanceType: 'Standard' | 'StandardMock';
   readonly modelName: string;
   readonly modelWeightPath?: string;
@@ -120,7 +120,7 @@ export interface ModelConfig {
   readonly models?: Readonly<Record<string, ModelTypeOptions>>;
 }
 
-export interface LoraModule {
+interface LoraModule {
   readonly name: string;
   readonly path: string;
   readonly baseModelName: string;
@@ -139,7 +139,7 @@ export interface ModelDeployConfig {
   readonly maxLoraRank: number;
 }
 
-export interface ScheduleConfig {
+interface ScheduleConfig {
   readonly templateType: 'Standard' | 'Mix';
   readonly templateName: string;
   readonly cacheBlockSize: number;
@@ -164,7 +164,7 @@ export interface ScheduleConfig {
   readonly enablePrefixCache?: boolean;
 }
 
-export interface BackendConfig {
+interface BackendConfig {
   readonly backendName: string;
   readonly modelInstanceNumber: number;
   readonly npuDeviceIds: readonly (readonly number[])[];
@@ -179,7 +179,7 @@ export interface BackendConfig {
   readonly [interNodeTlsField: `interNode${string}`]: unknown;
 }
 
-export interface LogConfig {
+interface LogConfig {
   readonly logLevel: 'Verbose' | 'Debug' | 'Info' | 'Warning' | 'Warn' | 'Error' | 'Critical';
   readonly logFileSize: number;
   readonly logFileNum: number;

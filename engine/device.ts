@@ -5,9 +5,11 @@
  * every device; native/native.ts routes the calls.
  */
 import {
+  CUDA_KERNELS,
   cudaDevices,
   parseDevice,
   type CudaDeviceInfo,
+  type CudaKernels,
   type Device,
   type ModelInfo,
 } from '../native/native.js';
@@ -21,6 +23,28 @@ export function resolveDevice(device: string | undefined): Device {
   } catch (e) {
     throw new EngineError('INVALID_ARGUMENT', `engine option device: ${(e as Error).message}`, 'device');
   }
+}
+
+/**
+ * The CUDA decode kernels the options ask for (EngineOptions.cudaKernels), or undefined for
+ * the default; INVALID_ARGUMENT naming `cudaKernels` for another name, or for a CPU engine
+ * (the choice would have nothing to apply to: refused rather than ignored).
+ */
+export function resolveCudaKernels(kernels: string | undefined, device: Device): CudaKernels | undefined {
+  if (kernels === undefined) return undefined;
+  if (!(CUDA_KERNELS as readonly string[]).includes(kernels))
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `engine option cudaKernels: must be ${CUDA_KERNELS.join(' or ')}, got '${kernels}'`,
+      'cudaKernels',
+    );
+  if (device === 'cpu')
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      'engine option cudaKernels: chooses CUDA kernels, but the engine runs on the CPU (set device to cuda)',
+      'cudaKernels',
+    );
+  return kernels as CudaKernels;
 }
 
 /**
@@ -56,7 +80,7 @@ export function requireCudaDevice(device: Device): CudaDeviceInfo {
  * Device memory a context takes besides its KV pool: the activation buffers, scratch and
  * sampling state that native/cuda/src/context.cu allocates for (maxBatchTokens, maxSeqs).
  */
-export function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): number {
+function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): number {
   const T = o.maxPrefillTokens;
   const S = o.maxBatchSize;
   const D = m.hiddenSize;
@@ -72,7 +96,11 @@ export function deviceScratchBytes(o: ResolvedEngineOptions, m: ModelInfo): numb
   // the largest matrix), cuBLASLt's workspace, the runtime's own.
   const largest = Math.max(m.vocabSize * D, 2 * I * D);
   const fixed = Math.min(256 * 2 ** 20, 2 * largest) + 96 * 2 ** 20;
-  return activations + bf16 + logits + splits + penalties + fixed;
+  // The fast kernel set's split-K partials (16 splits × 8 tokens of the widest matrix's rows,
+  // gemvFastPartialFloats) and counters.
+  const widest = Math.max(m.vocabSize, 2 * I, qkv, D);
+  const fast = o.cudaKernels === 'fast' ? 4 * 16 * 8 * (Math.ceil(widest / 16) + 1) * 16 + 8 * widest : 0;
+  return activations + bf16 + logits + splits + penalties + fixed + fast;
 }
 
 /**

@@ -17,12 +17,12 @@ import type { BlockManager } from './block-manager.js';
 import { buildEngineParts, type EngineCoreDeps } from './engine-parts.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
-import { EngineError } from './errors.js';
+import { EngineError, notAPoolingModel } from './errors.js';
 import type { Disaggregation } from './kv-transfer/engine-glue.js';
-import type { DecodeResult, EngineRole, RoleState } from './kv-transfer/types.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
 import type { OutputProcessor } from './output-processor.js';
+import type { EngineRole, RoleState } from './pd-types.js';
 import type { RequestIntake } from './request-intake.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
@@ -31,6 +31,7 @@ import type { StructuredOutput } from './structured/engine-glue.js';
 import type {
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -39,7 +40,6 @@ import type {
   PoolingRequest,
   PoolingResult,
 } from './types.js';
-import { notAPoolingModel } from './pooling/refusals.js';
 
 export type { EngineCoreDeps } from './engine-parts.js';
 

@@ -1,7 +1,8 @@
 /**
  * The engine's one error taxonomy (TGI-router style). Every failure the engine reports is
  * an EngineError with one of these codes; the gRPC service maps codes to gRPC status codes
- * and each HTTP gateway family maps them to its own status and body, each in one place.
+ * (engine/service/status-codes.ts), the gateways map them to HTTP statuses in one table
+ * (gateways/shared/http-error.ts), and each API family words its own error body.
  */
 export type EngineErrorCode =
   /** The request is malformed or out of range (gRPC INVALID_ARGUMENT, HTTP 422/400). */
@@ -37,4 +38,27 @@ export class EngineError extends Error {
 
 export function invalidArgument(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field, rule);
+}
+
+/**
+ * The two refusals between the kinds of model: a pooling request (embeddings, scores) that
+ * reaches a generation model, and a generation request that reaches a pooling model. Both are
+ * INVALID_ARGUMENT naming the model (a 400 in every gateway family), never a 5xx.
+ */
+export function notAPoolingModel(modelName: string): EngineError {
+  return new EngineError(
+    'INVALID_ARGUMENT',
+    `model: '${modelName}' is a text-generation model; it serves no embeddings, scores or classification (serve an embedding or reranking model for those)`,
+    'model',
+    'is a text-generation model',
+  );
+}
+
+export function notAGenerationModel(modelName: string, tasks: readonly string[]): EngineError {
+  return new EngineError(
+    'INVALID_ARGUMENT',
+    `model: '${modelName}' is a pooling model (${tasks.join(', ')}); it does not generate text`,
+    'model',
+    'is a pooling model',
+  );
 }

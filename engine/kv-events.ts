@@ -64,7 +64,7 @@ export function externalBlockHash(key: string): bigint {
 }
 
 /** Does this endpoint bind (vLLM's rule) rather than connect? */
-export function bindsEndpoint(endpoint: string): boolean {
+function bindsEndpoint(endpoint: string): boolean {
   return (
     endpoint.includes('*') ||
     endpoint.includes('::') ||

@@ -19,9 +19,11 @@ import {
 } from '../native/native.js';
 import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
-import { defaultDeviceKvBytes, requireCudaDevice, resolveDevice } from './device.js';
+import { defaultDeviceKvBytes, requireCudaDevice, resolveCudaKernels, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
+import { isPoolingModel, loadPoolingEngine } from './pooling/load.js';
 import { EngineError } from './errors.js';
+import type { Engine } from './types.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
 import type { KvEventPublisher } from './kv-events.js';
 import { kvBytesPerPage, minKvPages } from './kv-layout.js';
@@ -77,6 +79,7 @@ export async function loadEngine(
     }
   }
   const device = resolveDevice(o.device);
+  const cudaKernels = resolveCudaKernels(o.cudaKernels, device);
   // CUDA asked for and not there: the error names why, before anything is loaded.
   if (device !== 'cpu') requireCudaDevice(device);
   if (device !== 'cpu' && o.lora) {
@@ -87,7 +90,7 @@ export async function loadEngine(
     );
   }
   const [model, tokenizer] = await Promise.all([
-    loadModel(modelPath, hooks.onProgress, { device }),
+    loadModel(modelPath, hooks.onProgress, { device, ...(cudaKernels ? { cudaKernels } : {}) }),
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
@@ -235,4 +238,27 @@ export async function loadEngine(
   });
   holder.core = core;
   return core;
+}
+
+/**
+ * The engine `prism serve` and `prism engine` serve for a model path: the pooling engine for an
+ * embedding or reranking model (engine/pooling/load.ts says which), else the generation engine,
+ * with what its gRPC service needs besides the Engine (split prefill/decode's KV service).
+ */
+export interface ServedEngine {
+  readonly engine: Engine;
+  readonly kvTransfer?: EngineCore['disaggregation'];
+}
+
+export async function loadServedEngine(
+  modelPath: string,
+  options: EngineOptions,
+  hooks: LoadEngineHooks = {},
+): Promise<ServedEngine> {
+  if (isPoolingModel(modelPath, options.pooling)) {
+    const modelName = options.modelName ?? defaultServedModelName(modelPath);
+    return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }) };
+  }
+  const core = await loadEngine(modelPath, options, hooks);
+  return { engine: core, kvTransfer: core.disaggregation };
 }

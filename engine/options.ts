@@ -4,12 +4,12 @@
  * shared/reference/mindie-compat.md §2); config/ maps a loaded config.json onto it, the CLI
  * builds it from flags. `resolveEngineOptions` fills defaults and checks every bound once.
  */
-import { ENGINE_ROLES, type EngineRole } from './kv-transfer/types.js';
+import { ENGINE_ROLES, type EngineRole } from './pd-types.js';
 import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
 import { sequencePages } from './kv-layout.js';
 import type { KvLayout } from '../native/native.js';
-import type { PoolingOptions } from './pooling/types.js';
+import type { PoolingOptions } from './pooling/options.js';
 import {
   resolveSpeculative,
   type ResolvedSpeculativeOptions,
@@ -52,6 +52,8 @@ export interface EngineOptions {
   readonly threads?: number;
   /** 'cpu' (default), 'cuda' or 'cuda:N' (engine/device.ts checks it). */
   readonly device?: string;
+  /** The CUDA decode kernels, 'legacy' (default) or 'fast'; only with a CUDA device. */
+  readonly cudaKernels?: string;
   /** Served model name (default: the model's own name). */
   readonly modelName?: string;
   /** LoRA adapters (engine/adapters/): static ones and the dynamic-loading limits. */
@@ -115,6 +117,7 @@ export interface ResolvedEngineOptions {
   readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
   readonly device: string | undefined;
+  readonly cudaKernels: string | undefined;
   readonly modelName: string | undefined;
   readonly lora: LoraOptions | undefined;
   readonly kvEvents: KvEventsOptions | undefined;
@@ -124,7 +127,7 @@ export interface ResolvedEngineOptions {
   readonly kvTransferTimeoutMs: number;
 }
 
-export const ENGINE_DEFAULTS = {
+const ENGINE_DEFAULTS = {
   maxBatchSize: 200,
   maxPrefillTokens: 8192,
   cacheBlockSize: 128,
@@ -200,6 +203,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     toolCallParsers: options.toolCallParsers ?? {},
     threads,
     device: options.device,
+    cudaKernels: options.cudaKernels,
     modelName: options.modelName,
     lora: options.lora,
     kvEvents: checkKvEvents(options.kvEvents),

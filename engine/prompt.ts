@@ -58,7 +58,7 @@ export function checkMessages(messages: unknown, field: string): readonly ChatMe
   return messages as readonly ChatMessage[];
 }
 
-export function renderChat(
+function renderChat(
   tok: EngineTokenizer,
   messages: unknown,
   addGenerationPrompt: boolean,

@@ -13,10 +13,10 @@ import {
   writeKvBlock,
   type ContextHandle,
   type KvLayout,
+  type KvTransferLayout,
   type StepResult,
 } from '../native/native.js';
 import type { KvGroupLayout } from './kv-layout.js';
-import type { KvStore } from './kv-transfer/types.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
@@ -48,6 +48,13 @@ export interface Runner {
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
   /** Block-by-block access to the KV cache (split prefill/decode); absent: no KV transfer. */
   readonly kv?: KvStore;
+}
+
+/** A runner's KV cache, block by block (the native copies), for split prefill/decode's transfers. */
+export interface KvStore {
+  readonly layout: KvTransferLayout;
+  read(block: number, layerStart: number, layerCount: number): Uint8Array;
+  write(block: number, layerStart: number, data: Uint8Array): void;
 }
 
 export interface LateMasks {

@@ -37,7 +37,7 @@ export interface ResolvedParams {
   readonly numSpeculativeTokens: number | undefined;
 }
 
-export interface BeamParams {
+interface BeamParams {
   readonly width: number;
   readonly lengthPenalty: number;
   readonly earlyStopping: boolean | 'never';
@@ -50,10 +50,10 @@ export interface ParamLimits {
   readonly maxN: number;
 }
 
-export const MAX_TOP_LOGPROBS = 20;
-export const MAX_STOP_STRINGS = 32;
+const MAX_TOP_LOGPROBS = 20;
+const MAX_STOP_STRINGS = 32;
 /** Largest seed: JS numbers stay exact up to 2^53 - 1. */
-export const MAX_SEED = Number.MAX_SAFE_INTEGER;
+const MAX_SEED = Number.MAX_SAFE_INTEGER;
 
 type Rule = [check: (v: number) => boolean, rule: string];
 

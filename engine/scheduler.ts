@@ -10,7 +10,7 @@
 import type { BlockCopy, BlockManager } from './block-manager.js';
 import type { Sequence } from './sequence.js';
 
-export interface ScheduledSeq {
+interface ScheduledSeq {
   readonly seq: Sequence;
   /** First position computed in this step, and how many tokens. */
   readonly start: number;

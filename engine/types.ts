@@ -1,29 +1,12 @@
 /**
  * The engine's in-process API: what the gRPC service (engine/service/) and the CLI's
  * `generate` command call. One request in, a stream of events out. The gRPC messages in
- * proto/ mirror these records; the mapping lives in one file on the service side.
+ * proto/ mirror these records; the mapping lives in one file on the service side. Ground
+ * floor: this file imports only the other records of the API (errors.ts, pd-types.ts), so
+ * every layer above may use it and none of its features is needed to read it.
  */
-import type { SpecDecodeStats } from './speculative/metrics.js';
-import type { Constraint } from './structured/constraint.js';
-import type {
-  DecodeResult,
-  EngineRole,
-  KvTransferParams,
-  KvTransferSpec,
-  RoleState,
-  RoleStatus,
-} from './kv-transfer/types.js';
-
-export type { Constraint } from './structured/constraint.js';
-import type { PoolingCard, PoolingRequest, PoolingResult, PoolingStats } from './pooling/types.js';
-export type {
-  PoolingCard,
-  PoolingInput,
-  PoolingRequest,
-  PoolingResult,
-  PoolingStats,
-  PoolingTask,
-} from './pooling/types.js';
+import type { EngineError } from './errors.js';
+import type { EngineRole, KvTransferParams, KvTransferSpec, RoleState, RoleStatus } from './pd-types.js';
 
 export interface ChatToolCall {
   readonly id: string;
@@ -115,6 +98,28 @@ export interface SamplingParams {
   readonly numSpeculativeTokens?: number;
 }
 
+/**
+ * Structured output: what every API family's field (`response_format`, `guided_*`,
+ * `structured_outputs`, TGI `grammar`) is mapped onto (engine/structured/ enforces it). One
+ * request carries at most one.
+ */
+export type Constraint =
+  /** Any JSON object (OpenAI `json_object`; `json_schema` without a schema). */
+  | { readonly kind: 'json_object' }
+  /**
+   * A JSON Schema, as JSON text. `additionalProperties` (and extra array items) default to
+   * false where the schema does not say (the spec's rule; xgrammar's strict mode). `strict`
+   * (OpenAI's `strict: true`): refused unless the grammar alone enforces the schema exactly;
+   * otherwise what it cannot enforce is checked on each finished document.
+   */
+  | { readonly kind: 'json_schema'; readonly schema: string; readonly strict?: boolean }
+  /** A regular expression the whole output must match (xgrammar's regex dialect). */
+  | { readonly kind: 'regex'; readonly pattern: string }
+  /** The output is exactly one of these strings. */
+  | { readonly kind: 'choice'; readonly choices: readonly string[] }
+  /** An EBNF grammar in xgrammar's (GBNF-like) notation, rule `root` first. */
+  | { readonly kind: 'grammar'; readonly ebnf: string };
+
 export interface GenerateRequest {
   /** Caller-chosen id (unique among live requests); the engine makes one when absent. */
   readonly requestId?: string;
@@ -181,7 +186,7 @@ export interface Usage {
   readonly cachedPromptTokens: number;
 }
 
-export interface Timings {
+interface Timings {
   readonly queueMs: number;
   readonly prefillMs: number;
   readonly decodeMs: number;
@@ -219,6 +224,22 @@ export interface HistogramSnapshot {
   readonly count: number;
 }
 
+/**
+ * Speculative decoding's counters, as vLLM names them (vllm:spec_decode_*): verify steps that
+ * carried a draft, draft tokens proposed, draft tokens accepted, and accepted tokens per
+ * draft position (position i counts the steps whose i-th draft token was accepted, so
+ * acceptance falls off along the positions).
+ */
+export interface SpecDecodeStats {
+  /** Proposer in use ('ngram' | 'draft' | 'layer-skip'). */
+  readonly method: string;
+  readonly numDrafts: number;
+  readonly numDraftTokens: number;
+  readonly numAcceptedTokens: number;
+  /** [i] = accepted draft tokens at position i (0-based), up to num_speculative_tokens. */
+  readonly acceptedPerPosition: readonly number[];
+}
+
 /** Engine state for observability (what the `Status` RPC returns). Times in seconds. */
 export interface EngineStatus {
   readonly running: number;
@@ -249,7 +270,7 @@ export interface EngineStatus {
   readonly runningLoraAdapters: readonly string[];
   readonly waitingLoraAdapters: readonly string[];
   readonly maxLora: number;
-  /** Speculative decoding's counters (engine/speculative/metrics.ts); absent when it is off. */
+  /** Speculative decoding's counters (engine/speculative/); absent when it is off. */
   readonly specDecode?: SpecDecodeStats;
   /** Split prefill/decode (engine/kv-transfer/): the role and whether a change still drains. */
   readonly role: EngineRole;
@@ -299,7 +320,7 @@ export interface EngineInfo {
  * Errors are EngineErrors (engine/errors.ts): thrown from the calls, or from the iterator.
  */
 /** A loaded LoRA adapter, as ListAdapters reports it. */
-export interface AdapterCard {
+interface AdapterCard {
   readonly name: string;
   readonly path: string;
   readonly rank: number;
@@ -315,6 +336,15 @@ export interface AdapterList {
   readonly maxLoras: number;
   readonly maxLoraRank: number;
 }
+
+/**
+ * One result on a decode engine's results stream (DecodeResults, `GET /dresult`). The first of
+ * every stream is `held` (request id ''): from then on this holder gets the results.
+ */
+export type DecodeResult =
+  | { readonly requestId: string; readonly event: GenerateEvent }
+  | { readonly requestId: string; readonly error: EngineError }
+  | { readonly requestId: ''; readonly held: true };
 
 export interface Engine {
   generate(request: GenerateRequest, signal?: AbortSignal): AsyncIterable<GenerateEvent>;
@@ -348,4 +378,91 @@ export interface Engine {
   /** Stop admitting requests (new ones fail UNAVAILABLE); resolves when running and queued ones finished. */
   drain(): Promise<void>;
   close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------
+// Pooling requests (engine/pooling/): embeddings, token embeddings, scores, classification.
+// One shape for every gateway family and the Embed RPC, checked in one place
+// (engine/pooling/validate.ts). Nothing is decoded and no KV is kept past a request.
+// ---------------------------------------------------------------------------------------
+
+/** One input: text (tokenized by the model's tokenizer), token ids as given, or a text pair. */
+export type PoolingInput =
+  | { readonly text: string }
+  | { readonly ids: readonly number[] }
+  | { readonly pair: readonly [string, string] };
+
+/**
+ * embed: one vector per input (the model's pooling). tokens: every token's last hidden
+ * state (TEI's embed_all, vLLM's token_embed). score: one relevance score per pair, from a
+ * cross-encoder or a reranking decoder, or for an embedder the cosine of the pair's two
+ * embeddings (vLLM's /score). classify: the classifier's label scores per input.
+ */
+export type PoolingTask = 'embed' | 'tokens' | 'score' | 'classify';
+
+export interface PoolingRequest {
+  readonly requestId?: string;
+  readonly task: PoolingTask;
+  readonly inputs: readonly PoolingInput[];
+  /** The request's own name of its inputs, for errors ('input', 'inputs', 'documents'...); default 'input'. */
+  readonly inputField?: string;
+  /**
+   * An input longer than the model's limit: cut to at most `maxTokens` (default: the model's
+   * limit), keeping the start ('right': the end is cut, TEI's default) or the end ('left',
+   * vLLM's truncate_prompt_tokens). Absent: such an input is refused, naming it.
+   */
+  readonly truncate?: { readonly direction: 'left' | 'right'; readonly maxTokens?: number };
+  /** L2-normalise vectors (embed); default: the model's own (a Normalize module). */
+  readonly normalize?: boolean;
+  /** Matryoshka: keep the first `dimensions` values (then normalise); only for models trained so. */
+  readonly dimensions?: number;
+  /** Add the tokenizer's special tokens ([CLS] .. [SEP], a decoder's EOS); default true. */
+  readonly addSpecialTokens?: boolean;
+  /**
+   * score / classify: apply the model's activation (sigmoid for one label, softmax for several:
+   * sentence-transformers' CrossEncoder default); false returns the raw logits (TEI raw_scores).
+   */
+  readonly activation?: boolean;
+}
+
+export interface PoolingResult {
+  /**
+   * Per input: the vector (embed), [tokens × hidden] row-major (tokens), one score (score) or
+   * one value per label (classify).
+   */
+  readonly outputs: readonly Float32Array[];
+  /** Tokens each input ran as (after truncation, special tokens included). */
+  readonly tokenCounts: readonly number[];
+  readonly promptTokens: number;
+  /** classify: the labels, in output order. */
+  readonly labels?: readonly string[];
+}
+
+/** What a pooling model serves, for gateways to route and describe it (EngineInfo.pooling). */
+export interface PoolingCard {
+  readonly tasks: readonly PoolingTask[];
+  /** 'mean', 'cls', 'lasttoken', ...: the pooling's modes joined with '+'; '' for a scorer. */
+  readonly pooling: string;
+  /** Values per embedding (before any Matryoshka cut). */
+  readonly dimensions: number;
+  /** Whether embeddings are normalised unless a request says otherwise. */
+  readonly normalize: boolean;
+  /** Matryoshka dimensions the model accepts (empty: `dimensions` is refused; [0]: any up to its width). */
+  readonly matryoshka: readonly number[];
+  /** Longest input in tokens (special tokens included). */
+  readonly maxInputTokens: number;
+  /** classify / score: the classifier's labels. */
+  readonly labels: readonly string[];
+}
+
+/** What the pooling requests of an engine add up to (EngineStatus.pooling). */
+export interface PoolingStats {
+  readonly requests: number;
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly inputs: number;
+  readonly promptTokens: number;
+  readonly passes: number;
+  /** Request latency in seconds. */
+  readonly latency: HistogramSnapshot;
 }

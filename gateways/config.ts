@@ -4,7 +4,6 @@
  * parsed MindIE-style config.json onto it; `defaultGatewayConfig` is what `prism serve` uses
  * without a config file (plain HTTP on 127.0.0.1).
  */
-import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { ServerLimits } from '../config/types.js';
 import { checkKeyShape, readApiKeyFile } from './shared/auth.js';
@@ -283,12 +282,6 @@ export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string):
       decodePolicyType: num(sch.decodePolicyType, 0),
     },
   };
-}
-
-/** Reads a config.json and maps it (the caller validates it with config/ first). */
-export function gatewayConfigFromFile(path: string): GatewayConfig {
-  const raw = JSON.parse(readFileSync(path, 'utf-8')) as MindieConfigLike;
-  return gatewayConfigFromMindie(raw, resolve(path, '..'));
 }
 
 /** Command-line overrides of the listener addresses. */

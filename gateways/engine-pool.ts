@@ -10,20 +10,22 @@
  * When every engine is set aside they are all tried, in order, rather than refusing outright.
  */
 import { randomUUID } from 'node:crypto';
-import { EngineError } from '../engine/errors.js';
-import type { DecodeResult, EngineRole, RoleState } from '../engine/kv-transfer/types.js';
-import type {
-  AdapterList,
-  ChatMessage,
-  Engine,
-  EngineInfo,
-  EngineStatus,
-  GenerateEvent,
-  GenerateRequest,
-  HistogramSnapshot,
-  PoolingRequest,
-  PoolingResult,
-} from '../engine/types.js';
+import {
+  EngineError,
+  type AdapterList,
+  type ChatMessage,
+  type DecodeResult,
+  type Engine,
+  type EngineInfo,
+  type EngineRole,
+  type EngineStatus,
+  type GenerateEvent,
+  type GenerateRequest,
+  type HistogramSnapshot,
+  type PoolingRequest,
+  type PoolingResult,
+  type RoleState,
+} from '../engine/api.js';
 
 interface Member {
   readonly engine: Engine;
@@ -34,8 +36,8 @@ interface Member {
   downUntil: number;
 }
 
-export const BACKOFF_BASE_MS = 500;
-export const BACKOFF_MAX_MS = 30_000;
+const BACKOFF_BASE_MS = 500;
+const BACKOFF_MAX_MS = 30_000;
 
 const isUnavailable = (err: unknown): boolean => err instanceof EngineError && err.code === 'UNAVAILABLE';
 

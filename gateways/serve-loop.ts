@@ -5,7 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
-import type { Engine } from '../engine/types.js';
+import type { Engine } from '../engine/api.js';
 import { ApiKeyConfigError, checkKeyShape, readApiKeyFile } from './shared/auth.js';
 import { resolveGatewayConfig, type GatewayConfig, type MindieConfigLike } from './config.js';
 import { startGateway, type RunningGateway } from './server.js';
@@ -58,7 +58,7 @@ export function parseFlags<O extends NonNullable<ParseArgsConfig['options']>>(ar
   }
 }
 
-export function portFlag(value: string | undefined, flag: string): number | undefined {
+function portFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!/^\d{1,5}$/.test(value) || n > 65535)

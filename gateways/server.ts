@@ -5,21 +5,20 @@
  */
 import Router from '@koa/router';
 import Koa from 'koa';
-import type { Engine } from '../engine/types.js';
+import type { Engine } from '../engine/api.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { llamacppRouter } from './llamacpp/index.js';
 import { modelDispatcher } from './model-dispatch.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
-import { metricsRouter, nativeControlRouter, nativeServiceRouter } from './native/index.js';
+import { metricsRouter, mindieControlRouter, mindieServiceRouter } from './mindie/index.js';
 import { openaiErrorFormat } from './openai/errors.js';
 import { openaiRouter } from './openai/index.js';
-import { pdHeadersMiddleware } from './pd/mindie-headers.js';
 import { familyOfRequest, familyStatsMiddleware } from './shared/family-stats.js';
 import { GatewayState, type GatewayContext } from './shared/gateway-context.js';
 import { apiKeyAuth, ApiKeySet } from './shared/auth.js';
-import { mindieErrorFormat } from './native/errors.js';
+import { mindieErrorFormat } from './mindie/errors.js';
 import type { ErrorFormatter } from './shared/error-boundary.js';
 import { HttpError } from './shared/http-error.js';
 import { requestLimits } from './shared/limits.js';
@@ -32,7 +31,7 @@ import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 import { vllmRouter } from './vllm/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
-export const PRISM_VERSION = '0.1.0';
+const PRISM_VERSION = '0.1.0';
 
 type ListenerName = 'service' | 'management' | 'metrics';
 
@@ -47,7 +46,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         vllmRouter(gw),
         llamacppRouter(gw),
         kserveRouter(gw),
-        nativeServiceRouter(gw),
+        mindieServiceRouter(gw),
         healthRouter(gw),
         tgiInfoRouter(gw),
         playgroundAssetsRouter(),
@@ -59,7 +58,7 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
       return [
         healthRouter(gw),
         tgiInfoRouter(gw),
-        nativeControlRouter(gw),
+        mindieControlRouter(gw),
         loraRouter(gw),
         dashboardRouter(),
       ];
@@ -91,7 +90,7 @@ const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
  * except MindIE's own /v1 routes.
  */
-export function errorFormatForPath(path: string): ErrorFormatter {
+function errorFormatForPath(path: string): ErrorFormatter {
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   // The pooling routes (gateways/tei/, vllm/, llamacpp/): TEI answers as TGI, the rest as OpenAI.
@@ -115,7 +114,7 @@ export function isHealthOrMetricsRoute(method: string, path: string): boolean {
  * key to load could never ask for it. `GET /` without an HTML `Accept` is TGI's route, which
  * only answers 405 to a GET.
  */
-export function isWebUiRoute(method: string, path: string): boolean {
+function isWebUiRoute(method: string, path: string): boolean {
   if (method !== 'GET' && method !== 'HEAD') return false;
   return path === '/' || path === '/dashboard' || /^\/web\/assets\/[^/]+$/.test(path);
 }
@@ -145,7 +144,7 @@ const unrouted: Koa.Middleware = async (ctx, next) => {
 };
 
 /** One Koa app serving the routers of the given listeners (several when their addresses coincide). */
-export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: LogSink): Koa {
+function buildApp(gw: GatewayContext, listeners: readonly ListenerName[], log: LogSink): Koa {
   const app = new Koa();
   app.silent = true;
   app.use(requestLog(gw.config.requestLog, log, familyOfRequest));
@@ -166,8 +165,6 @@ export function buildApp(gw: GatewayContext, listeners: readonly ListenerName[],
   if (listeners.includes('service')) {
     app.use(familyStatsMiddleware(gw.state.families));
     app.use(playgroundMiddleware());
-    // MindIE's split prefill/decode headers, applied where every family calls the engine.
-    app.use(pdHeadersMiddleware());
   }
   for (const name of listeners) {
     for (const router of routersFor(gw, name)) {

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 
 /** The instruction-set flags (as /proc/cpuinfo names them) the addon is compiled for. */
-export const CPU_BASELINE = ['avx2', 'fma', 'f16c', 'bmi2'] as const;
+const CPU_BASELINE = ['avx2', 'fma', 'f16c', 'bmi2'] as const;
 
 /** The baseline flags missing from a /proc/cpuinfo text (its first `flags` line). */
 export function missingCpuFeatures(cpuinfo: string): string[] {

@@ -89,6 +89,8 @@ export interface ModelInfo {
   readonly device: Device;
   /** The device in words: the CUDA card's name, or the CPU kernel family ('CPU (avx512)'). */
   readonly deviceName: string;
+  /** CUDA: the decode kernels the model was loaded with (LoadModelOptions.cudaKernels). */
+  readonly cudaKernels?: CudaKernels;
 }
 
 /** A compute device: the CPU, or CUDA device N ('cuda' is 'cuda:0'). */
@@ -326,6 +328,11 @@ export interface ContextInfo {
   readonly deviceName: string;
   /** CUDA: milliseconds the device took for the last step (forward + sampling); else absent. */
   readonly lastStepDeviceMs?: number;
+  /**
+   * CUDA: kernels the last step's forward pass launched (the kernel nodes of the decode graph
+   * it replayed, or those counted as it ran; sampling not included); else absent.
+   */
+  readonly lastStepLaunches?: number;
   /** CPU contexts: the decode tuning in use and how it was chosen (ContextOptions.decodeTuning). */
   readonly decodeTuning?: DecodeTuningInfo;
 }
@@ -487,8 +494,9 @@ export interface NativeAddon {
     path: string,
     device: number,
     onProgress: ((fraction: number) => void) | undefined,
+    kernels: number,
   ): Promise<ModelHandle>;
-  deviceModelInfo(model: ModelHandle): ModelInfo & { deviceBytes: number };
+  deviceModelInfo(model: ModelHandle): ModelInfo & { deviceBytes: number; cudaKernels: CudaKernels };
   disposeDeviceModel(model: ModelHandle): void;
   createDeviceContext(model: ModelHandle, options: ContextOptions): ContextHandle;
   deviceContextInfo(ctx: ContextHandle): ContextInfo;
@@ -540,9 +548,19 @@ function cudaIndex(device: Device): number {
   return Number(device.slice('cuda:'.length));
 }
 
+/**
+ * The CUDA decode kernels (native/cuda/prism_cuda.h, PC_KERNELS_*): 'legacy', the issue-29
+ * set, or 'fast' (the fused decode layer, native/cuda/src/gemv_fast.h). 'legacy' stays the
+ * default until the fast set has run green on a GPU (scripts/device-check.sh runs both).
+ */
+export type CudaKernels = 'legacy' | 'fast';
+export const CUDA_KERNELS: readonly CudaKernels[] = ['legacy', 'fast'];
+
 export interface LoadModelOptions {
   /** 'cpu' (default), or a CUDA device: the weights are uploaded there. */
   readonly device?: Device;
+  /** CUDA only: the decode kernels (default 'legacy'); refused for the CPU. */
+  readonly cudaKernels?: CudaKernels;
 }
 
 export async function loadModel(
@@ -551,8 +569,17 @@ export async function loadModel(
   options: LoadModelOptions = {},
 ): Promise<ModelHandle> {
   const device = options.device ?? 'cpu';
-  if (device === 'cpu') return wrapNativeError(() => addon.loadModel(path, onProgress));
-  const model = await wrapNativeError(() => addon.loadDeviceModel(path, cudaIndex(device), onProgress));
+  const kernels = options.cudaKernels ?? 'legacy';
+  if (!CUDA_KERNELS.includes(kernels))
+    throw new RangeError(`cudaKernels must be one of ${CUDA_KERNELS.join(', ')}, got '${String(kernels)}'`);
+  if (device === 'cpu') {
+    if (options.cudaKernels !== undefined)
+      throw new RangeError('cudaKernels chooses CUDA kernels: it needs a CUDA device, not the CPU');
+    return wrapNativeError(() => addon.loadModel(path, onProgress));
+  }
+  const model = await wrapNativeError(() =>
+    addon.loadDeviceModel(path, cudaIndex(device), onProgress, CUDA_KERNELS.indexOf(kernels)),
+  );
   onDevice.add(model as object);
   return model;
 }

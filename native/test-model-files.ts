@@ -22,7 +22,7 @@ export interface TinyShape {
 export const TINY: TinyShape = { vocab: 64, hidden: 32, heads: 4, kvHeads: 2, inter: 64, layers: 2 };
 
 /** Deterministic pseudo-random floats (so files and expectations are reproducible). */
-export function randomFloats(n: number, seed: number, scale = 0.2): Float32Array {
+function randomFloats(n: number, seed: number, scale = 0.2): Float32Array {
   const out = new Float32Array(n);
   let s = seed >>> 0 || 1;
   for (let i = 0; i < n; i++) {
@@ -71,7 +71,7 @@ export interface GgufLayout {
   typeFieldOffset: Record<string, number>;
 }
 
-export function tinyLlamaTensors(
+function tinyLlamaTensors(
   shape: TinyShape = TINY,
   weightType: TensorType = 'Q8_0',
   typeFor: (name: string) => TensorType | undefined = () => undefined,

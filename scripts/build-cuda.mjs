@@ -17,7 +17,11 @@
 //                                          (nvcc 13.0 from the Python package index, fetched
 //                                          once into a cache folder): the compile check a
 //                                          machine without CUDA runs, so code that does not
-//                                          compile cannot land.
+//                                          compile cannot land. Beside each object in
+//                                          build/cuda-ci/ it leaves ptxas's resource report
+//                                          (F.o.ptxas.txt: registers, stack, spills) and the
+//                                          SASS (F.o.sass, cuobjdump), which
+//                                          native/cuda/build.test.ts reads.
 //
 // Every mode is incremental: it does nothing when the sources, flags and compiler are those
 // of its last successful run (a stamp file beside the output).
@@ -62,14 +66,19 @@ function run(cmd, args, opts = {}) {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...opts });
 }
 
-/** Runs compile jobs with bounded parallelism; rejects with the first failure's output. */
+/**
+ * Runs compile jobs with bounded parallelism; rejects with the first failure's output, else
+ * returns each job's output (stdout and stderr) in job order.
+ */
 async function runJobs(jobs) {
   const width = Math.max(1, Math.min(availableParallelism(), 8));
   let next = 0;
   const failures = [];
+  const outputs = [];
   async function worker() {
     while (next < jobs.length && failures.length === 0) {
-      const [cmd, args, label] = jobs[next++];
+      const index = next++;
+      const [cmd, args, label] = jobs[index];
       await new Promise((resolve) => {
         const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
@@ -77,6 +86,7 @@ async function runJobs(jobs) {
         p.stderr.on('data', (d) => (out += d));
         p.on('close', (code) => {
           if (code !== 0) failures.push(`${label}:\n${out}`);
+          outputs[index] = out;
           resolve();
         });
         p.on('error', (e) => {
@@ -88,6 +98,7 @@ async function runJobs(jobs) {
   }
   await Promise.all(Array.from({ length: width }, worker));
   if (failures.length) throw new Error(failures[0]);
+  return outputs;
 }
 
 function hashOf(files, extra) {
@@ -476,7 +487,12 @@ function pinnedToolchain() {
       rmSync(work, { recursive: true, force: true });
     }
   }
-  return { nvcc, include: join(home, 'nvidia', 'cu13', 'include') };
+  return {
+    nvcc,
+    include: join(home, 'nvidia', 'cu13', 'include'),
+    cuobjdump: join(home, 'nvidia', 'cu13', 'bin', 'cuobjdump'),
+    bin: join(home, 'nvidia', 'cu13', 'bin'),
+  };
 }
 
 async function buildCi() {
@@ -484,18 +500,29 @@ async function buildCi() {
   const version = /release [\d.]+, V[\d.]+/.exec(run(tc.nvcc, ['--version']))?.[0] ?? 'unknown';
   const outDir = join(root, 'build', 'cuda-ci');
   const sources = librarySources('cuda');
-  const flags = [...NVCC_FLAGS, ...gencode(['90a']), `-I${tc.include}`];
+  const flags = [...NVCC_FLAGS, ...gencode(['90a']), `-I${tc.include}`, '-Xptxas', '-v'];
   const stampFile = join(outDir, 'stamp');
   const objects = sources.map((f) => join(outDir, `${f}.o`));
+  const reports = objects.flatMap((o) => [`${o}.ptxas.txt`, `${o}.sass`]);
   const stamp = hashOf([...sources.map((f) => join(srcDir, f)), ...headers()], { flags, version });
-  if (upToDate(stampFile, stamp, objects)) {
+  if (upToDate(stampFile, stamp, [...objects, ...reports])) {
     log(`CUDA sources unchanged since their last compile check (nvcc ${version})`);
     return;
   }
   mkdirSync(outDir, { recursive: true });
   log(`compile check of ${sources.length} CUDA sources for sm_90a (nvcc ${version}) ...`);
   const t0 = Date.now();
-  await runJobs(sources.map((f, i) => [tc.nvcc, [...flags, '-c', join(srcDir, f), '-o', objects[i]], f]));
+  const outputs = await runJobs(
+    sources.map((f, i) => [tc.nvcc, [...flags, '-c', join(srcDir, f), '-o', objects[i]], f]),
+  );
+  objects.forEach((o, i) => writeFileSync(`${o}.ptxas.txt`, outputs[i]));
+  // cuobjdump runs nvdisasm, found beside it.
+  const env = { ...process.env, PATH: `${tc.bin}:${process.env.PATH ?? ''}` };
+  for (const o of objects)
+    writeFileSync(
+      `${o}.sass`,
+      execFileSync(tc.cuobjdump, ['--dump-sass', o], { env, encoding: 'utf8', maxBuffer: 1 << 28 }),
+    );
   writeFileSync(stampFile, stamp);
   log(`CUDA compile check passed (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
 }

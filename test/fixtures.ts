@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 
-export type FixtureFormat = 'gguf' | 'safetensors';
+type FixtureFormat = 'gguf' | 'safetensors';
 
 export interface Fixture {
   /** e.g. 'qwen2-tied-bf16', 'llama-q4_k'. */

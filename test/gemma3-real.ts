@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { modelsDir } from '../engine/default-model.js';
 import { pythonCommand } from './fixtures.js';
 
-export const GEMMA3_FILE = 'gemma-3-270m-q4_k_m.gguf';
+const GEMMA3_FILE = 'gemma-3-270m-q4_k_m.gguf';
 
 export function ensureGemma3Model(): string {
   const target = join(modelsDir(), GEMMA3_FILE);

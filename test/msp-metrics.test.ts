@@ -1,5 +1,5 @@
 /**
- * The Inference Extension's model-server protocol on /metrics (gateways/native/prometheus.ts),
+ * The Inference Extension's model-server protocol on /metrics (gateways/mindie/prometheus.ts),
  * scraped as the endpoint picker scrapes it (test/k8s/msp-scrape.ts follows llm-d's core
  * metrics extractor) from the serving port, where a picker looks, and from the metrics
  * listener. Each value is checked against what the test set up (pool size, block size,

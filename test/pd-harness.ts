@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { PdCoordinator, type PdFlow } from '../engine/kv-transfer/coordinator.js';
-import type { EngineRole } from '../engine/kv-transfer/types.js';
+import type { EngineRole } from '../engine/pd-types.js';
 import { loadEngine } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
@@ -20,7 +20,7 @@ import type { Engine } from '../engine/types.js';
 import { startGateway, type RunningGateway } from '../gateways/server.js';
 import { freePortConfig, MODEL_NAME } from './gateways-harness.js';
 
-export const PD_ENGINE_OPTIONS: EngineOptions = {
+const PD_ENGINE_OPTIONS: EngineOptions = {
   modelName: MODEL_NAME,
   maxSeqLen: 1024,
   maxInputTokenLen: 768,

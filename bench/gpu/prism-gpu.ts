@@ -6,6 +6,7 @@
  * planning, N-API, the event loop — that a GPU leaves idle (issue 29, item 4).
  */
 import {
+  type CudaKernels,
   contextInfo,
   createContext,
   disposeContext,
@@ -23,6 +24,7 @@ import { median, nowMs } from '../stats.js';
 
 export interface GpuBenchOptions {
   readonly device: Device;
+  readonly cudaKernels: CudaKernels;
   readonly blockSize: number;
   readonly promptTokens: number;
   readonly newTokens: number;
@@ -38,6 +40,10 @@ export interface DecodeResult {
   readonly stepMs: number;
   readonly deviceMs: number;
   readonly hostMs: number;
+  /** The first sequence's greedy tokens (the kernel sets are compared on them). */
+  readonly tokens: readonly number[];
+  /** Kernels of the last decode step's forward pass (ContextInfo.lastStepLaunches). */
+  readonly launches: number;
 }
 
 export interface GpuBenchResult {
@@ -66,7 +72,9 @@ function randomIds(n: number, vocab: number, seed: number): number[] {
     s ^= s >>> 17;
     s ^= s << 5;
     s >>>= 0;
-    return 1000 + (s % (vocab - 2000));
+    // Ids away from both ends of the vocabulary (special tokens), for small ones too.
+    const margin = Math.min(1000, Math.floor(vocab / 4));
+    return margin + (s % (vocab - 2 * margin));
   });
 }
 
@@ -102,6 +110,7 @@ class Runner {
     }
     const walls: number[] = [];
     const devices: number[] = [];
+    const tokens = [last[0]!];
     const start = nowMs();
     for (let i = 1; i < newTokens; i++) {
       const chunks = prompts.map((p, k): SeqChunk => ({
@@ -115,6 +124,7 @@ class Runner {
       walls.push(nowMs() - t0);
       devices.push(contextInfo(this.ctx).lastStepDeviceMs ?? NaN);
       for (let k = 0; k < prompts.length; k++) last[k] = r.tokens[k]!;
+      tokens.push(last[0]!);
     }
     const ms = nowMs() - start;
     const stepMs = median(walls);
@@ -124,6 +134,8 @@ class Runner {
       stepMs,
       deviceMs,
       hostMs: stepMs - deviceMs,
+      tokens,
+      launches: contextInfo(this.ctx).lastStepLaunches ?? NaN,
     };
   }
 
@@ -141,7 +153,7 @@ class Runner {
 
 export async function benchPrismGpu(path: string, o: GpuBenchOptions): Promise<GpuBenchResult> {
   const t0 = nowMs();
-  const model = await loadModel(path, undefined, { device: o.device });
+  const model = await loadModel(path, undefined, { device: o.device, cudaKernels: o.cudaKernels });
   const loadS = (nowMs() - t0) / 1000;
   const info = modelInfo(model);
   const maxSeqs = Math.max(1, ...o.aggregateSequences);
@@ -202,5 +214,7 @@ function medianResult(runs: readonly DecodeResult[]): DecodeResult {
     stepMs: median(runs.map((r) => r.stepMs)),
     deviceMs: median(runs.map((r) => r.deviceMs)),
     hostMs: median(runs.map((r) => r.hostMs)),
+    tokens: runs[0]?.tokens ?? [],
+    launches: runs[0]?.launches ?? NaN,
   };
 }

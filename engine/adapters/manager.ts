@@ -295,7 +295,7 @@ export class AdapterManager {
 }
 
 /** The prefix-cache isolation key of an adapter's requests: its name and load generation. */
-export function adapterCacheExtra(name: string, generation: number): string {
+function adapterCacheExtra(name: string, generation: number): string {
   return `lora\0${name}\0${generation}`;
 }
 

@@ -27,7 +27,7 @@ export interface BaseShape {
 }
 
 /** One adapted linear layer: y[out] += scale · B[out × rank] · (A[rank × in] · x[in]). */
-export interface LoraLayerWeights {
+interface LoraLayerWeights {
   readonly layer: number;
   readonly target: LoraTarget;
   readonly rank: number;

@@ -19,10 +19,10 @@ import { join } from 'node:path';
 import { ADAPTER_CONFIG, ADAPTER_WEIGHTS } from './peft-reader.js';
 
 /** Letters, digits, '-', '_'; not starting or ending with '-' or '_'; 1-256 characters. */
-export const ADAPTER_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,254}[A-Za-z0-9])?$/;
+const ADAPTER_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,254}[A-Za-z0-9])?$/;
 /** Letters, digits, '-', '.', '_'; not starting or ending with '-', '.' or '_'; 1-256 characters. */
-export const BASE_MODEL_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,254}[A-Za-z0-9])?$/;
-export const PATH_MAX_BYTES = 4095;
+const BASE_MODEL_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,254}[A-Za-z0-9])?$/;
+const PATH_MAX_BYTES = 4095;
 
 export function checkAdapterName(name: unknown): string | undefined {
   if (typeof name !== 'string') return 'must be a string';

@@ -15,7 +15,7 @@ import { endianness } from 'node:os';
 // The fast paths below view bytes as host-order arrays; safetensors is little-endian.
 if (endianness() !== 'LE') throw new Error('engine/adapters/safetensors.ts assumes a little-endian host');
 
-export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
+type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
 
 export interface SafetensorsTensor {
   readonly name: string;

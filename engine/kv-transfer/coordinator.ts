@@ -21,6 +21,7 @@ import { EventQueue } from '../event-queue.js';
 import type {
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
@@ -30,7 +31,7 @@ import type {
   PoolingResult,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
-import type { DecodeResult, EngineRole, RoleState } from './types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export type PdFlow = 'mindie' | 'llm-d';
 

@@ -8,8 +8,7 @@
  */
 import { EngineError } from '../errors.js';
 import { EventQueue } from '../event-queue.js';
-import type { GenerateEvent } from '../types.js';
-import type { DecodeResult } from './types.js';
+import type { DecodeResult, GenerateEvent } from '../types.js';
 
 interface Holder {
   readonly queue: EventQueue<DecodeResult>;

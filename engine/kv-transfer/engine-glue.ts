@@ -22,7 +22,8 @@ import type { ChoiceOutput } from '../choice-output.js';
 import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
 import type { StructuredOutput } from '../structured/engine-glue.js';
-import type { EngineStatus, GenerateEvent, GenerateRequest } from '../types.js';
+import type { EngineRole, KvTransferParams, KvTransferSpec, RemotePrefill, RoleState } from '../pd-types.js';
+import type { DecodeResult, EngineStatus, GenerateEvent, GenerateRequest } from '../types.js';
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
 import { generateRequestFromProto, generateRequestToProto } from '../service/mapping.js';
 import { fromGrpcError } from '../service/status-codes.js';
@@ -32,19 +33,8 @@ import { decodeTargetAddress, Peers } from './peers.js';
 import { Roles, type RequestKind } from './roles.js';
 import { pullKv, type PulledHeader } from './transfer-client.js';
 import { serveTransfer } from './transfer-server.js';
-import {
-  hostPort,
-  remoteTarget,
-  type DecodeResult,
-  type EngineRole,
-  type KvCompat,
-  type KvStore,
-  type KvTransferCounters,
-  type KvTransferParams,
-  type KvTransferSpec,
-  type RemotePrefill,
-  type RoleState,
-} from './types.js';
+import type { KvStore } from '../runner.js';
+import { hostPort, remoteTarget, type KvCompat, type KvTransferCounters } from './types.js';
 
 /** A live request's part in split prefill/decode (LiveRequest.pd). */
 export interface PdState {
@@ -62,7 +52,7 @@ export interface PdState {
   pull?: AbortController;
 }
 
-export interface DisaggregationOptions {
+interface DisaggregationOptions {
   readonly role: EngineRole;
   /** How long leased blocks wait for their pull (vLLM's NIXL connector frees them after a timeout too). */
   readonly leaseTtlMs: number;

@@ -13,7 +13,7 @@
  * A second change while one is under way is refused (MindIE: "status is switching").
  */
 import { EngineError } from '../errors.js';
-import { ENGINE_ROLES, type EngineRole, type RoleState } from './types.js';
+import { ENGINE_ROLES, type EngineRole, type RoleState } from '../pd-types.js';
 
 export type RequestKind = 'whole' | 'prefill' | 'decode';
 

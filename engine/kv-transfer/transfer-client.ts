@@ -11,7 +11,8 @@ import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
 import { fromGrpcError } from '../service/status-codes.js';
 import { compatToProto } from './transfer-server.js';
-import { compatMismatch, type KvCompat, type KvStore } from './types.js';
+import type { KvStore } from '../runner.js';
+import { compatMismatch, type KvCompat } from './types.js';
 
 export interface PullRequest {
   readonly leaseId: string;

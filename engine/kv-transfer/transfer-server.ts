@@ -10,10 +10,11 @@
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { LeaseTable } from './lease-table.js';
-import { compatMismatch, type KvCompat, type KvStore } from './types.js';
+import type { KvStore } from '../runner.js';
+import { compatMismatch, type KvCompat } from './types.js';
 
 /** Default chunk payload: whole layers of one block up to this many bytes (at least one layer). */
-export const DEFAULT_CHUNK_BYTES = 1 << 20;
+const DEFAULT_CHUNK_BYTES = 1 << 20;
 
 export interface TransferSource {
   readonly compat: KvCompat;

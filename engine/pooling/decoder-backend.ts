@@ -37,7 +37,7 @@ export interface DecoderBackendOptions extends PoolingCardOptions {
 }
 
 /** The plan of one prefill-only pass: inputs side by side, pages handed out in order. */
-export function passPlan(
+function passPlan(
   inputs: readonly PassInput[],
   pagesPerBlock: number,
   returnLogits: 'none' | 'last',

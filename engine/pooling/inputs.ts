@@ -23,7 +23,7 @@ export interface InputContext {
 }
 
 /** What each pass input computes for a task. */
-export function passOutput(task: PoolingRequest['task'], ctx: InputContext): PassOutput {
+function passOutput(task: PoolingRequest['task'], ctx: InputContext): PassOutput {
   if (task === 'tokens') return 'tokens';
   if (task === 'embed' || (task === 'score' && ctx.scoreByCosine)) return 'pooled';
   return 'scores';

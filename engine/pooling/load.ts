@@ -7,7 +7,6 @@
 import { availableParallelism } from 'node:os';
 import { isEncoderModel, readPoolingSpec, type PoolingSpecInfo } from '../../native/native.js';
 import { EngineError } from '../errors.js';
-import { defaultServedModelName } from '../load-engine.js';
 import { resolveEngineOptions, type EngineOptions } from '../options.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import type { PoolingBackend } from './backend.js';
@@ -15,7 +14,7 @@ import { loadDecoderBackend } from './decoder-backend.js';
 import { loadEncoderBackend } from './encoder-backend.js';
 import { PoolingEngine } from './pooling-engine.js';
 import { RerankPrompt } from './rerank-prompt.js';
-import type { PoolingOptions } from './types.js';
+import type { PoolingOptions } from './options.js';
 
 /** Whether `path` is served by the pooling engine (see the header). */
 export function isPoolingModel(path: string, options: PoolingOptions = {}): boolean {
@@ -70,7 +69,8 @@ export async function loadPoolingEngine(path: string, options: EngineOptions = {
   return new PoolingEngine({
     backend,
     tokenizer,
-    modelName: o.modelName ?? defaultServedModelName(path),
+    // The caller (load-engine.ts loadServedEngine) names it by the path when the options do not.
+    modelName: o.modelName ?? path,
     modelPath: path,
     lowerCase: spec.doLowerCase,
     ...(rerank ? { rerank } : {}),

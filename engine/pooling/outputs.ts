@@ -7,7 +7,7 @@
  */
 import type { PoolingCard, PoolingRequest } from './types.js';
 
-export function l2Normalize(v: Float32Array): Float32Array {
+function l2Normalize(v: Float32Array): Float32Array {
   let s = 0;
   for (let i = 0; i < v.length; i++) s += v[i]! * v[i]!;
   const inv = s > 0 ? 1 / Math.sqrt(s) : 0;

@@ -8,24 +8,24 @@
  * is kept past a pass.
  */
 import { randomUUID } from 'node:crypto';
-import { EngineError } from '../errors.js';
+import { EngineError, notAGenerationModel } from '../errors.js';
 import { BUCKETS, Histogram } from '../engine-metrics.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type {
   AdapterList,
   ChatMessage,
+  DecodeResult,
   Engine,
   EngineInfo,
   EngineStatus,
   GenerateEvent,
   GenerateRequest,
 } from '../types.js';
-import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 import type { PoolingBackend } from './backend.js';
 import { prepareInputs, type InputContext } from './inputs.js';
 import { finishOutputs } from './outputs.js';
 import { PassQueue } from './pass-queue.js';
-import { notAGenerationModel } from './refusals.js';
 import type { RerankPrompt } from './rerank-prompt.js';
 import type { PoolingRequest, PoolingResult, PoolingStats } from './types.js';
 import { validatePoolingRequest } from './validate.js';

@@ -12,7 +12,7 @@ const PREFIX =
   '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. ' +
   'Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n';
 const SUFFIX = '<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n';
-export const DEFAULT_RERANK_INSTRUCTION =
+const DEFAULT_RERANK_INSTRUCTION =
   'Given a web search query, retrieve relevant passages that answer the query';
 
 export class RerankPrompt {

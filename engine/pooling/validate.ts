@@ -10,7 +10,7 @@ import type { PoolingCard, PoolingRequest } from './types.js';
 /** Inputs one request may carry (TEI's max_client_batch_size is 32; OpenAI's is 2,048). */
 export const MAX_POOLING_INPUTS = 2048;
 /** Characters of one text input: far beyond any model's tokens, bounded so tokenizing is. */
-export const MAX_INPUT_CHARS = 1 << 20;
+const MAX_INPUT_CHARS = 1 << 20;
 
 export interface PoolingLimits {
   readonly card: PoolingCard;

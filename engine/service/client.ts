@@ -19,6 +19,7 @@ import type {
   GenerateEvent,
   GenerateRequest,
   AdapterList,
+  DecodeResult,
   PoolingRequest,
   PoolingResult,
   TokenLogprob,
@@ -34,7 +35,7 @@ import {
 } from './mapping.js';
 import { fromGrpcError } from './status-codes.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
-import type { DecodeResult, EngineRole, RoleState } from '../kv-transfer/types.js';
+import type { EngineRole, RoleState } from '../pd-types.js';
 
 export interface EngineClientOptions {
   /** Metadata to send with each call (e.g. `{ traceparent }`); called once per call. */

@@ -4,8 +4,8 @@
  */
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError, invalidArgument, type EngineErrorCode } from '../errors.js';
-import type { DecodeResult, KvTransferParams, KvTransferSpec } from '../kv-transfer/types.js';
-import type { GenerateEvent } from '../types.js';
+import type { KvTransferParams, KvTransferSpec } from '../pd-types.js';
+import type { DecodeResult, GenerateEvent } from '../types.js';
 
 export function kvTransferToProto(s: KvTransferSpec): pb.KvTransfer {
   if (s.kind === 'remoteDecode')

@@ -38,6 +38,17 @@ describe('requests', () => {
     }
   });
 
+  test("a JSON Schema's strict flag survives the wire (absent stays absent)", () => {
+    const strict: GenerateRequest = {
+      prompt: { kind: 'text', text: 'x' },
+      params: {},
+      constraint: { kind: 'json_schema', schema: '{"type":"object"}', strict: true },
+    };
+    assert.deepEqual(overTheWire(strict), strict);
+    const relaxed = { ...strict, constraint: { kind: 'json_schema', schema: '{"type":"object"}' } as const };
+    assert.deepEqual(overTheWire(relaxed), relaxed);
+  });
+
   test('every prompt form and every parameter survives the wire; absent stays absent', () => {
     const full: GenerateRequest = {
       requestId: 'r-1',

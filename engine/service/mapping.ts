@@ -23,13 +23,13 @@ import type {
   TokenEvent,
   TokenLogprob,
 } from '../types.js';
+import { ENGINE_ROLES, type EngineRole } from '../pd-types.js';
 import {
   poolingCardFromProto,
   poolingCardToProto,
   poolingStatsFromProto,
   poolingStatsToProto,
 } from './pooling-mapping.js';
-import { ENGINE_ROLES, type EngineRole } from '../kv-transfer/types.js';
 import {
   kvParamsFromProto,
   kvParamsToProto,
@@ -186,17 +186,22 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
 }
 
 function constraintToProto(c: Constraint): pb.Constraint {
+  const strict = c.kind === 'json_schema' && c.strict === true;
+  return { kind: constraintKindToProto(c), jsonSchemaStrict: strict };
+}
+
+function constraintKindToProto(c: Constraint): pb.Constraint['kind'] {
   switch (c.kind) {
     case 'json_object':
-      return { kind: { $case: 'jsonObject', jsonObject: {} } };
+      return { $case: 'jsonObject', jsonObject: {} };
     case 'json_schema':
-      return { kind: { $case: 'jsonSchema', jsonSchema: c.schema } };
+      return { $case: 'jsonSchema', jsonSchema: c.schema };
     case 'regex':
-      return { kind: { $case: 'regex', regex: c.pattern } };
+      return { $case: 'regex', regex: c.pattern };
     case 'choice':
-      return { kind: { $case: 'choice', choice: { choices: [...c.choices] } } };
+      return { $case: 'choice', choice: { choices: [...c.choices] } };
     case 'grammar':
-      return { kind: { $case: 'grammar', grammar: c.ebnf } };
+      return { $case: 'grammar', grammar: c.ebnf };
   }
 }
 
@@ -208,7 +213,11 @@ function constraintFromProto(c: pb.Constraint | undefined): Constraint | undefin
     case 'jsonObject':
       return { kind: 'json_object' };
     case 'jsonSchema':
-      return { kind: 'json_schema', schema: c.kind.jsonSchema };
+      return {
+        kind: 'json_schema',
+        schema: c.kind.jsonSchema,
+        ...(c.jsonSchemaStrict ? { strict: true } : {}),
+      };
     case 'regex':
       return { kind: 'regex', pattern: c.kind.regex };
     case 'choice':

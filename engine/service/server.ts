@@ -33,7 +33,7 @@ import { ENGINE_PROTO_RELATIVE, protoRoot } from './proto-files.js';
 import { toGrpcStatus } from './status-codes.js';
 import { startRpcSpan, withSpan } from './tracing.js';
 
-export const ENGINE_SERVICE_NAME = 'prism.engine.v1.Engine';
+const ENGINE_SERVICE_NAME = 'prism.engine.v1.Engine';
 
 /** Large token-id prompts must fit; grpc-js's default receive limit is 4 MiB. */
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -42,7 +42,7 @@ const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 const SHUTDOWN_GRACE_MS = 2000;
 
 /** The engine-to-engine side of split prefill/decode (engine/kv-transfer/engine-glue.ts). */
-export interface KvTransferService {
+interface KvTransferService {
   serveTransfer(req: pb.TransferKvRequest): AsyncGenerator<pb.TransferKvChunk>;
   acceptHandOff(req: pb.HandOffRequest): void;
   /** Told the bound address: what other engines dial to pull this engine's KV. */

@@ -7,11 +7,30 @@ import { Metadata, status as Status, type ServiceError, type StatusObject } from
 import { EngineError, type EngineErrorCode } from '../errors.js';
 
 /** Trailing-metadata key carrying EngineError.field. */
-export const ERROR_FIELD_KEY = 'prism-error-field';
+const ERROR_FIELD_KEY = 'prism-error-field';
 /** Trailing-metadata key carrying EngineError.rule (the message without the field's name). */
-export const ERROR_RULE_KEY = 'prism-error-rule';
+const ERROR_RULE_KEY = 'prism-error-rule';
 /** Trailing-metadata key carrying EngineError.code where one gRPC status stands for two codes. */
-export const ERROR_CODE_KEY = 'prism-error-code';
+const ERROR_CODE_KEY = 'prism-error-code';
+
+/** What a text metadata value may hold (gRPC: printable ASCII); any other text goes as `-bin`. */
+const METADATA_TEXT = /^[\x20-\x7e]*$/;
+
+/**
+ * Sets `key` to `value`: as text when gRPC allows it, else as UTF-8 under `key-bin` (a client's
+ * field names and schema keywords may be any Unicode, e.g. a property called `名前`).
+ */
+function setText(metadata: Metadata, key: string, value: string): void {
+  if (METADATA_TEXT.test(value)) metadata.set(key, value);
+  else metadata.set(`${key}-bin`, Buffer.from(value, 'utf8'));
+}
+
+function getText(metadata: Metadata | undefined, key: string): string | undefined {
+  const bin = metadata?.get(`${key}-bin`)[0];
+  if (Buffer.isBuffer(bin)) return bin.toString('utf8');
+  const text = metadata?.get(key)[0];
+  return typeof text === 'string' ? text : undefined;
+}
 
 const TO_GRPC: Record<EngineErrorCode, Status> = {
   INVALID_ARGUMENT: Status.INVALID_ARGUMENT,
@@ -29,8 +48,8 @@ const TO_GRPC: Record<EngineErrorCode, Status> = {
 export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   if (err instanceof EngineError) {
     const metadata = new Metadata();
-    if (err.field !== undefined) metadata.set(ERROR_FIELD_KEY, err.field);
-    if (err.rule !== undefined) metadata.set(ERROR_RULE_KEY, err.rule);
+    if (err.field !== undefined) setText(metadata, ERROR_FIELD_KEY, err.field);
+    if (err.rule !== undefined) setText(metadata, ERROR_RULE_KEY, err.rule);
     metadata.set(ERROR_CODE_KEY, err.code);
     return { code: TO_GRPC[err.code], details: err.message, metadata };
   }
@@ -68,8 +87,8 @@ export function fromGrpcError(err: unknown): EngineError {
   if (typeof e?.code !== 'number') {
     return new EngineError('GENERATION_FAILED', err instanceof Error ? err.message : String(err));
   }
-  const field = e.metadata?.get(ERROR_FIELD_KEY)[0];
-  const rule = e.metadata?.get(ERROR_RULE_KEY)[0];
+  const field = getText(e.metadata, ERROR_FIELD_KEY);
+  const rule = getText(e.metadata, ERROR_RULE_KEY);
   const sent = e.metadata?.get(ERROR_CODE_KEY)[0];
   const message = e.details || e.message || `gRPC status ${e.code}`;
   // The engine's own code wins when it agrees with the status (a proxy may have changed it).
@@ -77,10 +96,5 @@ export function fromGrpcError(err: unknown): EngineError {
     typeof sent === 'string' && Object.hasOwn(TO_GRPC, sent) && TO_GRPC[sent as EngineErrorCode] === e.code
       ? (sent as EngineErrorCode)
       : engineCodeOf(e.code);
-  return new EngineError(
-    code,
-    message,
-    typeof field === 'string' ? field : undefined,
-    typeof rule === 'string' ? rule : undefined,
-  );
+  return new EngineError(code, message, field, rule);
 }

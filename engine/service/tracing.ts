@@ -21,14 +21,6 @@ import type { FinishEvent } from '../types.js';
 
 const tracer = trace.getTracer('prism-engine');
 
-/**
- * Whether spans are to be exported (OTLP/HTTP): the standard endpoint variables. Without them
- * a process registers no tracer provider; `prism engine` then not even a context manager.
- */
-export function traceExportConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-}
-
 const metadataGetter: TextMapGetter<Metadata> = {
   keys: (md) => Object.keys(md.getMap()),
   get: (md, key) => {

@@ -101,7 +101,7 @@ function costCurve(cost: StepCost | CostCurve): CostCurve {
  * sequence's own token (docs/speculative.md), so drafts accepted 90% of the time only break
  * even there; without a margin they were sent and the batch ran 7% slower.
  */
-export const DRAFT_MARGIN = 0.1;
+const DRAFT_MARGIN = 0.1;
 
 export interface DraftCandidate {
   readonly alpha: number;

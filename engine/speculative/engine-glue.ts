@@ -28,7 +28,7 @@ export function speculatorFor(
 }
 
 /** Draft tokens `seq` may take: its request's max tokens and maxSeqLen, less the token sampled after them. */
-export function draftRoom(seq: Sequence, req: LiveRequest | undefined, maxSeqLen: number): number {
+function draftRoom(seq: Sequence, req: LiveRequest | undefined, maxSeqLen: number): number {
   const c = req?.choices[seq.index];
   if (!req || !c || c.reason !== null) return 0;
   // Split prefill/decode: a prefill-side request ends at its first token. Beam search

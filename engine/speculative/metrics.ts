@@ -1,18 +1,8 @@
 /**
- * Speculative decoding's counters, as vLLM names them (vllm:spec_decode_*): verify steps that
- * carried a draft, draft tokens proposed, draft tokens accepted, and accepted tokens per
- * draft position (position i counts the steps whose i-th draft token was accepted, so
- * acceptance falls off along the positions).
+ * Speculative decoding's counters (the record the status RPC reports is SpecDecodeStats,
+ * engine/types.ts), counted as verify steps finish.
  */
-export interface SpecDecodeStats {
-  /** Proposer in use ('ngram' | 'draft' | 'layer-skip'). */
-  readonly method: string;
-  readonly numDrafts: number;
-  readonly numDraftTokens: number;
-  readonly numAcceptedTokens: number;
-  /** [i] = accepted draft tokens at position i (0-based), up to num_speculative_tokens. */
-  readonly acceptedPerPosition: readonly number[];
-}
+import type { SpecDecodeStats } from '../types.js';
 
 export class SpecDecodeMetrics {
   numDrafts = 0;

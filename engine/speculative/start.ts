@@ -42,7 +42,7 @@ export interface ServedContext {
  * depth (1% of draft tokens at 4 of 30 layers, 9% at 22, 26% at 29), so a shallow exit never
  * pays; past three quarters a draft step costs nearly a full one.
  */
-export function defaultExitLayer(layers: number): number {
+function defaultExitLayer(layers: number): number {
   return Math.max(1, Math.round((layers * 3) / 4));
 }
 
@@ -58,7 +58,7 @@ export function scratchPagesFor(o: ResolvedSpeculativeOptions | undefined, model
  * A draft step's cost against a full step, by the weights each reads: `layers` of the
  * model's decoder layers plus the output head (a decode step is bound by reading weights).
  */
-export function draftStepCost(m: ModelInfo, layers: number): number {
+function draftStepCost(m: ModelInfo, layers: number): number {
   const attn = m.hiddenSize * m.headDim * (2 * m.numHeads + 2 * m.numKvHeads);
   const mlp = 3 * m.hiddenSize * m.intermediateSize * Math.max(1, m.expertsUsed);
   const head = m.vocabSize * m.hiddenSize;

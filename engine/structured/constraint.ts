@@ -1,7 +1,6 @@
 /**
- * The engine-side output constraint: what every API family's field (`response_format`,
- * `guided_*`, `structured_outputs`, TGI `grammar`) is mapped onto, and what the grammar
- * worker compiles. One request carries at most one.
+ * What the grammar worker compiles: a client's `Constraint` (engine/types.ts) once the engine
+ * has checked it, or one the engine derived.
  *
  * `canonicalText` is the compile cache's key: two constraints with the same canonical text
  * compile to the same grammar (object keys sorted, so key order in a client's schema does
@@ -12,26 +11,33 @@
  * engine/tools/call-grammar.ts (free text until a trigger such as `<tool_call>`, then a
  * schema-constrained call; or nothing but calls).
  */
-export type Constraint =
-  /** Any JSON object (OpenAI `json_object`; `json_schema` without a schema). */
-  | { readonly kind: 'json_object' }
+import type { Constraint } from '../types.js';
+
+/**
+ * A json_schema constraint once the engine's check (validate.ts) has prepared its schema
+ * (schema/prepare.ts): the one preparation a request's schema gets. The grammar thread
+ * compiles `grammar` and validates finished documents against `check`.
+ */
+interface PreparedSchemaConstraint {
+  readonly kind: 'json_schema';
+  /** The client's schema as JSON text (the compile cache's key is its canonical form). */
+  readonly schema: string;
+  /** The schema as the grammar library compiles it. */
+  readonly grammar: string;
   /**
-   * A JSON Schema, as JSON text. `additionalProperties` (and extra array items) default to
-   * false where the schema does not say (the spec's rule; xgrammar's strict mode).
+   * Null when the grammar enforces the client's schema exactly. Otherwise the grammar accepts
+   * more, and each finished document is validated against this schema (the client's, in draft
+   * 2020-12, as JSON text).
    */
-  | { readonly kind: 'json_schema'; readonly schema: string }
-  /** A regular expression the whole output must match (xgrammar's regex dialect). */
-  | { readonly kind: 'regex'; readonly pattern: string }
-  /** The output is exactly one of these strings. */
-  | { readonly kind: 'choice'; readonly choices: readonly string[] }
-  /** An EBNF grammar in xgrammar's (GBNF-like) notation, rule `root` first. */
-  | { readonly kind: 'grammar'; readonly ebnf: string };
+  readonly check: string | null;
+}
 
-export type ConstraintKind = Constraint['kind'];
+/** A client's constraint after the engine's check: a JSON Schema is prepared, the rest as sent. */
+export type CheckedConstraint = Exclude<Constraint, { kind: 'json_schema' }> | PreparedSchemaConstraint;
 
-/** What the grammar thread compiles: a client's constraint, or one the engine derived. */
+/** What the grammar thread compiles: a client's checked constraint, or one the engine derived. */
 export type GrammarConstraint =
-  | Constraint
+  | CheckedConstraint
   /**
    * An xgrammar structural tag (`{"type":"structural_tag","format":…}`) as JSON text.
    * `checks`: tools whose `parameters` the grammar enforces only in part (schema/prepare.ts):
@@ -44,7 +50,7 @@ export type GrammarConstraint =
     };
 
 /** JSON text with object keys sorted at every level. */
-export function stableJson(value: unknown): string {
+function stableJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value as Record<string, unknown>)
@@ -55,8 +61,11 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** The cache key: kind, then the body in a form that ignores irrelevant spelling differences. */
-export function canonicalText(c: GrammarConstraint): string {
+/**
+ * The cache key: kind, then the body in a form that ignores irrelevant spelling differences.
+ * A JSON Schema's key is its client text's (prepared or not: preparing it is deterministic).
+ */
+export function canonicalText(c: Constraint | GrammarConstraint): string {
   switch (c.kind) {
     case 'json_object':
       return 'json_object';

@@ -11,7 +11,7 @@ import type { EngineTokenizer } from '../prompt.js';
 import type { Sequence } from '../sequence.js';
 import type { LateMasks } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
-import type { Constraint, GrammarConstraint } from './constraint.js';
+import type { CheckedConstraint, GrammarConstraint } from './constraint.js';
 import type { GrammarBackend } from './grammar-backend.js';
 import { GrammarService } from './grammar-service.js';
 import { forcedTokens, type JumpTokenizer } from './jump-forward.js';
@@ -57,7 +57,7 @@ export class StructuredOutput {
   }
 
   /** The synchronous checks of a request's constraint. */
-  check(c: unknown): Constraint {
+  check(c: unknown): CheckedConstraint {
     const constraint = checkConstraint(c);
     if (!this.tokenizer.grammarVocab)
       throw invalidArgument('constraint', 'this engine has no tokenizer vocabulary to enforce it with');

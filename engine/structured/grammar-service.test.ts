@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { GrammarService } from './grammar-service.js';
+import { checkConstraint } from './validate.js';
 
 /** Tokens 0..5 are text; 6 is the stop token. */
 const TOKENS = ['{', '}', 'a', '"', ':', ' ', ''];
@@ -45,10 +46,12 @@ test('a grammar that allows no token fails the sequence with a reason, without a
 const ids = (text: string) => [...text].map((ch) => TOKENS.indexOf(ch));
 
 test('rollback: accept k tokens, roll back j, and the mask (and the rest of the walk) is as before', async () => {
-  const { key } = await svc.compile({
-    kind: 'json_schema',
-    schema: JSON.stringify({ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }),
-  });
+  const { key } = await svc.compile(
+    checkConstraint({
+      kind: 'json_schema',
+      schema: JSON.stringify({ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }),
+    }),
+  );
   const doc = [...ids('{"a": "aa"}'), STOP];
   const g = svc.createMatcher(key);
   await g.pending;

@@ -17,7 +17,6 @@ import {
 } from '../../native/native.js';
 import { choiceGrammar, type GrammarConstraint } from './constraint.js';
 import { compileDocumentCheck, type DocumentCheck } from './schema/post-check.js';
-import { prepareSchema } from './schema/prepare.js';
 
 export interface GrammarWorkerInit {
   readonly tokens: readonly string[];
@@ -67,7 +66,7 @@ export type WorkerRequest =
   | { readonly op: 'free'; readonly id: number; readonly matcher: number }
   /** Validate a finished document of the grammar `key` (schemas compiled with a check). */
   | { readonly op: 'check'; readonly id: number; readonly key: string; readonly text: string }
-  /** Validate a JSON text against a schema (a client's, as prepareSchema's `check` gives it). */
+  /** Validate a JSON text against a schema (a client's, as schema preparation's `check` gives it). */
   | { readonly op: 'checkJson'; readonly id: number; readonly schema: string; readonly text: string };
 
 export type WorkerReply =
@@ -117,6 +116,23 @@ interface Compiled {
   readonly check: DocumentCheck | null;
 }
 const cache = new Map<string, Compiled>();
+/**
+ * The check schema of each json_schema key compiled with one (the grammar alone is not
+ * exact), by key, most recently compiled last: a `check` after the grammar's eviction compiles
+ * the check again from it. Twice the engine's list of checked keys (StructuredOutput.checked,
+ * 4096, oldest insertion evicted): a key the engine still lists is then always here, since at
+ * most its 4096 and the 4096 inserted after the key were compiled after the key last was.
+ */
+const checkSchemas = new Map<string, string>();
+const CHECK_SCHEMAS = 8192;
+
+/** Notes a compile of `key` (a cache hit too) in `checkSchemas`. */
+function keepCheckSchema(key: string, c: GrammarConstraint): void {
+  if (c.kind !== 'json_schema' || c.check === null) return;
+  checkSchemas.delete(key);
+  checkSchemas.set(key, c.check);
+  while (checkSchemas.size > CHECK_SCHEMAS) checkSchemas.delete(checkSchemas.keys().next().value as string);
+}
 /** Checks of tool-call arguments, by schema text (least recently used evicted). */
 const jsonChecks = new Map<string, DocumentCheck>();
 const matchers = new Map<number, { readonly m: GrammarMatcherHandle; readonly jump: boolean }>();
@@ -139,13 +155,11 @@ function getCompiler(): GrammarCompilerHandle {
 
 function compileConstraint(c: GrammarConstraint): Compiled {
   if (c.kind !== 'json_schema') return { grammar: compileGrammar(c), check: null };
-  // One line with `, ` and `: ` (JSON.stringify's layout with spaces): keys and punctuation
-  // are then forced strings that jump-forward appends without sampling, and a model cannot
-  // spin in whitespace.
-  const prepared = prepareSchema(JSON.parse(c.schema) as unknown);
-  if ('refused' in prepared) throw new Error(`${prepared.field}: ${prepared.refused}`);
-  const check = prepared.check ? compileCheck(prepared.check.schema) : null;
-  return { grammar: xg.compileJsonSchema(getCompiler(), prepared.schema, true), check };
+  // The schema was prepared once, by the engine's check (validate.ts). One line with `, ` and
+  // `: ` (JSON.stringify's layout with spaces): keys and punctuation are then forced strings
+  // that jump-forward appends without sampling, and a model cannot spin in whitespace.
+  const check = c.check === null ? null : compileCheck(c.check);
+  return { grammar: xg.compileJsonSchema(getCompiler(), c.grammar, true), check };
 }
 
 function compileCheck(schemaText: string): DocumentCheck {
@@ -154,12 +168,6 @@ function compileCheck(schemaText: string): DocumentCheck {
   } catch (e) {
     throw new Error(`the schema cannot be checked: ${(e as Error).message}`);
   }
-}
-
-/** The check of a json_schema constraint's finished documents (null where the grammar is exact). */
-function documentCheck(schemaText: string): DocumentCheck | null {
-  const prepared = prepareSchema(JSON.parse(schemaText) as unknown);
-  return 'refused' in prepared || !prepared.check ? null : compileCheck(prepared.check.schema);
 }
 
 function compileGrammar(c: Exclude<GrammarConstraint, { kind: 'json_schema' }>): CompiledGrammarHandle {
@@ -189,6 +197,7 @@ function handle(req: WorkerRequest): WorkerReply {
       if (hit) {
         cache.delete(req.key);
         cache.set(req.key, hit);
+        keepCheckSchema(req.key, req.constraint);
         return { id: req.id, ok: true, ms: 0, cached: true, checked: hit.check !== null };
       }
       // The engine's time limit runs from here, not from when the request joined the queue,
@@ -210,6 +219,7 @@ function handle(req: WorkerRequest): WorkerReply {
         return { id: req.id, ok: false, error: thrown || 'the grammar library rejected it' };
       }
       cache.set(req.key, compiled);
+      keepCheckSchema(req.key, req.constraint);
       while (cache.size > init.cacheSize) {
         const [oldest, evicted] = cache.entries().next().value as [string, Compiled];
         cache.delete(oldest);
@@ -250,14 +260,15 @@ function handle(req: WorkerRequest): WorkerReply {
     }
     case 'check': {
       // Evicted since the request compiled it (many other schemas since): the check alone is
-      // compiled again from the key (a json_schema key is the schema's canonical text).
+      // compiled again from the schema kept for it.
       const compiled = cache.get(req.key);
-      const check = compiled
-        ? compiled.check
-        : req.key.startsWith('json_schema\n')
-          ? documentCheck(req.key.slice('json_schema\n'.length))
-          : null;
-      return { id: req.id, ok: true, invalid: check ? check(req.text) : null };
+      if (compiled)
+        return { id: req.id, ok: true, invalid: compiled.check ? compiled.check(req.text) : null };
+      const kept = checkSchemas.get(req.key);
+      // Never a document passed unchecked: without its schema the check fails the request.
+      if (kept === undefined)
+        return { id: req.id, ok: false, error: 'the check of this grammar is no longer kept' };
+      return { id: req.id, ok: true, invalid: compileCheck(kept)(req.text) };
     }
     case 'checkJson': {
       let check = jsonChecks.get(req.schema);

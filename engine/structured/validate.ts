@@ -1,16 +1,18 @@
 /**
- * The engine's own check of a constraint (gRPC callers reach the engine without a gateway):
- * shape, then the JSON Schema allowlist. Gateways run the same schema check with their own
- * field names first, so their clients see errors about the fields they sent.
+ * The engine's check of a request's constraint, for every caller (gateways and gRPC clients
+ * alike): its shape, and a JSON Schema prepared (schema/prepare.ts) — the one place a
+ * request's schema is prepared; the grammar thread compiles what this returns. Errors name
+ * `constraint` and the path under it; a gateway renames them to the client's field
+ * (gateways/shared/structured.ts).
  */
 import { invalidArgument } from '../errors.js';
-import type { Constraint } from './constraint.js';
+import type { CheckedConstraint } from './constraint.js';
 import { prepareSchema } from './schema/prepare.js';
 
 /** Large enough for Kubernetes object schemas (up to ~2 MB of JSON). */
 const MAX_TEXT = 8 << 20;
 
-export function checkConstraint(c: unknown, field = 'constraint'): Constraint {
+export function checkConstraint(c: unknown, field = 'constraint'): CheckedConstraint {
   if (c === null || typeof c !== 'object') throw invalidArgument(field, 'must be an object');
   const k = (c as { kind?: unknown }).kind;
   const text = (v: unknown, name: string): string => {
@@ -32,9 +34,12 @@ export function checkConstraint(c: unknown, field = 'constraint'): Constraint {
       } catch (e) {
         throw invalidArgument(`${field}.schema`, `is not JSON: ${(e as Error).message}`);
       }
-      const prepared = prepareSchema(parsed, `${field}.schema`);
+      const strict = (c as { strict?: unknown }).strict;
+      if (strict !== undefined && typeof strict !== 'boolean')
+        throw invalidArgument(`${field}.strict`, 'must be a boolean');
+      const prepared = prepareSchema(parsed, { field: `${field}.schema`, grammarOnly: strict === true });
       if ('refused' in prepared) throw invalidArgument(prepared.field, prepared.refused);
-      return { kind: 'json_schema', schema };
+      return { kind: 'json_schema', schema, grammar: prepared.schema, check: prepared.check?.schema ?? null };
     }
     case 'regex':
       return { kind: 'regex', pattern: text((c as { pattern?: unknown }).pattern, 'pattern') };

@@ -111,7 +111,7 @@ const MAX_TOKEN_ID = 0xffffffff;
  * truncate and pad to 128). transformers turns them off for every call that does not ask for
  * them, and so does Prism: a prompt's length is the engine's business.
  */
-export function withoutFileDefaults(t: NativeTokenizer): NativeTokenizer {
+function withoutFileDefaults(t: NativeTokenizer): NativeTokenizer {
   t.disableTruncation();
   t.disablePadding();
   return t;

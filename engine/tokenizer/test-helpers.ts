@@ -36,7 +36,7 @@ export function runOracle(request: Record<string, unknown>): OracleAnswer {
   return JSON.parse(out.toString('utf8')) as OracleAnswer;
 }
 
-export function nativeAddonBuilt(): boolean {
+function nativeAddonBuilt(): boolean {
   const root = projectRoot();
   return ['Release', 'Debug'].some((kind) => existsSync(join(root, 'build', kind, 'prism_native.node')));
 }

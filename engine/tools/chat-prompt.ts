@@ -66,7 +66,7 @@ export function checkToolRequest(req: ChatToolRequest, field = 'prompt'): void {
 }
 
 /** Every `tool` message answers (tool_call_id) a call made by an earlier assistant message. */
-export function checkToolMessages(messages: readonly ChatMessage[], field: string): void {
+function checkToolMessages(messages: readonly ChatMessage[], field: string): void {
   const callIds = new Set<string>();
   messages.forEach((m, i) => {
     if (m.role === 'assistant') for (const c of m.toolCalls ?? []) callIds.add(c.id);

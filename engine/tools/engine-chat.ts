@@ -6,7 +6,7 @@
 import { invalidArgument } from '../errors.js';
 import { checkMessages, type EngineTokenizer } from '../prompt.js';
 import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
-import type { Constraint, GrammarConstraint } from '../structured/constraint.js';
+import type { CheckedConstraint, GrammarConstraint } from '../structured/constraint.js';
 import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
 import { toolCallConstraint } from './call-grammar.js';
 import type { ChatParsing } from './chat-output.js';
@@ -46,7 +46,7 @@ export class EngineChat {
    * cannot be combined with a client's constraint; under `auto` a client's constraint wins
    * and the calls are parsed from its output as they are without a grammar.
    */
-  constraint(prompt: PromptInput, client: Constraint | null): GrammarConstraint | null {
+  constraint(prompt: PromptInput, client: CheckedConstraint | null): GrammarConstraint | null {
     if (prompt?.kind !== 'chat') return client;
     const choice = prompt.toolChoice;
     const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);

@@ -12,7 +12,7 @@
  */
 import { heldMarkerTail, skipWs } from './scan.js';
 
-export const THINK_START = '<think>';
+const THINK_START = '<think>';
 export const THINK_END = '</think>';
 
 export interface ReasoningSplit {

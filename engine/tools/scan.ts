@@ -69,7 +69,7 @@ function stringEnd(text: string, i: number): number {
   return INCOMPLETE;
 }
 
-export interface JsonField {
+interface JsonField {
   readonly key: string;
   readonly valueStart: number;
   /** -1 while the value is unfinished. */

@@ -10,7 +10,7 @@ import type { ParseContext, ParsedOutput, ToolCall, ToolCallDelta, ToolParserFam
 
 const ID_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-export function newToolCallId(): string {
+function newToolCallId(): string {
   const bytes = randomBytes(24);
   let id = 'call_';
   for (const b of bytes) id += ID_CHARS[b % ID_CHARS.length];

@@ -40,7 +40,7 @@ function callFormat(family: ToolParserFamily): string | null {
 }
 
 /** The system-prompt text that offers `tools` in the family's call format; null when the family has none. */
-export function toolSystemPrompt(tools: readonly ChatTool[], family: ToolParserFamily): string | null {
+function toolSystemPrompt(tools: readonly ChatTool[], family: ToolParserFamily): string | null {
   const format = callFormat(family);
   if (format === null) return null;
   return (
@@ -53,7 +53,7 @@ export function toolSystemPrompt(tools: readonly ChatTool[], family: ToolParserF
 }
 
 /** An earlier assistant turn's calls, written as the model would have written them. */
-export function callsAsText(message: ChatMessage, family: ToolParserFamily): string {
+function callsAsText(message: ChatMessage, family: ToolParserFamily): string {
   const syntax = callSyntax(family);
   const calls = message.toolCalls ?? [];
   if (syntax === null || calls.length === 0) return message.content;

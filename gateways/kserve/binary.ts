@@ -13,7 +13,7 @@ import type { Context } from 'koa';
 import { parseJsonText, readRawBody, readJsonBody, utf8Text } from '../shared/body.js';
 import { invalid } from '../shared/http-error.js';
 
-export const HEADER_LENGTH = 'inference-header-content-length';
+const HEADER_LENGTH = 'inference-header-content-length';
 
 /** Element size in bytes of each KServe v2 datatype (BYTES: variable). */
 const ELEMENT_BYTES: Readonly<Record<string, number>> = {

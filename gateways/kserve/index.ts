@@ -7,121 +7,27 @@ import Router from '@koa/router';
 import { handlePoolingInfer } from './pooling-infer.js';
 import type { Context } from 'koa';
 import { basename } from 'node:path';
-import type { GenerateEvent, GenerateRequest, SamplingParams } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { parseJsonText, readJsonBody, readRawBody, utf8Text } from '../shared/body.js';
 import { servedModels } from '../shared/served-models.js';
 import { binaryOutputs, readInferBody, sendInferReply } from './binary.js';
-import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
-import { mindieErrorBody, mindieErrorFormat } from '../native/errors.js';
+import { mindieErrorBody, mindieErrorFormat } from '../mindie/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
 import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
-import { HttpError, invalid, notSupported } from '../shared/http-error.js';
+import { HttpError, invalid } from '../shared/http-error.js';
 import { compileSchema, nullable } from '../shared/schema.js';
-import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
-import { clientGoneSignal } from '../shared/sse.js';
+import {
+  mindieSampling,
+  parametersSchema,
+  requestSignal,
+  withMindieConstraint,
+  type MindieParameters,
+} from '../shared/mindie-parameters.js';
 import { streamSse } from '../shared/stream.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 
 const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
-
-/** MindIE/TGI-style sampling parameters carried by KServe and native requests. */
-export const parametersSchema = nullable({
-  type: 'object',
-  properties: {
-    temperature: nullable({ type: 'number', exclusiveMinimum: 0 }),
-    top_k: nullable({ type: 'integer', minimum: 0 }),
-    top_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
-    do_sample: nullable({ type: 'boolean' }),
-    seed: nullable({ type: 'integer', minimum: 0 }),
-    repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
-    frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
-    presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
-    max_new_tokens: nullable({ type: 'integer', minimum: 1 }),
-    stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] }),
-    stop_token_ids: nullable({ type: 'array', items: { type: 'integer', minimum: 0 } }),
-    ignore_eos: nullable({ type: 'boolean' }),
-    skip_special_tokens: nullable({ type: 'boolean' }),
-    include_stop_str_in_output: nullable({ type: 'boolean' }),
-    details: nullable({ type: 'boolean' }),
-    typical_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
-    watermark: nullable({ type: 'boolean' }),
-    priority: nullable({ type: 'integer', minimum: 1, maximum: 5 }),
-    timeout: nullable({ type: 'integer', minimum: 1 }),
-    truncate: nullable({ type: 'integer', minimum: 1 }),
-    batch_size: nullable({ type: 'integer', minimum: 1 }),
-    // Beam search (the platform accepts use_beam_search with best_of); the best beam is returned.
-    best_of: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
-    ...beamSchemaProperties,
-  },
-});
-
-export interface MindieParameters extends ConstraintFields, BeamFields {
-  best_of?: number | null;
-  temperature?: number | null;
-  top_k?: number | null;
-  top_p?: number | null;
-  do_sample?: boolean | null;
-  seed?: number | null;
-  repetition_penalty?: number | null;
-  frequency_penalty?: number | null;
-  presence_penalty?: number | null;
-  max_new_tokens?: number | null;
-  stop?: string | string[] | null;
-  stop_token_ids?: number[] | null;
-  ignore_eos?: boolean | null;
-  skip_special_tokens?: boolean | null;
-  include_stop_str_in_output?: boolean | null;
-  details?: boolean | null;
-  typical_p?: number | null;
-  watermark?: boolean | null;
-  priority?: number | null;
-  timeout?: number | null;
-  truncate?: number | null;
-}
-
-const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
-
-/** Adds the constraint named by `parameters.guided_*` / `parameters.structured_outputs`, if any. */
-export function withMindieConstraint(request: GenerateRequest, p: MindieParameters): GenerateRequest {
-  const s = constraintFromFields(p, { allowResponseFormat: false, prefix: 'parameters.' });
-  return withConstraintField(s ? { ...request, constraint: s.constraint } : request, s?.field);
-}
-
-/**
- * MindIE parameters → engine sampling params. `priority` is accepted (the engine schedules
- * FCFS, as MindIE's only policy); `timeout` (seconds) is enforced by the gateway, which cancels.
- */
-export function mindieSampling(p: MindieParameters, field: string, stream: boolean): SamplingParams {
-  if (p.watermark) throw notSupported(`${field}.watermark`, 'watermarking');
-  if (p.typical_p != null && p.typical_p < 1) throw notSupported(`${field}.typical_p`, 'typical sampling');
-  const stop = d(p.stop);
-  return {
-    maxNewTokens: d(p.max_new_tokens),
-    temperature: d(p.temperature),
-    topK: p.top_k === 0 ? undefined : d(p.top_k),
-    topP: d(p.top_p),
-    // MindIE: do_sample false (or absent with no sampling parameter) is greedy.
-    doSample: p.do_sample ?? (p.temperature != null || p.top_k != null || p.top_p != null),
-    seed: d(p.seed),
-    repetitionPenalty: d(p.repetition_penalty),
-    frequencyPenalty: d(p.frequency_penalty),
-    presencePenalty: d(p.presence_penalty),
-    stop: stop === undefined ? undefined : typeof stop === 'string' ? [stop] : stop,
-    stopTokenIds: d(p.stop_token_ids),
-    ignoreEos: d(p.ignore_eos),
-    skipSpecialTokens: d(p.skip_special_tokens),
-    includeStopStrInOutput: d(p.include_stop_str_in_output),
-    truncate: d(p.truncate),
-    bestOf: d(p.best_of),
-    ...beamSamplingParams(p, stream, `${field}.`),
-  };
-}
-
-/** A signal that fires when the client leaves or the request's own `timeout` (seconds) passes. */
-export function requestSignal(ctx: Context, timeoutSeconds: number | null | undefined): AbortSignal {
-  const gone = clientGoneSignal(ctx);
-  return timeoutSeconds ? AbortSignal.any([gone, AbortSignal.timeout(timeoutSeconds * 1000)]) : gone;
-}
 
 /** The base model or a loaded LoRA adapter (its id is the `{model_name}` path segment). */
 async function checkModel(gw: GatewayContext, name: string): Promise<void> {
@@ -206,6 +112,7 @@ async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Pro
       ...adapterFor(gw, model),
       prompt: { kind: 'tokens', ids: input.data },
       params: mindieSampling(params, 'parameters', false),
+      ...pdHeaderFields(ctx),
     },
     params,
   );
@@ -257,6 +164,7 @@ async function handleGenerate(
       ...adapterFor(gw, model),
       prompt: { kind: 'text', text: body.text_input },
       params: mindieSampling(params, 'parameters', stream),
+      ...pdHeaderFields(ctx),
     },
     params,
   );

@@ -7,7 +7,7 @@
  * as the request asks (binary.ts).
  */
 import type { Context } from 'koa';
-import type { PoolingInput, PoolingTask } from '../../engine/types.js';
+import type { PoolingInput, PoolingTask } from '../../engine/api.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
 import { runPooling } from '../shared/pooling.js';

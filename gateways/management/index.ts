@@ -5,7 +5,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { events } from '../shared/engine-calls.js';
-import { mindieErrorFormat } from '../native/errors.js';
+import { mindieErrorFormat } from '../mindie/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';

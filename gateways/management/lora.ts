@@ -12,8 +12,7 @@
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { checkAdapterName, checkAdapterPathText } from '../../engine/adapters/rules.js';
-import { EngineError } from '../../engine/errors.js';
+import { checkAdapterName, checkAdapterPathText, EngineError } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';

@@ -6,8 +6,8 @@
  * MindIE's `prefill_time` / `decode_time_arr`). The engine renders and parses
  * (engine/tools/); this only maps.
  */
-import type { ChatDelta, ChatTool, FinishEvent, ToolChoice, Usage } from '../../engine/types.js';
-import { prepareSchema } from '../../engine/structured/schema/prepare.js';
+import type { ChatDelta, ChatTool, FinishEvent, ToolChoice } from '../../engine/api.js';
+import type { FieldRename } from '../shared/client-fields.js';
 import { invalid } from '../shared/http-error.js';
 import { nullable } from '../shared/schema.js';
 
@@ -60,7 +60,7 @@ export interface ToolFields {
 }
 
 /** MindIE: a function-call request's JSON is at most 10 levels deep. */
-export const MAX_TOOL_REQUEST_DEPTH = 10;
+const MAX_TOOL_REQUEST_DEPTH = 10;
 
 function depthOf(value: unknown, limit: number): number {
   if (value === null || typeof value !== 'object') return 0;
@@ -70,7 +70,23 @@ function depthOf(value: unknown, limit: number): number {
   return 1 + max;
 }
 
-/** The tool fields of the engine's chat prompt; every rule about them is checked here. */
+/**
+ * Where each tool's `parameters` sit in the client's request (`tools[i].function.parameters`
+ * in chat, `tools[i].parameters` in Responses), for the engine's errors about them: the engine
+ * prepares the schema of a forced call's tools (engine/tools/call-grammar.ts) and names it
+ * `prompt.tools[i].parameters`.
+ */
+export function toolParameterFields(
+  tools: readonly unknown[] | undefined,
+  clientField: (i: number) => string,
+): FieldRename[] {
+  return (tools ?? []).map((_, i) => [`prompt.tools[${i}].parameters`, clientField(i)]);
+}
+
+/**
+ * The tool fields of the engine's chat prompt; every rule about them is checked here but the
+ * schemas of a forced call's tools, which the engine prepares (see toolParameterFields).
+ */
 export function toolPromptFields(
   body: ToolFields & { messages: { role: string; tool_calls?: unknown[] }[] },
   raw: unknown,
@@ -90,13 +106,6 @@ export function toolPromptFields(
     if (tools.length === 0) throw invalid('tool_choice', 'needs tools');
     if (typeof choice === 'object' && !tools.some((t) => t.function.name === choice.function.name))
       throw invalid('tool_choice.function.name', `'${choice.function.name}' is not one of the tools`);
-    // The engine checks the same; here the error names the client's field.
-    tools.forEach((t, i) => {
-      if (typeof choice === 'object' && t.function.name !== choice.function.name) return;
-      if (t.function.parameters === undefined) return;
-      const prepared = prepareSchema(t.function.parameters, `tools[${i}].function.parameters`);
-      if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
-    });
   }
   if (tools.length > 0 && choice !== 'none') {
     for (const field of ['best_of', 'use_beam_search'] as const) {
@@ -169,5 +178,3 @@ export function mindieTimings(finishes: readonly FinishEvent[]): Record<string, 
 export function withReasoningTokens(usage: object, tokens: number): object {
   return { ...usage, completion_tokens_details: { reasoning_tokens: tokens } };
 }
-
-export type { Usage };

@@ -3,7 +3,7 @@
  * (the engine renders the model's chat template) → chat.completion or chat.completion.chunk SSE.
  */
 import type { Context } from 'koa';
-import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/types.js';
+import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
@@ -14,7 +14,9 @@ import {
 } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
+import { withClientFields } from '../shared/client-fields.js';
 import { withConstraintField } from '../shared/structured.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import {
@@ -26,10 +28,11 @@ import {
   toolSchemaProperties,
   withReasoningTokens,
   type ToolFields,
+  toolParameterFields,
 } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
 import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
-import { chatConstraint } from './tgi-response-format.js';
+import { chatConstraint } from '../tgi/chat-response-format.js';
 import {
   openaiFinishReason,
   openaiUsage,
@@ -139,12 +142,12 @@ function toMessages(body: ChatBody): ChatMessage[] {
   });
 }
 
-/** Features of the chat API that the engine interface cannot carry yet: refused, never ignored. */
-function refuseUnsupported(body: ChatBody): void {
+/** `top_logprobs` needs `logprobs: true` (OpenAI's rule; across two fields, so not in the schema). */
+function checkLogprobFields(body: ChatBody): void {
   if (body.top_logprobs && !body.logprobs) throw invalid('top_logprobs', 'requires logprobs to be true');
 }
 
-export function chatLogprobs(list: readonly TokenLogprob[]): object {
+function chatLogprobs(list: readonly TokenLogprob[]): object {
   return {
     content: list.map((t) => ({
       token: t.text,
@@ -163,7 +166,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
   const model = await resolveRequestedModel(gw, body.model);
-  refuseUnsupported(body);
+  checkLogprobFields(body);
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
   const id = newRequestId('chatcmpl');
@@ -178,8 +181,13 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),
+    ...pdHeaderFields(ctx),
   };
-  withConstraintField(request, structured?.field);
+  withConstraintField(request, structured);
+  withClientFields(
+    request,
+    toolParameterFields(toolFields.tools, (i) => `tools[${i}].function.parameters`),
+  );
   const created = Math.floor(Date.now() / 1000);
   const signal = clientGoneSignal(ctx);
 

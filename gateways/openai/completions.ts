@@ -10,7 +10,7 @@ import type {
   PromptInput,
   TokenLogprob,
   Usage,
-} from '../../engine/types.js';
+} from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
 import {
@@ -22,6 +22,7 @@ import {
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { constraintFromFields, withConstraintField } from '../shared/structured.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { mergeAnswers, streamSse, type Tagged } from '../shared/stream.js';
 import { openaiErrorBody } from './errors.js';
@@ -137,8 +138,9 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
         ...adapterFor(gw, model),
         ...(structured ? { constraint: structured.constraint } : {}),
         ...kv,
+        ...pdHeaderFields(ctx),
       },
-      structured?.field,
+      structured,
     ),
   );
   const echoes = body.echo

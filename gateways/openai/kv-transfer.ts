@@ -6,8 +6,7 @@
  * engine pulls the KV before it generates. Both flags false (or the field null) is an ordinary
  * request, as in vLLM.
  */
-import type { KvTransferParams, KvTransferSpec } from '../../engine/kv-transfer/types.js';
-import type { FinishEvent } from '../../engine/types.js';
+import type { FinishEvent, KvTransferParams, KvTransferSpec } from '../../engine/api.js';
 import { invalid } from '../shared/http-error.js';
 
 const nullableString = { anyOf: [{ type: 'string' }, { type: 'null' }] };

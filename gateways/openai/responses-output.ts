@@ -8,7 +8,7 @@
  * Response object, so both forms agree item for item.
  */
 import { randomUUID } from 'node:crypto';
-import type { FinishEvent, TokenEvent, TokenLogprob, ToolCallDelta } from '../../engine/types.js';
+import type { FinishEvent, TokenEvent, TokenLogprob, ToolCallDelta } from '../../engine/api.js';
 import type { ResponsesBody } from './responses-request.js';
 
 const shortId = (prefix: string): string => `${prefix}_${randomUUID().replace(/-/g, '')}`;

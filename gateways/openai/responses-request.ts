@@ -5,8 +5,7 @@
  * `previous_response_id`, `store: true`, `conversation`, `background`, stored prompts, item
  * references, and tool types other than `function`.
  */
-import type { ChatMessage, ChatTool, ToolChoice } from '../../engine/types.js';
-import { prepareSchema } from '../../engine/structured/schema/prepare.js';
+import type { ChatMessage, ChatTool, ToolChoice } from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
@@ -113,12 +112,12 @@ const responsesSchema = {
   },
 };
 
-export interface ResponsesContentPart {
+interface ResponsesContentPart {
   type: string;
   text?: string;
 }
 
-export interface ResponsesInputItem {
+interface ResponsesInputItem {
   type?: string;
   role?: 'user' | 'assistant' | 'system' | 'developer';
   content?: string | ResponsesContentPart[];
@@ -128,7 +127,7 @@ export interface ResponsesInputItem {
   output?: string | ResponsesContentPart[];
 }
 
-export interface ResponsesFunctionTool {
+interface ResponsesFunctionTool {
   type: string;
   name?: string;
   description?: string | null;
@@ -136,7 +135,7 @@ export interface ResponsesFunctionTool {
   strict?: boolean | null;
 }
 
-export interface ResponsesTextFormat {
+interface ResponsesTextFormat {
   type: 'text' | 'json_object' | 'json_schema';
   name?: string;
   schema?: Record<string, unknown>;
@@ -309,16 +308,6 @@ export function toolFields(body: ResponsesBody): {
   } else if (choice !== undefined) {
     if (choice === 'required' && tools.length === 0) throw invalid('tool_choice', 'needs tools');
     toolChoice = choice;
-  }
-  // A forced call is a grammar built from the tool's parameters: checked here so that the
-  // error names the client's field (the engine checks the same).
-  if (toolChoice === 'required' || typeof toolChoice === 'object') {
-    tools.forEach((t, i) => {
-      if (typeof toolChoice === 'object' && t.name !== toolChoice.function) return;
-      if (t.parameters === undefined) return;
-      const prepared = prepareSchema(t.parameters, `tools[${i}].parameters`);
-      if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
-    });
   }
   return {
     ...(tools.length > 0 ? { tools } : {}),

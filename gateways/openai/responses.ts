@@ -7,9 +7,7 @@
  * stream (responses-output.ts). Nothing is stored: see responses-request.ts for what is refused.
  */
 import type { Context } from 'koa';
-import type { Constraint } from '../../engine/structured/constraint.js';
-import { prepareSchema } from '../../engine/structured/schema/prepare.js';
-import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { events, newRequestId } from '../shared/engine-calls.js';
 import {
@@ -21,7 +19,10 @@ import {
 import { invalid } from '../shared/http-error.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
-import { withConstraintField } from '../shared/structured.js';
+import { withClientFields } from '../shared/client-fields.js';
+import { schemaConstraint, withConstraintField, type ClientConstraint } from '../shared/structured.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
+import { toolParameterFields } from './chat-tools.js';
 import { openaiErrorBody } from './errors.js';
 import { ResponseBuilder } from './responses-output.js';
 import {
@@ -34,7 +35,7 @@ import {
 } from './responses-request.js';
 
 /** `text.format` → the engine constraint and the client field it came from. */
-function textConstraint(body: ResponsesBody): { constraint: Constraint; field: string } | undefined {
+function textConstraint(body: ResponsesBody): ClientConstraint | undefined {
   const format = body.text?.format;
   if (!format || format.type === 'text') return undefined;
   if (format.type === 'json_object') return { constraint: { kind: 'json_object' }, field: 'text.format' };
@@ -45,16 +46,13 @@ function textConstraint(body: ResponsesBody): { constraint: Constraint; field: s
     );
   if (format.schema === undefined)
     throw invalid('text.format.schema', "is required when type is 'json_schema'");
-  // The engine's one entry point of schema preparation: a refusal names the client's field;
-  // `strict: true` refuses what the grammar alone cannot enforce, as chat's response_format.
-  const prepared = prepareSchema(format.schema, {
-    field: 'text.format.schema',
-    grammarOnly: format.strict === true,
-  });
-  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
+  // `strict: true` refuses what the grammar alone cannot enforce, as chat's response_format;
+  // the engine prepares the schema and its refusals are renamed to this field.
+  const field = 'text.format.schema';
   return {
-    constraint: { kind: 'json_schema', schema: JSON.stringify(format.schema) },
-    field: 'text.format.schema',
+    constraint: schemaConstraint(format.schema, field, format.strict === true),
+    field,
+    schemaField: field,
   };
 }
 
@@ -84,8 +82,13 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
       },
       ...adapterFor(gw, model),
       ...(structured ? { constraint: structured.constraint } : {}),
+      ...pdHeaderFields(ctx),
     },
-    structured?.field,
+    structured,
+  );
+  withClientFields(
+    request,
+    toolParameterFields(tools.tools, (i) => `tools[${i}].parameters`),
   );
   const builder = new ResponseBuilder(id, model, body, wantLogprobs);
   const signal = clientGoneSignal(ctx);

@@ -3,7 +3,7 @@
  * extra ones), their schema, and their mapping onto the engine's SamplingParams. Ranges that
  * depend on the model (max_tokens vs context) are checked by the engine.
  */
-import type { SamplingParams } from '../../engine/types.js';
+import type { SamplingParams } from '../../engine/api.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { HttpError, notSupported } from '../shared/http-error.js';
 import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';

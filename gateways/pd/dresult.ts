@@ -9,13 +9,13 @@
  * results. One holder at a time: a new `/dresult` ends the previous one's stream.
  */
 import type { Context } from 'koa';
-import type { DecodeResult } from '../../engine/kv-transfer/types.js';
+import type { DecodeResult } from '../../engine/api.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { clientGoneSignal, RawStreamWriter } from '../shared/sse.js';
 
 const KEEP_ALIVE_MS = 5000;
 
-export function dresultFrame(r: DecodeResult): string | null {
+function dresultFrame(r: DecodeResult): string | null {
   if ('held' in r) return null;
   if ('error' in r)
     return `reqId:${r.requestId}\0error:${JSON.stringify({ code: r.error.code, message: r.error.message })}\0`;

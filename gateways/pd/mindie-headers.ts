@@ -6,22 +6,17 @@
  * `is-recompute` (`true`/`false`). Such a request computes its prompt and first token here and
  * moves to the decode engine, whose results the coordinator reads from its `/dresult`.
  *
- * A middleware reads the headers once per request and keeps the outcome for the request's
- * async context; the one place every family calls the engine (shared/engine-calls.ts) applies
- * it, so a bad header fails in the family's own error shape with MindIE's 400.
+ * Each family's inference route spreads `pdHeaderFields(ctx)` into the engine request it builds
+ * (the way openai/kv-transfer.ts maps `kv_transfer_params`), so the spec reaches the engine as
+ * part of the request, and a bad header fails in the family's own error shape with MindIE's 400.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type Koa from 'koa';
-import { decodeTargetAddress } from '../../engine/kv-transfer/peers.js';
-import type { KvTransferSpec } from '../../engine/kv-transfer/types.js';
-import type { GenerateRequest } from '../../engine/types.js';
+import { decodeTargetAddress, type GenerateRequest, type KvTransferSpec } from '../../engine/api.js';
 import { HttpError } from '../shared/http-error.js';
 
 /** What a request's PD headers ask for, or why they are refused. */
 type PdHeaders =
   { readonly requestId: string; readonly spec: KvTransferSpec } | { readonly error: HttpError };
-
-const store = new AsyncLocalStorage<PdHeaders>();
 
 /** The engine's default gRPC port (`prism engine --listen`). */
 const DEFAULT_ENGINE_PORT = 50051;
@@ -63,19 +58,14 @@ export function parsePdHeaders(get: (name: string) => string | undefined): PdHea
   };
 }
 
-/** Reads the PD headers of each request (service listener). */
-export function pdHeadersMiddleware(): Koa.Middleware {
-  return async (ctx, next) => {
-    const pd = parsePdHeaders((name) => header(ctx, name));
-    if (pd === null) return next();
-    return store.run(pd, next);
-  };
-}
-
-/** The engine request with the PD headers of the HTTP request it serves applied (if any). */
-export function withPdHeaders(request: GenerateRequest): GenerateRequest {
-  const pd = store.getStore();
-  if (!pd) return request;
+/**
+ * The engine request fields the PD headers of `ctx` ask for (none without them): its id (the
+ * MindIE req-id, which the coordinator reads results by) and its `kvTransfer`. Spread last, so
+ * they win over the family's own. A malformed header throws MindIE's 400, naming it.
+ */
+export function pdHeaderFields(ctx: Koa.Context): Pick<GenerateRequest, 'requestId' | 'kvTransfer'> {
+  const pd = parsePdHeaders((name) => header(ctx, name));
+  if (pd === null) return {};
   if ('error' in pd) throw pd.error;
-  return { ...request, requestId: pd.requestId, kvTransfer: pd.spec };
+  return { requestId: pd.requestId, kvTransfer: pd.spec };
 }

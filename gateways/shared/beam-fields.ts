@@ -5,7 +5,7 @@
  * finish, so a streamed beam search is refused (vLLM's choice) rather than sent in one piece
  * at the end.
  */
-import type { SamplingParams } from '../../engine/types.js';
+import type { SamplingParams } from '../../engine/api.js';
 import { HttpError } from './http-error.js';
 import { nullable } from './schema.js';
 

@@ -4,13 +4,12 @@
  * becomes a generation error (424) here, so families only map successful results.
  */
 import { randomUUID } from 'node:crypto';
-import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob, Usage } from '../../engine/types.js';
+import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob, Usage } from '../../engine/api.js';
 import type { GatewayContext } from './gateway-context.js';
 import { HttpError } from './http-error.js';
 import { noteEngineRequest, noteFinish } from './request-log.js';
-import { renameConstraintError } from './structured.js';
+import { renameEngineError } from './client-fields.js';
 import { tracedGenerate } from './tracing.js';
-import { withPdHeaders } from '../pd/mindie-headers.js';
 
 export function newRequestId(prefix: string): string {
   return `${prefix}-${randomUUID().replace(/-/g, '')}`;
@@ -32,7 +31,7 @@ export interface CollectedAnswer {
 }
 
 /** Sums the per-sequence usages: the prompt is counted once, completions add up. */
-export function totalUsage(finishes: readonly FinishEvent[]): Usage {
+function totalUsage(finishes: readonly FinishEvent[]): Usage {
   if (finishes.length === 0) return { promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0 };
   return {
     promptTokens: finishes[0].usage.promptTokens,
@@ -41,7 +40,7 @@ export function totalUsage(finishes: readonly FinishEvent[]): Usage {
   };
 }
 
-export function failIfError(ev: FinishEvent): void {
+function failIfError(ev: FinishEvent): void {
   if (ev.reason === 'error') throw new HttpError('generation', ev.error || 'generation failed');
 }
 
@@ -52,7 +51,6 @@ export async function collect(
 ): Promise<CollectedAnswer> {
   const logprobs = new Map<number, TokenLogprob[]>();
   const finishes: FinishEvent[] = [];
-  request = withPdHeaders(request);
   noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
@@ -69,7 +67,7 @@ export async function collect(
       }
     }
   } catch (e) {
-    throw renameConstraintError(request, e);
+    throw renameEngineError(request, e);
   }
   finishes.sort((a, b) => a.index - b.index);
   return {
@@ -90,7 +88,6 @@ export async function* events(
   request: GenerateRequest,
   signal: AbortSignal,
 ): AsyncGenerator<GenerateEvent> {
-  request = withPdHeaders(request);
   noteEngineRequest(request);
   try {
     for await (const ev of tracedGenerate(gw.engine, request, signal, gw.info.modelName)) {
@@ -101,6 +98,6 @@ export async function* events(
       yield ev;
     }
   } catch (e) {
-    throw renameConstraintError(request, e);
+    throw renameEngineError(request, e);
   }
 }

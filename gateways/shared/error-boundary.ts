@@ -5,7 +5,7 @@
 import type { Middleware } from 'koa';
 import { HttpError, toHttpError } from './http-error.js';
 
-export interface ErrorReply {
+interface ErrorReply {
   readonly status: number;
   readonly body: unknown;
 }

@@ -6,7 +6,7 @@
  */
 import type Koa from 'koa';
 
-export const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native', 'tei', 'llamacpp'] as const;
+const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native', 'tei', 'llamacpp'] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -15,7 +15,7 @@ export interface FamilyCount {
 }
 
 /** The family of an inference route; undefined for everything else (health, listing, control). */
-export function familyOfRoute(method: string, path: string): Family | undefined {
+function familyOfRoute(method: string, path: string): Family | undefined {
   if (method !== 'POST') return undefined;
   if (
     path === '/v1/chat/completions' ||

@@ -3,9 +3,8 @@
  * handlers don't know which), the resolved gateway config, the engine's static info (read once
  * at start) and the gateway's own state (stopping, instance role).
  */
-import { checkAdapterName } from '../../engine/adapters/rules.js';
+import { checkAdapterName, type Engine, type EngineInfo } from '../../engine/api.js';
 import { EventEmitter } from 'node:events';
-import type { Engine, EngineInfo } from '../../engine/types.js';
 import type { GatewayConfig } from '../config.js';
 import { FamilyStats } from './family-stats.js';
 import { HttpError } from './http-error.js';

@@ -1,9 +1,9 @@
 /**
  * One gateway-side error record. Handlers throw HttpError (or let EngineErrors through); the
  * status of a failure is decided here (one table), and each API family words its body in
- * exactly one place (openai/errors.ts, tgi/errors.ts, native/errors.ts for MindIE's shape).
+ * exactly one place (openai/errors.ts, tgi/errors.ts, mindie/errors.ts for MindIE's shape).
  */
-import { EngineError, type EngineErrorCode } from '../../engine/errors.js';
+import { EngineError, type EngineErrorCode } from '../../engine/api.js';
 
 /** What went wrong, independent of the family's wording. */
 export type ErrorKind =

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import Koa from 'koa';
 import { DEFAULT_LIMITS, type GatewayLimits } from '../config.js';
 import { readJsonBody } from './body.js';
-import { mindieErrorFormat } from '../native/errors.js';
+import { mindieErrorFormat } from '../mindie/errors.js';
 import { errorBoundary } from './error-boundary.js';
 import { startListener, type RunningListener } from './listener.js';
 import { checkJsonShape, requestLimits } from './limits.js';

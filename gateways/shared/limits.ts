@@ -79,7 +79,7 @@ export function checkJsonShape(value: unknown, limits: GatewayLimits): void {
 }
 
 /** Refuses a request with more headers than allowed (431, before any handler runs). */
-export function headerCountLimit(limits: GatewayLimits): Middleware {
+function headerCountLimit(limits: GatewayLimits): Middleware {
   return async (ctx, next) => {
     const count = ctx.req.rawHeaders.length / 2;
     if (count > limits.maxHeaderCount) {

@@ -32,12 +32,7 @@ function readFile(path: string, what: string): Buffer {
  * A server certificate outside its validity period would make every client fail its handshake
  * with an obscure error: refuse to start instead, saying which file and which date.
  */
-export function checkCertificateDates(
-  pem: Buffer,
-  file: string,
-  listenerName: string,
-  now = new Date(),
-): void {
+function checkCertificateDates(pem: Buffer, file: string, listenerName: string, now = new Date()): void {
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(pem);
@@ -59,7 +54,7 @@ export function checkCertificateDates(
 }
 
 /** Builds Node TLS server options from the configured files; every failure names the file. */
-export function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<string, unknown> {
+function tlsServerOptions(tls: TlsConfig, listenerName: string): Record<string, unknown> {
   const passphrase = tls.keyPassphraseFile
     ? readFile(tls.keyPassphraseFile, `${listenerName} TLS key passphrase`)
         .toString('utf-8')

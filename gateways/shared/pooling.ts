@@ -4,7 +4,7 @@
  * the engine's truncation, running the request (the request log counts it as pooling), and
  * vectors as base64 float32 (OpenAI's encoding_format). Bad shapes are 4xx naming the field.
  */
-import type { PoolingInput, PoolingRequest, PoolingResult } from '../../engine/types.js';
+import type { PoolingInput, PoolingRequest, PoolingResult } from '../../engine/api.js';
 import { newRequestId } from './engine-calls.js';
 import { assertAccepting, resolveRequestedModel, type GatewayContext } from './gateway-context.js';
 import { HttpError, invalid } from './http-error.js';

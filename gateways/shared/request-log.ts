@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
-import type { FinishEvent, GenerateRequest, PoolingRequest, PoolingResult } from '../../engine/types.js';
+import type { FinishEvent, GenerateRequest, PoolingRequest, PoolingResult } from '../../engine/api.js';
 
 /** MindIE's LogConfig.logLevel words, least to most severe ('Warn' = 'Warning'). */
 export type LogLevelName = 'Verbose' | 'Debug' | 'Info' | 'Warning' | 'Warn' | 'Error' | 'Critical';
@@ -138,7 +138,7 @@ function lineLevel(method: string, path: string, status: number): LineLevel {
   return 'info';
 }
 
-export interface RequestLine {
+interface RequestLine {
   readonly time: string;
   readonly level: LineLevel;
   readonly method: string;
@@ -157,7 +157,7 @@ export interface RequestLine {
   readonly prompt?: string;
 }
 
-export function formatLine(line: RequestLine, format: 'text' | 'json'): string {
+function formatLine(line: RequestLine, format: 'text' | 'json'): string {
   if (format === 'json') return JSON.stringify({ ...line, msg: 'request' });
   const parts = [
     line.time,

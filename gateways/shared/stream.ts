@@ -1,5 +1,6 @@
 /**
- * The one streaming path every family's streaming route takes: wait for the engine's first
+ * The streaming path of every family's generation routes (MindIE's `/dresult`, a stream of
+ * other requests' results, has its own loop: gateways/pd/dresult.ts): wait for the engine's first
  * event before answering (so that failures found up front — engine validation, overload, an
  * unknown adapter — keep their HTTP status), then open the 200 stream, hand each event to the
  * family's mapping, and report a failure that comes after the 200 inside the stream, in the
@@ -11,11 +12,11 @@ import { toHttpError, type HttpError } from './http-error.js';
 import { RawStreamWriter, SseWriter } from './sse.js';
 
 /** Where a stream's frames go. */
-export interface StreamSink {
+interface StreamSink {
   end(): void;
 }
 
-export interface StreamPlan<E, W extends StreamSink> {
+interface StreamPlan<E, W extends StreamSink> {
   /** The answer's events: the engine's, or a family's view of them. */
   readonly events: AsyncIterable<E>;
   /**
@@ -35,7 +36,7 @@ export interface StreamPlan<E, W extends StreamSink> {
   readonly onError: (err: HttpError, out: W) => void;
 }
 
-export async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
+async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Promise<void> {
   const it = plan.events[Symbol.asyncIterator]();
   // A failure here is thrown before any byte is sent: the family's error boundary answers it.
   const first = await it.next();

@@ -1,52 +1,47 @@
 /**
  * Structured output, gateway side: the one place that maps each API family's field onto the
- * engine's `Constraint` (engine/structured/constraint.ts) and checks it, so every family
- * refuses the same bad input with a 4xx naming its own field:
+ * engine's `Constraint` (engine/types.ts) and checks its shape, so every family refuses the
+ * same bad input with a 4xx naming its own field:
  *
  *   OpenAI chat / completions  `response_format` {text | json_object | json_schema}
  *   vLLM extension fields      `structured_outputs` {json | regex | choice | grammar | json_object},
  *                              `guided_json`, `guided_regex`, `guided_choice`, `guided_grammar`
- *                              (OpenAI routes, vLLM `/generate`, native `/infer`, KServe `generate`)
+ *                              (OpenAI routes, vLLM `/generate`, MindIE `/infer`, KServe `generate`)
  *   TGI                        `parameters.grammar` {type: json | regex, value}
  *
- * At most one of them per request. A JSON Schema is prepared here (engine/structured/schema/
- * prepare.ts, the engine's one entry point) so a refusal names the client's field; the engine
- * compiles the constraint, and a compile error comes back as INVALID_ARGUMENT whose `field` is
- * `constraint` (or a path under it), which `renameConstraintError` turns into the client's.
+ * At most one of them per request. A JSON Schema goes to the engine as the client sent it
+ * (JSON text): the engine prepares it, once, and compiles the constraint. A refusal or a
+ * compile error comes back as INVALID_ARGUMENT whose `field` is `constraint` (or a path under
+ * it: `constraint.schema.properties.a`), answered about the client's field
+ * (client-fields.ts).
  */
-import { EngineError } from '../../engine/errors.js';
-import type { Constraint } from '../../engine/structured/constraint.js';
-import { prepareSchema } from '../../engine/structured/schema/prepare.js';
-import type { GenerateRequest } from '../../engine/types.js';
-import { HttpError, invalid, toHttpError } from './http-error.js';
+import type { Constraint, GenerateRequest } from '../../engine/api.js';
+import { withClientFields } from './client-fields.js';
+import { invalid } from './http-error.js';
 
 /** OpenAI's rule for `json_schema.name`: a-z, A-Z, 0-9, underscores and dashes, at most 64. */
 const SCHEMA_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** Which client field each constrained request's constraint came from. */
-const fieldOf = new WeakMap<GenerateRequest, string>();
-
-/** Remembers the client field of `request.constraint`, for error messages; returns the request. */
-export function withConstraintField(request: GenerateRequest, field: string | undefined): GenerateRequest {
-  if (field !== undefined) fieldOf.set(request, field);
-  return request;
+/** A request's constraint and the client fields it came from (the engine's errors are renamed to them). */
+export interface ClientConstraint {
+  readonly constraint: Constraint;
+  /** The client's field of the constraint (`response_format`). */
+  readonly field: string;
+  /** A JSON Schema's own field (`response_format.json_schema.schema`): where its refusals point. */
+  readonly schemaField?: string;
 }
 
-/** The engine's name for a request's constraint, the root of the fields its errors carry. */
-const ENGINE_FIELD = 'constraint';
-
-/**
- * Turns the engine's INVALID_ARGUMENT about its field `constraint` (or a path under it) into
- * one about the client's field; other errors pass. Decided by the error's code and field,
- * never by its text.
- */
-export function renameConstraintError(request: GenerateRequest, err: unknown): unknown {
-  const field = fieldOf.get(request);
-  if (field === undefined || !(err instanceof EngineError) || err.code !== 'INVALID_ARGUMENT') return err;
-  const at = err.field;
-  if (at === undefined || !(at === ENGINE_FIELD || at.startsWith(`${ENGINE_FIELD}.`))) return err;
-  const renamed = field + at.slice(ENGINE_FIELD.length);
-  return new HttpError(toHttpError(err).kind, `${renamed}: ${err.rule ?? err.message}`, renamed);
+/** Remembers the client fields of `request.constraint`, for the engine's errors; returns the request. */
+export function withConstraintField(
+  request: GenerateRequest,
+  source: ClientConstraint | undefined,
+): GenerateRequest {
+  if (source === undefined) return request;
+  // The engine's names: `constraint` and, for a JSON Schema, `constraint.schema` (validate.ts).
+  return withClientFields(request, [
+    ...(source.schemaField !== undefined ? [['constraint.schema', source.schemaField] as const] : []),
+    ['constraint', source.field],
+  ]);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -54,12 +49,12 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * A JSON Schema given as an object or as JSON text: prepared, then carried as text.
- * `grammarOnly` (OpenAI `strict: true`): refused unless the grammar alone enforces it, as
- * OpenAI refuses what its strict mode does not support; otherwise what the grammar cannot
- * enforce is checked on the finished document (engine/structured/schema/prepare.ts).
+ * A JSON Schema given as an object or as JSON text, carried to the engine as text (the engine
+ * prepares and checks it). `strict` (OpenAI `strict: true`): refused unless the grammar alone
+ * enforces it, as OpenAI refuses what its strict mode does not support; otherwise what the
+ * grammar cannot enforce is checked on the finished document.
  */
-function schemaConstraint(value: unknown, field: string, grammarOnly = false): Constraint {
+export function schemaConstraint(value: unknown, field: string, strict = false): Constraint {
   let schema = value;
   if (typeof value === 'string') {
     try {
@@ -68,9 +63,7 @@ function schemaConstraint(value: unknown, field: string, grammarOnly = false): C
       throw invalid(field, `is not JSON: ${(e as Error).message}`);
     }
   }
-  const prepared = prepareSchema(schema, { field, grammarOnly });
-  if ('refused' in prepared) throw invalid(prepared.field, prepared.refused);
-  return { kind: 'json_schema', schema: JSON.stringify(schema) };
+  return { kind: 'json_schema', schema: JSON.stringify(schema), ...(strict ? { strict: true } : {}) };
 }
 
 function nonEmptyString(value: unknown, field: string): string {
@@ -86,7 +79,7 @@ function choiceList(value: unknown, field: string): string[] {
 }
 
 /** OpenAI `response_format`: undefined for text (no constraint). */
-export function fromResponseFormat(rf: unknown, field = 'response_format'): Constraint | undefined {
+function fromResponseFormat(rf: unknown, field = 'response_format'): Constraint | undefined {
   if (rf === undefined || rf === null) return undefined;
   if (!isObject(rf)) throw invalid(field, 'must be an object');
   switch (rf.type) {
@@ -173,7 +166,7 @@ const VLLM_FIELDS = [
 export function constraintFromFields(
   body: ConstraintFields,
   options: { allowResponseFormat: boolean; prefix?: string },
-): { constraint: Constraint; field: string } | undefined {
+): ClientConstraint | undefined {
   const prefix = options.prefix ?? '';
   const present = (k: keyof ConstraintFields) => body[k] !== undefined && body[k] !== null;
   const rf = options.allowResponseFormat
@@ -186,15 +179,28 @@ export function constraintFromFields(
       `${prefix}${sources[1]}`,
       `cannot be combined with ${prefix}${sources[0]}: give one constraint`,
     );
-  if (rf) return { constraint: rf, field: `${prefix}response_format` };
+  if (rf) {
+    const field = `${prefix}response_format`;
+    return {
+      constraint: rf,
+      field,
+      ...(rf.kind === 'json_schema' ? { schemaField: `${field}.json_schema.schema` } : {}),
+    };
+  }
   const k = vllm[0];
   if (k === undefined) return undefined;
   const field = `${prefix}${k}`;
   switch (k) {
-    case 'structured_outputs':
-      return { constraint: fromStructuredOutputs(body.structured_outputs, field), field };
+    case 'structured_outputs': {
+      const constraint = fromStructuredOutputs(body.structured_outputs, field);
+      return {
+        constraint,
+        field,
+        ...(constraint.kind === 'json_schema' ? { schemaField: `${field}.json` } : {}),
+      };
+    }
     case 'guided_json':
-      return { constraint: schemaConstraint(body.guided_json, field), field };
+      return { constraint: schemaConstraint(body.guided_json, field), field, schemaField: field };
     case 'guided_regex':
       return { constraint: { kind: 'regex', pattern: nonEmptyString(body.guided_regex, field) }, field };
     case 'guided_choice':
@@ -205,15 +211,16 @@ export function constraintFromFields(
 }
 
 /** TGI `parameters.grammar`: {type: 'json', value: schema} or {type: 'regex', value: pattern}. */
-export function fromTgiGrammar(
-  grammar: unknown,
-  field = 'parameters.grammar',
-): { constraint: Constraint; field: string } | undefined {
+export function fromTgiGrammar(grammar: unknown, field = 'parameters.grammar'): ClientConstraint | undefined {
   if (grammar === undefined || grammar === null) return undefined;
   if (!isObject(grammar)) throw invalid(field, 'must be an object with type and value');
   switch (grammar.type) {
     case 'json':
-      return { constraint: schemaConstraint(grammar.value, `${field}.value`), field: `${field}.value` };
+      return {
+        constraint: schemaConstraint(grammar.value, `${field}.value`),
+        field: `${field}.value`,
+        schemaField: `${field}.value`,
+      };
     case 'regex':
       return {
         constraint: { kind: 'regex', pattern: nonEmptyString(grammar.value, `${field}.value`) },

@@ -19,8 +19,12 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Middleware } from 'koa';
-import { traceExportConfigured } from '../../engine/service/tracing.js';
-import type { Engine, GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import {
+  traceExportConfigured,
+  type Engine,
+  type GenerateEvent,
+  type GenerateRequest,
+} from '../../engine/api.js';
 
 const TRACER = 'prism-gateway';
 

@@ -6,8 +6,7 @@
  * input, as TEI's.
  */
 import type { Context } from 'koa';
-import { MAX_POOLING_INPUTS } from '../../engine/pooling/validate.js';
-import type { PoolingInput } from '../../engine/types.js';
+import { MAX_POOLING_INPUTS, type PoolingInput } from '../../engine/api.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
 import { base64Floats, floats, runPooling, teiTruncation } from '../shared/pooling.js';

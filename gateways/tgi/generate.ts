@@ -5,12 +5,13 @@
  * carries the full text and details.
  */
 import type { Context } from 'koa';
-import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/types.js';
+import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/api.js';
 import { collect, events, newRequestId, type CollectedChoice } from '../shared/engine-calls.js';
 import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { tgiErrorBody } from './errors.js';
 import { tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
 
@@ -49,9 +50,14 @@ function ranked(choices: readonly CollectedChoice[]): CollectedChoice[] {
   return [...choices].sort((a, b) => b.finish.cumulativeLogprob - a.finish.cumulativeLogprob);
 }
 
-export async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
+async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
   assertAccepting(gw);
-  const request = toEngineRequest(gw, body, newRequestId('tgi'), false);
+  const request = toEngineRequest(
+    gw,
+    body,
+    { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
+    false,
+  );
   const p = body.parameters ?? {};
   const answer = await collect(gw, request, clientGoneSignal(ctx));
   const [c, ...others] = ranked(answer.choices);
@@ -116,9 +122,9 @@ async function* withPauses<T>(it: AsyncIterator<T>): AsyncGenerator<T | typeof I
   }
 }
 
-export async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
+async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
   assertAccepting(gw);
-  const request = toEngineRequest(gw, body, newRequestId('tgi'), true);
+  const request = toEngineRequest(gw, body, { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) }, true);
   const p = body.parameters ?? {};
   const signal = clientGoneSignal(ctx);
   let index = 0;

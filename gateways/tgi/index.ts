@@ -6,7 +6,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { readJsonBody } from '../shared/body.js';
-import { mindieErrorFormat } from '../native/errors.js';
+import { mindieErrorFormat } from '../mindie/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { toHttpError } from '../shared/http-error.js';

@@ -3,13 +3,13 @@
  * one engine request. TGI semantics: greedy unless `do_sample` or a sampling warper
  * (temperature ≠ 1, top_k, top_p < 1) is set; `temperature` and `top_p` are open intervals.
  */
-import type { GenerateRequest } from '../../engine/types.js';
+import type { GenerateRequest } from '../../engine/api.js';
 import { fromTgiGrammar, withConstraintField } from '../shared/structured.js';
 import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
-export const tgiSchema = {
+const tgiSchema = {
   type: 'object',
   required: ['inputs'],
   properties: {
@@ -84,10 +84,11 @@ export function tgiSamples(p: TgiParameters): boolean {
   );
 }
 
+/** `ids`: the request's id, and the split prefill/decode fields of its headers (which win). */
 export function toEngineRequest(
   gw: GatewayContext,
   body: TgiBody,
-  requestId: string,
+  ids: Pick<GenerateRequest, 'requestId' | 'kvTransfer'>,
   streaming: boolean,
 ): GenerateRequest {
   const p = body.parameters ?? {};
@@ -105,7 +106,7 @@ export function toEngineRequest(
   if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
   const details = p.details === true || streaming;
   const request: GenerateRequest = {
-    requestId,
+    ...ids,
     ...adapterFor(gw, model),
     prompt: { kind: 'text', text: body.inputs },
     ...(structured ? { constraint: structured.constraint } : {}),
@@ -128,5 +129,5 @@ export function toEngineRequest(
       topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,
     },
   };
-  return withConstraintField(request, structured?.field);
+  return withConstraintField(request, structured);
 }

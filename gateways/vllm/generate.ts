@@ -4,13 +4,14 @@
  * object holding each sequence's whole text so far (vLLM's own framing, not SSE).
  */
 import type { Context } from 'koa';
-import type { GenerateEvent, GenerateRequest } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from '../shared/structured.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { assertAccepting, resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
-import { mindieErrorBody } from '../native/errors.js';
+import { mindieErrorBody } from '../mindie/errors.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamNulJson } from '../shared/stream.js';
 
@@ -97,8 +98,9 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
       includeStopStrInOutput: d(body.include_stop_str_in_output),
       ...beamSamplingParams(body, body.stream === true),
     },
+    ...pdHeaderFields(ctx),
   };
-  withConstraintField(request, structured?.field);
+  withConstraintField(request, structured);
   const signal = clientGoneSignal(ctx);
   if (!body.stream) {
     const answer = await collect(gw, request, signal);

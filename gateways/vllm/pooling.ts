@@ -5,7 +5,7 @@
  * /classify (label probabilities). Errors in the OpenAI shape, as vLLM answers them.
  */
 import type { Context } from 'koa';
-import type { PoolingInput, PoolingTask } from '../../engine/types.js';
+import type { PoolingInput, PoolingTask } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
@@ -168,7 +168,7 @@ const rerankSchema = {
     max_tokens_per_doc: nullable({ type: 'integer', minimum: 1 }),
   },
 };
-export interface RerankBody {
+interface RerankBody {
   model?: string | null;
   query: string;
   documents: (string | { text: string })[];
@@ -177,7 +177,7 @@ export interface RerankBody {
   truncate_prompt_tokens?: number | null;
   max_tokens_per_doc?: number | null;
 }
-export const validateRerank = compileSchema<RerankBody>(rerankSchema);
+const validateRerank = compileSchema<RerankBody>(rerankSchema);
 
 /**
  * A rerank in the Jina / Cohere shape (vLLM's /rerank, /v1/rerank, /v2/rerank, llama.cpp's

@@ -40,7 +40,7 @@ function projectRoot(): string {
   return dir;
 }
 
-export const WEB_DIR = join(projectRoot(), 'dist', 'web');
+const WEB_DIR = join(projectRoot(), 'dist', 'web');
 
 function load(path: string): StaticFile {
   const body = readFileSync(path);

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import {
   contextInfo,
   createContext,
+  CUDA_KERNELS,
   cudaDevices,
   disposeContext,
   disposeModel,
@@ -143,25 +144,61 @@ async function run(model: ModelHandle): Promise<{ tokens: number[][]; logits: Fl
   }
 }
 
-async function compare(path: string, label: string): Promise<void> {
-  useLibrary(library);
-  const cpuModel = await loadModel(path);
-  const gpuModel = await loadModel(path, undefined, { device: 'cuda:0' });
+/** The types whose fast decode GEMV rounds x to int8 per 32 values (gemv_fast.h). */
+const INT8_X_TYPES = ['Q8_0', 'Q4_0', 'Q4_1', 'Q4_K'];
+
+/** The CPU engine's tokens and logits with its activations rounded as PRISM_ACTIVATIONS says. */
+async function runCpu(path: string, activations?: 'int8'): Promise<Awaited<ReturnType<typeof run>>> {
+  const before = process.env.PRISM_ACTIVATIONS;
+  if (activations) process.env.PRISM_ACTIVATIONS = activations;
   try {
-    assert.equal(modelInfo(gpuModel).device, 'cuda:0');
-    assert.equal(modelInfo(gpuModel).deviceName, cudaDevices()[0]!.name);
-    const cpu = await run(cpuModel);
-    const gpu = await run(gpuModel);
-    assert.deepEqual(gpu.tokens, cpu.tokens, `${label}: greedy tokens`);
-    // Prefill multiplies in bf16 on the device (its KV carries that rounding into decode);
-    // the CPU in f32 or int16: logits agree to a few 1e-3.
-    for (let i = 0; i < cpu.logits.length; i++) {
-      const err = relError(gpu.logits[i]!, cpu.logits[i]!);
-      assert.ok(err < 2e-2, `${label}: step ${i} logits differ by ${err}`);
+    const m = await loadModel(path);
+    try {
+      return await run(m);
+    } finally {
+      disposeModel(m);
     }
   } finally {
-    disposeModel(cpuModel);
-    disposeModel(gpuModel);
+    if (before === undefined) delete process.env.PRISM_ACTIVATIONS;
+    else process.env.PRISM_ACTIVATIONS = before;
+  }
+}
+
+/**
+ * Both kernel sets of the device against the CPU engine: greedy tokens equal, logits within
+ * 2e-2. The fast set's decode rounds x to int8 per 32 values for the INT8_X_TYPES (the CPU
+ * engine's own scheme from hidden 1024 up; these tiny random models get int16 there, and
+ * int8 rounding moves their logits by a few 1e-2): for a file with such matrices the fast
+ * set may differ from the CPU by at most 1.5× what the CPU's own int8 run differs by.
+ */
+async function compare(path: string, label: string): Promise<void> {
+  useLibrary(library);
+  const cpu = await runCpu(path);
+  const probe = await loadModel(path);
+  const int8X = Object.keys(modelInfo(probe).tensorTypes).some((t) => INT8_X_TYPES.includes(t));
+  disposeModel(probe);
+  const cpuInt8 = int8X ? await runCpu(path, 'int8') : undefined;
+  for (const cudaKernels of CUDA_KERNELS) {
+    const gpuModel = await loadModel(path, undefined, { device: 'cuda:0', cudaKernels });
+    try {
+      assert.equal(modelInfo(gpuModel).device, 'cuda:0');
+      assert.equal(modelInfo(gpuModel).deviceName, cudaDevices()[0]!.name);
+      assert.equal(modelInfo(gpuModel).cudaKernels, cudaKernels);
+      const gpu = await run(gpuModel);
+      const at = `${label} (${cudaKernels} kernels)`;
+      assert.deepEqual(gpu.tokens, cpu.tokens, `${at}: greedy tokens`);
+      // Prefill multiplies in bf16 on the device (its KV carries that rounding into decode);
+      // the CPU in f32 or int16: logits agree to a few 1e-3.
+      for (let i = 0; i < cpu.logits.length; i++) {
+        const err = relError(gpu.logits[i]!, cpu.logits[i]!);
+        const int8Bound =
+          cudaKernels === 'fast' && cpuInt8 ? 1.5 * relError(cpuInt8.logits[i]!, cpu.logits[i]!) : 0;
+        const bound = Math.max(2e-2, int8Bound);
+        assert.ok(err < bound, `${at}: step ${i} logits differ by ${err} (bound ${bound})`);
+      }
+    } finally {
+      disposeModel(gpuModel);
+    }
   }
 }
 
@@ -395,6 +432,37 @@ test('speculative decoding on a CUDA device is refused when the engine starts, f
       ),
       /is not supported on device cuda:0/,
     );
+});
+
+test('a decode step of the fast kernel set is five kernels per layer and three more', async () => {
+  // Embedding, the step's RoPE table, per layer QKV (+ norm, RoPE, KV write), attention
+  // (combining its own splits), O (+ residual), gate/up (+ norm, SwiGLU), down (+ residual),
+  // and the output head (+ final norm). On a GPU the count is the captured graph's kernel
+  // nodes (a decode step after the second of its shape replays it).
+  useLibrary(library);
+  const layers = 4;
+  const path = join(dir, 'tiny-launches.gguf');
+  writeTinyGguf(path, { ...SHAPE, layers }, { weightType: 'Q4_K' });
+  const counts: Record<string, number[]> = {};
+  for (const cudaKernels of CUDA_KERNELS) {
+    const m = await loadModel(path, undefined, { device: 'cuda:0', cudaKernels });
+    const ctx = createContext(m, { kvBlocks: 8, blockSize: 16, maxBatchTokens: 32, maxSeqs: 2 });
+    try {
+      let r = await step(ctx, plan([{ tokens: [5, 17, 2, 99, 3, 250, 8, 8, 41], start: 0 }]));
+      counts[cudaKernels] = [];
+      for (let i = 0; i < 4; i++) {
+        r = await step(ctx, plan([{ tokens: [r.tokens[0]!], start: 9 + i }]));
+        counts[cudaKernels]!.push(contextInfo(ctx).lastStepLaunches!);
+      }
+    } finally {
+      disposeContext(ctx);
+      disposeModel(m);
+    }
+  }
+  for (const n of counts.fast!)
+    assert.equal(n, 5 * layers + 3, `fast decode step: ${counts.fast!.join(', ')} launches`);
+  // The legacy set: 9 or 10 per layer (norms, RoPE, SwiGLU and the split combine apart).
+  for (const n of counts.legacy!) assert.ok(n >= 9 * layers, `legacy decode step: ${n} launches`);
 });
 
 test('sampling on the device: masks that arrive late, penalties, logprobs, the all-masked error', async () => {

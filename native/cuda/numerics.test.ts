@@ -37,12 +37,16 @@ import {
   modelInfo,
   parseDevice,
   step,
+  type CudaKernels,
   type Device,
   type ModelHandle,
   type StepPlan,
 } from '../native.js';
 
 const device = process.env.PRISM_TEST_DEVICE;
+// The decode kernels under test (LoadModelOptions.cudaKernels): PRISM_TEST_CUDA_KERNELS, or the
+// default set; scripts/device-check.sh runs both.
+const cudaKernels = (process.env.PRISM_TEST_CUDA_KERNELS ?? 'legacy') as CudaKernels;
 const PASSAGE = readFileSync(join(projectRoot(), 'test', 'reference', 'passage.txt'), 'utf8');
 const MAX_TOKENS = 570;
 const PREFILL_CHUNKS = [128, 120, 128, 136];
@@ -186,7 +190,7 @@ for (const label of LABELS) {
       const f = fixtures.find((x) => x.name === label);
       assert.ok(f, `no fixture ${label}`);
       const dev = parseDevice(device!) as Device;
-      const model = await loadModel(f.path, undefined, { device: dev });
+      const model = await loadModel(f.path, undefined, { device: dev, cudaKernels });
       const cpu = await loadModel(f.path);
       try {
         assert.equal(modelInfo(model).device, dev);
@@ -198,7 +202,7 @@ for (const label of LABELS) {
         let same = 0;
         while (same < g.length && g[same] === c[same]) same++;
         console.log(
-          `numerics ${dev} ${label.padEnd(18)} positions=${s.positions} top1=${(s.top1 * 100).toFixed(2)}% ` +
+          `numerics ${dev} ${cudaKernels.padEnd(6)} ${label.padEnd(18)} positions=${s.positions} top1=${(s.top1 * 100).toFixed(2)}% ` +
             `relErr mean=${s.relMean.toExponential(2)} max=${s.relMax.toExponential(2)} ` +
             `greedy vs CPU: ${same}/${g.length} tokens equal`,
         );

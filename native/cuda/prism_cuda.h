@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a declaration here changes; the loader refuses another version. */
-#define PC_ABI_VERSION 2
+#define PC_ABI_VERSION 3
 
 typedef struct pc_model pc_model;
 typedef struct pc_context pc_context;
@@ -56,7 +56,13 @@ typedef struct {
   int32_t rope_neox;               /* 1: pairs (i, i + d/2); 0: adjacent pairs (GGUF llama) */
   const float* rope_freq_factors;  /* [head_dim/2] divisors of the inverse frequencies, or NULL */
   int64_t sliding_window;          /* > 0: every layer's token at p sees p-W+1 .. p (Mistral); 0: all */
+  int32_t kernels;                 /* PC_KERNELS_LEGACY or PC_KERNELS_FAST (decode steps) */
 } pc_model_config;
+
+/* The decode kernels: the issue-29 set (GEMV per matrix, separate norm, RoPE, SwiGLU and
+ * split-combine kernels), or the fast set (a GEMV with the norm in its prologue and RoPE + KV,
+ * SwiGLU or the residual in its epilogue: five kernels per layer). */
+enum { PC_KERNELS_LEGACY = 0, PC_KERNELS_FAST = 1 };
 
 /* Where a weight goes. Layer-less roles ignore `layer`. */
 enum {
@@ -135,11 +141,15 @@ int pc_step_sample(pc_context* c, const pc_step_plan* plan, const int32_t* masks
 /* Milliseconds the device spent in the last step (forward + sampling), or a negative value
  * when unknown. */
 double pc_step_device_ms(const pc_context* c);
+/* Kernels the last step's forward pass launched (sampling not counted): the kernel nodes of
+ * the CUDA graph it replayed, or the launches counted as it ran. */
+int pc_step_launches(const pc_context* c, int64_t* launches);
 
 /* ---- kernel checks (native/cuda/check, tests): each runs one kernel on the device ---- */
 
 /* y[n × rows] = x[n × cols] · Wᵀ, W in the file's bytes of `type`; path 0: what the engine
- * would choose for n, 1: the GEMV kernels (n ≤ 8), 2: the GEMM path (bf16 operands). */
+ * would choose for n, 1: the GEMV kernels (n ≤ 8), 2: the GEMM path (bf16 operands), 3: the
+ * fast GEMV (n ≤ 8, its own split-K choice), 4: the fast GEMV split three ways along K. */
 int pc_check_matmul(int32_t device, int32_t type, const void* weights, int64_t rows, int64_t cols, const float* x,
                     int64_t n, float* y, int32_t path);
 /* out[rows × cols] = the device's f32 decoding of the weights. */

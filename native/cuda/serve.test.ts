@@ -3,7 +3,8 @@
  * backendType "cuda". A malformed device is a usage error; CUDA asked for where it cannot
  * run fails at start with the reason; on the CPU emulation of CUDA the server starts on
  * "cuda:0", says so in its startup line, /v1/status and /info, and answers an OpenAI chat
- * request (scripts/device-check.sh does the same on a GPU).
+ * request (scripts/device-check.sh does the same on a GPU); `--cuda-kernels` picks the decode
+ * kernels (a usage error for another name, refused for a CPU engine).
  */
 import { cudaTestLibrary } from './test-library.js';
 import { after, before, test } from 'node:test';
@@ -45,6 +46,27 @@ test('--device takes cpu, cuda or cuda:N (a usage error otherwise)', () => {
   assert.match(r.stderr, /--device: must be cpu, cuda or cuda:N, got 'gpu'/);
 });
 
+test('--cuda-kernels takes legacy or fast, and needs a CUDA device', () => {
+  const bad = serve(['--cuda-kernels', 'turbo']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /--cuda-kernels: must be legacy or fast, got 'turbo'/);
+  const model = ensureFixtures().find((f) => f.name === 'llama-q8_0')!.path;
+  const cpu = serve([
+    '--device',
+    'cpu',
+    '--cuda-kernels',
+    'fast',
+    '--model',
+    model,
+    '--port',
+    '0',
+    '--management-port',
+    '0',
+  ]);
+  assert.equal(cpu.status, 1, cpu.stderr);
+  assert.match(cpu.stderr, /cudaKernels: chooses CUDA kernels, but the engine runs on the CPU/);
+});
+
 test('--device cuda where CUDA cannot run: exit 1 with the reason', () => {
   const model = ensureFixtures().find((f) => f.name === 'llama-q8_0')!.path;
   const r = serve(['--device', 'cuda', '--model', model, '--port', '0', '--management-port', '0'], {
@@ -56,7 +78,7 @@ test('--device cuda where CUDA cannot run: exit 1 with the reason', () => {
 });
 
 test(
-  'backendType "cuda" in config.json: serves on cuda:0 and says so',
+  'backendType "cuda" in config.json: serves on cuda:0 (fast kernels) and says so',
   { timeout: 15 * 60_000 },
   async () => {
     const model = ensureFixtures().find((f) => f.name === 'llama-q8_0')!.path;
@@ -77,7 +99,8 @@ test(
       }),
     );
     process.env.PRISM_CUDA_LIBRARY = library;
-    const server = await startServeProcess(['--config', config], 10 * 60_000);
+    // The fast kernel set (the fused decode layer) answers over HTTP too.
+    const server = await startServeProcess(['--config', config, '--cuda-kernels', 'fast'], 10 * 60_000);
     try {
       assert.match(server.stderr(), /engine: tiny-gpu \(.*\) on cuda:0 \(/);
       assert.match(server.stderr(), /memory: .* on cuda:0/);

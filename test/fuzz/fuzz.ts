@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { jsonSchemas } from './json-schemas.js';
 import { familyOfPath, routes, type Family, type ListenerName, type Route } from './routes.js';
 
-export interface FuzzCase {
+interface FuzzCase {
   readonly listener: ListenerName;
   readonly method: string;
   readonly path: string;
@@ -329,7 +329,7 @@ function pathFor(route: Route, model: string): fc.Arbitrary<string> {
 
 const otherMethod = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'PROPFIND');
 
-export function caseArbitrary(served: string): fc.Arbitrary<FuzzCase> {
+function caseArbitrary(served: string): fc.Arbitrary<FuzzCase> {
   return fc
     .tuple(fc.constantFrom(...routes), modelName(served), fc.nat({ max: 19 }))
     .chain(([route, model, methodRoll]) =>
@@ -391,12 +391,7 @@ function allowedOther(c: FuzzCase, status: number): boolean {
 }
 
 /** The reason a reply breaks an invariant, or undefined. */
-export function violation(
-  c: FuzzCase,
-  status: number,
-  contentType: string,
-  body: string,
-): string | undefined {
+function violation(c: FuzzCase, status: number, contentType: string, body: string): string | undefined {
   if (STACK.test(body)) return 'stack trace or source path in the body';
   if (LORA_ROUTE.test(c.path.split(/[?#]/)[0])) return loraProblem(status, contentType, body);
   const ok2xx = status >= 200 && status < 300;
@@ -439,7 +434,7 @@ export interface FuzzTarget {
   readonly metrics: string;
 }
 
-export interface FuzzFailure {
+interface FuzzFailure {
   readonly index: number;
   readonly case: Omit<FuzzCase, 'body'> & { bodyPreview: string };
   readonly problem: string;

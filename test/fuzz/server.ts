@@ -5,7 +5,7 @@
  */
 import { startHarness, type Harness } from '../gateways-harness.js';
 
-export const FUZZ_ENGINE = { maxIterTimes: 4, maxN: 4 } as const;
+const FUZZ_ENGINE = { maxIterTimes: 4, maxN: 4 } as const;
 
 export function startFuzzServer(): Promise<Harness> {
   return startHarness(undefined, { engine: FUZZ_ENGINE });

@@ -50,7 +50,7 @@ const adapters = (csv: string | undefined): string[] =>
     .filter((s) => s !== '');
 
 /** Parses one scrape's text. */
-export function extractMsp(text: string): MspMetrics {
+function extractMsp(text: string): MspMetrics {
   const families = parse(text) as Family[];
   const lora = family(families, 'vllm:lora_requests_info').metrics.reduce((a, b) =>
     Number(b.value) > Number(a.value) ? b : a,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { loadServedEngine } from '../../engine/load-served.js';
+import { loadServedEngine } from '../../engine/load-engine.js';
 import { GrpcEngineClient } from '../../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../../engine/service/server.js';
 import { EnginePool } from '../../gateways/engine-pool.js';

@@ -490,7 +490,7 @@ function intersectTypes(a: unknown, b: unknown): string[] {
 }
 
 /** Equal as JSON values (object key order ignored). */
-export function sameJson(a: unknown, b: unknown): boolean {
+function sameJson(a: unknown, b: unknown): boolean {
   return canonicalJson(a) === canonicalJson(b);
 }
 

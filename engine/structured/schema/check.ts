@@ -37,7 +37,7 @@ import { SCHEMA_LISTS, SCHEMA_MAPS, isSchemaObject } from './node.js';
 import { KEYWORD_TYPE, impliedType, typesLeftByNot, undecidableRequired } from './implicit.js';
 
 /** Keywords xgrammar turns into grammar rules (documented in docs/api.md). */
-export const ENFORCED_KEYWORDS: readonly string[] = [
+const ENFORCED_KEYWORDS: readonly string[] = [
   'type',
   'properties',
   'required',
@@ -83,7 +83,7 @@ const RANGE_DECIMALS = 6;
  * refused, naming the keyword. Keywords outside the JSON Schema vocabulary (`x-...`,
  * `example`, draft-04 `id`, ...) constrain nothing — validators ignore them, and so do we.
  */
-export const REFUSED_KEYWORDS: readonly string[] = [
+const REFUSED_KEYWORDS: readonly string[] = [
   'multipleOf',
   'uniqueItems',
   'not',
@@ -112,24 +112,8 @@ export const REFUSED_KEYWORDS: readonly string[] = [
  */
 const REFUSED_FORMATS = new Set(['iri', 'iri-reference', 'idn-email', 'idn-hostname', 'regex']);
 
-/** Keywords that annotate without constraining: accepted and ignored, as any validator does. */
-export const ANNOTATION_KEYWORDS: readonly string[] = [
-  'description',
-  'title',
-  'default',
-  'examples',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  '$schema',
-  '$id',
-  '$comment',
-  'contentMediaType',
-  'contentEncoding',
-];
-
 /** `format` values the grammar enforces; any other would be skipped, so it is refused. */
-export const ENFORCED_FORMATS: readonly string[] = [
+const ENFORCED_FORMATS: readonly string[] = [
   'date',
   'time',
   'date-time',

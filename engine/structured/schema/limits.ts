@@ -20,7 +20,7 @@ export const MAX_SCHEMA_NODES = 100_000;
 /** How much wider the limits are for a schema derived from the client's by merges. */
 export const DERIVED_SCALE = 8;
 /** Subschemas one check may visit beyond twice the schema's size (merged copies included). */
-export const BASE_VISITS = 20_000;
+const BASE_VISITS = 20_000;
 
 /**
  * Throws INVALID_ARGUMENT (field = `field` plus the path) when `schema` nests deeper than

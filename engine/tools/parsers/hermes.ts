@@ -13,8 +13,8 @@ import { parseMarkerCalls, type CallRead } from '../marker-calls.js';
 import { skipWs } from '../scan.js';
 import type { ParsedOutput } from '../types.js';
 
-export const HERMES_START = '<tool_call>';
-export const HERMES_END = '</tool_call>';
+const HERMES_START = '<tool_call>';
+const HERMES_END = '</tool_call>';
 
 function readCall(text: string, i: number): CallRead {
   const j = skipWs(text, i);

@@ -12,11 +12,11 @@ import { readJsonCall } from '../json-call.js';
 import { ContentBuilder, skipWs } from '../scan.js';
 import type { ParsedCall, ParsedOutput, ToolParserFamily } from '../types.js';
 
-export const PYTHON_TAG = '<|python_tag|>';
+const PYTHON_TAG = '<|python_tag|>';
 
 const HOLD: ParsedOutput = { content: '', calls: [] };
 
-export function parseLlama3(text: string, final: boolean): ParsedOutput {
+function parseLlama3(text: string, final: boolean): ParsedOutput {
   const plain: ParsedOutput = { content: text, calls: [] };
   let j = skipWs(text, 0);
   if (!final && PYTHON_TAG.startsWith(text.slice(j))) return HOLD;

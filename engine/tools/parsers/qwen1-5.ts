@@ -12,8 +12,8 @@ import { parseMarkerCalls, type CallRead } from '../marker-calls.js';
 import { argumentsText, jsonValueEnd, skipWs } from '../scan.js';
 import type { ToolParserFamily } from '../types.js';
 
-export const FN_NAME = '✿FUNCTION✿';
-export const FN_ARGS = '✿ARGS✿';
+const FN_NAME = '✿FUNCTION✿';
+const FN_ARGS = '✿ARGS✿';
 const FN_RESULT = '✿RESULT✿';
 const FN_EXIT = '✿RETURN✿';
 

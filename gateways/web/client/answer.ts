@@ -6,7 +6,7 @@
 import { messageOf } from './errors.js';
 import type { TokenInfo, ToolCall } from './request.js';
 
-export interface Usage {
+interface Usage {
   prompt_tokens?: number;
   completion_tokens?: number;
   prompt_tokens_details?: { cached_tokens?: number } | null;

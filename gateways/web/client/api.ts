@@ -10,7 +10,7 @@ export function apiKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
 }
 
-export function setApiKey(key: string | null): void {
+function setApiKey(key: string | null): void {
   if (key) sessionStorage.setItem(KEY_STORAGE, key);
   else sessionStorage.removeItem(KEY_STORAGE);
 }

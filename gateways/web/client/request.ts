@@ -184,7 +184,7 @@ export function completionBody(s: Settings, prompt: string, stream = true): Reco
 }
 
 /** A string as one single-quoted shell word. */
-export function shellQuote(s: string): string {
+function shellQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 

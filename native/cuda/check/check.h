@@ -63,6 +63,7 @@ float fromHalf(uint16_t h);
 Result checkDequantize(const Options& o);
 Result checkMatmulGemv(const Options& o);
 Result checkMatmulGemm(const Options& o);
+std::vector<Result> checkMatmulFast(const Options& o);
 Result checkRmsNorm(const Options& o);
 Result checkSwiglu(const Options& o);
 std::vector<Result> checkRopeKv(const Options& o);

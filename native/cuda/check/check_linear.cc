@@ -45,10 +45,38 @@ std::string label(TensorType type, const Shape& s, int64_t n) {
   return std::string(typeName(type)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) + " n=" + std::to_string(n);
 }
 
-Result checkMatmul(const Options& o, const char* name, const std::vector<int64_t>& ns, int path, double bound) {
+// The types whose fast GEMV stages x as int8 with a scale per 32 values (dp4a).
+bool int8Activations(TensorType t) {
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_1 || t == TensorType::Q4_K;
+}
+
+// ‖y − ref‖ over √Σ ‖W_r‖²·‖x_t‖²: the error against the products' size rather than the
+// outputs' (random rows and x are nearly orthogonal, so an output is ~1/√cols of its product
+// of norms and the outputs' own norm magnifies any rounding of x that much).
+double scaledError(const std::vector<float>& y, const std::vector<double>& ref, const Matrix& w, const std::vector<float>& x,
+                   int64_t rows, int64_t cols, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t t = 0; t < n; t++) {
+    double xx = 0;
+    for (int64_t c = 0; c < cols; c++) xx += static_cast<double>(x[static_cast<size_t>(t * cols + c)]) * x[static_cast<size_t>(t * cols + c)];
+    for (int64_t r = 0; r < rows; r++) {
+      double ww = 0;
+      for (int64_t c = 0; c < cols; c++) ww += static_cast<double>(w.values[static_cast<size_t>(r * cols + c)]) * w.values[static_cast<size_t>(r * cols + c)];
+      const size_t i = static_cast<size_t>(t * rows + r);
+      num += (y[i] - ref[i]) * (y[i] - ref[i]);
+      den += ww * xx;
+    }
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// `scaled`: the bound holds scaledError, else ‖y − ref‖ / ‖ref‖.
+Result checkMatmul(const Options& o, const char* name, const std::vector<int64_t>& ns, int path, double bound,
+                   bool (*takes)(TensorType) = nullptr, bool scaled = false) {
   Result r{name, 0, 0, bound, ""};
   std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(path));
   for (TensorType type : kTypes) {
+    if (takes && !takes(type)) continue;
     for (const Shape& s : shapes(o)) {
       if (o.quick && type != TensorType::Q4_K && type != TensorType::Q6_K && s.rows > 100) continue;
       const Matrix w = makeMatrix(rng, type, s.rows, s.cols);
@@ -68,7 +96,7 @@ Result checkMatmul(const Options& o, const char* name, const std::vector<int64_t
         o.lib->check(o.lib->pc_check_matmul(o.device, static_cast<int32_t>(type), w.bytes.data(), s.rows, s.cols,
                                             x.data(), n, y.data(), path),
                      "pc_check_matmul");
-        r.observe(relError(y, ref), label(type, s, n));
+        r.observe(scaled ? scaledError(y, ref, w, x, s.rows, s.cols, n) : relError(y, ref), label(type, s, n));
       }
     }
   }
@@ -97,6 +125,19 @@ Result checkDequantize(const Options& o) {
 
 // f32 activations and accumulation: only the order of additions differs from the double sum.
 Result checkMatmulGemv(const Options& o) { return checkMatmul(o, "matmul GEMV (decode, f32)", {1, 3, 8}, 1, 2e-5); }
+
+// The fast GEMV (paths 3: its own split choice, 4: three splits along K, each launched twice
+// so the split counters are seen reset), by scaledError: with f32 activations it is the
+// GEMV's arithmetic in another order (f32 rounding, ~1e-7); with int8 activations (a scale
+// per 32 values, max/127) their rounding, ~0.6% of an activation's size, sets the bound.
+std::vector<Result> checkMatmulFast(const Options& o) {
+  const std::vector<int64_t> ns{1, 2, 5, 8};
+  auto floats = [](TensorType t) { return !int8Activations(t); };
+  return {checkMatmul(o, "matmul fast GEMV (f32 x)", ns, 3, 1e-6, floats, true),
+          checkMatmul(o, "matmul fast GEMV split-K (f32 x)", ns, 4, 1e-6, floats, true),
+          checkMatmul(o, "matmul fast GEMV (int8 x, dp4a)", ns, 3, 3e-3, int8Activations, true),
+          checkMatmul(o, "matmul fast GEMV split-K (int8 x, dp4a)", ns, 4, 3e-3, int8Activations, true)};
+}
 
 // bf16 operands (activations and weights rounded to 8 bits of mantissa), f32 accumulation;
 // the weights decoded in three bands of rows, as prefill decodes a large matrix.

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       [](const Options& x) { return std::vector<Result>{checkDequantize(x)}; },
       [](const Options& x) { return std::vector<Result>{checkMatmulGemv(x)}; },
       [](const Options& x) { return std::vector<Result>{checkMatmulGemm(x)}; },
+      [](const Options& x) { return checkMatmulFast(x); },
       [](const Options& x) { return std::vector<Result>{checkRmsNorm(x)}; },
       [](const Options& x) { return std::vector<Result>{checkSwiglu(x)}; },
       [](const Options& x) { return checkRopeKv(x); },

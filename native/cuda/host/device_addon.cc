@@ -144,15 +144,15 @@ Napi::Value MeasureDeviceBandwidth(const Napi::CallbackInfo& info) {
 
 class LoadWorker : public Napi::AsyncProgressQueueWorker<double> {
  public:
-  LoadWorker(Napi::Env env, std::string path, int device, Napi::Function onProgress)
+  LoadWorker(Napi::Env env, std::string path, int device, int kernels, Napi::Function onProgress)
       : Napi::AsyncProgressQueueWorker<double>(env, "prism.loadDeviceModel"), path_(std::move(path)), device_(device),
-        deferred_(env) {
+        kernels_(kernels), deferred_(env) {
     if (!onProgress.IsEmpty()) progress_ = Napi::Persistent(onProgress);
   }
   Napi::Promise promise() { return deferred_.Promise(); }
   void Execute(const ExecutionProgress& progress) override {
     try {
-      model_ = loadDeviceModel(path_, device_, libraryPath(), [&](double f) { progress.Send(&f, 1); });
+      model_ = loadDeviceModel(path_, device_, kernels_, libraryPath(), [&](double f) { progress.Send(&f, 1); });
     } catch (const FormatError& e) {
       fe_ = std::make_unique<FormatError>(e);
       SetError(e.what());
@@ -184,7 +184,7 @@ class LoadWorker : public Napi::AsyncProgressQueueWorker<double> {
 
  private:
   std::string path_;
-  int device_;
+  int device_, kernels_;
   Napi::Promise::Deferred deferred_;
   Napi::FunctionReference progress_;
   std::shared_ptr<DeviceModel> model_;
@@ -200,7 +200,8 @@ Napi::Value LoadDeviceModel(const Napi::CallbackInfo& info) {
     if (!info[2].IsFunction()) throw Napi::TypeError::New(env, "onProgress must be a function");
     cb = info[2].As<Napi::Function>();
   }
-  auto* w = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), device, cb);
+  const int kernels = static_cast<int>(intArg(env, info[3], "kernels", PC_KERNELS_LEGACY, PC_KERNELS_FAST));
+  auto* w = new LoadWorker(env, info[0].As<Napi::String>().Utf8Value(), device, kernels, cb);
   Napi::Promise p = w->promise();
   w->Queue();
   return p;
@@ -213,6 +214,7 @@ Napi::Value DeviceModelInfo(const Napi::CallbackInfo& info) {
   o.Set("device", "cuda:" + std::to_string(d.device));
   o.Set("deviceName", d.deviceName);
   o.Set("deviceBytes", static_cast<double>(d.deviceBytes));
+  o.Set("cudaKernels", d.kernels == PC_KERNELS_FAST ? "fast" : "legacy");
   return o;
 }
 
@@ -267,6 +269,7 @@ Napi::Value DeviceContextInfo(const Napi::CallbackInfo& info) {
   o.Set("device", "cuda:" + std::to_string(ctx.model()->device));
   o.Set("deviceName", ctx.model()->deviceName);
   o.Set("lastStepDeviceMs", ctx.lastStepDeviceMs());
+  o.Set("lastStepLaunches", static_cast<double>(ctx.lastStepLaunches()));
   return o;
 }
 

@@ -75,8 +75,8 @@ void uploadVector(const DeviceModel& d, int role, int64_t layer, const std::vect
 
 }  // namespace
 
-std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device, const std::string& libraryPath,
-                                             const ProgressFn& progress) {
+std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device, int kernels,
+                                             const std::string& libraryPath, const ProgressFn& progress) {
   const CudaLibrary& lib = loadCudaLibrary(libraryPath);
   int32_t count = 0;
   lib.check(lib.pc_device_count(&count), "counting CUDA devices");
@@ -90,6 +90,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
   auto d = std::make_shared<DeviceModel>();
   d->lib = &lib;
   d->device = device;
+  d->kernels = kernels;
   d->deviceName = info.name;
   d->host = loadModelFromPath(
       path, [&](double f) { if (progress) progress(0.05 * f); }, WeightPreparation::FileBytes);
@@ -110,6 +111,7 @@ std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device
   cfg.rope_neox = c.ropeNeox ? 1 : 0;
   cfg.rope_freq_factors = c.ropeFreqFactors.empty() ? nullptr : c.ropeFreqFactors.data();
   cfg.sliding_window = slidingWindow(c);
+  cfg.kernels = kernels;
   lib.check(lib.pc_model_create(device, &cfg, &d->handle), "creating the model on the CUDA device");
 
   lib.check(lib.pc_model_set_matrix(d->handle, PC_W_EMBED, -1, static_cast<int32_t>(m.embedType), m.embedData, c.vocab,
@@ -168,6 +170,12 @@ uint64_t DeviceContext::kvBytes() const {
 }
 
 double DeviceContext::lastStepDeviceMs() const { return model_->lib->pc_step_device_ms(ctx_); }
+
+int64_t DeviceContext::lastStepLaunches() const {
+  int64_t n = -1;
+  model_->lib->check(model_->lib->pc_step_launches(ctx_, &n), "pc_step_launches");
+  return n;
+}
 
 void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   const CudaLibrary& lib = *model_->lib;

@@ -25,6 +25,7 @@ struct DeviceModel {
   const CudaLibrary* lib = nullptr;
   pc_model* handle = nullptr;
   int device = 0;
+  int kernels = PC_KERNELS_LEGACY;  // pc_model_config.kernels
   std::string deviceName;
   // Config, tensor types and byte counts; its weights were read from the file's mmap and
   // uploaded (their resident pages are released).
@@ -39,8 +40,8 @@ struct DeviceModel {
 // Reads the model file as the CPU does (loadModelFromPath, file bytes kept as they are) and
 // uploads every weight to `device`. Throws FormatError for the file, std::runtime_error for
 // the device (no library, no such device, out of memory, a type the device lacks).
-std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device, const std::string& libraryPath,
-                                             const ProgressFn& progress);
+std::shared_ptr<DeviceModel> loadDeviceModel(const std::string& path, int device, int kernels,
+                                             const std::string& libraryPath, const ProgressFn& progress);
 
 class DeviceContext {
  public:
@@ -58,6 +59,7 @@ class DeviceContext {
   const std::shared_ptr<DeviceModel>& model() const { return model_; }
   uint64_t kvBytes() const;
   double lastStepDeviceMs() const;
+  int64_t lastStepLaunches() const;
 
   StepPlanData plan;
   StepResultData result;

@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "context.h"
 #include "gemm.h"
+#include "gemv_fast.h"
 #include "model.h"
 
 struct pc_model {
@@ -156,6 +157,10 @@ int pc_step_sample(pc_context* c, const pc_step_plan* plan, const int32_t* masks
 
 double pc_step_device_ms(const pc_context* c) { return c->c->lastStepMs(); }
 
+int pc_step_launches(const pc_context* c, int64_t* launches) {
+  return guarded([&] { *launches = c->c->lastLaunches(); });
+}
+
 // ---- kernel checks -------------------------------------------------------------------------
 
 int pc_check_matmul(int32_t device, int32_t type, const void* weights, int64_t rows, int64_t cols, const float* x,
@@ -168,8 +173,20 @@ int pc_check_matmul(int32_t device, int32_t type, const void* weights, int64_t r
     uploadChecked(w, type, weights, rows, cols, s);
     pc::DeviceBuffer dx = toDevice(x, static_cast<size_t>(n * cols), s);
     pc::DeviceBuffer dy(static_cast<size_t>(n * rows) * 4);
+    need(path >= 0 && path <= 4, "path must be 0 to 4");
     const bool useGemv = path == 1 || (path == 0 && n <= pc::kGemvMaxTokens);
-    if (useGemv) {
+    if (path >= 3) {
+      need(n <= pc::kGemvMaxTokens, "the fast GEMV takes at most 8 rows of x");
+      pc::DeviceBuffer partial(static_cast<size_t>(pc::gemvFastPartialFloats(rows)) * 4), counters;
+      counters.allocateZeroed(static_cast<size_t>(pc::gemvFastCounters(rows)) * 4, s);
+      const pc::GemvScratch scratch{partial.get<float>(), pc::gemvFastPartialFloats(rows), counters.get<int32_t>(),
+                                    pc::gemvFastCounters(rows)};
+      const pc::GemvIn in{dx.get<float>(), cols, nullptr, nullptr, 0};
+      const pc::GemvOut out{pc::GemvMode::Store, dy.get<float>(), rows, 0, {}};
+      // Twice: the second launch finds the counters the first left (they must be zero again).
+      for (int run = 0; run < 2; run++)
+        pc::gemvFast(w.view, in, n, out, scratch, pc::deviceProperties(device).multiprocessors, s, path == 4 ? 3 : 0);
+    } else if (useGemv) {
       need(n <= pc::kGemvMaxTokens, "the GEMV path takes at most 8 rows of x");
       pc::gemv(w.view, dx.get<float>(), cols, n, dy.get<float>(), rows, false, s);
     } else {

@@ -61,6 +61,11 @@ template <typename T>
 PC_DEVICE T shfl(T v, int srcLane) {
   return __shfl_sync(0xffffffffu, v, srcLane);
 }
+// acc + the dot product of the four signed bytes of a and b (dp4a: IDP.4A in SASS).
+PC_DEVICE int dot4i8(int a, int b, int acc) { return __dp4a(a, b, acc); }
+// A load that bypasses L1 (another block of the same launch wrote it; __threadfence orders).
+PC_DEVICE float loadL2(const float* p) { return __ldcg(p); }
+PC_DEVICE int roundToInt(float f) { return __float2int_rn(f); }
 #else
 #define PC_DEVICE inline
 #define PC_HD inline
@@ -131,6 +136,13 @@ template <typename T>
 inline T shfl(T v, int srcLane) {
   return ::pcemu::shfl(v, srcLane);
 }
+inline int dot4i8(int a, int b, int acc) {
+  for (int i = 0; i < 4; i++)
+    acc += static_cast<int>(static_cast<int8_t>(a >> (8 * i))) * static_cast<int>(static_cast<int8_t>(b >> (8 * i)));
+  return acc;
+}
+inline float loadL2(const float* p) { return *p; }
+inline int roundToInt(float f) { return static_cast<int>(std::nearbyint(f)); }  // nearest even, as __float2int_rn
 #endif
 
 constexpr int kWarp = 32;

@@ -71,6 +71,18 @@ DeviceContext::DeviceContext(DeviceModel& model, const pc_context_options& opts)
   resultDev_.allocate(resultBytes);
   resultHost_.allocate(resultBytes);
   tileTokens_ = attentionTileTokens(static_cast<int>(cfg_.heads / cfg_.kv_heads));
+  fast_ = cfg_.kernels == PC_KERNELS_FAST;
+  if (fast_) {
+    const int64_t widest = std::max({V, 2 * I, qkvDim_, D});
+    const int64_t gemvT = std::min<int64_t>(T, kGemvMaxTokens);
+    gemvPartial_.allocate(static_cast<size_t>(gemvFastPartialFloats(widest)) * f);
+    gemvCounters_.allocateZeroed(static_cast<size_t>(gemvFastCounters(widest)) * 4, stream_);
+    gemvScratch_ = GemvScratch{gemvPartial_.get<float>(), gemvFastPartialFloats(widest), gemvCounters_.get<int32_t>(),
+                               gemvFastCounters(widest)};
+    // Decode tiles: at most one per token of a GEMV-sized step.
+    attnCounters_.allocateZeroed(static_cast<size_t>(gemvT * cfg_.kv_heads) * 4, stream_);
+    ropeTable_.allocate(static_cast<size_t>(gemvT * (hd / 2)) * sizeof(float2));
+  }
   const char* graphs = std::getenv("PRISM_CUDA_GRAPHS");
   useGraphs_ = graphsSupported() && !(graphs && std::string(graphs) == "0");
   tokenSeq_.reserve(T);
@@ -230,29 +242,21 @@ void DeviceContext::linear(const DeviceLinear& L, const float* x, int64_t n, flo
   }
 }
 
-void DeviceContext::layer(int64_t l, int64_t T) {
+RopeKvParams DeviceContext::ropeParams(int64_t l, int64_t T) const {
   const DeviceLayer& L = m_.layer(l);
-  const int64_t D = cfg_.hidden, I = cfg_.intermediate, hd = cfg_.head_dim;
-  const float eps = static_cast<float>(cfg_.eps);
-  float* x = x_.get<float>();
-  float* xn = xn_.get<float>();
-  float* qkv = qkv_.get<float>();
-  rmsNorm(x, nullptr, T, D, L.attnNorm.get<float>(), eps, xn, stream_);
-  linear(L.qkv, xn, T, qkv, qkvDim_, false);
-
   RopeKvParams r;
-  r.qkv = qkv;
+  r.qkv = qkv_.get<float>();
   r.T = T;
   r.heads = static_cast<int>(cfg_.heads);
   r.kvHeads = static_cast<int>(cfg_.kv_heads);
-  r.hd = static_cast<int>(hd);
+  r.hd = static_cast<int>(cfg_.head_dim);
   r.bias = L.qkvBias.bytes() ? L.qkvBias.get<float>() : nullptr;
   r.qNorm = L.qNorm.bytes() ? L.qNorm.get<float>() : nullptr;
   r.kNorm = L.kNorm.bytes() ? L.kNorm.get<float>() : nullptr;
-  r.eps = eps;
+  r.eps = static_cast<float>(cfg_.eps);
   r.invFreq = m_.invFreq();
   r.neox = cfg_.rope_neox != 0;
-  r.qScale = 1.0f / std::sqrt(static_cast<float>(hd));
+  r.qScale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
   r.positions = a_.positions;
   r.tokenSeq = a_.tokenSeq;
   r.blockTables = a_.blockTables;
@@ -260,17 +264,19 @@ void DeviceContext::layer(int64_t l, int64_t T) {
   r.blockSize = static_cast<int>(opts_.block_size);
   r.kCache = kCache_.get<uint16_t>() + l * layerStride_;
   r.vCache = vCache_.get<uint16_t>() + l * layerStride_;
-  ropeAndStoreKv(r, stream_);
+  return r;
+}
 
+AttentionParams DeviceContext::attentionParams(int64_t l, int64_t T) const {
   AttentionParams at;
-  at.q = qkv;
+  at.q = qkv_.get<float>();
   at.ldq = qkvDim_;
-  at.kCache = r.kCache;
-  at.vCache = r.vCache;
-  at.heads = r.heads;
-  at.kvHeads = r.kvHeads;
-  at.hd = r.hd;
-  at.blockSize = r.blockSize;
+  at.kCache = kCache_.get<uint16_t>() + l * layerStride_;
+  at.vCache = vCache_.get<uint16_t>() + l * layerStride_;
+  at.heads = static_cast<int>(cfg_.heads);
+  at.kvHeads = static_cast<int>(cfg_.kv_heads);
+  at.hd = static_cast<int>(cfg_.head_dim);
+  at.blockSize = static_cast<int>(opts_.block_size);
   at.T = T;
   at.tileFirst = a_.tileFirst;
   at.tileCount = a_.tileCount;
@@ -284,13 +290,77 @@ void DeviceContext::layer(int64_t l, int64_t T) {
   at.splits = attentionSplits(T);
   at.partial = partial_.get<float>();
   at.out = attn_.get<float>();
-  attention(at, stream_);
+  return at;
+}
 
+void DeviceContext::layer(int64_t l, int64_t T) {
+  const DeviceLayer& L = m_.layer(l);
+  const int64_t D = cfg_.hidden, I = cfg_.intermediate;
+  const float eps = static_cast<float>(cfg_.eps);
+  float* x = x_.get<float>();
+  float* xn = xn_.get<float>();
+  rmsNorm(x, nullptr, T, D, L.attnNorm.get<float>(), eps, xn, stream_);
+  linear(L.qkv, xn, T, qkv_.get<float>(), qkvDim_, false);
+  ropeAndStoreKv(ropeParams(l, T), stream_);
+  attention(attentionParams(l, T), stream_);
   linear(L.o, attn_.get<float>(), T, x, D, true);
   rmsNorm(x, nullptr, T, D, L.ffnNorm.get<float>(), eps, xn, stream_);
   linear(L.gateUp, xn, T, gu_.get<float>(), 2 * I, false);
   swiglu(gu_.get<float>(), T, I, act_.get<float>(), stream_);
   linear(L.down, act_.get<float>(), T, x, D, true);
+}
+
+void DeviceContext::fastLinear(const DeviceLinear& L, const GemvIn& in, int64_t n, GemvOut out) {
+  for (const DeviceLinear::Part& part : L.parts) {
+    out.outOffset = part.outOffset;
+    gemvFast(part.w.view, in, n, out, gemvScratch_, multiprocessors_, stream_);
+  }
+}
+
+// Five launches: QKV (attention norm in, RoPE + KV write out), attention (combining its own
+// splits), O (+ residual), gate/up (FFN norm in, SwiGLU out), down (+ residual). A layer whose
+// parts cannot take a fused epilogue (q/k norm, a gate/up or q/k/v split across types at
+// other than head boundaries) runs that part's separate kernel after a plain fast GEMV.
+void DeviceContext::fastLayer(int64_t l, int64_t T) {
+  const DeviceLayer& L = m_.layer(l);
+  const int64_t D = cfg_.hidden, I = cfg_.intermediate;
+  const float eps = static_cast<float>(cfg_.eps);
+  float* x = x_.get<float>();
+  const RopeKvParams r = ropeParams(l, T);
+
+  GemvOut qkv;
+  qkv.y = qkv_.get<float>();
+  qkv.ldy = qkvDim_;
+  qkv.mode = GemvMode::RopeKv;
+  qkv.rope = RopeKvEpilogue{r.heads, r.kvHeads, r.hd, r.neox, r.qScale, r.bias,
+                            ropeTable_.get<float2>(), r.positions, r.tokenSeq, r.blockTables, r.blockTableOffsets,
+                            r.blockSize, r.kCache, r.vCache};
+  bool fuseRope = r.qNorm == nullptr && r.kNorm == nullptr;
+  for (const DeviceLinear::Part& part : L.qkv.parts) {
+    qkv.outOffset = part.outOffset;
+    fuseRope = fuseRope && gemvFastFuses(part.w.view, qkv);
+  }
+  if (!fuseRope) qkv.mode = GemvMode::Store;
+  fastLinear(L.qkv, GemvIn{x, D, nullptr, L.attnNorm.get<float>(), eps}, T, qkv);
+  if (!fuseRope) ropeAndStoreKv(r, stream_);
+
+  AttentionParams at = attentionParams(l, T);
+  at.counters = attnCounters_.get<int32_t>();
+  attention(at, stream_);
+
+  fastLinear(L.o, GemvIn{attn_.get<float>(), m_.qDim(), nullptr, nullptr, 0}, T,
+             GemvOut{GemvMode::Accumulate, x, D, 0, {}});
+
+  const GemvIn ffnIn{x, D, nullptr, L.ffnNorm.get<float>(), eps};
+  GemvOut gateUp{GemvMode::SwiGlu, act_.get<float>(), I, 0, {}};
+  if (L.gateUp.parts.size() == 1 && gemvFastFuses(L.gateUp.parts.front().w.view, gateUp)) {
+    fastLinear(L.gateUp, ffnIn, T, gateUp);
+  } else {
+    fastLinear(L.gateUp, ffnIn, T, GemvOut{GemvMode::Store, gu_.get<float>(), 2 * I, 0, {}});
+    swiglu(gu_.get<float>(), T, I, act_.get<float>(), stream_);
+  }
+
+  fastLinear(L.down, GemvIn{act_.get<float>(), I, nullptr, nullptr, 0}, T, GemvOut{GemvMode::Accumulate, x, D, 0, {}});
 }
 
 void DeviceContext::forward(const pc_step_plan& p) {
@@ -322,6 +392,7 @@ void DeviceContext::forward(const pc_step_plan& p) {
     DecodeGraph& g = graphs_[key];
     if (g.graph && g.graph->ready()) {
       g.graph->launch(stream_);
+      lastLaunches_ = g.graph->kernelNodes();
     } else if (g.runs == 0) {
       g.runs++;
       runForward();
@@ -341,21 +412,36 @@ void DeviceContext::forward(const pc_step_plan& p) {
         useGraphs_ = false;
         std::fprintf(stderr, "prism: CUDA graphs off for this context (capture failed: %s)\n", e.what());
       }
-      if (captured) g.graph->launch(stream_);
-      else runForward();
+      if (captured) {
+        g.graph->launch(stream_);
+        lastLaunches_ = g.graph->kernelNodes();
+      } else {
+        runForward();
+      }
     }
   }
   forwardDone_ = true;
 }
 
 void DeviceContext::runForward() {
+  const uint64_t launches0 = launchesSoFar();
+  const bool fastStep = fast_ && T_ <= kGemvMaxTokens;
   embed(m_.embedding(), a_.tokens, T_, x_.get<float>(), stream_);
-  for (int64_t l = 0; l < cfg_.layers; l++) layer(l, T_);
-  if (rows_ > 0) {
+  if (fastStep) ropeTable(a_.positions, T_, m_.invFreq(), static_cast<int>(cfg_.head_dim / 2), ropeTable_.get<float2>(), stream_);
+  for (int64_t l = 0; l < cfg_.layers; l++) {
+    if (fastStep) fastLayer(l, T_);
+    else layer(l, T_);
+  }
+  if (rows_ > 0 && fastStep) {
+    // The final norm in the output head's prologue, over the rows that need logits.
+    fastLinear(m_.output(), GemvIn{x_.get<float>(), cfg_.hidden, a_.outRows, m_.outputNorm(), static_cast<float>(cfg_.eps)},
+               rows_, GemvOut{GemvMode::Store, logits_.get<float>(), cfg_.vocab, 0, {}});
+  } else if (rows_ > 0) {
     rmsNorm(x_.get<float>(), a_.outRows, rows_, cfg_.hidden, m_.outputNorm(), static_cast<float>(cfg_.eps),
             xSel_.get<float>(), stream_);
     linear(m_.output(), xSel_.get<float>(), rows_, logits_.get<float>(), cfg_.vocab, false);
   }
+  lastLaunches_ = static_cast<int64_t>(launchesSoFar() - launches0);
 }
 
 void DeviceContext::sample(const pc_step_plan& p, const int32_t* masks, int64_t maskRows, pc_step_result& out) {

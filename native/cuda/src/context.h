@@ -11,6 +11,7 @@
 
 #include "../prism_cuda.h"
 #include "gemm.h"
+#include "gemv_fast.h"
 #include "model.h"
 
 namespace pc {
@@ -23,6 +24,7 @@ class DeviceContext {
   void sample(const pc_step_plan& plan, const int32_t* masks, int64_t maskRows, pc_step_result& out);
   size_t kvBytes() const { return kCache_.bytes() + vCache_.bytes(); }
   double lastStepMs() const { return lastMs_; }
+  int64_t lastLaunches() const { return lastLaunches_; }
 
  private:
   // One step's arrays on the device (the plan and what the host derived from it), copied
@@ -40,6 +42,11 @@ class DeviceContext {
   void runForward();
   void linear(const DeviceLinear& L, const float* x, int64_t n, float* y, int64_t ldy, bool accumulate);
   void layer(int64_t l, int64_t T);
+  // The fast kernel set's decode layer (T ≤ 8): five launches where every part fuses.
+  void fastLayer(int64_t l, int64_t T);
+  void fastLinear(const DeviceLinear& L, const GemvIn& in, int64_t n, GemvOut out);
+  AttentionParams attentionParams(int64_t l, int64_t T) const;
+  RopeKvParams ropeParams(int64_t l, int64_t T) const;
   int attentionSplits(int64_t T) const;
 
   DeviceModel& m_;
@@ -58,6 +65,12 @@ class DeviceContext {
   DeviceBuffer xBf16_, wBf16_;
   int64_t wBf16Rows_ = 0;  // rows of the widest matrix that fit wBf16_
   DeviceBuffer penaltyCounts_, masks_;
+  // The fast set's scratch: split-K partials and counters, attention's split counters, the
+  // step's RoPE table.
+  bool fast_ = false;
+  DeviceBuffer gemvPartial_, gemvCounters_, attnCounters_, ropeTable_;
+  GemvScratch gemvScratch_;
+  int64_t lastLaunches_ = -1;
   DeviceBuffer resultDev_;
   PinnedBuffer resultHost_;
 

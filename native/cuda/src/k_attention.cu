@@ -9,7 +9,8 @@
 // rows in registers and updates them online (FlashAttention's recurrence), so scores never
 // go to memory. With one split the block writes the normalised output; with several (decode:
 // few tiles, long contexts) each writes its unnormalised part and a second kernel combines
-// them, so a single long sequence still spreads over the whole GPU (flash-decoding).
+// them, so a single long sequence still spreads over the whole GPU (flash-decoding); given
+// arrival counters (the fast kernel set) the split that finishes last combines them instead.
 // Scores and sums are f32 on plain FMA units; K/V are read once per tile.
 #include <string>
 
@@ -34,6 +35,22 @@ PC_DEVICE void widen8(const uint4& raw, float out[8]) {
     out[2 * i] = f16ToFloat(static_cast<uint16_t>(w[i] & 0xffff));
     out[2 * i + 1] = f16ToFloat(static_cast<uint16_t>(w[i] >> 16));
   }
+}
+
+// Dimension d of one (token, head) merged from the splits' partial outputs at `base` (split s
+// at base + s·stride: hd values, then m and l), in split order.
+PC_DEVICE float combined(const float* base, int splits, int64_t stride, int hd, int d) {
+  float mMax = -INFINITY;
+  for (int s = 0; s < splits; s++) mMax = fmaxf(mMax, loadL2(base + s * stride + hd));
+  float total = 0.0f, acc = 0.0f;
+  for (int s = 0; s < splits; s++) {
+    const float ms = loadL2(base + s * stride + hd);
+    if (ms == -INFINITY) continue;
+    const float w = expf(ms - mMax);
+    total += w * loadL2(base + s * stride + hd + 1);
+    acc += w * loadL2(base + s * stride + d);
+  }
+  return acc / total;
 }
 
 // DPL: output dims per lane (hd ≤ 32·DPL).
@@ -166,6 +183,29 @@ __global__ void __launch_bounds__(kWarps * 32) attentionKernel(AttentionParams p
       }
     }
   }
+  // With arrival counters (the fast kernel set), the last split of this (tile, KV head) to
+  // finish merges every split's part for its rows, in split order: no combine launch.
+  if (p.splits == 1 || p.counters == nullptr) return;
+  __shared__ int isLast;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t* counter = p.counters + static_cast<int64_t>(tile) * p.kvHeads + kvh;
+    const int arrived = atomicAdd(counter, 1);
+    isLast = arrived == p.splits - 1;
+    if (isLast) *counter = 0;
+  }
+  __syncthreads();
+  if (!isLast) return;
+  __threadfence();
+  const int64_t stride = p.T * p.heads * (hd + 2);
+  for (int e = static_cast<int>(threadIdx.x); e < rows * hd; e += static_cast<int>(blockDim.x)) {
+    const int r = e / hd, d = e % hd;
+    const int64_t t = t0 + r / group;
+    const int h = kvh * group + r % group;
+    p.out[t * p.heads * hd + static_cast<int64_t>(h) * hd + d] =
+        combined(p.partial + (t * p.heads + h) * (hd + 2), p.splits, stride, hd, d);
+  }
 }
 
 // Block per (token, head): merges the splits' partial outputs.
@@ -175,21 +215,8 @@ __global__ void combineKernel(const float* __restrict__ partial, int splits, int
   const int h = static_cast<int>(blockIdx.y);
   const int64_t stride = static_cast<int64_t>(T) * heads * (hd + 2);
   const float* base = partial + (t * heads + h) * (hd + 2);
-  float mMax = -INFINITY;
-  for (int s = 0; s < splits; s++) mMax = fmaxf(mMax, base[s * stride + hd]);
-  float total = 0.0f;
-  for (int s = 0; s < splits; s++) {
-    const float ms = base[s * stride + hd];
-    if (ms != -INFINITY) total += expf(ms - mMax) * base[s * stride + hd + 1];
-  }
-  for (int d = static_cast<int>(threadIdx.x); d < hd; d += static_cast<int>(blockDim.x)) {
-    float acc = 0.0f;
-    for (int s = 0; s < splits; s++) {
-      const float ms = base[s * stride + hd];
-      if (ms != -INFINITY) acc += expf(ms - mMax) * base[s * stride + d];
-    }
-    out[t * heads * hd + static_cast<int64_t>(h) * hd + d] = acc / total;
-  }
+  for (int d = static_cast<int>(threadIdx.x); d < hd; d += static_cast<int>(blockDim.x))
+    out[t * heads * hd + static_cast<int64_t>(h) * hd + d] = combined(base, splits, stride, hd, d);
 }
 
 }  // namespace
@@ -208,7 +235,7 @@ void attention(const AttentionParams& p, const Stream& s) {
   else if (p.hd <= 96) launch("attention", attentionKernel<3>, grid, block, smem, s, p);
   else if (p.hd <= 128) launch("attention", attentionKernel<4>, grid, block, smem, s, p);
   else launch("attention", attentionKernel<8>, grid, block, smem, s, p);
-  if (p.splits > 1)
+  if (p.splits > 1 && p.counters == nullptr)
     launch("attention combine", combineKernel, dim3(static_cast<unsigned>(p.T), static_cast<unsigned>(p.heads)), dim3(128),
            0, s, p.partial, p.splits, p.T, p.heads, p.hd, p.out);
 }

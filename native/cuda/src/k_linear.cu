@@ -180,14 +180,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 #pragma unroll
     for (int t = 0; t < NTOK; t++) {
       if (t >= n) break;
-      const float4* xp = reinterpret_cast<const float4*>(x + t * ldx + gi * 32);
-      float a = 0.0f;
-#pragma unroll
-      for (int k = 0; k < 8; k++) {
-        const float4 xv = xp[k];
-        a += v[4 * k] * xv.x + v[4 * k + 1] * xv.y + v[4 * k + 2] * xv.z + v[4 * k + 3] * xv.w;
-      }
-      acc[t] += a;
+      acc[t] += dot32(v, x + t * ldx + gi * 32);
     }
   }
 #pragma unroll

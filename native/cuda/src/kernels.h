@@ -120,7 +120,10 @@ struct AttentionParams {
   int window = 0;           // > 0: a token at p sees p-window+1 .. p only (sliding window)
   int splits = 1;           // ranges of the context attended separately, then combined
   float* partial = nullptr;  // splits × T × heads × (hd + 2) floats when splits > 1
-  float* out = nullptr;      // [T × heads·hd]
+  // tiles × kvHeads zeros (left zero): the last split of each block's rows combines them;
+  // null: a second kernel combines the splits.
+  int32_t* counters = nullptr;
+  float* out = nullptr;  // [T × heads·hd]
 };
 // Tokens per tile for a GQA group size (rows of a tile = tokens × group ≤ 32).
 int attentionTileTokens(int group);

@@ -26,6 +26,8 @@ DeviceModel::DeviceModel(int device, const pc_model_config& cfg) : device_(devic
   if (cfg.head_dim % 8 != 0 || cfg.head_dim > 256)
     throw Error("head dim " + std::to_string(cfg.head_dim) + ": the CUDA backend takes multiples of 8 up to 256");
   if (cfg.sliding_window < 0 || cfg.sliding_window > (1 << 30)) throw Error("sliding window out of range");
+  if (cfg.kernels != PC_KERNELS_LEGACY && cfg.kernels != PC_KERNELS_FAST)
+    throw Error("kernels must be PC_KERNELS_LEGACY (0) or PC_KERNELS_FAST (1), got " + std::to_string(cfg.kernels));
   if (cfg.heads % cfg.kv_heads != 0 || cfg.heads / cfg.kv_heads > 32)
     throw Error("heads must be a multiple of the KV heads, at most 32 per KV head");
   if (cfg.rope_freq_factors) freqFactors_.assign(cfg.rope_freq_factors, cfg.rope_freq_factors + cfg.head_dim / 2);

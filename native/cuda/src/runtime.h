@@ -139,6 +139,8 @@ class Graph {
   void abandonCapture(const Stream& s) noexcept;
   void launch(const Stream& s) const;
   bool ready() const { return exec_ != nullptr; }
+  // Kernel nodes of the captured graph.
+  int64_t kernelNodes() const;
 
  private:
   void* graph_ = nullptr;
@@ -146,6 +148,10 @@ class Graph {
 };
 // False in the emulation build (nothing to capture: work runs at once).
 bool graphsSupported();
+
+// Kernels launched through launch() by the calling thread so far (a step's launch count).
+uint64_t launchesSoFar();
+void noteLaunch();
 
 // Throws pc::Error naming `what` if the last kernel launch failed.
 void checkLaunch(const char* what);
@@ -158,6 +164,7 @@ void launch(const char* what, void (*kernel)(Params...), dim3 grid, dim3 block, 
             Args... args) {
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return;
   if (smem > 48 * 1024) allowSharedMemory(reinterpret_cast<const void*>(kernel), smem);
+  noteLaunch();
 #if PC_REAL_CUDA
   kernel<<<grid, block, smem, static_cast<cudaStream_t>(s.handle())>>>(static_cast<Params>(args)...);
   checkLaunch(what);

@@ -1,5 +1,6 @@
 // runtime.h on the GPU: thin wrappers over the CUDA runtime that throw pc::Error.
 #include <map>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -167,6 +168,27 @@ void Graph::launch(const Stream& s) const {
   check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), raw(s)), "cudaGraphLaunch");
 }
 bool graphsSupported() { return true; }
+int64_t Graph::kernelNodes() const {
+  if (!graph_) return 0;
+  cudaGraph_t g = static_cast<cudaGraph_t>(graph_);
+  size_t count = 0;
+  check(cudaGraphGetNodes(g, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  check(cudaGraphGetNodes(g, nodes.data(), &count), "cudaGraphGetNodes");
+  int64_t kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    kernels += type == cudaGraphNodeTypeKernel;
+  }
+  return kernels;
+}
+
+namespace {
+thread_local uint64_t launches = 0;  // a step's launches all happen on the thread running it
+}
+uint64_t launchesSoFar() { return launches; }
+void noteLaunch() { launches++; }
 
 void checkLaunch(const char* what) {
   const cudaError_t e = cudaGetLastError();

@@ -113,6 +113,14 @@ void Graph::abandonCapture(const Stream&) noexcept {}
 void Graph::launch(const Stream&) const { throw Error("emulated CUDA: no graphs"); }
 bool graphsSupported() { return false; }
 
+int64_t Graph::kernelNodes() const { return 0; }
+
+namespace {
+thread_local uint64_t launches = 0;  // a step's launches all happen on the thread running it
+}
+uint64_t launchesSoFar() { return launches; }
+void noteLaunch() { launches++; }
+
 void checkLaunch(const char*) {}
 void allowSharedMemory(const void*, size_t) {}
 

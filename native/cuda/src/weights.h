@@ -185,14 +185,20 @@ PC_DEVICE uint16_t halfAt(const uint8_t* p) {
   return static_cast<uint16_t>(p[0] | (static_cast<uint16_t>(p[1]) << 8));
 }
 
-// The file's Q4_K (sc, m) of sub-block j from its 12 packed scale bytes (GGML's get_scale_min_k4).
-PC_DEVICE void q4kScaleMin(int j, const uint8_t* q, int* sc, int* m) {
+// The file's Q4_K (sc, m) of sub-block j (GGML's get_scale_min_k4) from a super-block header
+// held in registers (d, dmin, then the 12 scale bytes in h.y, h.z, h.w): the bytes are picked
+// by shifts, so a run-time j never puts the header in local memory (an indexed array would).
+PC_DEVICE void q4kScaleMinOf(int j, const uint4& h, int* sc, int* m) {
+  auto byte = [&](int k) {  // scale byte k (0..11)
+    const uint32_t w = k < 4 ? h.y : k < 8 ? h.z : h.w;
+    return static_cast<int>((w >> (8 * (k & 3))) & 0xffu);
+  };
   if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
+    *sc = byte(j) & 63;
+    *m = byte(j + 4) & 63;
   } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    *sc = (byte(j + 4) & 0xF) | ((byte(j - 4) >> 6) << 4);
+    *m = (byte(j + 4) >> 4) | ((byte(j) >> 6) << 4);
   }
 }
 
@@ -227,6 +233,19 @@ PC_HD int q3kScale(int s, const uint8_t* sc) {
 PC_HD int iq4xsScale(int j, const uint8_t* hdr) {
   const int high = (static_cast<int>(hdr[2] | (hdr[3] << 8)) >> (2 * j)) & 3;
   return ((hdr[4 + j / 2] >> (4 * (j % 2))) & 0xF) | (high << 4);
+}
+
+// Σ v[i]·x[i] over a decoded group and 32 f32 activations (16-byte aligned), four at a time
+// (both GEMVs: the same order of additions).
+PC_DEVICE float dot32(const float v[32], const float* x) {
+  const float4* xp = reinterpret_cast<const float4*>(x);
+  float a = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 8; k++) {
+    const float4 xv = xp[k];
+    a += v[4 * k] * xv.x + v[4 * k + 1] * xv.y + v[4 * k + 2] * xv.z + v[4 * k + 3] * xv.w;
+  }
+  return a;
 }
 
 // The 32 values of group `g` (index over the whole matrix), in f32, computed in the same
@@ -317,11 +336,10 @@ PC_DEVICE void decodeGroup(const DeviceWeight& W, int64_t g, float v[32]) {
       v[i + 16] = d * static_cast<float>(iq4Value(b[i] >> 4));
     }
   } else if constexpr (TYPE == kQ4_K || TYPE == kQ5_K) {
-    uint8_t hdr[16];
-    bytesOf(load16(W.s + (g >> 3) * 16), hdr);
-    const float d = f16ToFloat(halfAt(hdr)), dmin = f16ToFloat(halfAt(hdr + 2));
+    const uint4 hdr = load16(W.s + (g >> 3) * 16);
+    const float d = f16ToFloat(static_cast<uint16_t>(hdr.x & 0xffff)), dmin = f16ToFloat(static_cast<uint16_t>(hdr.x >> 16));
     int sc, m;
-    q4kScaleMin(static_cast<int>(g & 7), hdr + 4, &sc, &m);
+    q4kScaleMinOf(static_cast<int>(g & 7), hdr, &sc, &m);
     const float dj = d * static_cast<float>(sc), mj = dmin * static_cast<float>(m);
     uint8_t b[16];
     bytesOf(load16(W.q + g * 16), b);

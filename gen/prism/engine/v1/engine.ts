@@ -297,6 +297,11 @@ export interface Constraint {
     /** An EBNF grammar (xgrammar notation, rule `root`). */
     { $case: "grammar"; grammar: string }
     | undefined;
+  /**
+   * With json_schema (OpenAI's `strict: true`): refused unless the grammar alone enforces the
+   * schema exactly; false: what the grammar cannot enforce is checked on each finished document.
+   */
+  jsonSchemaStrict: boolean;
 }
 
 export interface JsonObjectConstraint {
@@ -2975,7 +2980,7 @@ export const KvTransferParams: MessageFns<KvTransferParams> = {
 };
 
 function createBaseConstraint(): Constraint {
-  return { kind: undefined };
+  return { kind: undefined, jsonSchemaStrict: false };
 }
 
 export const Constraint: MessageFns<Constraint> = {
@@ -2996,6 +3001,9 @@ export const Constraint: MessageFns<Constraint> = {
       case "grammar":
         writer.uint32(42).string(message.kind.grammar);
         break;
+    }
+    if (message.jsonSchemaStrict !== false) {
+      writer.uint32(48).bool(message.jsonSchemaStrict);
     }
     return writer;
   },
@@ -3053,6 +3061,14 @@ export const Constraint: MessageFns<Constraint> = {
             message.kind = { $case: "grammar", grammar: reader.string() };
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.jsonSchemaStrict = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3082,6 +3098,11 @@ export const Constraint: MessageFns<Constraint> = {
         : isSet(object.grammar)
         ? { $case: "grammar", grammar: globalThis.String(object.grammar) }
         : undefined,
+      jsonSchemaStrict: isSet(object.jsonSchemaStrict)
+        ? globalThis.Boolean(object.jsonSchemaStrict)
+        : isSet(object.json_schema_strict)
+        ? globalThis.Boolean(object.json_schema_strict)
+        : false,
     };
   },
 
@@ -3097,6 +3118,9 @@ export const Constraint: MessageFns<Constraint> = {
       obj.choice = ChoiceConstraint.toJSON(message.kind.choice);
     } else if (message.kind?.$case === "grammar") {
       obj.grammar = message.kind.grammar;
+    }
+    if (message.jsonSchemaStrict !== false) {
+      obj.jsonSchemaStrict = message.jsonSchemaStrict;
     }
     return obj;
   },
@@ -3138,6 +3162,7 @@ export const Constraint: MessageFns<Constraint> = {
         break;
       }
     }
+    message.jsonSchemaStrict = object.jsonSchemaStrict ?? false;
     return message;
   },
 };

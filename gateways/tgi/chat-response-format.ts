@@ -6,7 +6,7 @@
  * through the same structured-output mapping as TGI's `parameters.grammar`; the OpenAI forms
  * (`json_object` without `value`, `json_schema`, `text`) go on to the OpenAI mapping.
  */
-import type { Constraint } from '../../engine/structured/constraint.js';
+import type { Constraint } from '../../engine/api.js';
 import { invalid } from '../shared/http-error.js';
 import { constraintFromFields, fromTgiGrammar, type ConstraintFields } from '../shared/structured.js';
 

@@ -5,7 +5,7 @@
  * dashboard takes rates and windowed quantiles from the difference of two reads. Documented in
  * docs/api.md.
  */
-import type { EngineStatus, HistogramSnapshot } from '../../engine/types.js';
+import type { EngineStatus, HistogramSnapshot } from '../../engine/api.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { servedModels } from '../shared/served-models.js';
 

@@ -13,7 +13,7 @@
  * cache_config_info (labels block_size and num_gpu_blocks, the size of the KV pool).
  */
 import { Registry } from 'prom-client';
-import type { EngineStatus, HistogramSnapshot } from '../../engine/types.js';
+import type { EngineStatus, HistogramSnapshot } from '../../engine/api.js';
 
 type Kind = 'counter' | 'gauge' | 'histogram';
 

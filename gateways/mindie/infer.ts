@@ -3,7 +3,7 @@
  * text parts), POST /infer_token (token ids), and POST /v1/tokenizer (count tokens).
  */
 import type { Context } from 'koa';
-import type { GenerateEvent, GenerateRequest, PromptInput } from '../../engine/types.js';
+import type { GenerateEvent, GenerateRequest, PromptInput } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
@@ -16,7 +16,8 @@ import {
   requestSignal,
   withMindieConstraint,
   type MindieParameters,
-} from '../kserve/index.js';
+} from '../shared/mindie-parameters.js';
+import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { mindieErrorBody } from './errors.js';
 
 /** Largest token id /infer_token accepts (MindIE's bound). */
@@ -91,6 +92,7 @@ export async function handleNativeInfer(
       ...adapterFor(gw, resolveModel(gw, body.model)),
       prompt,
       params: mindieSampling(params, 'parameters', body.stream === true),
+      ...pdHeaderFields(ctx),
     },
     params,
   );

@@ -1,4 +1,4 @@
-/** The native (MindIE self-developed) family: inference on the service listener, control on management, /metrics on the metrics listener. */
+/** The MindIE family (its self-developed API): inference on the service listener, control on management, /metrics on the metrics listener. */
 import Router from '@koa/router';
 import { errorBoundary } from '../shared/error-boundary.js';
 import { mindieErrorFormat } from './errors.js';
@@ -15,7 +15,7 @@ import { handleNativeInfer, handleTokenizer } from './infer.js';
 import { handleDResult } from '../pd/dresult.js';
 import { PrometheusExporter } from './prometheus.js';
 
-export function nativeServiceRouter(gw: GatewayContext): Router {
+export function mindieServiceRouter(gw: GatewayContext): Router {
   const router = new Router();
   const boundary = errorBoundary(mindieErrorFormat);
   router.post('/infer', boundary, (ctx) => handleNativeInfer(gw, ctx, false));
@@ -25,7 +25,7 @@ export function nativeServiceRouter(gw: GatewayContext): Router {
   return router;
 }
 
-export function nativeControlRouter(gw: GatewayContext): Router {
+export function mindieControlRouter(gw: GatewayContext): Router {
   const router = new Router();
   const boundary = errorBoundary(mindieErrorFormat);
   router.get('/v2/models/:model/getSlotCount', boundary, (ctx) => handleSlotCount(gw, ctx, ctx.params.model));

@@ -4,7 +4,7 @@
  */
 import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
-import { EngineError } from '../../engine/errors.js';
+import { EngineError } from '../../engine/api.js';
 import { HttpError, invalid } from '../shared/http-error.js';
 import { readJsonBody } from '../shared/body.js';
 import { prismMetrics } from './metrics-detail.js';

@@ -1,0 +1,45 @@
+/**
+ * The engine's public entry: the one module of engine/ that gateways/ and cli/ import for the
+ * engine's records, errors and the few rules a caller applies before it has an engine
+ * request (the import rules in .dependency-cruiser.cjs hold them to it). Everything here is
+ * re-exported from where it lives; nothing is defined here.
+ *
+ * cli/ also imports the engine's process entry points directly (loading, options, the gRPC
+ * server and client, the P/D coordinator): it is where processes are put together.
+ */
+export type {
+  AdapterList,
+  ChatDelta,
+  ChatMessage,
+  ChatTool,
+  Constraint,
+  DecodeResult,
+  Engine,
+  EngineInfo,
+  EngineStatus,
+  FinishEvent,
+  GenerateEvent,
+  GenerateRequest,
+  HistogramSnapshot,
+  PoolingInput,
+  PoolingRequest,
+  PoolingResult,
+  PoolingTask,
+  PromptInput,
+  SamplingParams,
+  TokenEvent,
+  TokenLogprob,
+  ToolCallDelta,
+  ToolChoice,
+  Usage,
+} from './types.js';
+export { ENGINE_ROLES } from './pd-types.js';
+export type { EngineRole, KvTransferParams, KvTransferSpec, RoleState } from './pd-types.js';
+export { EngineError, type EngineErrorCode } from './errors.js';
+/** The spec's rules for adapter names and paths (management routes, model names in requests). */
+export { checkAdapterName, checkAdapterPathText } from './adapters/rules.js';
+/** MindIE's d-target header as a gRPC target (split prefill/decode). */
+export { decodeTargetAddress } from './kv-transfer/peers.js';
+export { traceExportConfigured } from './trace-export.js';
+/** The most inputs one pooling request may carry (TEI's /info reports it). */
+export { MAX_POOLING_INPUTS } from './pooling/validate.js';
