@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import type { Token } from 'node-llama-cpp';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { MINDIE_CONTEXT_LIMITS } from '../engine/options.js';
 import { GrammarService } from '../engine/structured/grammar-service.js';
 import type { GrammarConstraint } from '../engine/structured/constraint.js';
 import { checkConstraint } from '../engine/structured/validate.js';
@@ -156,6 +157,8 @@ async function engineThroughput(): Promise<string[]> {
     maxBatchSize: 16,
     threads,
     kvCacheBytes: 128 << 20,
+    // The limits these runs were measured with (MindIE's defaults), not the model's 8,192-token context.
+    ...MINDIE_CONTEXT_LIMITS,
   });
   const out: string[] = [];
   try {

@@ -21,6 +21,7 @@
 import { parseArgs } from 'node:util';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { loadEngine } from '../engine/load-engine.js';
+import { MINDIE_CONTEXT_LIMITS } from '../engine/options.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import { EngineChat } from '../engine/tools/engine-chat.js';
 import type { ChatTool, Engine, GenerateRequest } from '../engine/types.js';
@@ -126,7 +127,13 @@ function median(xs: readonly number[]): number {
 const f1 = (x: number) => x.toFixed(1);
 
 const modelPath = ensureDefaultModel();
-const engine = await loadEngine(modelPath, { maxBatchSize: 16, threads, kvCacheBytes: 128 << 20 });
+// The limits these runs were measured with (MindIE's defaults), not the model's 8,192-token context.
+const engine = await loadEngine(modelPath, {
+  maxBatchSize: 16,
+  threads,
+  kvCacheBytes: 128 << 20,
+  ...MINDIE_CONTEXT_LIMITS,
+});
 const tokenizer = await loadTokenizer(modelPath);
 const toolPromptText = new EngineChat(tokenizer, undefined, (await engine.info()).architecture).render({
   kind: 'chat',

@@ -23,6 +23,7 @@ import {
   type SpeculativeFlags,
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
@@ -44,6 +45,7 @@ options:
   --threads N           compute threads (default: the machine's cores)
 ${deviceHelp}
 ${kvEventsHelp}
+${contextHelp}
 ${speculativeHelp}
 ${pdHelp}
 ${poolingHelp}
@@ -71,6 +73,8 @@ interface EngineArgs {
   readonly speculative?: SpeculativeFlags;
   /** --role, --kv-lease-ms, --kv-transfer-timeout-ms. */
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
+  /** --max-model-len, as given (checked against the config once it is read). */
+  readonly maxModelLen?: string;
   /** --task, --matryoshka-dimensions. */
   readonly pooling?: EngineOptions['pooling'];
 }
@@ -91,6 +95,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...kvEventsFlagOptions,
         ...speculativeFlagOptions,
         ...pdFlagOptions,
+        ...contextFlagOption,
         ...poolingFlagOptions,
       },
     }));
@@ -134,6 +139,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         }
       : {}),
     ...(Object.keys(pd).length > 0 ? { pd } : {}),
+    ...(values['max-model-len'] !== undefined ? { maxModelLen: values['max-model-len'] } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(device.device !== undefined ? { device: device.device } : {}),
     ...(device.cudaKernels !== undefined ? { cudaKernels: device.cudaKernels } : {}),
@@ -198,6 +204,7 @@ export async function run(argv: string[]): Promise<number> {
     );
     options = {
       ...fromConfig,
+      ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
       ...(args.pd ?? {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),

@@ -28,6 +28,7 @@ import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
+import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -50,6 +51,7 @@ ${deviceHelp}
                         adapters at run time (POST /v1/load_lora_adapter, management listener)
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
 ${kvEventsHelp}
+${contextHelp}
 ${speculativeHelp}
 ${poolingHelp}
   -h, --help            show this help
@@ -76,6 +78,7 @@ export const serveOptions = {
   'max-lora-rank': { type: 'string' },
   ...kvEventsFlagOptions,
   ...speculativeFlagOptions,
+  ...contextFlagOption,
   ...pdFlagOptions,
   ...poolingFlagOptions,
 } as const;
@@ -146,6 +149,7 @@ export async function run(argv: string[]): Promise<number> {
   let pd;
   let pooling;
   try {
+    options = { ...options, ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)) };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));
     pooling = poolingFromFlags(values, (m) => new UsageError(m));

@@ -71,10 +71,16 @@ export function engineOptionsFromConfig(config: ResolvedConfig, modelType?: stri
     maxPrefillTokens: sched.maxPrefillTokens,
     maxPrefillBatchSize: sched.maxPrefillBatchSize,
     cacheBlockSize: sched.cacheBlockSize,
-    maxSeqLen: deploy.maxSeqLen,
-    maxInputTokenLen: deploy.maxInputTokenLen,
+    // MindIE's limits when a config file sets them (its defaults when it leaves them out);
+    // without a file, the model's own context (engine/options.ts).
+    ...(config.source !== undefined
+      ? {
+          maxSeqLen: deploy.maxSeqLen,
+          maxInputTokenLen: deploy.maxInputTokenLen,
+          maxIterTimes: sched.maxIterTimes,
+        }
+      : {}),
     truncation: deploy.truncation,
-    maxIterTimes: sched.maxIterTimes,
     maxN: sched.maxN,
     // MindIE: maxLinkNum requests run, twice that many wait; the rest are refused.
     maxQueueSize: 2 * config.file.ServerConfig.maxLinkNum,

@@ -29,6 +29,7 @@ import type { ScheduledBatch, Scheduler } from './scheduler.js';
 import type { Speculator } from './speculative/speculator.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
   DecodeResult,
@@ -210,8 +211,12 @@ export class EngineCore implements Engine {
     return this.intake.detokenize(ids, skipSpecialTokens);
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    return this.intake.applyChatTemplate(messages, addGenerationPrompt);
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    return this.intake.applyChatTemplate(messages, addGenerationPrompt, extras);
   }
 
   async status(): Promise<EngineStatus> {

@@ -65,7 +65,8 @@ export async function loadEngine(
   options: EngineOptions = {},
   hooks: LoadEngineHooks = {},
 ): Promise<EngineCore> {
-  const o = resolveEngineOptions(options);
+  // Checked at once (bad options fail before the model loads); resolved again with the model's context below.
+  let o = resolveEngineOptions(options);
   let chatTemplate: string | undefined;
   if (o.chatTemplatePath !== undefined) {
     try {
@@ -94,6 +95,7 @@ export async function loadEngine(
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
+  o = resolveEngineOptions(options, m.contextLength);
   if (o.maxSeqLen > m.contextLength) {
     process.emitWarning(
       `maxSeqLen ${o.maxSeqLen} is above the model's trained context length ${m.contextLength}`,
@@ -107,11 +109,17 @@ export async function loadEngine(
     checkKvBlocks(o, m.kvLayout);
     const minPages = minKvPages(m.kvLayout, o);
     if (device === 'cpu') {
+      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
+      // Without a budget the pool holds at least one sequence of maxSeqLen (the model's context,
+      // say); whether the machine has the memory for it is checkMemoryFits' to say.
+      const budget =
+        options.kvCacheBytes === undefined
+          ? { ...o, kvCacheBytes: Math.max(o.kvCacheBytes, minPages * perPage) }
+          : o;
       kvPages =
         o.kvBlocks !== undefined
           ? o.kvBlocks * m.kvLayout.pagesPerBlock
-          : kvBlocksForBudget(o, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
-      const perPage = kvBytesPerPage(m.kvLayout, m, o.cacheBlockSize);
+          : kvBlocksForBudget(budget, { ...m, numLayers: m.kvLayout.pageLayers }, minPages);
       checkMemoryFits({
         weightBytes: m.residentWeightBytes,
         kvBytes: kvPages * perPage,

@@ -61,7 +61,8 @@ export function checkMemoryFits(plan: MemoryPlan): void {
     throw new EngineError(
       'INVALID_ARGUMENT',
       `model: its weights (${mib(weightBytes)}) plus the smallest KV pool (${mib(minKvBytes)}, one sequence of ` +
-        `maxSeqLen) need more than this machine's ${mib(machineBytes)} of memory; use a smaller model or a smaller maxSeqLen`,
+        `maxSeqLen) need more than this machine's ${mib(machineBytes)} of memory (${mib(weightBytes + minKvBytes - machineBytes)} missing); ` +
+        `use a smaller model or a smaller maxSeqLen (--max-model-len)`,
       'model',
     );
   }

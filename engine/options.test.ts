@@ -22,6 +22,24 @@ test('MindIE defaults and the effective maxInputTokenLen', () => {
   assert.equal(resolveEngineOptions({ maxSeqLen: 1000, maxInputTokenLen: 2048 }).maxInputTokenLen, 999);
 });
 
+test("the model's context when no maxSeqLen is given: limits that fit it, capped by maxModelLen", () => {
+  const o = resolveEngineOptions({}, 8192);
+  assert.equal(o.contextFromModel, true);
+  assert.deepEqual([o.maxSeqLen, o.maxInputTokenLen, o.maxIterTimes], [8192, 8191, 8192]);
+  const capped = resolveEngineOptions({ maxModelLen: 1024 }, 8192);
+  assert.deepEqual([capped.maxSeqLen, capped.maxInputTokenLen, capped.maxIterTimes], [1024, 1023, 1024]);
+  // A cap above the model's context does not raise it.
+  assert.equal(resolveEngineOptions({ maxModelLen: 100000 }, 8192).maxSeqLen, 8192);
+  // A configured maxSeqLen (a MindIE config file) keeps MindIE's defaults around it.
+  const configured = resolveEngineOptions({ maxSeqLen: 2560 }, 8192);
+  assert.equal(configured.contextFromModel, false);
+  assert.deepEqual([configured.maxInputTokenLen, configured.maxIterTimes], [2048, 512]);
+  assert.throws(
+    () => resolveEngineOptions({ maxSeqLen: 2560, maxModelLen: 1024 }, 8192),
+    /maxModelLen: caps/,
+  );
+});
+
 test('bad options name the field and rule', () => {
   assert.throws(() => resolveEngineOptions({ cacheBlockSize: 256 }), /cacheBlockSize: must be in \[1, 128\]/);
   assert.throws(() => resolveEngineOptions({ maxIterTimes: 5000 }), /maxIterTimes: must be in \[1, 2560\]/);

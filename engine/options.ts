@@ -32,8 +32,16 @@ export interface EngineOptions {
   readonly kvBlocks?: number;
   /** Memory budget for the KV cache when `kvBlocks` is absent (default 1 GiB). */
   readonly kvCacheBytes?: number;
-  /** Prompt + generated tokens of one sequence. */
+  /**
+   * Prompt + generated tokens of one sequence. Absent, when the model is known
+   * (`resolveEngineOptions(options, contextLength)`): the model's own context length, capped
+   * by `maxModelLen` — and then maxInputTokenLen and maxIterTimes default to what fits in it,
+   * and a request whose prompt + max_new_tokens cannot fit is refused (vLLM's rule) instead of
+   * cut (MindIE's, when a config file sets these fields).
+   */
   readonly maxSeqLen?: number;
+  /** Cap on the model's context length when maxSeqLen is absent (vLLM's --max-model-len). */
+  readonly maxModelLen?: number;
   /** Longest prompt; the effective limit is min(maxInputTokenLen, maxSeqLen - 1). */
   readonly maxInputTokenLen?: number;
   readonly truncation?: TruncationMode;
@@ -108,6 +116,11 @@ export interface ResolvedEngineOptions {
   readonly maxSeqLen: number;
   /** Already min(maxInputTokenLen, maxSeqLen - 1). */
   readonly maxInputTokenLen: number;
+  /**
+   * The limits came from the model's context (no maxSeqLen given): a request whose prompt plus
+   * an explicit max_new_tokens cannot fit is refused, not cut (engine/context-fit.ts).
+   */
+  readonly contextFromModel: boolean;
   readonly truncation: TruncationMode;
   readonly maxIterTimes: number;
   readonly maxQueueSize: number;
@@ -140,6 +153,13 @@ const ENGINE_DEFAULTS = {
   prefixCache: true,
 } as const;
 
+/** MindIE's three context limits at their defaults (what a config file without them gets). */
+export const MINDIE_CONTEXT_LIMITS = {
+  maxSeqLen: ENGINE_DEFAULTS.maxSeqLen,
+  maxInputTokenLen: ENGINE_DEFAULTS.maxInputTokenLen,
+  maxIterTimes: ENGINE_DEFAULTS.maxIterTimes,
+} as const;
+
 function bad(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `engine option ${field}: ${rule}`, field);
 }
@@ -158,7 +178,15 @@ function int(
   return v;
 }
 
-export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngineOptions {
+/**
+ * Fills defaults and checks every bound. `modelContext` (the loaded model's context length)
+ * makes an absent maxSeqLen the model's own, capped by maxModelLen; without it (an engine core
+ * built by hand) an absent maxSeqLen is MindIE's default.
+ */
+export function resolveEngineOptions(
+  options: EngineOptions = {},
+  modelContext?: number,
+): ResolvedEngineOptions {
   const d = ENGINE_DEFAULTS;
   const maxBatchSize = int(options, 'maxBatchSize', d.maxBatchSize, 1, 819200);
   const maxPrefillTokens = int(options, 'maxPrefillTokens', d.maxPrefillTokens, 1, 4194304);
@@ -166,9 +194,30 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
   const cacheBlockSize = int(options, 'cacheBlockSize', d.cacheBlockSize, 1, 128);
   const kvBlocks = options.kvBlocks === undefined ? undefined : int(options, 'kvBlocks', 0, 1, 1 << 24);
   const kvCacheBytes = int(options, 'kvCacheBytes', d.kvCacheBytes, 1 << 20, Number.MAX_SAFE_INTEGER);
-  const maxSeqLen = int(options, 'maxSeqLen', d.maxSeqLen, 2, 4194304);
-  const maxInputTokenLen = int(options, 'maxInputTokenLen', d.maxInputTokenLen, 1, 4194304);
-  const maxIterTimes = int(options, 'maxIterTimes', Math.min(d.maxIterTimes, maxSeqLen), 1, maxSeqLen);
+  const maxModelLen =
+    options.maxModelLen === undefined ? undefined : int(options, 'maxModelLen', 0, 2, 4194304);
+  if (maxModelLen !== undefined && options.maxSeqLen !== undefined)
+    throw bad('maxModelLen', 'caps the model context when maxSeqLen is not set: set one of them');
+  const contextFromModel = options.maxSeqLen === undefined && modelContext !== undefined;
+  const fromModel = contextFromModel
+    ? Math.max(2, Math.min(modelContext, maxModelLen ?? modelContext))
+    : undefined;
+  const maxSeqLen = int(options, 'maxSeqLen', fromModel ?? d.maxSeqLen, 2, 4194304);
+  // From the model's context: prompts up to maxSeqLen - 1, outputs up to what fits.
+  const maxInputTokenLen = int(
+    options,
+    'maxInputTokenLen',
+    contextFromModel ? maxSeqLen - 1 : d.maxInputTokenLen,
+    1,
+    4194304,
+  );
+  const maxIterTimes = int(
+    options,
+    'maxIterTimes',
+    contextFromModel ? maxSeqLen : Math.min(d.maxIterTimes, maxSeqLen),
+    1,
+    maxSeqLen,
+  );
   const maxQueueSize = int(options, 'maxQueueSize', Math.max(2 * maxBatchSize, 64), 1, 1 << 24);
   const maxN = int(options, 'maxN', Math.min(d.maxN, maxBatchSize), 1, maxBatchSize);
   const truncation = options.truncation ?? d.truncation;
@@ -194,6 +243,7 @@ export function resolveEngineOptions(options: EngineOptions = {}): ResolvedEngin
     kvCacheBytes,
     maxSeqLen,
     maxInputTokenLen: effectiveInput,
+    contextFromModel,
     truncation,
     maxIterTimes,
     maxQueueSize,
@@ -290,7 +340,8 @@ export function kvBlocksForBudget(
     throw bad(
       'kvCacheBytes',
       `a KV budget (config npuMemSize) of ${mib(o.kvCacheBytes)} holds ${fit} blocks of ${o.cacheBlockSize} tokens; ` +
-        `one sequence of maxSeqLen ${o.maxSeqLen} needs ${min} (${mib(min * bytesPerBlock)})`,
+        `one sequence of maxSeqLen ${o.maxSeqLen}${o.contextFromModel ? " (the model's context; --max-model-len caps it)" : ''} ` +
+        `needs ${min} (${mib(min * bytesPerBlock)}), ${mib((min - fit) * bytesPerBlock)} more`,
     );
   }
   return fit;

@@ -8,6 +8,7 @@ import { EngineError, invalidArgument } from './errors.js';
 import type { TruncationMode } from './options.js';
 import type { ChatMessage, PromptInput } from './types.js';
 import type { GrammarVocab } from './tokenizer/grammar-vocab.js';
+import type { ChatTemplateCallOptions } from './tokenizer/chat-template.js';
 
 /** What the engine needs from a tokenizer (engine/tokenizer/ provides it). */
 export interface EngineTokenizer {
@@ -19,10 +20,7 @@ export interface EngineTokenizer {
   tokenText(id: number): string;
   /** The model's own chat template, when it ships one. */
   readonly chatTemplate?: string | null;
-  applyChatTemplate(
-    messages: readonly ChatMessage[],
-    options?: { addGenerationPrompt?: boolean; template?: string; tools?: readonly unknown[] },
-  ): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateCallOptions): string;
   createDetokenizer(options?: { skipSpecialTokens?: boolean }): {
     push(id: number): string;
     flush(): string;

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
+import { checkOutputFits } from './context-fit.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
@@ -24,7 +25,7 @@ import type { GrammarConstraint } from './structured/constraint.js';
 import type { StructuredOutput } from './structured/engine-glue.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import type { EngineChat } from './tools/engine-chat.js';
-import type { ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
+import type { ChatRenderExtras, ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
 import type { Disaggregation, PdState } from './kv-transfer/engine-glue.js';
 
 export interface IntakeDeps {
@@ -229,6 +230,7 @@ export class RequestIntake {
       if (adapter.entry && adapter.entry.state !== 'loaded') {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
+      checkOutputFits(params, prompt.length, d.options);
       // Beams are not resampled one by one: their outputs could not be checked.
       if (params.beam && grammarKey !== null && d.structured.holdsOutput(grammarKey))
         throw invalidArgument(
@@ -349,10 +351,16 @@ export class RequestIntake {
     };
   }
 
-  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt = true): Promise<string> {
-    // The same rendering as a chat request without tools (earlier calls included).
+  async applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt = true,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    // The same rendering as a chat request with these messages, tools and template variables.
     checkMessages(messages, 'messages');
-    return this.deps.chat.render({ kind: 'chat', messages, addGenerationPrompt }, 'messages').text;
+    const prompt = { kind: 'chat' as const, messages, addGenerationPrompt, ...extras };
+    this.deps.chat.check(prompt);
+    return this.deps.chat.render(prompt, 'messages').text;
   }
 }
 

@@ -10,6 +10,8 @@ import type { SamplingParams } from './types.js';
 export interface ResolvedParams {
   /** Before the per-prompt cap (maxSeqLen - prompt length) is applied. */
   readonly maxNewTokens: number;
+  /** The request set max_new_tokens (else it is the cap: engine/context-fit.ts). */
+  readonly maxNewTokensExplicit: boolean;
   /** 0 = greedy. */
   readonly temperature: number;
   readonly topK: number;
@@ -221,6 +223,7 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
   return {
     // max_new_tokens above maxIterTimes is capped, not rejected (MindIE: min(maxIterTimes, max_new_tokens)).
     maxNewTokens: Math.min(maxNewTokens, limits.maxNewTokensCap),
+    maxNewTokensExplicit: p.maxNewTokens !== undefined && p.maxNewTokens !== null,
     temperature,
     topK,
     topP,

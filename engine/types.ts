@@ -20,6 +20,11 @@ export interface ChatMessage {
   readonly toolCalls?: readonly ChatToolCall[];
   readonly toolCallId?: string;
   readonly name?: string;
+  /**
+   * An assistant turn's reasoning sent back: the template gets it as `reasoning_content`
+   * (Qwen3's renders it within the current tool-call turn; templates that do not read it drop it).
+   */
+  readonly reasoningContent?: string;
 }
 
 /** A function the model may call (OpenAI `tools[].function`). */
@@ -48,7 +53,15 @@ export type PromptInput =
       readonly toolChoice?: ToolChoice;
       /** Default true; false keeps only the first call. */
       readonly parallelToolCalls?: boolean;
+      /** Extra template variables (vLLM's chat_template_kwargs, e.g. Qwen3's `enable_thinking`). */
+      readonly chatTemplateKwargs?: Readonly<Record<string, unknown>>;
     };
+
+/** What a chat prompt renders besides its messages (Engine.applyChatTemplate). */
+export type ChatRenderExtras = Pick<
+  Extract<PromptInput, { kind: 'chat' }>,
+  'tools' | 'toolChoice' | 'chatTemplateKwargs'
+>;
 
 /**
  * Generation parameters after gateway validation. Absent fields take the engine defaults
@@ -361,7 +374,12 @@ export interface Engine {
     ids: readonly number[],
     skipSpecialTokens?: boolean,
   ): Promise<{ text: string; tokens: string[] }>;
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string>;
+  /** The prompt text a chat request renders to (with its tools and template variables, when given). */
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string>;
   status(): Promise<EngineStatus>;
   info(): Promise<EngineInfo>;
   /** LoRA adapters: the success message of MindIE/vLLM, or an EngineError with theirs. */

@@ -14,6 +14,7 @@ import {
   EngineError,
   type AdapterList,
   type ChatMessage,
+  type ChatRenderExtras,
   type DecodeResult,
   type Engine,
   type EngineInfo,
@@ -178,8 +179,12 @@ export class EnginePool implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   /** Adapters are loaded on every engine of the pool, so any member serves any request. */

@@ -25,7 +25,8 @@ function modelOfPath(url: string | undefined): string | undefined {
 function modelOfBody(bytes: Buffer): string | undefined {
   try {
     const body = JSON.parse(bytes.toString('utf-8')) as { model?: unknown };
-    return typeof body?.model === 'string' ? body.model : undefined;
+    // Ollama's clients name the served model `name:latest`.
+    return typeof body?.model === 'string' ? body.model.replace(/:latest$/, '') : undefined;
   } catch {
     return undefined; // the app reports the broken JSON in its family's shape
   }

@@ -6,6 +6,10 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Engine } from '../engine/api.js';
+import { anthropicErrorFormat } from './anthropic/errors.js';
+import { anthropicRouter } from './anthropic/index.js';
+import { ollamaErrorFormat } from './ollama/errors.js';
+import { ollamaRouter } from './ollama/index.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
 import { llamacppRouter } from './llamacpp/index.js';
@@ -27,6 +31,7 @@ import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
 import { teiRouter } from './tei/index.js';
+import { tokenizerRouter } from './tokenizer/index.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
 import { vllmRouter } from './vllm/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
@@ -40,6 +45,9 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
     case 'service':
       return [
         openaiRouter(gw),
+        anthropicRouter(gw),
+        ollamaRouter(gw),
+        tokenizerRouter(gw),
         tgiRouter(gw),
         // Pooling models' routes (engine/pooling/): TEI, vLLM's and llama.cpp's.
         teiRouter(gw),
@@ -85,12 +93,19 @@ const versionsRejected: Koa.Middleware = async (ctx, next) => {
 /** MindIE's own routes under /v1 (native and management families): their errors stay MindIE's. */
 const MINDIE_V1_ROUTE = /^\/v1\/(tokenizer|config|status|role|load_lora_adapter|unload_lora_adapter)(\/|$)/i;
 
+/** Anthropic's Messages API under /v1. */
+const ANTHROPIC_ROUTE = /^\/v1\/messages(\/|$)/i;
+
 /**
  * The family a path belongs to decides the shape of errors answered before its handler runs.
  * Everything under /v1 is OpenAI's (an unknown /v1 path too: OpenAI clients read its 404)
- * except MindIE's own /v1 routes.
+ * except MindIE's own /v1 routes and Anthropic's /v1/messages; /api is Ollama's; the tokenizer
+ * routes of vLLM and llama.cpp answer as OpenAI does.
  */
 function errorFormatForPath(path: string): ErrorFormatter {
+  if (ANTHROPIC_ROUTE.test(path)) return anthropicErrorFormat;
+  if (/^\/api(\/|$)/i.test(path)) return ollamaErrorFormat;
+  if (/^\/(tokenize|detokenize|apply-template)\/?$/i.test(path)) return openaiErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
   // The pooling routes (gateways/tei/, vllm/, llamacpp/): TEI answers as TGI, the rest as OpenAI.

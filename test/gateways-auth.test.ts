@@ -95,6 +95,23 @@ describe('401 in each family’s shape, never an answer', () => {
       },
     ],
     [
+      'anthropic messages',
+      '/v1/messages',
+      { model: MODEL_NAME, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] },
+      (j) => assert.deepEqual((j.error as Record<string, unknown>).type, 'authentication_error'),
+    ],
+    [
+      'ollama chat',
+      '/api/chat',
+      {
+        model: MODEL_NAME,
+        stream: false,
+        options: { num_predict: 2 },
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      (j) => assert.equal(typeof j.error, 'string'),
+    ],
+    [
       'tgi generate',
       '/generate',
       { inputs: 'hi', parameters: { max_new_tokens: 2 } },

@@ -3,7 +3,9 @@
  * its real gRPC server on a unix socket, the gRPC client as the gateways' engine — the same
  * path `prism serve` takes — and the gateways on free ports (plain HTTP unless `config` says).
  */
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
@@ -148,4 +150,21 @@ export async function waitIdle(engine: Engine, ms = 10000): Promise<void> {
     if (Date.now() > until) throw new Error(`engine still busy: ${s.running} running, ${s.waiting} waiting`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+const execFileAsync = promisify(execFile);
+
+/**
+ * Runs a client script of test/clients/ with the test environment's python3 and parses the one
+ * JSON object it prints (the client tests' results).
+ */
+export async function runPythonClient(
+  script: string,
+  args: readonly string[],
+  timeoutMs = 240000,
+): Promise<JsonBody> {
+  const { stdout } = await execFileAsync('python3', [`test/clients/${script}`, ...args], {
+    timeout: timeoutMs,
+  });
+  return JSON.parse(stdout);
 }

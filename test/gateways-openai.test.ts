@@ -394,3 +394,51 @@ test('a client that disconnects mid-stream cancels its engine request', async ()
   const s = await h.client.status();
   assert.equal(s.freeBlocks, s.totalBlocks);
 });
+
+test('fields: unserved samplers refused at any but their off value, unknown ones answered and named, seed -1, truncate_prompt_tokens', async () => {
+  const messages = [{ role: 'user', content: 'Hi' }];
+  for (const [field, value, message] of [
+    ['min_p', 0.05, 'min_p: min_p sampling (other than 0) is not supported by this server'],
+    [
+      'typical_p',
+      0.9,
+      'typical_p: typical sampling (typical_p other than 1) is not supported by this server',
+    ],
+    ['bad_words', ['no'], 'bad_words: bad_words is not supported by this server'],
+    [
+      'chat_template',
+      '{{ x }}',
+      'chat_template: a chat template per request is not supported by this server',
+    ],
+  ] as const) {
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/generate']) {
+      const body = path === '/v1/chat/completions' ? { messages } : { prompt: 'Hi' };
+      const r = await postJson(h.url + path, { ...body, max_tokens: 2, [field]: value });
+      assert.equal(r.status, path === '/generate' ? 422 : 400, `${path} ${field}`);
+      assert.equal(typeof r.json.error === 'string' ? r.json.error : r.json.error.message, message);
+    }
+  }
+  const off = await postJson(`${h.url}/v1/chat/completions`, {
+    messages,
+    max_tokens: 2,
+    min_p: 0,
+    typical_p: 1,
+    bad_words: [],
+    seed: -1,
+    frobnicate: true,
+    guided_decoding_backend: 'xgrammar',
+  });
+  assert.equal(off.status, 200, off.text);
+  assert.equal(off.headers.get('x-prism-ignored-fields'), 'frobnicate, guided_decoding_backend');
+  // truncate_prompt_tokens keeps the prompt's last N tokens.
+  const cut = await postJson(`${h.url}/v1/completions`, {
+    prompt: 'one two three four five six seven eight',
+    max_tokens: 1,
+    truncate_prompt_tokens: 3,
+  });
+  assert.equal(cut.status, 200, cut.text);
+  assert.equal(cut.json.usage.prompt_tokens, 3);
+  const vllm = await postJson(`${h.url}/generate`, { prompt: 'Hi', max_tokens: 2, seed: -1, top_a: 1 });
+  assert.equal(vllm.status, 200);
+  assert.equal(vllm.headers.get('x-prism-ignored-fields'), 'top_a');
+});

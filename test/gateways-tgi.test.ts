@@ -131,6 +131,16 @@ describe('TGI', () => {
     assert.equal(health.status, 200);
     assert.equal(await health.text(), '');
   });
+
+  test('fields TGI does not define are answered and named as ignored', async () => {
+    const r = await postJson(`${h.url}/generate`, {
+      inputs: 'Hi',
+      options: { wait_for_model: true },
+      parameters: { max_new_tokens: 2, frequency_penalty: 0, foo: 1 },
+    });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.headers.get('x-prism-ignored-fields'), 'options, parameters.foo');
+  });
 });
 
 describe('vLLM /generate', () => {

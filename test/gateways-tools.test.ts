@@ -154,7 +154,7 @@ test('Python openai SDK: streamed tool-call deltas accumulate to the unary calls
   }
 });
 
-test('reasoning: a <think> block becomes reasoning_content (unary and streamed) and reasoning_tokens', async () => {
+test('reasoning: a <think> block becomes reasoning_content and reasoning (unary and streamed) and reasoning_tokens', async () => {
   // The scripted tokenizer renders its own prompt; the template only tells the engine that
   // the model reasons (it knows </think>), as Qwen3's does.
   const reply = '<think>Paris is in France.</think>It is sunny.';
@@ -162,6 +162,7 @@ test('reasoning: a <think> block becomes reasoning_content (unary and streamed) 
   try {
     const r = await postJson(`${s.url}/v1/chat/completions`, { model: MODEL_NAME, messages });
     assert.equal(r.json.choices[0].message.reasoning_content, 'Paris is in France.');
+    assert.equal(r.json.choices[0].message.reasoning, 'Paris is in France.');
     assert.equal(r.json.choices[0].message.content, 'It is sunny.');
     assert.equal(
       r.json.usage.completion_tokens_details.reasoning_tokens,
@@ -174,15 +175,19 @@ test('reasoning: a <think> block becomes reasoning_content (unary and streamed) 
       stream_options: { include_usage: true },
     });
     let reasoning = '';
+    let newer = '';
     let content = '';
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const c of stream) {
-      const d = c.choices[0]?.delta as { content?: string; reasoning_content?: string } | undefined;
+      const d = c.choices[0]?.delta as
+        { content?: string; reasoning_content?: string; reasoning?: string } | undefined;
       reasoning += d?.reasoning_content ?? '';
+      newer += d?.reasoning ?? '';
       content += d?.content ?? '';
       usage = c.usage ?? usage;
     }
     assert.equal(reasoning, 'Paris is in France.');
+    assert.equal(newer, reasoning);
     assert.equal(content, 'It is sunny.');
     assert.equal(
       usage?.completion_tokens_details?.reasoning_tokens,

@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { EngineError } from '../errors.js';
 import { EventQueue } from '../event-queue.js';
 import type {
+  ChatRenderExtras,
   AdapterList,
   ChatMessage,
   DecodeResult,
@@ -307,8 +308,12 @@ export class PdCoordinator implements Engine {
     return this.any((e) => e.detokenize(ids, skipSpecialTokens));
   }
 
-  applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
-    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt));
+  applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras?: ChatRenderExtras,
+  ): Promise<string> {
+    return this.any((e) => e.applyChatTemplate(messages, addGenerationPrompt, extras));
   }
 
   info(): Promise<EngineInfo> {

@@ -11,6 +11,7 @@ import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { poolingRequestToProto, poolingResultFromProto } from './pooling-mapping.js';
 import { EngineError } from '../errors.js';
 import type {
+  ChatRenderExtras,
   ChatMessage,
   Engine,
   EngineInfo,
@@ -35,6 +36,7 @@ import {
 } from './mapping.js';
 import { fromGrpcError } from './status-codes.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
+import { chatToolsToProto } from './tool-mapping.js';
 import type { EngineRole, RoleState } from '../pd-types.js';
 
 export interface EngineClientOptions {
@@ -235,10 +237,15 @@ export class GrpcEngineClient implements Engine {
     return { text: res.text, tokens: res.tokens };
   }
 
-  async applyChatTemplate(messages: readonly ChatMessage[], addGenerationPrompt?: boolean): Promise<string> {
+  async applyChatTemplate(
+    messages: readonly ChatMessage[],
+    addGenerationPrompt?: boolean,
+    extras: ChatRenderExtras = {},
+  ): Promise<string> {
+    const { parallelToolCalls: _unused, ...tools } = chatToolsToProto(extras);
     const res = await this.unary<pb.ApplyChatTemplateRequest, pb.ApplyChatTemplateResponse>(
       this.client.applyChatTemplate,
-      { messages: chatMessagesToProto(messages), addGenerationPrompt },
+      { messages: chatMessagesToProto(messages), addGenerationPrompt, ...tools },
     );
     return res.text;
   }

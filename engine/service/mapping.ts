@@ -58,6 +58,7 @@ function chatMessageToProto(m: ChatMessage): pb.ChatMessage {
     toolCalls: (m.toolCalls ?? []).map((c) => ({ id: c.id, type: c.type, function: { ...c.function } })),
     toolCallId: m.toolCallId,
     name: m.name,
+    reasoningContent: m.reasoningContent,
   });
 }
 
@@ -87,6 +88,7 @@ export function chatMessagesFromProto(messages: readonly pb.ChatMessage[], field
       ...(toolCalls.length > 0 ? { toolCalls } : {}),
       ...(m.toolCallId !== undefined ? { toolCallId: m.toolCallId } : {}),
       ...(m.name !== undefined ? { name: m.name } : {}),
+      ...(m.reasoningContent !== undefined ? { reasoningContent: m.reasoningContent } : {}),
     };
   });
 }

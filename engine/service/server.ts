@@ -30,6 +30,7 @@ import {
   tokenEventToProto,
 } from './mapping.js';
 import { ENGINE_PROTO_RELATIVE, protoRoot } from './proto-files.js';
+import { chatToolsFromProto } from './tool-mapping.js';
 import { toGrpcStatus } from './status-codes.js';
 import { startRpcSpan, withSpan } from './tracing.js';
 
@@ -289,6 +290,7 @@ function makeHandlers(
         text: await engine.applyChatTemplate(
           chatMessagesFromProto(req.messages, 'messages'),
           req.addGenerationPrompt,
+          chatToolsFromProto({ ...req, parallelToolCalls: undefined }),
         ),
       }),
     ),

@@ -1,7 +1,7 @@
 /**
  * The tool-calling parts of the engine API ⇄ their gRPC messages (proto fields 20–29 of
- * ChatPrompt, TokenEvent, FinishEvent): tools, tool_choice, parallel_tool_calls, parsed chat
- * deltas and results. Kept beside mapping.ts, which calls these.
+ * ChatPrompt, TokenEvent, FinishEvent): tools, tool_choice, parallel_tool_calls, the template
+ * variables, parsed chat deltas and results (ApplyChatTemplateRequest carries the same fields). Kept beside mapping.ts, which calls these.
  */
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { invalidArgument } from '../errors.js';
@@ -10,10 +10,14 @@ import type { ChatDelta, ChatResult, ChatTool, PromptInput, ToolChoice } from '.
 type ChatPromptInput = Extract<PromptInput, { kind: 'chat' }>;
 
 export function chatToolsToProto(
-  p: ChatPromptInput,
-): Pick<pb.ChatPrompt, 'tools' | 'toolChoice' | 'toolChoiceFunction' | 'parallelToolCalls'> {
+  p: Pick<ChatPromptInput, 'tools' | 'toolChoice' | 'parallelToolCalls' | 'chatTemplateKwargs'>,
+): Pick<
+  pb.ChatPrompt,
+  'tools' | 'toolChoice' | 'toolChoiceFunction' | 'parallelToolCalls' | 'chatTemplateKwargsJson'
+> {
   const choice = p.toolChoice;
   return {
+    chatTemplateKwargsJson: p.chatTemplateKwargs === undefined ? '' : JSON.stringify(p.chatTemplateKwargs),
     tools: (p.tools ?? []).map((t) => ({
       name: t.name,
       description: t.description,
@@ -26,8 +30,11 @@ export function chatToolsToProto(
 }
 
 export function chatToolsFromProto(
-  c: pb.ChatPrompt,
-): Pick<ChatPromptInput, 'tools' | 'toolChoice' | 'parallelToolCalls'> {
+  c: Pick<
+    pb.ChatPrompt,
+    'tools' | 'toolChoice' | 'toolChoiceFunction' | 'parallelToolCalls' | 'chatTemplateKwargsJson'
+  >,
+): Pick<ChatPromptInput, 'tools' | 'toolChoice' | 'parallelToolCalls' | 'chatTemplateKwargs'> {
   const tools = c.tools.map((t, i): ChatTool => {
     let parameters: Record<string, unknown> | undefined;
     if (t.parametersJson !== '') {
@@ -46,10 +53,19 @@ export function chatToolsFromProto(
   let toolChoice: ToolChoice | undefined;
   if (c.toolChoiceFunction !== undefined) toolChoice = { function: c.toolChoiceFunction };
   else if (c.toolChoice !== undefined) toolChoice = c.toolChoice as ToolChoice; // the engine checks the value
+  let chatTemplateKwargs: Record<string, unknown> | undefined;
+  if (c.chatTemplateKwargsJson !== '') {
+    try {
+      chatTemplateKwargs = JSON.parse(c.chatTemplateKwargsJson) as Record<string, unknown>;
+    } catch {
+      throw invalidArgument('prompt.chat.chat_template_kwargs_json', 'must be JSON text');
+    }
+  }
   return {
     ...(tools.length > 0 ? { tools } : {}),
     ...(toolChoice !== undefined ? { toolChoice } : {}),
     ...(c.parallelToolCalls !== undefined ? { parallelToolCalls: c.parallelToolCalls } : {}),
+    ...(chatTemplateKwargs !== undefined ? { chatTemplateKwargs } : {}),
   };
 }
 

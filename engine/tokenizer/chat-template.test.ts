@@ -77,3 +77,19 @@ test('a broken template is a clear INVALID_ARGUMENT error, not a crash', () => {
       /^chat template: /.test(error.message),
   );
 });
+
+test("a request's variables (chat_template_kwargs) and an assistant turn's reasoning_content reach the template", () => {
+  // Qwen3's switch and its rendering of earlier reasoning, reduced to the two variables.
+  const template =
+    '{% for m in messages %}{{ m.role }}:{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}|{% endfor %}' +
+    '{% if enable_thinking is defined and enable_thinking is false %}<think></think>{% endif %}';
+  const messages = [
+    { role: 'user' as const, content: 'Q' },
+    { role: 'assistant' as const, content: 'A', reasoningContent: 'R' },
+  ];
+  assert.equal(renderChatTemplate(template, messages), 'user:Q|assistant:<think>R</think>A|');
+  assert.equal(
+    renderChatTemplate(template, messages, { variables: { enable_thinking: false } }),
+    'user:Q|assistant:<think>R</think>A|<think></think>',
+  );
+});

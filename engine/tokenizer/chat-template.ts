@@ -2,7 +2,7 @@
  * Chat templates: the model's Jinja template (from tokenizer_config.json, chat_template.jinja
  * or the GGUF `tokenizer.chat_template`) rendered with `@huggingface/jinja`, with the same
  * variables transformers' `apply_chat_template` passes: `messages`, `add_generation_prompt`,
- * `bos_token`, `eos_token`, `tools` (`raise_exception` and `strftime_now`, which Llama 3.x
+ * `bos_token`, `eos_token`, `tools`, and a request's own variables (`chat_template_kwargs`) (`raise_exception` and `strftime_now`, which Llama 3.x
  * templates call, are built into the renderer). Any template failure is an INVALID_ARGUMENT EngineError that says what
  * went wrong, since it is the request's messages that the template rejected (or the
  * configured template that is broken) — never a crash.
@@ -26,7 +26,27 @@ export interface ChatTemplateOptions {
   readonly tools?: readonly unknown[];
   readonly bosToken?: string | null;
   readonly eosToken?: string | null;
+  /** Further template variables (vLLM's chat_template_kwargs); the reserved names are refused. */
+  readonly variables?: Readonly<Record<string, unknown>>;
 }
+
+/** What a tokenizer's applyChatTemplate takes: the render options and the template to use. */
+export interface ChatTemplateCallOptions extends Pick<
+  ChatTemplateOptions,
+  'addGenerationPrompt' | 'tools' | 'variables'
+> {
+  readonly template?: string;
+}
+
+/** Variables the renderer sets itself: a request's template variables may not replace them. */
+export const RESERVED_TEMPLATE_VARIABLES: ReadonlySet<string> = new Set([
+  'messages',
+  'add_generation_prompt',
+  'bos_token',
+  'eos_token',
+  'tools',
+  'documents',
+]);
 
 /** Parsed templates by source text: parsing is the expensive part and a server renders the same few. */
 const compiled = new Map<string, Template>();
@@ -89,6 +109,7 @@ function templateMessage(message: ChatMessage, conventions: TemplateConventions)
   const out: Record<string, unknown> = { role: message.role, content: message.content };
   if (message.name !== undefined) out.name = message.name;
   if (message.toolCallId !== undefined) out.tool_call_id = message.toolCallId;
+  if (message.reasoningContent !== undefined) out.reasoning_content = message.reasoningContent;
   if (message.toolCalls && message.toolCalls.length > 0) {
     if (message.content === '' && conventions.emptyCallContentAsNull) out.content = null;
     out.tool_calls = message.toolCalls.map((call) => ({
@@ -112,6 +133,7 @@ export function renderChatTemplate(
   const conventions = conventionsOf(source);
   try {
     return template.render({
+      ...options.variables,
       messages: messages.map((m) => templateMessage(m, conventions)),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: options.bosToken ?? '',

@@ -9,7 +9,11 @@
 import { Tokenizer as NativeTokenizer, type Decoder } from 'tokenizers';
 import { invalidArgument } from '../errors.js';
 import type { ChatMessage } from '../types.js';
-import { FALLBACK_CHATML_TEMPLATE, renderChatTemplate } from './chat-template.js';
+import {
+  FALLBACK_CHATML_TEMPLATE,
+  renderChatTemplate,
+  type ChatTemplateCallOptions,
+} from './chat-template.js';
 import { Detokenizer, type IncrementalDetokenizer } from './detokenizer.js';
 import { grammarVocab, type GrammarVocab } from './grammar-vocab.js';
 import { SyncEncoder } from './sync-encoder.js';
@@ -44,10 +48,7 @@ export interface Tokenizer {
   /** Human text of one token as it reads inside a sequence (e.g. " Hello"), for logprobs. */
   tokenText(id: number): string;
   isSpecial(id: number): boolean;
-  applyChatTemplate(
-    messages: readonly ChatMessage[],
-    options?: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; template?: string },
-  ): string;
+  applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateCallOptions): string;
   createDetokenizer(options?: { skipSpecialTokens?: boolean }): IncrementalDetokenizer;
   /** Raw token strings and their spelling, for the grammar engine (engine/structured/). */
   grammarVocab(): GrammarVocab;
@@ -320,15 +321,13 @@ export class HfTokenizer implements Tokenizer {
     return this.special.has(id);
   }
 
-  applyChatTemplate(
-    messages: readonly ChatMessage[],
-    options: { addGenerationPrompt?: boolean; tools?: readonly unknown[]; template?: string } = {},
-  ): string {
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateCallOptions = {}): string {
     if (!Array.isArray(messages)) throw invalidArgument('messages', 'must be an array of chat messages');
     const source = options.template ?? this.chatTemplate ?? FALLBACK_CHATML_TEMPLATE;
     return renderChatTemplate(source, messages, {
       addGenerationPrompt: options.addGenerationPrompt,
       tools: options.tools,
+      variables: options.variables,
       bosToken: this.bosTokenId !== null ? (this.tokens[this.bosTokenId] ?? null) : null,
       eosToken: this.eosTokenIds.length > 0 ? (this.tokens[this.eosTokenIds[0]] ?? null) : null,
     });

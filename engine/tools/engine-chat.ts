@@ -5,7 +5,7 @@
  */
 import { invalidArgument } from '../errors.js';
 import { checkMessages, type EngineTokenizer } from '../prompt.js';
-import { FALLBACK_CHATML_TEMPLATE } from '../tokenizer/chat-template.js';
+import { FALLBACK_CHATML_TEMPLATE, RESERVED_TEMPLATE_VARIABLES } from '../tokenizer/chat-template.js';
 import type { CheckedConstraint, GrammarConstraint } from '../structured/constraint.js';
 import type { ChatDelta, ChatResult, PromptInput } from '../types.js';
 import { toolCallConstraint } from './call-grammar.js';
@@ -38,6 +38,7 @@ export class EngineChat {
     if (prompt?.kind !== 'chat') return;
     checkMessages(prompt.messages, 'prompt.messages');
     checkToolRequest(prompt);
+    checkTemplateVariables(prompt.chatTemplateKwargs, 'prompt.chat_template_kwargs');
   }
 
   /**
@@ -99,11 +100,23 @@ export class EngineChat {
           addGenerationPrompt: prompt.addGenerationPrompt ?? true,
           template: this.template,
           ...(tools ? { tools } : {}),
+          ...(prompt.chatTemplateKwargs ? { variables: prompt.chatTemplateKwargs } : {}),
         });
       } catch (e) {
         throw invalidArgument(field, `chat template failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     });
+  }
+}
+
+/** A request's template variables: an object of JSON values that sets none of the renderer's own. */
+function checkTemplateVariables(vars: unknown, field: string): void {
+  if (vars === undefined) return;
+  if (vars === null || typeof vars !== 'object' || Array.isArray(vars))
+    throw invalidArgument(field, 'must be an object');
+  for (const key of Object.keys(vars)) {
+    if (RESERVED_TEMPLATE_VARIABLES.has(key))
+      throw invalidArgument(`${field}.${key}`, 'is set by the server: send it as the request field instead');
   }
 }
 

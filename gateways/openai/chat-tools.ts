@@ -142,7 +142,10 @@ export function chatMessage(finish: FinishEvent): Record<string, unknown> {
   return {
     role: 'assistant',
     content: chat.content,
-    ...(chat.reasoningContent !== '' ? { reasoning_content: chat.reasoningContent } : {}),
+    // vLLM's older name and its current one, the same text.
+    ...(chat.reasoningContent !== ''
+      ? { reasoning_content: chat.reasoningContent, reasoning: chat.reasoningContent }
+      : {}),
     tool_calls: chat.toolCalls.map((c) => ({ id: c.id, type: c.type, function: { ...c.function } })),
   };
 }
@@ -151,7 +154,10 @@ export function chatMessage(finish: FinishEvent): Record<string, unknown> {
 export function chatDelta(text: string, chat: ChatDelta | undefined): Record<string, unknown> | null {
   if (!chat) return text === '' ? null : { content: text };
   const delta: Record<string, unknown> = {};
-  if (chat.reasoning !== '') delta.reasoning_content = chat.reasoning;
+  if (chat.reasoning !== '') {
+    delta.reasoning_content = chat.reasoning;
+    delta.reasoning = chat.reasoning;
+  }
   if (chat.content !== '') delta.content = chat.content;
   if (chat.toolCalls.length > 0) {
     delta.tool_calls = chat.toolCalls.map((t) => ({

@@ -5,6 +5,7 @@
 import type { Context } from 'koa';
 import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -16,6 +17,7 @@ import { invalid, notSupported } from '../shared/http-error.js';
 import { compileSchema } from '../shared/schema.js';
 import { withClientFields } from '../shared/client-fields.js';
 import { withConstraintField } from '../shared/structured.js';
+import { templateVariables, thinkingSchemaProperties, type ThinkingFields } from '../shared/thinking.js';
 import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
@@ -47,7 +49,7 @@ const contentPart = {
   properties: { type: { type: 'string' }, text: { type: 'string' } },
 };
 
-const chatSchema = {
+export const chatSchema = {
   type: 'object',
   required: ['messages'],
   properties: {
@@ -63,6 +65,9 @@ const chatSchema = {
           content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
+          // An assistant turn's reasoning sent back: vLLM's older and newer names.
+          reasoning_content: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          reasoning: { anyOf: [{ type: 'string' }, { type: 'null' }] },
           tool_calls: {
             type: 'array',
             items: {
@@ -85,6 +90,9 @@ const chatSchema = {
     logprobs: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     top_logprobs: { anyOf: [{ type: 'integer', minimum: 0, maximum: 20 }, { type: 'null' }] },
     ...toolSchemaProperties,
+    ...thinkingSchemaProperties,
+    // vLLM's: end the prompt without the assistant turn opener.
+    add_generation_prompt: { anyOf: [{ type: 'boolean' }, { type: 'null' }] },
     response_format: {
       anyOf: [
         { type: 'object', required: ['type'], properties: { type: { type: 'string' } } },
@@ -94,17 +102,20 @@ const chatSchema = {
   },
 };
 
-interface ChatBody extends SamplingFields, ToolFields {
+export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
     name?: string;
     tool_call_id?: string;
     tool_calls?: { id: string; type?: 'function'; function: { name: string; arguments: string } }[];
+    reasoning_content?: string | null;
+    reasoning?: string | null;
   }[];
   logprobs?: boolean | null;
   top_logprobs?: number | null;
   response_format?: { type: string } | null;
+  add_generation_prompt?: boolean | null;
   structured_outputs?: unknown;
   guided_json?: unknown;
   guided_regex?: unknown;
@@ -114,7 +125,8 @@ interface ChatBody extends SamplingFields, ToolFields {
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
 
-function toMessages(body: ChatBody): ChatMessage[] {
+/** OpenAI chat messages (their text parts joined) as the engine's; also vLLM's /tokenize messages. */
+export function toMessages(body: Pick<ChatBody, 'messages'>): ChatMessage[] {
   return body.messages.map((m, i) => {
     let content = '';
     if (typeof m.content === 'string') content = m.content;
@@ -138,8 +150,22 @@ function toMessages(body: ChatBody): ChatMessage[] {
       name: m.name,
       toolCallId: m.tool_call_id,
       toolCalls: m.tool_calls?.map((c) => ({ id: c.id, type: 'function' as const, function: c.function })),
+      ...reasoningOf(m, i),
     };
   });
+}
+
+/** `reasoning_content` or `reasoning` of an assistant message (the same text if both are sent). */
+function reasoningOf(m: ChatBody['messages'][number], i: number): { reasoningContent?: string } {
+  const a = m.reasoning_content ?? undefined;
+  const b = m.reasoning ?? undefined;
+  if (a !== undefined && b !== undefined && a !== b)
+    throw invalid(`messages[${i}].reasoning`, 'differs from reasoning_content (send one of them)');
+  const text = a ?? b;
+  if (text === undefined) return {};
+  if (m.role !== 'assistant')
+    throw invalid(`messages[${i}].reasoning_content`, 'belongs to assistant messages');
+  return { reasoningContent: text };
 }
 
 /** `top_logprobs` needs `logprobs: true` (OpenAI's rule; across two fields, so not in the schema). */
@@ -165,6 +191,7 @@ function chatLogprobs(list: readonly TokenLogprob[]): object {
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateChat(raw);
+  noteUnknownFields(ctx, raw, chatSchema);
   const model = await resolveRequestedModel(gw, body.model);
   checkLogprobFields(body);
   const toolFields = toolPromptFields(body, raw);
@@ -173,11 +200,21 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   const structured = chatConstraint(body);
   const request: GenerateRequest = {
     requestId: id,
-    prompt: { kind: 'chat', messages: toMessages(body), ...toolFields },
-    params: toSamplingParams(body, {
-      logprobs: body.logprobs ?? undefined,
-      topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
-    }),
+    prompt: {
+      kind: 'chat',
+      messages: toMessages(body),
+      ...(body.add_generation_prompt === false ? { addGenerationPrompt: false } : {}),
+      ...toolFields,
+      ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
+    },
+    params: toSamplingParams(
+      body,
+      {
+        logprobs: body.logprobs ?? undefined,
+        topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
+      },
+      gw.info.maxInputTokenLen,
+    ),
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),

@@ -12,6 +12,7 @@ import type {
   Usage,
 } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -110,7 +111,9 @@ function completionLogprobs(list: readonly TokenLogprob[], offset: number): obje
 }
 
 export async function handleCompletions(gw: GatewayContext, ctx: Context): Promise<void> {
-  const body = validateCompletion(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
+  const body = validateCompletion(raw);
+  noteUnknownFields(ctx, raw, completionSchema);
   const model = await resolveRequestedModel(gw, body.model);
   if (body.suffix) throw notSupported('suffix', 'insertion (suffix)');
   if (body.stream && body.best_of && body.best_of !== (body.n ?? 1)) {
@@ -119,11 +122,15 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   assertAccepting(gw);
   const id = newRequestId('cmpl');
   const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
-  const params = toSamplingParams(body, {
-    logprobs: wantLogprobs || undefined,
-    topLogprobs: wantLogprobs && body.logprobs! > 0 ? body.logprobs! : undefined,
-    bestOf: body.best_of ?? undefined,
-  });
+  const params = toSamplingParams(
+    body,
+    {
+      logprobs: wantLogprobs || undefined,
+      topLogprobs: wantLogprobs && body.logprobs! > 0 ? body.logprobs! : undefined,
+      bestOf: body.best_of ?? undefined,
+    },
+    gw.info.maxInputTokenLen,
+  );
   const structured = constraintFromFields(body, { allowResponseFormat: true });
   const inputs = prompts(body.prompt);
   const kv = kvTransferFromBody(body.kv_transfer_params);

@@ -28,7 +28,7 @@ const inputItem = {
   },
 };
 
-const responsesSchema = {
+export const responsesSchema = {
   type: 'object',
   required: ['input'],
   properties: {
@@ -212,8 +212,9 @@ function textOf(content: string | ResponsesContentPart[] | undefined, field: str
 /**
  * `instructions` and `input` → the chat messages the engine renders with the model's template.
  * Function calls made by the assistant join the assistant turn they follow; a function call's
- * output becomes a tool message naming its function. Reasoning items of earlier turns are not
- * sent back to the model (chat templates drop past reasoning too).
+ * output becomes a tool message naming its function. A reasoning item's text is the
+ * `reasoning_content` of the assistant turn after it (the template renders it where it
+ * renders past reasoning, Qwen3's within the current tool-call turn, or drops it).
  */
 export function toChatMessages(body: ResponsesBody): ChatMessage[] {
   const messages: ChatMessage[] = [];
@@ -223,6 +224,14 @@ export function toChatMessages(body: ResponsesBody): ChatMessage[] {
     return messages;
   }
   const callNames = new Map<string, string>();
+  let reasoning: string | undefined;
+  /** The assistant turn an item adds to, with the reasoning before it. */
+  const assistant = (m: ChatMessage): ChatMessage => {
+    if (reasoning === undefined) return m;
+    const withReasoning = { ...m, reasoningContent: reasoning };
+    reasoning = undefined;
+    return withReasoning;
+  };
   body.input.forEach((item, i) => {
     const field = `input[${i}]`;
     const type = item.type ?? 'message';
@@ -230,7 +239,8 @@ export function toChatMessages(body: ResponsesBody): ChatMessage[] {
       case 'message': {
         if (item.role === undefined) throw invalid(`${field}.role`, 'is required for a message');
         const content = textOf(item.content, `${field}.content`);
-        messages.push({ role: item.role === 'developer' ? 'system' : item.role, content });
+        const m: ChatMessage = { role: item.role === 'developer' ? 'system' : item.role, content };
+        messages.push(m.role === 'assistant' ? assistant(m) : m);
         return;
       }
       case 'function_call': {
@@ -245,9 +255,12 @@ export function toChatMessages(body: ResponsesBody): ChatMessage[] {
         };
         const last = messages[messages.length - 1];
         if (last?.role === 'assistant') {
-          messages[messages.length - 1] = { ...last, toolCalls: [...(last.toolCalls ?? []), call] };
+          messages[messages.length - 1] = assistant({
+            ...last,
+            toolCalls: [...(last.toolCalls ?? []), call],
+          });
         } else {
-          messages.push({ role: 'assistant', content: '', toolCalls: [call] });
+          messages.push(assistant({ role: 'assistant', content: '', toolCalls: [call] }));
         }
         return;
       }
@@ -268,8 +281,12 @@ export function toChatMessages(body: ResponsesBody): ChatMessage[] {
         });
         return;
       }
-      case 'reasoning':
+      case 'reasoning': {
+        const parts = Array.isArray(item.content) ? item.content : [];
+        const text = parts.map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+        if (text !== '') reasoning = (reasoning ?? '') + text;
         return;
+      }
       case 'item_reference':
         throw notSupported(`${field}.type`, "'item_reference' (this server stores no items)");
       default:

@@ -9,6 +9,7 @@
 import type { Context } from 'koa';
 import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -30,9 +31,11 @@ import {
   refuseStateful,
   toChatMessages,
   toolFields,
+  responsesSchema,
   validateResponses,
   type ResponsesBody,
 } from './responses-request.js';
+import { templateVariables } from '../shared/thinking.js';
 
 /** `text.format` → the engine constraint and the client field it came from. */
 function textConstraint(body: ResponsesBody): ClientConstraint | undefined {
@@ -57,7 +60,9 @@ function textConstraint(body: ResponsesBody): ClientConstraint | undefined {
 }
 
 export async function handleResponses(gw: GatewayContext, ctx: Context): Promise<void> {
-  const body = validateResponses(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
+  const body = validateResponses(raw);
+  noteUnknownFields(ctx, raw, responsesSchema);
   refuseStateful(body);
   const model = await resolveRequestedModel(gw, body.model);
   const messages = toChatMessages(body);
@@ -70,7 +75,12 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
   const request: GenerateRequest = withConstraintField(
     {
       requestId: id,
-      prompt: { kind: 'chat', messages, ...tools },
+      prompt: {
+        kind: 'chat',
+        messages,
+        ...tools,
+        ...templateVariables(ctx, undefined, body.reasoning?.effort, 'reasoning.effort'),
+      },
       params: {
         maxNewTokens: body.max_output_tokens ?? undefined,
         temperature: body.temperature ?? undefined,

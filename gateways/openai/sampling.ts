@@ -8,6 +8,7 @@ import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../sh
 import { HttpError, notSupported } from '../shared/http-error.js';
 import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
 import { nullable } from '../shared/schema.js';
+import { refuseUnserved, UNSERVED_FIELDS } from '../shared/unserved-fields.js';
 
 export const samplingSchemaProperties = {
   model: { type: 'string' },
@@ -19,8 +20,10 @@ export const samplingSchemaProperties = {
   n: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
   stop: nullable({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 64 }] }),
   stop_token_ids: nullable({ type: 'array', items: { type: 'integer', minimum: 0 } }),
-  // The engine's seeds are unsigned (a negative one could not even be sent to it).
-  seed: nullable({ type: 'integer', minimum: 0 }),
+  // -1 is llama.cpp's "random" (as absent); the engine's seeds are otherwise unsigned.
+  seed: nullable({ type: 'integer', minimum: -1 }),
+  // vLLM's: keep the prompt's last N tokens (-1: as many as the context allows).
+  truncate_prompt_tokens: nullable({ type: 'integer', minimum: -1 }),
   presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
   frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
   repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
@@ -36,6 +39,8 @@ export const samplingSchemaProperties = {
   ...beamSchemaProperties,
   user: nullable({ type: 'string' }),
   ...kvTransferSchemaProperty,
+  // Accepted at their off values only (shared/unserved-fields.ts).
+  ...Object.fromEntries(UNSERVED_FIELDS.map((f) => [f, {}])),
 } as const;
 
 export interface SamplingFields extends BeamFields {
@@ -58,6 +63,7 @@ export interface SamplingFields extends BeamFields {
   skip_special_tokens?: boolean | null;
   include_stop_str_in_output?: boolean | null;
   logit_bias?: Record<string, unknown> | null;
+  truncate_prompt_tokens?: number | null;
   user?: string | null;
   kv_transfer_params?: KvTransferBody | null;
 }
@@ -70,8 +76,18 @@ function def<T>(v: T | null | undefined): T | undefined {
 export function toSamplingParams(
   b: SamplingFields,
   extra: { logprobs?: boolean; topLogprobs?: number; bestOf?: number },
+  /** The engine's longest prompt, what truncate_prompt_tokens -1 keeps. */
+  maxInputTokenLen: number,
 ): SamplingParams {
   if (b.logit_bias && Object.keys(b.logit_bias).length > 0) throw notSupported('logit_bias', 'logit bias');
+  refuseUnserved(b as Record<string, unknown>);
+  const truncate = def(b.truncate_prompt_tokens);
+  if (truncate === 0)
+    throw new HttpError(
+      'validation',
+      'truncate_prompt_tokens: must be >= 1, or -1',
+      'truncate_prompt_tokens',
+    );
   if (b.stream_options && !b.stream) {
     throw new HttpError(
       'validation',
@@ -90,7 +106,8 @@ export function toSamplingParams(
     bestOf: extra.bestOf,
     stop: stop === undefined ? undefined : typeof stop === 'string' ? [stop] : stop,
     stopTokenIds: def(b.stop_token_ids),
-    seed: def(b.seed),
+    seed: b.seed === -1 ? undefined : def(b.seed),
+    ...(truncate !== undefined ? { truncate: truncate === -1 ? maxInputTokenLen : truncate } : {}),
     presencePenalty: def(b.presence_penalty),
     frequencyPenalty: def(b.frequency_penalty),
     repetitionPenalty: def(b.repetition_penalty),

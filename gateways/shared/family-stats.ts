@@ -6,7 +6,17 @@
  */
 import type Koa from 'koa';
 
-const FAMILIES = ['openai', 'tgi', 'vllm', 'kserve', 'native', 'tei', 'llamacpp'] as const;
+const FAMILIES = [
+  'openai',
+  'anthropic',
+  'ollama',
+  'tgi',
+  'vllm',
+  'kserve',
+  'native',
+  'tei',
+  'llamacpp',
+] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -24,6 +34,9 @@ function familyOfRoute(method: string, path: string): Family | undefined {
     path === '/v1/embeddings'
   )
     return 'openai';
+  if (path === '/v1/messages') return 'anthropic';
+  if (path === '/api/chat' || path === '/api/generate' || path === '/api/embed' || path === '/api/embeddings')
+    return 'ollama';
   // POST /rerank and POST / of a pooling model are marked by their dispatchers (ctx.state.family).
   if (/^\/(pooling|classify|score|v1\/score|v1\/rerank|v2\/rerank)$/.test(path)) return 'vllm';
   if (path === '/embed' || path === '/embed_all' || path === '/predict') return 'tei';

@@ -75,6 +75,20 @@ export function adapterFor(gw: GatewayContext, model: string): { adapter?: strin
   return model === gw.info.modelName ? {} : { adapter: model };
 }
 
+/**
+ * `resolveModel` for routes that never reach generation (tokenizer routes, count_tokens),
+ * where the engine would not resolve an adapter's name: an unknown one is 404 here.
+ */
+export async function resolveServedModel(
+  gw: GatewayContext,
+  name: unknown,
+  field = 'model',
+): Promise<string> {
+  const model = resolveModel(gw, name, field);
+  if (!(await servesModel(gw, model))) throw new HttpError('not_found', `Model ${model} not found.`, field);
+  return model;
+}
+
 /** True when `name` is the base model or a loaded adapter (metadata routes). */
 export async function servesModel(gw: GatewayContext, name: string): Promise<boolean> {
   if (name === gw.info.modelName) return true;

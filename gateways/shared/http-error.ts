@@ -1,7 +1,8 @@
 /**
  * One gateway-side error record. Handlers throw HttpError (or let EngineErrors through); the
  * status of a failure is decided here (one table), and each API family words its body in
- * exactly one place (openai/errors.ts, tgi/errors.ts, mindie/errors.ts for MindIE's shape).
+ * exactly one place (openai/errors.ts, tgi/errors.ts, mindie/errors.ts for MindIE's shape,
+ * anthropic/errors.ts, ollama/errors.ts).
  */
 import { EngineError, type EngineErrorCode } from '../../engine/api.js';
 
@@ -45,8 +46,9 @@ const kindOfEngineCode: Record<EngineErrorCode, ErrorKind> = {
 
 /**
  * The HTTP status of every kind of failure: the one status table (engine codes reach it through
- * `kindOfEngineCode`). Families choose the body's words, never the status, with one exception
- * the OpenAI API makes: a request it cannot accept is 400 there, 422 in TGI and MindIE.
+ * `kindOfEngineCode`). Families choose the body's words, never the status, except where
+ * their own APIs differ (`dialectStatus`): a request they cannot accept is 400 in OpenAI's,
+ * Anthropic's and Ollama's, 422 in TGI and MindIE.
  */
 const statusOfKind: Record<ErrorKind, number> = {
   validation: 422,
@@ -62,11 +64,21 @@ const statusOfKind: Record<ErrorKind, number> = {
   internal: 500,
 };
 
-export type ErrorDialect = 'openai' | 'tgi' | 'mindie';
+export type ErrorDialect = 'openai' | 'tgi' | 'mindie' | 'anthropic' | 'ollama';
+
+/**
+ * Where a family's own API answers another status: OpenAI, Anthropic and Ollama refuse a bad
+ * request with 400; Anthropic reports an overloaded server as 529 (`overloaded_error`, which
+ * its SDKs retry).
+ */
+const dialectStatus: Partial<Record<ErrorDialect, Partial<Record<ErrorKind, number>>>> = {
+  openai: { validation: 400, bad_json: 400 },
+  anthropic: { validation: 400, bad_json: 400, overloaded: 529 },
+  ollama: { validation: 400, bad_json: 400 },
+};
 
 export function httpStatusOf(kind: ErrorKind, dialect: ErrorDialect): number {
-  if (dialect === 'openai' && (kind === 'validation' || kind === 'bad_json')) return 400;
-  return statusOfKind[kind];
+  return dialectStatus[dialect]?.[kind] ?? statusOfKind[kind];
 }
 
 /** Any thrown value → HttpError. Unknown exceptions are bugs: logged, reported as `internal`. */

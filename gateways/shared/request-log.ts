@@ -16,6 +16,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
 import type { FinishEvent, GenerateRequest, PoolingRequest, PoolingResult } from '../../engine/api.js';
+import { IGNORED_FIELDS_STATE } from './ignored-fields.js';
 
 /** MindIE's LogConfig.logLevel words, least to most severe ('Warn' = 'Warning'). */
 export type LogLevelName = 'Verbose' | 'Debug' | 'Info' | 'Warning' | 'Warn' | 'Error' | 'Critical';
@@ -154,6 +155,8 @@ interface RequestLine {
   readonly pooling?: string;
   /** The response ended before it was complete (the client went away mid-stream). */
   readonly aborted?: boolean;
+  /** Fields the request sent that were accepted without effect (shared/ignored-fields.ts). */
+  readonly ignored_fields?: string;
   readonly prompt?: string;
 }
 
@@ -174,8 +177,16 @@ function formatLine(line: RequestLine, format: 'text' | 'json'): string {
   if (line.prompt_tokens !== undefined) parts.push(`prompt_tokens=${line.prompt_tokens}`);
   if (line.completion_tokens !== undefined) parts.push(`completion_tokens=${line.completion_tokens}`);
   if (line.aborted) parts.push('aborted=true');
+  // Quoted: the names are the client's text.
+  if (line.ignored_fields !== undefined) parts.push(`ignored_fields=${JSON.stringify(line.ignored_fields)}`);
   if (line.prompt !== undefined) parts.push(`prompt=${JSON.stringify(line.prompt)}`);
   return parts.join(' ');
+}
+
+/** The ignored fields of a line: the first 64 names (a body may hold any number of keys). */
+function ignoredList(names: readonly string[]): string {
+  const shown = names.slice(0, 64).join(',');
+  return names.length > 64 ? `${shown},(${names.length - 64} more)` : shown;
 }
 
 /**
@@ -192,7 +203,10 @@ export function requestLog(
     const record: RequestRecord = { promptTokens: 0, completionTokens: 0, counted: new Set() };
     ctx.res.once('close', () => {
       const status = ctx.res.statusCode;
-      const level = lineLevel(ctx.method, ctx.path, status);
+      const ignored = ctx.state[IGNORED_FIELDS_STATE] as string[] | undefined;
+      const plain = lineLevel(ctx.method, ctx.path, status);
+      // A request answered with fields it ignored is worth a warning, as vLLM logs one.
+      const level = ignored && rank[plain] < rank.warning ? 'warning' : plain;
       if (rank[level] < rank[config.level]) return;
       const engineUsed = record.requestId !== undefined;
       const line: RequestLine = {
@@ -213,6 +227,7 @@ export function requestLog(
             }
           : {}),
         ...(ctx.res.writableFinished ? {} : { aborted: true }),
+        ...(ignored ? { ignored_fields: ignoredList(ignored) } : {}),
         ...(config.includePrompt && record.prompt !== undefined ? { prompt: record.prompt } : {}),
       };
       sink.write(formatLine(line, config.format));

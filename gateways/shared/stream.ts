@@ -58,27 +58,44 @@ async function streamAnswer<E, W extends StreamSink>(plan: StreamPlan<E, W>): Pr
 /** The SSE form of `streamAnswer`: each family gives its mapping and its error body. */
 export interface SsePlan<E> extends Omit<StreamPlan<E, SseWriter>, 'open' | 'onError'> {
   readonly errorBody: (err: HttpError) => unknown;
+  /** The SSE event name of the error frame (Anthropic's `error`); none by default. */
+  readonly errorEvent?: string;
 }
 
 export function streamSse<E>(ctx: Context, plan: SsePlan<E>): Promise<void> {
   return streamAnswer<E, SseWriter>({
     ...plan,
     open: () => new SseWriter(ctx),
-    onError: (err, sse) => sse.data(plan.errorBody(err)),
+    onError: (err, sse) => sse.data(plan.errorBody(err), plan.errorEvent),
+  });
+}
+
+/** A framing of JSON objects on a raw stream: each object followed by `separator`. */
+export interface JsonFramesPlan<E> extends Omit<StreamPlan<E, RawStreamWriter>, 'open' | 'onError'> {
+  readonly errorBody: (err: HttpError) => unknown;
+}
+
+function streamJsonFrames<E>(
+  ctx: Context,
+  plan: JsonFramesPlan<E>,
+  contentType: string,
+  separator: string,
+): Promise<void> {
+  return streamAnswer<E, RawStreamWriter>({
+    ...plan,
+    open: () => new RawStreamWriter(ctx, contentType),
+    onError: (err, out) => out.write(JSON.stringify(plan.errorBody(err)) + separator),
   });
 }
 
 /** The old vLLM api_server's framing: JSON objects, each followed by a NUL byte. */
-export interface NulJsonPlan<E> extends Omit<StreamPlan<E, RawStreamWriter>, 'open' | 'onError'> {
-  readonly errorBody: (err: HttpError) => unknown;
+export function streamNulJson<E>(ctx: Context, plan: JsonFramesPlan<E>): Promise<void> {
+  return streamJsonFrames(ctx, plan, 'application/json', '\0');
 }
 
-export function streamNulJson<E>(ctx: Context, plan: NulJsonPlan<E>): Promise<void> {
-  return streamAnswer<E, RawStreamWriter>({
-    ...plan,
-    open: () => new RawStreamWriter(ctx, 'application/json'),
-    onError: (err, out) => out.write(JSON.stringify(plan.errorBody(err)) + '\0'),
-  });
+/** Ollama's framing: NDJSON, one JSON object a line. */
+export function streamNdjson<E>(ctx: Context, plan: JsonFramesPlan<E>): Promise<void> {
+  return streamJsonFrames(ctx, plan, 'application/x-ndjson', '\n');
 }
 
 /** An event of one of several merged answers, tagged with the answer it belongs to. */

@@ -89,7 +89,7 @@ async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Pr
 }
 
 export async function handleGenerate(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
-  const body = validateTgi(raw);
+  const body = validateTgi(raw, ctx);
   ctx.body = await generateOnce(gw, ctx, body);
 }
 
@@ -186,7 +186,7 @@ async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): 
 }
 
 export async function handleGenerateStream(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
-  await generateStream(gw, ctx, validateTgi(raw));
+  await generateStream(gw, ctx, validateTgi(raw, ctx));
 }
 
 /** POST /: `stream` true → SSE as /generate_stream; false → `[ /generate answer ]`. */
@@ -199,7 +199,7 @@ export async function handleRoot(gw: GatewayContext, ctx: Context, raw: unknown)
   ) {
     throw invalid('stream', 'Stream must be boolean type.');
   }
-  const body = validateTgi(raw);
+  const body = validateTgi(raw, ctx);
   if (body.stream) return generateStream(gw, ctx, body);
   ctx.body = [await generateOnce(gw, ctx, body)];
 }

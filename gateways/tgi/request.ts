@@ -7,6 +7,8 @@ import type { GenerateRequest } from '../../engine/api.js';
 import { fromTgiGrammar, withConstraintField } from '../shared/structured.js';
 import { resolveModel, adapterFor, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid, notSupported } from '../shared/http-error.js';
+import type { Context } from 'koa';
+import { noteIgnoredFields, noteUnknownFields, unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
 const tgiSchema = {
@@ -70,7 +72,20 @@ export interface TgiBody {
   parameters?: TgiParameters | null;
 }
 
-export const validateTgi = compileSchema<TgiBody>(tgiSchema);
+const checkTgi = compileSchema<TgiBody>(tgiSchema);
+const parameterFields = (tgiSchema.properties.parameters as { anyOf: [{ properties: object }] }).anyOf[0];
+
+/**
+ * Validates a TGI body; fields TGI does not define (top level or in `parameters`) are answered
+ * and named as ignored (shared/ignored-fields.ts), as TGI's router ignores them.
+ */
+export function validateTgi(raw: unknown, ctx: Context): TgiBody {
+  const body = checkTgi(raw);
+  noteUnknownFields(ctx, raw, tgiSchema);
+  const p = body.parameters;
+  if (p) noteIgnoredFields(ctx, unknownKeys(p, parameterFields.properties, 'parameters'));
+  return body;
+}
 
 const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined : v);
 

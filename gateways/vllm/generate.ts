@@ -14,6 +14,8 @@ import { compileSchema, nullable } from '../shared/schema.js';
 import { mindieErrorBody } from '../mindie/errors.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamNulJson } from '../shared/stream.js';
+import { noteUnknownFields } from '../shared/ignored-fields.js';
+import { refuseUnserved, UNSERVED_FIELDS } from '../shared/unserved-fields.js';
 
 const vllmSchema = {
   type: 'object',
@@ -28,8 +30,8 @@ const vllmSchema = {
     temperature: nullable({ type: 'number', minimum: 0 }),
     top_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
     top_k: nullable({ type: 'integer', minimum: -1 }),
-    // The engine's seeds are unsigned (a negative one could not even be sent to it).
-    seed: nullable({ type: 'integer', minimum: 0 }),
+    // -1 is llama.cpp's "random" (as absent); the engine's seeds are otherwise unsigned.
+    seed: nullable({ type: 'integer', minimum: -1 }),
     repetition_penalty: nullable({ type: 'number', exclusiveMinimum: 0 }),
     presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
     frequency_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
@@ -40,6 +42,8 @@ const vllmSchema = {
     include_stop_str_in_output: nullable({ type: 'boolean' }),
     ...beamSchemaProperties,
     logprobs: nullable({ type: 'integer', minimum: 0, maximum: 20 }),
+    // Accepted at their off values only (shared/unserved-fields.ts).
+    ...Object.fromEntries(UNSERVED_FIELDS.map((f) => [f, {}])),
   },
 };
 
@@ -70,6 +74,8 @@ const d = <T>(v: T | null | undefined): T | undefined => (v === null ? undefined
 
 export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: unknown): Promise<void> {
   const body = validateVllm(raw);
+  refuseUnserved(raw as Record<string, unknown>);
+  noteUnknownFields(ctx, raw, vllmSchema);
   // The old api_server ignores `model`; MindIE's example sends "None". Only a real name is checked.
   const model = body.model && body.model !== 'None' ? resolveModel(gw, body.model) : gw.info.modelName;
   assertAccepting(gw);
@@ -87,7 +93,7 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
       temperature: d(body.temperature),
       topP: d(body.top_p),
       topK: body.top_k === -1 || body.top_k === 0 ? undefined : d(body.top_k),
-      seed: d(body.seed),
+      seed: body.seed === -1 ? undefined : d(body.seed),
       repetitionPenalty: d(body.repetition_penalty),
       presencePenalty: d(body.presence_penalty),
       frequencyPenalty: d(body.frequency_penalty),

@@ -105,9 +105,11 @@ test("/metrics-json keeps MindIE's vector and adds the `prism` object; family co
   assert.equal(p0.kvBlocks.used + p0.kvBlocks.free, p0.kvBlocks.total);
   assert.equal(p0.latencySeconds.ttft.counts.length, p0.latencySeconds.ttft.bounds.length + 1);
   assert.deepEqual(Object.keys(p0.families).sort(), [
+    'anthropic',
     'kserve',
     'llamacpp',
     'native',
+    'ollama',
     'openai',
     'tei',
     'tgi',

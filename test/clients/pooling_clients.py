@@ -1,7 +1,8 @@
 """Pooling clients against the server, out of the box: Hugging Face's InferenceClient
 (`feature_extraction` against the TEI routes: base_url is the server, the client posts to
 its root, TEI's compat route), LangChain's OpenAIEmbeddings (embed_documents / embed_query
-on /v1/embeddings), and Cohere's ClientV2.rerank (POST /v2/rerank).
+on /v1/embeddings), Ollama's client (`embed`, POST /api/embed) and Cohere's ClientV2.rerank
+(POST /v2/rerank).
 
 LangChain's OpenAIEmbeddings tokenizes with tiktoken by default to split long inputs, which
 would fetch OpenAI's encoding over the network; `check_embedding_ctx_length=False` (its
@@ -14,6 +15,7 @@ import json
 import sys
 
 import cohere
+import ollama
 from huggingface_hub import InferenceClient
 from langchain_openai import OpenAIEmbeddings
 
@@ -30,6 +32,9 @@ def main() -> None:
     docs = lc.embed_documents(["A man is playing a guitar.", "The new film is awesome."])
     query = lc.embed_query("Someone plays music.")
     out["langchain"] = {"documents": docs, "query": query}
+
+    ol = ollama.Client(host=embed_url).embed(model="minilm:latest", input=["A man is playing a guitar.", "hi"])
+    out["ollama"] = {"model": ol.model, "embeddings": [list(e) for e in ol.embeddings]}
 
     co = cohere.ClientV2(api_key="unused", base_url=rerank_url, timeout=120)
     r = co.rerank(

@@ -413,6 +413,14 @@ function violation(c: FuzzCase, status: number, contentType: string, body: strin
 function shapeProblem(family: Family, json: unknown): string | undefined {
   const j = json as Record<string, unknown> | null;
   if (j === null || typeof j !== 'object') return 'error body is not an object';
+  if (family === 'anthropic') {
+    const e = j.error as Record<string, unknown> | undefined;
+    if (j.type !== 'error' || !e || typeof e.type !== 'string' || typeof e.message !== 'string')
+      return 'Anthropic error is not {"type": "error", "error": {type, message}}';
+    return undefined;
+  }
+  if (family === 'ollama')
+    return typeof j.error === 'string' ? undefined : 'Ollama error is not {"error": string}';
   if (family === 'openai') {
     const e = j.error as Record<string, unknown> | undefined;
     if (!e || typeof e !== 'object') return 'OpenAI error without an error object';

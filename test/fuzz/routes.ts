@@ -4,7 +4,7 @@
  * fuzzer is testing (the fault tests cover it).
  */
 
-export type Family = 'openai' | 'tgi' | 'mindie';
+export type Family = 'openai' | 'tgi' | 'mindie' | 'anthropic' | 'ollama';
 export type ListenerName = 'service' | 'management' | 'metrics';
 
 export interface Route {
@@ -88,6 +88,79 @@ export const routes: readonly Route[] = [
       ...SAMPLING,
     ],
   },
+  {
+    listener: 'service',
+    method: 'POST',
+    path: () => '/v1/messages',
+    family: 'anthropic',
+    body: (model) => ({ model, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] }),
+    fields: [
+      'model',
+      'max_tokens',
+      'messages',
+      'messages.0.content',
+      'system',
+      'stream',
+      'tools',
+      'tool_choice',
+      'stop_sequences',
+      'thinking',
+      'temperature',
+      'top_k',
+    ],
+  },
+  {
+    listener: 'service',
+    method: 'POST',
+    path: () => '/api/chat',
+    family: 'ollama',
+    body: (model) => ({
+      model,
+      stream: false,
+      messages: [{ role: 'user', content: 'Hi' }],
+      options: { num_predict: 2 },
+    }),
+    fields: [
+      'model',
+      'messages',
+      'messages.0.content',
+      'stream',
+      'format',
+      'tools',
+      'think',
+      'options',
+      'options.num_predict',
+      'options.num_ctx',
+      'options.seed',
+    ],
+  },
+  {
+    listener: 'service',
+    method: 'POST',
+    path: () => '/api/generate',
+    family: 'ollama',
+    body: (model) => ({ model, prompt: 'Hi', options: { num_predict: 2 } }),
+    fields: [
+      'model',
+      'prompt',
+      'system',
+      'raw',
+      'stream',
+      'format',
+      'options',
+      'options.stop',
+      'options.temperature',
+    ],
+  },
+  {
+    listener: 'service',
+    method: 'POST',
+    path: () => '/tokenize',
+    family: 'openai',
+    body: () => ({ prompt: 'Hi', return_token_strs: true }),
+    fields: ['prompt', 'messages', 'content', 'add_special_tokens', 'with_pieces'],
+  },
+  { listener: 'service', method: 'GET', path: () => '/api/tags', family: 'ollama' },
   { listener: 'service', method: 'GET', path: () => '/v1/models', family: 'openai' },
   { listener: 'service', method: 'GET', path: (m) => `/v1/models/${m}`, family: 'openai' },
   {
@@ -236,6 +309,9 @@ export const routes: readonly Route[] = [
 export function familyOfPath(path: string): Family {
   const p = path.split(/[?#]/)[0];
   // Routes match case-insensitively and with a trailing slash (the router's defaults).
+  if (/^\/v1\/messages(\/|$)/i.test(p)) return 'anthropic';
+  if (/^\/api(\/|$)/i.test(p)) return 'ollama';
+  if (/^\/(tokenize|detokenize|apply-template)\/?$/i.test(p)) return 'openai';
   if (/^\/v1\/(chat\/completions|completions|models)(\/|$)/i.test(p)) return 'openai';
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(p)) return 'tgi';
   return 'mindie';

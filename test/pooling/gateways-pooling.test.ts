@@ -2,7 +2,7 @@
  * The pooling routes of every family against the real server (engine behind its gRPC API,
  * gateways on free ports, as `prism serve` runs them) serving the real all-MiniLM-L6-v2 and a
  * cross-encoder fixture: the openai SDK's embeddings.create, Hugging Face's InferenceClient,
- * LangChain's OpenAIEmbeddings and Cohere's rerank client unmodified, each family's shape, the
+ * LangChain's OpenAIEmbeddings, Ollama's and Cohere's rerank client unmodified, each family's shape, the
  * refusals between generation and pooling, and every bad input a 4xx naming the field.
  */
 import assert from 'node:assert/strict';
@@ -91,7 +91,7 @@ test('bad input: 400 naming the field, never a 5xx', async () => {
   assert.match(chat.json.error.message, /pooling model/);
 });
 
-test('TEI: /embed, /embed_all, /info; InferenceClient.feature_extraction, LangChain, Cohere rerank', async () => {
+test('TEI: /embed, /embed_all, /info; InferenceClient.feature_extraction, LangChain, Ollama /api/embed, Cohere rerank', async () => {
   const e = await postJson(`${embed.url}/embed`, { inputs: ['hello world', 'hi'] });
   assert.equal(e.status, 200);
   assert.equal(e.json.length, 2);
@@ -116,6 +116,16 @@ test('TEI: /embed, /embed_all, /info; InferenceClient.feature_extraction, LangCh
   assert.ok(
     cosine(r.langchain.query, r.langchain.documents[0]) > cosine(r.langchain.query, r.langchain.documents[1]),
   );
+  assert.equal(r.ollama.embeddings.length, 2);
+  assert.ok(
+    cosine(r.ollama.embeddings[0], r.langchain.documents[0]) > 0.999999,
+    'the same text, the same vector',
+  );
+  const legacy = await postJson(`${embed.url}/api/embeddings`, {
+    model: 'minilm',
+    prompt: 'A man is playing a guitar.',
+  });
+  assert.ok(cosine(legacy.json.embedding, r.ollama.embeddings[0]) > 0.999999);
   assert.equal(r.cohere.results.length, 2);
   const scores = await postJson(`${rerank.url}/score`, {
     text_1: 'What is the capital of France?',

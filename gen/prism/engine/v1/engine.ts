@@ -109,7 +109,11 @@ export interface ChatMessage {
   content: string;
   toolCalls: ChatToolCall[];
   toolCallId?: string | undefined;
-  name?: string | undefined;
+  name?:
+    | string
+    | undefined;
+  /** An assistant turn's reasoning sent back (`reasoning_content` for the template). */
+  reasoningContent?: string | undefined;
 }
 
 export interface TextPrompt {
@@ -149,7 +153,14 @@ export interface ChatPrompt {
     | string
     | undefined;
   /** Default true; false keeps only the first call. */
-  parallelToolCalls?: boolean | undefined;
+  parallelToolCalls?:
+    | boolean
+    | undefined;
+  /**
+   * Extra variables for the chat template (vLLM's chat_template_kwargs), a JSON object's
+   * text; empty: none.
+   */
+  chatTemplateKwargsJson: string;
 }
 
 /** Absent fields take the engine's defaults; the engine validates every range. */
@@ -442,7 +453,17 @@ export interface DetokenizeResponse {
 
 export interface ApplyChatTemplateRequest {
   messages: ChatMessage[];
-  addGenerationPrompt?: boolean | undefined;
+  addGenerationPrompt?:
+    | boolean
+    | undefined;
+  /**
+   * The tools and template variables of a chat prompt, rendered as a generate request
+   * would render them (ChatPrompt's fields of the same names).
+   */
+  tools: ChatTool[];
+  toolChoice?: string | undefined;
+  toolChoiceFunction?: string | undefined;
+  chatTemplateKwargsJson: string;
 }
 
 export interface ApplyChatTemplateResponse {
@@ -1015,7 +1036,7 @@ export const ChatToolCall: MessageFns<ChatToolCall> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: "", content: "", toolCalls: [], toolCallId: undefined, name: undefined };
+  return { role: "", content: "", toolCalls: [], toolCallId: undefined, name: undefined, reasoningContent: undefined };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -1034,6 +1055,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.name !== undefined) {
       writer.uint32(42).string(message.name);
+    }
+    if (message.reasoningContent !== undefined) {
+      writer.uint32(50).string(message.reasoningContent);
     }
     return writer;
   },
@@ -1091,6 +1115,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.name = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.reasoningContent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1118,6 +1150,11 @@ export const ChatMessage: MessageFns<ChatMessage> = {
         ? globalThis.String(object.tool_call_id)
         : undefined,
       name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      reasoningContent: isSet(object.reasoningContent)
+        ? globalThis.String(object.reasoningContent)
+        : isSet(object.reasoning_content)
+        ? globalThis.String(object.reasoning_content)
+        : undefined,
     };
   },
 
@@ -1138,6 +1175,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.name !== undefined) {
       obj.name = message.name;
     }
+    if (message.reasoningContent !== undefined) {
+      obj.reasoningContent = message.reasoningContent;
+    }
     return obj;
   },
 
@@ -1151,6 +1191,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.toolCalls = object.toolCalls?.map((e) => ChatToolCall.fromPartial(e)) || [];
     message.toolCallId = object.toolCallId ?? undefined;
     message.name = object.name ?? undefined;
+    message.reasoningContent = object.reasoningContent ?? undefined;
     return message;
   },
 };
@@ -1438,6 +1479,7 @@ function createBaseChatPrompt(): ChatPrompt {
     toolChoice: undefined,
     toolChoiceFunction: undefined,
     parallelToolCalls: undefined,
+    chatTemplateKwargsJson: "",
   };
 }
 
@@ -1460,6 +1502,9 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     }
     if (message.parallelToolCalls !== undefined) {
       writer.uint32(184).bool(message.parallelToolCalls);
+    }
+    if (message.chatTemplateKwargsJson !== "") {
+      writer.uint32(194).string(message.chatTemplateKwargsJson);
     }
     return writer;
   },
@@ -1525,6 +1570,14 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
             message.parallelToolCalls = reader.bool();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.chatTemplateKwargsJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1563,6 +1616,11 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
         : isSet(object.parallel_tool_calls)
         ? globalThis.Boolean(object.parallel_tool_calls)
         : undefined,
+      chatTemplateKwargsJson: isSet(object.chatTemplateKwargsJson)
+        ? globalThis.String(object.chatTemplateKwargsJson)
+        : isSet(object.chat_template_kwargs_json)
+        ? globalThis.String(object.chat_template_kwargs_json)
+        : "",
     };
   },
 
@@ -1586,6 +1644,9 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     if (message.parallelToolCalls !== undefined) {
       obj.parallelToolCalls = message.parallelToolCalls;
     }
+    if (message.chatTemplateKwargsJson !== "") {
+      obj.chatTemplateKwargsJson = message.chatTemplateKwargsJson;
+    }
     return obj;
   },
 
@@ -1600,6 +1661,7 @@ export const ChatPrompt: MessageFns<ChatPrompt> = {
     message.toolChoice = object.toolChoice ?? undefined;
     message.toolChoiceFunction = object.toolChoiceFunction ?? undefined;
     message.parallelToolCalls = object.parallelToolCalls ?? undefined;
+    message.chatTemplateKwargsJson = object.chatTemplateKwargsJson ?? "";
     return message;
   },
 };
@@ -5267,7 +5329,14 @@ export const DetokenizeResponse: MessageFns<DetokenizeResponse> = {
 };
 
 function createBaseApplyChatTemplateRequest(): ApplyChatTemplateRequest {
-  return { messages: [], addGenerationPrompt: undefined };
+  return {
+    messages: [],
+    addGenerationPrompt: undefined,
+    tools: [],
+    toolChoice: undefined,
+    toolChoiceFunction: undefined,
+    chatTemplateKwargsJson: "",
+  };
 }
 
 export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
@@ -5277,6 +5346,18 @@ export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
     }
     if (message.addGenerationPrompt !== undefined) {
       writer.uint32(16).bool(message.addGenerationPrompt);
+    }
+    for (const v of message.tools) {
+      ChatTool.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.toolChoice !== undefined) {
+      writer.uint32(34).string(message.toolChoice);
+    }
+    if (message.toolChoiceFunction !== undefined) {
+      writer.uint32(42).string(message.toolChoiceFunction);
+    }
+    if (message.chatTemplateKwargsJson !== "") {
+      writer.uint32(50).string(message.chatTemplateKwargsJson);
     }
     return writer;
   },
@@ -5310,6 +5391,38 @@ export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
             message.addGenerationPrompt = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tools.push(ChatTool.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.toolChoice = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.toolChoiceFunction = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.chatTemplateKwargsJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5332,6 +5445,22 @@ export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
         : isSet(object.add_generation_prompt)
         ? globalThis.Boolean(object.add_generation_prompt)
         : undefined,
+      tools: globalThis.Array.isArray(object?.tools) ? object.tools.map((e: any) => ChatTool.fromJSON(e)) : [],
+      toolChoice: isSet(object.toolChoice)
+        ? globalThis.String(object.toolChoice)
+        : isSet(object.tool_choice)
+        ? globalThis.String(object.tool_choice)
+        : undefined,
+      toolChoiceFunction: isSet(object.toolChoiceFunction)
+        ? globalThis.String(object.toolChoiceFunction)
+        : isSet(object.tool_choice_function)
+        ? globalThis.String(object.tool_choice_function)
+        : undefined,
+      chatTemplateKwargsJson: isSet(object.chatTemplateKwargsJson)
+        ? globalThis.String(object.chatTemplateKwargsJson)
+        : isSet(object.chat_template_kwargs_json)
+        ? globalThis.String(object.chat_template_kwargs_json)
+        : "",
     };
   },
 
@@ -5343,6 +5472,18 @@ export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
     if (message.addGenerationPrompt !== undefined) {
       obj.addGenerationPrompt = message.addGenerationPrompt;
     }
+    if (message.tools?.length) {
+      obj.tools = message.tools.map((e) => ChatTool.toJSON(e));
+    }
+    if (message.toolChoice !== undefined) {
+      obj.toolChoice = message.toolChoice;
+    }
+    if (message.toolChoiceFunction !== undefined) {
+      obj.toolChoiceFunction = message.toolChoiceFunction;
+    }
+    if (message.chatTemplateKwargsJson !== "") {
+      obj.chatTemplateKwargsJson = message.chatTemplateKwargsJson;
+    }
     return obj;
   },
 
@@ -5353,6 +5494,10 @@ export const ApplyChatTemplateRequest: MessageFns<ApplyChatTemplateRequest> = {
     const message = createBaseApplyChatTemplateRequest();
     message.messages = object.messages?.map((e) => ChatMessage.fromPartial(e)) || [];
     message.addGenerationPrompt = object.addGenerationPrompt ?? undefined;
+    message.tools = object.tools?.map((e) => ChatTool.fromPartial(e)) || [];
+    message.toolChoice = object.toolChoice ?? undefined;
+    message.toolChoiceFunction = object.toolChoiceFunction ?? undefined;
+    message.chatTemplateKwargsJson = object.chatTemplateKwargsJson ?? "";
     return message;
   },
 };
