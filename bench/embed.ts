@@ -18,14 +18,14 @@
  * Usage: npm run bench:embed [-- --model DIR --gguf FILE --concurrency 1,16,256 --requests N
  *        --threads N --sides prism,llama.cpp,st --llama-server PATH --json]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { projectRoot } from '../engine/default-model.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import { fixture } from '../test/fixtures.js';
 import { MIXED_SENTENCES } from '../test/pooling/sentences.js';
+import { startChild, stopChild } from './child.js';
 import { useProjectPython } from './lora-peer.js';
 import { percentile } from './stats.js';
 
@@ -104,33 +104,6 @@ async function texts(model: string, count: number): Promise<{ texts: string[]; t
   return { texts: out, tokens };
 }
 
-function startChild(
-  cmd: string,
-  args: string[],
-  pattern: RegExp,
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(cmd, args, { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer): void => {
-      out += d.toString();
-      const m = out.match(pattern);
-      if (m) resolve({ child, url: m[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) =>
-      reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${out.slice(-2000)}`)),
-    );
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 interface Level {
   side: Side;
   concurrency: number;
@@ -177,7 +150,7 @@ async function runLevel(
   };
 }
 
-async function startSide(side: Side, a: Args): Promise<{ child: ChildProcess; url: string }> {
+async function startSide(side: Side, a: Args): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   if (side === 'prism')
     return startChild(
       process.execPath,
@@ -259,10 +232,11 @@ async function main(): Promise<void> {
   for (const side of a.sides) {
     log(`starting ${side} ...`);
     const s = await startSide(side, a);
+    const url = s.match[1]!;
     try {
-      await runLevel(side, s.url, inputs.slice(0, 8), 4); // warm-up
+      await runLevel(side, url, inputs.slice(0, 8), 4); // warm-up
       for (const c of a.concurrency) {
-        levels.push(await runLevel(side, s.url, inputs, c));
+        levels.push(await runLevel(side, url, inputs, c));
         log(JSON.stringify(levels.at(-1)));
       }
     } finally {
