@@ -9,7 +9,15 @@ import type { Context } from 'koa';
 import { MAX_POOLING_INPUTS, type PoolingInput } from '../../engine/api.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
-import { base64Floats, floats, runPooling, teiTruncation } from '../shared/pooling.js';
+import {
+  base64Floats,
+  floats,
+  runPooling,
+  teiTruncation,
+  textsOrTokens,
+  textsOrTokensSchema,
+  type TextsOrTokens,
+} from '../shared/pooling.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
 const truncationFields = {
@@ -17,19 +25,9 @@ const truncationFields = {
   truncation_direction: nullable({ enum: ['Left', 'Right', 'left', 'right'] }),
 };
 
-const tokenIds = { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0 } };
-const embedInputs = {
-  anyOf: [
-    { type: 'string' },
-    { type: 'array', items: { type: 'string' } },
-    tokenIds,
-    { type: 'array', items: tokenIds },
-  ],
-};
-
 interface EmbedBody {
   model?: string | null;
-  inputs: string | string[] | number[] | number[][];
+  inputs: TextsOrTokens;
   normalize?: boolean | null;
   truncate?: boolean | null;
   truncation_direction?: string | null;
@@ -43,7 +41,7 @@ const validateEmbed = compileSchema<EmbedBody>({
   required: ['inputs'],
   properties: {
     model: nullable({ type: 'string' }),
-    inputs: embedInputs,
+    inputs: textsOrTokensSchema,
     normalize: nullable({ type: 'boolean' }),
     dimensions: nullable({ type: 'integer', minimum: 1 }),
     prompt_name: nullable({ type: 'string' }),
@@ -51,12 +49,6 @@ const validateEmbed = compileSchema<EmbedBody>({
     ...truncationFields,
   },
 });
-
-function embedInputsOf(inputs: EmbedBody['inputs']): PoolingInput[] {
-  if (typeof inputs === 'string') return [{ text: inputs }];
-  if (inputs.length > 0 && inputs.every((x) => typeof x === 'number')) return [{ ids: inputs as number[] }];
-  return (inputs as (string | number[])[]).map((x) => (typeof x === 'string' ? { text: x } : { ids: x }));
-}
 
 /** POST /embed and /embed_all: one vector per input ([[...]] even for one), or every token's. */
 export async function handleEmbed(
@@ -73,7 +65,7 @@ export async function handleEmbed(
     body.model,
     {
       task: all ? 'tokens' : 'embed',
-      inputs: embedInputsOf(body.inputs),
+      inputs: textsOrTokens(body.inputs),
       inputField: 'inputs',
       // TEI normalises unless told not to, whatever the model's files say.
       ...(all ? {} : { normalize: body.normalize ?? true }),
