@@ -1,7 +1,7 @@
 /**
  * The engine's one error taxonomy (TGI-router style). Every failure the engine reports is
  * an EngineError with one of these codes; the gRPC service maps codes to gRPC status codes
- * (engine/service/status-codes.ts), the gateways map them to HTTP statuses in one table
+ * (engine/grpc-status.ts), the gateways map them to HTTP statuses in one table
  * (gateways/shared/http-error.ts), and each API family words its own error body.
  */
 export type EngineErrorCode =
@@ -61,4 +61,11 @@ export function notAGenerationModel(modelName: string, tasks: readonly string[])
     'model',
     'is a pooling model',
   );
+}
+
+/** Any failure as the engine reports it: an EngineError as is, anything else GENERATION_FAILED with its message. */
+export function asEngineError(e: unknown): EngineError {
+  return e instanceof EngineError
+    ? e
+    : new EngineError('GENERATION_FAILED', `request failed: ${e instanceof Error ? e.message : String(e)}`);
 }

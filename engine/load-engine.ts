@@ -37,6 +37,7 @@ import {
 } from './options.js';
 import { NativeRunner } from './runner.js';
 import { scratchPagesFor, startSpeculation } from './speculative/start.js';
+import type { StructuredTuning } from './structured/tuning.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
 
@@ -58,6 +59,8 @@ export interface LoadEngineHooks {
   readonly onMemory?: (report: MemoryReport) => void;
   /** The KV-event publisher, when options.kvEvents turned it on (its bound address, idle()). */
   readonly onKvEvents?: (publisher: KvEventPublisher) => void;
+  /** Structured output's switches and mask-wait observer, read at every step (benchmarks, tests). */
+  readonly structuredTuning?: StructuredTuning;
 }
 
 export async function loadEngine(
@@ -243,6 +246,7 @@ export async function loadEngine(
     ...(adapters ? { adapters } : {}),
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
     ...(speculation ? { speculation } : {}),
+    ...(hooks.structuredTuning ? { structuredTuning: hooks.structuredTuning } : {}),
   });
   holder.core = core;
   return core;
@@ -255,7 +259,7 @@ export async function loadEngine(
  */
 export interface ServedEngine {
   readonly engine: Engine;
-  readonly kvTransfer?: EngineCore['disaggregation'];
+  readonly kvTransfer?: EngineCore['features']['disaggregation'];
 }
 
 export async function loadServedEngine(
@@ -268,5 +272,5 @@ export async function loadServedEngine(
     return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }) };
   }
   const core = await loadEngine(modelPath, options, hooks);
-  return { engine: core, kvTransfer: core.disaggregation };
+  return { engine: core, kvTransfer: core.features.disaggregation };
 }
