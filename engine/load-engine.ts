@@ -213,7 +213,7 @@ export async function loadEngine(
     deviceName: m.deviceName,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout, kvPages),
+    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout, kvPages, m.hiddenSize),
     tokenizer,
     options: o,
     chatTemplate,
@@ -254,7 +254,8 @@ export async function loadEngine(
 
 /**
  * The engine `prism serve` and `prism engine` serve for a model path: the pooling engine for an
- * embedding or reranking model (engine/pooling/load.ts says which), else the generation engine,
+ * embedding or reranking model (engine/pooling/load.ts says which; a decoder's runs its inputs
+ * on a generation engine loaded here), else the generation engine,
  * with what its gRPC service needs besides the Engine (split prefill/decode's KV service).
  */
 export interface ServedEngine {
@@ -269,7 +270,8 @@ export async function loadServedEngine(
 ): Promise<ServedEngine> {
   if (isPoolingModel(modelPath, options.pooling)) {
     const modelName = options.modelName ?? defaultServedModelName(modelPath);
-    return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }) };
+    const core = (path: string, o: EngineOptions) => loadEngine(path, o, hooks);
+    return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }, core) };
   }
   const core = await loadEngine(modelPath, options, hooks);
   return { engine: core, kvTransfer: core.features.disaggregation };

@@ -11,7 +11,7 @@ import {
   loadEncoder,
   type EncoderInfo,
 } from '../../native/native.js';
-import type { PassInput } from './pass-queue.js';
+import { PassQueue, type PassInput } from './pass-queue.js';
 import type { PoolingBackend } from './backend.js';
 import { poolingCard, type PoolingCardOptions } from './card.js';
 
@@ -51,6 +51,24 @@ export async function loadEncoderBackend(
     threads: options.threads,
   });
   const width = { pooled: info.pooledDim, scores: info.labels.length, tokens: info.hiddenSize };
+  const budget = { maxTokens, maxInputs: options.maxPassInputs };
+  const run = async (inputs: readonly PassInput[]): Promise<Float32Array[]> => {
+    const output = inputs[0]!.output;
+    const offsets = new Int32Array(inputs.length + 1);
+    inputs.forEach((x, i) => (offsets[i + 1] = offsets[i]! + x.ids.length));
+    const tokens = new Int32Array(offsets[inputs.length]!);
+    const types = new Int32Array(tokens.length);
+    inputs.forEach((x, i) => {
+      tokens.set(x.ids, offsets[i]!);
+      if (x.typeIds) types.set(x.typeIds, offsets[i]!);
+    });
+    const out = await encode(ctx, { tokens, tokenTypes: types, seqOffsets: offsets, output });
+    return inputs.map((_, i) =>
+      output === 'tokens'
+        ? out.slice(offsets[i]! * width.tokens, offsets[i + 1]! * width.tokens)
+        : out.slice(i * width[output], (i + 1) * width[output]),
+    );
+  };
   return {
     card,
     vocabSize: info.vocabSize,
@@ -58,24 +76,8 @@ export async function loadEncoderBackend(
     dtype: Object.entries(info.tensorTypes).sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'unknown',
     contextLength: info.maxTokens,
     tokenTypes: info.tokenTypes,
-    passBudget: { maxTokens, maxInputs: options.maxPassInputs },
-    async run(inputs: readonly PassInput[]): Promise<Float32Array[]> {
-      const output = inputs[0]!.output;
-      const offsets = new Int32Array(inputs.length + 1);
-      inputs.forEach((x, i) => (offsets[i + 1] = offsets[i]! + x.ids.length));
-      const tokens = new Int32Array(offsets[inputs.length]!);
-      const types = new Int32Array(tokens.length);
-      inputs.forEach((x, i) => {
-        tokens.set(x.ids, offsets[i]!);
-        if (x.typeIds) types.set(x.typeIds, offsets[i]!);
-      });
-      const out = await encode(ctx, { tokens, tokenTypes: types, seqOffsets: offsets, output });
-      return inputs.map((_, i) =>
-        output === 'tokens'
-          ? out.slice(offsets[i]! * width.tokens, offsets[i + 1]! * width.tokens)
-          : out.slice(i * width[output], (i + 1) * width[output]),
-      );
-    },
+    passBudget: budget,
+    inputRunner: (maxQueued) => new PassQueue(run, { ...budget, maxQueued }),
     dispose(): void {
       disposeEncoderContext(ctx);
       disposeEncoder(encoder);

@@ -6,11 +6,12 @@
  */
 import { availableParallelism } from 'node:os';
 import { isEncoderModel, readPoolingSpec, type PoolingSpecInfo } from '../../native/native.js';
+import type { EngineCore } from '../engine-core.js';
 import { EngineError } from '../errors.js';
 import { resolveEngineOptions, type EngineOptions } from '../options.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import type { PoolingBackend } from './backend.js';
-import { loadDecoderBackend } from './decoder-backend.js';
+import { decoderPooling } from './decoder-pooling.js';
 import { loadEncoderBackend } from './encoder-backend.js';
 import { PoolingEngine } from './pooling-engine.js';
 import { RerankPrompt } from './rerank-prompt.js';
@@ -33,7 +34,18 @@ export function isPoolingModel(path: string, options: PoolingOptions = {}): bool
   return spec.modes.length > 0 || spec.rank;
 }
 
-export async function loadPoolingEngine(path: string, options: EngineOptions = {}): Promise<PoolingEngine> {
+/** Loads the generation engine a decoder pools on (load-engine.ts's loadEngine). */
+export type LoadCore = (path: string, options: EngineOptions) => Promise<EngineCore>;
+
+/**
+ * The pooling engine of `path`: an encoder's own passes, or a decoder's requests on the
+ * generation engine `loadCore` loads (engine/load-engine.ts loadServedEngine passes it).
+ */
+export async function loadPoolingEngine(
+  path: string,
+  options: EngineOptions = {},
+  loadCore?: LoadCore,
+): Promise<PoolingEngine> {
   const o = resolveEngineOptions(options);
   const p = options.pooling ?? {};
   if ((o.device ?? 'cpu') !== 'cpu')
@@ -60,7 +72,12 @@ export async function loadPoolingEngine(path: string, options: EngineOptions = {
     if (p.task === 'score' || spec.rank) rerank = await RerankPrompt.create(tokenizer, p.rerankInstruction);
     const pooling: PoolingSpecInfo =
       spec.modes.length > 0 || rerank ? spec : { ...spec, modes: ['lasttoken'], normalize: true };
-    backend = await loadDecoderBackend(path, {
+    if (!loadCore)
+      throw new EngineError(
+        'INTERNAL',
+        `${path}: a decoder pools on the generation engine; none was given to load`,
+      );
+    backend = await decoderPooling(await loadCore(path, options), path, {
       ...common,
       pooling,
       ...(rerank ? { rerankTokens: rerank.classTokens as [number, number] } : {}),

@@ -66,6 +66,9 @@ export class PassQueue {
   get busy(): boolean {
     return this.running;
   }
+  get passes(): number {
+    return this.stats.passes;
+  }
 
   /** Queues one request's inputs; resolves with their outputs once every one has run. */
   submit(inputs: readonly PassInput[], signal?: AbortSignal): Promise<Float32Array[]> {

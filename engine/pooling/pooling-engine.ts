@@ -3,9 +3,10 @@
  * `Engine` the gateways hold for a generation model, whose `pool` serves embeddings, token
  * embeddings, scores and classification and whose `generate` is refused with a 400 naming the
  * model. A request is checked (validate.ts), tokenized and held to the model's limit
- * (inputs.ts), queued for passes that pack the inputs of many requests within the step
- * budget (pass-queue.ts), and its outputs finished (outputs.ts). Nothing is decoded and no KV
- * is kept past a pass.
+ * (inputs.ts), run by its backend's input runner — an encoder's pass queue that packs the
+ * inputs of many requests within the step budget (pass-queue.ts), or a decoder's generation
+ * engine, whose scheduler packs them as prompts (decoder-pooling.ts) — and its outputs
+ * finished (outputs.ts). Nothing is decoded and no KV is kept past a request.
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError, notAGenerationModel } from '../errors.js';
@@ -22,10 +23,9 @@ import type {
   GenerateRequest,
 } from '../types.js';
 import type { EngineRole, RoleState } from '../pd-types.js';
-import type { PoolingBackend } from './backend.js';
+import type { InputRunner, PoolingBackend } from './backend.js';
 import { prepareInputs, type InputContext } from './inputs.js';
 import { finishOutputs } from './outputs.js';
-import { PassQueue } from './pass-queue.js';
 import type { RerankPrompt } from './rerank-prompt.js';
 import type { PoolingRequest, PoolingResult, PoolingStats } from './types.js';
 import { validatePoolingRequest } from './validate.js';
@@ -46,7 +46,7 @@ export interface PoolingEngineParts {
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class PoolingEngine implements Engine {
-  private readonly queue: PassQueue;
+  private readonly queue: InputRunner;
   private readonly inputContext: InputContext;
   private readonly live = new Map<string, AbortController>();
   private readonly startedAt = Date.now();
@@ -59,10 +59,7 @@ export class PoolingEngine implements Engine {
 
   constructor(private readonly parts: PoolingEngineParts) {
     const b = parts.backend;
-    this.queue = new PassQueue((inputs) => b.run(inputs), {
-      ...b.passBudget,
-      maxQueued: parts.maxQueuedInputs,
-    });
+    this.queue = b.inputRunner(parts.maxQueuedInputs);
     this.inputContext = {
       card: b.card,
       tokenizer: parts.tokenizer,
@@ -150,7 +147,7 @@ export class PoolingEngine implements Engine {
   }
 
   poolingStats(): PoolingStats {
-    return { ...this.counts, passes: this.queue.stats.passes, latency: this.latency.snapshot() };
+    return { ...this.counts, passes: this.queue.passes, latency: this.latency.snapshot() };
   }
 
   async status(): Promise<EngineStatus> {
@@ -253,7 +250,7 @@ export class PoolingEngine implements Engine {
     this.stopping = true;
     for (const a of this.live.values()) a.abort();
     if (this.live.size > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
-    this.parts.backend.dispose();
+    await this.parts.backend.dispose();
     (this.parts.tokenizer as { close?: () => void }).close?.();
   }
 }

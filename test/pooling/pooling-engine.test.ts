@@ -7,9 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { EngineError } from '../../engine/errors.js';
-import { loadEngine } from '../../engine/load-engine.js';
+import { loadEngine, loadServedEngine } from '../../engine/load-engine.js';
 import { isPoolingModel, loadPoolingEngine } from '../../engine/pooling/load.js';
 import type { PoolingEngine } from '../../engine/pooling/pooling-engine.js';
+import type { EngineOptions } from '../../engine/options.js';
 import { RerankPrompt } from '../../engine/pooling/rerank-prompt.js';
 import { loadTokenizer } from '../../engine/tokenizer/index.js';
 import { ensureFixtures, type Fixture } from '../fixtures.js';
@@ -177,16 +178,38 @@ test('cross-encoder: pairs with token types through the engine match sentence-tr
     );
 });
 
-test('Qwen3-Embedding (decoder, last-token pooling): cosine >= 0.999 to sentence-transformers', async () => {
+/** A decoder's pooling engine: its inputs run on the generation engine's intake and scheduler. */
+async function decoderPooling(name: string, options: EngineOptions): Promise<PoolingEngine> {
+  const { engine } = await loadServedEngine(path(name), { threads: 2, kvCacheBytes: 16 << 20, ...options });
+  assert.equal(engine.constructor.name, 'PoolingEngine');
+  return engine as PoolingEngine;
+}
+
+test('Qwen3-Embedding (decoder, last-token pooling) on the generation scheduler: cosine >= 0.999 to sentence-transformers', async () => {
   const texts = MIXED_SENTENCES.filter((_, i) => i % 10 === 0);
   const [ref] = poolingReferences([{ kind: 'embed', model: path('qwen3-embedding'), texts }]);
-  const m = await loadPoolingEngine(path('qwen3-embedding'), { threads: 2, maxBatchSize: 8 });
+  const m = await decoderPooling('qwen3-embedding', { maxBatchSize: 8 });
   try {
     const r = await m.pool({ task: 'embed', inputs: texts.map((text) => ({ text })) });
     r.outputs.forEach((v, i) => {
       const c = cosine(v, ref!.embeddings![i]!);
       assert.ok(c >= 0.999, `input ${i}: cosine ${c}`);
     });
+    // The scheduler packed several prompts into each step: fewer state passes than inputs.
+    const stats = m.poolingStats();
+    assert.ok(
+      stats.passes >= 2 && stats.passes < texts.length,
+      `${stats.passes} passes for ${texts.length} inputs`,
+    );
+    // A second request alone gives the same vector (no state survives a request).
+    const again = await m.pool({ task: 'embed', inputs: [{ text: texts[3]! }] });
+    assert.ok(cosine(again.outputs[0]!, r.outputs[3]!) > 0.99999);
+    await assert.rejects(
+      async () => {
+        for await (const _ of m.generate({ prompt: { kind: 'text', text: 'hi' }, params: {} })) break;
+      },
+      (e: unknown) => e instanceof EngineError && e.field === 'model' && /pooling model/.test(e.message),
+    );
   } finally {
     await m.close();
   }
@@ -208,7 +231,7 @@ test("Qwen3-Reranker (decoder, yes/no logits): P(yes) within 1e-3 of transformer
   const [ref] = poolingReferences([
     { kind: 'yesno', model: path('qwen3-f32'), ids, tokens: prompt.classTokens as [number, number] },
   ]);
-  const m = await loadPoolingEngine(path('qwen3-f32'), { threads: 2, pooling: { task: 'score' } });
+  const m = await decoderPooling('qwen3-f32', { pooling: { task: 'score' } });
   try {
     const r = await m.pool({ task: 'score', inputs: pairs.map((pair) => ({ pair })) });
     r.outputs.forEach((v, i) =>
