@@ -204,6 +204,16 @@ test('Qwen3-Embedding (decoder, last-token pooling) on the generation scheduler:
     // A second request alone gives the same vector (no state survives a request).
     const again = await m.pool({ task: 'embed', inputs: [{ text: texts[3]! }] });
     assert.ok(cosine(again.outputs[0]!, r.outputs[3]!) > 0.99999);
+    // A request cancelled after its first state pass (of five) ends CANCELLED; the engine goes on serving.
+    const abort = new AbortController();
+    const many = [...texts, ...texts, ...texts, ...texts].map((text) => ({ text }));
+    const passes = m.poolingStats().passes;
+    const cancelled = m.pool({ task: 'embed', inputs: many }, abort.signal);
+    const watch = setInterval(() => m.poolingStats().passes > passes && abort.abort(), 1);
+    await assert.rejects(cancelled, (e: unknown) => e instanceof EngineError && e.code === 'CANCELLED');
+    clearInterval(watch);
+    const after = await m.pool({ task: 'embed', inputs: [{ text: texts[3]! }] });
+    assert.ok(cosine(after.outputs[0]!, r.outputs[3]!) > 0.99999);
     await assert.rejects(
       async () => {
         for await (const _ of m.generate({ prompt: { kind: 'text', text: 'hi' }, params: {} })) break;
