@@ -11,7 +11,6 @@
  *
  * Usage: npm run bench:http [-- --concurrency 1,8,32 --max-tokens 32 --json --update-docs]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -21,6 +20,7 @@ import { createParser } from 'eventsource-parser';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { describeCommit } from './engine/environment.js';
+import { startChild as startProcess, stopChild } from './child.js';
 import { percentile } from './stats.js';
 
 interface Args {
@@ -68,30 +68,8 @@ function parse(): Args {
 
 const log = (line: string): void => void process.stderr.write(`bench:http: ${line}\n`);
 
-/** Starts a child process and resolves with the URL printed on the line matching `pattern`. */
-function startChild(
-  cmd: string[],
-  pattern: RegExp,
-): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, cmd, { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer): void => {
-      out += d.toString();
-      const m = out.match(pattern);
-      if (m) resolve({ child, match: m });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${cmd.join(' ')} exited with ${code}:\n${out}`)));
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await exited;
-}
+/** A Node child (tsx) running `args`; resolves once its output matches `pattern`. */
+const startChild = (args: string[], pattern: RegExp) => startProcess(process.execPath, args, pattern);
 
 interface RequestTiming {
   ttftMs: number;

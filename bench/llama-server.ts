@@ -5,10 +5,14 @@
  * requests run on separate sequences of one context, which node-llama-cpp batches together
  * in each llama_decode call — llama.cpp's own server works the same way.
  *
+ * With --embedding (llama-server's flag; `npm run bench:embed`) it serves POST /v1/embeddings
+ * instead, from node-llama-cpp's embedding context: the GGUF's own pooling, one input per
+ * llama_decode (that context holds one sequence; llama-server batches up to --parallel).
+ *
  * Usage: node --import tsx bench/llama-server.ts --model PATH [--port P] [--parallel N]
- *        [--ctx-per-seq N] [--threads N]
+ *        [--ctx-per-seq N] [--threads N] [--embedding]
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -18,6 +22,8 @@ import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
 
 export interface LlamaServerOptions {
   readonly modelPath: string;
+  /** Serve POST /v1/embeddings (the GGUF's pooling) instead of chat. */
+  readonly embedding?: boolean;
   readonly port: number;
   readonly parallel: number;
   readonly ctxPerSeq: number;
@@ -50,6 +56,7 @@ export async function startLlamaServer(
   o: LlamaServerOptions,
 ): Promise<{ url: string; close(): Promise<void> }> {
   const { llama, model } = await loadPrebuiltLlamaModel(o.modelPath, o.threads);
+  if (o.embedding) return serveEmbeddings(o, llama, model);
   const context = await model.createContext({
     contextSize: o.parallel * o.ctxPerSeq,
     sequences: o.parallel,
@@ -137,17 +144,58 @@ export async function startLlamaServer(
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((resolve) => server.listen(o.port, '127.0.0.1', resolve));
+  return listen(server, o.port, [context, model, llama]);
+}
+
+/** Serves on 127.0.0.1:port; close() stops the server, then disposes `owned` in order. */
+async function listen(
+  server: Server,
+  port: number,
+  owned: readonly { dispose(): Promise<void> }[],
+): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      await context.dispose();
-      await model.dispose();
-      await llama.dispose();
+      for (const o of owned) await o.dispose();
     },
   };
+}
+
+/** POST /v1/embeddings from one embedding context (inputs evaluated one at a time). */
+async function serveEmbeddings(
+  o: LlamaServerOptions,
+  llama: Awaited<ReturnType<typeof loadPrebuiltLlamaModel>>['llama'],
+  model: Awaited<ReturnType<typeof loadPrebuiltLlamaModel>>['model'],
+): Promise<{ url: string; close(): Promise<void> }> {
+  const ctx = await model.createEmbeddingContext({
+    contextSize: o.ctxPerSeq,
+    batchSize: o.ctxPerSeq,
+    threads: o.threads,
+  });
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
+      res.writeHead(404).end();
+      return;
+    }
+    void (async () => {
+      try {
+        const body = (await readBody(req)) as { input: string | string[] };
+        const texts = typeof body.input === 'string' ? [body.input] : body.input;
+        const data = [];
+        for (const [index, text] of texts.entries())
+          data.push({ object: 'embedding', index, embedding: [...(await ctx.getEmbeddingFor(text)).vector] });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ object: 'list', data }));
+      } catch (err) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: (err as Error).message } }));
+      }
+    })();
+  });
+  return listen(server, o.port, [ctx, model, llama]);
 }
 
 async function main(): Promise<void> {
@@ -158,6 +206,7 @@ async function main(): Promise<void> {
       parallel: { type: 'string', default: '32' },
       'ctx-per-seq': { type: 'string', default: '512' },
       threads: { type: 'string', default: String(availableParallelism()) },
+      embedding: { type: 'boolean', default: false },
     },
   });
   if (!values.model) throw new Error('--model PATH is required');
@@ -167,6 +216,7 @@ async function main(): Promise<void> {
     parallel: Number(values.parallel),
     ctxPerSeq: Number(values['ctx-per-seq']),
     threads: Number(values.threads),
+    embedding: values.embedding,
   });
   // The bench reads this line to find the port.
   process.stdout.write(`listening ${s.url}\n`);

@@ -8,7 +8,7 @@ import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-o
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { ResolvedConfig } from '../config/types.js';
 import { DEFAULT_MODEL_FILE, ensureDefaultModel } from '../engine/default-model.js';
-import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
+import { defaultServedModelName, loadServedEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { parseListenAddress } from '../engine/service/listen-address.js';
 import { startEngineServer } from '../engine/service/server.js';
@@ -24,6 +24,7 @@ import {
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
+import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -47,6 +48,7 @@ ${kvEventsHelp}
 ${contextHelp}
 ${speculativeHelp}
 ${pdHelp}
+${poolingHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -73,6 +75,8 @@ interface EngineArgs {
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
   /** --max-model-len, as given (checked against the config once it is read). */
   readonly maxModelLen?: string;
+  /** --task, --matryoshka-dimensions. */
+  readonly pooling?: EngineOptions['pooling'];
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -92,6 +96,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...speculativeFlagOptions,
         ...pdFlagOptions,
         ...contextFlagOption,
+        ...poolingFlagOptions,
       },
     }));
   } catch (e) {
@@ -114,7 +119,9 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   const device = parseDeviceFlag(values.device, values['cuda-kernels']);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
+  const pooling = poolingFromFlags(values, (m) => new UsageError(m));
   return {
+    ...(pooling ? { pooling } : {}),
     model: values.model,
     config: values.config,
     listen,
@@ -214,9 +221,11 @@ export async function run(argv: string[]): Promise<number> {
 
   const t0 = performance.now();
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
-  let engine;
+  let engine, kvTransfer;
   try {
-    engine = await loadEngine(modelPath, options, { onMemory: (r) => log(formatMemoryReport(r)) });
+    ({ engine, kvTransfer } = await loadServedEngine(modelPath, options, {
+      onMemory: (r) => log(formatMemoryReport(r)),
+    }));
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;
@@ -229,7 +238,7 @@ export async function run(argv: string[]): Promise<number> {
     server = await startEngineServer(engine, {
       listen: args.listen,
       log,
-      kvTransfer: engine.features.disaggregation,
+      ...(kvTransfer ? { kvTransfer } : {}),
     });
   } catch (e) {
     log((e as Error).message);

@@ -30,11 +30,13 @@ import {
 export const help = `usage: prism gateway --engine ADDR[,ADDR...] [options]
        prism gateway --prefill ADDR[,ADDR...] --decode ADDR[,ADDR...] [options]
 
-Runs the HTTP gateways against engines started with \`prism engine\`. Each request goes to
+Runs the HTTP gateways against engines started with \`prism engine\`. Engines serving the same
+model form one group; a request goes to the group of the model it names (the body's "model",
+or KServe's /v2/models/{model}/...; none named: the first engine's model), and within it to
 the engine with the fewest requests in flight from this gateway; an engine that is down,
 draining or not answering is skipped, and a request whose engine fails before any of its
-answer reached the client is sent to another engine with the same seed (--retry). All
-engines must serve the same model.
+answer reached the client is sent to another engine of its group with the same seed
+(--retry). So an embedding model and a generation model can share one gateway.
 
 With --prefill and --decode, each request is split: its prompt runs on the least loaded
 prefill engine, its KV moves to the least loaded decode engine (over their gRPC service),
@@ -184,19 +186,28 @@ export async function run(argv: string[]): Promise<number> {
     return serveUntilStopped('gateway', coordinator, loaded.gateway, () => coordinator.close(), log);
   }
   const clients = addresses.map(engineClient);
-  const pool = new EnginePool(clients, {
-    names: addresses,
-    retry: failover.retry,
-    health: failover.health,
-    log,
-  });
+  // Engines are grouped by the model they serve: one pool per model, requests routed by `model`.
+  const byModel = new Map<string, { addresses: string[]; clients: GrpcEngineClient[] }>();
   try {
-    const info = await pool.info();
-    log(`engines: ${addresses.join(', ')} serving ${info.modelName}`);
+    const infos = await Promise.all(clients.map((c) => c.info()));
+    infos.forEach((info, i) => {
+      const group = byModel.get(info.modelName) ?? { addresses: [], clients: [] };
+      group.addresses.push(addresses[i]!);
+      group.clients.push(clients[i]!);
+      byModel.set(info.modelName, group);
+    });
   } catch (e) {
-    log(`no engine answered at ${addresses.join(', ')}: ${(e as Error).message}`);
-    await pool.close();
+    log(`an engine did not answer at ${addresses.join(', ')}: ${(e as Error).message}`);
+    await Promise.all(clients.map((c) => c.close()));
     return 1;
   }
-  return serveUntilStopped('gateway', pool, loaded.gateway, () => pool.close(), log);
+  const pools = [...byModel.values()].map(
+    (g) =>
+      new EnginePool(g.clients, { names: g.addresses, retry: failover.retry, health: failover.health, log }),
+  );
+  for (const [model, g] of byModel) log(`engines: ${g.addresses.join(', ')} serving ${model}`);
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(pools.map((p) => p.close()));
+  };
+  return serveUntilStopped('gateway', pools[0]!, loaded.gateway, closeAll, log, pools.slice(1));
 }

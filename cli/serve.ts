@@ -7,7 +7,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineOptionsFromConfig, modelPathFromConfig } from '../config/engine-options.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { defaultServedModelName, loadEngine } from '../engine/load-engine.js';
+import { defaultServedModelName, loadServedEngine } from '../engine/load-engine.js';
 import { formatMemoryReport } from '../engine/memory.js';
 import { defaultKvEventsTopic } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
@@ -25,6 +25,7 @@ import {
 } from '../gateways/serve-loop.js';
 import { deviceFlagOption, deviceHelp, parseDeviceFlag } from './device-flag.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
+import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
@@ -52,6 +53,7 @@ ${deviceHelp}
 ${kvEventsHelp}
 ${contextHelp}
 ${speculativeHelp}
+${poolingHelp}
   -h, --help            show this help
 
 Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
@@ -78,6 +80,7 @@ export const serveOptions = {
   ...speculativeFlagOptions,
   ...contextFlagOption,
   ...pdFlagOptions,
+  ...poolingFlagOptions,
 } as const;
 
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
@@ -144,22 +147,25 @@ export async function run(argv: string[]): Promise<number> {
   }
   let speculative;
   let pd;
+  let pooling;
   try {
     options = { ...options, ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)) };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));
+    pooling = poolingFromFlags(values, (m) => new UsageError(m));
   } catch (e) {
     log(`${(e as Error).message}\nRun \`prism serve --help\` for the options.`);
     return 2;
   }
-  let engine;
+  let engine, kvTransfer;
   const slow = setTimeout(() => log(`loading ${modelPath} ...`), 2000);
   try {
-    engine = await loadEngine(
+    ({ engine, kvTransfer } = await loadServedEngine(
       modelPath,
       {
         ...options,
         ...pd,
+        ...(pooling ? { pooling } : {}),
         modelName,
         kvEvents,
         ...(speculative ? { speculative } : {}),
@@ -177,7 +183,7 @@ export async function run(argv: string[]): Promise<number> {
           : {}),
       },
       { onMemory: (r) => log(formatMemoryReport(r)) },
-    );
+    ));
   } catch (e) {
     log(`cannot load ${modelPath}: ${(e as Error).message}`);
     return 1;
@@ -190,7 +196,7 @@ export async function run(argv: string[]): Promise<number> {
     server = await startEngineServer(engine, {
       listen: `unix:${socket}`,
       log,
-      kvTransfer: engine.features.disaggregation,
+      ...(kvTransfer ? { kvTransfer } : {}),
     });
   } catch (e) {
     log((e as Error).message);

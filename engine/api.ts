@@ -24,6 +24,10 @@ export type {
   GenerateEvent,
   GenerateRequest,
   HistogramSnapshot,
+  PoolingInput,
+  PoolingRequest,
+  PoolingResult,
+  PoolingTask,
   PromptInput,
   SamplingParams,
   TokenEvent,
@@ -48,3 +52,5 @@ export { DEFAULT_HEALTH, HealthMonitor, withTimeout, type HealthOptions } from '
 export { HeldAttempts } from './failover/held-attempts.js';
 export { Attempt, generateWithRetries, withFixedSeed, type AttemptRoute } from './failover/retry.js';
 export { withDelivery } from './failover/delivery.js';
+/** The most inputs one pooling request may carry (TEI's /info reports it). */
+export { MAX_POOLING_INPUTS } from './pooling/validate.js';

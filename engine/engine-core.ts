@@ -20,7 +20,7 @@ import type { BlockManager } from './block-manager.js';
 import { buildEngineParts, type EngineCoreDeps } from './engine-parts.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
-import { EngineError } from './errors.js';
+import { EngineError, notAPoolingModel } from './errors.js';
 import type { ExtensionList } from './extension-list.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
@@ -41,6 +41,8 @@ import type {
   EngineStatus,
   GenerateEvent,
   GenerateRequest,
+  PoolingRequest,
+  PoolingResult,
 } from './types.js';
 
 export type { EngineCoreDeps } from './engine-parts.js';
@@ -245,6 +247,10 @@ export class EngineCore implements Engine {
 
   async info(): Promise<EngineInfo> {
     return this.deps.info;
+  }
+
+  async pool(_request: PoolingRequest): Promise<PoolingResult> {
+    throw notAPoolingModel(this.deps.info.modelName);
   }
 
   drain(): Promise<void> {

@@ -55,9 +55,10 @@
  *      id named something of the extension's. `close()` — the engine closes, after the loop.
  *      The features' part of `Engine.status()` is assembled in request-features.ts.
  *
- * The features still to come plug in the same way, each in its own folder: pooling checks its
- * task, plans a request of one choice without sampling and takes the prompt's last step
- * (`takeSample`), ending it with its vectors (`finishFields`); images check and `prepare`
+ * Pooling (engine/pooling/pooling-extension.ts) plugs in so: its `check` knows the ids it was
+ * told to expect, `takeSample` takes the prompt's last step, and `beforeSchedule` runs one
+ * state pass over those sequences (`Runner.states`) and finishes them. The features still to
+ * come plug in the same way, each in its own folder: images check and `prepare`
  * their encodings beside the tokenizer, `plan` adds the images' hashes to the prefix-cache key
  * (`cacheExtra`) and `beforeStep` gives the step its encoder work. Per-block image keys and
  * pooled outputs in the step result are the block manager's and the runner's to add.

@@ -22,7 +22,9 @@ import { planLora, startAdapters } from './adapters/load-adapters.js';
 import type { AdapterManager } from './adapters/manager.js';
 import { defaultDeviceKvBytes, requireCudaDevice, resolveCudaKernels, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
+import { isPoolingModel, loadPoolingEngine } from './pooling/load.js';
 import { EngineError } from './errors.js';
+import type { Engine } from './types.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
 import type { KvEventPublisher } from './kv-events.js';
 import { kvBytesPerPage, minKvPages } from './kv-layout.js';
@@ -212,7 +214,7 @@ export async function loadEngine(
     deviceName: m.deviceName,
   });
   const core = new EngineCore({
-    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout, kvPages),
+    runner: new NativeRunner(ctx, m.vocabSize, m.kvLayout, kvPages, m.hiddenSize),
     tokenizer,
     options: o,
     chatTemplate,
@@ -249,4 +251,29 @@ export async function loadEngine(
   });
   holder.core = core;
   return core;
+}
+
+/**
+ * The engine `prism serve` and `prism engine` serve for a model path: the pooling engine for an
+ * embedding or reranking model (engine/pooling/load.ts says which; a decoder's runs its inputs
+ * on a generation engine loaded here), else the generation engine,
+ * with what its gRPC service needs besides the Engine (split prefill/decode's KV service).
+ */
+export interface ServedEngine {
+  readonly engine: Engine;
+  readonly kvTransfer?: EngineCore['features']['disaggregation'];
+}
+
+export async function loadServedEngine(
+  modelPath: string,
+  options: EngineOptions,
+  hooks: LoadEngineHooks = {},
+): Promise<ServedEngine> {
+  if (isPoolingModel(modelPath, options.pooling)) {
+    const modelName = options.modelName ?? defaultServedModelName(modelPath);
+    const core = (path: string, o: EngineOptions) => loadEngine(path, o, hooks);
+    return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }, core) };
+  }
+  const core = await loadEngine(modelPath, options, hooks);
+  return { engine: core, kvTransfer: core.features.disaggregation };
 }

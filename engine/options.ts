@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import { EngineError } from './errors.js';
 import { sequencePages } from './kv-layout.js';
 import type { KvLayout } from '../native/native.js';
+import type { PoolingOptions } from './pooling/options.js';
 import {
   resolveSpeculative,
   type ResolvedSpeculativeOptions,
@@ -75,6 +76,8 @@ export interface EngineOptions {
   readonly kvLeaseMs?: number;
   /** Deadline of one KV pull or hand-off (ms, default 10000, MindIE's kv_trans_timeout). */
   readonly kvTransferTimeoutMs?: number;
+  /** Pooling models (engine/pooling/): which task a model is served for, Matryoshka widths. */
+  readonly pooling?: PoolingOptions;
 }
 
 export interface KvEventsOptions {

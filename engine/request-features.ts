@@ -1,12 +1,13 @@
 /**
  * The engine's request features and their order (engine/extension.ts is the interface they
- * implement): structured output, beam search, split prefill/decode and, when configured,
- * speculative decoding, each from its own folder. This is the one place the engine's parts
+ * implement): pooling (a decoder's embeddings and yes/no scores), structured output, beam
+ * search, split prefill/decode and, when configured, speculative decoding, each from its own folder. This is the one place the engine's parts
  * meet the features by name: it builds them, lists them in the order the core calls their
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
  *
- * Order, where it matters: structured output checks before split prefill/decode (a bad
+ * Order, where it matters: pooling takes its requests' one sample before any other extension
+ * sees it, and finishes them before the schedule; structured output checks before split prefill/decode (a bad
  * constraint is reported first) and plans before beam search (which refuses a grammar whose
  * output is checked); beam rounds are applied after a step before speculation learns from it,
  * and speculation hears of a finished sequence after split prefill/decode leased its blocks.
@@ -16,6 +17,7 @@ import type { BlockManager } from './block-manager.js';
 import type { ExtensionHost, RequestExtension } from './extension.js';
 import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
 import type { EngineRole, RoleState } from './pd-types.js';
+import { PoolingExtension } from './pooling/pooling-extension.js';
 import type { ResolvedEngineOptions } from './options.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { Runner } from './runner.js';
@@ -47,6 +49,8 @@ export interface FeatureHandles {
   readonly structured: StructuredStats;
   /** Split prefill/decode: the engine-to-engine RPCs the gRPC server serves. */
   readonly disaggregation: Disaggregation;
+  /** Pooling requests on this engine (engine/pooling/decoder-pooling.ts submits them). */
+  readonly pooling: PoolingExtension;
 }
 
 /** The features' part of `Engine.status()`. */
@@ -69,6 +73,7 @@ export function buildRequestFeatures(
 ): RequestFeatures {
   const { options: o, info } = inputs;
   const { host } = parts;
+  const pooling = new PoolingExtension(inputs.runner.states, inputs.runner.blockSize, host);
   const structured = new StructuredOutput({
     tokenizer: inputs.tokenizer,
     vocabSize: info.vocabSize,
@@ -91,8 +96,8 @@ export function buildRequestFeatures(
     ? new SpeculationExtension(inputs.speculation, host, o.maxSeqLen, o.maxBatchSize)
     : null;
   return {
-    extensions: [structured, beams, disaggregation, ...(speculation ? [speculation] : [])],
-    handles: { structured, disaggregation },
+    extensions: [pooling, structured, beams, disaggregation, ...(speculation ? [speculation] : [])],
+    handles: { structured, disaggregation, pooling },
     status: () => ({ ...(speculation?.status() ?? {}), ...disaggregation.status() }),
     setRole: (role) => disaggregation.setRole(role),
     decodeResults: (signal) => disaggregation.decodeResults(signal),

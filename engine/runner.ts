@@ -7,6 +7,7 @@
 import {
   contextInfo,
   deviceCapabilities,
+  hiddenStep,
   kvTransferLayout,
   readKvBlock,
   step,
@@ -15,6 +16,7 @@ import {
   type ContextHandle,
   type KvLayout,
   type KvTransferLayout,
+  type StepPlan,
   type StepResult,
 } from '../native/native.js';
 import type { KvGroupLayout } from './kv-layout.js';
@@ -49,6 +51,22 @@ export interface Runner {
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput>;
   /** Block-by-block access to the KV cache (split prefill/decode); absent: no KV transfer. */
   readonly kv?: KvStore;
+  /** Passes that return a state instead of sampling (pooling); absent: the runner has none. */
+  readonly states?: StatePass;
+}
+
+/**
+ * A pass over sequences that samples nothing and returns, per sequence, the last token's
+ * state: the final norm's output ([S × hidden], `hidden`) or the raw logits ([S × vocab
+ * rows], `logits`). Its plan is an ordinary StepPlan whose sample flags are all 0.
+ */
+export interface StatePass {
+  /** Table entries per block (ModelInfo.kvLayout.pagesPerBlock). */
+  readonly pagesPerBlock: number;
+  /** Width of a hidden state (ModelInfo.hiddenSize). */
+  readonly hiddenSize: number;
+  hidden(plan: StepPlan): Promise<Float32Array>;
+  logits(plan: StepPlan): Promise<Float32Array>;
 }
 
 /** A runner's KV cache, block by block (the native copies), for split prefill/decode's transfers. */
@@ -69,6 +87,7 @@ export class NativeRunner implements Runner {
   readonly kvBlocks: number;
   readonly kvGroups: readonly KvGroupLayout[];
   readonly kv: KvStore | undefined;
+  readonly states: StatePass | undefined;
   private readonly pagesPerBlock: number;
 
   constructor(
@@ -79,6 +98,8 @@ export class NativeRunner implements Runner {
     layout: KvLayout,
     /** Pages the block manager may use: the pool's first ones (layer-skip keeps a few after them); default all. */
     poolPages?: number,
+    /** ModelInfo.hiddenSize: the width of the state passes' hidden output (0: no state passes). */
+    hiddenSize = 0,
   ) {
     this.kvGroups = layout.groups;
     this.pagesPerBlock = layout.pagesPerBlock;
@@ -93,6 +114,17 @@ export class NativeRunner implements Runner {
           write: (block, layerStart, data) => writeKvBlock(ctx, block, layerStart, data),
         }
       : undefined;
+    // The hidden-state pass (native/src/encoder/hidden_step_addon.cc), where the backend has it.
+    this.states =
+      deviceCapabilities(info.device).hiddenStates && hiddenSize > 0
+        ? {
+            pagesPerBlock: layout.pagesPerBlock,
+            hiddenSize,
+            hidden: (plan) => hiddenStep(ctx, plan),
+            logits: (plan) =>
+              step(ctx, { ...plan, returnLogits: 'last' }).then((r) => r.logits ?? new Float32Array(0)),
+          }
+        : undefined;
   }
 
   step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {

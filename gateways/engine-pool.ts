@@ -44,6 +44,8 @@ import {
   type GenerateEvent,
   type GenerateRequest,
   type HealthOptions,
+  type PoolingRequest,
+  type PoolingResult,
   type RoleState,
 } from '../engine/api.js';
 import { sumStatus } from './engine-pool-status.js';
@@ -248,6 +250,29 @@ export class EnginePool implements Engine {
         if (this.owner.get(id) === m) this.owner.delete(id);
       },
     };
+  }
+
+  /** A pooling request on the least-loaded engine, failing over as generate does (nothing is produced before it answers). */
+  async pool(request: PoolingRequest, signal?: AbortSignal): Promise<PoolingResult> {
+    const req: PoolingRequest = request.requestId ? request : { ...request, requestId: randomUUID() };
+    let lastErr: unknown;
+    for (const m of this.ranked()) {
+      m.inFlight++;
+      this.owner.set(req.requestId!, m);
+      try {
+        const result = await m.engine.pool(req, signal);
+        this.markUp(m);
+        return result;
+      } catch (err) {
+        if (!isUnavailable(err)) throw err;
+        if (!signal?.aborted) this.markDown(m);
+        lastErr = err;
+      } finally {
+        m.inFlight--;
+        if (this.owner.get(req.requestId!) === m) this.owner.delete(req.requestId!);
+      }
+    }
+    throw lastErr;
   }
 
   async cancel(requestId: string): Promise<boolean> {

@@ -125,12 +125,14 @@ export async function serveUntilStopped(
   gatewayConfig: GatewayConfig,
   shutdown: () => Promise<void>,
   log: (line: string) => void,
+  /** Engines of other models behind the same gateway (routed by the model a request names). */
+  otherModels: readonly Engine[] = [],
 ): Promise<number> {
   initTracing({ serviceName: `prism-${name}` });
   const state = new GatewayState();
   let gateway: RunningGateway;
   try {
-    gateway = await startGateway({ engine, config: gatewayConfig, state });
+    gateway = await startGateway({ engine, config: gatewayConfig, state, otherModels });
   } catch (e) {
     log((e as Error).message);
     await shutdown();
@@ -148,7 +150,7 @@ export async function serveUntilStopped(
       log(`${why}: draining (running and queued requests finish; new ones get 503)`);
       state.stopping = true;
       try {
-        await engine.drain();
+        await Promise.all([engine, ...otherModels].map((e) => e.drain()));
         await gateway.close();
         await shutdown();
         await shutdownTracing();

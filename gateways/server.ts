@@ -12,6 +12,8 @@ import { ollamaErrorFormat } from './ollama/errors.js';
 import { ollamaRouter } from './ollama/index.js';
 import type { GatewayConfig, ListenerConfig } from './config.js';
 import { kserveRouter } from './kserve/index.js';
+import { llamacppRouter } from './llamacpp/index.js';
+import { modelDispatcher } from './model-dispatch.js';
 import { healthRouter } from './management/index.js';
 import { loraRouter } from './management/lora.js';
 import { metricsRouter, mindieControlRouter, mindieServiceRouter } from './mindie/index.js';
@@ -29,8 +31,10 @@ import { openLogSink, requestLog, type LogSink } from './shared/request-log.js';
 import { startListener, type RunningListener } from './shared/listener.js';
 import { tracingMiddleware } from './shared/tracing.js';
 import { tgiErrorFormat } from './tgi/errors.js';
+import { teiRouter } from './tei/index.js';
 import { tokenizerRouter } from './tokenizer/index.js';
 import { tgiInfoRouter, tgiRouter } from './tgi/index.js';
+import { vllmRouter } from './vllm/index.js';
 import { dashboardRouter, playgroundAssetsRouter, playgroundMiddleware } from './web/index.js';
 
 const PRISM_VERSION = '0.1.0';
@@ -46,6 +50,10 @@ function routersFor(gw: GatewayContext, listener: ListenerName): Router[] {
         ollamaRouter(gw),
         tokenizerRouter(gw),
         tgiRouter(gw),
+        // Pooling models' routes (engine/pooling/): TEI, vLLM's and llama.cpp's.
+        teiRouter(gw),
+        vllmRouter(gw),
+        llamacppRouter(gw),
         kserveRouter(gw),
         mindieServiceRouter(gw),
         healthRouter(gw),
@@ -101,6 +109,9 @@ function errorFormatForPath(path: string): ErrorFormatter {
   if (/^\/(tokenize|detokenize|apply-template)\/?$/i.test(path)) return openaiErrorFormat;
   if (/^\/v1(\/|$)/i.test(path) && !MINDIE_V1_ROUTE.test(path)) return openaiErrorFormat;
   if (/^\/(generate|generate_stream|info)?\/?$/i.test(path)) return tgiErrorFormat;
+  // The pooling routes (gateways/tei/, vllm/, llamacpp/): TEI answers as TGI, the rest as OpenAI.
+  if (/^\/(embed|embed_all|predict|rerank)$/i.test(path)) return tgiErrorFormat;
+  if (/^\/(pooling|score|classify|v2\/rerank|embedding|reranking)$/i.test(path)) return openaiErrorFormat;
   return mindieErrorFormat;
 }
 
@@ -194,6 +205,12 @@ export interface StartGatewayOptions {
   readonly engine: Engine;
   readonly config: GatewayConfig;
   readonly state?: GatewayState;
+  /**
+   * Engines of other models behind the same listeners (`prism gateway` over engines of
+   * different models): requests are routed by the model they name (model-dispatch.ts);
+   * `engine`'s model takes those that name none.
+   */
+  readonly otherModels?: readonly Engine[];
 }
 
 const key = (l: ListenerConfig): string => `${l.host}:${l.port}`;
@@ -203,14 +220,27 @@ const key = (l: ListenerConfig): string => `${l.host}:${l.port}`;
  * first one's TLS settings); port 0 always gets its own server.
  */
 export async function startGateway(options: StartGatewayOptions): Promise<RunningGateway> {
-  const info = await options.engine.info();
-  const gw: GatewayContext = {
-    engine: options.engine,
+  const engines = [options.engine, ...(options.otherModels ?? [])];
+  const infos = await Promise.all(engines.map((e) => e.info()));
+  const state = options.state ?? new GatewayState();
+  // One context per model; each knows the others (GET /v1/models lists them all).
+  const contexts: GatewayContext[] = engines.map((engine, i) => ({
+    engine,
     config: options.config,
-    info,
-    state: options.state ?? new GatewayState(),
+    info: infos[i]!,
+    state,
     version: PRISM_VERSION,
-  };
+    ...(engines.length > 1 ? { peers: infos.filter((_, j) => j !== i) } : {}),
+  }));
+  const names = new Set<string>();
+  for (const info of infos) {
+    if (names.has(info.modelName))
+      throw new Error(
+        `two engine groups serve the model name '${info.modelName}': group engines of one model together`,
+      );
+    names.add(info.modelName);
+  }
+  const gw = contexts[0]!;
   const groups = new Map<string, { cfg: ListenerConfig; names: ListenerName[] }>();
   for (const name of ['service', 'management', 'metrics'] as const) {
     const cfg = options.config[name];
@@ -224,11 +254,14 @@ export async function startGateway(options: StartGatewayOptions): Promise<Runnin
   const log = openLogSink(options.config.requestLog);
   try {
     for (const { cfg, names } of groups.values()) {
-      const app = buildApp(gw, names, log);
+      const apps = contexts.map((c) => ({
+        model: c.info.modelName,
+        handle: buildApp(c, names, log).callback(),
+      }));
       const l = await startListener(
         names.join('+'),
         cfg,
-        app.callback(),
+        apps.length === 1 ? apps[0]!.handle : modelDispatcher(apps, gw.config.maxRequestBytes),
         gw.config.limits,
         names.includes('service'),
       );

@@ -601,6 +601,8 @@ export interface BackendCapabilities {
   readonly experts: boolean;
   /** Sliding-window layers mixed with global ones (the KV cache's layer groups). */
   readonly mixedWindows: boolean;
+  /** hiddenStep: a decoder step answering final-norm hidden states (decoder pooling). */
+  readonly hiddenStates: boolean;
   readonly architectures: readonly Architecture[];
   readonly tensorTypes: readonly TensorType[];
 }
@@ -902,6 +904,153 @@ export const faultTestHooks = {
     wrapNativeError(() => backendOf(ctx).stallNextStep(ctx, ms));
   },
 };
+
+// ---------------------------------------------------------------------------------------
+// Pooling models (native/src/encoder/): BERT-family encoders, the pooling a model's files
+// state, and decoder steps that return hidden states (decoder embedders). The addon's
+// exports of this section are declared here, apart from NativeAddon.
+// ---------------------------------------------------------------------------------------
+
+/** A loaded encoder (BERT, MiniLM, XLM-RoBERTa, NomicBERT). Freed by `disposeEncoder` or by GC. */
+export interface EncoderHandle {
+  readonly __brand: 'prism.Encoder';
+}
+/** Scratch buffers + a thread pool bound to one encoder; no KV cache. */
+export interface EncoderContextHandle {
+  readonly __brand: 'prism.EncoderContext';
+}
+
+/** sentence-transformers' pooling modes, in the order it concatenates them. */
+export type PoolingModeName = 'cls' | 'max' | 'mean' | 'mean_sqrt_len_tokens' | 'weightedmean' | 'lasttoken';
+
+/** What a model's files say about pooling (native/src/encoder/pooling_spec.h). */
+export interface PoolingSpecInfo {
+  /** Modes whose vectors are concatenated; empty: the files state none. */
+  readonly modes: readonly PoolingModeName[];
+  /** llama.cpp's RANK pooling (a GGUF reranker): one score per input. */
+  readonly rank: boolean;
+  /** A Normalize module follows (GGUF: llama.cpp's default, true for mean/cls/last). */
+  readonly normalize: boolean;
+  /** sentence_bert_config.json max_seq_length; 0 = not stated. */
+  readonly maxSeqLength: number;
+  /** sentence_bert_config.json do_lower_case: inputs are lower-cased before tokenizing. */
+  readonly doLowerCase: boolean;
+  readonly source: 'sentence-transformers' | 'gguf' | '';
+}
+
+export interface EncoderInfo {
+  readonly path: string;
+  readonly format: 'gguf' | 'safetensors';
+  readonly architecture: 'bert' | 'xlm-roberta' | 'nomic-bert';
+  readonly name: string;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly intermediateSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  /** Longest input (special tokens included) the positions allow. */
+  readonly maxTokens: number;
+  /** Rows of the token-type table (2 for BERT pairs; 0 or 1: none to tell segments apart). */
+  readonly tokenTypes: number;
+  readonly activation: 'gelu' | 'gelu_tanh' | 'swiglu';
+  /** A sequence classifier's labels (cross-encoders); empty for an embedder. */
+  readonly labels: readonly string[];
+  readonly pooling: PoolingSpecInfo;
+  /** Values per pooled vector: modes × hiddenSize (0 without pooling). */
+  readonly pooledDim: number;
+  readonly weightBytes: number;
+  readonly activations: 'int8' | 'int16';
+  readonly tensorTypes: Readonly<Record<string, number>>;
+}
+
+export interface EncoderContextOptions {
+  /** Upper bound on a pass's tokens (all inputs together). */
+  readonly maxBatchTokens: number;
+  /** Upper bound on a pass's inputs. */
+  readonly maxSeqs: number;
+  /** Threads of the context's own pool; default: cores. */
+  readonly threads?: number;
+}
+
+/**
+ * Whole inputs packed end to end: input s is tokens[seqOffsets[s] .. seqOffsets[s+1]), special
+ * tokens included. `output` 'pooled': [S × pooledDim] (not normalised); 'tokens': [T × hidden],
+ * every token's last hidden state; 'scores': [S × labels], the classifier's raw logits.
+ */
+export interface EncoderBatch {
+  readonly tokens: Int32Array;
+  readonly seqOffsets: Int32Array;
+  /** Per token: 0 = first segment, 1 = second (a cross-encoder's pair); absent: all 0. */
+  readonly tokenTypes?: Int32Array;
+  readonly output: 'pooled' | 'tokens' | 'scores';
+}
+
+interface PoolingAddon {
+  isEncoderModel(path: string): boolean;
+  readPoolingSpec(path: string): PoolingSpecInfo;
+  loadEncoder(path: string): Promise<EncoderHandle>;
+  encoderInfo(encoder: EncoderHandle): EncoderInfo;
+  disposeEncoder(encoder: EncoderHandle): void;
+  createEncoderContext(encoder: EncoderHandle, options: EncoderContextOptions): EncoderContextHandle;
+  disposeEncoderContext(ctx: EncoderContextHandle): void;
+  encode(ctx: EncoderContextHandle, batch: EncoderBatch): Promise<Float32Array>;
+  hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Float32Array>;
+}
+const pooling = addon as unknown as PoolingAddon;
+
+/** Whether `path` is an encoder (GGUF bert / nomic-bert, or an HF folder of a BERT-family model). Never throws. */
+export function isEncoderModel(path: string): boolean {
+  return pooling.isEncoderModel(path);
+}
+
+/** The pooling a model's files state (sentence-transformers' files, or GGUF `<arch>.pooling_type`). */
+export function readPoolingSpec(path: string): PoolingSpecInfo {
+  return wrapNativeError(() => pooling.readPoolingSpec(path));
+}
+
+export function loadEncoder(path: string): Promise<EncoderHandle> {
+  return wrapNativeError(() => pooling.loadEncoder(path));
+}
+
+export function encoderInfo(encoder: EncoderHandle): EncoderInfo {
+  return pooling.encoderInfo(encoder);
+}
+
+export function disposeEncoder(encoder: EncoderHandle): void {
+  pooling.disposeEncoder(encoder);
+}
+
+export function createEncoderContext(
+  encoder: EncoderHandle,
+  options: EncoderContextOptions,
+): EncoderContextHandle {
+  return wrapNativeError(() => pooling.createEncoderContext(encoder, options));
+}
+
+export function disposeEncoderContext(ctx: EncoderContextHandle): void {
+  pooling.disposeEncoderContext(ctx);
+}
+
+/**
+ * One forward pass off the JS thread; at most one per context in flight. A batch that breaks
+ * a rule (a token id past the vocabulary, an input longer than the model's maxTokens, more
+ * than the context's limits) rejects with a RangeError naming the field.
+ */
+export function encode(ctx: EncoderContextHandle, batch: EncoderBatch): Promise<Float32Array> {
+  return wrapNativeError(() => pooling.encode(ctx, batch));
+}
+
+/**
+ * A decoder step (a CPU context) that returns, per sequence, its last token's hidden state
+ * after the final norm ([S × hiddenSize]) instead of sampling: a decoder embedder's
+ * last-token pooling. The plan must sample nothing and ask for no logits or drafts.
+ */
+export async function hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Float32Array> {
+  const backend = backendOf(ctx);
+  if (!backend.capabilities.hiddenStates)
+    throw new RangeError(`pooling a decoder is not supported on ${backend.where}`);
+  return wrapNativeError(() => pooling.hiddenStep(ctx, plan));
+}
 
 // ---------------------------------------------------------------------------------------
 // The grammar addon (prism_xgrammar.node: xgrammar's C++ core, native/grammar/)

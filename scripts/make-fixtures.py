@@ -12,6 +12,8 @@ Writes into OUT (default: test/fixtures/generated/, git-ignored):
   quantizer), laid out exactly as llama.cpp's convert_hf_to_gguf.py lays out a
   LlamaForCausalLM (q/k rows permuted for its RoPE), with the default model's tokenizer
   (SmolLM2, GPT-2-style BPE, 49,152 tokens) copied from its GGUF: llama-<type>.gguf.
+* the pooling models' fixtures (embedders, cross-encoders, the real all-MiniLM-L6-v2 and its
+  GGUF twins): scripts/pooling_fixtures.py says which.
 * manifest.json, written last: the generator's own hash (so a changed generator means
   stale fixtures) and the list of fixtures.
 
@@ -666,8 +668,16 @@ ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe
 
 # ---------------------------------------------------------------------------------------
 
+# The generator is this file and the modules it writes fixtures with: a change to any of them
+# makes the fixtures stale (test/fixtures.ts computes the same hash).
+GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py')
+
+
 def generator_hash() -> str:
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for name in GENERATOR_FILES:
+        h.update((Path(__file__).resolve().parent / name).read_bytes())
+    return h.hexdigest()
 
 
 def main() -> None:
@@ -744,6 +754,11 @@ def main() -> None:
                          'weightType': type_name, 'tied': 'lm_head.weight' not in weights,
                          'tokenizer': 'default', 'reference': reference})
         print(f'make-fixtures: {fname}', file=sys.stderr)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import pooling_fixtures
+    fixtures += pooling_fixtures.write_pooling_fixtures(
+        out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), normal, replace_path, quantize)
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}
     tmp = manifest_path.with_suffix('.json.tmp')

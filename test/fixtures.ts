@@ -19,7 +19,18 @@ export interface Fixture {
   /** Absolute path: a .gguf file or a Hugging Face folder. */
   readonly path: string;
   readonly format: FixtureFormat;
-  readonly architecture: 'llama' | 'qwen2' | 'qwen3' | 'gemma3' | 'mistral' | 'phi3' | 'qwen3moe' | 'mixtral';
+  readonly architecture:
+    | 'llama'
+    | 'qwen2'
+    | 'qwen3'
+    | 'gemma3'
+    | 'mistral'
+    | 'phi3'
+    | 'qwen3moe'
+    | 'mixtral'
+    | 'bert'
+    | 'xlm-roberta'
+    | 'nomic-bert';
   /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
   readonly weightType: string;
   /** Output head shares the token embedding. */
@@ -28,10 +39,12 @@ export interface Fixture {
   readonly tokenizer?: 'default';
   /** A GGUF twin's float reference: the fixture (a folder of the same weights) of this name. */
   readonly reference?: string;
+  /** Pooling models (scripts/pooling_fixtures.py): an embedder, or a cross-encoder's scores. */
+  readonly task?: 'embed' | 'score';
 }
 
 interface Manifest {
-  /** sha256 of the make-fixtures.py that wrote it. */
+  /** sha256 over make-fixtures.py and its fixture modules (the generator that wrote it). */
   generator: string;
   /** As in `Fixture`, but `path` relative to the generated folder. */
   fixtures: Fixture[];
@@ -39,13 +52,18 @@ interface Manifest {
 
 export const generatedDir = (): string => join(projectRoot(), 'test', 'fixtures', 'generated');
 const generatorScript = (): string => join(projectRoot(), 'scripts', 'make-fixtures.py');
+/** make-fixtures.py and the modules it writes fixtures with (its GENERATOR_FILES, same order). */
+const generatorFiles = (): string[] =>
+  ['make-fixtures.py', 'pooling_fixtures.py'].map((f) => join(projectRoot(), 'scripts', f));
 
 export function pythonCommand(): string {
   return process.env.PYTHON || 'python3';
 }
 
-function sha256File(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex');
+function generatorHash(): string {
+  const h = createHash('sha256');
+  for (const file of generatorFiles()) h.update(readFileSync(file));
+  return h.digest('hex');
 }
 
 function readManifest(): Manifest | undefined {
@@ -59,7 +77,7 @@ function readManifest(): Manifest | undefined {
 }
 
 function isFresh(manifest: Manifest | undefined): manifest is Manifest {
-  if (!manifest || manifest.generator !== sha256File(generatorScript())) return false;
+  if (!manifest || manifest.generator !== generatorHash()) return false;
   return manifest.fixtures.every((f) => existsSync(join(generatedDir(), f.path)));
 }
 

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel } from '../engine/default-model.js';
-import { loadEngine, type LoadEngineHooks } from '../engine/load-engine.js';
+import { loadServedEngine, type LoadEngineHooks } from '../engine/load-engine.js';
 import type { EngineOptions } from '../engine/options.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { startEngineServer, type RunningEngineServer } from '../engine/service/server.js';
@@ -64,7 +64,8 @@ export async function startHarness(
   config: GatewayConfig = freePortConfig(),
   options: HarnessOptions = {},
 ): Promise<Harness> {
-  const engine = await loadEngine(
+  // A pooling model (an embedder, a reranker) gets the pooling engine, as `prism serve` gives it.
+  const { engine } = await loadServedEngine(
     options.modelPath ?? ensureDefaultModel(),
     {
       modelName: options.modelName ?? MODEL_NAME,

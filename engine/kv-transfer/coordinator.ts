@@ -37,6 +37,8 @@ import type {
   EngineStatus,
   GenerateEvent,
   GenerateRequest,
+  PoolingRequest,
+  PoolingResult,
 } from '../types.js';
 import { applyStatus, member, pickLeastLoaded, type Member } from './picker.js';
 import { ResultsLink } from './results-link.js';
@@ -297,6 +299,11 @@ export class PdCoordinator implements Engine {
       // The client went away between the two calls: the prefill engine frees the lease now.
       if (params && !pulled) void p.engine.cancel(id).catch(() => {});
     }
+  }
+
+  /** Pooling has no prefill/decode split: any decode engine answers (a generation model refuses it). */
+  pool(request: PoolingRequest, signal?: AbortSignal): Promise<PoolingResult> {
+    return this.any((e) => e.pool(request, signal));
   }
 
   async cancel(requestId: string): Promise<boolean> {

@@ -8,6 +8,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../gen/prism/engine/v1/engine.js';
+import { poolingRequestToProto, poolingResultFromProto } from './pooling-mapping.js';
 import { EngineError } from '../errors.js';
 import type {
   ChatRenderExtras,
@@ -20,6 +21,8 @@ import type {
   GenerateRequest,
   AdapterList,
   DecodeResult,
+  PoolingRequest,
+  PoolingResult,
   TokenLogprob,
 } from '../types.js';
 import {
@@ -144,6 +147,23 @@ export class GrpcEngineClient implements Engine {
       call.cancel();
       untrack();
     }
+  }
+
+  async pool(request: PoolingRequest, signal?: AbortSignal): Promise<PoolingResult> {
+    this.admit();
+    if (signal?.aborted) throw new EngineError('CANCELLED', 'the request was aborted before it started');
+    return new Promise<PoolingResult>((resolve, reject) => {
+      let untrack = (): void => {};
+      const onAbort = (): void => call.cancel();
+      const call = this.client.embed(poolingRequestToProto(request), this.metadata(), (err, res) => {
+        untrack();
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(fromGrpcError(err));
+        else resolve(poolingResultFromProto(res));
+      });
+      untrack = this.track(call);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   async setRole(role: EngineRole): Promise<RoleState> {

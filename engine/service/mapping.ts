@@ -25,6 +25,12 @@ import type {
 } from '../types.js';
 import { ENGINE_ROLES, type EngineRole } from '../pd-types.js';
 import {
+  poolingCardFromProto,
+  poolingCardToProto,
+  poolingStatsFromProto,
+  poolingStatsToProto,
+} from './pooling-mapping.js';
+import {
   kvParamsFromProto,
   kvParamsToProto,
   kvTransferFromProto,
@@ -387,9 +393,10 @@ function histogramFromProto(h: pb.Histogram | undefined): HistogramSnapshot {
 
 export function statusToProto(s: EngineStatus): pb.StatusResponse {
   // fromPartial: a field the engine leaves out becomes its zero value instead of failing to encode.
-  const { specDecode, ...rest } = s;
+  const { specDecode, pooling, ...rest } = s;
   return pb.StatusResponse.fromPartial({
     ...rest,
+    ...(pooling ? { pooling: poolingStatsToProto(pooling) } : {}),
     ttft: histogramToProto(s.ttft),
     interTokenLatency: histogramToProto(s.interTokenLatency),
     e2eLatency: histogramToProto(s.e2eLatency),
@@ -408,10 +415,11 @@ function roleFromProto(role: string): EngineRole {
 }
 
 export function statusFromProto(s: pb.StatusResponse): EngineStatus {
-  const { specDecode, ...rest } = s;
+  const { specDecode, pooling, ...rest } = s;
   return {
     ...rest,
     ...(specDecode ? { specDecode } : {}),
+    ...(pooling ? { pooling: poolingStatsFromProto(pooling) } : {}),
     role: roleFromProto(s.role),
     roleStatus: s.roleStatus === 'RoleSwitching' ? 'RoleSwitching' : 'RoleReady',
     ttft: histogramFromProto(s.ttft),
@@ -423,9 +431,14 @@ export function statusFromProto(s: pb.StatusResponse): EngineStatus {
 }
 
 export function infoToProto(i: EngineInfo): pb.InfoResponse {
-  return pb.InfoResponse.fromPartial(i);
+  const { pooling, ...rest } = i;
+  return pb.InfoResponse.fromPartial({
+    ...rest,
+    ...(pooling ? { pooling: poolingCardToProto(pooling) } : {}),
+  });
 }
 
 export function infoFromProto(i: pb.InfoResponse): EngineInfo {
-  return { ...i };
+  const { pooling, ...rest } = i;
+  return { ...rest, ...(pooling ? { pooling: poolingCardFromProto(pooling) } : {}) };
 }

@@ -7,6 +7,7 @@
  * freed by the engine within one step). Engine errors become gRPC status codes in
  * engine/grpc-status.ts; undecodable request bytes become INVALID_ARGUMENT, never a crash.
  */
+import { poolingRequestFromProto, poolingResultToProto } from './pooling-mapping.js';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -305,6 +306,14 @@ function makeHandlers(
     }),
     status: unary('Status', async (): Promise<pb.StatusResponse> => statusToProto(await engine.status())),
     info: unary('Info', async (): Promise<pb.InfoResponse> => infoToProto(await engine.info())),
+    embed: unary('Embed', async (req: pb.EmbedRequest, call): Promise<pb.EmbedResponse> => {
+      const { signal, done } = abortOnCancel(call as AnyCall);
+      try {
+        return poolingResultToProto(await engine.pool(poolingRequestFromProto(req), signal));
+      } finally {
+        done();
+      }
+    }),
     listModels: unary('ListModels', async (): Promise<pb.ListModelsResponse> => {
       const info = await engine.info();
       const { adapters } = await engine.listAdapters();

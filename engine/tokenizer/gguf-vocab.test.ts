@@ -148,8 +148,8 @@ test('merges from SentencePiece scores: best score first, every split of a token
 test('malformed or unsupported metadata gives an error naming the key and the rule', () => {
   const cases: [Record<string, GgufValue>, RegExp][] = [
     [
-      { ...base(), 'tokenizer.ggml.model': 'bert' },
-      /tokenizer\.ggml\.model: unsupported tokenizer model 'bert' \(supported: gpt2, llama\)/,
+      { ...base(), 'tokenizer.ggml.model': 't5' },
+      /tokenizer\.ggml\.model: unsupported tokenizer model 't5' \(supported: gpt2, llama, bert\)/,
     ],
     [
       { ...base(), 'tokenizer.ggml.pre': 'mystery' },

@@ -12,11 +12,14 @@
  *   spaces via a Prepend+Replace normalizer (SentencePiece's "add dummy prefix", applied after
  *   every special token as llama.cpp does) and the matching decoder.
  *
+ * - `bert` (WordPiece: BERT, MiniLM, nomic-embed; gguf-wordpiece.ts).
+ *
  * Control tokens (type 3) become special added tokens and user-defined ones (type 4) plain
  * added tokens: both are matched whole in the text, as llama.cpp does.
  */
 import type { GgufValue } from '../../native/native.js';
 import type { AddedTokenJson } from './hf-tokenizer.js';
+import { wordPieceDocument } from './gguf-wordpiece.js';
 import { byteLevelPreTokenizerJson, preTokenizerFamily } from './pre-tokenizers.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
@@ -210,7 +213,33 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
 
   let body: object;
   let addBos: boolean;
-  if (model === 'gpt2') {
+  // A vocabulary with its own framing (WordPiece's [CLS] .. [SEP]) and spelling of the tokens.
+  let framing: { readonly postProcessor: object; readonly tokens: string[] } | undefined;
+  if (model === 'bert') {
+    for (let i = 0; i < vocabSize; i++)
+      if (types[i] === TokenType.control || types[i] === TokenType.unknown) addToken(i, true);
+    const lowercase = getBool(meta, 'tokenizer.ggml.normalizer.lowercase', source) ?? true;
+    const wp = wordPieceDocument(
+      tokens,
+      (i) =>
+        types[i] === TokenType.control ||
+        types[i] === TokenType.unknown ||
+        types[i] === TokenType.userDefined,
+      {
+        // llama.cpp's defaults for a bert vocabulary when the file names none.
+        cls: getTokenId(meta, 'tokenizer.ggml.cls_token_id', source, vocabSize) ?? bosId ?? 101,
+        sep: getTokenId(meta, 'tokenizer.ggml.seperator_token_id', source, vocabSize) ?? 102,
+        unk: unkId ?? 100,
+      },
+      {
+        lowercase,
+        stripAccents: getBool(meta, 'tokenizer.ggml.normalizer.strip_accents', source) ?? lowercase,
+      },
+    );
+    body = wp.body;
+    framing = wp;
+    addBos = false;
+  } else if (model === 'gpt2') {
     const pre = getString(meta, 'tokenizer.ggml.pre', source, false) ?? 'default';
     const family = preTokenizerFamily(pre, source);
     const merges = getStringArray(meta, 'tokenizer.ggml.merges', source);
@@ -286,7 +315,7 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
     addBos = explicitAddBos ?? true;
   } else {
     throw new Error(
-      `${field(source, 'tokenizer.ggml.model')}: unsupported tokenizer model '${model}' (supported: gpt2, llama)`,
+      `${field(source, 'tokenizer.ggml.model')}: unsupported tokenizer model '${model}' (supported: gpt2, llama, bert)`,
     );
   }
 
@@ -296,17 +325,19 @@ export function ggufTokenizerSpec(meta: Metadata, source: string): GgufTokenizer
     padding: null,
     added_tokens: addedTokens,
     ...body,
-    post_processor: postProcessor(
-      addBos && bosId !== null ? tokens[bosId] : null,
-      addBos ? bosId : null,
-      addEos && eosId !== null ? tokens[eosId] : null,
-      addEos ? eosId : null,
-    ),
+    post_processor:
+      framing?.postProcessor ??
+      postProcessor(
+        addBos && bosId !== null ? tokens[bosId] : null,
+        addBos ? bosId : null,
+        addEos && eosId !== null ? tokens[eosId] : null,
+        addEos ? eosId : null,
+      ),
   };
   return {
     tokenizerJson: JSON.stringify(document),
     addedTokens,
-    tokens,
+    tokens: framing?.tokens ?? tokens,
     vocabSize,
     bosTokenId: bosId,
     eosTokenId: eosId,

@@ -37,6 +37,13 @@ export interface Tokenizer {
   prepareEncode(): void;
   /** The same ids as `encode`, computed on the libuv pool: the event loop is not blocked meanwhile. */
   encodeAsync(text: string, options?: { addSpecialTokens?: boolean }): Promise<number[]>;
+  /**
+   * A pooling input's ids and token types (0: the first text, 1: the pair's second), cut to
+   * at most `maxLength` tokens by the tokenizer's own truncation (special tokens kept; a pair
+   * shortens its longer text first, as transformers' longest_first), from the end ('right')
+   * or the start ('left'). On the libuv pool.
+   */
+  encodePooling(text: string, pair: string | null, options: PoolingEncodeOptions): Promise<PoolingEncoding>;
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
   /** Human text of one token as it reads inside a sequence (e.g. " Hello"), for logprobs. */
   tokenText(id: number): string;
@@ -45,6 +52,20 @@ export interface Tokenizer {
   createDetokenizer(options?: { skipSpecialTokens?: boolean }): IncrementalDetokenizer;
   /** Raw token strings and their spelling, for the grammar engine (engine/structured/). */
   grammarVocab(): GrammarVocab;
+}
+
+export interface PoolingEncodeOptions {
+  readonly addSpecialTokens: boolean;
+  /** 0: no truncation. */
+  readonly maxLength: number;
+  readonly direction: 'left' | 'right';
+}
+
+export interface PoolingEncoding {
+  readonly ids: number[];
+  readonly typeIds: number[];
+  /** Tokens before truncation (so a caller can refuse an input that was too long). */
+  readonly untruncatedLength: number;
 }
 
 /** Facts about the tokenizer that tokenizer.json does not hold (from tokenizer_config.json / GGUF keys). */
@@ -86,6 +107,17 @@ export interface TokenizerDocument {
 
 const MAX_TOKEN_ID = 0xffffffff;
 
+/**
+ * A tokenizer.json may carry truncation and padding of its own (sentence-transformers' files:
+ * truncate and pad to 128). transformers turns them off for every call that does not ask for
+ * them, and so does Prism: a prompt's length is the engine's business.
+ */
+function withoutFileDefaults(t: NativeTokenizer): NativeTokenizer {
+  t.disableTruncation();
+  t.disablePadding();
+  return t;
+}
+
 function checkId(id: unknown, field: string): void {
   if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) {
     throw invalidArgument(
@@ -121,6 +153,8 @@ export class HfTokenizer implements Tokenizer {
   private encoder: SyncEncoder | null = null;
   /** A plain token decoded before the one asked about in tokenText (see there). */
   private anchorId: number | null = null;
+  /** Copies of the tokenizer with truncation set, per (maxLength, direction) (encodePooling). */
+  private readonly truncating = new Map<string, NativeTokenizer>();
 
   private constructor(
     private readonly native: NativeTokenizer,
@@ -182,7 +216,7 @@ export class HfTokenizer implements Tokenizer {
     }
     let native: NativeTokenizer;
     try {
-      native = NativeTokenizer.fromString(doc.json);
+      native = withoutFileDefaults(NativeTokenizer.fromString(doc.json));
     } catch (error) {
       throw new Error(
         `${source}: the tokenizers library rejected the tokenizer: ${(error as Error).message}`,
@@ -214,6 +248,29 @@ export class HfTokenizer implements Tokenizer {
       addSpecialTokens: options.addSpecialTokens ?? true,
     });
     return encoding.getIds();
+  }
+
+  async encodePooling(
+    text: string,
+    pair: string | null,
+    options: PoolingEncodeOptions,
+  ): Promise<PoolingEncoding> {
+    const addSpecialTokens = options.addSpecialTokens;
+    const full = await this.native.encode(text, pair, { addSpecialTokens });
+    const untruncatedLength = full.getIds().length;
+    if (options.maxLength <= 0 || untruncatedLength <= options.maxLength)
+      return { ids: full.getIds(), typeIds: full.getTypeIds(), untruncatedLength };
+    // A copy with the truncation set: the shared instance serves every other request meanwhile.
+    const key = `${options.maxLength}:${options.direction}`;
+    let cut = this.truncating.get(key);
+    if (!cut) {
+      cut = withoutFileDefaults(NativeTokenizer.fromString(this.json));
+      cut.setTruncation(options.maxLength, { direction: options.direction });
+      if (this.truncating.size >= 8) this.truncating.delete(this.truncating.keys().next().value!);
+      this.truncating.set(key, cut);
+    }
+    const encoding = await cut.encode(text, pair, { addSpecialTokens });
+    return { ids: encoding.getIds(), typeIds: encoding.getTypeIds(), untruncatedLength };
   }
 
   /**

@@ -27,6 +27,9 @@ let startError = null;
 try {
   const { Tokenizer } = require(workerData.tokenizersPath);
   tokenizer = Tokenizer.fromString(workerData.tokenizerJson);
+  // As hf-tokenizer.ts withoutFileDefaults: the file's own truncation and padding are off.
+  tokenizer.disableTruncation();
+  tokenizer.disablePadding();
 } catch (error) {
   startError = 'the tokenizer could not be built: ' + String(error && error.message ? error.message : error);
 }

@@ -4,6 +4,7 @@
  * Error bodies are MindIE's `{"error", "error_type"}`.
  */
 import Router from '@koa/router';
+import { handlePoolingInfer } from './pooling-infer.js';
 import type { Context } from 'koa';
 import { basename } from 'node:path';
 import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
@@ -89,6 +90,8 @@ const validateTensor = compileSchema<TensorBody>(tensorSchema);
 
 async function handleInfer(gw: GatewayContext, ctx: Context, model: string): Promise<void> {
   await checkModel(gw, model);
+  // A pooling model's infer takes texts or token ids and answers an embedding tensor.
+  if (gw.info.pooling) return handlePoolingInfer(gw, ctx, model);
   const body = validateTensor(await readInferBody(ctx, gw.config.maxRequestBytes));
   const input = body.inputs[0];
   const shape = input.shape;

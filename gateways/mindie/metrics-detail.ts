@@ -57,6 +57,18 @@ export async function prismMetrics(gw: GatewayContext, s: EngineStatus): Promise
           acceptedPerPosition: s.specDecode.acceptedPerPosition,
         }
       : null,
+    // Pooling requests (engine/pooling/), counted apart from generation; null for a generation model.
+    pooling: s.pooling
+      ? {
+          requests: s.pooling.requests,
+          succeeded: s.pooling.succeeded,
+          failed: s.pooling.failed,
+          inputs: s.pooling.inputs,
+          promptTokens: s.pooling.promptTokens,
+          passes: s.pooling.passes,
+          latencySeconds: histogram(s.pooling.latency),
+        }
+      : null,
     families: gw.state.families.snapshot(),
     models: (await servedModels(gw)).map((m) => ({ id: m.id, parent: m.parent })),
   };

@@ -39,6 +39,23 @@ interface Rates {
   readonly generationTokensPerS: number;
 }
 
+/** Counters read from an optional part of the status (absent: no sample, e.g. no speculation). */
+function optionalCounters<P>(
+  part: (s: EngineStatus) => P | undefined,
+  rows: readonly (readonly [string, string, { [K in keyof P]: P[K] extends number ? K : never }[keyof P]])[],
+): Definition[] {
+  return rows.map(([name, help, field]) => ({
+    names: [name],
+    help,
+    type: 'counter',
+    read: () => 0,
+    samples: (s) => {
+      const p = part(s);
+      return p ? [{ value: p[field] as number, labels: {} }] : [];
+    },
+  }));
+}
+
 const kvUsage = (s: EngineStatus): number => (s.totalBlocks > 0 ? 1 - s.freeBlocks / s.totalBlocks : 0);
 
 const definitions: readonly Definition[] = [
@@ -202,19 +219,34 @@ const definitions: readonly Definition[] = [
     read: (s) => s.generationTokensPerRequest,
   },
   // Speculative decoding, under vLLM's names; no samples when the engine does not speculate.
-  ...(
+  ...optionalCounters(
+    (s) => s.specDecode,
     [
       ['vllm:spec_decode_num_drafts_total', 'Verify steps that carried draft tokens.', 'numDrafts'],
       ['vllm:spec_decode_num_draft_tokens_total', 'Draft tokens proposed and verified.', 'numDraftTokens'],
       ['vllm:spec_decode_num_accepted_tokens_total', 'Draft tokens accepted.', 'numAcceptedTokens'],
-    ] as const
-  ).map(([name, help, field]): Definition => ({
-    names: [name],
-    help,
-    type: 'counter',
-    read: () => 0,
-    samples: (s) => (s.specDecode ? [{ value: s.specDecode[field], labels: {} }] : []),
-  })),
+    ],
+  ),
+  // Pooling requests (embeddings, scores), apart from generation's; no samples for a generation model.
+  ...optionalCounters(
+    (s) => s.pooling,
+    [
+      [
+        'prism:pooling_requests_total',
+        'Pooling requests (embeddings, scores, classification) received.',
+        'requests',
+      ],
+      ['prism:pooling_request_success_total', 'Pooling requests answered.', 'succeeded'],
+      ['prism:pooling_request_failure_total', 'Pooling requests refused or failed.', 'failed'],
+      [
+        'prism:pooling_inputs_total',
+        'Inputs (texts, pairs, token lists) of answered pooling requests.',
+        'inputs',
+      ],
+      ['prism:pooling_prompt_tokens_total', 'Tokens of answered pooling requests.', 'promptTokens'],
+      ['prism:pooling_passes_total', 'Forward passes that pooling inputs were packed into.', 'passes'],
+    ],
+  ),
   {
     names: ['vllm:spec_decode_num_accepted_tokens_per_pos_total'],
     help: 'Draft tokens accepted, by draft position (0-based).',

@@ -1,12 +1,13 @@
 /**
  * Ollama's API (service listener, its own /api paths): chat and generate, the model routes,
- * and the model-store routes refused. `/api/embed` and `/api/embeddings` are absent (404)
- * until pooling models are served.
+ * and the model-store routes refused; `/api/embed` and `/api/embeddings` for a pooling model
+ * (embed.ts).
  */
 import Router from '@koa/router';
 import { errorBoundary } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { ollamaErrorFormat } from './errors.js';
+import { handleEmbed, handleEmbeddings } from './embed.js';
 import { handleChat, handleGenerate } from './generate.js';
 import { handlePs, handleShow, handleTags, handleVersion, refuseStore } from './models.js';
 
@@ -15,6 +16,8 @@ export function ollamaRouter(gw: GatewayContext): Router {
   const boundary = errorBoundary(ollamaErrorFormat);
   router.post('/api/chat', boundary, (ctx) => handleChat(gw, ctx));
   router.post('/api/generate', boundary, (ctx) => handleGenerate(gw, ctx));
+  router.post('/api/embed', boundary, (ctx) => handleEmbed(gw, ctx));
+  router.post('/api/embeddings', boundary, (ctx) => handleEmbeddings(gw, ctx));
   router.get('/api/tags', boundary, (ctx) => handleTags(gw, ctx));
   router.post('/api/show', boundary, (ctx) => handleShow(gw, ctx));
   router.get('/api/ps', boundary, (ctx) => handlePs(gw, ctx));

@@ -8,9 +8,17 @@ import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { HttpError } from './http-error.js';
 import { checkJsonShape, limitsOf } from './limits.js';
+import { preReadBody } from './pre-read.js';
 
 export async function readRawBody(ctx: Context, limitBytes: number): Promise<Buffer> {
   try {
+    const pre = preReadBody(ctx.req);
+    if (pre?.error) throw pre.error;
+    if (pre?.bytes) {
+      if (pre.bytes.length > limitBytes)
+        throw Object.assign(new Error('request entity too large'), { type: 'entity.too.large' });
+      return pre.bytes;
+    }
     return await getRawBody(ctx.req, {
       limit: limitBytes,
       length: ctx.get('content-length') || undefined,

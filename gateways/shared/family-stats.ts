@@ -6,7 +6,17 @@
  */
 import type Koa from 'koa';
 
-const FAMILIES = ['openai', 'anthropic', 'ollama', 'tgi', 'vllm', 'kserve', 'native'] as const;
+const FAMILIES = [
+  'openai',
+  'anthropic',
+  'ollama',
+  'tgi',
+  'vllm',
+  'kserve',
+  'native',
+  'tei',
+  'llamacpp',
+] as const;
 export type Family = (typeof FAMILIES)[number];
 
 export interface FamilyCount {
@@ -17,10 +27,20 @@ export interface FamilyCount {
 /** The family of an inference route; undefined for everything else (health, listing, control). */
 function familyOfRoute(method: string, path: string): Family | undefined {
   if (method !== 'POST') return undefined;
-  if (path === '/v1/chat/completions' || path === '/v1/completions' || path === '/v1/responses')
+  if (
+    path === '/v1/chat/completions' ||
+    path === '/v1/completions' ||
+    path === '/v1/responses' ||
+    path === '/v1/embeddings'
+  )
     return 'openai';
   if (path === '/v1/messages') return 'anthropic';
-  if (path === '/api/chat' || path === '/api/generate') return 'ollama';
+  if (path === '/api/chat' || path === '/api/generate' || path === '/api/embed' || path === '/api/embeddings')
+    return 'ollama';
+  // POST /rerank and POST / of a pooling model are marked by their dispatchers (ctx.state.family).
+  if (/^\/(pooling|classify|score|v1\/score|v1\/rerank|v2\/rerank)$/.test(path)) return 'vllm';
+  if (path === '/embed' || path === '/embed_all' || path === '/predict') return 'tei';
+  if (path === '/embedding' || path === '/reranking') return 'llamacpp';
   if (path === '/generate' || path === '/generate_stream' || path === '/') return 'tgi';
   if (/^\/v2\/models\/[^/]+\/(infer|generate|generate_stream)$/.test(path)) return 'kserve';
   if (path === '/infer' || path === '/infer_token') return 'native';

@@ -29,6 +29,8 @@ export interface GatewayContext {
   readonly state: GatewayState;
   /** Version string reported by /v2, /info. */
   readonly version: string;
+  /** The other models behind the same gateway (gateways/model-dispatch.ts routes to them); absent: none. */
+  readonly peers?: readonly EngineInfo[];
 }
 
 /** Inference routes call this first (MindIE `CheckHealthAndStop`). */

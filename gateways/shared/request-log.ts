@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
-import type { FinishEvent, GenerateRequest } from '../../engine/api.js';
+import type { FinishEvent, GenerateRequest, PoolingRequest, PoolingResult } from '../../engine/api.js';
 import { IGNORED_FIELDS_STATE } from './ignored-fields.js';
 
 /** MindIE's LogConfig.logLevel words, least to most severe ('Warn' = 'Warning'). */
@@ -57,6 +57,8 @@ interface RequestRecord {
   /** Engine requests whose prompt was counted (a request with n sequences counts it once). */
   readonly counted: Set<string>;
   prompt?: string;
+  /** A pooling request's task (embed, score, ...): its line says so, apart from generation. */
+  pooling?: string;
 }
 
 const current = new AsyncLocalStorage<RequestRecord>();
@@ -74,6 +76,19 @@ export function noteEngineRequest(request: GenerateRequest): void {
   if (!r) return;
   r.requestId ??= request.requestId;
   if (r.prompt === undefined) r.prompt = promptText(request);
+}
+
+/** A pooling request was started (no result yet) or answered, for the current HTTP request. */
+export function notePooling(request: PoolingRequest, result?: PoolingResult): void {
+  const r = current.getStore();
+  if (!r) return;
+  r.requestId ??= request.requestId;
+  r.pooling = request.task;
+  if (r.prompt === undefined)
+    r.prompt = JSON.stringify(
+      request.inputs.map((x) => ('text' in x ? x.text : 'ids' in x ? x.ids : x.pair)),
+    );
+  if (result) r.promptTokens += result.promptTokens;
 }
 
 /** A sequence of the current HTTP request finished. */
@@ -136,6 +151,8 @@ interface RequestLine {
   readonly prompt_tokens?: number;
   readonly completion_tokens?: number;
   readonly request_id?: string;
+  /** A pooling request's task (embed, score, tokens, classify); absent for generation. */
+  readonly pooling?: string;
   /** The response ended before it was complete (the client went away mid-stream). */
   readonly aborted?: boolean;
   /** Fields the request sent that were accepted without effect (shared/ignored-fields.ts). */
@@ -156,6 +173,7 @@ function formatLine(line: RequestLine, format: 'text' | 'json'): string {
     `route=${line.route}`,
   ];
   if (line.request_id !== undefined) parts.push(`request_id=${line.request_id}`);
+  if (line.pooling !== undefined) parts.push(`pooling=${line.pooling}`);
   if (line.prompt_tokens !== undefined) parts.push(`prompt_tokens=${line.prompt_tokens}`);
   if (line.completion_tokens !== undefined) parts.push(`completion_tokens=${line.completion_tokens}`);
   if (line.aborted) parts.push('aborted=true');
@@ -205,6 +223,7 @@ export function requestLog(
               request_id: record.requestId,
               prompt_tokens: record.promptTokens,
               completion_tokens: record.completionTokens,
+              ...(record.pooling !== undefined ? { pooling: record.pooling } : {}),
             }
           : {}),
         ...(ctx.res.writableFinished ? {} : { aborted: true }),

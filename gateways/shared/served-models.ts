@@ -1,6 +1,7 @@
 /**
  * The models this gateway serves: the base model, then its loaded LoRA adapters (each with
- * `parent`, the base model's name), as the engine lists them. One list for GET /v1/models
+ * `parent`, the base model's name), as the engine lists them, then the other models behind
+ * the same gateway (model-dispatch.ts). One list for GET /v1/models
  * and the management listener's /metrics-json (`prism.models`), so the dashboard shows
  * exactly what clients can call.
  */
@@ -30,6 +31,12 @@ export async function servedModels(gw: GatewayContext): Promise<ServedModel[]> {
       parent: gw.info.modelName,
       root: a.path,
       created: Math.floor(a.loadedAt / 1000),
+    })),
+    ...(gw.peers ?? []).map((p) => ({
+      id: p.modelName,
+      parent: null,
+      root: p.modelPath,
+      created: Math.floor(p.startedAt / 1000),
     })),
   ];
 }

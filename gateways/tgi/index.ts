@@ -11,6 +11,7 @@ import { errorBoundary } from '../shared/error-boundary.js';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { toHttpError } from '../shared/http-error.js';
 import { handleVllmGenerate } from '../vllm/generate.js';
+import { handleTeiInfo, handleTeiRoot, servesPooling } from '../tei/index.js';
 import { tgiErrorFormat } from './errors.js';
 import { handleGenerate, handleGenerateStream, handleInfo, handleRoot } from './generate.js';
 
@@ -58,15 +59,17 @@ export function tgiRouter(gw: GatewayContext): Router {
   router.post('/generate_stream', boundary, async (ctx) =>
     handleGenerateStream(gw, ctx, await readJsonBody(ctx, gw.config.maxRequestBytes)),
   );
-  router.post('/', boundary, async (ctx) =>
-    handleRoot(gw, ctx, await readJsonBody(ctx, gw.config.maxRequestBytes)),
-  );
+  // A pooling model answers POST / as TEI does (gateways/tei/).
+  router.post('/', boundary, async (ctx) => {
+    const body = await readJsonBody(ctx, gw.config.maxRequestBytes);
+    return servesPooling(gw) ? handleTeiRoot(gw, ctx, body) : handleRoot(gw, ctx, body);
+  });
   return router;
 }
 
 /** GET /info (service and management listeners). */
 export function tgiInfoRouter(gw: GatewayContext): Router {
   const router = new Router();
-  router.get('/info', (ctx) => handleInfo(gw, ctx));
+  router.get('/info', (ctx) => (servesPooling(gw) ? handleTeiInfo(gw, ctx) : handleInfo(gw, ctx)));
   return router;
 }

@@ -107,9 +107,11 @@ test("/metrics-json keeps MindIE's vector and adds the `prism` object; family co
   assert.deepEqual(Object.keys(p0.families).sort(), [
     'anthropic',
     'kserve',
+    'llamacpp',
     'native',
     'ollama',
     'openai',
+    'tei',
     'tgi',
     'vllm',
   ]);

@@ -318,6 +318,7 @@ Napi::Value HostInfoExport(const Napi::CallbackInfo& info) {
 void registerLoraExports(Napi::Env env, Napi::Object exports);
 void registerCudaExports(Napi::Env env, Napi::Object exports);
 void registerKvTransferExports(Napi::Env env, Napi::Object exports);
+void registerEncoderExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
@@ -345,6 +346,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   registerLoraExports(env, exports);  // lora_addon.cc
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc
+  registerEncoderExports(env, exports);     // encoder/encoder_addon.cc: pooling models
   return exports;
 }
 

@@ -161,16 +161,7 @@ class Context {
 
 template <typename F>
 void Context::forRange(int64_t count, int64_t workPerItem, F&& f) {
-  if (count <= 0) return;
-  if (pool_.size() == 1 || count == 1 || count * workPerItem < 16384) {
-    f(int64_t{0}, count, 0);
-    return;
-  }
-  auto task = [&](int i, int n) {
-    int64_t begin = count * i / n, end = count * (i + 1) / n;
-    if (begin < end) f(begin, end, i);
-  };
-  pool_.run(TaskRef(task));
+  prism::forRange(pool_, count, workPerItem, f);
 }
 
 }  // namespace prism

@@ -429,7 +429,7 @@ void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
     for (int64_t s = 0; s < S; s++) seqOutRow_[s] = plan.seqTokenOffsets[s + 1] - 1 - drafts(s);
   } else {
     for (int64_t s = 0; s < S; s++) {
-      const bool need = plan.returnLogits == ReturnLogits::Last || plan.sample[s] || plan.topLogprobs[s] >= 0;
+      const bool need = plan.returnLogits == ReturnLogits::Last || plan.returnHidden || plan.sample[s] || plan.topLogprobs[s] >= 0;
       seqOutRow_[s] = need ? static_cast<int32_t>(outRows_.size()) : -1;
       if (!need) continue;
       for (int32_t t = plan.seqTokenOffsets[s + 1] - 1 - drafts(s); t < plan.seqTokenOffsets[s + 1]; t++)
@@ -439,11 +439,16 @@ void Context::outputHead(const StepPlanData& plan, StepResultData& out) {
   const int64_t R = static_cast<int64_t>(outRows_.size());
   out.logits = nullptr;
   out.logitRows = 0;
+  out.hidden = nullptr;
   if (R == 0) return;
   const float eps = static_cast<float>(cfg_.eps);
   forRange(R, D, [&](int64_t b, int64_t e, int) {
     for (int64_t r = b; r < e; r++) simd::rmsNorm(&x_[outRows_[r] * D], model_->outputNorm.data(), &xSel_[r * D], D, eps);
   });
+  if (plan.returnHidden) {  // a pooling step: the normed rows are its result, no logits
+    out.hidden = xSel_.data();
+    return;
+  }
   if (static_cast<size_t>(R * V) > logits_.size()) logits_.resize(R * V);  // 'all', or many draft rows
   linear(model_->output, xSel_.data(), R, logits_.data(), V, model_->layers.front().qkv);
   if (plan.returnLogits != ReturnLogits::None) {

@@ -61,4 +61,10 @@ std::string ggmlTypeName(uint32_t type);
 // other tensor.
 GgufFile readGguf(const std::string& path, bool withTensors);
 
+// Typed metadata reads whose errors name the key and the rule (gguf_model.cc):
+// the key or FormatError; an integer in [min, max]; a number in [min, max] or fallback.
+const GgufValue* ggufNeed(const GgufFile& g, const std::string& key);
+int64_t ggufInt(const GgufFile& g, const std::string& key, int64_t min, int64_t max);
+double ggufNum(const GgufFile& g, const std::string& key, double fallback, double min, double max);
+
 }  // namespace prism

@@ -8,16 +8,15 @@
 #include "model.h"
 
 namespace prism {
-namespace {
 
-const GgufValue* need(const GgufFile& g, const std::string& key) {
+const GgufValue* ggufNeed(const GgufFile& g, const std::string& key) {
   const GgufValue* v = g.find(key);
   if (!v) throw FormatError(g.file->path(), "", "missing metadata key '" + key + "'");
   return v;
 }
 
-int64_t intKey(const GgufFile& g, const std::string& key, int64_t min, int64_t max) {
-  const GgufValue* v = need(g, key);
+int64_t ggufInt(const GgufFile& g, const std::string& key, int64_t min, int64_t max) {
+  const GgufValue* v = ggufNeed(g, key);
   if (!v->isInteger()) throw FormatError(g.file->path(), "", "metadata '" + key + "' must be an integer");
   double d = v->asDouble();
   if (d < static_cast<double>(min) || d > static_cast<double>(max))
@@ -26,7 +25,7 @@ int64_t intKey(const GgufFile& g, const std::string& key, int64_t min, int64_t m
   return static_cast<int64_t>(d);
 }
 
-double numKey(const GgufFile& g, const std::string& key, double fallback, double min, double max) {
+double ggufNum(const GgufFile& g, const std::string& key, double fallback, double min, double max) {
   const GgufValue* v = g.find(key);
   if (!v) return fallback;
   if (!v->isNumber()) throw FormatError(g.file->path(), "", "metadata '" + key + "' must be a number");
@@ -35,8 +34,6 @@ double numKey(const GgufFile& g, const std::string& key, double fallback, double
     throw FormatError(g.file->path(), "", "metadata '" + key + "' = " + std::to_string(d) + " is out of range");
   return d;
 }
-
-}  // namespace
 
 namespace {
 
@@ -69,7 +66,7 @@ std::vector<float> factorTensor(const GgufFile& g, const std::string& name, int6
 
 void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set) {
   GgufFile g = readGguf(path, true);
-  const GgufValue* archV = need(g, "general.architecture");
+  const GgufValue* archV = ggufNeed(g, "general.architecture");
   if (archV->type != GgufType::STRING) throw FormatError(path, "", "general.architecture must be a string");
   const std::string& a = archV->s;
   cfg.arch = archOf(a, path);
@@ -78,30 +75,30 @@ void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set) {
   cfg.path = path;
   if (const GgufValue* n = g.find("general.name"); n && n->type == GgufType::STRING) cfg.name = n->s;
   const std::string p = a + ".";
-  cfg.layers = intKey(g, p + "block_count", 1, 1024);
-  cfg.hidden = intKey(g, p + "embedding_length", 1, 1 << 16);
-  cfg.intermediate = intKey(g, p + "feed_forward_length", 1, 1 << 18);
-  cfg.heads = intKey(g, p + "attention.head_count", 1, 1024);
-  cfg.kvHeads = g.find(p + "attention.head_count_kv") ? intKey(g, p + "attention.head_count_kv", 1, 1024) : cfg.heads;
-  cfg.headDim = g.find(p + "attention.key_length") ? intKey(g, p + "attention.key_length", 1, 1024)
+  cfg.layers = ggufInt(g, p + "block_count", 1, 1024);
+  cfg.hidden = ggufInt(g, p + "embedding_length", 1, 1 << 16);
+  cfg.intermediate = ggufInt(g, p + "feed_forward_length", 1, 1 << 18);
+  cfg.heads = ggufInt(g, p + "attention.head_count", 1, 1024);
+  cfg.kvHeads = g.find(p + "attention.head_count_kv") ? ggufInt(g, p + "attention.head_count_kv", 1, 1024) : cfg.heads;
+  cfg.headDim = g.find(p + "attention.key_length") ? ggufInt(g, p + "attention.key_length", 1, 1024)
                                                     : cfg.hidden / cfg.heads;
-  if (g.find(p + "attention.value_length") && intKey(g, p + "attention.value_length", 1, 1024) != cfg.headDim)
+  if (g.find(p + "attention.value_length") && ggufInt(g, p + "attention.value_length", 1, 1024) != cfg.headDim)
     throw FormatError(path, "", "attention.value_length differs from key_length (unsupported)");
-  cfg.ropeDim = g.find(p + "rope.dimension_count") ? intKey(g, p + "rope.dimension_count", 2, 1024) : cfg.headDim;
-  cfg.contextLength = g.find(p + "context_length") ? intKey(g, p + "context_length", 1, 1ll << 24) : 4096;
-  cfg.ropeTheta = numKey(g, p + "rope.freq_base", 10000.0, 1.0, 1e12);
-  cfg.eps = numKey(g, p + "attention.layer_norm_rms_epsilon", 1e-5, 0.0, 1.0);
+  cfg.ropeDim = g.find(p + "rope.dimension_count") ? ggufInt(g, p + "rope.dimension_count", 2, 1024) : cfg.headDim;
+  cfg.contextLength = g.find(p + "context_length") ? ggufInt(g, p + "context_length", 1, 1ll << 24) : 4096;
+  cfg.ropeTheta = ggufNum(g, p + "rope.freq_base", 10000.0, 1.0, 1e12);
+  cfg.eps = ggufNum(g, p + "attention.layer_norm_rms_epsilon", 1e-5, 0.0, 1.0);
   // llama.cpp's llama GGUFs have Q/K rows permuted for adjacent-pair RoPE; the others use NeoX.
   cfg.ropeNeox = cfg.arch != Arch::Llama;
-  if (g.find(p + "final_logit_softcapping") && numKey(g, p + "final_logit_softcapping", 0, 0, 1e6) != 0)
+  if (g.find(p + "final_logit_softcapping") && ggufNum(g, p + "final_logit_softcapping", 0, 0, 1e6) != 0)
     throw FormatError(path, "", "final logit soft-capping is unsupported");
-  if (g.find(p + "attn_logit_softcapping") && numKey(g, p + "attn_logit_softcapping", 0, 0, 1e6) != 0)
+  if (g.find(p + "attn_logit_softcapping") && ggufNum(g, p + "attn_logit_softcapping", 0, 0, 1e6) != 0)
     throw FormatError(path, "", "attention logit soft-capping is unsupported");
 
   if (const GgufValue* st = g.find(p + "rope.scaling.type")) {
     if (st->type != GgufType::STRING) throw FormatError(path, "", "rope.scaling.type must be a string");
     if (st->s == "linear") {
-      double f = numKey(g, p + "rope.scaling.factor", 1.0, 1e-6, 1e6);
+      double f = ggufNum(g, p + "rope.scaling.factor", 1.0, 1e-6, 1e6);
       cfg.ropeFreqFactors.assign(cfg.ropeDim / 2, static_cast<float>(f));
     } else if (st->s != "none" && !(cfg.arch == Arch::Phi3 && st->s == "longrope")) {
       throw FormatError(path, "", "unsupported rope scaling type '" + st->s + "' (supported: none, linear, llama3)");
@@ -111,7 +108,7 @@ void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set) {
   // Sliding windows. Gemma 3: five local layers, then one global, repeating (llama.cpp's
   // and transformers' pattern), the local ones with their own RoPE base (10000, unscaled).
   // Others: the file's window applies to every layer.
-  const int64_t window = g.find(p + "attention.sliding_window") ? intKey(g, p + "attention.sliding_window", 0, 1ll << 24) : 0;
+  const int64_t window = g.find(p + "attention.sliding_window") ? ggufInt(g, p + "attention.sliding_window", 0, 1ll << 24) : 0;
   cfg.layerWindow.assign(cfg.layers, 0);
   if (cfg.arch == Arch::Gemma3) {
     for (int64_t l = 0; l < cfg.layers; l++) cfg.layerWindow[l] = (l + 1) % 6 != 0 ? window : 0;
@@ -128,13 +125,13 @@ void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set) {
   }
 
   if (cfg.arch == Arch::Qwen3Moe || g.find(p + "expert_count")) {
-    cfg.experts = intKey(g, p + "expert_count", 1, 1024);
-    cfg.expertsUsed = intKey(g, p + "expert_used_count", 1, 1024);
-    cfg.expertIntermediate = cfg.arch == Arch::Qwen3Moe ? intKey(g, p + "expert_feed_forward_length", 1, 1 << 18)
+    cfg.experts = ggufInt(g, p + "expert_count", 1, 1024);
+    cfg.expertsUsed = ggufInt(g, p + "expert_used_count", 1, 1024);
+    cfg.expertIntermediate = cfg.arch == Arch::Qwen3Moe ? ggufInt(g, p + "expert_feed_forward_length", 1, 1 << 18)
                                                         : cfg.intermediate;
     if (const GgufValue* n = g.find(p + "expert_weights_norm")) cfg.normTopK = n->type == GgufType::BOOL ? n->u != 0 : true;
   }
-  if (g.find(p + "expert_shared_count") && intKey(g, p + "expert_shared_count", 0, 1024) > 0)
+  if (g.find(p + "expert_shared_count") && ggufInt(g, p + "expert_shared_count", 0, 1024) > 0)
     throw FormatError(path, "", "shared experts are unsupported for " + a);
 
   set.file = path;
@@ -155,13 +152,13 @@ void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set) {
     auto longF = factorTensor(g, "rope_factors_long.weight", cfg.ropeDim / 2);
     auto shortF = factorTensor(g, "rope_factors_short.weight", cfg.ropeDim / 2);
     const int64_t original = g.find(p + "rope.scaling.original_context_length")
-                                 ? intKey(g, p + "rope.scaling.original_context_length", 1, 1ll << 24)
+                                 ? ggufInt(g, p + "rope.scaling.original_context_length", 1, 1ll << 24)
                                  : cfg.contextLength;
     if (!longF.empty() || !shortF.empty()) {
       cfg.ropeFreqFactors = cfg.contextLength > original ? longF : shortF;
       if (cfg.ropeFreqFactors.empty()) throw FormatError(path, "", "LongRoPE needs both rope_factors_long and rope_factors_short");
     }
-    cfg.ropeAttnFactor = numKey(g, p + "rope.scaling.attn_factor", 1.0, 1e-3, 1e3);
+    cfg.ropeAttnFactor = ggufNum(g, p + "rope.scaling.attn_factor", 1.0, 1e-3, 1e3);
   }
 }
 

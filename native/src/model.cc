@@ -9,6 +9,7 @@
 #include "format_error.h"
 #include "gguf.h"
 #include "model.h"
+#include "weight_builder.h"
 
 namespace prism {
 
@@ -26,42 +27,13 @@ const char* archName(Arch a) {
 
 namespace {
 
-// Weight bytes one use of a linear layer reads (the roofline's unit).
-double bytesOf(const LinearGroup& g) {
-  double n = 0;
-  for (const auto& p : g.parts)
-    n += p.w.bytes ? static_cast<double>(p.w.bytes) : static_cast<double>(typeRowBytes(p.w.type, g.inFeatures) * p.w.rows);
-  return n;
-}
-
-class Builder {
+// The decoder's tensors: the shared fetching (weight_builder.h) plus what only decoders have,
+// RMSNorm weights with the format's offset and GGUF's stacked expert tensors.
+class Builder : public WeightBuilder {
  public:
-  Builder(Model& m, TensorSet& set, WeightPreparation prep) : m_(m), set_(set), prep_(prep) {}
-
-  std::string display(const std::string& name) const {
-    auto it = set_.originalNames.find(name);
-    return it == set_.originalNames.end() ? name : it->second;
-  }
-  [[noreturn]] void fail(const std::string& name, const std::string& reason) const {
-    throw FormatError(set_.file, display(name), reason);
-  }
-  static std::string shapeText(const std::vector<int64_t>& d) {
-    std::string s = "[";
-    for (size_t k = 0; k < d.size(); k++) s += (k ? ", " : "") + std::to_string(d[k]);
-    return s + "]";
-  }
-
-  const SourceTensor& get(const std::string& name, std::vector<int64_t> dims) const {
-    auto it = set_.tensors.find(name);
-    if (it == set_.tensors.end()) fail(name, "missing tensor required by the " + std::string(archName(m_.cfg.arch)) + " architecture");
-    const SourceTensor& t = it->second;
-    if (t.dims != dims)
-      fail(name, "shape " + shapeText(t.dims) + " does not match the architecture's " + shapeText(dims) +
-                     " (innermost dimension first)");
-    if (!typeSupported(t.type)) fail(name, "unsupported tensor type " + ggmlTypeName(t.type));
-    return t;
-  }
-  bool has(const std::string& name) const { return set_.tensors.count(name) != 0; }
+  Builder(Model& m, TensorSet& set, WeightPreparation prep)
+      : WeightBuilder(set, archName(m.cfg.arch), prep, m.activations, {m.weightBytes, m.maxLinearCols, m.ownedBytes}),
+        m_(m) {}
 
   // An RMSNorm weight, with the format's offset added (Gemma's HF (1 + w) norms).
   std::vector<float> norm(const std::string& name, int64_t n) {
@@ -91,76 +63,11 @@ class Builder {
     }
   }
 
-  std::vector<float> vec(const std::string& name, int64_t n) {
-    const SourceTensor& t = get(name, {n});
-    TensorType type = static_cast<TensorType>(t.type);
-    if (type != TensorType::F32 && type != TensorType::F16 && type != TensorType::BF16)
-      fail(name, "norm/bias vectors must be F32, F16 or BF16, not " + ggmlTypeName(t.type));
-    std::vector<float> out(n);
-    dequantizeRow(type, t.data, n, 0, out.data());
-    for (float v : out)
-      if (!std::isfinite(v)) fail(name, "holds a non-finite value");
-    m_.weightBytes += static_cast<double>(t.bytes);
-    return out;
-  }
-
-  // One linear layer from several tensors [rows_i × cols], outputs side by side.
-  LinearGroup linear(const std::vector<std::pair<std::string, int64_t>>& parts, int64_t cols) {
-    LinearGroup g;
-    g.inFeatures = cols;
-    std::vector<const SourceTensor*> ts;
-    bool sameType = true;
-    for (const auto& [name, rows] : parts) {
-      ts.push_back(&get(name, {cols, rows}));
-      sameType = sameType && ts.back()->type == ts.front()->type;
-      g.outFeatures += rows;
-    }
-    m_.maxLinearCols = std::max(m_.maxLinearCols, cols);
-    TensorType type = static_cast<TensorType>(ts.front()->type);
-    try {
-      if (prep_ == WeightPreparation::FileBytes) {
-        int64_t off = 0;
-        for (size_t k = 0; k < parts.size(); k++) {
-          LinearWeight w;
-          w.type = static_cast<TensorType>(ts[k]->type);
-          w.rows = parts[k].second;
-          w.cols = cols;
-          w.data = ts[k]->data;
-          w.bytes = typeRowBytes(w.type, cols) * static_cast<size_t>(w.rows);
-          g.parts.push_back({std::move(w), off});
-          off += parts[k].second;
-        }
-      } else if (parts.size() > 1 && sameType) {
-        std::vector<uint8_t>& buf = m_.ownedBytes.emplace_back();
-        size_t total = 0;
-        for (auto* t : ts) total += t->bytes;
-        buf.resize(total);
-        size_t at = 0;
-        for (auto* t : ts) {
-          std::memcpy(buf.data() + at, t->data, t->bytes);
-          at += t->bytes;
-        }
-        // One precision for every layer and batch shape (so prefill and decode agree).
-        g.parts.push_back({prepareLinear(type, buf.data(), g.outFeatures, cols, m_.activations), 0});
-      } else {
-        int64_t off = 0;
-        for (size_t k = 0; k < parts.size(); k++) {
-          g.parts.push_back({prepareLinear(static_cast<TensorType>(ts[k]->type), ts[k]->data, parts[k].second, cols, m_.activations), off});
-          off += parts[k].second;
-        }
-      }
-    } catch (const std::exception& e) {
-      fail(parts.front().first, std::string("cannot prepare weights: ") + e.what());
-    }
-    m_.weightBytes += bytesOf(g);
-    return g;
-  }
-
  private:
   Model& m_;
-  TensorSet& set_;
-  WeightPreparation prep_;
 };
+
+}  // namespace
 
 // The activation rounding of the quantized matmuls (kernels.h, ActivationPrecision), per
 // model. Int16 below hidden 1024: there a step is dominated by per-token overhead, not the
@@ -171,7 +78,7 @@ class Builder {
 // shapes (docs/benchmarks.md, size suite). The switch PRISM_ACTIVATIONS=int8|int16 overrides
 // the rule (switches.h, read at each load: the numerics test measures both paths on the same
 // models in one process).
-ActivationPrecision chooseActivations(const ModelConfig& c, const std::string& file) {
+ActivationPrecision chooseActivations(int64_t hidden, const std::string& file) {
   std::string error;
   switch (switchChoice(Switch::Activations, 2, &error)) {  // int8|int16|auto
     case 0:
@@ -180,9 +87,11 @@ ActivationPrecision chooseActivations(const ModelConfig& c, const std::string& f
       return ActivationPrecision::Int16;
     default:
       if (!error.empty()) throw FormatError(file, "", error);
-      return c.hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
+      return hidden >= 1024 ? ActivationPrecision::Int8 : ActivationPrecision::Int16;
   }
 }
+
+namespace {
 
 // Checks the architecture-level settings the readers filled in (windows, rotary, experts).
 void checkConfig(ModelConfig& c, const std::string& file) {
@@ -216,7 +125,7 @@ void checkConfig(ModelConfig& c, const std::string& file) {
 void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparation prep) {
   ModelConfig& c = m.cfg;
   checkConfig(c, set.file);
-  m.activations = chooseActivations(c, set.file);
+  m.activations = chooseActivations(c.hidden, set.file);
   Builder b(m, set, prep);
   auto emb = set.tensors.find("token_embd.weight");
   if (emb == set.tensors.end()) b.fail("token_embd.weight", "missing token embedding");
@@ -287,7 +196,7 @@ void build(Model& m, TensorSet& set, const ProgressFn& progress, WeightPreparati
   // Q6_K (llama.cpp's use_more_bits), so layer 0's size is not every layer's.
   for (const LayerWeights& L : m.layers) {
     if (L.moe.gateUp.empty() || L.moe.down.empty()) continue;
-    const double perExpert = bytesOf(L.moe.gateUp[0]) + bytesOf(L.moe.down[0]);
+    const double perExpert = linearBytes(L.moe.gateUp[0]) + linearBytes(L.moe.down[0]);
     m.weightBytes -= perExpert * static_cast<double>(c.experts - c.expertsUsed);
   }
   if (progress) progress(1.0);

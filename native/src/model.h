@@ -165,6 +165,10 @@ enum class WeightPreparation { Cpu, FileBytes };
 std::shared_ptr<Model> loadModelFromPath(const std::string& path, const ProgressFn& progress,
                                          WeightPreparation prep = WeightPreparation::Cpu);
 
+// The activation rounding of a model's quantized matmuls by its hidden size (model.cc says
+// why; PRISM_ACTIVATIONS overrides, and a malformed value throws FormatError on `file`).
+ActivationPrecision chooseActivations(int64_t hidden, const std::string& file);
+
 // Format readers (gguf_model.cc, safetensors_model.cc): config + tensors under GGUF names.
 void readGgufModel(const std::string& path, ModelConfig& cfg, TensorSet& set);
 void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& set);

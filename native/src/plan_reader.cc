@@ -205,6 +205,7 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
   }
 
   p.returnLogits = ReturnLogits::None;
+  p.returnHidden = false;  // only the pooling step sets it (encoder/hidden_step_addon.cc)
   Napi::Value rl = plan.Get("returnLogits");
   if (!rl.IsUndefined()) {
     std::string s = rl.IsString() ? rl.As<Napi::String>().Utf8Value() : "";

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "format_error.h"
+#include "hf_files.h"
 #include "json.h"
 #include "model.h"
 
@@ -31,7 +32,9 @@ std::string readSmallFile(const std::string& path, size_t maxBytes) {
   return ss.str();
 }
 
-JsonValue parseFile(const std::string& path) {
+}  // namespace
+
+JsonValue readJsonFile(const std::string& path) {
   std::string text = readSmallFile(path, 64 << 20);
   try {
     return parseJson(text);
@@ -40,8 +43,8 @@ JsonValue parseFile(const std::string& path) {
   }
 }
 
-int64_t cfgInt(const JsonValue& c, const std::string& path, const char* key, int64_t min, int64_t max,
-               const int64_t* fallback = nullptr) {
+int64_t configInt(const JsonValue& c, const std::string& path, const char* key, int64_t min, int64_t max,
+                  const int64_t* fallback) {
   const JsonValue* v = c.get(key);
   if (!v || v->kind == JsonValue::Kind::Null) {
     if (fallback) return *fallback;
@@ -54,13 +57,15 @@ int64_t cfgInt(const JsonValue& c, const std::string& path, const char* key, int
   return static_cast<int64_t>(v->num);
 }
 
-double cfgNum(const JsonValue& c, const std::string& path, const char* key, double fallback, double min, double max) {
+double configNum(const JsonValue& c, const std::string& path, const char* key, double fallback, double min, double max) {
   const JsonValue* v = c.get(key);
   if (!v || v->kind == JsonValue::Kind::Null) return fallback;
   if (!v->isNumber() || !(v->num >= min && v->num <= max))
     throw FormatError(path, "", std::string("'") + key + "' must be a number in range");
   return v->num;
 }
+
+namespace {
 
 // HF tensor name → GGUF tensor name ("" = not used by the model). Per-expert tensors keep
 // their expert number: `blk.N.ffn_gate.E.weight` (the names model.cc slices GGUF's 3-D
@@ -115,7 +120,9 @@ std::string ggufName(const std::string& hf, Arch arch) {
   return "";
 }
 
-void readSafetensorsFile(const std::string& path, Arch arch, TensorSet& set) {
+}  // namespace
+
+void readSafetensorsFile(const std::string& path, const TensorRename& rename, TensorSet& set) {
   auto map = std::make_shared<MappedFile>(path);
   const size_t size = map->size();
   if (size < 8) throw FormatError(path, "", "truncated file: no header length");
@@ -165,7 +172,7 @@ void readSafetensorsFile(const std::string& path, Arch arch, TensorSet& set) {
                                         " bytes): truncated or corrupt");
     uint64_t begin = static_cast<uint64_t>(b), end = static_cast<uint64_t>(e);
     ranges.emplace_back(begin, end);
-    std::string gname = ggufName(name, arch);
+    std::string gname = rename(name);
     if (gname.empty()) continue;
     if (elemBytes == 0) throw FormatError(path, name, "unsupported dtype '" + dtype->str + "' (F32, F16, BF16 are supported)");
     if (end - begin != elements * elemBytes)
@@ -186,7 +193,25 @@ void readSafetensorsFile(const std::string& path, Arch arch, TensorSet& set) {
   set.maps.push_back(map);
 }
 
-}  // namespace
+std::set<std::string> safetensorsFiles(const std::string& dir) {
+  std::set<std::string> files;
+  const std::string indexPath = (fs::path(dir) / "model.safetensors.index.json").string();
+  if (fs::exists(indexPath)) {
+    JsonValue idx = readJsonFile(indexPath);
+    const JsonValue* wm = idx.get("weight_map");
+    if (!wm || !wm->isObject()) throw FormatError(indexPath, "", "missing 'weight_map' object");
+    for (const auto& [k, v] : wm->obj) {
+      if (!v.isString() || v.str.find('/') != std::string::npos || v.str.find("..") != std::string::npos)
+        throw FormatError(indexPath, "", "weight_map entry '" + k + "' must name a file in the directory");
+      files.insert(v.str);
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") files.insert(e.path().filename().string());
+  }
+  if (files.empty()) throw FormatError(dir, "", "no *.safetensors files in the model directory");
+  return files;
+}
 
 std::vector<float> llama3FreqFactors(int64_t headDim, double theta, double factor, double lowFreqFactor,
                                      double highFreqFactor, double originalContext) {
@@ -217,19 +242,19 @@ static RopeSpec readRope(const JsonValue* rs, const JsonValue& c, const ModelCon
   const JsonValue* rt = rs->get("rope_type");
   if (!rt) rt = rs->get("type");
   std::string kind = rt && rt->isString() ? rt->str : "default";
-  double factor = cfgNum(*rs, path, "factor", 1.0, 1e-6, 1e6);
+  double factor = configNum(*rs, path, "factor", 1.0, 1e-6, 1e6);
   if (kind == "llama3") {
-    r.freqFactors = llama3FreqFactors(cfg.ropeDim, theta, factor, cfgNum(*rs, path, "low_freq_factor", 1.0, 1e-6, 1e6),
-                                      cfgNum(*rs, path, "high_freq_factor", 4.0, 1e-6, 1e6),
-                                      cfgNum(*rs, path, "original_max_position_embeddings", 8192, 1, 1e9));
+    r.freqFactors = llama3FreqFactors(cfg.ropeDim, theta, factor, configNum(*rs, path, "low_freq_factor", 1.0, 1e-6, 1e6),
+                                      configNum(*rs, path, "high_freq_factor", 4.0, 1e-6, 1e6),
+                                      configNum(*rs, path, "original_max_position_embeddings", 8192, 1, 1e9));
   } else if (kind == "linear") {
     r.freqFactors.assign(cfg.ropeDim / 2, static_cast<float>(factor));
   } else if (kind == "longrope") {
     // LongRoPE (Phi-3): per-frequency factors, long ones past the original context (chosen
     // here for the served context: the trained length, as llama.cpp does by default), and
     // cos/sin scaled by sqrt(1 + ln(s)/ln(original)), s = trained / original length.
-    const double original = cfgNum(*rs, path, "original_max_position_embeddings",
-                                   cfgNum(c, path, "original_max_position_embeddings", static_cast<double>(cfg.contextLength), 1, 1e9), 1, 1e9);
+    const double original = configNum(*rs, path, "original_max_position_embeddings",
+                                   configNum(c, path, "original_max_position_embeddings", static_cast<double>(cfg.contextLength), 1, 1e9), 1, 1e9);
     const JsonValue* f = rs->get(static_cast<double>(cfg.contextLength) > original ? "long_factor" : "short_factor");
     if (!f || !f->isArray() || static_cast<int64_t>(f->arr.size()) != cfg.ropeDim / 2)
       throw FormatError(path, "", "LongRoPE needs long_factor and short_factor with " + std::to_string(cfg.ropeDim / 2) + " numbers");
@@ -238,7 +263,7 @@ static RopeSpec readRope(const JsonValue* rs, const JsonValue& c, const ModelCon
       r.freqFactors.push_back(static_cast<float>(v.num));
     }
     const double s = rs->get("factor") ? factor : static_cast<double>(cfg.contextLength) / original;
-    r.attnFactor = rs->get("attention_factor") ? cfgNum(*rs, path, "attention_factor", 1, 1e-3, 1e3)
+    r.attnFactor = rs->get("attention_factor") ? configNum(*rs, path, "attention_factor", 1, 1e-3, 1e3)
                    : s <= 1.0                   ? 1.0
                                                 : std::sqrt(1 + std::log(s) / std::log(original));
   } else if (kind != "default") {
@@ -250,7 +275,7 @@ static RopeSpec readRope(const JsonValue* rs, const JsonValue& c, const ModelCon
 void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& set) {
   const std::string configPath = (fs::path(dir) / "config.json").string();
   if (!fs::exists(configPath)) throw FormatError(dir, "", "no config.json in the model directory");
-  JsonValue c = parseFile(configPath);
+  JsonValue c = readJsonFile(configPath);
   if (!c.isObject()) throw FormatError(configPath, "", "config.json is not a JSON object");
 
   std::string type;
@@ -279,16 +304,16 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   cfg.path = dir;
   cfg.name = fs::path(dir).filename().string();
   if (cfg.name.empty()) cfg.name = fs::path(dir).parent_path().filename().string();
-  cfg.hidden = cfgInt(c, configPath, "hidden_size", 1, 1 << 16);
-  cfg.layers = cfgInt(c, configPath, "num_hidden_layers", 1, 1024);
-  cfg.heads = cfgInt(c, configPath, "num_attention_heads", 1, 1024);
-  cfg.kvHeads = cfgInt(c, configPath, "num_key_value_heads", 1, 1024, &cfg.heads);
+  cfg.hidden = configInt(c, configPath, "hidden_size", 1, 1 << 16);
+  cfg.layers = configInt(c, configPath, "num_hidden_layers", 1, 1024);
+  cfg.heads = configInt(c, configPath, "num_attention_heads", 1, 1024);
+  cfg.kvHeads = configInt(c, configPath, "num_key_value_heads", 1, 1024, &cfg.heads);
   int64_t defHead = cfg.hidden / cfg.heads;
-  cfg.headDim = cfgInt(c, configPath, "head_dim", 1, 1024, &defHead);
-  cfg.intermediate = cfgInt(c, configPath, "intermediate_size", 1, 1 << 18);
+  cfg.headDim = configInt(c, configPath, "head_dim", 1, 1024, &defHead);
+  cfg.intermediate = configInt(c, configPath, "intermediate_size", 1, 1 << 18);
   int64_t defCtx = 4096;
-  cfg.contextLength = cfgInt(c, configPath, "max_position_embeddings", 1, 1ll << 24, &defCtx);
-  cfg.eps = cfgNum(c, configPath, "rms_norm_eps", 1e-6, 0, 1);
+  cfg.contextLength = configInt(c, configPath, "max_position_embeddings", 1, 1ll << 24, &defCtx);
+  cfg.eps = configNum(c, configPath, "rms_norm_eps", 1e-6, 0, 1);
   cfg.ropeNeox = true;  // HF checkpoints use rotate_half for every supported architecture
   const JsonValue* tie = c.get("tie_word_embeddings");
   if (tie && tie->kind != JsonValue::Kind::Bool && tie->kind != JsonValue::Kind::Null)
@@ -310,7 +335,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   if (ropeParams && ropeParams->kind != JsonValue::Kind::Null && !ropeParams->isObject())
     throw FormatError(configPath, "", "'rope_parameters' must be an object or null");
   if (ropeParams && !ropeParams->isObject()) ropeParams = nullptr;
-  const double partial = cfgNum(ropeParams && ropeParams->get("partial_rotary_factor") ? *ropeParams : c, configPath,
+  const double partial = configNum(ropeParams && ropeParams->get("partial_rotary_factor") ? *ropeParams : c, configPath,
                                 "partial_rotary_factor", 1.0, 1e-3, 1.0);
   cfg.ropeDim = static_cast<int64_t>(static_cast<double>(cfg.headDim) * partial);
   const JsonValue* globalParams = ropeParams;
@@ -320,8 +345,8 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     localParams = ropeParams->get("sliding_attention");
   }
   const JsonValue* legacyScaling = c.get("rope_scaling");
-  cfg.ropeTheta = cfgNum(globalParams ? *globalParams : c, configPath, "rope_theta",
-                         cfgNum(c, configPath, "rope_theta", 10000.0, 1, 1e12), 1, 1e12);
+  cfg.ropeTheta = configNum(globalParams ? *globalParams : c, configPath, "rope_theta",
+                         configNum(c, configPath, "rope_theta", 10000.0, 1, 1e12), 1, 1e12);
   RopeSpec global = readRope(globalParams ? globalParams : legacyScaling, c, cfg, cfg.ropeTheta, configPath);
   cfg.ropeFreqFactors = global.freqFactors;
   cfg.ropeAttnFactor = global.attnFactor;
@@ -329,7 +354,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   // Which layers slide: transformers 5 lists `layer_types`; older configs say it per model.
   const JsonValue* window = c.get("sliding_window");
   int64_t W = 0;
-  if (window && window->kind != JsonValue::Kind::Null) W = cfgInt(c, configPath, "sliding_window", 1, 1ll << 24);
+  if (window && window->kind != JsonValue::Kind::Null) W = configInt(c, configPath, "sliding_window", 1, 1ll << 24);
   cfg.layerWindow.assign(cfg.layers, 0);
   if (const JsonValue* types = c.get("layer_types"); types && types->kind != JsonValue::Kind::Null) {
     if (!types->isArray() || static_cast<int64_t>(types->arr.size()) != cfg.layers)
@@ -345,41 +370,41 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     }
   } else if (cfg.arch == Arch::Gemma3) {
     int64_t six = 6;
-    const int64_t pattern = c.get("sliding_window_pattern") ? cfgInt(c, configPath, "sliding_window_pattern", 1, 1024)
-                                                            : cfgInt(c, configPath, "_sliding_window_pattern", 1, 1024, &six);
+    const int64_t pattern = c.get("sliding_window_pattern") ? configInt(c, configPath, "sliding_window_pattern", 1, 1024)
+                                                            : configInt(c, configPath, "_sliding_window_pattern", 1, 1024, &six);
     for (int64_t l = 0; l < cfg.layers; l++) cfg.layerWindow[l] = (l + 1) % pattern != 0 ? W : 0;
   } else if (slidingAll) {
     cfg.layerWindow.assign(cfg.layers, W);
   } else if (const JsonValue* use = c.get("use_sliding_window"); use && use->kind == JsonValue::Kind::Bool && use->b) {
     // Qwen2/Qwen3 (transformers' rule): layers from max_window_layers on slide.
-    const int64_t from = cfgInt(c, configPath, "max_window_layers", 0, 1024, &cfg.layers);
+    const int64_t from = configInt(c, configPath, "max_window_layers", 0, 1024, &cfg.layers);
     if (W == 0) throw FormatError(configPath, "", "use_sliding_window needs 'sliding_window'");
     for (int64_t l = from; l < cfg.layers; l++) cfg.layerWindow[l] = W;
   }
 
   if (cfg.arch == Arch::Gemma3) {
     cfg.localRope = true;
-    cfg.localRopeSpec = localParams ? readRope(localParams, c, cfg, cfgNum(*localParams, configPath, "rope_theta", 10000, 1, 1e12), configPath)
-                                    : RopeSpec{cfgNum(c, configPath, "rope_local_base_freq", 10000.0, 1, 1e12), {}, 1.0};
+    cfg.localRopeSpec = localParams ? readRope(localParams, c, cfg, configNum(*localParams, configPath, "rope_theta", 10000, 1, 1e12), configPath)
+                                    : RopeSpec{configNum(c, configPath, "rope_local_base_freq", 10000.0, 1, 1e12), {}, 1.0};
     cfg.embedScale = std::sqrt(static_cast<double>(cfg.hidden));
     cfg.postNorms = true;
     cfg.activation = Activation::GeluTanh;
     cfg.normOffset = 1.0f;
-    cfg.queryScale = 1.0 / std::sqrt(cfgNum(c, configPath, "query_pre_attn_scalar", 256, 1, 1e6));
+    cfg.queryScale = 1.0 / std::sqrt(configNum(c, configPath, "query_pre_attn_scalar", 256, 1, 1e6));
   }
 
   // Mixture of experts.
   if (const char* key = c.get("num_local_experts") ? "num_local_experts" : c.get("num_experts") ? "num_experts" : nullptr) {
-    cfg.experts = cfgInt(c, configPath, key, 1, 1024);
-    cfg.expertsUsed = cfgInt(c, configPath, "num_experts_per_tok", 1, 1024);
-    cfg.expertIntermediate = cfg.arch == Arch::Qwen3Moe ? cfgInt(c, configPath, "moe_intermediate_size", 1, 1 << 18)
+    cfg.experts = configInt(c, configPath, key, 1, 1024);
+    cfg.expertsUsed = configInt(c, configPath, "num_experts_per_tok", 1, 1024);
+    cfg.expertIntermediate = cfg.arch == Arch::Qwen3Moe ? configInt(c, configPath, "moe_intermediate_size", 1, 1 << 18)
                                                         : cfg.intermediate;
     // Mixtral always renormalises the chosen experts' weights; Qwen3-MoE says so in its config.
     if (const JsonValue* n = c.get("norm_topk_prob"); n && n->kind == JsonValue::Kind::Bool) cfg.normTopK = n->b;
     if (const JsonValue* dense = c.get("mlp_only_layers"); dense && dense->isArray() && !dense->arr.empty())
       throw FormatError(configPath, "", "'mlp_only_layers' (dense layers among expert layers) is unsupported");
     int64_t one = 1;
-    if (cfgInt(c, configPath, "decoder_sparse_step", 1, 1024, &one) != 1)
+    if (configInt(c, configPath, "decoder_sparse_step", 1, 1024, &one) != 1)
       throw FormatError(configPath, "", "'decoder_sparse_step' other than 1 is unsupported");
     if (const JsonValue* sh = c.get("shared_expert_intermediate_size"); sh && sh->isNumber() && sh->num > 0)
       throw FormatError(configPath, "", "shared experts are unsupported");
@@ -387,25 +412,11 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     throw FormatError(configPath, "", "missing 'num_experts'");
   }
 
-  // Which files: the index's weight_map, else every *.safetensors in the directory.
-  std::set<std::string> files;
-  const std::string indexPath = (fs::path(dir) / "model.safetensors.index.json").string();
-  if (fs::exists(indexPath)) {
-    JsonValue idx = parseFile(indexPath);
-    const JsonValue* wm = idx.get("weight_map");
-    if (!wm || !wm->isObject()) throw FormatError(indexPath, "", "missing 'weight_map' object");
-    for (const auto& [k, v] : wm->obj) {
-      if (!v.isString() || v.str.find('/') != std::string::npos || v.str.find("..") != std::string::npos)
-        throw FormatError(indexPath, "", "weight_map entry '" + k + "' must name a file in the directory");
-      files.insert(v.str);
-    }
-  } else {
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".safetensors") files.insert(e.path().filename().string());
-  }
-  if (files.empty()) throw FormatError(dir, "", "no *.safetensors files in the model directory");
+  const std::set<std::string> files = safetensorsFiles(dir);
   set.file = dir;
-  for (const std::string& f : files) readSafetensorsFile((fs::path(dir) / f).string(), cfg.arch, set);
+  const Arch arch = cfg.arch;
+  for (const std::string& f : files)
+    readSafetensorsFile((fs::path(dir) / f).string(), [arch](const std::string& hf) { return ggufName(hf, arch); }, set);
 
   if (!set.tensors.count("output.weight") && !tied && set.tensors.count("token_embd.weight"))
     throw FormatError(dir, "lm_head.weight", "missing, and tie_word_embeddings is false");

@@ -33,6 +33,9 @@ struct StepPlanData {
   // Layers to run (1..layers): fewer is self-speculation's draft pass (the first layers and
   // the output head); their K/V are written, the later layers' are not.
   int64_t exitLayer = 0;
+  // Pooling (encoder/hidden_step_addon.cc, never a JS plan field): the step returns the final
+  // norm's output for the last token of every sequence instead of logits, and samples nothing.
+  bool returnHidden = false;
 };
 
 struct StepResultData {
@@ -46,6 +49,8 @@ struct StepResultData {
   // Logits asked for by the plan: [rows × vocab] with rows = S ('last') or T ('all').
   float* logits = nullptr;
   int64_t logitRows = 0;
+  // Plans with returnHidden: [S × hidden], the last token's final-norm output per sequence.
+  const float* hidden = nullptr;
   // Late masks: how long sampling waited for them after the forward pass (ms).
   double lateMaskWaitMs = 0;
   // Speculative decoding (plans with draftCounts): per sequence the draft tokens accepted

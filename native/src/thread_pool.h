@@ -70,4 +70,20 @@ class ThreadPool {
   State* state_;
 };
 
+// Runs f(begin, end, thread) over [0, count): inline on the calling thread when the work is
+// small (per-token vector ops of a decode step), else split in contiguous chunks across the pool.
+template <typename F>
+void forRange(ThreadPool& pool, int64_t count, int64_t workPerItem, F&& f) {
+  if (count <= 0) return;
+  if (pool.size() == 1 || count == 1 || count * workPerItem < 16384) {
+    f(int64_t{0}, count, 0);
+    return;
+  }
+  auto task = [&](int i, int n) {
+    const int64_t begin = count * i / n, end = count * (i + 1) / n;
+    if (begin < end) f(begin, end, i);
+  };
+  pool.run(TaskRef(task));
+}
+
 }  // namespace prism

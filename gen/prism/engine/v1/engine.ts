@@ -543,6 +543,8 @@ export interface StatusResponse {
   kvTransfersOut: number;
   kvBytesOut: number;
   kvTransferFailures: number;
+  /** A pooling model's requests, counted apart from generation's; absent otherwise. */
+  pooling?: PoolingStats | undefined;
 }
 
 /**
@@ -587,6 +589,8 @@ export interface InfoResponse {
    */
   device: string;
   deviceName: string;
+  /** A pooling model's card; absent for a generation model. */
+  pooling?: PoolingCard | undefined;
 }
 
 export interface ListModelsRequest {
@@ -768,6 +772,79 @@ export interface SetRoleResponse {
   role: string;
   /** "RoleSwitching" while requests of the old role drain, then "RoleReady". */
   roleStatus: string;
+}
+
+export interface PoolingInput {
+  input:
+    | { $case: "text"; text: string }
+    | { $case: "ids"; ids: TokenIds }
+    | { $case: "pair"; pair: TextPair }
+    | undefined;
+}
+
+export interface TokenIds {
+  ids: number[];
+}
+
+export interface TextPair {
+  first: string;
+  second: string;
+}
+
+export interface EmbedRequest {
+  requestId: string;
+  /** "embed" | "tokens" | "score" | "classify". */
+  task: string;
+  inputs: PoolingInput[];
+  /** The client's name of its inputs, for errors ("input", "inputs", "documents"...). */
+  inputField: string;
+  /**
+   * Cut an over-long input ("left": keep the end; "right": keep the start) to at most
+   * truncate_max_tokens tokens (0: the model's limit). Empty: refuse such an input.
+   */
+  truncateDirection: string;
+  truncateMaxTokens: number;
+  normalize?: boolean | undefined;
+  dimensions?: number | undefined;
+  addSpecialTokens?:
+    | boolean
+    | undefined;
+  /** score / classify: apply the model's activation (default true); false: raw logits. */
+  activation?: boolean | undefined;
+}
+
+export interface EmbedOutput {
+  /** Little-endian float32: the vector, [tokens x hidden] row-major, or the scores. */
+  values: Buffer;
+  tokens: number;
+}
+
+export interface EmbedResponse {
+  outputs: EmbedOutput[];
+  promptTokens: number;
+  labels: string[];
+}
+
+export interface PoolingCard {
+  /** Of "embed", "tokens", "score", "classify". */
+  tasks: string[];
+  pooling: string;
+  dimensions: number;
+  normalize: boolean;
+  /** Matryoshka widths accepted; [0]: any up to `dimensions`; empty: none. */
+  matryoshka: number[];
+  maxInputTokens: number;
+  labels: string[];
+}
+
+export interface PoolingStats {
+  requests: number;
+  succeeded: number;
+  failed: number;
+  inputs: number;
+  promptTokens: number;
+  passes: number;
+  latency: Histogram | undefined;
 }
 
 function createBaseChatToolFunction(): ChatToolFunction {
@@ -5867,6 +5944,7 @@ function createBaseStatusResponse(): StatusResponse {
     kvTransfersOut: 0,
     kvBytesOut: 0,
     kvTransferFailures: 0,
+    pooling: undefined,
   };
 }
 
@@ -5979,6 +6057,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     }
     if (message.kvTransferFailures !== 0) {
       writer.uint32(472).uint64(message.kvTransferFailures);
+    }
+    if (message.pooling !== undefined) {
+      PoolingStats.encode(message.pooling, writer.uint32(482).fork()).join();
     }
     return writer;
   },
@@ -6284,6 +6365,14 @@ export const StatusResponse: MessageFns<StatusResponse> = {
             message.kvTransferFailures = longToNumber(reader.uint64());
             continue;
           }
+          case 60: {
+            if (tag !== 482) {
+              break;
+            }
+
+            message.pooling = PoolingStats.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6454,6 +6543,7 @@ export const StatusResponse: MessageFns<StatusResponse> = {
         : isSet(object.kv_transfer_failures)
         ? globalThis.Number(object.kv_transfer_failures)
         : 0,
+      pooling: isSet(object.pooling) ? PoolingStats.fromJSON(object.pooling) : undefined,
     };
   },
 
@@ -6567,6 +6657,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     if (message.kvTransferFailures !== 0) {
       obj.kvTransferFailures = Math.round(message.kvTransferFailures);
     }
+    if (message.pooling !== undefined) {
+      obj.pooling = PoolingStats.toJSON(message.pooling);
+    }
     return obj;
   },
 
@@ -6623,6 +6716,9 @@ export const StatusResponse: MessageFns<StatusResponse> = {
     message.kvTransfersOut = object.kvTransfersOut ?? 0;
     message.kvBytesOut = object.kvBytesOut ?? 0;
     message.kvTransferFailures = object.kvTransferFailures ?? 0;
+    message.pooling = (object.pooling !== undefined && object.pooling !== null)
+      ? PoolingStats.fromPartial(object.pooling)
+      : undefined;
     return message;
   },
 };
@@ -6862,6 +6958,7 @@ function createBaseInfoResponse(): InfoResponse {
     modelFingerprint: "",
     device: "",
     deviceName: "",
+    pooling: undefined,
   };
 }
 
@@ -6920,6 +7017,9 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.deviceName !== "") {
       writer.uint32(146).string(message.deviceName);
+    }
+    if (message.pooling !== undefined) {
+      PoolingCard.encode(message.pooling, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -7081,6 +7181,14 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.deviceName = reader.string();
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.pooling = PoolingCard.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7173,6 +7281,7 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         : isSet(object.device_name)
         ? globalThis.String(object.device_name)
         : "",
+      pooling: isSet(object.pooling) ? PoolingCard.fromJSON(object.pooling) : undefined,
     };
   },
 
@@ -7232,6 +7341,9 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.deviceName !== "") {
       obj.deviceName = message.deviceName;
     }
+    if (message.pooling !== undefined) {
+      obj.pooling = PoolingCard.toJSON(message.pooling);
+    }
     return obj;
   },
 
@@ -7258,6 +7370,9 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.modelFingerprint = object.modelFingerprint ?? "";
     message.device = object.device ?? "";
     message.deviceName = object.deviceName ?? "";
+    message.pooling = (object.pooling !== undefined && object.pooling !== null)
+      ? PoolingCard.fromPartial(object.pooling)
+      : undefined;
     return message;
   },
 };
@@ -9639,6 +9754,1084 @@ export const SetRoleResponse: MessageFns<SetRoleResponse> = {
   },
 };
 
+function createBasePoolingInput(): PoolingInput {
+  return { input: undefined };
+}
+
+export const PoolingInput: MessageFns<PoolingInput> = {
+  encode(message: PoolingInput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.input?.$case) {
+      case "text":
+        writer.uint32(10).string(message.input.text);
+        break;
+      case "ids":
+        TokenIds.encode(message.input.ids, writer.uint32(18).fork()).join();
+        break;
+      case "pair":
+        TextPair.encode(message.input.pair, writer.uint32(26).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PoolingInput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePoolingInput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.input = { $case: "text", text: reader.string() };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.input = { $case: "ids", ids: TokenIds.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.input = { $case: "pair", pair: TextPair.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PoolingInput {
+    return {
+      input: isSet(object.text)
+        ? { $case: "text", text: globalThis.String(object.text) }
+        : isSet(object.ids)
+        ? { $case: "ids", ids: TokenIds.fromJSON(object.ids) }
+        : isSet(object.pair)
+        ? { $case: "pair", pair: TextPair.fromJSON(object.pair) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: PoolingInput): unknown {
+    const obj: any = {};
+    if (message.input?.$case === "text") {
+      obj.text = message.input.text;
+    } else if (message.input?.$case === "ids") {
+      obj.ids = TokenIds.toJSON(message.input.ids);
+    } else if (message.input?.$case === "pair") {
+      obj.pair = TextPair.toJSON(message.input.pair);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PoolingInput>, I>>(base?: I): PoolingInput {
+    return PoolingInput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PoolingInput>, I>>(object: I): PoolingInput {
+    const message = createBasePoolingInput();
+    switch (object.input?.$case) {
+      case "text": {
+        if (object.input?.text !== undefined && object.input?.text !== null) {
+          message.input = { $case: "text", text: object.input.text };
+        }
+        break;
+      }
+      case "ids": {
+        if (object.input?.ids !== undefined && object.input?.ids !== null) {
+          message.input = { $case: "ids", ids: TokenIds.fromPartial(object.input.ids) };
+        }
+        break;
+      }
+      case "pair": {
+        if (object.input?.pair !== undefined && object.input?.pair !== null) {
+          message.input = { $case: "pair", pair: TextPair.fromPartial(object.input.pair) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseTokenIds(): TokenIds {
+  return { ids: [] };
+}
+
+export const TokenIds: MessageFns<TokenIds> = {
+  encode(message: TokenIds, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ids.length !== 0) {
+      writer.uint32(10).fork();
+      for (const v of message.ids) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenIds {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenIds();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag === 8) {
+              message.ids.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 10) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.ids.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenIds {
+    return { ids: globalThis.Array.isArray(object?.ids) ? object.ids.map((e: any) => globalThis.Number(e)) : [] };
+  },
+
+  toJSON(message: TokenIds): unknown {
+    const obj: any = {};
+    if (message.ids?.length) {
+      obj.ids = message.ids.map((e) => Math.round(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenIds>, I>>(base?: I): TokenIds {
+    return TokenIds.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenIds>, I>>(object: I): TokenIds {
+    const message = createBaseTokenIds();
+    message.ids = object.ids?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseTextPair(): TextPair {
+  return { first: "", second: "" };
+}
+
+export const TextPair: MessageFns<TextPair> = {
+  encode(message: TextPair, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.first !== "") {
+      writer.uint32(10).string(message.first);
+    }
+    if (message.second !== "") {
+      writer.uint32(18).string(message.second);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TextPair {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTextPair();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.first = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.second = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TextPair {
+    return {
+      first: isSet(object.first) ? globalThis.String(object.first) : "",
+      second: isSet(object.second) ? globalThis.String(object.second) : "",
+    };
+  },
+
+  toJSON(message: TextPair): unknown {
+    const obj: any = {};
+    if (message.first !== "") {
+      obj.first = message.first;
+    }
+    if (message.second !== "") {
+      obj.second = message.second;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TextPair>, I>>(base?: I): TextPair {
+    return TextPair.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TextPair>, I>>(object: I): TextPair {
+    const message = createBaseTextPair();
+    message.first = object.first ?? "";
+    message.second = object.second ?? "";
+    return message;
+  },
+};
+
+function createBaseEmbedRequest(): EmbedRequest {
+  return {
+    requestId: "",
+    task: "",
+    inputs: [],
+    inputField: "",
+    truncateDirection: "",
+    truncateMaxTokens: 0,
+    normalize: undefined,
+    dimensions: undefined,
+    addSpecialTokens: undefined,
+    activation: undefined,
+  };
+}
+
+export const EmbedRequest: MessageFns<EmbedRequest> = {
+  encode(message: EmbedRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.task !== "") {
+      writer.uint32(18).string(message.task);
+    }
+    for (const v of message.inputs) {
+      PoolingInput.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.inputField !== "") {
+      writer.uint32(34).string(message.inputField);
+    }
+    if (message.truncateDirection !== "") {
+      writer.uint32(42).string(message.truncateDirection);
+    }
+    if (message.truncateMaxTokens !== 0) {
+      writer.uint32(48).uint32(message.truncateMaxTokens);
+    }
+    if (message.normalize !== undefined) {
+      writer.uint32(56).bool(message.normalize);
+    }
+    if (message.dimensions !== undefined) {
+      writer.uint32(64).uint32(message.dimensions);
+    }
+    if (message.addSpecialTokens !== undefined) {
+      writer.uint32(72).bool(message.addSpecialTokens);
+    }
+    if (message.activation !== undefined) {
+      writer.uint32(80).bool(message.activation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbedRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.task = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.inputs.push(PoolingInput.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputField = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.truncateDirection = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.truncateMaxTokens = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.normalize = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.dimensions = reader.uint32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.addSpecialTokens = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.activation = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbedRequest {
+    return {
+      requestId: isSet(object.requestId)
+        ? globalThis.String(object.requestId)
+        : isSet(object.request_id)
+        ? globalThis.String(object.request_id)
+        : "",
+      task: isSet(object.task) ? globalThis.String(object.task) : "",
+      inputs: globalThis.Array.isArray(object?.inputs) ? object.inputs.map((e: any) => PoolingInput.fromJSON(e)) : [],
+      inputField: isSet(object.inputField)
+        ? globalThis.String(object.inputField)
+        : isSet(object.input_field)
+        ? globalThis.String(object.input_field)
+        : "",
+      truncateDirection: isSet(object.truncateDirection)
+        ? globalThis.String(object.truncateDirection)
+        : isSet(object.truncate_direction)
+        ? globalThis.String(object.truncate_direction)
+        : "",
+      truncateMaxTokens: isSet(object.truncateMaxTokens)
+        ? globalThis.Number(object.truncateMaxTokens)
+        : isSet(object.truncate_max_tokens)
+        ? globalThis.Number(object.truncate_max_tokens)
+        : 0,
+      normalize: isSet(object.normalize) ? globalThis.Boolean(object.normalize) : undefined,
+      dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : undefined,
+      addSpecialTokens: isSet(object.addSpecialTokens)
+        ? globalThis.Boolean(object.addSpecialTokens)
+        : isSet(object.add_special_tokens)
+        ? globalThis.Boolean(object.add_special_tokens)
+        : undefined,
+      activation: isSet(object.activation) ? globalThis.Boolean(object.activation) : undefined,
+    };
+  },
+
+  toJSON(message: EmbedRequest): unknown {
+    const obj: any = {};
+    if (message.requestId !== "") {
+      obj.requestId = message.requestId;
+    }
+    if (message.task !== "") {
+      obj.task = message.task;
+    }
+    if (message.inputs?.length) {
+      obj.inputs = message.inputs.map((e) => PoolingInput.toJSON(e));
+    }
+    if (message.inputField !== "") {
+      obj.inputField = message.inputField;
+    }
+    if (message.truncateDirection !== "") {
+      obj.truncateDirection = message.truncateDirection;
+    }
+    if (message.truncateMaxTokens !== 0) {
+      obj.truncateMaxTokens = Math.round(message.truncateMaxTokens);
+    }
+    if (message.normalize !== undefined) {
+      obj.normalize = message.normalize;
+    }
+    if (message.dimensions !== undefined) {
+      obj.dimensions = Math.round(message.dimensions);
+    }
+    if (message.addSpecialTokens !== undefined) {
+      obj.addSpecialTokens = message.addSpecialTokens;
+    }
+    if (message.activation !== undefined) {
+      obj.activation = message.activation;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EmbedRequest>, I>>(base?: I): EmbedRequest {
+    return EmbedRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EmbedRequest>, I>>(object: I): EmbedRequest {
+    const message = createBaseEmbedRequest();
+    message.requestId = object.requestId ?? "";
+    message.task = object.task ?? "";
+    message.inputs = object.inputs?.map((e) => PoolingInput.fromPartial(e)) || [];
+    message.inputField = object.inputField ?? "";
+    message.truncateDirection = object.truncateDirection ?? "";
+    message.truncateMaxTokens = object.truncateMaxTokens ?? 0;
+    message.normalize = object.normalize ?? undefined;
+    message.dimensions = object.dimensions ?? undefined;
+    message.addSpecialTokens = object.addSpecialTokens ?? undefined;
+    message.activation = object.activation ?? undefined;
+    return message;
+  },
+};
+
+function createBaseEmbedOutput(): EmbedOutput {
+  return { values: Buffer.alloc(0), tokens: 0 };
+}
+
+export const EmbedOutput: MessageFns<EmbedOutput> = {
+  encode(message: EmbedOutput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.values.length !== 0) {
+      writer.uint32(10).bytes(message.values);
+    }
+    if (message.tokens !== 0) {
+      writer.uint32(16).uint32(message.tokens);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbedOutput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedOutput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.tokens = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbedOutput {
+    return {
+      values: isSet(object.values) ? Buffer.from(bytesFromBase64(object.values)) : Buffer.alloc(0),
+      tokens: isSet(object.tokens) ? globalThis.Number(object.tokens) : 0,
+    };
+  },
+
+  toJSON(message: EmbedOutput): unknown {
+    const obj: any = {};
+    if (message.values.length !== 0) {
+      obj.values = base64FromBytes(message.values);
+    }
+    if (message.tokens !== 0) {
+      obj.tokens = Math.round(message.tokens);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EmbedOutput>, I>>(base?: I): EmbedOutput {
+    return EmbedOutput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EmbedOutput>, I>>(object: I): EmbedOutput {
+    const message = createBaseEmbedOutput();
+    message.values = object.values ?? Buffer.alloc(0);
+    message.tokens = object.tokens ?? 0;
+    return message;
+  },
+};
+
+function createBaseEmbedResponse(): EmbedResponse {
+  return { outputs: [], promptTokens: 0, labels: [] };
+}
+
+export const EmbedResponse: MessageFns<EmbedResponse> = {
+  encode(message: EmbedResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.outputs) {
+      EmbedOutput.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.promptTokens !== 0) {
+      writer.uint32(16).uint64(message.promptTokens);
+    }
+    for (const v of message.labels) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmbedResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmbedResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.outputs.push(EmbedOutput.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.promptTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.labels.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmbedResponse {
+    return {
+      outputs: globalThis.Array.isArray(object?.outputs) ? object.outputs.map((e: any) => EmbedOutput.fromJSON(e)) : [],
+      promptTokens: isSet(object.promptTokens)
+        ? globalThis.Number(object.promptTokens)
+        : isSet(object.prompt_tokens)
+        ? globalThis.Number(object.prompt_tokens)
+        : 0,
+      labels: globalThis.Array.isArray(object?.labels) ? object.labels.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: EmbedResponse): unknown {
+    const obj: any = {};
+    if (message.outputs?.length) {
+      obj.outputs = message.outputs.map((e) => EmbedOutput.toJSON(e));
+    }
+    if (message.promptTokens !== 0) {
+      obj.promptTokens = Math.round(message.promptTokens);
+    }
+    if (message.labels?.length) {
+      obj.labels = message.labels;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EmbedResponse>, I>>(base?: I): EmbedResponse {
+    return EmbedResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EmbedResponse>, I>>(object: I): EmbedResponse {
+    const message = createBaseEmbedResponse();
+    message.outputs = object.outputs?.map((e) => EmbedOutput.fromPartial(e)) || [];
+    message.promptTokens = object.promptTokens ?? 0;
+    message.labels = object.labels?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePoolingCard(): PoolingCard {
+  return { tasks: [], pooling: "", dimensions: 0, normalize: false, matryoshka: [], maxInputTokens: 0, labels: [] };
+}
+
+export const PoolingCard: MessageFns<PoolingCard> = {
+  encode(message: PoolingCard, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tasks) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.pooling !== "") {
+      writer.uint32(18).string(message.pooling);
+    }
+    if (message.dimensions !== 0) {
+      writer.uint32(24).uint32(message.dimensions);
+    }
+    if (message.normalize !== false) {
+      writer.uint32(32).bool(message.normalize);
+    }
+    if (message.matryoshka.length !== 0) {
+      writer.uint32(42).fork();
+      for (const v of message.matryoshka) {
+        writer.uint32(v);
+      }
+      writer.join();
+    }
+    if (message.maxInputTokens !== 0) {
+      writer.uint32(48).uint32(message.maxInputTokens);
+    }
+    for (const v of message.labels) {
+      writer.uint32(58).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PoolingCard {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePoolingCard();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tasks.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pooling = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.dimensions = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.normalize = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag === 40) {
+              message.matryoshka.push(reader.uint32());
+
+              continue;
+            }
+
+            if (tag === 42) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.matryoshka.push(reader.uint32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.maxInputTokens = reader.uint32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.labels.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PoolingCard {
+    return {
+      tasks: globalThis.Array.isArray(object?.tasks) ? object.tasks.map((e: any) => globalThis.String(e)) : [],
+      pooling: isSet(object.pooling) ? globalThis.String(object.pooling) : "",
+      dimensions: isSet(object.dimensions) ? globalThis.Number(object.dimensions) : 0,
+      normalize: isSet(object.normalize) ? globalThis.Boolean(object.normalize) : false,
+      matryoshka: globalThis.Array.isArray(object?.matryoshka)
+        ? object.matryoshka.map((e: any) => globalThis.Number(e))
+        : [],
+      maxInputTokens: isSet(object.maxInputTokens)
+        ? globalThis.Number(object.maxInputTokens)
+        : isSet(object.max_input_tokens)
+        ? globalThis.Number(object.max_input_tokens)
+        : 0,
+      labels: globalThis.Array.isArray(object?.labels) ? object.labels.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: PoolingCard): unknown {
+    const obj: any = {};
+    if (message.tasks?.length) {
+      obj.tasks = message.tasks;
+    }
+    if (message.pooling !== "") {
+      obj.pooling = message.pooling;
+    }
+    if (message.dimensions !== 0) {
+      obj.dimensions = Math.round(message.dimensions);
+    }
+    if (message.normalize !== false) {
+      obj.normalize = message.normalize;
+    }
+    if (message.matryoshka?.length) {
+      obj.matryoshka = message.matryoshka.map((e) => Math.round(e));
+    }
+    if (message.maxInputTokens !== 0) {
+      obj.maxInputTokens = Math.round(message.maxInputTokens);
+    }
+    if (message.labels?.length) {
+      obj.labels = message.labels;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PoolingCard>, I>>(base?: I): PoolingCard {
+    return PoolingCard.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PoolingCard>, I>>(object: I): PoolingCard {
+    const message = createBasePoolingCard();
+    message.tasks = object.tasks?.map((e) => e) || [];
+    message.pooling = object.pooling ?? "";
+    message.dimensions = object.dimensions ?? 0;
+    message.normalize = object.normalize ?? false;
+    message.matryoshka = object.matryoshka?.map((e) => e) || [];
+    message.maxInputTokens = object.maxInputTokens ?? 0;
+    message.labels = object.labels?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePoolingStats(): PoolingStats {
+  return { requests: 0, succeeded: 0, failed: 0, inputs: 0, promptTokens: 0, passes: 0, latency: undefined };
+}
+
+export const PoolingStats: MessageFns<PoolingStats> = {
+  encode(message: PoolingStats, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requests !== 0) {
+      writer.uint32(8).uint64(message.requests);
+    }
+    if (message.succeeded !== 0) {
+      writer.uint32(16).uint64(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      writer.uint32(24).uint64(message.failed);
+    }
+    if (message.inputs !== 0) {
+      writer.uint32(32).uint64(message.inputs);
+    }
+    if (message.promptTokens !== 0) {
+      writer.uint32(40).uint64(message.promptTokens);
+    }
+    if (message.passes !== 0) {
+      writer.uint32(48).uint64(message.passes);
+    }
+    if (message.latency !== undefined) {
+      Histogram.encode(message.latency, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PoolingStats {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePoolingStats();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.requests = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.succeeded = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.failed = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.inputs = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.promptTokens = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.passes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.latency = Histogram.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PoolingStats {
+    return {
+      requests: isSet(object.requests) ? globalThis.Number(object.requests) : 0,
+      succeeded: isSet(object.succeeded) ? globalThis.Number(object.succeeded) : 0,
+      failed: isSet(object.failed) ? globalThis.Number(object.failed) : 0,
+      inputs: isSet(object.inputs) ? globalThis.Number(object.inputs) : 0,
+      promptTokens: isSet(object.promptTokens)
+        ? globalThis.Number(object.promptTokens)
+        : isSet(object.prompt_tokens)
+        ? globalThis.Number(object.prompt_tokens)
+        : 0,
+      passes: isSet(object.passes) ? globalThis.Number(object.passes) : 0,
+      latency: isSet(object.latency) ? Histogram.fromJSON(object.latency) : undefined,
+    };
+  },
+
+  toJSON(message: PoolingStats): unknown {
+    const obj: any = {};
+    if (message.requests !== 0) {
+      obj.requests = Math.round(message.requests);
+    }
+    if (message.succeeded !== 0) {
+      obj.succeeded = Math.round(message.succeeded);
+    }
+    if (message.failed !== 0) {
+      obj.failed = Math.round(message.failed);
+    }
+    if (message.inputs !== 0) {
+      obj.inputs = Math.round(message.inputs);
+    }
+    if (message.promptTokens !== 0) {
+      obj.promptTokens = Math.round(message.promptTokens);
+    }
+    if (message.passes !== 0) {
+      obj.passes = Math.round(message.passes);
+    }
+    if (message.latency !== undefined) {
+      obj.latency = Histogram.toJSON(message.latency);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PoolingStats>, I>>(base?: I): PoolingStats {
+    return PoolingStats.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PoolingStats>, I>>(object: I): PoolingStats {
+    const message = createBasePoolingStats();
+    message.requests = object.requests ?? 0;
+    message.succeeded = object.succeeded ?? 0;
+    message.failed = object.failed ?? 0;
+    message.inputs = object.inputs ?? 0;
+    message.promptTokens = object.promptTokens ?? 0;
+    message.passes = object.passes ?? 0;
+    message.latency = (object.latency !== undefined && object.latency !== null)
+      ? Histogram.fromPartial(object.latency)
+      : undefined;
+    return message;
+  },
+};
+
 export type EngineService = typeof EngineService;
 export const EngineService = {
   /** Runs a request to the end and returns every choice (n of them). */
@@ -9817,6 +11010,20 @@ export const EngineService = {
     responseSerialize: (value: SetRoleResponse): Buffer => Buffer.from(SetRoleResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SetRoleResponse => SetRoleResponse.decode(value),
   },
+  /**
+   * Pooling models (engine/pooling/): embeddings, token embeddings, scores or classification
+   * of every input, in one answer. No decode, no KV kept. A generation model refuses it
+   * (INVALID_ARGUMENT naming the model), as a pooling model refuses Generate.
+   */
+  embed: {
+    path: "/prism.engine.v1.Engine/Embed" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EmbedRequest): Buffer => Buffer.from(EmbedRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EmbedRequest => EmbedRequest.decode(value),
+    responseSerialize: (value: EmbedResponse): Buffer => Buffer.from(EmbedResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EmbedResponse => EmbedResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServer extends UntypedServiceImplementation {
@@ -9863,6 +11070,12 @@ export interface EngineServer extends UntypedServiceImplementation {
   decodeResults: handleServerStreamingCall<DecodeResultsRequest, DecodeResult>;
   /** Assigns the engine's role: "prefill", "decode" or "mixed" (the default). */
   setRole: handleUnaryCall<SetRoleRequest, SetRoleResponse>;
+  /**
+   * Pooling models (engine/pooling/): embeddings, token embeddings, scores or classification
+   * of every input, in one answer. No decode, no KV kept. A generation model refuses it
+   * (INVALID_ARGUMENT naming the model), as a pooling model refuses Generate.
+   */
+  embed: handleUnaryCall<EmbedRequest, EmbedResponse>;
 }
 
 export interface EngineClient extends Client {
@@ -10105,6 +11318,26 @@ export interface EngineClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SetRoleResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Pooling models (engine/pooling/): embeddings, token embeddings, scores or classification
+   * of every input, in one answer. No decode, no KV kept. A generation model refuses it
+   * (INVALID_ARGUMENT naming the model), as a pooling model refuses Generate.
+   */
+  embed(
+    request: EmbedRequest,
+    callback: (error: ServiceError | null, response: EmbedResponse) => void,
+  ): ClientUnaryCall;
+  embed(
+    request: EmbedRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EmbedResponse) => void,
+  ): ClientUnaryCall;
+  embed(
+    request: EmbedRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EmbedResponse) => void,
   ): ClientUnaryCall;
 }
 
