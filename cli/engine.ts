@@ -24,6 +24,7 @@ import {
 } from './speculative-flags.js';
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
+import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -45,6 +46,7 @@ options:
 ${deviceHelp}
 ${kvEventsHelp}
 ${contextHelp}
+${schedulingHelp}
 ${speculativeHelp}
 ${pdHelp}
   -h, --help            show this help
@@ -73,6 +75,8 @@ interface EngineArgs {
   readonly pd?: Pick<EngineOptions, 'role' | 'kvLeaseMs' | 'kvTransferTimeoutMs'>;
   /** --max-model-len, as given (checked against the config once it is read). */
   readonly maxModelLen?: string;
+  /** --scheduling-policy, when given. */
+  readonly schedulingPolicy?: EngineOptions['schedulingPolicy'];
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -92,6 +96,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...speculativeFlagOptions,
         ...pdFlagOptions,
         ...contextFlagOption,
+        ...schedulingFlagOption,
       },
     }));
   } catch (e) {
@@ -114,7 +119,9 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   const device = parseDeviceFlag(values.device, values['cuda-kernels']);
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
+  const scheduling = schedulingPolicyFromFlags(values, (m) => new UsageError(m));
   return {
+    ...scheduling,
     model: values.model,
     config: values.config,
     listen,
@@ -199,6 +206,7 @@ export async function run(argv: string[]): Promise<number> {
       ...fromConfig,
       ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
       ...(args.pd ?? {}),
+      ...(args.schedulingPolicy !== undefined ? { schedulingPolicy: args.schedulingPolicy } : {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),

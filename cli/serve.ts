@@ -28,6 +28,7 @@ import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
+import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -51,6 +52,7 @@ ${deviceHelp}
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
 ${kvEventsHelp}
 ${contextHelp}
+${schedulingHelp}
 ${speculativeHelp}
   -h, --help            show this help
 
@@ -77,6 +79,7 @@ export const serveOptions = {
   ...kvEventsFlagOptions,
   ...speculativeFlagOptions,
   ...contextFlagOption,
+  ...schedulingFlagOption,
   ...pdFlagOptions,
 } as const;
 
@@ -145,7 +148,11 @@ export async function run(argv: string[]): Promise<number> {
   let speculative;
   let pd;
   try {
-    options = { ...options, ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)) };
+    options = {
+      ...options,
+      ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)),
+      ...schedulingPolicyFromFlags(values, (m) => new UsageError(m)),
+    };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));
   } catch (e) {

@@ -150,12 +150,12 @@ export class RequestIntake {
     d.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
     const parts = d.extensions.check(request, params);
-    // The CUDA sampler does not take the suppressed-token list min_tokens needs (yet).
-    if (params.minTokens > 0 && d.options.device?.startsWith('cuda'))
-      throw new EngineError(
-        'UNIMPLEMENTED',
-        'min_tokens is not supported on the CUDA backend',
-        'params.min_tokens',
+    if (d.options.device?.startsWith('cuda')) refuseOnCuda(params);
+    // vLLM's rule: a priority means something only to the priority policy.
+    if (params.priority !== 0 && d.options.schedulingPolicy !== 'priority')
+      throw invalidArgument(
+        'params.priority',
+        `must be 0 unless the engine schedules by priority (--scheduling-policy priority), got ${params.priority}`,
       );
     this.checkQueueRoom();
     return { id, params, parsing: null, adapter, parts };
@@ -248,6 +248,7 @@ export class RequestIntake {
       arrival,
       forkInto: plan.forkInto,
       cacheExtra: plan.cacheExtra,
+      priority: params.priority,
     });
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
     d.adapters?.acquire(adapter.entry);
@@ -316,6 +317,24 @@ export class RequestIntake {
   }
 }
 
+/**
+ * What the CUDA sampler does not do (yet), refused naming the field: the suppressed-token list
+ * (min_tokens, bad_words), the logit bias, min-p and typical-p.
+ */
+const CUDA_UNSUPPORTED: readonly [field: string, used: (p: ResolvedParams) => boolean][] = [
+  ['min_tokens', (p) => p.minTokens > 0],
+  ['bad_words', (p) => p.badWords.length > 0],
+  ['logit_bias', (p) => p.logitBias !== null],
+  ['min_p', (p) => p.minP > 0],
+  ['typical_p', (p) => p.typicalP < 1],
+];
+
+function refuseOnCuda(params: ResolvedParams): void {
+  for (const [field, used] of CUDA_UNSUPPORTED)
+    if (used(params))
+      throw new EngineError('UNIMPLEMENTED', `${field} is not supported on the CUDA backend`, `params.${field}`);
+}
+
 /** The native sampler's settings of a request's first sequence (forks derive theirs from it). */
 function sequenceSampling(params: ResolvedParams, endTokens: readonly number[]): SequenceSampling {
   return {
@@ -327,6 +346,9 @@ function sequenceSampling(params: ResolvedParams, endTokens: readonly number[]):
     repetitionPenalty: params.repetitionPenalty,
     presencePenalty: params.presencePenalty,
     frequencyPenalty: params.frequencyPenalty,
+    minP: params.minP,
+    typicalP: params.typicalP,
+    ...(params.logitBias ? { logitBias: params.logitBias } : {}),
     seed: BigInt(params.seed),
     // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
     topLogprobs: params.logprobs ? params.topLogprobs : 0,

@@ -186,6 +186,12 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
     if (k > 0)
       throw std::invalid_argument("plan.draftCounts: speculative decoding is not supported on a CUDA device yet");
   if (p.exitLayer > 0) throw std::invalid_argument("plan.exitLayer: early exit is not supported on a CUDA device yet");
+  if (!p.logitBiasTokens.empty())
+    throw std::invalid_argument("plan.logitBiasTokens: logit_bias is not supported on a CUDA device yet");
+  for (float v : p.minP)
+    if (v > 0) throw std::invalid_argument("plan.minP: min_p is not supported on a CUDA device yet");
+  for (float v : p.typicalP)
+    if (v < 1) throw std::invalid_argument("plan.typicalP: typical_p is not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's
   // row (or every token) less the suppressed ones, as the CPU sampler applies them.
   const bool suppress = !p.suppressTokens.empty();
