@@ -354,7 +354,16 @@ test('priority policy: a higher-priority arrival preempts a lower-priority runni
     bm,
   );
   sched.add(low('first', 0));
-  const same = new Sequence({ requestId: 'second', prompt: range(8), sampling: greedy, arrival: 10, priority: 5 });
-  assert.deepEqual(driveWithArrivals(sched, new PagedKvSim(64, B), B, 12, new Map([[6, same]])), ['first', 'second']);
+  const same = new Sequence({
+    requestId: 'second',
+    prompt: range(8),
+    sampling: greedy,
+    arrival: 10,
+    priority: 5,
+  });
+  assert.deepEqual(driveWithArrivals(sched, new PagedKvSim(64, B), B, 12, new Map([[6, same]])), [
+    'first',
+    'second',
+  ]);
   assert.equal(sched.preemptions, 0);
 });

@@ -115,16 +115,23 @@ describe('sampler warpers (min-p, typical-p, logit bias)', () => {
       // The warp matters here: it drops a good share of what temperature alone leaves.
       let dropped = 0;
       for (const [t, p] of unwarped) if (!kept.has(t)) dropped += p;
-      assert.ok(kept.size >= 2 && dropped > 0.2, `warp ${JSON.stringify(w)}: ${kept.size} kept, ${dropped} dropped`);
+      assert.ok(
+        kept.size >= 2 && dropped > 0.2,
+        `warp ${JSON.stringify(w)}: ${kept.size} kept, ${dropped} dropped`,
+      );
       const counts = new Map<number, number>();
       for (let round = 0; round < rounds; round++) {
         const r = await step(ctx, plan(S, 1000 * k + round * S, w));
         for (const t of r.tokens) counts.set(t, (counts.get(t) ?? 0) + 1);
       }
-      for (const t of counts.keys()) assert.ok(kept.has(t), `${JSON.stringify(w)}: token ${t} is outside the kept set`);
+      for (const t of counts.keys())
+        assert.ok(kept.has(t), `${JSON.stringify(w)}: token ${t} is outside the kept set`);
       for (const [t, p] of kept) {
         const freq = (counts.get(t) ?? 0) / (S * rounds);
-        assert.ok(Math.abs(freq - p) < 0.1, `${JSON.stringify(w)}: token ${t} frequency ${freq} vs ${p.toFixed(3)}`);
+        assert.ok(
+          Math.abs(freq - p) < 0.1,
+          `${JSON.stringify(w)}: token ${t} frequency ${freq} vs ${p.toFixed(3)}`,
+        );
       }
     }
   });
@@ -136,11 +143,16 @@ describe('sampler warpers (min-p, typical-p, logit bias)', () => {
     const biased = (token: number, value: number) =>
       step(
         ctx,
-        plan(2, 0, {}, {
-          logitBiasOffsets: Int32Array.from([0, 1, 1]),
-          logitBiasTokens: Int32Array.from([token]),
-          logitBiasValues: Float32Array.from([value]),
-        }),
+        plan(
+          2,
+          0,
+          {},
+          {
+            logitBiasOffsets: Int32Array.from([0, 1, 1]),
+            logitBiasTokens: Int32Array.from([token]),
+            logitBiasValues: Float32Array.from([value]),
+          },
+        ),
       );
     const forced = await biased(target, 100);
     assert.equal(forced.tokens[0], target);
@@ -169,6 +181,7 @@ describe('sampler warpers (min-p, typical-p, logit bias)', () => {
         /plan\.logitBiasValues/,
       ],
     ];
-    for (const [name, extra, message] of bad) await assert.rejects(step(ctx, plan(1, 0, {}, extra)), message, name);
+    for (const [name, extra, message] of bad)
+      await assert.rejects(step(ctx, plan(1, 0, {}, extra)), message, name);
   });
 });

@@ -8,10 +8,7 @@
 import { invalidArgument } from '../errors.js';
 import type { EngineTokenizer } from '../prompt.js';
 
-export async function badWordTokens(
-  tok: EngineTokenizer,
-  words: readonly string[],
-): Promise<number[][]> {
+export async function badWordTokens(tok: EngineTokenizer, words: readonly string[]): Promise<number[][]> {
   const out: number[][] = [];
   for (const [i, word] of words.entries()) {
     const encode = async (text: string) => {
