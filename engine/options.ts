@@ -239,7 +239,10 @@ export function resolveEngineOptions(
   }
   const schedulingPolicy = options.schedulingPolicy ?? 'fcfs';
   if (!SCHEDULING_POLICIES.includes(schedulingPolicy))
-    throw bad('schedulingPolicy', `must be one of ${SCHEDULING_POLICIES.join(', ')}, got ${String(schedulingPolicy)}`);
+    throw bad(
+      'schedulingPolicy',
+      `must be one of ${SCHEDULING_POLICIES.join(', ')}, got ${String(schedulingPolicy)}`,
+    );
   const threads = options.threads === undefined ? undefined : int(options, 'threads', 1, 1, 1024);
   const effectiveInput = Math.min(maxInputTokenLen, maxSeqLen - 1);
   // Whether kvBlocks holds one sequence of maxSeqLen depends on the model's layers (a sliding

@@ -332,7 +332,11 @@ const CUDA_UNSUPPORTED: readonly [field: string, used: (p: ResolvedParams) => bo
 function refuseOnCuda(params: ResolvedParams): void {
   for (const [field, used] of CUDA_UNSUPPORTED)
     if (used(params))
-      throw new EngineError('UNIMPLEMENTED', `${field} is not supported on the CUDA backend`, `params.${field}`);
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        `${field} is not supported on the CUDA backend`,
+        `params.${field}`,
+      );
 }
 
 /** The native sampler's settings of a request's first sequence (forks derive theirs from it). */

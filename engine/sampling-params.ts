@@ -49,7 +49,7 @@ export interface ResolvedParams {
   readonly priority: number;
 }
 
-export interface LogitBias {
+interface LogitBias {
   readonly tokens: Int32Array;
   readonly values: Float32Array;
 }

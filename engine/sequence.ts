@@ -35,7 +35,7 @@ export interface SequenceSampling {
   readonly typicalP?: number;
   /** logit_bias: `values[i]` added to token `tokens[i]`'s logit (absent: none). */
   readonly logitBias?: { readonly tokens: Int32Array; readonly values: Float32Array };
-  /** bad_words as token sequences (engine/bad-words.ts); absent: none. */
+  /** bad_words as token sequences (engine/bad-words/bad-words.ts); absent: none. */
   readonly badWords?: readonly (readonly number[])[];
 }
 
