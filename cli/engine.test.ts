@@ -28,7 +28,15 @@ function prism(...args: string[]) {
 test('--help documents every flag', () => {
   const r = prism('--help');
   assert.equal(r.status, 0);
-  for (const flag of ['--model', '--config', '--listen', '--threads', 'SIGTERM', 'unix:PATH'])
+  for (const flag of [
+    '--model',
+    '--config',
+    '--listen',
+    '--threads',
+    '--scheduling-policy',
+    'SIGTERM',
+    'unix:PATH',
+  ])
     assert.match(r.stdout, new RegExp(flag));
 });
 
@@ -44,6 +52,11 @@ test('argument errors exit 2 naming the flag and the rule', () => {
   assert.throws(() => parseEngineArgs(['--listen', 'unix:']), /unix socket path is empty/);
   assert.throws(() => parseEngineArgs(['--threads', '0']), /--threads: must be an integer in \[1, 1024\]/);
   assert.throws(() => parseEngineArgs(['--bogus']), /Unknown option '--bogus'/);
+  assert.throws(
+    () => parseEngineArgs(['--scheduling-policy', 'lifo']),
+    /--scheduling-policy: must be one of fcfs, priority, got 'lifo'/,
+  );
+  assert.equal(parseEngineArgs(['--scheduling-policy', 'priority']).schedulingPolicy, 'priority');
   assert.deepEqual(parseEngineArgs(['--listen', '[::1]:0']), {
     model: undefined,
     config: undefined,

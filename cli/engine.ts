@@ -25,6 +25,7 @@ import {
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
+import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:50051';
@@ -46,6 +47,7 @@ options:
 ${deviceHelp}
 ${kvEventsHelp}
 ${contextHelp}
+${schedulingHelp}
 ${speculativeHelp}
 ${pdHelp}
 ${poolingHelp}
@@ -77,6 +79,8 @@ interface EngineArgs {
   readonly maxModelLen?: string;
   /** --task, --matryoshka-dimensions. */
   readonly pooling?: EngineOptions['pooling'];
+  /** --scheduling-policy, when given. */
+  readonly schedulingPolicy?: EngineOptions['schedulingPolicy'];
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -97,6 +101,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...pdFlagOptions,
         ...contextFlagOption,
         ...poolingFlagOptions,
+        ...schedulingFlagOption,
       },
     }));
   } catch (e) {
@@ -120,8 +125,10 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   if (device.error) throw new UsageError(device.error);
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   const pooling = poolingFromFlags(values, (m) => new UsageError(m));
+  const scheduling = schedulingPolicyFromFlags(values, (m) => new UsageError(m));
   return {
     ...(pooling ? { pooling } : {}),
+    ...scheduling,
     model: values.model,
     config: values.config,
     listen,
@@ -206,6 +213,7 @@ export async function run(argv: string[]): Promise<number> {
       ...fromConfig,
       ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
       ...(args.pd ?? {}),
+      ...(args.schedulingPolicy !== undefined ? { schedulingPolicy: args.schedulingPolicy } : {}),
       kvEvents,
       ...(speculative ? { speculative } : {}),
       ...(args.threads !== undefined ? { threads: args.threads } : {}),

@@ -29,6 +29,7 @@ import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-fla
 import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-events-flags.js';
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
+import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -52,6 +53,7 @@ ${deviceHelp}
   --max-lora-rank R     largest rank of a loadable adapter (ModelDeployConfig.maxLoraRank)
 ${kvEventsHelp}
 ${contextHelp}
+${schedulingHelp}
 ${speculativeHelp}
 ${poolingHelp}
   -h, --help            show this help
@@ -79,6 +81,7 @@ export const serveOptions = {
   ...kvEventsFlagOptions,
   ...speculativeFlagOptions,
   ...contextFlagOption,
+  ...schedulingFlagOption,
   ...pdFlagOptions,
   ...poolingFlagOptions,
 } as const;
@@ -149,7 +152,11 @@ export async function run(argv: string[]): Promise<number> {
   let pd;
   let pooling;
   try {
-    options = { ...options, ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)) };
+    options = {
+      ...options,
+      ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)),
+      ...schedulingPolicyFromFlags(values, (m) => new UsageError(m)),
+    };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));
     pooling = poolingFromFlags(values, (m) => new UsageError(m));

@@ -19,6 +19,7 @@ test('MindIE defaults and the effective maxInputTokenLen', () => {
   assert.equal(o.maxIterTimes, 512);
   assert.equal(o.maxPrefillBatchSize, 200);
   assert.equal(o.truncation, 0);
+  assert.equal(o.schedulingPolicy, 'fcfs');
   assert.equal(resolveEngineOptions({ maxSeqLen: 1000, maxInputTokenLen: 2048 }).maxInputTokenLen, 999);
 });
 
@@ -44,6 +45,10 @@ test('bad options name the field and rule', () => {
   assert.throws(() => resolveEngineOptions({ cacheBlockSize: 256 }), /cacheBlockSize: must be in \[1, 128\]/);
   assert.throws(() => resolveEngineOptions({ maxIterTimes: 5000 }), /maxIterTimes: must be in \[1, 2560\]/);
   assert.throws(() => resolveEngineOptions({ truncation: 2 as never }), /truncation/);
+  assert.throws(
+    () => resolveEngineOptions({ schedulingPolicy: 'lifo' as never }),
+    /schedulingPolicy: must be one of fcfs, priority, got lifo/,
+  );
   assert.throws(() => resolveEngineOptions({ maxBatchSize: 1.5 }), /maxBatchSize: must be an integer/);
 });
 

@@ -16,6 +16,9 @@ import {
   type SpeculativeOptions,
 } from './speculative/options.js';
 
+export const SCHEDULING_POLICIES = ['fcfs', 'priority'] as const;
+export type SchedulingPolicy = (typeof SCHEDULING_POLICIES)[number];
+
 /** How an over-long prompt is handled (MindIE `truncation`): 0 error, -1 cut the right end, 1 cut the left end. */
 export type TruncationMode = 0 | -1 | 1;
 
@@ -49,6 +52,12 @@ export interface EngineOptions {
   readonly maxIterTimes?: number;
   /** Bounded waiting queue; past it requests fail RESOURCE_EXHAUSTED. */
   readonly maxQueueSize?: number;
+  /**
+   * Which waiting request goes first (vLLM's --scheduling-policy): 'fcfs' (default) by
+   * arrival; 'priority' by the request's priority (lower first), ties by arrival, preempting
+   * lower-priority running requests for a higher-priority one that cannot be scheduled.
+   */
+  readonly schedulingPolicy?: SchedulingPolicy;
   /** Largest n / best_of (ScheduleConfig.maxN). */
   readonly maxN?: number;
   readonly prefixCache?: boolean;
@@ -124,6 +133,7 @@ export interface ResolvedEngineOptions {
   readonly truncation: TruncationMode;
   readonly maxIterTimes: number;
   readonly maxQueueSize: number;
+  readonly schedulingPolicy: SchedulingPolicy;
   readonly maxN: number;
   readonly prefixCache: boolean;
   readonly chatTemplatePath: string | undefined;
@@ -230,6 +240,12 @@ export function resolveEngineOptions(
   if (options.prefixCache !== undefined && typeof options.prefixCache !== 'boolean') {
     throw bad('prefixCache', 'must be a boolean');
   }
+  const schedulingPolicy = options.schedulingPolicy ?? 'fcfs';
+  if (!SCHEDULING_POLICIES.includes(schedulingPolicy))
+    throw bad(
+      'schedulingPolicy',
+      `must be one of ${SCHEDULING_POLICIES.join(', ')}, got ${String(schedulingPolicy)}`,
+    );
   const threads = options.threads === undefined ? undefined : int(options, 'threads', 1, 1, 1024);
   const effectiveInput = Math.min(maxInputTokenLen, maxSeqLen - 1);
   // Whether kvBlocks holds one sequence of maxSeqLen depends on the model's layers (a sliding
@@ -247,6 +263,7 @@ export function resolveEngineOptions(
     truncation,
     maxIterTimes,
     maxQueueSize,
+    schedulingPolicy,
     maxN,
     prefixCache: options.prefixCache ?? d.prefixCache,
     chatTemplatePath: options.chatTemplatePath,

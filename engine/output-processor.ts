@@ -100,6 +100,7 @@ export class OutputProcessor {
       sampling: { ...old.sampling, seed },
       arrival: old.arrival,
       cacheExtra: old.cacheExtra,
+      priority: old.priority,
     });
     seq.cachedPromptTokens = old.cachedPromptTokens;
     seq.adapterSlot = old.adapterSlot;

@@ -1,7 +1,8 @@
 /**
  * The engine's request features and their order (engine/extension.ts is the interface they
  * implement): pooling (a decoder's embeddings and yes/no scores), structured output, beam
- * search, split prefill/decode and, when configured, speculative decoding, each from its own folder. This is the one place the engine's parts
+ * search, bad_words, split prefill/decode and, when configured, speculative decoding, each from
+ * its own folder. This is the one place the engine's parts
  * meet the features by name: it builds them, lists them in the order the core calls their
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
@@ -10,8 +11,10 @@
  * sees it, and finishes them before the schedule; structured output checks before split prefill/decode (a bad
  * constraint is reported first) and plans before beam search (which refuses a grammar whose
  * output is checked); beam rounds are applied after a step before speculation learns from it,
- * and speculation hears of a finished sequence after split prefill/decode leased its blocks.
+ * and speculation hears of a finished sequence after split prefill/decode leased its blocks;
+ * bad_words plans after beam search (whose beams' sampling it adds its bans to).
  */
+import { BadWordsExtension } from './bad-words/bad-words-extension.js';
 import { BeamSearchExtension } from './beam/beam-extension.js';
 import type { BlockManager } from './block-manager.js';
 import type { ExtensionHost, RequestExtension } from './extension.js';
@@ -96,7 +99,14 @@ export function buildRequestFeatures(
     ? new SpeculationExtension(inputs.speculation, host, o.maxSeqLen, o.maxBatchSize)
     : null;
   return {
-    extensions: [pooling, structured, beams, disaggregation, ...(speculation ? [speculation] : [])],
+    extensions: [
+      pooling,
+      structured,
+      beams,
+      new BadWordsExtension(inputs.tokenizer),
+      disaggregation,
+      ...(speculation ? [speculation] : []),
+    ],
     handles: { structured, disaggregation, pooling },
     status: () => ({ ...(speculation?.status() ?? {}), ...disaggregation.status() }),
     setRole: (role) => disaggregation.setRole(role),

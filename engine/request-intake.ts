@@ -151,12 +151,12 @@ export class RequestIntake {
     d.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
     const parts = d.extensions.check(request, params);
-    // min_tokens needs the device's sampler to take the suppressed tokens.
-    if (params.minTokens > 0 && !deviceCapabilities(d.options.device).minTokens)
-      throw new EngineError(
-        'UNIMPLEMENTED',
-        `min_tokens is not supported on device ${d.options.device}`,
-        'params.min_tokens',
+    refuseUnserved(params, d.options.device);
+    // vLLM's rule: a priority means something only to the priority policy.
+    if (params.priority !== 0 && d.options.schedulingPolicy !== 'priority')
+      throw invalidArgument(
+        'params.priority',
+        `must be 0 unless the engine schedules by priority (--scheduling-policy priority), got ${params.priority}`,
       );
     this.checkQueueRoom();
     return { id, params, parsing: null, adapter, parts };
@@ -249,6 +249,7 @@ export class RequestIntake {
       arrival,
       forkInto: plan.forkInto,
       cacheExtra: plan.cacheExtra,
+      priority: params.priority,
     });
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
     d.adapters?.acquire(adapter.entry);
@@ -317,6 +318,35 @@ export class RequestIntake {
   }
 }
 
+/**
+ * What the CUDA sampler does not do (yet), refused naming the field: the suppressed-token list
+ * (min_tokens, bad_words), the logit bias, min-p and typical-p.
+ */
+/** Sampling fields a device's sampler may lack, with the backend capability that serves each. */
+const SAMPLER_FIELDS: readonly [
+  field: string,
+  capability: 'minTokens' | 'samplerWarpers',
+  used: (p: ResolvedParams) => boolean,
+][] = [
+  ['min_tokens', 'minTokens', (p) => p.minTokens > 0],
+  ['bad_words', 'minTokens', (p) => p.badWords.length > 0],
+  ['logit_bias', 'samplerWarpers', (p) => p.logitBias !== null],
+  ['min_p', 'samplerWarpers', (p) => p.minP > 0],
+  ['typical_p', 'samplerWarpers', (p) => p.typicalP < 1],
+];
+
+/** Refuses (501) a sampling field the device's sampler does not take. */
+function refuseUnserved(params: ResolvedParams, device: string | undefined): void {
+  const can = deviceCapabilities(device);
+  for (const [field, capability, used] of SAMPLER_FIELDS)
+    if (!can[capability] && used(params))
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        `${field} is not supported on device ${device}`,
+        `params.${field}`,
+      );
+}
+
 /** The native sampler's settings of a request's first sequence (forks derive theirs from it). */
 function sequenceSampling(params: ResolvedParams, endTokens: readonly number[]): SequenceSampling {
   return {
@@ -328,6 +358,9 @@ function sequenceSampling(params: ResolvedParams, endTokens: readonly number[]):
     repetitionPenalty: params.repetitionPenalty,
     presencePenalty: params.presencePenalty,
     frequencyPenalty: params.frequencyPenalty,
+    minP: params.minP,
+    typicalP: params.typicalP,
+    ...(params.logitBias ? { logitBias: params.logitBias } : {}),
     seed: BigInt(params.seed),
     // Always ask for the chosen token's logprob: finish events carry the cumulative logprob.
     topLogprobs: params.logprobs ? params.topLogprobs : 0,

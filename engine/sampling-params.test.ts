@@ -42,6 +42,22 @@ test('each bad field is named with its rule', () => {
     [{ ignoreEos: 1 }, 'params.ignore_eos', /boolean/],
     [{ numSpeculativeTokens: -1 }, 'params.num_speculative_tokens', />= 0/],
     [{ numSpeculativeTokens: 2.5 }, 'params.num_speculative_tokens', /integer/],
+    [{ minP: 1.5 }, 'params.min_p', /\[0, 1\]/],
+    [{ typicalP: 0 }, 'params.typical_p', /\(0, 1\]/],
+    [{ logitBias: [1] }, 'params.logit_bias', /object/],
+    [{ logitBias: { 100: 1 } }, 'params.logit_bias.100', /token id in \[0, 100\)/],
+    [{ logitBias: { '-1': 1 } }, 'params.logit_bias.-1', /token id/],
+    [{ logitBias: { 5: 100.5 } }, 'params.logit_bias.5', /\[-100, 100\]/],
+    [
+      { logitBias: Object.fromEntries(Array.from({ length: 301 }, (_, i) => [i, 1])) },
+      'params.logit_bias',
+      /at most 300/,
+    ],
+    [{ badWords: 'x' }, 'params.bad_words', /list/],
+    [{ badWords: [' '] }, 'params.bad_words[0]', /non-space/],
+    [{ priority: 0.5 }, 'params.priority', /integer/],
+    [{ useBeamSearch: true, temperature: 0, minP: 0.1 }, 'params.min_p', /use_beam_search/],
+    [{ useBeamSearch: true, temperature: 0, typicalP: 0.9 }, 'params.typical_p', /use_beam_search/],
   ];
   for (const [params, field, rule] of bad) {
     assert.throws(
@@ -54,4 +70,17 @@ test('each bad field is named with its rule', () => {
       field,
     );
   }
+});
+
+test('min_p, typical_p, logit_bias, bad_words and priority: their off values by default, and as given', () => {
+  const off = resolveParams({}, limits);
+  assert.deepEqual([off.minP, off.typicalP, off.logitBias, off.badWords, off.priority], [0, 1, null, [], 0]);
+  const on = resolveParams(
+    { minP: 0.05, typicalP: 0.9, logitBias: { 7: -100, 3: 2.5 }, badWords: ['no'], priority: -3 },
+    limits,
+  );
+  assert.deepEqual([on.minP, on.typicalP, on.badWords, on.priority], [0.05, 0.9, ['no'], -3]);
+  assert.deepEqual([...on.logitBias!.tokens], [3, 7]);
+  assert.deepEqual([...on.logitBias!.values], [2.5, -100]);
+  assert.equal(resolveParams({ logitBias: {} }, limits).logitBias, null);
 });

@@ -37,6 +37,21 @@ export interface ResolvedParams {
   readonly minTokens: number;
   /** Cap on draft tokens per step for this request (0 = no speculation); undefined: the engine's. */
   readonly numSpeculativeTokens: number | undefined;
+  /** 0 = off. */
+  readonly minP: number;
+  /** 1 = off. */
+  readonly typicalP: number;
+  /** logit_bias as the sampler takes it; null = none. */
+  readonly logitBias: LogitBias | null;
+  /** Words that may not be generated (tokenized by engine/bad-words/). */
+  readonly badWords: readonly string[];
+  /** Scheduling priority: lower first (0 by default). */
+  readonly priority: number;
+}
+
+interface LogitBias {
+  readonly tokens: Int32Array;
+  readonly values: Float32Array;
 }
 
 interface BeamParams {
@@ -53,6 +68,10 @@ export interface ParamLimits {
 }
 
 const MAX_TOP_LOGPROBS = 20;
+/** OpenAI's bounds of logit_bias: at most 300 tokens, each bias in [-100, 100]. */
+const MAX_LOGIT_BIAS = 300;
+const LOGIT_BIAS_RANGE = 100;
+const MAX_BAD_WORDS = 128;
 const MAX_STOP_STRINGS = 32;
 /** Largest seed: JS numbers stay exact up to 2^53 - 1. */
 const MAX_SEED = Number.MAX_SAFE_INTEGER;
@@ -186,8 +205,22 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     'params.num_speculative_tokens',
     r((v) => v >= 0, 'must be >= 0'),
   );
+  const minP = num(
+    p.minP,
+    'params.min_p',
+    0,
+    false,
+    r((v) => v >= 0 && v <= 1, 'must be in [0, 1] (0 = off)'),
+  );
+  const typicalP = num(
+    p.typicalP,
+    'params.typical_p',
+    1,
+    false,
+    r((v) => v > 0 && v <= 1, 'must be in (0, 1] (1 = off)'),
+  );
   const beam = bool(p.useBeamSearch, 'params.use_beam_search', false)
-    ? beamParams(p, bestOf, temperature, topK, topP)
+    ? beamParams(p, bestOf, temperature, topK, topP, minP, typicalP)
     : null;
   // vLLM's rule: the beam-only fields are refused rather than ignored without beams.
   if (!beam && p.lengthPenalty !== undefined && p.lengthPenalty !== null && p.lengthPenalty !== 1)
@@ -244,7 +277,57 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     beam,
     minTokens,
     numSpeculativeTokens,
+    minP,
+    typicalP,
+    logitBias: logitBias(p.logitBias, limits.vocabSize),
+    badWords: badWords(p.badWords),
+    priority: num(
+      p.priority,
+      'params.priority',
+      0,
+      true,
+      r((v) => Math.abs(v) <= 2 ** 31 - 1, `must be in [-${2 ** 31 - 1}, ${2 ** 31 - 1}]`),
+    ),
   };
+}
+
+/** OpenAI's and vLLM's rules: token ids of the vocabulary, biases in [-100, 100], at most 300. */
+function logitBias(bias: unknown, vocabSize: number): LogitBias | null {
+  if (bias === undefined || bias === null) return null;
+  if (typeof bias !== 'object' || Array.isArray(bias))
+    throw invalidArgument('params.logit_bias', 'must be an object mapping token ids to biases');
+  const entries = Object.entries(bias as Record<string, unknown>);
+  if (entries.length > MAX_LOGIT_BIAS)
+    throw invalidArgument('params.logit_bias', `at most ${MAX_LOGIT_BIAS} tokens, got ${entries.length}`);
+  if (entries.length === 0) return null;
+  const tokens = new Int32Array(entries.length);
+  const values = new Float32Array(entries.length);
+  entries.forEach(([key, value], i) => {
+    const id = Number(key);
+    if (!/^\d+$/.test(key) || id >= vocabSize)
+      throw invalidArgument(`params.logit_bias.${key}`, `must be keyed by a token id in [0, ${vocabSize})`);
+    tokens[i] = id;
+    values[i] = num(
+      value,
+      `params.logit_bias.${key}`,
+      0,
+      false,
+      r((v) => Math.abs(v) <= LOGIT_BIAS_RANGE, `must be in [-${LOGIT_BIAS_RANGE}, ${LOGIT_BIAS_RANGE}]`),
+    );
+  });
+  return { tokens, values };
+}
+
+function badWords(words: unknown): readonly string[] {
+  if (words === undefined || words === null) return [];
+  if (!Array.isArray(words)) throw invalidArgument('params.bad_words', 'must be a list of strings');
+  if (words.length > MAX_BAD_WORDS)
+    throw invalidArgument('params.bad_words', `at most ${MAX_BAD_WORDS} words, got ${words.length}`);
+  words.forEach((w, i) => {
+    if (typeof w !== 'string' || w.trim().length === 0)
+      throw invalidArgument(`params.bad_words[${i}]`, 'must be a string with a non-space character');
+  });
+  return words as string[];
 }
 
 /**
@@ -257,6 +340,8 @@ function beamParams(
   temperature: number,
   topK: number,
   topP: number,
+  minP: number,
+  typicalP: number,
 ): BeamParams {
   const sampling = 'is deterministic: it takes no sampling parameter';
   if (p.temperature !== undefined && p.temperature !== null && temperature !== 0 && p.doSample !== false)
@@ -265,6 +350,10 @@ function beamParams(
     throw invalidArgument('params.top_k', `must be off with use_beam_search (beam search ${sampling})`);
   if (topP !== 1)
     throw invalidArgument('params.top_p', `must be 1 with use_beam_search (beam search ${sampling})`);
+  if (minP !== 0)
+    throw invalidArgument('params.min_p', `must be 0 with use_beam_search (beam search ${sampling})`);
+  if (typicalP !== 1)
+    throw invalidArgument('params.typical_p', `must be 1 with use_beam_search (beam search ${sampling})`);
   const lengthPenalty = num(p.lengthPenalty, 'params.length_penalty', 1, false);
   const e = p.earlyStopping;
   if (e !== undefined && e !== null && typeof e !== 'boolean' && e !== 'never')

@@ -266,3 +266,104 @@ test('prefix cache: the same prompt under two adapter identities shares no block
     );
   }
 });
+
+/** Steps `sched` until it has no work, finishing sequences at `maxNew`; `arrivals[step]` join before that step. */
+function driveWithArrivals(
+  sched: Scheduler,
+  sim: PagedKvSim,
+  blockSize: number,
+  maxNew: number,
+  arrivals: ReadonlyMap<number, Sequence>,
+) {
+  const finished: string[] = [];
+  for (let n = 0; sched.hasWork || n < Math.max(...arrivals.keys()); n++) {
+    const joining = arrivals.get(n);
+    if (joining) sched.add(joining);
+    const batch = sched.schedule();
+    if (batch.items.length === 0) continue;
+    sched.postprocess(batch, sim.run(buildStepPlan(batch, blockSize)).tokens);
+    for (const item of batch.items)
+      if (item.sample && item.seq.numOutput >= maxNew) {
+        sched.finish(item.seq);
+        finished.push(item.seq.requestId);
+      }
+    assert.ok(n < 10000, 'no progress');
+  }
+  return finished;
+}
+
+test('priority policy: waiting sequences are admitted by priority (lower first), ties by arrival', () => {
+  const priorities = [2, 0, 1, 0, 2, 1];
+  const mk = () =>
+    priorities.map(
+      (priority, i) =>
+        new Sequence({ requestId: `r${i}`, prompt: range(5, i * 7), sampling: greedy, arrival: i, priority }),
+    );
+  const order: string[] = [];
+  const limits = { maxBatchSize: 1, schedulingPolicy: 'priority' as const };
+  drive({ kvBlocks: 64, blockSize: 4, limits }, mk(), 3, (s) => {
+    for (const q of s.running) if (!order.includes(q.requestId)) order.push(q.requestId);
+  });
+  assert.deepEqual(order, ['r1', 'r3', 'r2', 'r5', 'r0', 'r4']);
+  // First come, first served by default, whatever the priorities.
+  const fcfs: string[] = [];
+  drive({ kvBlocks: 64, blockSize: 4, limits: { maxBatchSize: 1 } }, mk(), 3, (s) => {
+    for (const q of s.running) if (!fcfs.includes(q.requestId)) fcfs.push(q.requestId);
+  });
+  assert.deepEqual(fcfs, ['r0', 'r1', 'r2', 'r3', 'r4', 'r5']);
+});
+
+test('priority policy: a higher-priority arrival preempts a lower-priority running sequence (no slot, or a full pool), and the preempted one gives the same tokens', () => {
+  const B = 4;
+  const low = (id: string, arrival: number) =>
+    new Sequence({ requestId: id, prompt: range(16, 3), sampling: sampled(11n), arrival, priority: 5 });
+  const high = () =>
+    new Sequence({ requestId: 'high', prompt: range(12, 90), sampling: greedy, arrival: 10, priority: 0 });
+  const alone = drive({ kvBlocks: 64, blockSize: B }, [low('low', 0)], 12).out.get('low/0');
+  for (const [what, limits, kvBlocks] of [
+    ['no running slot', { maxBatchSize: 1 }, 64],
+    // When 'high' arrives 'low' holds 6 of the 8 blocks; 'high' needs 3 for its prompt.
+    ['a full pool', { maxBatchSize: 8 }, 8],
+  ] as const) {
+    const run = (policy: 'fcfs' | 'priority') => {
+      const bm = new BlockManager(kvBlocks, B, true);
+      const sched = new Scheduler(
+        { maxPrefillTokens: 64, maxPrefillBatchSize: 64, ...limits, schedulingPolicy: policy },
+        bm,
+      );
+      const l = low('low', 0);
+      sched.add(l);
+      const finished = driveWithArrivals(sched, new PagedKvSim(kvBlocks, B), B, 12, new Map([[6, high()]]));
+      assert.equal(bm.freeBlocks, kvBlocks);
+      return { finished, preemptions: sched.preemptions, tokens: l.tokens.slice(l.promptLen) };
+    };
+    const p = run('priority');
+    assert.deepEqual(p.finished, ['high', 'low'], what);
+    assert.ok(p.preemptions >= 1, what);
+    assert.deepEqual(p.tokens, alone, `${what}: recomputed after preemption, the same tokens`);
+    if (what === 'no running slot') {
+      const f = run('fcfs');
+      assert.deepEqual(f.finished, ['low', 'high'], 'fcfs: the later arrival waits');
+      assert.equal(f.preemptions, 0);
+    }
+  }
+  // An equal priority never preempts (no thrashing): it waits its turn.
+  const bm = new BlockManager(64, B, true);
+  const sched = new Scheduler(
+    { maxBatchSize: 1, maxPrefillTokens: 64, maxPrefillBatchSize: 64, schedulingPolicy: 'priority' },
+    bm,
+  );
+  sched.add(low('first', 0));
+  const same = new Sequence({
+    requestId: 'second',
+    prompt: range(8),
+    sampling: greedy,
+    arrival: 10,
+    priority: 5,
+  });
+  assert.deepEqual(driveWithArrivals(sched, new PagedKvSim(64, B), B, 12, new Map([[6, same]])), [
+    'first',
+    'second',
+  ]);
+  assert.equal(sched.preemptions, 0);
+});

@@ -6,6 +6,12 @@
  * arrival order, starting on their cached prefix. When the pool runs out of blocks, the
  * newest running sequence is preempted: its blocks are freed, it goes back to the front of
  * the queue and is recomputed later (prompt + what it generated so far: the same tokens).
+ *
+ * Under the priority policy (vLLM's `--scheduling-policy priority`) the queue is ordered by
+ * (priority, arrival), lower first; the victim of a preemption is the running sequence of the
+ * lowest priority (latest arrival among equals); and before each step, while the first
+ * waiting sequence cannot be admitted (no running slot, or too few free blocks for its first
+ * chunk), running sequences of a strictly lower priority are preempted for it.
  */
 import type { BlockCopy, BlockManager } from './block-manager.js';
 import type { Sequence } from './sequence.js';
@@ -37,6 +43,8 @@ export interface SchedulerLimits {
   readonly maxPrefillBatchSize: number;
   /** Distinct LoRA adapters one step may hold (native slots); absent = no limit. */
   readonly maxAdaptersPerStep?: number;
+  /** 'fcfs' (absent) or 'priority'. */
+  readonly schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 /** Hands out native LoRA slots (engine/adapters/manager.ts); may rebind an idle slot. */
@@ -59,9 +67,21 @@ export class Scheduler {
     private readonly adapterSlots?: AdapterSlots,
   ) {}
 
+  private get byPriority(): boolean {
+    return this.limits.schedulingPolicy === 'priority';
+  }
+
   add(seq: Sequence): void {
     seq.status = 'waiting';
-    this.waiting.push(seq);
+    if (this.byPriority) this.enqueueByPriority(seq);
+    else this.waiting.push(seq);
+  }
+
+  /** Into the queue behind every sequence that goes before it: lower priority value, or equal and earlier. */
+  private enqueueByPriority(seq: Sequence): void {
+    const at = this.waiting.findIndex((q) => goesBefore(seq, q));
+    if (at < 0) this.waiting.push(seq);
+    else this.waiting.splice(at, 0, seq);
   }
 
   get hasWork(): boolean {
@@ -85,6 +105,7 @@ export class Scheduler {
   schedule(): ScheduledBatch {
     const step = new StepBudget(this.limits.maxPrefillTokens, this.limits.maxPrefillBatchSize);
     const adapters = new AdapterBudget(this.limits.maxAdaptersPerStep);
+    if (this.byPriority) this.preemptForWaiting();
     const preempted = this.scheduleRunning(step, adapters);
     if (!preempted) this.admitWaiting(step, adapters);
     return step.batch();
@@ -104,8 +125,9 @@ export class Scheduler {
       if (seq.inPrefill && !step.prefillRoom) continue;
       let fits = true;
       while (this.blocks.blocksNeeded(seq, n) > this.blocks.freeBlocks) {
-        // The newest running sequence not already in this step's batch.
-        const victim = this.running.findLast((q) => !scheduled.has(q))!;
+        // The newest running sequence not already in this step's batch (by priority: the
+        // lowest-priority one, the newest among equals).
+        const victim = this.victim((q) => !scheduled.has(q))!;
         this.preempt(victim);
         preempted = true;
         if (victim === seq) {
@@ -124,6 +146,33 @@ export class Scheduler {
       adapters.take(seq);
     }
     return preempted;
+  }
+
+  /** The running sequence to preempt among those `eligible` allows; undefined when none. */
+  private victim(eligible: (q: Sequence) => boolean): Sequence | undefined {
+    if (!this.byPriority) return this.running.findLast(eligible);
+    let worst: Sequence | undefined;
+    for (const q of this.running) if (eligible(q) && (!worst || !goesBefore(q, worst))) worst = q;
+    return worst;
+  }
+
+  /**
+   * Priority policy: while the first waiting sequence cannot be admitted for want of a running
+   * slot or of free blocks for its first chunk, preempts the lowest-priority running sequence
+   * whose priority is strictly lower than its own (never an equal one: no thrashing).
+   */
+  private preemptForWaiting(): void {
+    const head = this.waiting[0];
+    if (!head) return;
+    const firstChunk = Math.min(head.computeTarget - head.numComputed, this.limits.maxPrefillTokens);
+    const blocked = () =>
+      this.slotsUsed + 1 + head.extraSlots > this.limits.maxBatchSize ||
+      this.blocks.blocksNeeded(head, firstChunk) > this.blocks.freeBlocks;
+    while (blocked()) {
+      const victim = this.victim((q) => q.priority > head.priority);
+      if (!victim) return;
+      this.preempt(victim);
+    }
   }
 
   /** The part of `seq.draft` that may join a chunk of `n` tokens with `room` budget left. */
@@ -215,7 +264,8 @@ export class Scheduler {
     remove(this.running, seq);
     this.blocks.free(seq);
     seq.status = 'waiting';
-    this.waiting.unshift(seq);
+    if (this.byPriority) this.enqueueByPriority(seq);
+    else this.waiting.unshift(seq);
     this.preemptions++;
   }
 
@@ -309,6 +359,11 @@ class AdapterBudget {
 }
 
 const NO_DRAFT: readonly number[] = [];
+
+/** Priority order: lower priority value first, then earlier arrival. */
+function goesBefore(a: Sequence, b: Sequence): boolean {
+  return a.priority < b.priority || (a.priority === b.priority && a.arrival < b.arrival);
+}
 
 function remove<T>(list: T[], item: T): boolean {
   const i = list.indexOf(item);

@@ -30,6 +30,13 @@ export interface SequenceSampling {
   readonly minTokens?: number;
   /** The tokens that would end the output: end-of-sequence and stop token ids. */
   readonly endTokens?: readonly number[];
+  /** min-p (0 or absent: off) and typical-p (1 or absent: off), after top-k and top-p. */
+  readonly minP?: number;
+  readonly typicalP?: number;
+  /** logit_bias: `values[i]` added to token `tokens[i]`'s logit (absent: none). */
+  readonly logitBias?: { readonly tokens: Int32Array; readonly values: Float32Array };
+  /** bad_words as token sequences (engine/bad-words/bad-words.ts); absent: none. */
+  readonly badWords?: readonly (readonly number[])[];
 }
 
 /** What a sequence is made from; the optional fields default to a fresh base-model sequence. */
@@ -46,6 +53,8 @@ export interface SequenceOptions {
   readonly cacheExtra?: string;
   /** Tokens already generated, after the prompt (tests resume a sequence with them). */
   readonly outputs?: readonly number[];
+  /** Scheduling priority under the priority policy: lower first (default 0). */
+  readonly priority?: number;
 }
 
 const U64 = (1n << 64n) - 1n;
@@ -106,6 +115,8 @@ export class Sequence implements KvSequence {
   readonly arrival: number;
   /** Prefix-cache isolation key (its adapter's identity); '' for the base model. */
   readonly cacheExtra: string;
+  /** Its request's scheduling priority (lower first, under the priority policy). */
+  readonly priority: number;
 
   constructor(o: SequenceOptions) {
     this.requestId = o.requestId;
@@ -116,6 +127,7 @@ export class Sequence implements KvSequence {
     this.arrival = o.arrival;
     this.forkInto = o.forkInto ?? 0;
     this.cacheExtra = o.cacheExtra ?? '';
+    this.priority = o.priority ?? 0;
   }
 
   /**
@@ -143,6 +155,7 @@ export class Sequence implements KvSequence {
       sampling: { ...this.sampling, seed: (this.sampling.seed + BigInt(i)) & U64 },
       arrival: this.arrival,
       cacheExtra: this.cacheExtra,
+      priority: this.priority,
     });
     child.cachedPromptTokens = this.cachedPromptTokens;
     child.adapterSlot = this.adapterSlot;
@@ -160,6 +173,7 @@ export class Sequence implements KvSequence {
       sampling: this.sampling,
       arrival: this.arrival,
       cacheExtra: this.cacheExtra,
+      priority: this.priority,
     });
     child.cachedPromptTokens = this.cachedPromptTokens;
     child.adapterSlot = this.adapterSlot;

@@ -91,3 +91,43 @@ test('late masks: rows named in the plan, filled later from the matchers taken a
   const eager = buildStepPlan(batch, 4);
   assert.equal(eager.lateMaskRows, undefined);
 });
+
+test('logit bias (CSR), min-p and typical-p are in the plan only when a sampling sequence uses them; bad words are suppressed after their prefix', () => {
+  const seq = (id: string, extra: object, outputs: number[] = []) => {
+    const s = new Sequence({
+      requestId: id,
+      prompt: [1, 2],
+      sampling: { ...sampling, ...extra },
+      arrival: 0,
+      outputs,
+    });
+    s.blockTable = [0];
+    s.numComputed = s.tokens.length - 1;
+    return s;
+  };
+  const item = (s: Sequence) => ({ seq: s, start: s.numComputed, numNew: 1, sample: true });
+  const plain = buildStepPlan({ items: [item(seq('p', {}))], copies: [], numTokens: 1 }, 4);
+  for (const f of ['logitBiasOffsets', 'minP', 'typicalP', 'suppressTokens'] as const)
+    assert.equal(plain[f], undefined, f);
+  const bias = { tokens: Int32Array.from([5, 6]), values: Float32Array.from([1, -100]) };
+  const plan = buildStepPlan(
+    {
+      items: [
+        item(seq('a', { logitBias: bias, minP: 0.1 })),
+        item(seq('b', { typicalP: 0.9, badWords: [[8], [3, 4]] }, [9, 3])),
+        item(seq('c', { badWords: [[3, 4]] }, [9])),
+      ],
+      copies: [],
+      numTokens: 3,
+    },
+    4,
+  );
+  assert.deepEqual([...plan.logitBiasOffsets!], [0, 2, 2, 2]);
+  assert.deepEqual([...plan.logitBiasTokens!], [5, 6]);
+  assert.deepEqual([...plan.logitBiasValues!], [1, -100]);
+  assert.deepEqual([...plan.minP!], [Math.fround(0.1), 0, 0]);
+  assert.deepEqual([...plan.typicalP!], [1, Math.fround(0.9), 1]);
+  // b's output ends with 3: the second word's last token is banned too; c's does not.
+  assert.deepEqual([...plan.suppressTokenOffsets!], [0, 0, 2, 2]);
+  assert.deepEqual([...plan.suppressTokens!], [8, 4]);
+});

@@ -3,6 +3,7 @@
  * native/native.ts), no per-token JS objects. Pure, so it is tested without the addon.
  */
 import type { StepPlan } from '../native/native.js';
+import { bannedTokens } from './bad-words/bad-words.js';
 import type { ScheduledBatch } from './scheduler.js';
 import type { Sequence } from './sequence.js';
 
@@ -96,6 +97,7 @@ export function buildStepPlan(
   });
 
   const suppressed = suppressedTokens(batch);
+  const warpers = samplingWarpers(batch);
   const lateMaskRows = lateMasks ? lateRows(batch, allowedMaskRows) : 0;
   const allowedMask = lateMasks ? new Int32Array(0) : maskRows(batch, allowedMaskRows);
 
@@ -120,6 +122,7 @@ export function buildStepPlan(
     penaltyTokenOffsets,
     penaltyTokens,
     ...suppressed,
+    ...warpers,
     seeds,
     sampleCounters,
     allowedMaskRows,
@@ -132,15 +135,21 @@ export function buildStepPlan(
 }
 
 /**
- * min_tokens: a sequence that samples before it has `minTokens` output tokens may not sample
- * its end tokens (end-of-sequence, stop ids). Absent when no sequence of the step needs it.
+ * Tokens a sequence that samples may not sample: before it has `minTokens` output tokens its
+ * end tokens (end-of-sequence, stop ids), and what its bad_words ban after its output so far.
+ * Absent when no sequence of the step needs it.
  */
 function suppressedTokens(batch: ScheduledBatch): {
   suppressTokenOffsets?: Int32Array;
   suppressTokens?: Int32Array;
 } {
-  const held = (i: ScheduledBatch['items'][number]) =>
-    i.sample && i.seq.numOutput < (i.seq.sampling.minTokens ?? 0) ? (i.seq.sampling.endTokens ?? []) : [];
+  const held = ({ seq, sample }: ScheduledBatch['items'][number]): readonly number[] => {
+    if (!sample) return [];
+    const s = seq.sampling;
+    const ends = seq.numOutput < (s.minTokens ?? 0) ? (s.endTokens ?? []) : [];
+    if (!s.badWords) return ends;
+    return [...ends, ...bannedTokens(s.badWords, seq.tokens, seq.promptLen)];
+  };
   if (!batch.items.some((i) => held(i).length > 0)) return {};
   const suppressTokenOffsets = new Int32Array(batch.items.length + 1);
   const ids: number[] = [];
@@ -149,6 +158,40 @@ function suppressedTokens(batch: ScheduledBatch): {
     suppressTokenOffsets[s + 1] = ids.length;
   });
   return { suppressTokenOffsets, suppressTokens: Int32Array.from(ids) };
+}
+
+/**
+ * logit_bias (CSR), min-p and typical-p of the sequences that sample; each field absent when no
+ * sequence of the step uses it, so plans without them stay as they were.
+ */
+function samplingWarpers(batch: ScheduledBatch): Partial<StepPlan> {
+  const items = batch.items;
+  const out: {
+    logitBiasOffsets?: Int32Array;
+    logitBiasTokens?: Int32Array;
+    logitBiasValues?: Float32Array;
+    minP?: Float32Array;
+    typicalP?: Float32Array;
+  } = {};
+  const bias = (i: (typeof items)[number]) => (i.sample ? i.seq.sampling.logitBias : undefined);
+  if (items.some((i) => bias(i))) {
+    const offsets = new Int32Array(items.length + 1);
+    items.forEach((i, s) => (offsets[s + 1] = offsets[s] + (bias(i)?.tokens.length ?? 0)));
+    const tokens = new Int32Array(offsets[items.length]);
+    const values = new Float32Array(offsets[items.length]);
+    items.forEach((i, s) => {
+      const b = bias(i);
+      if (!b) return;
+      tokens.set(b.tokens, offsets[s]);
+      values.set(b.values, offsets[s]);
+    });
+    Object.assign(out, { logitBiasOffsets: offsets, logitBiasTokens: tokens, logitBiasValues: values });
+  }
+  if (items.some((i) => (i.seq.sampling.minP ?? 0) > 0))
+    out.minP = Float32Array.from(items, (i) => i.seq.sampling.minP ?? 0);
+  if (items.some((i) => (i.seq.sampling.typicalP ?? 1) < 1))
+    out.typicalP = Float32Array.from(items, (i) => i.seq.sampling.typicalP ?? 1);
+  return out;
 }
 
 function hasPenalty(sp: {

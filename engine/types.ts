@@ -109,6 +109,19 @@ export interface SamplingParams {
    * without speculation. Absent: the engine's num_speculative_tokens. No effect otherwise.
    */
   readonly numSpeculativeTokens?: number;
+  /** min-p sampling (0 = off): keep tokens with p >= minP × the most likely token's p. */
+  readonly minP?: number;
+  /** Locally typical sampling's mass, in (0, 1] (1 = off). */
+  readonly typicalP?: number;
+  /** Token id → bias added to its logit, in [-100, 100] (OpenAI's logit_bias); at most 300. */
+  readonly logitBias?: Readonly<Record<number, number>>;
+  /** Words that may not be generated (vLLM's bad_words: each one's tokens, with and without a leading space). */
+  readonly badWords?: readonly string[];
+  /**
+   * Scheduling priority under the engine's `priority` policy: lower is served first, ties by
+   * arrival (vLLM's). Absent = 0; a non-zero value is refused under `fcfs`.
+   */
+  readonly priority?: number;
 }
 
 /**

@@ -189,6 +189,20 @@ export interface StepPlan {
   readonly suppressTokenOffsets?: Int32Array;
   readonly suppressTokens?: Int32Array;
   /**
+   * Optional, CSR [S+1] / [count] / [count]: logit_bias, a value added to each listed token's
+   * logit before the penalties; absent = none.
+   */
+  readonly logitBiasOffsets?: Int32Array;
+  readonly logitBiasTokens?: Int32Array;
+  readonly logitBiasValues?: Float32Array;
+  /**
+   * Optional, per sequence: min-p (0 = off: keep tokens with p >= minP * max p) and typical-p
+   * (1 = off: locally typical sampling's mass), applied after top-k and top-p as Hugging
+   * Face's warpers are. Absent = off for every sequence.
+   */
+  readonly minP?: Float32Array;
+  readonly typicalP?: Float32Array;
+  /**
    * Per-request seed and the number of tokens that request sampled before this step. The
    * random stream is a pure function of (seed, counter), so the same seed and prompt give
    * the same tokens whatever else is in the batch.
@@ -601,6 +615,8 @@ export interface BackendCapabilities {
   readonly experts: boolean;
   /** Sliding-window layers mixed with global ones (the KV cache's layer groups). */
   readonly mixedWindows: boolean;
+  /** A plan's logitBias, minP and typicalP (logit_bias, min_p, typical_p). */
+  readonly samplerWarpers: boolean;
   /** hiddenStep: a decoder step answering final-norm hidden states (decoder pooling). */
   readonly hiddenStates: boolean;
   readonly architectures: readonly Architecture[];

@@ -155,16 +155,29 @@ test('a second search of the same prompt reuses its cached blocks and returns th
   await allFree();
 });
 
-test('beam search is deterministic: sampling parameters are refused, naming the field', async () => {
+test('beam search is deterministic: sampling parameters are refused, naming the field; logit_bias and bad_words shape its beams', async () => {
   for (const [params, field] of [
     [{ temperature: 0.7 }, 'params.temperature'],
     [{ topP: 0.9 }, 'params.top_p'],
     [{ topK: 5 }, 'params.top_k'],
+    [{ minP: 0.1 }, 'params.min_p'],
+    [{ typicalP: 0.9 }, 'params.typical_p'],
     [{ earlyStopping: 'sometimes' as unknown as boolean }, 'params.early_stopping'],
   ] as const) {
     await assert.rejects(beams(params), (e: unknown) => e instanceof EngineError && e.field === field);
   }
   // temperature 0 (or do_sample false) is what beam search does anyway.
   assert.equal((await beams({ temperature: 0, bestOf: 2, n: 1, maxNewTokens: 2 })).length, 1);
+  // The logits processors apply to every beam's candidates (as in Hugging Face's beam search):
+  // a token forbidden by logit_bias or bad_words is in no beam.
+  const plainBeams = await beams({ bestOf: 3, n: 3, maxNewTokens: 4 });
+  const token = plainBeams[0]!.tokenIds[0]!;
+  const word = await engine.detokenize([token]);
+  for (const params of [{ logitBias: { [token]: -100 } }, { badWords: [word.text] }]) {
+    const shaped = await beams({ bestOf: 3, n: 3, maxNewTokens: 4, ...params });
+    assert.equal(shaped.length, 3);
+    for (const f of shaped)
+      assert.ok(!f.tokenIds.includes(token), `${JSON.stringify(params)}: ${f.tokenIds}`);
+  }
   await allFree();
 });

@@ -90,9 +90,10 @@ test('NDJSON by default; options honoured, refused or named as ignored', async (
   const base = { model: `${MODEL_NAME}:latest`, stream: false, messages: [{ role: 'user', content: 'Hi' }] };
   const refused: [object, string][] = [
     [
-      { options: { min_p: 0.05 } },
-      'options.min_p: min_p other than 0 (its off value) is not supported by this server',
+      { options: { tfs_z: 0.5 } },
+      'options.tfs_z: tfs_z other than 1 (its off value) is not supported by this server',
     ],
+    [{ options: { min_p: 2 } }, 'options.min_p: must be in [0, 1]'],
     [
       { options: { num_predict: 0 } },
       'options.num_predict: must be >= 1, or -1 (no limit) or -2 (fill the context)',
@@ -123,6 +124,14 @@ test('NDJSON by default; options honoured, refused or named as ignored', async (
   });
   assert.equal(ok.status, 200, ok.text);
   assert.equal(ok.headers.get('x-prism-ignored-fields'), 'frobnicate');
+  // min_p 1 keeps only the most likely token: sampled, the answer is the greedy one.
+  const answer = async (options: object) =>
+    (await postJson(`${h.url}/api/chat`, { ...base, options: { num_predict: 4, ...options } })).json.message
+      .content;
+  assert.equal(
+    await answer({ temperature: 1.5, seed: 4, min_p: 1, typical_p: 0.9 }),
+    await answer({ temperature: 0 }),
+  );
   const lp = await postJson(`${h.url}/api/chat`, {
     ...base,
     logprobs: true,

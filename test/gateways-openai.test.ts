@@ -395,28 +395,16 @@ test('a client that disconnects mid-stream cancels its engine request', async ()
   assert.equal(s.freeBlocks, s.totalBlocks);
 });
 
-test('fields: unserved samplers refused at any but their off value, unknown ones answered and named, seed -1, truncate_prompt_tokens', async () => {
+test('fields: a per-request chat template refused, unknown ones answered and named, seed -1, truncate_prompt_tokens', async () => {
   const messages = [{ role: 'user', content: 'Hi' }];
-  for (const [field, value, message] of [
-    ['min_p', 0.05, 'min_p: min_p sampling (other than 0) is not supported by this server'],
-    [
-      'typical_p',
-      0.9,
-      'typical_p: typical sampling (typical_p other than 1) is not supported by this server',
-    ],
-    ['bad_words', ['no'], 'bad_words: bad_words is not supported by this server'],
-    [
-      'chat_template',
-      '{{ x }}',
+  for (const path of ['/v1/chat/completions', '/v1/completions', '/generate']) {
+    const body = path === '/v1/chat/completions' ? { messages } : { prompt: 'Hi' };
+    const r = await postJson(h.url + path, { ...body, max_tokens: 2, chat_template: '{{ x }}' });
+    assert.equal(r.status, path === '/generate' ? 422 : 400, path);
+    assert.equal(
+      typeof r.json.error === 'string' ? r.json.error : r.json.error.message,
       'chat_template: a chat template per request is not supported by this server',
-    ],
-  ] as const) {
-    for (const path of ['/v1/chat/completions', '/v1/completions', '/generate']) {
-      const body = path === '/v1/chat/completions' ? { messages } : { prompt: 'Hi' };
-      const r = await postJson(h.url + path, { ...body, max_tokens: 2, [field]: value });
-      assert.equal(r.status, path === '/generate' ? 422 : 400, `${path} ${field}`);
-      assert.equal(typeof r.json.error === 'string' ? r.json.error : r.json.error.message, message);
-    }
+    );
   }
   const off = await postJson(`${h.url}/v1/chat/completions`, {
     messages,
@@ -441,4 +429,62 @@ test('fields: unserved samplers refused at any but their off value, unknown ones
   const vllm = await postJson(`${h.url}/generate`, { prompt: 'Hi', max_tokens: 2, seed: -1, top_a: 1 });
   assert.equal(vllm.status, 200);
   assert.equal(vllm.headers.get('x-prism-ignored-fields'), 'top_a');
+});
+
+test('sampling fields: logit_bias forces and forbids a greedy token, min_p 1 is greedy, bad_words bans a word, typical_p samples; priority needs the priority policy', async () => {
+  const prompt = 'The capital of France is';
+  const complete = async (extra: object, path = '/v1/completions') => {
+    const r = await postJson(h.url + path, { prompt, max_tokens: 3, temperature: 0, ...extra });
+    assert.equal(r.status, 200, r.text);
+    return (path === '/generate' ? r.json.text[0].slice(prompt.length) : r.json.choices[0].text) as string;
+  };
+  const idsOf = async (text: string) =>
+    (await postJson(`${h.url}/tokenize`, { prompt: text, add_special_tokens: false })).json
+      .tokens as number[];
+  const greedy = await complete({ max_tokens: 1 });
+  const [first] = await idsOf(greedy);
+  const [forced] = await idsOf(' Berlin');
+  assert.equal(await complete({ max_tokens: 1, logit_bias: { [forced!]: 100 } }), ' Berlin');
+  assert.notEqual(await complete({ max_tokens: 1, logit_bias: { [first!]: -100 } }), greedy);
+  // vLLM's /generate takes it too.
+  assert.equal(await complete({ max_tokens: 1, logit_bias: { [forced!]: 100 } }, '/generate'), ' Berlin');
+  // min_p 1 keeps only the most likely token: sampling at any temperature is greedy.
+  const three = await complete({});
+  assert.equal(await complete({ temperature: 1.5, seed: 3, min_p: 1 }), three);
+  // bad_words: the greedy continuation's first word is banned (with or without its space).
+  const word = three.trim().split(/\s+/)[0]!;
+  const banned = await complete({ bad_words: [word] });
+  assert.ok(!banned.trimStart().startsWith(word), `'${banned}' starts with the banned '${word}'`);
+  const typical = { temperature: 1, seed: 7, typical_p: 0.5 };
+  assert.equal(await complete(typical), await complete(typical), 'seeded typical sampling repeats');
+  for (const [field, value, rule] of [
+    ['logit_bias', { 5: 101 }, 'logit_bias[5]: must be <= 100'],
+    ['logit_bias', { x: 1 }, 'logit_bias'],
+    ['min_p', 1.5, 'min_p'],
+    ['typical_p', 0, 'typical_p'],
+    ['bad_words', [''], 'bad_words[0]'],
+  ] as const) {
+    const r = await postJson(`${h.url}/v1/completions`, { prompt, max_tokens: 1, [field]: value });
+    assert.equal(r.status, 400, `${field} ${JSON.stringify(value)}`);
+    assert.ok(r.json.error.message.includes(rule), r.json.error.message);
+  }
+  const vocab = await postJson(`${h.url}/v1/completions`, {
+    prompt,
+    max_tokens: 1,
+    logit_bias: { 999999: 1 },
+  });
+  assert.equal(vocab.status, 400);
+  assert.match(vocab.json.error.message, /logit_bias\.999999: must be keyed by a token id in \[0, \d+\)/);
+  // This engine schedules first come, first served: a priority other than 0 is refused (vLLM's rule).
+  const p = await postJson(`${h.url}/v1/chat/completions`, {
+    messages: [{ role: 'user', content: 'Hi' }],
+    max_tokens: 1,
+    priority: 2,
+  });
+  assert.equal(p.status, 400);
+  assert.match(p.json.error.message, /priority: must be 0 unless the engine schedules by priority/);
+  assert.equal(
+    (await postJson(`${h.url}/v1/completions`, { prompt, max_tokens: 1, priority: 0 })).status,
+    200,
+  );
 });

@@ -2,7 +2,8 @@
  * Speculative decoding on the real default model (n-gram proposer), end to end: greedy
  * output token-for-token the same as without speculation over 50 prompts (input-grounded and
  * open-ended, batched), seeded sampling the same per seed, the distribution at a verified
- * position the model's own, structured output with drafts the grammar cuts and the model
+ * position the model's own, the other sampling fields (min_p, typical_p, logit_bias, bad_words)
+ * seed for seed, structured output with drafts the grammar cuts and the model
  * refuses, a LoRA adapter, preemption in a tiny pool, and the counters on /metrics and
  * /metrics-json.
  */
@@ -126,6 +127,22 @@ test('seeded sampling: the same tokens per seed as without speculation, logprobs
     const bound = 2e-4 * a[i].tokenIds.length;
     assert.ok(d < bound, `cumulative logprob ${b[i].cumulativeLogprob} vs ${a[i].cumulativeLogprob}`);
   }
+});
+
+test('min_p, typical_p, logit_bias and bad_words: the same tokens per seed as without speculation', async () => {
+  const fields = [
+    { minP: 0.05, typicalP: 0.9 },
+    { logitBias: { 13: 5, 30: -100 } },
+    // Several tokens long: such a request takes no drafts (its bans depend on the position).
+    { badWords: ['the same', 'light'] },
+  ];
+  const reqs = SENTENCES.slice(0, 6).map((s, i): GenerateRequest => ({
+    prompt: { kind: 'text', text: `Text: ${s}\nAgain: ${s.split(' ')[0]}` },
+    params: { temperature: 0.8, seed: 2000 + i, maxNewTokens: 16, ...fields[i % fields.length] },
+  }));
+  const [a, b] = await both(reqs);
+  for (let i = 0; i < reqs.length; i++)
+    assert.deepEqual(b[i].tokenIds, a[i].tokenIds, JSON.stringify(reqs[i].params));
 });
 
 test('distribution: at a verified position, sampled tokens follow the model (chi-square), seed for seed as without speculation', async () => {

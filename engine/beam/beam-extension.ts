@@ -164,7 +164,11 @@ export class BeamSearchExtension implements RequestExtension<BeamPart> {
   }
 }
 
-/** A beam search's beams are greedy and report their top candidates instead of sampling. */
+/**
+ * A beam search's beams are greedy and report their top candidates instead of sampling; the
+ * logits processors (penalties, logit_bias; bad_words, planned after this) shape the
+ * candidates' logprobs, as Hugging Face's beam search applies them.
+ */
 function beamSampling(params: ResolvedParams, options: BeamSearchOptions): SequenceSampling {
   return {
     temperature: 0,
@@ -173,6 +177,7 @@ function beamSampling(params: ResolvedParams, options: BeamSearchOptions): Seque
     repetitionPenalty: params.repetitionPenalty,
     presencePenalty: params.presencePenalty,
     frequencyPenalty: params.frequencyPenalty,
+    ...(params.logitBias ? { logitBias: params.logitBias } : {}),
     seed: BigInt(params.seed),
     topLogprobs: candidatesPerBeam(options),
   };

@@ -73,9 +73,19 @@ describe('requests', () => {
         truncate: 100,
         skipSpecialTokens: false,
         includeStopStrInOutput: true,
+        minP: 0.05,
+        typicalP: 0.9,
+        logitBias: { 5: -100, 7: 2.5 },
+        badWords: ['no', 'never again'],
+        priority: -2,
       },
     };
     assert.deepEqual(overTheWire(full), full);
+    // A logit_bias key that is no token id would be sent as another token: refused, named.
+    assert.throws(
+      () => overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { logitBias: { '1.5': 1 } } }),
+      (e: unknown) => e instanceof EngineError && e.field === 'params.logit_bias.1.5',
+    );
     // 0.1 in float32 would come back as 0.10000000149; the proto uses double.
     assert.equal(
       overTheWire({ prompt: { kind: 'text', text: 'x' }, params: { topP: 0.1 } }).params.topP,

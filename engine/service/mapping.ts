@@ -131,8 +131,27 @@ function paramsToProto(params: SamplingParams): pb.SamplingParams {
     stop: p.stop ? [...p.stop] : [],
     stopTokenIds: p.stopTokenIds ? p.stopTokenIds.map((id) => saturate(id, 0, UINT32_MAX)!) : [],
     minTokens: i32(p.minTokens),
+    priority: i32(p.priority),
     earlyStopping: p.earlyStopping === undefined ? undefined : String(p.earlyStopping),
+    logitBias: logitBiasToProto(p.logitBias),
+    badWords: p.badWords ? [...p.badWords] : [],
   });
+}
+
+/**
+ * logit_bias travels as a map keyed by uint32: a key that is not one would be encoded as
+ * another token, so it is refused here, naming it (the engine checks the ids against the vocabulary).
+ */
+function logitBiasToProto(bias: SamplingParams['logitBias']): Record<number, number> {
+  if (bias === undefined || bias === null) return {};
+  const out: Record<number, number> = {};
+  for (const [key, value] of Object.entries(bias)) {
+    const id = Number(key);
+    if (!/^\d+$/.test(key) || id > UINT32_MAX)
+      throw invalidArgument(`params.logit_bias.${key}`, 'must be keyed by a token id (an integer >= 0)');
+    out[id] = value;
+  }
+  return out;
 }
 
 /**
@@ -147,11 +166,13 @@ function earlyStoppingFromProto(v: string | undefined): SamplingParams['earlySto
 
 function paramsFromProto(p: pb.SamplingParams | undefined): SamplingParams {
   if (!p) return {};
-  const { stop, stopTokenIds, earlyStopping, ...scalars } = p;
+  const { stop, stopTokenIds, earlyStopping, logitBias, badWords, ...scalars } = p;
   return defined({
     ...scalars,
     stop: stop.length > 0 ? stop : undefined,
     stopTokenIds: stopTokenIds.length > 0 ? stopTokenIds : undefined,
+    logitBias: Object.keys(logitBias).length > 0 ? logitBias : undefined,
+    badWords: badWords.length > 0 ? badWords : undefined,
     earlyStopping: earlyStoppingFromProto(earlyStopping),
   });
 }

@@ -5,6 +5,7 @@
  * takes one token per step), and structured output's cut of drafts at the first token the
  * grammar refuses.
  */
+import { hasMultiTokenWord } from '../bad-words/bad-words.js';
 import type { EngineStatus } from '../types.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
@@ -86,6 +87,9 @@ function draftRoom(
   // min_tokens: end tokens are suppressed at every position of a step, so a verify step must
   // not reach past the minimum. No drafts.
   if (seq.numOutput < (seq.sampling.minTokens ?? 0)) return 0;
+  // bad_words of several tokens: what they ban depends on the tokens before the position, and
+  // a step's suppressed tokens are the same at each of its positions. No drafts.
+  if (hasMultiTokenWord(seq.sampling.badWords)) return 0;
   // The request's own cap (numSpeculativeTokens; 0: it does not speculate, so it is not
   // even looked up).
   const cap = req.params.numSpeculativeTokens ?? Infinity;

@@ -13,7 +13,7 @@ import { invalid, notSupported } from '../shared/http-error.js';
 const OLLAMA_DEFAULTS = { temperature: 0.8, topK: 40, topP: 0.9 } as const;
 
 /** Samplers the engine does not have: accepted only at the value that turns them off. */
-const NEUTRAL: Readonly<Record<string, number>> = { min_p: 0, typical_p: 1, tfs_z: 1, mirostat: 0 };
+const NEUTRAL: Readonly<Record<string, number>> = { tfs_z: 1, mirostat: 0 };
 
 export interface OllamaOptionLimits {
   /** The longest sequence the engine serves (prompt + output). */
@@ -43,6 +43,8 @@ export function mapOptions(raw: unknown, limits: OllamaOptionLimits): MappedOpti
     'temperature',
     'top_k',
     'top_p',
+    'min_p',
+    'typical_p',
     'seed',
     'num_predict',
     'num_ctx',
@@ -93,12 +95,19 @@ export function mapOptions(raw: unknown, limits: OllamaOptionLimits): MappedOpti
   )
     throw invalid('options.stop', 'must be a list of strings');
   const topK = number(o, 'top_k', true);
+  const minP = number(o, 'min_p');
+  if (minP !== undefined && (minP < 0 || minP > 1)) throw invalid('options.min_p', 'must be in [0, 1]');
+  const typicalP = number(o, 'typical_p');
+  if (typicalP !== undefined && (typicalP <= 0 || typicalP > 1))
+    throw invalid('options.typical_p', 'must be in (0, 1]');
   return {
     params: {
       temperature: number(o, 'temperature') ?? OLLAMA_DEFAULTS.temperature,
       // Ollama: top_k 0 turns top-k off.
       ...(topK === 0 ? {} : { topK: topK ?? OLLAMA_DEFAULTS.topK }),
       topP: number(o, 'top_p') ?? OLLAMA_DEFAULTS.topP,
+      ...(minP !== undefined ? { minP } : {}),
+      ...(typicalP !== undefined ? { typicalP } : {}),
       ...(seed !== undefined && seed >= 0 ? { seed } : {}),
       ...(numPredict !== undefined && numPredict > 0 ? { maxNewTokens: numPredict } : {}),
       // A prompt longer than the context Ollama was given keeps its end.

@@ -5,7 +5,12 @@
  */
 import type { SamplingParams } from '../../engine/api.js';
 import { beamSamplingParams, beamSchemaProperties, type BeamFields } from '../shared/beam-fields.js';
-import { HttpError, notSupported } from '../shared/http-error.js';
+import { HttpError } from '../shared/http-error.js';
+import {
+  samplingExtras,
+  samplingExtrasSchemaProperties,
+  type SamplingExtraFields,
+} from '../shared/sampling-extras.js';
 import { kvTransferSchemaProperty, type KvTransferBody } from './kv-transfer.js';
 import { nullable } from '../shared/schema.js';
 import { refuseUnserved, UNSERVED_FIELDS } from '../shared/unserved-fields.js';
@@ -35,7 +40,7 @@ export const samplingSchemaProperties = {
   ignore_eos: nullable({ type: 'boolean' }),
   skip_special_tokens: nullable({ type: 'boolean' }),
   include_stop_str_in_output: nullable({ type: 'boolean' }),
-  logit_bias: nullable({ type: 'object' }),
+  ...samplingExtrasSchemaProperties,
   ...beamSchemaProperties,
   user: nullable({ type: 'string' }),
   ...kvTransferSchemaProperty,
@@ -43,7 +48,7 @@ export const samplingSchemaProperties = {
   ...Object.fromEntries(UNSERVED_FIELDS.map((f) => [f, {}])),
 } as const;
 
-export interface SamplingFields extends BeamFields {
+export interface SamplingFields extends BeamFields, SamplingExtraFields {
   model?: string;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
@@ -62,7 +67,6 @@ export interface SamplingFields extends BeamFields {
   ignore_eos?: boolean | null;
   skip_special_tokens?: boolean | null;
   include_stop_str_in_output?: boolean | null;
-  logit_bias?: Record<string, unknown> | null;
   truncate_prompt_tokens?: number | null;
   user?: string | null;
   kv_transfer_params?: KvTransferBody | null;
@@ -79,7 +83,6 @@ export function toSamplingParams(
   /** The engine's longest prompt, what truncate_prompt_tokens -1 keeps. */
   maxInputTokenLen: number,
 ): SamplingParams {
-  if (b.logit_bias && Object.keys(b.logit_bias).length > 0) throw notSupported('logit_bias', 'logit bias');
   refuseUnserved(b as Record<string, unknown>);
   const truncate = def(b.truncate_prompt_tokens);
   if (truncate === 0)
@@ -116,6 +119,7 @@ export function toSamplingParams(
     includeStopStrInOutput: def(b.include_stop_str_in_output),
     logprobs: extra.logprobs,
     topLogprobs: extra.topLogprobs,
+    ...samplingExtras(b),
     ...beamSamplingParams(b, b.stream === true),
   };
 }

@@ -75,12 +75,13 @@ export function withMindieConstraint(request: GenerateRequest, p: MindieParamete
 }
 
 /**
- * MindIE parameters → engine sampling params. `priority` is accepted (the engine schedules
- * FCFS, as MindIE's only policy); `timeout` (seconds) is enforced by the gateway, which cancels.
+ * MindIE parameters → engine sampling params. `priority` 1 (the default, first served) to 5
+ * is the engine's priority 0 to 4 (lower first, as MindIE orders them; refused unless the
+ * engine schedules by priority, the 1 of an explicit default aside); `timeout` (seconds) is
+ * enforced by the gateway, which cancels.
  */
 export function mindieSampling(p: MindieParameters, field: string, stream: boolean): SamplingParams {
   if (p.watermark) throw notSupported(`${field}.watermark`, 'watermarking');
-  if (p.typical_p != null && p.typical_p < 1) throw notSupported(`${field}.typical_p`, 'typical sampling');
   const stop = d(p.stop);
   return {
     maxNewTokens: d(p.max_new_tokens),
@@ -100,6 +101,8 @@ export function mindieSampling(p: MindieParameters, field: string, stream: boole
     includeStopStrInOutput: d(p.include_stop_str_in_output),
     truncate: d(p.truncate),
     bestOf: d(p.best_of),
+    ...(p.typical_p != null ? { typicalP: p.typical_p } : {}),
+    ...(p.priority != null ? { priority: p.priority - 1 } : {}),
     ...beamSamplingParams(p, stream, `${field}.`),
   };
 }

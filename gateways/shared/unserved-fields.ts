@@ -8,9 +8,6 @@ import { notSupported } from './http-error.js';
 
 /** Field → whether a value leaves the feature off, and what the feature is, for the error. */
 const OFF: Readonly<Record<string, [off: (v: unknown) => boolean, what: string]>> = {
-  min_p: [(v) => v === 0, 'min_p sampling (other than 0)'],
-  typical_p: [(v) => v === 1, 'typical sampling (typical_p other than 1)'],
-  bad_words: [(v) => Array.isArray(v) && v.length === 0, 'bad_words'],
   allowed_token_ids: [(v) => Array.isArray(v) && v.length === 0, 'allowed_token_ids'],
   logits_processors: [(v) => Array.isArray(v) && v.length === 0, 'logits processors'],
   spaces_between_special_tokens: [(v) => v === true, 'spaces_between_special_tokens false'],

@@ -95,7 +95,8 @@ export function tgiSamples(p: TgiParameters): boolean {
     p.do_sample === true ||
     (p.temperature != null && p.temperature !== 1) ||
     p.top_k != null ||
-    (p.top_p != null && p.top_p < 1)
+    (p.top_p != null && p.top_p < 1) ||
+    (p.typical_p != null && p.typical_p < 1)
   );
 }
 
@@ -111,7 +112,6 @@ export function toEngineRequest(
   const model = p.adapter_id ? resolveModel(gw, p.adapter_id, 'parameters.adapter_id') : gw.info.modelName;
   const structured = fromTgiGrammar(p.grammar);
   if (p.watermark) throw notSupported('parameters.watermark', 'watermarking');
-  if (p.typical_p != null && p.typical_p < 1) throw notSupported('parameters.typical_p', 'typical sampling');
   const samples = tgiSamples(p);
   const bestOf = d(p.best_of) ?? 1;
   if (bestOf > 1 && !samples)
@@ -131,6 +131,7 @@ export function toEngineRequest(
       temperature: d(p.temperature),
       topK: d(p.top_k),
       topP: d(p.top_p),
+      typicalP: d(p.typical_p),
       repetitionPenalty: d(p.repetition_penalty),
       frequencyPenalty: d(p.frequency_penalty),
       seed: d(p.seed),

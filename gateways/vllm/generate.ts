@@ -16,6 +16,11 @@ import { clientGoneSignal } from '../shared/sse.js';
 import { streamNulJson } from '../shared/stream.js';
 import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { refuseUnserved, UNSERVED_FIELDS } from '../shared/unserved-fields.js';
+import {
+  samplingExtras,
+  samplingExtrasSchemaProperties,
+  type SamplingExtraFields,
+} from '../shared/sampling-extras.js';
 
 const vllmSchema = {
   type: 'object',
@@ -42,12 +47,13 @@ const vllmSchema = {
     include_stop_str_in_output: nullable({ type: 'boolean' }),
     ...beamSchemaProperties,
     logprobs: nullable({ type: 'integer', minimum: 0, maximum: 20 }),
+    ...samplingExtrasSchemaProperties,
     // Accepted at their off values only (shared/unserved-fields.ts).
     ...Object.fromEntries(UNSERVED_FIELDS.map((f) => [f, {}])),
   },
 };
 
-interface VllmBody extends ConstraintFields, BeamFields {
+interface VllmBody extends ConstraintFields, BeamFields, SamplingExtraFields {
   prompt: string;
   model?: string | null;
   stream?: boolean | null;
@@ -102,6 +108,7 @@ export async function handleVllmGenerate(gw: GatewayContext, ctx: Context, raw: 
       ignoreEos: d(body.ignore_eos),
       skipSpecialTokens: d(body.skip_special_tokens),
       includeStopStrInOutput: d(body.include_stop_str_in_output),
+      ...samplingExtras(body),
       ...beamSamplingParams(body, body.stream === true),
     },
     ...pdHeaderFields(ctx),

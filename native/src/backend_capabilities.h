@@ -20,6 +20,7 @@ struct BackendCapabilities {
   bool minTokens = false;     // a plan's suppressTokens (min_tokens)
   bool experts = false;       // mixture-of-experts layers
   bool mixedWindows = false;  // sliding-window layers mixed with global ones (KV layer groups)
+  bool samplerWarpers = false;  // a plan's logitBias, minP and typicalP
   bool hiddenStates = false;  // hiddenStep: a decoder step answering final-norm hidden states (pooling)
   std::vector<Arch> architectures;
   std::vector<TensorType> tensorTypes;

@@ -77,10 +77,12 @@ Context::Context(std::shared_ptr<Model> model, const ContextOptionsData& opts)
   // Plan buffers: reserve the worst case so steady-state steps never reallocate.
   plan.tokens.reserve(T);
   plan.positions.reserve(T);
-  for (auto* v : {&plan.seqTokenOffsets, &plan.blockTableOffsets, &plan.penaltyTokenOffsets, &plan.suppressTokenOffsets})
+  for (auto* v : {&plan.seqTokenOffsets, &plan.blockTableOffsets, &plan.penaltyTokenOffsets, &plan.suppressTokenOffsets,
+                 &plan.logitBiasOffsets})
     v->reserve(opts.maxSeqs + 1);
   for (auto* v : {&plan.topK, &plan.sampleCounters, &plan.allowedMaskRows, &plan.topLogprobs}) v->reserve(opts.maxSeqs);
-  for (auto* v : {&plan.temperature, &plan.topP, &plan.repetitionPenalty, &plan.presencePenalty, &plan.frequencyPenalty})
+  for (auto* v : {&plan.temperature, &plan.topP, &plan.repetitionPenalty, &plan.presencePenalty, &plan.frequencyPenalty,
+                 &plan.minP, &plan.typicalP})
     v->reserve(opts.maxSeqs);
   plan.sample.reserve(opts.maxSeqs);
   plan.seeds.reserve(opts.maxSeqs);
@@ -489,6 +491,13 @@ void Context::sampleAll(const StepPlanData& plan, StepResultData& out) {
         p.suppressTokens = plan.suppressTokens.data() + plan.suppressTokenOffsets[s];
         p.suppressCount = plan.suppressTokenOffsets[s + 1] - plan.suppressTokenOffsets[s];
       }
+      if (!plan.logitBiasOffsets.empty()) {
+        p.biasTokens = plan.logitBiasTokens.data() + plan.logitBiasOffsets[s];
+        p.biasValues = plan.logitBiasValues.data() + plan.logitBiasOffsets[s];
+        p.biasCount = plan.logitBiasOffsets[s + 1] - plan.logitBiasOffsets[s];
+      }
+      if (!plan.minP.empty()) p.minP = plan.minP[s];
+      if (!plan.typicalP.empty()) p.typicalP = plan.typicalP[s];
       p.seed = plan.seeds[s];
       p.topLogprobs = plan.topLogprobs[s];
       const uint32_t* masks = plan.allowedMaskRows[s] >= 0

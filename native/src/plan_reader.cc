@@ -137,6 +137,28 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
   for (size_t k = 0; k < p.suppressTokens.size(); k++)
     if (p.suppressTokens[k] < 0 || p.suppressTokens[k] >= V)
       rangeError(env, "suppressTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
+  copyField(env, plan, "logitBiasOffsets", I32, "Int32Array", S + 1, p.logitBiasOffsets, true);
+  copyField(env, plan, "logitBiasTokens", I32, "Int32Array", -1, p.logitBiasTokens, true);
+  copyField(env, plan, "logitBiasValues", F32, "Float32Array", static_cast<int64_t>(p.logitBiasTokens.size()),
+            p.logitBiasValues, true);
+  if (p.logitBiasValues.size() != p.logitBiasTokens.size())
+    rangeError(env, "logitBiasValues", "must have one value per logitBiasTokens entry");
+  if (!p.logitBiasOffsets.empty())
+    checkOffsets(env, "logitBiasOffsets", p.logitBiasOffsets, static_cast<int64_t>(p.logitBiasTokens.size()), false);
+  else if (!p.logitBiasTokens.empty())
+    rangeError(env, "logitBiasTokens", "needs logitBiasOffsets (length S+1)");
+  for (size_t k = 0; k < p.logitBiasTokens.size(); k++) {
+    if (p.logitBiasTokens[k] < 0 || p.logitBiasTokens[k] >= V)
+      rangeError(env, "logitBiasTokens[" + std::to_string(k) + "]", "token id must be in [0, " + std::to_string(V) + ")");
+    if (!std::isfinite(p.logitBiasValues[k])) rangeError(env, "logitBiasValues[" + std::to_string(k) + "]", "must be finite");
+  }
+  copyField(env, plan, "minP", F32, "Float32Array", S, p.minP, true);
+  copyField(env, plan, "typicalP", F32, "Float32Array", S, p.typicalP, true);
+  for (size_t s = 0; s < p.minP.size(); s++)
+    if (!(p.minP[s] >= 0 && p.minP[s] <= 1)) rangeError(env, "minP[" + std::to_string(s) + "]", "must be in [0, 1] (0 = off)");
+  for (size_t s = 0; s < p.typicalP.size(); s++)
+    if (!(p.typicalP[s] > 0 && p.typicalP[s] <= 1))
+      rangeError(env, "typicalP[" + std::to_string(s) + "]", "must be in (0, 1] (1 = off)");
   const int64_t words = (V + 31) / 32;
   if (p.allowedMask.size() % words != 0)
     rangeError(env, "allowedMask", "length must be a multiple of ceil(vocabSize/32) = " + std::to_string(words));

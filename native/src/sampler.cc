@@ -37,6 +37,47 @@ double sumExp(const float* z, int64_t n, float maxZ) {
 // log(sum(exp(z))) over the whole row (the normaliser of the processed distribution).
 double logSumExp(const float* z, int64_t n, float maxZ) { return maxZ + std::log(sumExp(z, n, maxZ)); }
 
+// min-p (Hugging Face's MinPLogitsWarper): keeps the candidates idx[0..n) whose probability is
+// at least minP times the most likely one's, in their order; returns how many are kept.
+int64_t keepMinP(const float* z, int32_t* idx, int64_t n, float maxZ, float minP) {
+  const double floor = static_cast<double>(maxZ) + std::log(static_cast<double>(minP));
+  int64_t kept = 0;
+  for (int64_t t = 0; t < n; t++)
+    if (static_cast<double>(z[idx[t]]) >= floor) idx[kept++] = idx[t];
+  return kept;
+}
+
+// Locally typical sampling (Meister et al.; Hugging Face's TypicalLogitsWarper): over the
+// candidates idx[0..n), renormalised, orders them by |-log p - H| (H the entropy) and keeps the
+// fewest whose mass reaches `mass` (ties with the last one kept too, at least one). idx[0..kept)
+// ends in that order; returns how many are kept.
+int64_t keepTypical(const float* z, int32_t* idx, int64_t n, float maxZ, float mass, float* shift) {
+  double total = 0;
+  for (int64_t t = 0; t < n; t++) total += std::exp(static_cast<double>(z[idx[t]] - maxZ));
+  const double lse = static_cast<double>(maxZ) + std::log(total);
+  double entropy = 0;
+  for (int64_t t = 0; t < n; t++) {
+    const double lp = static_cast<double>(z[idx[t]]) - lse;
+    entropy -= std::exp(lp) * lp;
+  }
+  for (int64_t t = 0; t < n; t++)
+    shift[idx[t]] = static_cast<float>(std::fabs(-(static_cast<double>(z[idx[t]]) - lse) - entropy));
+  std::sort(idx, idx + n, [shift](int32_t a, int32_t b) { return shift[a] < shift[b] || (shift[a] == shift[b] && a < b); });
+  // The first position whose cumulative mass reaches `mass` is the last one kept.
+  double cum = 0;
+  int64_t last = n - 1;
+  for (int64_t t = 0; t < n; t++) {
+    cum += std::exp(static_cast<double>(z[idx[t]]) - lse);
+    if (!(cum < mass)) {
+      last = t;
+      break;
+    }
+  }
+  int64_t kept = last + 1;
+  while (kept < n && shift[idx[kept]] <= shift[idx[last]]) kept++;
+  return kept;
+}
+
 }  // namespace
 
 double uniformFromSeed(uint64_t seed, uint64_t counter) {
@@ -48,6 +89,7 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
                  int32_t* topIds, float* topValues) {
   float* z = s.z.data();
   std::copy(logits, logits + V, z);
+  for (int64_t k = 0; k < p.biasCount; k++) z[p.biasTokens[k]] += p.biasValues[k];
 
   // Penalties over the token history, penaltyTokens then penaltyTail (counts kept zero
   // between calls: undone below).
@@ -140,6 +182,9 @@ void sampleToken(const float* logits, int64_t V, const SampleParams& p, SamplerS
         break;
       }
     }
+    // min-p and typical-p after top-k and top-p, as Hugging Face orders its warpers.
+    if (p.minP > 0.0f) n = keepMinP(z, idx, n, maxZ, p.minP);
+    if (p.typicalP < 1.0f) n = keepTypical(z, idx, n, maxZ, p.typicalP, s.shift.data());
     if (n == nAllowed) {
       // No cut: draw over the whole row in vocabulary order, 8 lanes at a time (masked
       // tokens weigh exp(-inf) = 0).

@@ -1,5 +1,6 @@
-// Per-sequence sampling from one row of logits: penalties, suppressed tokens, allowed-token mask,
-// temperature, top-k, top-p, then a draw from a counter-based RNG so the same
+// Per-sequence sampling from one row of logits: logit bias, penalties, suppressed tokens,
+// allowed-token mask, temperature, top-k, top-p, min-p, typical-p (Hugging Face's warper
+// order), then a draw from a counter-based RNG so the same
 // (seed, counter) always gives the same token whatever else is in the batch.
 #pragma once
 #include <cstdint>
@@ -12,16 +13,22 @@ struct SamplerScratch {
   std::vector<float> z;         // processed logits [vocab]
   std::vector<int32_t> idx;     // candidate ids [vocab]
   std::vector<int32_t> counts;  // penalty token counts [vocab], kept all-zero between uses
+  std::vector<float> shift;     // typical-p: each candidate's distance from the entropy [vocab]
   void reserve(int64_t vocab) {
     z.resize(vocab);
+    shift.resize(vocab);
     idx.resize(vocab);
     counts.assign(vocab, 0);
   }
 };
 
 struct SampleParams {
-  float temperature = 0, topP = 1, repetitionPenalty = 1, presencePenalty = 0, frequencyPenalty = 0;
+  float temperature = 0, topP = 1, minP = 0, typicalP = 1, repetitionPenalty = 1, presencePenalty = 0, frequencyPenalty = 0;
   int32_t topK = 0;
+  // logit_bias: added to these tokens' logits before the penalties.
+  const int32_t* biasTokens = nullptr;
+  const float* biasValues = nullptr;
+  int64_t biasCount = 0;
   const int32_t* penaltyTokens = nullptr;
   int64_t penaltyCount = 0;
   // More history after penaltyTokens: a verified position's draft tokens before it.

@@ -20,6 +20,12 @@ struct StepPlanData {
   // Per sequence (CSR, optional: empty = none): tokens it may not sample this step (min_tokens
   // holds back end-of-sequence and stop tokens until enough output exists).
   std::vector<int32_t> suppressTokenOffsets, suppressTokens;
+  // Per sequence (CSR, optional: empty = none): logit_bias, a value added to each listed
+  // token's logit before the penalties.
+  std::vector<int32_t> logitBiasOffsets, logitBiasTokens;
+  std::vector<float> logitBiasValues;
+  // Per sequence (optional: empty = off for all): min_p (0 = off) and typical_p (1 = off).
+  std::vector<float> minP, typicalP;
   std::vector<uint64_t> seeds;
   std::vector<int32_t> adapterSlots;  // per sequence: LoRA slot, -1 = base model; empty = all base
   ReturnLogits returnLogits = ReturnLogits::None;

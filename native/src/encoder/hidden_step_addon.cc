@@ -44,7 +44,7 @@ class HiddenStepWorker : public Napi::AsyncWorker {
 
 Napi::Value HiddenStep(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  std::shared_ptr<Context> ctx = contextBox(env, info[0], "ctx")->ctx;
+  std::shared_ptr<Context> ctx = contextArg(env, info[0], "ctx");
   if (info.Length() < 2 || !info[1].IsObject()) throw Napi::TypeError::New(env, "plan must be an object");
   if (ctx->busy) throw Napi::Error::New(env, "hiddenStep: another step is already running on this context");
   readStepPlan(env, info[1].As<Napi::Object>(), *ctx, ctx->plan);

@@ -211,7 +211,28 @@ export interface SamplingParams {
     | string
     | undefined;
   /** Tokens generated before an end-of-sequence or stop token may end a beam. */
-  minTokens?: number | undefined;
+  minTokens?:
+    | number
+    | undefined;
+  /** min-p sampling: keep tokens at least this fraction as likely as the most likely (0 = off). */
+  minP?:
+    | number
+    | undefined;
+  /** Locally typical sampling's mass (1 = off). */
+  typicalP?:
+    | number
+    | undefined;
+  /** Token id -> bias added to its logit, in [-100, 100]; at most 300 entries. */
+  logitBias: { [key: number]: number };
+  /** Words whose tokens may not be generated (vLLM's bad_words). */
+  badWords: string[];
+  /** Scheduling priority (the engine's priority policy): lower is served first; absent = 0. */
+  priority?: number | undefined;
+}
+
+export interface SamplingParams_LogitBiasEntry {
+  key: number;
+  value: number;
 }
 
 export interface GenerateRequest {
@@ -1691,6 +1712,11 @@ function createBaseSamplingParams(): SamplingParams {
     lengthPenalty: undefined,
     earlyStopping: undefined,
     minTokens: undefined,
+    minP: undefined,
+    typicalP: undefined,
+    logitBias: {},
+    badWords: [],
+    priority: undefined,
   };
 }
 
@@ -1768,6 +1794,21 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     }
     if (message.minTokens !== undefined) {
       writer.uint32(184).int32(message.minTokens);
+    }
+    if (message.minP !== undefined) {
+      writer.uint32(241).double(message.minP);
+    }
+    if (message.typicalP !== undefined) {
+      writer.uint32(249).double(message.typicalP);
+    }
+    globalThis.Object.entries(message.logitBias).forEach(([key, value]: [string, number]) => {
+      SamplingParams_LogitBiasEntry.encode({ key: key as any, value }, writer.uint32(258).fork()).join();
+    });
+    for (const v of message.badWords) {
+      writer.uint32(266).string(v!);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(272).int32(message.priority);
     }
     return writer;
   },
@@ -1979,6 +2020,49 @@ export const SamplingParams: MessageFns<SamplingParams> = {
             message.minTokens = reader.int32();
             continue;
           }
+          case 30: {
+            if (tag !== 241) {
+              break;
+            }
+
+            message.minP = reader.double();
+            continue;
+          }
+          case 31: {
+            if (tag !== 249) {
+              break;
+            }
+
+            message.typicalP = reader.double();
+            continue;
+          }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            const entry32 = SamplingParams_LogitBiasEntry.decode(reader, reader.uint32());
+            if (entry32.value !== undefined) {
+              message.logitBias[entry32.key] = entry32.value;
+            }
+            continue;
+          }
+          case 33: {
+            if (tag !== 266) {
+              break;
+            }
+
+            message.badWords.push(reader.string());
+            continue;
+          }
+          case 34: {
+            if (tag !== 272) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2086,6 +2170,49 @@ export const SamplingParams: MessageFns<SamplingParams> = {
         : isSet(object.min_tokens)
         ? globalThis.Number(object.min_tokens)
         : undefined,
+      minP: isSet(object.minP)
+        ? globalThis.Number(object.minP)
+        : isSet(object.min_p)
+        ? globalThis.Number(object.min_p)
+        : undefined,
+      typicalP: isSet(object.typicalP)
+        ? globalThis.Number(object.typicalP)
+        : isSet(object.typical_p)
+        ? globalThis.Number(object.typical_p)
+        : undefined,
+      logitBias: isObject(object.logitBias)
+        ? (globalThis.Object.entries(object.logitBias) as [string, any][]).reduce(
+          (acc: { [key: number]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, globalThis.Number(key), {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.logit_bias)
+        ? (globalThis.Object.entries(object.logit_bias) as [string, any][]).reduce(
+          (acc: { [key: number]: number }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, globalThis.Number(key), {
+              value: globalThis.Number(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      badWords: globalThis.Array.isArray(object?.badWords)
+        ? object.badWords.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.bad_words)
+        ? object.bad_words.map((e: any) => globalThis.String(e))
+        : [],
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
     };
   },
 
@@ -2160,6 +2287,27 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     if (message.minTokens !== undefined) {
       obj.minTokens = Math.round(message.minTokens);
     }
+    if (message.minP !== undefined) {
+      obj.minP = floatToJson(message.minP);
+    }
+    if (message.typicalP !== undefined) {
+      obj.typicalP = floatToJson(message.typicalP);
+    }
+    if (message.logitBias) {
+      const entries = globalThis.Object.entries(message.logitBias) as [string, number][];
+      if (entries.length > 0) {
+        obj.logitBias = {};
+        entries.forEach(([k, v]) => {
+          obj.logitBias[k] = floatToJson(v);
+        });
+      }
+    }
+    if (message.badWords?.length) {
+      obj.badWords = message.badWords;
+    }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -2191,6 +2339,106 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     message.lengthPenalty = object.lengthPenalty ?? undefined;
     message.earlyStopping = object.earlyStopping ?? undefined;
     message.minTokens = object.minTokens ?? undefined;
+    message.minP = object.minP ?? undefined;
+    message.typicalP = object.typicalP ?? undefined;
+    message.logitBias = (globalThis.Object.entries(object.logitBias ?? {}) as [string, number][]).reduce(
+      (acc: { [key: number]: number }, [key, value]: [string, number]) => {
+        if (value !== undefined) {
+          acc[globalThis.Number(key)] = globalThis.Number(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.badWords = object.badWords?.map((e) => e) || [];
+    message.priority = object.priority ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSamplingParams_LogitBiasEntry(): SamplingParams_LogitBiasEntry {
+  return { key: 0, value: 0 };
+}
+
+export const SamplingParams_LogitBiasEntry: MessageFns<SamplingParams_LogitBiasEntry> = {
+  encode(message: SamplingParams_LogitBiasEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== 0) {
+      writer.uint32(8).uint32(message.key);
+    }
+    if (message.value !== 0) {
+      writer.uint32(17).double(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SamplingParams_LogitBiasEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSamplingParams_LogitBiasEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.key = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.value = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SamplingParams_LogitBiasEntry {
+    return {
+      key: isSet(object.key) ? globalThis.Number(object.key) : 0,
+      value: isSet(object.value) ? globalThis.Number(object.value) : 0,
+    };
+  },
+
+  toJSON(message: SamplingParams_LogitBiasEntry): unknown {
+    const obj: any = {};
+    if (message.key !== 0) {
+      obj.key = Math.round(message.key);
+    }
+    if (message.value !== 0) {
+      obj.value = floatToJson(message.value);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SamplingParams_LogitBiasEntry>, I>>(base?: I): SamplingParams_LogitBiasEntry {
+    return SamplingParams_LogitBiasEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SamplingParams_LogitBiasEntry>, I>>(
+    object: I,
+  ): SamplingParams_LogitBiasEntry {
+    const message = createBaseSamplingParams_LogitBiasEntry();
+    message.key = object.key ?? 0;
+    message.value = object.value ?? 0;
     return message;
   },
 };
@@ -11381,6 +11629,10 @@ function longToNumber(int64: { toString(): string }): number {
     throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
   }
   return num;
+}
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
 }
 
 function isSet(value: any): boolean {
