@@ -27,6 +27,7 @@ export type {
   PromptInput,
   SamplingParams,
   TokenEvent,
+  PromptTokenLogprob,
   TokenLogprob,
   ToolCallDelta,
   ToolChoice,

@@ -1,7 +1,7 @@
 /**
  * The engine's request features and their order (engine/extension.ts is the interface they
- * implement): structured output, beam search, split prefill/decode and, when configured,
- * speculative decoding, each from its own folder. This is the one place the engine's parts
+ * implement): structured output, beam search, prompt logprobs, split prefill/decode and, when
+ * configured, speculative decoding, each from its own folder. This is the one place the engine's parts
  * meet the features by name: it builds them, lists them in the order the core calls their
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
@@ -17,6 +17,7 @@ import type { ExtensionHost, RequestExtension } from './extension.js';
 import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
 import type { EngineRole, RoleState } from './pd-types.js';
 import type { ResolvedEngineOptions } from './options.js';
+import { PromptLogprobsExtension } from './prompt-logprobs/prompt-logprobs-extension.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { Runner } from './runner.js';
 import { SpeculationExtension, type SpeculationConfig } from './speculative/speculation-extension.js';
@@ -78,6 +79,7 @@ export function buildRequestFeatures(
     tuning: inputs.structuredTuning,
   });
   const beams = new BeamSearchExtension(inputs.tokenizer, host);
+  const promptLogprobs = new PromptLogprobsExtension(inputs.tokenizer, host, info.device);
   const disaggregation = new Disaggregation({
     kv: inputs.runner.kv,
     modelFingerprint: info.modelFingerprint,
@@ -91,7 +93,7 @@ export function buildRequestFeatures(
     ? new SpeculationExtension(inputs.speculation, host, o.maxSeqLen, o.maxBatchSize)
     : null;
   return {
-    extensions: [structured, beams, disaggregation, ...(speculation ? [speculation] : [])],
+    extensions: [structured, beams, promptLogprobs, disaggregation, ...(speculation ? [speculation] : [])],
     handles: { structured, disaggregation },
     status: () => ({ ...(speculation?.status() ?? {}), ...disaggregation.status() }),
     setRole: (role) => disaggregation.setRole(role),

@@ -46,6 +46,8 @@ export interface SequenceOptions {
   readonly cacheExtra?: string;
   /** Tokens already generated, after the prompt (tests resume a sequence with them). */
   readonly outputs?: readonly number[];
+  /** Compute every prompt token, taking none from the prefix cache (default false). */
+  readonly wholePrompt?: boolean;
 }
 
 const U64 = (1n << 64n) - 1n;
@@ -96,6 +98,11 @@ export class Sequence implements KvSequence {
    * runs and spent when the step is processed. Never part of `tokens` until verified.
    */
   draft: Draft | null = null;
+  /**
+   * Prompt logprobs asked for (engine/prompt-logprobs/ sets it): the step plan has the native
+   * step score each of its prompt rows at the next prompt token, with `top` alternatives.
+   */
+  promptScores: { readonly top: number } | null = null;
 
   /** Request it belongs to. */
   readonly requestId: string;
@@ -106,6 +113,7 @@ export class Sequence implements KvSequence {
   readonly arrival: number;
   /** Prefix-cache isolation key (its adapter's identity); '' for the base model. */
   readonly cacheExtra: string;
+  readonly wholePrompt: boolean;
 
   constructor(o: SequenceOptions) {
     this.requestId = o.requestId;
@@ -116,6 +124,7 @@ export class Sequence implements KvSequence {
     this.arrival = o.arrival;
     this.forkInto = o.forkInto ?? 0;
     this.cacheExtra = o.cacheExtra ?? '';
+    this.wholePrompt = o.wholePrompt ?? false;
   }
 
   /**

@@ -125,6 +125,7 @@ function paramsToProto(params: SamplingParams): pb.SamplingParams {
     stop: p.stop ? [...p.stop] : [],
     stopTokenIds: p.stopTokenIds ? p.stopTokenIds.map((id) => saturate(id, 0, UINT32_MAX)!) : [],
     minTokens: i32(p.minTokens),
+    promptLogprobs: i32(p.promptLogprobs),
     earlyStopping: p.earlyStopping === undefined ? undefined : String(p.earlyStopping),
   });
 }
@@ -321,6 +322,13 @@ export function finishEventToProto(e: FinishEvent): pb.FinishEvent {
     chat: e.chat ? chatResultToProto(e.chat) : undefined,
     decodeTimesMs: [...(e.decodeTimesMs ?? [])],
     kvTransfer: e.kvTransfer ? kvParamsToProto(e.kvTransfer) : undefined,
+    promptLogprobs: (e.promptLogprobs ?? []).map((l) => ({
+      tokenId: l.tokenId,
+      text: l.text,
+      logprob: l.logprob ?? undefined,
+      rank: l.rank ?? undefined,
+      top: l.top.map((t) => ({ ...t })),
+    })),
   };
 }
 
@@ -358,6 +366,17 @@ export function finishEventFromProto(e: pb.FinishEvent): FinishEvent {
     ...(e.chat ? { chat: chatResultFromProto(e.chat) } : {}),
     ...(e.decodeTimesMs.length > 0 ? { decodeTimesMs: e.decodeTimesMs } : {}),
     ...(e.kvTransfer ? { kvTransfer: kvParamsFromProto(e.kvTransfer)! } : {}),
+    ...(e.promptLogprobs.length > 0
+      ? {
+          promptLogprobs: e.promptLogprobs.map((l) => ({
+            tokenId: l.tokenId,
+            text: l.text,
+            logprob: l.logprob ?? null,
+            rank: l.rank ?? null,
+            top: l.top,
+          })),
+        }
+      : {}),
   };
 }
 

@@ -33,6 +33,9 @@ struct StepPlanData {
   // Layers to run (1..layers): fewer is self-speculation's draft pass (the first layers and
   // the output head); their K/V are written, the later layers' are not.
   int64_t exitLayer = 0;
+  // Prompt logprobs (prompt_scores.h), optional (empty = none): per token row [T] the token
+  // its distribution is read at (-1: not scored), and per sequence [S] the top alternatives.
+  std::vector<int32_t> promptTargets, promptTop;
 };
 
 struct StepResultData {
@@ -55,6 +58,14 @@ struct StepResultData {
   std::vector<float> acceptedLogprobs;
   std::vector<int32_t> acceptedTopIds;
   std::vector<float> acceptedTopValues;
+  // Plans with promptTargets: per token row [T] the target's logprob and rank (NaN / -1 where
+  // not scored), and [T × promptTopStride] the top alternatives (-1 / NaN padded).
+  bool prompt = false;
+  std::vector<float> promptLogprobs;
+  std::vector<int32_t> promptRanks;
+  int32_t promptTopStride = 0;
+  std::vector<int32_t> promptTopIds;
+  std::vector<float> promptTopValues;
 };
 
 }  // namespace prism

@@ -185,6 +185,8 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
   for (int32_t k : p.draftCounts)
     if (k > 0)
       throw std::invalid_argument("plan.draftCounts: speculative decoding is not supported on a CUDA device yet");
+  if (!p.promptTargets.empty())
+    throw std::invalid_argument("plan.promptLogprobTargets: prompt logprobs are not supported on a CUDA device yet");
   if (p.exitLayer > 0) throw std::invalid_argument("plan.exitLayer: early exit is not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's
   // row (or every token) less the suppressed ones, as the CPU sampler applies them.
