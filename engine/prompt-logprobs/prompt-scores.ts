@@ -44,13 +44,6 @@ export class PromptScores {
     }
   }
 
-  /** Positions 1.. that no step scored (0 once the whole prompt was computed here). */
-  get missing(): number {
-    let n = 0;
-    for (let p = 1; p < this.prompt.length; p++) if (Number.isNaN(this.logprobs[p])) n++;
-    return n;
-  }
-
   /** One entry per prompt token; the first has no logprob. */
   list(tok: EngineTokenizer): PromptTokenLogprob[] {
     return this.prompt.map((tokenId, p) => {
