@@ -31,6 +31,7 @@ export type {
   PromptInput,
   SamplingParams,
   TokenEvent,
+  PromptTokenLogprob,
   TokenLogprob,
   ToolCallDelta,
   ToolChoice,

@@ -48,6 +48,8 @@ export interface KvSequence {
   cowPending: boolean;
   /** Prefix-cache isolation key (adapter identity); '' for the base model. */
   readonly cacheExtra: string;
+  /** Every prompt token is computed: no prefix-cache lookup (its full blocks are still stored). */
+  readonly wholePrompt?: boolean;
 }
 
 /** Copy-on-write of a sequence's last block: page src[i] is copied into page dst[i]. */
@@ -191,10 +193,11 @@ export class BlockManager {
    * every group holds what the next token reads — a global group all n blocks, a windowed
    * group the blocks inside the window before position n * blockSize — checking the stored
    * tokens, not only the key. At most (length-1) tokens are covered so the last token is
-   * always computed (its logits are needed). Pure: touches nothing.
+   * always computed (its logits are needed); none for a sequence that computes its whole
+   * prompt. Pure: touches nothing.
    */
   findCachedPrefix(seq: KvSequence): CachedPrefix {
-    if (!this.prefixCache) return { blocks: [], keys: [] };
+    if (!this.prefixCache || seq.wholePrompt) return { blocks: [], keys: [] };
     const B = this.blockSize;
     const keys: string[] = [];
     const keyAt = (i: number): string => {

@@ -94,6 +94,10 @@ export class ExtensionList {
     return Promise.all(pending).then((late) => joinLateMasks(late.filter((l) => l !== undefined)));
   }
 
+  stepOutput(batch: ScheduledBatch, out: StepOutput): void {
+    for (const e of this.with('stepOutput')) e.stepOutput(batch, out);
+  }
+
   takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {
     for (const e of this.takers) if (e.takeSample(req, seq, out, k)) return true;
     return false;

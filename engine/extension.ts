@@ -31,7 +31,10 @@
  *      beam two continuations keep, a choice sampled again): copy per-sequence state.
  *   8. `beforeStep(batch)` — the batch is scheduled: `LateMasks` when the step must start
  *      before the extension's sampler inputs are ready (grammar masks); may await them itself.
- *  output processor (output-processor.ts), per sampled item of the step
+ *  output processor (output-processor.ts)
+ *      `stepOutput(batch, out)` — the step's result, before any of its items is processed: read
+ *      what the step computed besides the sampled tokens (prompt logprobs of prefill rows).
+ *  per sampled item of the step
  *   9. `takeSample(req, seq, out, k)` — true: the item's sampled output is the extension's,
  *      not its choice's (beam search ranks candidates across beams); nothing below runs for it.
  *  10. `forcedAfter(seq, token, accepted)` — tokens to append after the step's last token
@@ -96,6 +99,8 @@ export interface RequestPlan {
   multiToken: boolean;
   /** Prefix-cache isolation key of its blocks ('' for the base model). */
   cacheExtra: string;
+  /** Every prompt token is computed, none taken from the prefix cache (prompt logprobs read each row). */
+  wholePrompt: boolean;
 }
 
 /** What a plan hook knows of the request besides its plan. */
@@ -130,6 +135,7 @@ export interface RequestExtension<Part = unknown> {
   beforeSchedule?(running: readonly Sequence[], waiting: number): Promise<void> | void;
   fork?(parent: Sequence, child: Sequence): void;
   beforeStep?(batch: ScheduledBatch): Promise<LateMasks | undefined> | undefined;
+  stepOutput?(batch: ScheduledBatch, out: StepOutput): void;
   takeSample?(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean;
   forcedAfter?(seq: Sequence, token: number, accepted: number): readonly number[];
   afterTokens?(seq: Sequence, tokens: readonly number[]): string | null;

@@ -48,6 +48,7 @@ export class OutputProcessor {
     const now = ms();
     const step = new StepTokens(batch, out);
     const exts = this.deps.extensions;
+    exts.stepOutput(batch, out);
     batch.items.forEach((item, k) => {
       if (!item.sample || item.seq.aborted) return;
       const seq = item.seq;

@@ -1,8 +1,8 @@
 /**
  * The engine's request features and their order (engine/extension.ts is the interface they
  * implement): pooling (a decoder's embeddings and yes/no scores), structured output, beam
- * search, bad_words, split prefill/decode and, when configured, speculative decoding, each from
- * its own folder. This is the one place the engine's parts
+ * search, bad_words, prompt logprobs, split prefill/decode and, when configured, speculative
+ * decoding, each from its own folder. This is the one place the engine's parts
  * meet the features by name: it builds them, lists them in the order the core calls their
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
@@ -22,6 +22,7 @@ import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregatio
 import type { EngineRole, RoleState } from './pd-types.js';
 import { PoolingExtension } from './pooling/pooling-extension.js';
 import type { ResolvedEngineOptions } from './options.js';
+import { PromptLogprobsExtension } from './prompt-logprobs/prompt-logprobs-extension.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { Runner } from './runner.js';
 import { SpeculationExtension, type SpeculationConfig } from './speculative/speculation-extension.js';
@@ -86,6 +87,7 @@ export function buildRequestFeatures(
     tuning: inputs.structuredTuning,
   });
   const beams = new BeamSearchExtension(inputs.tokenizer, host);
+  const promptLogprobs = new PromptLogprobsExtension(inputs.tokenizer, host, info.device);
   const disaggregation = new Disaggregation({
     kv: inputs.runner.kv,
     modelFingerprint: info.modelFingerprint,
@@ -104,6 +106,7 @@ export function buildRequestFeatures(
       structured,
       beams,
       new BadWordsExtension(inputs.tokenizer),
+      promptLogprobs,
       disaggregation,
       ...(speculation ? [speculation] : []),
     ],

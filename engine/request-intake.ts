@@ -218,6 +218,7 @@ export class RequestIntake {
       checkedChoices: false,
       multiToken: true,
       cacheExtra: adapter.cacheExtra,
+      wholePrompt: false,
     };
     // Not rechecked: `stopping` (a request accepted before drain() still runs, and drain
     // waits for it). Rechecked: the queue bound, which other requests may have filled, and
@@ -250,6 +251,7 @@ export class RequestIntake {
       forkInto: plan.forkInto,
       cacheExtra: plan.cacheExtra,
       priority: params.priority,
+      wholePrompt: plan.wholePrompt,
     });
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
     d.adapters?.acquire(adapter.entry);

@@ -35,6 +35,11 @@ export type StepOutput = Pick<
   | 'acceptedLogprobs'
   | 'acceptedTopLogprobIds'
   | 'acceptedTopLogprobValues'
+  | 'promptLogprobs'
+  | 'promptLogprobRanks'
+  | 'promptTopLogprobsStride'
+  | 'promptTopLogprobIds'
+  | 'promptTopLogprobValues'
 >;
 
 export interface Runner {

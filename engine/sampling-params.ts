@@ -26,6 +26,8 @@ export interface ResolvedParams {
   readonly logprobs: boolean;
   /** Alternatives per token (0 = only the chosen token's logprob). */
   readonly topLogprobs: number;
+  /** Prompt logprobs with this many alternatives per prompt token; null = not asked. */
+  readonly promptLogprobs: number | null;
   readonly n: number;
   readonly bestOf: number;
   readonly truncate: number | undefined;
@@ -103,12 +105,25 @@ const r = (check: (v: number) => boolean, rule: string): Rule => [check, rule];
 
 export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedParams {
   if (p === null || typeof p !== 'object') throw invalidArgument('params', 'must be an object');
+  const promptLogprobs =
+    p.promptLogprobs === undefined || p.promptLogprobs === null
+      ? null
+      : num(
+          p.promptLogprobs,
+          'params.prompt_logprobs',
+          0,
+          true,
+          r((v) => v >= 0 && v <= MAX_TOP_LOGPROBS, `must be in [0, ${MAX_TOP_LOGPROBS}]`),
+        );
+  // Scoring a prompt alone (lm-evaluation-harness's loglikelihood requests) generates nothing.
   const maxNewTokens = num(
     p.maxNewTokens,
     'params.max_new_tokens',
     limits.maxNewTokensCap,
     true,
-    r((v) => v >= 1, 'must be >= 1'),
+    promptLogprobs === null
+      ? r((v) => v >= 1, 'must be >= 1 (0 only with prompt logprobs)')
+      : r((v) => v >= 0, 'must be >= 0'),
   );
   const doSample = bool(p.doSample, 'params.do_sample', true);
   let temperature = num(
@@ -269,6 +284,7 @@ export function resolveParams(p: SamplingParams, limits: ParamLimits): ResolvedP
     ignoreEos: bool(p.ignoreEos, 'params.ignore_eos', false),
     logprobs,
     topLogprobs,
+    promptLogprobs,
     n,
     bestOf,
     truncate,

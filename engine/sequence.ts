@@ -55,6 +55,8 @@ export interface SequenceOptions {
   readonly outputs?: readonly number[];
   /** Scheduling priority under the priority policy: lower first (default 0). */
   readonly priority?: number;
+  /** Compute every prompt token, taking none from the prefix cache (default false). */
+  readonly wholePrompt?: boolean;
 }
 
 const U64 = (1n << 64n) - 1n;
@@ -105,6 +107,11 @@ export class Sequence implements KvSequence {
    * runs and spent when the step is processed. Never part of `tokens` until verified.
    */
   draft: Draft | null = null;
+  /**
+   * Prompt logprobs asked for (engine/prompt-logprobs/ sets it): the step plan has the native
+   * step score each of its prompt rows at the next prompt token, with `top` alternatives.
+   */
+  promptScores: { readonly top: number } | null = null;
 
   /** Request it belongs to. */
   readonly requestId: string;
@@ -117,6 +124,7 @@ export class Sequence implements KvSequence {
   readonly cacheExtra: string;
   /** Its request's scheduling priority (lower first, under the priority policy). */
   readonly priority: number;
+  readonly wholePrompt: boolean;
 
   constructor(o: SequenceOptions) {
     this.requestId = o.requestId;
@@ -128,6 +136,7 @@ export class Sequence implements KvSequence {
     this.forkInto = o.forkInto ?? 0;
     this.cacheExtra = o.cacheExtra ?? '';
     this.priority = o.priority ?? 0;
+    this.wholePrompt = o.wholePrompt ?? false;
   }
 
   /**

@@ -51,6 +51,7 @@ export function buildStepPlan(
   const topLogprobs = new Int32Array(S);
   const adapterSlots = new Int32Array(S);
   const draftCounts = new Int32Array(anyDraft ? S : 0);
+  const prompt = promptScoreRows(batch, T);
   let anyAdapter = false;
 
   let t = 0;
@@ -131,7 +132,34 @@ export function buildStepPlan(
     topLogprobs,
     ...(anyAdapter ? { adapterSlots } : {}),
     ...(anyDraft ? { draftCounts } : {}),
+    ...prompt,
   };
+}
+
+/**
+ * Prompt logprobs (engine/prompt-logprobs/): each scored sequence's rows at prompt positions
+ * p whose next token p+1 is still the prompt's are read at that token; the others are -1.
+ * Absent when no sequence of the step asks.
+ */
+function promptScoreRows(
+  batch: ScheduledBatch,
+  T: number,
+): { promptLogprobTargets?: Int32Array; promptTopLogprobs?: Int32Array } {
+  if (!batch.items.some((i) => i.seq.promptScores)) return {};
+  const targets = new Int32Array(T).fill(-1);
+  const top = new Int32Array(batch.items.length);
+  let t = 0;
+  batch.items.forEach(({ seq, start, numNew, draft }, s) => {
+    if (seq.promptScores) {
+      top[s] = seq.promptScores.top;
+      for (let i = 0; i < numNew; i++) {
+        const next = start + i + 1;
+        if (next < seq.promptLen) targets[t + i] = seq.tokens[next];
+      }
+    }
+    t += numNew + (draft?.length ?? 0);
+  });
+  return { promptLogprobTargets: targets, promptTopLogprobs: top };
 }
 
 /**

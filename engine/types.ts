@@ -87,6 +87,12 @@ export interface SamplingParams {
   readonly logprobs?: boolean;
   /** Also report this many alternatives per token (implies logprobs). */
   readonly topLogprobs?: number;
+  /**
+   * Prompt logprobs (vLLM's prompt_logprobs): each prompt token's logprob given the tokens
+   * before it, with this many alternatives (0: the token's own only), in the finish events.
+   * With it max_new_tokens may be 0: the prompt is scored and nothing generated.
+   */
+  readonly promptLogprobs?: number;
   /** Number of returned sequences. */
   readonly n?: number;
   /** Sequences generated to pick the `n` best (by cumulative logprob); >= n. */
@@ -193,6 +199,20 @@ export interface TokenLogprob {
   readonly top: readonly { readonly tokenId: number; readonly text: string; readonly logprob: number }[];
 }
 
+/**
+ * One prompt token's logprob given the tokens before it (the model's raw distribution: no
+ * penalty, temperature or mask). The first prompt token has none (null): nothing precedes it.
+ */
+export interface PromptTokenLogprob {
+  readonly tokenId: number;
+  readonly text: string;
+  readonly logprob: number | null;
+  /** 1 + the tokens the model found more likely; null with the logprob. */
+  readonly rank: number | null;
+  /** The most likely tokens at its position, best first (params.promptLogprobs of them). */
+  readonly top: readonly { readonly tokenId: number; readonly text: string; readonly logprob: number }[];
+}
+
 /** Incremental output of one sequence (choice `index`). `text` never splits a UTF-8 character. */
 export interface TokenEvent {
   readonly type: 'token';
@@ -238,6 +258,8 @@ export interface FinishEvent {
   readonly decodeTimesMs?: readonly number[];
   /** Split prefill/decode: the request continues on another engine (vLLM's kv_transfer_params). */
   readonly kvTransfer?: KvTransferParams;
+  /** params.promptLogprobs: one per prompt token, in order (engine/prompt-logprobs/). */
+  readonly promptLogprobs?: readonly PromptTokenLogprob[];
 }
 
 export type GenerateEvent = TokenEvent | FinishEvent;

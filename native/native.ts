@@ -249,6 +249,15 @@ export interface StepPlan {
    */
   readonly draftCounts?: Int32Array;
   /**
+   * Prompt logprobs (native/src/prompt_scores.h), optional, both or neither: per token row
+   * (length T) the token id its distribution is read at — the next prompt token — or -1 for a
+   * row not scored; per sequence (length S) how many top alternatives its scored rows report
+   * (0..1024). Scores come from the raw logits (no penalty, temperature or mask), the output
+   * head run over the scored rows 64 at a time. Not on a CUDA device yet (refused).
+   */
+  readonly promptLogprobTargets?: Int32Array;
+  readonly promptTopLogprobs?: Int32Array;
+  /**
    * Run only the first `exitLayer` layers, then the final norm and the output head
    * (self-speculation's draft pass); the later layers' K/V are not written. Default: all.
    */
@@ -286,6 +295,16 @@ export interface StepResult {
   readonly acceptedLogprobs?: Float32Array;
   readonly acceptedTopLogprobIds?: Int32Array;
   readonly acceptedTopLogprobValues?: Float32Array;
+  /**
+   * Plans with promptLogprobTargets: per token row [T] the target's logprob (NaN where not
+   * scored) and rank (1 + tokens more likely; -1 where not scored), and [T × stride] the top
+   * alternatives, best first (-1 / NaN padded).
+   */
+  readonly promptLogprobs?: Float32Array;
+  readonly promptLogprobRanks?: Int32Array;
+  readonly promptTopLogprobsStride?: number;
+  readonly promptTopLogprobIds?: Int32Array;
+  readonly promptTopLogprobValues?: Float32Array;
 }
 
 /**

@@ -155,9 +155,13 @@ describe('completions', () => {
     assert.equal(r.object, 'text_completion');
     const c = r.choices[0];
     assert.ok(c.text.startsWith('The capital of France is'));
-    assert.equal(c.logprobs!.tokens!.length, r.usage!.completion_tokens);
-    assert.equal(c.logprobs!.top_logprobs!.length, r.usage!.completion_tokens);
-    assert.equal(c.logprobs!.text_offset![0], 'The capital of France is'.length);
+    // echo: the prompt's tokens come first (the first without a logprob), then the generated ones.
+    const all = r.usage!.prompt_tokens + r.usage!.completion_tokens;
+    assert.equal(c.logprobs!.tokens!.length, all);
+    assert.equal(c.logprobs!.top_logprobs!.length, all);
+    assert.equal(c.logprobs!.token_logprobs![0], null);
+    assert.equal(c.logprobs!.text_offset![0], 0);
+    assert.equal(c.logprobs!.text_offset![r.usage!.prompt_tokens], 'The capital of France is'.length);
   });
 
   test('several prompts, streamed and not, agree', async () => {

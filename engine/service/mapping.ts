@@ -132,6 +132,7 @@ function paramsToProto(params: SamplingParams): pb.SamplingParams {
     stopTokenIds: p.stopTokenIds ? p.stopTokenIds.map((id) => saturate(id, 0, UINT32_MAX)!) : [],
     minTokens: i32(p.minTokens),
     priority: i32(p.priority),
+    promptLogprobs: i32(p.promptLogprobs),
     earlyStopping: p.earlyStopping === undefined ? undefined : String(p.earlyStopping),
     logitBias: logitBiasToProto(p.logitBias),
     badWords: p.badWords ? [...p.badWords] : [],
@@ -348,6 +349,13 @@ export function finishEventToProto(e: FinishEvent): pb.FinishEvent {
     chat: e.chat ? chatResultToProto(e.chat) : undefined,
     decodeTimesMs: [...(e.decodeTimesMs ?? [])],
     kvTransfer: e.kvTransfer ? kvParamsToProto(e.kvTransfer) : undefined,
+    promptLogprobs: (e.promptLogprobs ?? []).map((l) => ({
+      tokenId: l.tokenId,
+      text: l.text,
+      logprob: l.logprob ?? undefined,
+      rank: l.rank ?? undefined,
+      top: l.top.map((t) => ({ ...t })),
+    })),
   };
 }
 
@@ -385,6 +393,17 @@ export function finishEventFromProto(e: pb.FinishEvent): FinishEvent {
     ...(e.chat ? { chat: chatResultFromProto(e.chat) } : {}),
     ...(e.decodeTimesMs.length > 0 ? { decodeTimesMs: e.decodeTimesMs } : {}),
     ...(e.kvTransfer ? { kvTransfer: kvParamsFromProto(e.kvTransfer)! } : {}),
+    ...(e.promptLogprobs.length > 0
+      ? {
+          promptLogprobs: e.promptLogprobs.map((l) => ({
+            tokenId: l.tokenId,
+            text: l.text,
+            logprob: l.logprob ?? null,
+            rank: l.rank ?? null,
+            top: l.top,
+          })),
+        }
+      : {}),
   };
 }
 

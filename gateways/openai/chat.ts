@@ -42,6 +42,7 @@ import {
   toSamplingParams,
   type SamplingFields,
 } from './sampling.js';
+import { promptLogprobsParam, promptLogprobsSchema, vllmPromptLogprobs } from './prompt-logprobs.js';
 
 const contentPart = {
   type: 'object',
@@ -54,6 +55,7 @@ export const chatSchema = {
   required: ['messages'],
   properties: {
     ...samplingSchemaProperties,
+    ...promptLogprobsSchema,
     messages: {
       type: 'array',
       minItems: 1,
@@ -103,6 +105,7 @@ export const chatSchema = {
 };
 
 export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
+  prompt_logprobs?: number | null;
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
     content?: string | null | { type: string; text?: string }[];
@@ -207,14 +210,17 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       ...toolFields,
       ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
     },
-    params: toSamplingParams(
-      body,
-      {
-        logprobs: body.logprobs ?? undefined,
-        topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
-      },
-      gw.info.maxInputTokenLen,
-    ),
+    params: {
+      ...toSamplingParams(
+        body,
+        {
+          logprobs: body.logprobs ?? undefined,
+          topLogprobs: body.logprobs ? (body.top_logprobs ?? undefined) : undefined,
+        },
+        gw.info.maxInputTokenLen,
+      ),
+      promptLogprobs: promptLogprobsParam(body),
+    },
     ...adapterFor(gw, model),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),
@@ -243,6 +249,10 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
         finish_reason: openaiFinishReason(c.finish.reason),
       })),
       usage: withReasoningTokens(openaiUsage(answer.usage), reasoningTokens(finishes)),
+      // vLLM's: the rendered prompt's logprobs, once for the request.
+      ...(body.prompt_logprobs != null
+        ? { prompt_logprobs: vllmPromptLogprobs(finishes[0]?.promptLogprobs ?? [], body.prompt_logprobs) }
+        : {}),
       // MindIE sends these with function-call responses.
       ...(toolFields.tools ? mindieTimings(finishes) : {}),
       ...kvTransferResponse(finishes),

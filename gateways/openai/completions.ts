@@ -3,14 +3,7 @@
  * prompt, choices numbered prompt-major as OpenAI does) → text_completion or its SSE chunks.
  */
 import type { Context } from 'koa';
-import type {
-  Engine,
-  GenerateEvent,
-  GenerateRequest,
-  PromptInput,
-  TokenLogprob,
-  Usage,
-} from '../../engine/api.js';
+import type { Engine, GenerateEvent, GenerateRequest, PromptInput, Usage } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId, type CollectedAnswer } from '../shared/engine-calls.js';
@@ -29,6 +22,13 @@ import { mergeAnswers, streamSse, type Tagged } from '../shared/stream.js';
 import { openaiErrorBody } from './errors.js';
 import { kvTransferFromBody, kvTransferResponse } from './kv-transfer.js';
 import {
+  completionLogprobs,
+  promptLogprobsParam,
+  promptLogprobsSchema,
+  vllmPromptLogprobs,
+} from './prompt-logprobs.js';
+import { nullable } from '../shared/schema.js';
+import {
   openaiFinishReason,
   openaiUsage,
   samplingSchemaProperties,
@@ -43,6 +43,9 @@ const completionSchema = {
   required: ['prompt'],
   properties: {
     ...samplingSchemaProperties,
+    // 0 with echo (or prompt_logprobs): the prompt is scored and nothing generated.
+    max_tokens: nullable({ type: 'integer', minimum: 0 }),
+    ...promptLogprobsSchema,
     prompt: {
       anyOf: [
         { type: 'string' },
@@ -76,6 +79,7 @@ interface CompletionBody extends SamplingFields {
   guided_regex?: unknown;
   guided_choice?: unknown;
   guided_grammar?: unknown;
+  prompt_logprobs?: number | null;
 }
 
 const validateCompletion = compileSchema<CompletionBody>(completionSchema);
@@ -94,22 +98,6 @@ async function promptText(engine: Engine, p: PromptInput): Promise<string> {
   return '';
 }
 
-/** The legacy completions logprobs object. `offset` is where the generated text starts. */
-function completionLogprobs(list: readonly TokenLogprob[], offset: number): object {
-  const textOffset: number[] = [];
-  let at = offset;
-  for (const t of list) {
-    textOffset.push(at);
-    at += t.text.length;
-  }
-  return {
-    tokens: list.map((t) => t.text),
-    token_logprobs: list.map((t) => t.logprob),
-    top_logprobs: list.map((t) => Object.fromEntries(t.top.map((a) => [a.text, a.logprob]))),
-    text_offset: textOffset,
-  };
-}
-
 export async function handleCompletions(gw: GatewayContext, ctx: Context): Promise<void> {
   const raw = await readJsonBody(ctx, gw.config.maxRequestBytes);
   const body = validateCompletion(raw);
@@ -122,15 +110,28 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
   assertAccepting(gw);
   const id = newRequestId('cmpl');
   const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
-  const params = toSamplingParams(
-    body,
-    {
-      logprobs: wantLogprobs || undefined,
-      topLogprobs: wantLogprobs && body.logprobs! > 0 ? body.logprobs! : undefined,
-      bestOf: body.best_of ?? undefined,
-    },
-    gw.info.maxInputTokenLen,
-  );
+  const top = body.logprobs ?? 0;
+  const scoreOnly = body.max_tokens === 0;
+  if (scoreOnly && !body.echo && body.prompt_logprobs == null)
+    throw invalid(
+      'max_tokens',
+      'must be >= 1 (0 only with echo or prompt_logprobs: the prompt scored alone)',
+    );
+  // echo with logprobs scores the prompt's tokens too (as do max_tokens 0 and prompt_logprobs).
+  const echoTop = body.echo && (wantLogprobs || scoreOnly) ? top : undefined;
+  const promptLogprobs = promptLogprobsParam(body, echoTop);
+  const params = {
+    ...toSamplingParams(
+      body,
+      {
+        logprobs: wantLogprobs || undefined,
+        topLogprobs: wantLogprobs && top > 0 ? top : undefined,
+        bestOf: body.best_of ?? undefined,
+      },
+      gw.info.maxInputTokenLen,
+    ),
+    ...(promptLogprobs !== undefined ? { promptLogprobs } : {}),
+  };
   const structured = constraintFromFields(body, { allowResponseFormat: true });
   const inputs = prompts(body.prompt);
   const kv = kvTransferFromBody(body.kv_transfer_params);
@@ -177,12 +178,20 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
       created,
       model,
       choices: answers.flatMap((a, pi) =>
-        a.choices.map((c) => ({
-          index: pi * n + c.index,
-          text: echoes[pi] + c.text,
-          logprobs: wantLogprobs ? completionLogprobs(c.logprobs, echoes[pi].length) : null,
-          finish_reason: openaiFinishReason(c.finish.reason),
-        })),
+        a.choices.map((c) => {
+          const prompt = c.finish.promptLogprobs ?? [];
+          return {
+            index: pi * n + c.index,
+            text: echoes[pi] + c.text,
+            logprobs: wantLogprobs
+              ? completionLogprobs(body.echo ? prompt : [], c.logprobs, echoes[pi].length, top)
+              : null,
+            finish_reason: openaiFinishReason(c.finish.reason),
+            ...(body.prompt_logprobs != null
+              ? { prompt_logprobs: vllmPromptLogprobs(prompt, body.prompt_logprobs) }
+              : {}),
+          };
+        }),
       ),
       usage: openaiUsage(usage),
       ...kvTransferResponse(answers.flatMap((a) => a.choices.map((c) => c.finish))),
@@ -216,7 +225,7 @@ export async function handleCompletions(gw: GatewayContext, ctx: Context): Promi
             {
               index,
               text: prefix + ev.text,
-              logprobs: wantLogprobs && ev.logprobs ? completionLogprobs(ev.logprobs, 0) : null,
+              logprobs: wantLogprobs && ev.logprobs ? completionLogprobs([], ev.logprobs, 0, top) : null,
               finish_reason: null,
             },
           ]),

@@ -34,11 +34,9 @@ function topTokens(t: TokenLogprob | undefined): object[] {
   return (t?.top ?? []).map((a) => ({ id: a.tokenId, text: a.text, logprob: a.logprob, special: false }));
 }
 
-async function prefillTokens(gw: GatewayContext, inputs: string): Promise<object[]> {
-  const ids = await gw.engine.tokenize(inputs, true);
-  const { tokens } = await gw.engine.detokenize(ids, false);
-  // Prompt logprobs are not computed by the engine: reported as null, as MindIE does.
-  return ids.map((id, i) => ({ id, text: tokens[i] ?? '', logprob: null }));
+/** TGI's `details.prefill`: the prompt's tokens with their logprobs (the first has none). */
+function prefillTokens(f: FinishEvent): object[] {
+  return (f.promptLogprobs ?? []).map((t) => ({ id: t.tokenId, text: t.text, logprob: t.logprob }));
 }
 
 /**
@@ -64,7 +62,7 @@ async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Pr
   const prefix = p.return_full_text ? body.inputs : '';
   const out: Record<string, unknown> = { generated_text: prefix + c.text };
   if (p.details) {
-    const prefill = p.decoder_input_details ? await prefillTokens(gw, body.inputs) : [];
+    const prefill = p.decoder_input_details ? prefillTokens(c.finish) : [];
     const sequence = async (s: CollectedChoice) => ({
       finish_reason: await tgiFinishReason(gw, body, s.finish),
       generated_tokens: s.tokenIds.length,

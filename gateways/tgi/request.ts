@@ -120,6 +120,13 @@ export function toEngineRequest(
     throw invalid('parameters.seed', 'must not be set together with best_of > 1');
   if (bestOf > 1 && streaming) throw invalid('parameters.best_of', 'must be 1 when streaming tokens');
   const details = p.details === true || streaming;
+  // TGI's router refuses it with a stream; its prefill details need the prompt's logprobs.
+  if (p.decoder_input_details && streaming)
+    throw invalid(
+      'parameters.decoder_input_details',
+      'decoder_input_details == true is not supported with stream',
+    );
+  const prefill = p.decoder_input_details === true && p.details === true;
   const request: GenerateRequest = {
     ...ids,
     ...adapterFor(gw, model),
@@ -143,6 +150,7 @@ export function toEngineRequest(
       // Per-token logprobs feed `details.tokens` (and stream frames).
       logprobs: details || undefined,
       topLogprobs: p.top_n_tokens ? p.top_n_tokens : undefined,
+      promptLogprobs: prefill ? 0 : undefined,
     },
   };
   return withConstraintField(request, structured);

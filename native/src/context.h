@@ -92,6 +92,10 @@ class Context {
                   int64_t ldy, const LinearGroup& after);
   void outputHead(const StepPlanData& plan, StepResultData& out);
   void sampleAll(const StepPlanData& plan, StepResultData& out);
+  // Prompt logprobs: the rows plan.promptTargets names, kPromptRows at a time (after sampling:
+  // xSel_ is free again), so a long prefill chunk never needs [T × vocab] logits at once.
+  void promptScores(const StepPlanData& plan, StepResultData& out);
+  static constexpr int64_t kPromptRows = 64;
   void injectFault();
   void injectStall();
 
@@ -154,6 +158,8 @@ class Context {
   std::vector<int32_t> seqOutRow_;        // per sequence: its first row in logits_ (1 + draft tokens rows), -1 if none
   LazyZeroVector<float> xSel_;            // [maxBatchTokens × hidden]
   LazyZeroVector<float> logits_;          // [rows × vocab]
+  std::vector<float> promptLogits_;       // [kPromptRows × vocab], sized at a step's first prompt rows
+  std::vector<int32_t> promptRows_;       // tokens of the step whose prompt logprobs are asked for
   std::vector<std::vector<float>> attnScratch_;  // per thread: K/V block in f32, scores and accumulators per head
   std::vector<SamplerScratch> samplerScratch_;   // per thread
   LoraRunner lora_;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "context.h"
+#include "prompt_scores.h"
 #include "simd.h"
 
 namespace prism {
@@ -572,6 +573,46 @@ void Context::step(StepPlanData& plan, StepResultData& out) {
   outputHead(plan, out);
   out.lateMaskWaitMs = plan.lateMaskRows > 0 ? lateMasks.wait(plan.allowedMask) : 0;
   sampleAll(plan, out);
+  promptScores(plan, out);
+}
+
+void Context::promptScores(const StepPlanData& plan, StepResultData& out) {
+  out.prompt = !plan.promptTargets.empty();
+  if (!out.prompt) return;
+  const int64_t T = plan.T, D = cfg_.hidden, V = cfg_.vocab;
+  int32_t stride = 0;
+  for (int32_t n : plan.promptTop) stride = std::max(stride, n);
+  out.promptTopStride = stride;
+  out.promptLogprobs.assign(T, NAN);
+  out.promptRanks.assign(T, -1);
+  out.promptTopIds.assign(T * stride, -1);
+  out.promptTopValues.assign(T * stride, NAN);
+  promptRows_.clear();
+  for (int32_t t = 0; t < T; t++)
+    if (plan.promptTargets[t] >= 0) promptRows_.push_back(t);
+  const int64_t rows = static_cast<int64_t>(promptRows_.size());
+  if (rows == 0) return;
+  if (static_cast<int64_t>(promptLogits_.size()) < std::min(rows, kPromptRows) * V)
+    promptLogits_.resize(std::min(rows, kPromptRows) * V);
+  const float eps = static_cast<float>(cfg_.eps);
+  for (int64_t r0 = 0; r0 < rows; r0 += kPromptRows) {
+    const int64_t R = std::min(kPromptRows, rows - r0);
+    const int32_t* rowTok = promptRows_.data() + r0;
+    forRange(R, D, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; r++) simd::rmsNorm(&x_[rowTok[r] * D], model_->outputNorm.data(), &xSel_[r * D], D, eps);
+    });
+    linear(model_->output, xSel_.data(), R, promptLogits_.data(), V, model_->layers.front().qkv);
+    forRange(R, V, [&](int64_t b, int64_t e, int thread) {
+      for (int64_t r = b; r < e; r++) {
+        const int32_t t = rowTok[r];
+        const PromptRowScore sc =
+            scorePromptRow(&promptLogits_[r * V], V, plan.promptTargets[t], plan.promptTop[tokenSeq_[t]],
+                           samplerScratch_[thread].idx.data(), &out.promptTopIds[t * stride], &out.promptTopValues[t * stride]);
+        out.promptLogprobs[t] = sc.logprob;
+        out.promptRanks[t] = sc.rank;
+      }
+    });
+  }
 }
 
 // Fails this step the way a kernel fault would: mid-forward, with layer 0's K/V of the new

@@ -238,6 +238,19 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
     if (p.returnLogits == ReturnLogits::Last && p.draftTotal > 0)
       throw Napi::TypeError::New(env, "plan.returnLogits 'last' cannot be combined with draftCounts (use 'all')");
   }
+  // Prompt logprobs (prompt_scores.h): a target per token row, the alternatives per sequence.
+  copyField(env, plan, "promptLogprobTargets", I32, "Int32Array", T, p.promptTargets, true);
+  copyField(env, plan, "promptTopLogprobs", I32, "Int32Array", S, p.promptTop, true);
+  if (p.promptTargets.empty() != p.promptTop.empty())
+    rangeError(env, "promptTopLogprobs", "and promptLogprobTargets must be given together");
+  for (size_t t = 0; t < p.promptTargets.size(); t++)
+    if (p.promptTargets[t] < -1 || p.promptTargets[t] >= V)
+      rangeError(env, "promptLogprobTargets[" + std::to_string(t) + "]",
+                 "must be -1 (not scored) or a token id below the vocabulary size " + std::to_string(V));
+  for (size_t s = 0; s < p.promptTop.size(); s++)
+    if (p.promptTop[s] < 0 || p.promptTop[s] > std::min<int64_t>(V, 1024))
+      rangeError(env, "promptTopLogprobs[" + std::to_string(s) + "]",
+                 "must be in [0, " + std::to_string(std::min<int64_t>(V, 1024)) + "]");
   // LoRA slot per sequence (lora.h): optional; each must be -1 (base) or a bound slot.
   copyField(env, plan, "adapterSlots", I32, "Int32Array", S, p.adapterSlots, true);
   for (size_t s = 0; s < p.adapterSlots.size(); s++)
@@ -273,6 +286,14 @@ Napi::Object stepResultToJs(Napi::Env env, const StepResultData& r, int64_t S, b
     o.Set("acceptedLogprobs", f32(r.acceptedLogprobs.data(), r.acceptedLogprobs.size()));
     o.Set("acceptedTopLogprobIds", i32(r.acceptedTopIds.data(), r.acceptedTopIds.size()));
     o.Set("acceptedTopLogprobValues", f32(r.acceptedTopValues.data(), r.acceptedTopValues.size()));
+  }
+  if (r.prompt) {
+    const size_t T = r.promptLogprobs.size();
+    o.Set("promptLogprobs", f32(r.promptLogprobs.data(), T));
+    o.Set("promptLogprobRanks", i32(r.promptRanks.data(), T));
+    o.Set("promptTopLogprobsStride", r.promptTopStride);
+    o.Set("promptTopLogprobIds", i32(r.promptTopIds.data(), r.promptTopIds.size()));
+    o.Set("promptTopLogprobValues", f32(r.promptTopValues.data(), r.promptTopValues.size()));
   }
   if (r.logits) o.Set("logits", f32(r.logits, static_cast<size_t>(r.logitRows * vocab)));
   if (r.anyError) {

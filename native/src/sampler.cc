@@ -80,6 +80,12 @@ int64_t keepTypical(const float* z, int32_t* idx, int64_t n, float maxZ, float m
 
 }  // namespace
 
+double logSumExpRow(const float* z, int64_t n) {
+  float maxZ = kNegInf;
+  for (int64_t i = 0; i < n; i++) maxZ = std::max(maxZ, z[i]);
+  return logSumExp(z, n, maxZ);
+}
+
 double uniformFromSeed(uint64_t seed, uint64_t counter) {
   uint64_t r = splitmix64(splitmix64(seed) ^ splitmix64(counter + 0x632BE59BD9B4E019ull));
   return static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);

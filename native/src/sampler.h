@@ -52,6 +52,9 @@ struct SampleOutcome {
 void sampleToken(const float* logits, int64_t vocab, const SampleParams& p, SamplerScratch& s, SampleOutcome& out,
                  int32_t* topIds, float* topValues);
 
+// log(sum(exp(z))) over a row of n values (max-shifted; -inf entries contribute 0).
+double logSumExpRow(const float* z, int64_t n);
+
 // The RNG: a uniform double in [0, 1) from (seed, counter) (splitmix64 of both).
 double uniformFromSeed(uint64_t seed, uint64_t counter);
 

@@ -42,6 +42,9 @@ struct StepPlanData {
   // Pooling (encoder/hidden_step_addon.cc, never a JS plan field): the step returns the final
   // norm's output for the last token of every sequence instead of logits, and samples nothing.
   bool returnHidden = false;
+  // Prompt logprobs (prompt_scores.h), optional (empty = none): per token row [T] the token
+  // its distribution is read at (-1: not scored), and per sequence [S] the top alternatives.
+  std::vector<int32_t> promptTargets, promptTop;
 };
 
 struct StepResultData {
@@ -66,6 +69,14 @@ struct StepResultData {
   std::vector<float> acceptedLogprobs;
   std::vector<int32_t> acceptedTopIds;
   std::vector<float> acceptedTopValues;
+  // Plans with promptTargets: per token row [T] the target's logprob and rank (NaN / -1 where
+  // not scored), and [T × promptTopStride] the top alternatives (-1 / NaN padded).
+  bool prompt = false;
+  std::vector<float> promptLogprobs;
+  std::vector<int32_t> promptRanks;
+  int32_t promptTopStride = 0;
+  std::vector<int32_t> promptTopIds;
+  std::vector<float> promptTopValues;
 };
 
 }  // namespace prism

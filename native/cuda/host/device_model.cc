@@ -205,6 +205,8 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
     if (!can.samplerWarpers && v > 0) throw std::invalid_argument("plan.minP: min_p is not supported on a CUDA device yet");
   for (float v : p.typicalP)
     if (!can.samplerWarpers && v < 1) throw std::invalid_argument("plan.typicalP: typical_p is not supported on a CUDA device yet");
+  if (!p.promptTargets.empty())
+    throw std::invalid_argument("plan.promptLogprobTargets: prompt logprobs are not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's
   // row (or every token) less the suppressed ones, as the CPU sampler applies them.
   const bool suppress = !p.suppressTokens.empty();

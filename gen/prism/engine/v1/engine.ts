@@ -227,7 +227,14 @@ export interface SamplingParams {
   /** Words whose tokens may not be generated (vLLM's bad_words). */
   badWords: string[];
   /** Scheduling priority (the engine's priority policy): lower is served first; absent = 0. */
-  priority?: number | undefined;
+  priority?:
+    | number
+    | undefined;
+  /**
+   * Prompt logprobs (vLLM's prompt_logprobs) with this many alternatives per prompt token,
+   * in the finish events; with it max_new_tokens may be 0 (the prompt scored, nothing generated).
+   */
+  promptLogprobs?: number | undefined;
 }
 
 export interface SamplingParams_LogitBiasEntry {
@@ -356,6 +363,18 @@ export interface TokenLogprob {
   top: TopLogprob[];
 }
 
+/** One prompt token's logprob given the tokens before it; the first prompt token has none. */
+export interface PromptTokenLogprob {
+  tokenId: number;
+  text: string;
+  logprob?:
+    | number
+    | undefined;
+  /** 1 + the tokens the model found more likely (absent with the logprob). */
+  rank?: number | undefined;
+  top: TopLogprob[];
+}
+
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
@@ -433,7 +452,11 @@ export interface FinishEvent {
   /** Milliseconds between consecutive tokens (MindIE decode_time_arr). */
   decodeTimesMs: number[];
   /** Split prefill/decode: the request continues elsewhere (its KV is leased or handed on). */
-  kvTransfer: KvTransferParams | undefined;
+  kvTransfer:
+    | KvTransferParams
+    | undefined;
+  /** Asked with prompt_logprobs: one per prompt token, in order. */
+  promptLogprobs: PromptTokenLogprob[];
 }
 
 export interface GenerateStreamResponse {
@@ -1717,6 +1740,7 @@ function createBaseSamplingParams(): SamplingParams {
     logitBias: {},
     badWords: [],
     priority: undefined,
+    promptLogprobs: undefined,
   };
 }
 
@@ -1809,6 +1833,9 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     }
     if (message.priority !== undefined) {
       writer.uint32(272).int32(message.priority);
+    }
+    if (message.promptLogprobs !== undefined) {
+      writer.uint32(192).int32(message.promptLogprobs);
     }
     return writer;
   },
@@ -2063,6 +2090,14 @@ export const SamplingParams: MessageFns<SamplingParams> = {
             message.priority = reader.int32();
             continue;
           }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.promptLogprobs = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2213,6 +2248,11 @@ export const SamplingParams: MessageFns<SamplingParams> = {
         ? object.bad_words.map((e: any) => globalThis.String(e))
         : [],
       priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
+      promptLogprobs: isSet(object.promptLogprobs)
+        ? globalThis.Number(object.promptLogprobs)
+        : isSet(object.prompt_logprobs)
+        ? globalThis.Number(object.prompt_logprobs)
+        : undefined,
     };
   },
 
@@ -2308,6 +2348,9 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     if (message.priority !== undefined) {
       obj.priority = Math.round(message.priority);
     }
+    if (message.promptLogprobs !== undefined) {
+      obj.promptLogprobs = Math.round(message.promptLogprobs);
+    }
     return obj;
   },
 
@@ -2352,6 +2395,7 @@ export const SamplingParams: MessageFns<SamplingParams> = {
     );
     message.badWords = object.badWords?.map((e) => e) || [];
     message.priority = object.priority ?? undefined;
+    message.promptLogprobs = object.promptLogprobs ?? undefined;
     return message;
   },
 };
@@ -3824,6 +3868,143 @@ export const TokenLogprob: MessageFns<TokenLogprob> = {
   },
 };
 
+function createBasePromptTokenLogprob(): PromptTokenLogprob {
+  return { tokenId: 0, text: "", logprob: undefined, rank: undefined, top: [] };
+}
+
+export const PromptTokenLogprob: MessageFns<PromptTokenLogprob> = {
+  encode(message: PromptTokenLogprob, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tokenId !== 0) {
+      writer.uint32(8).uint32(message.tokenId);
+    }
+    if (message.text !== "") {
+      writer.uint32(18).string(message.text);
+    }
+    if (message.logprob !== undefined) {
+      writer.uint32(25).double(message.logprob);
+    }
+    if (message.rank !== undefined) {
+      writer.uint32(32).uint32(message.rank);
+    }
+    for (const v of message.top) {
+      TopLogprob.encode(v!, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromptTokenLogprob {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromptTokenLogprob();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.tokenId = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.text = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.logprob = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.rank = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.top.push(TopLogprob.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PromptTokenLogprob {
+    return {
+      tokenId: isSet(object.tokenId)
+        ? globalThis.Number(object.tokenId)
+        : isSet(object.token_id)
+        ? globalThis.Number(object.token_id)
+        : 0,
+      text: isSet(object.text) ? globalThis.String(object.text) : "",
+      logprob: isSet(object.logprob) ? globalThis.Number(object.logprob) : undefined,
+      rank: isSet(object.rank) ? globalThis.Number(object.rank) : undefined,
+      top: globalThis.Array.isArray(object?.top) ? object.top.map((e: any) => TopLogprob.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: PromptTokenLogprob): unknown {
+    const obj: any = {};
+    if (message.tokenId !== 0) {
+      obj.tokenId = Math.round(message.tokenId);
+    }
+    if (message.text !== "") {
+      obj.text = message.text;
+    }
+    if (message.logprob !== undefined) {
+      obj.logprob = floatToJson(message.logprob);
+    }
+    if (message.rank !== undefined) {
+      obj.rank = Math.round(message.rank);
+    }
+    if (message.top?.length) {
+      obj.top = message.top.map((e) => TopLogprob.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PromptTokenLogprob>, I>>(base?: I): PromptTokenLogprob {
+    return PromptTokenLogprob.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PromptTokenLogprob>, I>>(object: I): PromptTokenLogprob {
+    const message = createBasePromptTokenLogprob();
+    message.tokenId = object.tokenId ?? 0;
+    message.text = object.text ?? "";
+    message.logprob = object.logprob ?? undefined;
+    message.rank = object.rank ?? undefined;
+    message.top = object.top?.map((e) => TopLogprob.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseUsage(): Usage {
   return { promptTokens: 0, completionTokens: 0, cachedPromptTokens: 0 };
 }
@@ -4625,6 +4806,7 @@ function createBaseFinishEvent(): FinishEvent {
     chat: undefined,
     decodeTimesMs: [],
     kvTransfer: undefined,
+    promptLogprobs: [],
   };
 }
 
@@ -4676,6 +4858,9 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     }
     if (message.kvTransfer !== undefined) {
       KvTransferParams.encode(message.kvTransfer, writer.uint32(178).fork()).join();
+    }
+    for (const v of message.promptLogprobs) {
+      PromptTokenLogprob.encode(v!, writer.uint32(186).fork()).join();
     }
     return writer;
   },
@@ -4817,6 +5002,14 @@ export const FinishEvent: MessageFns<FinishEvent> = {
             message.kvTransfer = KvTransferParams.decode(reader, reader.uint32());
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.promptLogprobs.push(PromptTokenLogprob.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4864,6 +5057,11 @@ export const FinishEvent: MessageFns<FinishEvent> = {
         : isSet(object.kv_transfer)
         ? KvTransferParams.fromJSON(object.kv_transfer)
         : undefined,
+      promptLogprobs: globalThis.Array.isArray(object?.promptLogprobs)
+        ? object.promptLogprobs.map((e: any) => PromptTokenLogprob.fromJSON(e))
+        : globalThis.Array.isArray(object?.prompt_logprobs)
+        ? object.prompt_logprobs.map((e: any) => PromptTokenLogprob.fromJSON(e))
+        : [],
     };
   },
 
@@ -4908,6 +5106,9 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     if (message.kvTransfer !== undefined) {
       obj.kvTransfer = KvTransferParams.toJSON(message.kvTransfer);
     }
+    if (message.promptLogprobs?.length) {
+      obj.promptLogprobs = message.promptLogprobs.map((e) => PromptTokenLogprob.toJSON(e));
+    }
     return obj;
   },
 
@@ -4935,6 +5136,7 @@ export const FinishEvent: MessageFns<FinishEvent> = {
     message.kvTransfer = (object.kvTransfer !== undefined && object.kvTransfer !== null)
       ? KvTransferParams.fromPartial(object.kvTransfer)
       : undefined;
+    message.promptLogprobs = object.promptLogprobs?.map((e) => PromptTokenLogprob.fromPartial(e)) || [];
     return message;
   },
 };
