@@ -13,7 +13,7 @@ import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { tgiErrorBody } from './errors.js';
-import { tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
+import { tgiPrompt, tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
 
 /** TGI distinguishes an EOS stop from a stop-sequence stop. */
 async function tgiFinishReason(gw: GatewayContext, body: TgiBody, f: FinishEvent): Promise<string> {
@@ -57,6 +57,7 @@ async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Pr
     body,
     { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
     false,
+    await tgiPrompt(gw, body.inputs),
   );
   const p = body.parameters ?? {};
   const answer = await collect(gw, request, clientGoneSignal(ctx));
@@ -124,7 +125,13 @@ async function* withPauses<T>(it: AsyncIterator<T>): AsyncGenerator<T | typeof I
 
 async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
   assertAccepting(gw);
-  const request = toEngineRequest(gw, body, { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) }, true);
+  const request = toEngineRequest(
+    gw,
+    body,
+    { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
+    true,
+    await tgiPrompt(gw, body.inputs),
+  );
   const p = body.parameters ?? {};
   const signal = clientGoneSignal(ctx);
   let index = 0;
