@@ -13,23 +13,15 @@ export const contentPartSchema = {
   properties: {
     type: { type: 'string' },
     text: { type: 'string' },
-    image_url: {
-      anyOf: [
-        { type: 'string' },
-        {
-          type: 'object',
-          required: ['url'],
-          properties: { url: { type: 'string' }, detail: { type: 'string' } },
-        },
-      ],
-    },
+    // Its shape is checked where it is read (imageUrlOf), so an error names the part itself.
+    image_url: {},
   },
 };
 
 export interface ContentPartBody {
   type: string;
   text?: string;
-  image_url?: string | { url: string; detail?: string };
+  image_url?: unknown;
 }
 
 /**
@@ -48,8 +40,14 @@ function imageUrlOf(part: ContentPartBody, field: string): string {
   const v = part.image_url;
   if (v === undefined) throw invalid(field, "is required in an 'image_url' part");
   if (typeof v === 'string') return v;
-  checkImageDetail(v.detail, `${field}.detail`);
-  return v.url;
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw invalid(field, 'must be an object {url, detail?} or a URL string');
+  const { url, detail } = v as { url?: unknown; detail?: unknown };
+  if (typeof url !== 'string') throw invalid(`${field}.url`, 'must be a string');
+  if (detail !== undefined && typeof detail !== 'string')
+    throw invalid(`${field}.detail`, 'must be a string');
+  checkImageDetail(detail, `${field}.detail`);
+  return url;
 }
 
 export function findChatImages(messages: readonly { content?: unknown }[]): FoundImage[] {
