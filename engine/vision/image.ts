@@ -1,14 +1,13 @@
 /**
- * Images as the engine receives them (`ImageInput`, `ContentPart` in engine/types.ts). A gateway fetches and decodes what a client sent
- * (gateways/shared/images/) and hands the engine pixels, never a URL or a file format: the
- * engine's own preprocessing (the model's processor) starts from these.
+ * Checks of the images a request carries (`ImageInput`, `ContentPart` in engine/types.ts). A
+ * gateway fetches and decodes what a client sent (gateways/shared/images/) and hands the engine
+ * pixels, never a URL or a file format: a model's own preprocessing would start from these.
  *
  * A prompt that holds images keeps its text as it always did (a chat message's `content`, a
  * text prompt's `text`: the text parts joined, what a text-only path reads) and, beside it,
  * `parts`: its content in order, where an image part names one of the request's `images` by
  * index. The renderer of a vision model reads the parts; nothing else needs to.
  */
-import { createHash } from 'node:crypto';
 import { invalidArgument } from '../errors.js';
 import type { ContentPart, ImageInput } from '../types.js';
 
@@ -34,15 +33,4 @@ export function checkPartIndices(parts: readonly ContentPart[], images: number, 
     if (p.type === 'image' && (!Number.isInteger(p.image) || p.image < 0 || p.image >= images))
       throw invalidArgument(`${at}[${j}].image`, `names image ${p.image}; the request has ${images}`);
   });
-}
-
-/**
- * A digest of an image's pixels and size: the prefix cache keys an image's blocks by it, so the
- * same image reuses cache and a different one never does (engine/vision/).
- */
-export function imageDigest(img: ImageInput): string {
-  const h = createHash('sha256');
-  h.update(`${img.width}x${img.height}:`);
-  h.update(img.rgb);
-  return h.digest('hex');
 }

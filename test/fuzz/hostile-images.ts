@@ -30,7 +30,7 @@ function chunk(type: string, data: Buffer): Buffer {
 }
 
 /** A valid PNG header claiming width × height 8-bit RGB, with `rows` rows of zeros deflated (a bomb when the claim is huge). */
-export function pngClaiming(width: number, height: number, rows: number): Buffer {
+function pngClaiming(width: number, height: number, rows: number): Buffer {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
