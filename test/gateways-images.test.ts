@@ -3,7 +3,8 @@
  * image part reaches the engine decoded (a file under --allowed-local-media-path and a fetched
  * URL included) and is refused there with a 400 naming the part, since the model has no vision
  * encoder; 200 hostile image parts (test/fuzz/hostile-images.ts) each get a 4xx naming their
- * part, never a 5xx, and the server still serves text afterwards.
+ * part, never a 5xx, and the server still serves text afterwards; the Python `openai` SDK's image
+ * parts (chat and Responses) arrive in the shape the gateways read.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { DEFAULT_MEDIA } from '../gateways/shared/images/media-config.js';
-import { freePortConfig, MODEL_NAME, postJson, startHarness, type Harness } from './gateways-harness.js';
+import {
+  freePortConfig,
+  MODEL_NAME,
+  postJson,
+  runPythonClient,
+  startHarness,
+  type Harness,
+} from './gateways-harness.js';
 import { hostileImageUrl, hostileKit, prng, type HostileKit } from './fuzz/hostile-images.js';
 
 const CASES = 200;
@@ -139,4 +147,14 @@ test(`fuzz: ${CASES} hostile image parts each get a 4xx naming the part, never a
     messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
   });
   assert.equal(ok.status, 200, ok.text);
+});
+
+test('the openai SDK (Python) sends an image in chat and Responses; the refusal reaches it as a BadRequestError naming the part', async () => {
+  const r = await runPythonClient('openai_images.py', [`${h.url}/v1`, MODEL_NAME]);
+  assert.equal(r.chat.status, 400, JSON.stringify(r));
+  assert.equal(r.chat.param, 'messages[0].content[1].image_url');
+  assert.match(r.chat.message, TEXT_ONLY);
+  assert.equal(r.responses.status, 400, JSON.stringify(r));
+  assert.equal(r.responses.param, 'input[0].content[1].image_url');
+  assert.match(r.responses.message, TEXT_ONLY);
 });
