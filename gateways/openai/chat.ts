@@ -138,20 +138,20 @@ const validateChat = compileSchema<ChatBody>(chatSchema);
 /**
  * OpenAI chat messages as the engine's: their text parts joined as `content`, and where a
  * message holds images (`images`: found and decoded by findChatImages / loadImageParts) its
- * parts in order. Also vLLM's /tokenize messages, which take no images.
+ * parts in order. Also vLLM's /tokenize messages (no `images`: the route takes none).
  */
-export function toMessages(body: Pick<ChatBody, 'messages'>, images: ImageParts = NO_IMAGES): ChatMessage[] {
+export function toMessages(body: Pick<ChatBody, 'messages'>, images?: ImageParts): ChatMessage[] {
   return body.messages.map((m, i) => {
     let content = '';
     let parts: ContentPart[] | undefined;
     if (typeof m.content === 'string') content = m.content;
     else if (Array.isArray(m.content)) {
-      const list = contentParts(m.content, images, (p, j) => {
+      const list = contentParts(m.content, images ?? NO_IMAGES, (p, j) => {
         const part = p as ContentPartBody;
         if (part.type !== 'text' || typeof part.text !== 'string') {
           throw notSupported(
             `messages[${i}].content[${j}].type`,
-            `content part type '${part.type}' (${images === NO_IMAGES ? "only 'text'" : "only 'text' and 'image_url'"})`,
+            `content part type '${part.type}' (${images ? "only 'text' and 'image_url'" : "only 'text'"})`,
           );
         }
         return part.text;

@@ -235,19 +235,20 @@ export function findResponsesImages(body: ResponsesBody): FoundImage[] {
 
 const TEXT_PARTS = ['input_text', 'output_text', 'text', 'refusal'];
 
+/** A function call output's text (it takes no images). */
 function textOf(content: string | ResponsesContentPart[] | undefined, field: string): string {
-  return contentOf(content, field, NO_IMAGES).content;
+  return contentOf(content, field, undefined).content;
 }
 
 /** A content list's text joined, and its parts in order when it holds images. */
 function contentOf(
   content: string | ResponsesContentPart[] | undefined,
   field: string,
-  images: ImageParts,
+  images: ImageParts | undefined,
 ): { content: string; parts?: ContentPart[] } {
   if (content === undefined) return { content: '' };
   if (typeof content === 'string') return { content };
-  const parts = contentParts(content, images, (p, j) => {
+  const parts = contentParts(content, images ?? NO_IMAGES, (p, j) => {
     const part = p as ResponsesContentPart;
     if (!TEXT_PARTS.includes(part.type))
       throw notSupported(

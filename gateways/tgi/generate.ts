@@ -5,7 +5,7 @@
  * carries the full text and details.
  */
 import type { Context } from 'koa';
-import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/api.js';
+import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { collect, events, newRequestId, type CollectedChoice } from '../shared/engine-calls.js';
 import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
@@ -50,15 +50,20 @@ function ranked(choices: readonly CollectedChoice[]): CollectedChoice[] {
   return [...choices].sort((a, b) => b.finish.cumulativeLogprob - a.finish.cumulativeLogprob);
 }
 
+/** The engine request of a TGI body: a fresh id, the P/D headers, `inputs` with its images. */
+async function engineRequest(
+  gw: GatewayContext,
+  ctx: Context,
+  body: TgiBody,
+  streaming: boolean,
+): Promise<GenerateRequest> {
+  const ids = { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) };
+  return toEngineRequest(gw, body, ids, streaming, await tgiPrompt(gw, body.inputs));
+}
+
 async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
   assertAccepting(gw);
-  const request = toEngineRequest(
-    gw,
-    body,
-    { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
-    false,
-    await tgiPrompt(gw, body.inputs),
-  );
+  const request = await engineRequest(gw, ctx, body, false);
   const p = body.parameters ?? {};
   const answer = await collect(gw, request, clientGoneSignal(ctx));
   const [c, ...others] = ranked(answer.choices);
@@ -125,13 +130,7 @@ async function* withPauses<T>(it: AsyncIterator<T>): AsyncGenerator<T | typeof I
 
 async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
   assertAccepting(gw);
-  const request = toEngineRequest(
-    gw,
-    body,
-    { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
-    true,
-    await tgiPrompt(gw, body.inputs),
-  );
+  const request = await engineRequest(gw, ctx, body, true);
   const p = body.parameters ?? {};
   const signal = clientGoneSignal(ctx);
   let index = 0;
