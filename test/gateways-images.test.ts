@@ -22,7 +22,8 @@ import {
   startHarness,
   type Harness,
 } from './gateways-harness.js';
-import { hostileImageUrl, hostileKit, prng, type HostileKit } from './fuzz/hostile-images.js';
+import { rng } from '../bench/soak/soak.js';
+import { hostileImageUrl, hostileKit, type HostileKit } from './fuzz/hostile-images.js';
 
 const CASES = 200;
 const SEED = 20261202;
@@ -119,7 +120,7 @@ test('a text-only model refuses a decoded image with a 400 naming the part, from
 });
 
 test(`fuzz: ${CASES} hostile image parts each get a 4xx naming the part, never a 5xx`, async () => {
-  const rand = prng(SEED);
+  const rand = rng(SEED);
   const statuses: Record<string, number> = {};
   const failures: string[] = [];
   const cases = Array.from({ length: CASES }, (_, i) => hostileImageUrl(kit, rand, i));
