@@ -1,8 +1,8 @@
 /**
  * The engine's request features and their order (engine/extension.ts is the interface they
- * implement): pooling (a decoder's embeddings and yes/no scores), structured output, beam
- * search, bad_words, prompt logprobs, split prefill/decode and, when configured, speculative
- * decoding, each from its own folder. This is the one place the engine's parts
+ * implement): images, pooling (a decoder's embeddings and yes/no scores), structured output,
+ * beam search, bad_words, prompt logprobs, split prefill/decode and, when configured,
+ * speculative decoding, each from its own folder. This is the one place the engine's parts
  * meet the features by name: it builds them, lists them in the order the core calls their
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
@@ -30,6 +30,7 @@ import { StructuredOutput, type StructuredStats } from './structured/structured-
 import type { StructuredTuning } from './structured/tuning.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { DecodeResult, EngineInfo, EngineStatus } from './types.js';
+import { VisionInputs } from './vision/vision-extension.js';
 
 /** What the engine's builder may give the features beyond the engine's own parts. */
 export interface FeatureDeps {
@@ -101,7 +102,9 @@ export function buildRequestFeatures(
     ? new SpeculationExtension(inputs.speculation, host, o.maxSeqLen, o.maxBatchSize)
     : null;
   return {
+    // Images are checked first: a request whose images this model cannot take does no other work.
     extensions: [
+      new VisionInputs(info.modelName),
       pooling,
       structured,
       beams,

@@ -8,6 +8,23 @@
 import type { EngineError } from './errors.js';
 import type { EngineRole, KvTransferParams, KvTransferSpec, RoleState, RoleStatus } from './pd-types.js';
 
+/**
+ * A decoded image as a gateway hands it to the engine: 8-bit RGB, row-major, no alpha (flattened
+ * on white as transformers' `convert_to_rgb` does); engine/vision/ reads it.
+ */
+export interface ImageInput {
+  readonly width: number;
+  readonly height: number;
+  /** width × height × 3 bytes. */
+  readonly rgb: Uint8Array;
+  /** Where the client sent it (e.g. `messages[0].content[1].image_url`): errors about it name this. */
+  readonly field: string;
+}
+
+/** One piece of a prompt's content, in order: text, or an image of the request's `images` by index. */
+export type ContentPart =
+  { readonly type: 'text'; readonly text: string } | { readonly type: 'image'; readonly image: number };
+
 export interface ChatToolCall {
   readonly id: string;
   readonly type: 'function';
@@ -25,6 +42,8 @@ export interface ChatMessage {
    * (Qwen3's renders it within the current tool-call turn; templates that do not read it drop it).
    */
   readonly reasoningContent?: string;
+  /** Its content in order when it holds images (`content` is then the text parts joined; engine/vision/image.ts). */
+  readonly parts?: readonly ContentPart[];
 }
 
 /** A function the model may call (OpenAI `tools[].function`). */
@@ -40,7 +59,13 @@ export type ToolChoice = 'none' | 'auto' | 'required' | { readonly function: str
 
 /** Exactly one prompt form per request. */
 export type PromptInput =
-  | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
+  | {
+      readonly kind: 'text';
+      readonly text: string;
+      readonly addSpecialTokens?: boolean;
+      /** The prompt in order when it holds images (`text` is then the text parts joined). */
+      readonly parts?: readonly ContentPart[];
+    }
   | { readonly kind: 'tokens'; readonly ids: readonly number[] }
   | {
       readonly kind: 'chat';
@@ -163,6 +188,8 @@ export interface GenerateRequest {
   readonly constraint?: Constraint;
   /** Split prefill/decode: how this request takes part (engine/kv-transfer/); absent = computed here. */
   readonly kvTransfer?: KvTransferSpec;
+  /** Decoded images the prompt's content parts name by index (engine/vision/). */
+  readonly images?: readonly ImageInput[];
 }
 
 /** 'tool_calls': the model stopped after calling tools (its output parsed into calls). */

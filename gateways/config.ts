@@ -8,6 +8,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { ServerLimits } from '../config/types.js';
 import { checkKeyShape, readApiKeyFile } from './shared/auth.js';
 import { DEFAULT_REQUEST_LOG, type LogLevelName, type RequestLogConfig } from './shared/request-log.js';
+import { DEFAULT_MEDIA, type MediaConfig } from './shared/images/media-config.js';
 
 export interface TlsConfig {
   /** PEM server certificate (chain). */
@@ -57,6 +58,8 @@ export interface GatewayConfig {
   readonly requestLog: RequestLogConfig;
   /** Upper bound N of `/health/timed-N`, seconds. */
   readonly healthTimedMaxSeconds: number;
+  /** Where image parts may come from and how large they may be (command-line flags). */
+  readonly media: MediaConfig;
   /** Facts reported by /v2/models/{m}/config and /v2 (from ModelConfig / ScheduleConfig). */
   readonly model: {
     readonly modelInstanceType: string;
@@ -99,6 +102,7 @@ export function defaultGatewayConfig(host = '127.0.0.1', port = 1025): GatewayCo
     limits: DEFAULT_LIMITS,
     requestLog: DEFAULT_REQUEST_LOG,
     healthTimedMaxSeconds: 600,
+    media: DEFAULT_MEDIA,
     model: { modelInstanceType: 'Standard', worldSize: 1, cpuMemSize: 0, npuMemSize: -1 },
     schedule: { maxIterTimes: 512, maxPrefillBatchSize: 0, prefillPolicyType: 0, decodePolicyType: 0 },
   };
@@ -269,6 +273,7 @@ export function gatewayConfigFromMindie(cfg: MindieConfigLike, baseDir: string):
     limits: limitsOf(sc),
     requestLog: requestLogOf(cfg.LogConfig ?? {}, baseDir),
     healthTimedMaxSeconds: d.healthTimedMaxSeconds,
+    media: d.media,
     model: {
       modelInstanceType: str(mc.modelInstanceType, 'Standard'),
       worldSize: num(mc.worldSize, 1),

@@ -10,6 +10,7 @@ import { ApiKeyConfigError, checkKeyShape, readApiKeyFile } from './shared/auth.
 import { resolveGatewayConfig, type GatewayConfig, type MindieConfigLike } from './config.js';
 import { startGateway, type RunningGateway } from './server.js';
 import { GatewayState } from './shared/gateway-context.js';
+import { mediaFlagHelp, mediaFlagOptions, mediaFromFlags } from './shared/images/media-config.js';
 import { initTracing, shutdownTracing } from './shared/tracing.js';
 
 export class UsageError extends Error {}
@@ -34,9 +35,11 @@ export const listenerHelp = `  --config FILE         MindIE-style config.json (S
                         start a management listener without keys on a non-loopback address
                         (refused otherwise: it loads adapters and stops the service;
                         ServerConfig.allowOpenManagement); keyless service and metrics
-                        listeners there start with a warning`;
+                        listeners there start with a warning
+${mediaFlagHelp}`;
 
 export const listenerOptions = {
+  ...mediaFlagOptions,
   config: { type: 'string' },
   host: { type: 'string' },
   port: { type: 'string' },
@@ -107,6 +110,11 @@ export function loadConfigs(values: FlagValues): LoadedConfigs {
   } catch (e) {
     if (e instanceof ApiKeyConfigError) throw new UsageError(e.message);
     throw e;
+  }
+  try {
+    gateway = { ...gateway, media: mediaFromFlags(values) };
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
   return { config, gateway };
 }

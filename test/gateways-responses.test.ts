@@ -156,8 +156,13 @@ describe('the default model', () => {
       [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
       [{ input: [{ type: 'item_reference', id: 'msg_1' }] }, 'input[0].type'],
       [
-        { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
+        { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] },
         'input[0].content[0].type',
+      ],
+      // An image part is read (test/gateways-images.test.ts): a URL it cannot take is named.
+      [
+        { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
+        'input[0].content[0].image_url',
       ],
       [{ text: { format: { type: 'json_schema', schema: { type: 'object' } } } }, 'text.format.name'],
       [

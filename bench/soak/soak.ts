@@ -79,8 +79,8 @@ export interface SoakReport {
   readonly examples: readonly string[];
 }
 
-/** A small seeded PRNG (mulberry32), so a run's mix is reproducible. */
-function rng(seed: number): () => number {
+/** A small seeded PRNG (mulberry32), so a run's mix is reproducible (the image fuzz test's too). */
+export function rng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

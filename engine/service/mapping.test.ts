@@ -121,6 +121,40 @@ describe('requests', () => {
     assert.deepEqual(overTheWire(chat), chat);
   });
 
+  test('images and the content parts placing them round-trip (chat and text prompts)', () => {
+    const rgb = new Uint8Array([1, 2, 3, 4, 5, 6]);
+    const image = { width: 2, height: 1, rgb, field: 'messages[0].content[1].image_url' };
+    const parts = [
+      { type: 'text', text: 'look: ' },
+      { type: 'image', image: 0 },
+    ] as const;
+    const chat: GenerateRequest = {
+      prompt: { kind: 'chat', messages: [{ role: 'user', content: 'look: ', parts: [...parts] }] },
+      params: {},
+      images: [image],
+    };
+    const back = overTheWire(chat);
+    assert.deepEqual(back.prompt, chat.prompt);
+    assert.deepEqual([...back.images![0]!.rgb], [...rgb]);
+    assert.deepEqual({ ...back.images![0]!, rgb: [] }, { ...image, rgb: [] });
+    const text: GenerateRequest = {
+      prompt: { kind: 'text', text: 'look: ', parts: [...parts] },
+      params: {},
+      images: [image],
+    };
+    assert.deepEqual(overTheWire(text).prompt, text.prompt);
+    // Without images, nothing new appears on the engine side.
+    const plain: GenerateRequest = { prompt: { kind: 'text', text: 'hi' }, params: {} };
+    assert.deepEqual(overTheWire(plain), plain);
+    const empty = pb.GenerateRequest.fromPartial({
+      prompt: { $case: 'text', text: { text: 'x', parts: [{}] } },
+    });
+    assert.throws(
+      () => generateRequestFromProto(empty),
+      /prompt\.text\.parts\[0\]: one of text or image is required/,
+    );
+  });
+
   test('shape errors name the field', () => {
     assert.throws(
       () => generateRequestFromProto(pb.GenerateRequest.fromPartial({})),

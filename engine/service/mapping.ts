@@ -11,6 +11,8 @@ import { invalidArgument } from '../errors.js';
 import type {
   Constraint,
   ChatMessage,
+  ContentPart,
+  ImageInput,
   EngineInfo,
   EngineStatus,
   FinishEvent,
@@ -59,7 +61,43 @@ function chatMessageToProto(m: ChatMessage): pb.ChatMessage {
     toolCallId: m.toolCallId,
     name: m.name,
     reasoningContent: m.reasoningContent,
+    parts: partsToProto(m.parts),
   });
+}
+
+function partsToProto(parts: readonly ContentPart[] | undefined): pb.ContentPart[] {
+  return (parts ?? []).map((p) => ({
+    part: p.type === 'text' ? { $case: 'text', text: p.text } : { $case: 'image', image: p.image },
+  }));
+}
+
+/** Parts as the engine's (undefined when none: a prompt without images); the engine checks the indices. */
+function partsFromProto(parts: readonly pb.ContentPart[], at: string): ContentPart[] | undefined {
+  if (parts.length === 0) return undefined;
+  return parts.map((p, j) => {
+    switch (p.part?.$case) {
+      case 'text':
+        return { type: 'text', text: p.part.text };
+      case 'image':
+        return { type: 'image', image: p.part.image };
+      default:
+        throw invalidArgument(`${at}[${j}]`, 'one of text or image is required');
+    }
+  });
+}
+
+function imagesToProto(images: readonly ImageInput[] | undefined): pb.Image[] {
+  return (images ?? []).map((i) => ({
+    width: i.width,
+    height: i.height,
+    rgb: Buffer.from(i.rgb.buffer, i.rgb.byteOffset, i.rgb.byteLength),
+    field: i.field,
+  }));
+}
+
+function imagesFromProto(images: readonly pb.Image[]): ImageInput[] | undefined {
+  if (images.length === 0) return undefined;
+  return images.map((i) => ({ width: i.width, height: i.height, rgb: i.rgb, field: i.field }));
 }
 
 export function chatMessagesToProto(messages: readonly ChatMessage[]): pb.ChatMessage[] {
@@ -89,8 +127,13 @@ export function chatMessagesFromProto(messages: readonly pb.ChatMessage[], field
       ...(m.toolCallId !== undefined ? { toolCallId: m.toolCallId } : {}),
       ...(m.name !== undefined ? { name: m.name } : {}),
       ...(m.reasoningContent !== undefined ? { reasoningContent: m.reasoningContent } : {}),
+      ...optionalParts(partsFromProto(m.parts, `${at}.parts`)),
     };
   });
+}
+
+function optionalParts(parts: ContentPart[] | undefined): { parts?: ContentPart[] } {
+  return parts ? { parts } : {};
 }
 
 /** Drops keys whose value is undefined, so "absent" stays absent on the engine side. */
@@ -183,7 +226,14 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
   let promptPb: pb.GenerateRequest['prompt'];
   switch (prompt.kind) {
     case 'text':
-      promptPb = { $case: 'text', text: { text: prompt.text, addSpecialTokens: prompt.addSpecialTokens } };
+      promptPb = {
+        $case: 'text',
+        text: {
+          text: prompt.text,
+          addSpecialTokens: prompt.addSpecialTokens,
+          parts: partsToProto(prompt.parts),
+        },
+      };
       break;
     case 'tokens':
       promptPb = { $case: 'tokens', tokens: { ids: [...prompt.ids] } };
@@ -206,6 +256,7 @@ export function generateRequestToProto(r: GenerateRequest): pb.GenerateRequest {
     adapter: r.adapter ?? '',
     ...(r.constraint ? { constraint: constraintToProto(r.constraint) } : {}),
     ...(r.kvTransfer ? { kvTransfer: kvTransferToProto(r.kvTransfer) } : {}),
+    images: imagesToProto(r.images),
   });
 }
 
@@ -259,6 +310,7 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
         kind: 'text',
         text: r.prompt.text.text,
         addSpecialTokens: r.prompt.text.addSpecialTokens,
+        parts: partsFromProto(r.prompt.text.parts, 'prompt.text.parts'),
       });
       break;
     case 'tokens':
@@ -277,6 +329,7 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
   }
   const constraint = constraintFromProto(r.constraint);
   const kvTransfer = kvTransferFromProto(r.kvTransfer);
+  const images = imagesFromProto(r.images);
   return {
     ...(r.requestId !== '' ? { requestId: r.requestId } : {}),
     prompt,
@@ -284,6 +337,7 @@ export function generateRequestFromProto(r: pb.GenerateRequest): GenerateRequest
     ...(r.adapter !== '' ? { adapter: r.adapter } : {}),
     ...(constraint ? { constraint } : {}),
     ...(kvTransfer ? { kvTransfer } : {}),
+    ...(images ? { images } : {}),
   };
 }
 

@@ -3,7 +3,21 @@
  * (the engine renders the model's chat template) → chat.completion or chat.completion.chunk SSE.
  */
 import type { Context } from 'koa';
-import type { ChatMessage, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
+import type {
+  ChatMessage,
+  ContentPart,
+  GenerateEvent,
+  GenerateRequest,
+  TokenLogprob,
+} from '../../engine/api.js';
+import {
+  contentParts,
+  loadImageParts,
+  NO_IMAGES,
+  partsText,
+  type ImageParts,
+} from '../shared/images/image-parts.js';
+import { contentPartSchema, findChatImages, type ContentPartBody } from './chat-images.js';
 import { readJsonBody } from '../shared/body.js';
 import { noteUnknownFields } from '../shared/ignored-fields.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
@@ -44,12 +58,6 @@ import {
 } from './sampling.js';
 import { promptLogprobsParam, promptLogprobsSchema, vllmPromptLogprobs } from './prompt-logprobs.js';
 
-const contentPart = {
-  type: 'object',
-  required: ['type'],
-  properties: { type: { type: 'string' }, text: { type: 'string' } },
-};
-
 export const chatSchema = {
   type: 'object',
   required: ['messages'],
@@ -64,7 +72,9 @@ export const chatSchema = {
         required: ['role'],
         properties: {
           role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
-          content: { anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPart }] },
+          content: {
+            anyOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: contentPartSchema }],
+          },
           name: { type: 'string' },
           tool_call_id: { type: 'string' },
           // An assistant turn's reasoning sent back: vLLM's older and newer names.
@@ -108,7 +118,7 @@ export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
   prompt_logprobs?: number | null;
   messages: {
     role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-    content?: string | null | { type: string; text?: string }[];
+    content?: string | null | ContentPartBody[];
     name?: string;
     tool_call_id?: string;
     tool_calls?: { id: string; type?: 'function'; function: { name: string; arguments: string } }[];
@@ -128,25 +138,32 @@ export interface ChatBody extends SamplingFields, ToolFields, ThinkingFields {
 
 const validateChat = compileSchema<ChatBody>(chatSchema);
 
-/** OpenAI chat messages (their text parts joined) as the engine's; also vLLM's /tokenize messages. */
-export function toMessages(body: Pick<ChatBody, 'messages'>): ChatMessage[] {
+/**
+ * OpenAI chat messages as the engine's: their text parts joined as `content`, and where a
+ * message holds images (`images`: found and decoded by findChatImages / loadImageParts) its
+ * parts in order. Also vLLM's /tokenize messages (no `images`: the route takes none).
+ */
+export function toMessages(body: Pick<ChatBody, 'messages'>, images?: ImageParts): ChatMessage[] {
   return body.messages.map((m, i) => {
     let content = '';
+    let parts: ContentPart[] | undefined;
     if (typeof m.content === 'string') content = m.content;
     else if (Array.isArray(m.content)) {
-      content = m.content
-        .map((part, j) => {
-          if (part.type !== 'text' || typeof part.text !== 'string') {
-            throw notSupported(
-              `messages[${i}].content[${j}].type`,
-              `content part type '${part.type}' (only 'text')`,
-            );
-          }
-          return part.text;
-        })
-        .join('');
+      const list = contentParts(m.content, images ?? NO_IMAGES, (p, j) => {
+        const part = p as ContentPartBody;
+        if (part.type !== 'text' || typeof part.text !== 'string') {
+          throw notSupported(
+            `messages[${i}].content[${j}].type`,
+            `content part type '${part.type}' (${images ? "only 'text' and 'image_url'" : "only 'text'"})`,
+          );
+        }
+        return part.text;
+      });
+      content = partsText(list);
+      if (list.some((p) => p.type === 'image')) parts = list;
     }
     return {
+      ...(parts ? { parts } : {}),
       // OpenAI's newer `developer` role is the system prompt of chat templates.
       role: m.role === 'developer' ? 'system' : m.role,
       content,
@@ -199,13 +216,14 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
   checkLogprobFields(body);
   const toolFields = toolPromptFields(body, raw);
   assertAccepting(gw);
+  const images = await loadImageParts(findChatImages(body.messages), gw.config.media);
   const id = newRequestId('chatcmpl');
   const structured = chatConstraint(body);
   const request: GenerateRequest = {
     requestId: id,
     prompt: {
       kind: 'chat',
-      messages: toMessages(body),
+      messages: toMessages(body, images),
       ...(body.add_generation_prompt === false ? { addGenerationPrompt: false } : {}),
       ...toolFields,
       ...templateVariables(ctx, body.chat_template_kwargs, body.reasoning_effort),
@@ -222,6 +240,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
       promptLogprobs: promptLogprobsParam(body),
     },
     ...adapterFor(gw, model),
+    ...(images.images.length > 0 ? { images: images.images } : {}),
     ...(structured ? { constraint: structured.constraint } : {}),
     ...kvTransferFromBody(body.kv_transfer_params),
     ...pdHeaderFields(ctx),

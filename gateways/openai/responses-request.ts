@@ -5,14 +5,29 @@
  * `previous_response_id`, `store: true`, `conversation`, `background`, stored prompts, item
  * references, and tool types other than `function`.
  */
-import type { ChatMessage, ChatTool, ToolChoice } from '../../engine/api.js';
+import type { ChatMessage, ChatTool, ContentPart, ToolChoice } from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
+import {
+  contentParts,
+  NO_IMAGES,
+  partsText,
+  type FoundImage,
+  type ImageParts,
+} from '../shared/images/image-parts.js';
+import { checkImageDetail } from './chat-images.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 
 const contentPart = {
   type: 'object',
   required: ['type'],
-  properties: { type: { type: 'string' }, text: { type: 'string' } },
+  properties: {
+    type: { type: 'string' },
+    text: { type: 'string' },
+    // input_image's
+    image_url: { type: 'string' },
+    file_id: nullable({ type: 'string' }),
+    detail: nullable({ type: 'string' }),
+  },
 };
 
 const inputItem = {
@@ -115,6 +130,9 @@ export const responsesSchema = {
 interface ResponsesContentPart {
   type: string;
   text?: string;
+  image_url?: string;
+  file_id?: string | null;
+  detail?: string | null;
 }
 
 interface ResponsesInputItem {
@@ -196,17 +214,52 @@ export function refuseStateful(body: ResponsesBody): void {
     throw notSupported('truncation', "'auto' (dropping input items to fit the context)");
 }
 
+/** A message's `input_image` parts (a URL: data:, file:// or http(s); stored files are not kept here). */
+export function findResponsesImages(body: ResponsesBody): FoundImage[] {
+  const found: FoundImage[] = [];
+  if (typeof body.input === 'string') return found;
+  body.input.forEach((item, i) => {
+    if ((item.type ?? 'message') !== 'message' || !Array.isArray(item.content)) return;
+    item.content.forEach((part, j) => {
+      if (part.type !== 'input_image') return;
+      const field = `input[${i}].content[${j}]`;
+      if (part.file_id != null) throw notSupported(`${field}.file_id`, 'stored files (send image_url)');
+      if (part.image_url === undefined)
+        throw invalid(`${field}.image_url`, "is required in an 'input_image' part");
+      checkImageDetail(part.detail, `${field}.detail`);
+      found.push({ part, url: part.image_url, field: `${field}.image_url` });
+    });
+  });
+  return found;
+}
+
+const TEXT_PARTS = ['input_text', 'output_text', 'text', 'refusal'];
+
+/** A function call output's text (it takes no images). */
 function textOf(content: string | ResponsesContentPart[] | undefined, field: string): string {
-  if (content === undefined) return '';
-  if (typeof content === 'string') return content;
-  return content
-    .map((part, j) => {
-      if (!['input_text', 'output_text', 'text', 'refusal'].includes(part.type))
-        throw notSupported(`${field}[${j}].type`, `content part type '${part.type}' (only text)`);
-      if (typeof part.text !== 'string') throw invalid(`${field}[${j}].text`, 'is required');
-      return part.text;
-    })
-    .join('');
+  return contentOf(content, field, undefined).content;
+}
+
+/** A content list's text joined, and its parts in order when it holds images. */
+function contentOf(
+  content: string | ResponsesContentPart[] | undefined,
+  field: string,
+  images: ImageParts | undefined,
+): { content: string; parts?: ContentPart[] } {
+  if (content === undefined) return { content: '' };
+  if (typeof content === 'string') return { content };
+  const parts = contentParts(content, images ?? NO_IMAGES, (p, j) => {
+    const part = p as ResponsesContentPart;
+    if (!TEXT_PARTS.includes(part.type))
+      throw notSupported(
+        `${field}[${j}].type`,
+        `content part type '${part.type}' (only text and input_image)`,
+      );
+    if (typeof part.text !== 'string') throw invalid(`${field}[${j}].text`, 'is required');
+    return part.text;
+  });
+  const text = partsText(parts);
+  return parts.some((p) => p.type === 'image') ? { content: text, parts } : { content: text };
 }
 
 /**
@@ -216,7 +269,7 @@ function textOf(content: string | ResponsesContentPart[] | undefined, field: str
  * `reasoning_content` of the assistant turn after it (the template renders it where it
  * renders past reasoning, Qwen3's within the current tool-call turn, or drops it).
  */
-export function toChatMessages(body: ResponsesBody): ChatMessage[] {
+export function toChatMessages(body: ResponsesBody, images: ImageParts = NO_IMAGES): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (body.instructions) messages.push({ role: 'system', content: body.instructions });
   if (typeof body.input === 'string') {
@@ -238,8 +291,10 @@ export function toChatMessages(body: ResponsesBody): ChatMessage[] {
     switch (type) {
       case 'message': {
         if (item.role === undefined) throw invalid(`${field}.role`, 'is required for a message');
-        const content = textOf(item.content, `${field}.content`);
-        const m: ChatMessage = { role: item.role === 'developer' ? 'system' : item.role, content };
+        const m: ChatMessage = {
+          role: item.role === 'developer' ? 'system' : item.role,
+          ...contentOf(item.content, `${field}.content`, images),
+        };
         messages.push(m.role === 'assistant' ? assistant(m) : m);
         return;
       }

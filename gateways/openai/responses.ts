@@ -18,6 +18,7 @@ import {
   type GatewayContext,
 } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
+import { loadImageParts } from '../shared/images/image-parts.js';
 import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import { withClientFields } from '../shared/client-fields.js';
@@ -28,6 +29,7 @@ import { openaiErrorBody } from './errors.js';
 import { ResponseBuilder } from './responses-output.js';
 import {
   LOGPROBS_INCLUDE,
+  findResponsesImages,
   refuseStateful,
   toChatMessages,
   toolFields,
@@ -65,11 +67,12 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
   noteUnknownFields(ctx, raw, responsesSchema);
   refuseStateful(body);
   const model = await resolveRequestedModel(gw, body.model);
-  const messages = toChatMessages(body);
   const tools = toolFields(body);
   const structured = textConstraint(body);
   const wantLogprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || (body.top_logprobs ?? 0) > 0;
   assertAccepting(gw);
+  const images = await loadImageParts(findResponsesImages(body), gw.config.media);
+  const messages = toChatMessages(body, images);
   // The API's ids are `resp_…` (the SDKs do not check, but people and logs do).
   const id = newRequestId('resp').replace('-', '_');
   const request: GenerateRequest = withConstraintField(
@@ -91,6 +94,7 @@ export async function handleResponses(gw: GatewayContext, ctx: Context): Promise
           : {}),
       },
       ...adapterFor(gw, model),
+      ...(images.images.length > 0 ? { images: images.images } : {}),
       ...(structured ? { constraint: structured.constraint } : {}),
       ...pdHeaderFields(ctx),
     },

@@ -5,7 +5,7 @@
  * carries the full text and details.
  */
 import type { Context } from 'koa';
-import type { FinishEvent, GenerateEvent, TokenLogprob } from '../../engine/api.js';
+import type { FinishEvent, GenerateEvent, GenerateRequest, TokenLogprob } from '../../engine/api.js';
 import { collect, events, newRequestId, type CollectedChoice } from '../shared/engine-calls.js';
 import { assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { invalid } from '../shared/http-error.js';
@@ -13,7 +13,7 @@ import { clientGoneSignal } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { tgiErrorBody } from './errors.js';
-import { tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
+import { tgiPrompt, tgiSamples, toEngineRequest, validateTgi, type TgiBody } from './request.js';
 
 /** TGI distinguishes an EOS stop from a stop-sequence stop. */
 async function tgiFinishReason(gw: GatewayContext, body: TgiBody, f: FinishEvent): Promise<string> {
@@ -48,14 +48,20 @@ function ranked(choices: readonly CollectedChoice[]): CollectedChoice[] {
   return [...choices].sort((a, b) => b.finish.cumulativeLogprob - a.finish.cumulativeLogprob);
 }
 
+/** The engine request of a TGI body: a fresh id, the P/D headers, `inputs` with its images. */
+async function engineRequest(
+  gw: GatewayContext,
+  ctx: Context,
+  body: TgiBody,
+  streaming: boolean,
+): Promise<GenerateRequest> {
+  const ids = { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) };
+  return toEngineRequest(gw, body, ids, streaming, await tgiPrompt(gw, body.inputs));
+}
+
 async function generateOnce(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<object> {
   assertAccepting(gw);
-  const request = toEngineRequest(
-    gw,
-    body,
-    { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) },
-    false,
-  );
+  const request = await engineRequest(gw, ctx, body, false);
   const p = body.parameters ?? {};
   const answer = await collect(gw, request, clientGoneSignal(ctx));
   const [c, ...others] = ranked(answer.choices);
@@ -122,7 +128,7 @@ async function* withPauses<T>(it: AsyncIterator<T>): AsyncGenerator<T | typeof I
 
 async function generateStream(gw: GatewayContext, ctx: Context, body: TgiBody): Promise<void> {
   assertAccepting(gw);
-  const request = toEngineRequest(gw, body, { requestId: newRequestId('tgi'), ...pdHeaderFields(ctx) }, true);
+  const request = await engineRequest(gw, ctx, body, true);
   const p = body.parameters ?? {};
   const signal = clientGoneSignal(ctx);
   let index = 0;

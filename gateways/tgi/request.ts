@@ -10,6 +10,8 @@ import { invalid, notSupported } from '../shared/http-error.js';
 import type { Context } from 'koa';
 import { noteIgnoredFields, noteUnknownFields, unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
+import { loadImageParts, partsText } from '../shared/images/image-parts.js';
+import { findMarkdownImages } from '../shared/images/markdown-images.js';
 
 const tgiSchema = {
   type: 'object',
@@ -100,12 +102,27 @@ export function tgiSamples(p: TgiParameters): boolean {
   );
 }
 
+/**
+ * `inputs` as the engine's prompt: its text, and where it holds `![](URL)` images (fetched and
+ * decoded here) its parts in order.
+ */
+export async function tgiPrompt(gw: GatewayContext, inputs: string): Promise<TgiPrompt> {
+  const markdown = findMarkdownImages(inputs, 'inputs');
+  if (markdown.found.length === 0) return { prompt: { kind: 'text', text: inputs } };
+  const images = await loadImageParts(markdown.found, gw.config.media);
+  const parts = markdown.parts(images);
+  return { prompt: { kind: 'text', text: partsText(parts), parts }, images: images.images };
+}
+
+export type TgiPrompt = Pick<GenerateRequest, 'prompt' | 'images'>;
+
 /** `ids`: the request's id, and the split prefill/decode fields of its headers (which win). */
 export function toEngineRequest(
   gw: GatewayContext,
   body: TgiBody,
   ids: Pick<GenerateRequest, 'requestId' | 'kvTransfer'>,
   streaming: boolean,
+  prompt: TgiPrompt,
 ): GenerateRequest {
   const p = body.parameters ?? {};
   // adapter_id names a LoRA adapter (as in TGI); the base model's name or none = no adapter.
@@ -130,7 +147,7 @@ export function toEngineRequest(
   const request: GenerateRequest = {
     ...ids,
     ...adapterFor(gw, model),
-    prompt: { kind: 'text', text: body.inputs },
+    ...prompt,
     ...(structured ? { constraint: structured.constraint } : {}),
     params: {
       maxNewTokens: d(p.max_new_tokens),

@@ -113,13 +113,38 @@ export interface ChatMessage {
     | string
     | undefined;
   /** An assistant turn's reasoning sent back (`reasoning_content` for the template). */
-  reasoningContent?: string | undefined;
+  reasoningContent?:
+    | string
+    | undefined;
+  /**
+   * The message's content in order when it holds images (content is then its text parts
+   * joined); empty: the message is its content alone.
+   */
+  parts: ContentPart[];
+}
+
+/** One piece of a prompt's content: text, or an image of GenerateRequest.images by index. */
+export interface ContentPart {
+  part: { $case: "text"; text: string } | { $case: "image"; image: number } | undefined;
+}
+
+/** A decoded image (engine/vision/image.ts): 8-bit RGB, row-major, width * height * 3 bytes. */
+export interface Image {
+  width: number;
+  height: number;
+  rgb: Buffer;
+  /** Where the client sent it (e.g. "messages[0].content[1].image_url"), for errors. */
+  field: string;
 }
 
 export interface TextPrompt {
   text: string;
   /** Default: the tokenizer's own choice (e.g. a BOS token). */
-  addSpecialTokens?: boolean | undefined;
+  addSpecialTokens?:
+    | boolean
+    | undefined;
+  /** The prompt in order when it holds images (text is then its text parts joined). */
+  parts: ContentPart[];
 }
 
 export interface TokenPrompt {
@@ -259,7 +284,11 @@ export interface GenerateRequest {
   /** LoRA adapter name; empty (or the served model's name) = the base model. */
   adapter: string;
   /** Split prefill/decode: how this request takes part (absent: computed here, start to end). */
-  kvTransfer: KvTransfer | undefined;
+  kvTransfer:
+    | KvTransfer
+    | undefined;
+  /** Images the prompt's content parts name by index. */
+  images: Image[];
 }
 
 /** How a request takes part in split prefill/decode (engine/kv-transfer/). */
@@ -1080,7 +1109,15 @@ export const ChatToolCall: MessageFns<ChatToolCall> = {
 };
 
 function createBaseChatMessage(): ChatMessage {
-  return { role: "", content: "", toolCalls: [], toolCallId: undefined, name: undefined, reasoningContent: undefined };
+  return {
+    role: "",
+    content: "",
+    toolCalls: [],
+    toolCallId: undefined,
+    name: undefined,
+    reasoningContent: undefined,
+    parts: [],
+  };
 }
 
 export const ChatMessage: MessageFns<ChatMessage> = {
@@ -1102,6 +1139,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     }
     if (message.reasoningContent !== undefined) {
       writer.uint32(50).string(message.reasoningContent);
+    }
+    for (const v of message.parts) {
+      ContentPart.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1167,6 +1207,14 @@ export const ChatMessage: MessageFns<ChatMessage> = {
             message.reasoningContent = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.parts.push(ContentPart.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1199,6 +1247,7 @@ export const ChatMessage: MessageFns<ChatMessage> = {
         : isSet(object.reasoning_content)
         ? globalThis.String(object.reasoning_content)
         : undefined,
+      parts: globalThis.Array.isArray(object?.parts) ? object.parts.map((e: any) => ContentPart.fromJSON(e)) : [],
     };
   },
 
@@ -1222,6 +1271,9 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     if (message.reasoningContent !== undefined) {
       obj.reasoningContent = message.reasoningContent;
     }
+    if (message.parts?.length) {
+      obj.parts = message.parts.map((e) => ContentPart.toJSON(e));
+    }
     return obj;
   },
 
@@ -1236,12 +1288,231 @@ export const ChatMessage: MessageFns<ChatMessage> = {
     message.toolCallId = object.toolCallId ?? undefined;
     message.name = object.name ?? undefined;
     message.reasoningContent = object.reasoningContent ?? undefined;
+    message.parts = object.parts?.map((e) => ContentPart.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContentPart(): ContentPart {
+  return { part: undefined };
+}
+
+export const ContentPart: MessageFns<ContentPart> = {
+  encode(message: ContentPart, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.part?.$case) {
+      case "text":
+        writer.uint32(10).string(message.part.text);
+        break;
+      case "image":
+        writer.uint32(16).uint32(message.part.image);
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContentPart {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContentPart();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.part = { $case: "text", text: reader.string() };
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.part = { $case: "image", image: reader.uint32() };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ContentPart {
+    return {
+      part: isSet(object.text)
+        ? { $case: "text", text: globalThis.String(object.text) }
+        : isSet(object.image)
+        ? { $case: "image", image: globalThis.Number(object.image) }
+        : undefined,
+    };
+  },
+
+  toJSON(message: ContentPart): unknown {
+    const obj: any = {};
+    if (message.part?.$case === "text") {
+      obj.text = message.part.text;
+    } else if (message.part?.$case === "image") {
+      obj.image = Math.round(message.part.image);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ContentPart>, I>>(base?: I): ContentPart {
+    return ContentPart.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContentPart>, I>>(object: I): ContentPart {
+    const message = createBaseContentPart();
+    switch (object.part?.$case) {
+      case "text": {
+        if (object.part?.text !== undefined && object.part?.text !== null) {
+          message.part = { $case: "text", text: object.part.text };
+        }
+        break;
+      }
+      case "image": {
+        if (object.part?.image !== undefined && object.part?.image !== null) {
+          message.part = { $case: "image", image: object.part.image };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseImage(): Image {
+  return { width: 0, height: 0, rgb: Buffer.alloc(0), field: "" };
+}
+
+export const Image: MessageFns<Image> = {
+  encode(message: Image, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.width !== 0) {
+      writer.uint32(8).uint32(message.width);
+    }
+    if (message.height !== 0) {
+      writer.uint32(16).uint32(message.height);
+    }
+    if (message.rgb.length !== 0) {
+      writer.uint32(26).bytes(message.rgb);
+    }
+    if (message.field !== "") {
+      writer.uint32(34).string(message.field);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Image {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseImage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.width = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.height = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.rgb = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.field = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Image {
+    return {
+      width: isSet(object.width) ? globalThis.Number(object.width) : 0,
+      height: isSet(object.height) ? globalThis.Number(object.height) : 0,
+      rgb: isSet(object.rgb) ? Buffer.from(bytesFromBase64(object.rgb)) : Buffer.alloc(0),
+      field: isSet(object.field) ? globalThis.String(object.field) : "",
+    };
+  },
+
+  toJSON(message: Image): unknown {
+    const obj: any = {};
+    if (message.width !== 0) {
+      obj.width = Math.round(message.width);
+    }
+    if (message.height !== 0) {
+      obj.height = Math.round(message.height);
+    }
+    if (message.rgb.length !== 0) {
+      obj.rgb = base64FromBytes(message.rgb);
+    }
+    if (message.field !== "") {
+      obj.field = message.field;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Image>, I>>(base?: I): Image {
+    return Image.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Image>, I>>(object: I): Image {
+    const message = createBaseImage();
+    message.width = object.width ?? 0;
+    message.height = object.height ?? 0;
+    message.rgb = object.rgb ?? Buffer.alloc(0);
+    message.field = object.field ?? "";
     return message;
   },
 };
 
 function createBaseTextPrompt(): TextPrompt {
-  return { text: "", addSpecialTokens: undefined };
+  return { text: "", addSpecialTokens: undefined, parts: [] };
 }
 
 export const TextPrompt: MessageFns<TextPrompt> = {
@@ -1251,6 +1522,9 @@ export const TextPrompt: MessageFns<TextPrompt> = {
     }
     if (message.addSpecialTokens !== undefined) {
       writer.uint32(16).bool(message.addSpecialTokens);
+    }
+    for (const v of message.parts) {
+      ContentPart.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -1284,6 +1558,14 @@ export const TextPrompt: MessageFns<TextPrompt> = {
             message.addSpecialTokens = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.parts.push(ContentPart.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1304,6 +1586,7 @@ export const TextPrompt: MessageFns<TextPrompt> = {
         : isSet(object.add_special_tokens)
         ? globalThis.Boolean(object.add_special_tokens)
         : undefined,
+      parts: globalThis.Array.isArray(object?.parts) ? object.parts.map((e: any) => ContentPart.fromJSON(e)) : [],
     };
   },
 
@@ -1315,6 +1598,9 @@ export const TextPrompt: MessageFns<TextPrompt> = {
     if (message.addSpecialTokens !== undefined) {
       obj.addSpecialTokens = message.addSpecialTokens;
     }
+    if (message.parts?.length) {
+      obj.parts = message.parts.map((e) => ContentPart.toJSON(e));
+    }
     return obj;
   },
 
@@ -1325,6 +1611,7 @@ export const TextPrompt: MessageFns<TextPrompt> = {
     const message = createBaseTextPrompt();
     message.text = object.text ?? "";
     message.addSpecialTokens = object.addSpecialTokens ?? undefined;
+    message.parts = object.parts?.map((e) => ContentPart.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2495,6 +2782,7 @@ function createBaseGenerateRequest(): GenerateRequest {
     constraint: undefined,
     adapter: "",
     kvTransfer: undefined,
+    images: [],
   };
 }
 
@@ -2525,6 +2813,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.kvTransfer !== undefined) {
       KvTransfer.encode(message.kvTransfer, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.images) {
+      Image.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2606,6 +2897,14 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
             message.kvTransfer = KvTransfer.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.images.push(Image.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2640,6 +2939,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
         : isSet(object.kv_transfer)
         ? KvTransfer.fromJSON(object.kv_transfer)
         : undefined,
+      images: globalThis.Array.isArray(object?.images)
+        ? object.images.map((e: any) => Image.fromJSON(e))
+        : [],
     };
   },
 
@@ -2666,6 +2968,9 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     }
     if (message.kvTransfer !== undefined) {
       obj.kvTransfer = KvTransfer.toJSON(message.kvTransfer);
+    }
+    if (message.images?.length) {
+      obj.images = message.images.map((e) => Image.toJSON(e));
     }
     return obj;
   },
@@ -2706,6 +3011,7 @@ export const GenerateRequest: MessageFns<GenerateRequest> = {
     message.kvTransfer = (object.kvTransfer !== undefined && object.kvTransfer !== null)
       ? KvTransfer.fromPartial(object.kvTransfer)
       : undefined;
+    message.images = object.images?.map((e) => Image.fromPartial(e)) || [];
     return message;
   },
 };

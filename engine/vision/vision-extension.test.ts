@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { EngineError } from '../errors.js';
+import type { GenerateRequest, ImageInput } from '../types.js';
+import { VisionInputs } from './vision-extension.js';
+
+const vision = new VisionInputs('smol');
+const img = (field: string, w = 2, h = 1, bytes = w * h * 3): ImageInput => ({
+  width: w,
+  height: h,
+  rgb: new Uint8Array(bytes),
+  field,
+});
+const chat = (images: ImageInput[], image = 0): GenerateRequest => ({
+  prompt: {
+    kind: 'chat',
+    messages: [
+      {
+        role: 'user',
+        content: 'hi',
+        parts: [
+          { type: 'text', text: 'hi' },
+          { type: 'image', image },
+        ],
+      },
+    ],
+  },
+  params: {},
+  images,
+});
+
+function refused(request: GenerateRequest, field: string, rule: RegExp): void {
+  assert.throws(
+    () => vision.check(request),
+    (e: unknown) =>
+      e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === field && rule.test(e.message),
+  );
+}
+
+test('a request without images is not the extension’s', () => {
+  assert.equal(vision.check({ prompt: { kind: 'text', text: 'hi' }, params: {} }), undefined);
+});
+
+test('a text-only model refuses a well-formed image naming its part', () => {
+  refused(
+    chat([img('messages[0].content[1].image_url')]),
+    'messages[0].content[1].image_url',
+    /smol is a text-only model/,
+  );
+  refused(
+    {
+      prompt: { kind: 'text', text: 'a', parts: [{ type: 'image', image: 0 }] },
+      params: {},
+      images: [img('inputs.images[0]')],
+    },
+    'inputs.images[0]',
+    /text-only/,
+  );
+});
+
+test('malformed images and parts (a gRPC caller without a gateway) are told what is wrong first', () => {
+  refused(chat([img('f', 2, 2, 5)]), 'f', /holds 5 bytes; a 2x2 RGB image is 12/);
+  refused(chat([img('f', 0, 2, 0)]), 'f', /positive integers/);
+  refused(chat([img('f')], 3), 'prompt.chat.messages[0].parts[1].image', /names image 3; the request has 1/);
+  refused(
+    { prompt: { kind: 'tokens', ids: [1, 2] }, params: {}, images: [img('')] },
+    'images[0]',
+    /no content part of the prompt places this image/,
+  );
+});

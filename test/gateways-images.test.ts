@@ -1,0 +1,161 @@
+/**
+ * Image parts over the wire on the real server (default model, a text-only one): every family's
+ * image part reaches the engine decoded (a file under --allowed-local-media-path and a fetched
+ * URL included) and is refused there with a 400 naming the part, since the model has no vision
+ * encoder; 200 hostile image parts (test/fuzz/hostile-images.ts) each get a 4xx naming their
+ * part, never a 5xx, and the server still serves text afterwards; the Python `openai` SDK's image
+ * parts (chat and Responses) arrive in the shape the gateways read.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, test } from 'node:test';
+import { DEFAULT_MEDIA } from '../gateways/shared/images/media-config.js';
+import {
+  freePortConfig,
+  MODEL_NAME,
+  postJson,
+  runPythonClient,
+  startHarness,
+  type Harness,
+} from './gateways-harness.js';
+import { rng } from '../bench/soak/soak.js';
+import { hostileImageUrl, hostileKit, type HostileKit } from './fuzz/hostile-images.js';
+
+const CASES = 200;
+const SEED = 20261202;
+
+let h: Harness;
+let kit: HostileKit;
+let dir: string;
+let remote: Server;
+let remoteUrl: string;
+before(async () => {
+  kit = await hostileKit();
+  dir = mkdtempSync(join(tmpdir(), 'prism-images-'));
+  writeFileSync(join(dir, 'cat.png'), kit.valid.png);
+  remote = createServer((_req, res) => res.end(kit.valid.jpeg));
+  await new Promise<void>((r) => remote.listen(0, '127.0.0.1', r));
+  remoteUrl = `http://127.0.0.1:${(remote.address() as { port: number }).port}/cat.jpg`;
+  h = await startHarness(
+    freePortConfig({
+      media: { ...DEFAULT_MEDIA, allowedLocalMediaPath: dir, fetchRemote: true, fetchTimeoutMs: 2000 },
+    }),
+    { engine: { maxIterTimes: 8 } },
+  );
+});
+after(async () => {
+  await h?.close();
+  remote?.closeAllConnections();
+  remote?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const chat = (imageUrl: unknown) => ({
+  model: MODEL_NAME,
+  max_tokens: 4,
+  messages: [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is this?' },
+        { type: 'image_url', image_url: imageUrl },
+      ],
+    },
+  ],
+});
+const TEXT_ONLY = /image input is not supported by this model: smollm2-test is a text-only model/;
+
+test('a text-only model refuses a decoded image with a 400 naming the part, from every source and family', async () => {
+  const sources = [
+    { url: `data:image/png;base64,${kit.valid.png.toString('base64')}` },
+    { url: `data:image/webp;base64,${kit.valid.webp.toString('base64')}`, detail: 'auto' },
+    `data:image/gif;base64,${kit.valid.gif.toString('base64')}`,
+    { url: pathToFileURL(join(dir, 'cat.png')).href },
+    { url: remoteUrl },
+  ];
+  for (const source of sources) {
+    const r = await postJson(`${h.url}/v1/chat/completions`, chat(source));
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json.error.param, 'messages[0].content[1].image_url', r.text);
+    assert.match(r.json.error.message, TEXT_ONLY);
+  }
+  const png = `data:image/png;base64,${kit.valid.png.toString('base64')}`;
+  const responses = await postJson(`${h.url}/v1/responses`, {
+    model: MODEL_NAME,
+    input: [
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'hi' },
+          { type: 'input_image', image_url: png },
+        ],
+      },
+    ],
+  });
+  assert.equal(responses.status, 400, responses.text);
+  assert.equal(responses.json.error.param, 'input[0].content[1].image_url');
+  assert.match(responses.json.error.message, TEXT_ONLY);
+  const fileId = await postJson(`${h.url}/v1/responses`, {
+    model: MODEL_NAME,
+    input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] }],
+  });
+  assert.equal(fileId.status, 400, fileId.text);
+  assert.equal(fileId.json.error.param, 'input[0].content[0].file_id');
+  const tgi = await postJson(`${h.url}/generate`, {
+    inputs: `Describe ![](${png}) please`,
+    parameters: { max_new_tokens: 2 },
+  });
+  assert.equal(tgi.status, 422, tgi.text);
+  assert.match(tgi.json.error, /inputs\.images\[0\]: image input is not supported/);
+  // Text with no image is served as before, by every route.
+  const plain = await postJson(`${h.url}/generate`, {
+    inputs: 'Say ![x](alt) hi',
+    parameters: { max_new_tokens: 2 },
+  });
+  assert.equal(plain.status, 200, plain.text);
+});
+
+test(`fuzz: ${CASES} hostile image parts each get a 4xx naming the part, never a 5xx`, async () => {
+  const rand = rng(SEED);
+  const statuses: Record<string, number> = {};
+  const failures: string[] = [];
+  const cases = Array.from({ length: CASES }, (_, i) => hostileImageUrl(kit, rand, i));
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < CASES; i = next++) {
+      const r = await postJson(`${h.url}/v1/chat/completions`, chat(cases[i]));
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+      const param: unknown = r.json?.error?.param;
+      if (
+        r.status < 400 ||
+        r.status >= 500 ||
+        typeof param !== 'string' ||
+        !param.startsWith('messages[0].content[1]')
+      )
+        failures.push(`case ${i} (${i % 10}): ${r.status} ${r.text.slice(0, 300)}`);
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  assert.deepEqual(failures.slice(0, 10), [], JSON.stringify(statuses));
+  assert.equal(statuses['400'], CASES, JSON.stringify(statuses));
+  const ok = await postJson(`${h.url}/v1/chat/completions`, {
+    model: MODEL_NAME,
+    max_tokens: 2,
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
+  });
+  assert.equal(ok.status, 200, ok.text);
+});
+
+test('the openai SDK (Python) sends an image in chat and Responses; the refusal reaches it as a BadRequestError naming the part', async () => {
+  const r = await runPythonClient('openai_images.py', [`${h.url}/v1`, MODEL_NAME]);
+  assert.equal(r.chat.status, 400, JSON.stringify(r));
+  assert.equal(r.chat.param, 'messages[0].content[1].image_url');
+  assert.match(r.chat.message, TEXT_ONLY);
+  assert.equal(r.responses.status, 400, JSON.stringify(r));
+  assert.equal(r.responses.param, 'input[0].content[1].image_url');
+  assert.match(r.responses.message, TEXT_ONLY);
+});
