@@ -65,8 +65,9 @@ Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) sid
   --measures LIST       comma-separated subset of single,aggregate,prefill (default all three)
   --block-size N        Prism KV block size in tokens (default 128, the engine's cacheBlockSize)
   --suite sizes         run the size suite instead of one model: random-weight GGUFs with the
-                        layer shapes of Llama-3.2-1B/3B, Qwen2.5-1.5B and two MoE models (scripts/make-size-models.py
-                        writes them into models/sizes/ once), one row per size × type; decode and
+                        layer shapes of Llama-3.2-1B/3B, Llama-3.1-8B, Qwen2.5-1.5B and two MoE
+                        models (scripts/make-size-models.py writes them into models/sizes/ once),
+                        one row per size × type; decode and
                         aggregate default to 32 new tokens and 16 sequences there
   --sizes LIST          size suite: subset of ${SIZE_NAMES.join(',')} (default ${DEFAULT_SIZES.join(',')})
   --types LIST          size suite: subset of ${TYPE_NAMES.join(',')} (default ${DEFAULT_TYPES.join(',')})

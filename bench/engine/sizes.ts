@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fmt } from '../stats.js';
 import type { EngineBenchReport, EngineName } from './report.js';
 
-export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b', 'moe-1b-a400m', 'moe-30b-a3b', 'moe-30b-a3b-l8'] as const;
+export const SIZE_NAMES = ['1b', '3b', '8b', 'qwen1.5b', 'moe-1b-a400m', 'moe-30b-a3b', 'moe-30b-a3b-l8'] as const;
 export const TYPE_NAMES = [
   'q4_0',
   'q4_1',
