@@ -15,10 +15,11 @@ const FEATURE = '^engine/(structured|speculative|kv-transfer|beam|pooling|vision
 /**
  * The engine's core: its top-level files (the step loop, intake, output processing, scheduler,
  * runner, sequences, ...). Not core: the public door (api.ts) and the files that put an engine
- * together from its options (load-engine.ts, options.ts), which name the features by design.
+ * together from its options (load-engine.ts, options.ts, and request-features.ts, the one list
+ * of the request extensions and their order), which name the features by design.
  */
 const CORE = '^engine/[^/]+[.]ts$';
-const CORE_NOT = ['^engine/(api|load-engine|options)[.]ts$', '[.]test[.]ts$'];
+const CORE_NOT = ['^engine/(api|load-engine|options|request-features)[.]ts$', '[.]test[.]ts$'];
 /**
  * Test and benchmark code (tests, the test/ tree, `testing/` folders and `test-*.ts` helpers,
  * bench/): never imported by production code, and free of the floors below.

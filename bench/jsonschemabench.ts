@@ -499,7 +499,7 @@ if (
   for (const r of results)
     for (const s of r.invalidSamples.slice(0, 3)) console.log(`invalid ${r.category}: ${s}`);
   console.log(
-    `max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s; choices resampled after a failed check ${engine.structured.resampledChoices}, failed every attempt ${engine.structured.failedChecks}; load ${(
+    `max_tokens ${maxTokens}; ${((performance.now() - t0) / 1000).toFixed(0)} s; choices resampled after a failed check ${engine.features.structured.resampledChoices}, failed every attempt ${engine.features.structured.failedChecks}; load ${(
       await import('node:os')
     )
       .loadavg()

@@ -27,6 +27,7 @@ import type { GrammarConstraint } from '../engine/structured/constraint.js';
 import { checkConstraint } from '../engine/structured/validate.js';
 import { loadTokenizer } from '../engine/tokenizer/index.js';
 import type { EngineCore } from '../engine/engine-core.js';
+import type { StructuredTuning } from '../engine/structured/tuning.js';
 import type { Constraint, GenerateRequest } from '../engine/types.js';
 import { jsonSchemaBenchDir, sampleFiles } from './jsonschemabench.js';
 import { loadPrebuiltLlamaModel } from './engine/llamacpp.js';
@@ -125,14 +126,21 @@ const VARIANTS: readonly Variant[] = [
 /** The default path for an exact schema (the check's paired baseline). */
 const EXACT_DEFAULT = VARIANTS.length - 2;
 
+/**
+ * The engine's structured-output switches, flipped between the paired runs on one loaded
+ * engine, and the critical path's waits for masks (ms per constrained step) it reports.
+ */
+const maskWaits: number[] = [];
+const tuning: StructuredTuning = { onMaskWait: (ms) => maskWaits.push(ms) };
+
 async function throughput(
   engine: EngineCore,
   concurrency: number,
   v: Variant,
   seed: number,
 ): Promise<number> {
-  engine.structured.overlapMasks = v.overlap;
-  engine.structured.jumpForward = v.jump;
+  tuning.overlapMasks = v.overlap;
+  tuning.jumpForward = v.jump;
   const request = (i: number): GenerateRequest => ({
     prompt: { kind: 'chat', messages: [{ role: 'user', content: PROMPT }] },
     params: { maxNewTokens: maxTokens, temperature: 0.7, seed: seed + i, ignoreEos: !v.constrained },
@@ -153,13 +161,17 @@ async function throughput(
 let requestMs = NaN;
 
 async function engineThroughput(): Promise<string[]> {
-  const engine = await loadEngine(ensureDefaultModel(), {
-    maxBatchSize: 16,
-    threads,
-    kvCacheBytes: 128 << 20,
-    // The limits these runs were measured with (MindIE's defaults), not the model's 8,192-token context.
-    ...MINDIE_CONTEXT_LIMITS,
-  });
+  const engine = await loadEngine(
+    ensureDefaultModel(),
+    {
+      maxBatchSize: 16,
+      threads,
+      kvCacheBytes: 128 << 20,
+      // The limits these runs were measured with (MindIE's defaults), not the model's 8,192-token context.
+      ...MINDIE_CONTEXT_LIMITS,
+    },
+    { structuredTuning: tuning },
+  );
   const out: string[] = [];
   try {
     // Warm the grammar cache and the prefix cache outside the timed part.
@@ -171,11 +183,11 @@ async function engineThroughput(): Promise<string[]> {
       const jumped = VARIANTS.map(() => 0);
       for (let r = 0; r < rounds; r++)
         for (const [k, v] of VARIANTS.entries()) {
-          const s0 = engine.structured.maskStalls.length;
-          const j0 = engine.structured.jumpedTokens;
+          maskWaits.length = 0;
+          const j0 = engine.features.structured.jumpedTokens;
           runs[k]!.push(await throughput(engine, c, v, 100 * r));
-          stalls[k]!.push(...engine.structured.maskStalls.slice(s0));
-          jumped[k]! += engine.structured.jumpedTokens - j0;
+          stalls[k]!.push(...maskWaits);
+          jumped[k]! += engine.features.structured.jumpedTokens - j0;
         }
       // Paired: each round's ratio to the unconstrained run just before it (the machine's
       // load drifts between rounds far more than between neighbouring runs).
@@ -211,11 +223,14 @@ async function engineThroughput(): Promise<string[]> {
 
 async function compileAndMask(modelPath: string): Promise<string[]> {
   const tok = await loadTokenizer(modelPath);
+  /** Per-token mask times (ms) as the grammar thread measured them. */
+  const m: number[] = [];
   const svc = new GrammarService({
     vocab: tok.grammarVocab(),
     vocabSize: tok.vocabSize,
     stopTokenIds: tok.eosTokenIds,
     cacheSize: 1024,
+    onMaskTime: (ms) => m.push(ms),
   });
   try {
     // The tokenizer info is built by the first compile: not a per-schema cost.
@@ -250,7 +265,7 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
     const doc = JSON.stringify({
       people: Array.from({ length: 20 }, (_, i) => ({ name: `Person ${i}`, city: 'Paris' })),
     });
-    svc.maskTimes.length = 0;
+    m.length = 0;
     for (let r = 0; r < 5; r++) {
       const g = svc.createMatcher(key);
       await g.pending;
@@ -279,7 +294,6 @@ async function compileAndMask(modelPath: string): Promise<string[]> {
       checks.push(performance.now() - t0);
       if (invalid !== null) throw new Error(`the benchmark document fails its check: ${invalid}`);
     }
-    const m = svc.maskTimes;
     return [
       `| compile, cold (${cold.length} JSONSchemaBench Glaiveai2K schemas${failed ? `, ${failed} refused` : ''}) | ${f1(median(cold))} | ${f1(quantile(cold, 0.99))} |`,
       `| compile, cached (request wait incl. thread round trip) | ${f3(median(cachedWait))} | ${f3(quantile(cachedWait, 0.99))} |`,

@@ -226,7 +226,11 @@ export async function run(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startEngineServer(engine, { listen: args.listen, log, kvTransfer: engine.disaggregation });
+    server = await startEngineServer(engine, {
+      listen: args.listen,
+      log,
+      kvTransfer: engine.features.disaggregation,
+    });
   } catch (e) {
     log((e as Error).message);
     await engine.close();

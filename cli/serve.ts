@@ -190,7 +190,7 @@ export async function run(argv: string[]): Promise<number> {
     server = await startEngineServer(engine, {
       listen: `unix:${socket}`,
       log,
-      kvTransfer: engine.disaggregation,
+      kvTransfer: engine.features.disaggregation,
     });
   } catch (e) {
     log((e as Error).message);

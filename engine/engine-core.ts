@@ -4,9 +4,12 @@
  * this file runs the step loop — at most one native step in flight, and between steps it
  * reaps cancelled sequences and schedules; the output processor (output-processor.ts) turns
  * sampled tokens into events. Data flows one way per step:
- * propose drafts → schedule → runner.step → scheduler.postprocess → outputs.process.
- * The parts and their wiring are built in engine-parts.ts; the engine's status snapshot is
- * assembled in engine-status.ts, and how the loop fails requests is in loop-failures.ts.
+ * extensions before schedule → schedule → extensions before step → runner.step →
+ * scheduler.postprocess → outputs.process → extensions after step.
+ * The request features act through those hooks (extension.ts; the list is built in
+ * request-features.ts) and this file names none of them. The parts and their wiring are
+ * built in engine-parts.ts; the engine's status snapshot is assembled in engine-status.ts,
+ * and how the loop fails requests is in loop-failures.ts.
  *
  * Loading a model (native + tokenizer) lives in engine/load-engine.ts; this file has no
  * native dependency of its own, only the `Runner` it is given.
@@ -18,16 +21,16 @@ import { buildEngineParts, type EngineCoreDeps } from './engine-parts.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
 import { EngineError } from './errors.js';
-import type { Disaggregation } from './kv-transfer/engine-glue.js';
+import type { ExtensionList } from './extension-list.js';
 import type { RequestTable } from './live-request.js';
 import type { LoopFailures } from './loop-failures.js';
 import type { OutputProcessor } from './output-processor.js';
 import type { EngineRole, RoleState } from './pd-types.js';
+import type { FeatureHandles, RequestFeatures } from './request-features.js';
 import type { RequestIntake } from './request-intake.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
-import type { Speculator } from './speculative/speculator.js';
-import type { StructuredOutput } from './structured/engine-glue.js';
+import type { Sequence } from './sequence.js';
 import type {
   ChatRenderExtras,
   AdapterList,
@@ -52,12 +55,15 @@ export class EngineCore implements Engine {
   private readonly intake: RequestIntake;
   private readonly outputs: OutputProcessor;
   private readonly failures: LoopFailures;
-  /** Speculative decoding: proposes before the scheduler, learns from each verify step. */
-  private readonly speculator: Speculator | null;
-  /** Structured output (public for the benchmark's switches: overlapMasks, jumpForward). */
-  readonly structured: StructuredOutput;
-  /** Split prefill/decode (engine/kv-transfer/): roles, leases, pulls, hand-offs, the results hub. */
-  readonly disaggregation: Disaggregation;
+  /** The request features' hooks (extension.ts), walked in their order. */
+  private readonly extensions: ExtensionList;
+  private readonly requestFeatures: RequestFeatures;
+  private readonly finishSequence: (seq: Sequence) => void;
+  /**
+   * The features' handles (request-features.ts): the engine-to-engine RPCs a gRPC server
+   * serves, counters tests and benchmarks read.
+   */
+  readonly features: FeatureHandles;
   private loop: Promise<void> | null = null;
   private stopping = false;
   private closed = false;
@@ -79,9 +85,10 @@ export class EngineCore implements Engine {
     this.intake = parts.intake;
     this.outputs = parts.outputs;
     this.failures = parts.failures;
-    this.speculator = parts.speculator;
-    this.structured = parts.structured;
-    this.disaggregation = parts.disaggregation;
+    this.extensions = parts.extensions;
+    this.requestFeatures = parts.features;
+    this.features = parts.features.handles;
+    this.finishSequence = parts.finishSequence;
   }
 
   // ---------------------------------------------------------------------------- requests
@@ -95,11 +102,11 @@ export class EngineCore implements Engine {
       throw new EngineError('UNAVAILABLE', 'the engine is stopping and accepts no new requests');
   }
 
-  /** Cancels a live request, or frees the KV leased under the id for another engine to pull. */
+  /** Cancels a live request, or what an extension holds under the id. */
   async cancel(requestId: string): Promise<boolean> {
     const req = this.requests.get(requestId);
-    const leased = this.disaggregation.cancelled(requestId, req);
-    if (!req) return leased;
+    const claimed = this.extensions.cancel(requestId, req);
+    if (!req) return claimed;
     this.outputs.abort(req);
     return true;
   }
@@ -145,8 +152,8 @@ export class EngineCore implements Engine {
       this.deps.adapters?.betweenSteps();
       if (!this.scheduler.hasWork) return;
       const runningBefore = this.scheduler.running.length;
-      const proposing = this.speculator?.propose(this.scheduler.running, this.scheduler.waiting.length);
-      if (proposing) await proposing;
+      const before = this.extensions.beforeSchedule(this.scheduler.running, this.scheduler.waiting.length);
+      if (before) await before;
       const batch = this.scheduler.schedule();
       if (batch.items.length === 0) {
         // Admissions that only forked changed the running set; else the head can never fit.
@@ -158,7 +165,7 @@ export class EngineCore implements Engine {
         try {
           this.scheduler.postprocess(batch, out.tokens, out.numAccepted);
           this.outputs.process(batch, out);
-          this.speculator?.verified(batch, out);
+          this.extensions.afterStep(batch, out);
         } catch (e) {
           this.failures.batch(batch, e); // e.g. a tokenizer error: fails these requests, not the engine
         }
@@ -168,7 +175,7 @@ export class EngineCore implements Engine {
     }
   }
 
-  /** Runs the batch's native step (once its grammar masks are in hand); null when it failed. */
+  /** Runs the batch's native step (with what the extensions give it first); null when it failed. */
   private async execute(batch: ScheduledBatch): Promise<StepOutput | null> {
     const now = ms();
     for (const { seq } of batch.items) {
@@ -178,7 +185,8 @@ export class EngineCore implements Engine {
       req?.spans?.scheduled(now);
     }
     try {
-      const late = await this.structured.beforeStep(batch);
+      const before = this.extensions.beforeStep(batch);
+      const late = before && (await before);
       this.stepping = true;
       return await this.deps.runner.step(batch, late);
     } catch (e) {
@@ -192,10 +200,7 @@ export class EngineCore implements Engine {
 
   private reapAborted(): void {
     for (const list of [this.scheduler.running, this.scheduler.waiting]) {
-      for (const s of list.filter((x) => x.aborted)) {
-        this.speculator?.release(s); // a proposer's own state (a draft model's pages) goes back now
-        this.scheduler.finish(s);
-      }
+      for (const s of list.filter((x) => x.aborted)) this.finishSequence(s);
     }
   }
 
@@ -223,8 +228,7 @@ export class EngineCore implements Engine {
       scheduler: this.scheduler,
       blocks: this.blocks,
       requests: this.requests,
-      disaggregation: this.disaggregation,
-      speculator: this.speculator,
+      features: this.requestFeatures.status(),
       maxBatchSize: this.deps.options.maxBatchSize,
       maxLora: this.deps.adapters?.limits.maxLoras ?? 0,
       stopping: this.stopping,
@@ -232,11 +236,11 @@ export class EngineCore implements Engine {
   }
 
   async setRole(role: EngineRole): Promise<RoleState> {
-    return this.disaggregation.setRole(role);
+    return this.requestFeatures.setRole(role);
   }
 
   decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult> {
-    return this.disaggregation.decodeResults(signal);
+    return this.requestFeatures.decodeResults(signal);
   }
 
   async info(): Promise<EngineInfo> {
@@ -253,10 +257,8 @@ export class EngineCore implements Engine {
     this.stopping = true;
     this.closed = true;
     for (const id of this.requests.ids()) await this.cancel(id);
-    this.disaggregation.close();
     while (this.loop) await this.loop;
-    await this.speculator?.close();
-    await this.structured.close();
+    await this.extensions.close();
     this.deps.dispose?.();
   }
 }

@@ -1,33 +1,32 @@
 /**
  * The engine's parts and how they are wired to each other, built once per engine: the block
- * pool and scheduler, request intake (with admission: a request's signal, and split
- * prefill/decode's pull before a decode-side request queues), the output processor,
- * structured output, speculation, split prefill/decode and the loop's failure handling.
- * The engine core (engine-core.ts) runs the step loop over them and answers the Engine API;
- * the few things only it knows (whether it is stopping, how to wake the loop) come in as
- * `CoreHooks`.
+ * pool and scheduler, the request features (request-features.ts) and the host they act
+ * through (extension.ts), request intake (with admission: a request's signal, and an
+ * extension that queues the first sequence itself), the output processor and the loop's
+ * failure handling. The engine core (engine-core.ts) runs the step loop over them and answers
+ * the Engine API; the few things only it knows (whether it is stopping, how to wake the loop)
+ * come in as `CoreHooks`.
  */
 import type { AdapterManager } from './adapters/manager.js';
 import { BlockManager, type BlockCacheObserver } from './block-manager.js';
 import { EngineMetrics } from './engine-metrics.js';
-import { Disaggregation } from './kv-transfer/engine-glue.js';
+import type { ExtensionHost } from './extension.js';
+import { ExtensionList } from './extension-list.js';
 import { RequestTable, type LiveRequest } from './live-request.js';
 import { LoopFailures } from './loop-failures.js';
 import type { ResolvedEngineOptions } from './options.js';
 import { OutputProcessor } from './output-processor.js';
 import type { EngineTokenizer } from './prompt.js';
+import { buildRequestFeatures, type FeatureDeps, type RequestFeatures } from './request-features.js';
 import { RequestIntake } from './request-intake.js';
 import type { Runner } from './runner.js';
 import { Scheduler } from './scheduler.js';
 import type { Sequence } from './sequence.js';
-import { speculatorFor, type SpeculationConfig } from './speculative/engine-glue.js';
-import type { Speculator } from './speculative/speculator.js';
-import { StructuredOutput } from './structured/engine-glue.js';
 import { EngineChat } from './tools/engine-chat.js';
 import type { ToolParserFamily } from './tools/types.js';
 import type { EngineInfo, GenerateEvent, GenerateRequest } from './types.js';
 
-export interface EngineCoreDeps {
+export interface EngineCoreDeps extends FeatureDeps {
   readonly runner: Runner;
   readonly tokenizer: EngineTokenizer;
   readonly options: ResolvedEngineOptions;
@@ -42,8 +41,6 @@ export interface EngineCoreDeps {
   readonly adapters?: AdapterManager;
   /** Hears the prefix cache change (engine/kv-events.ts publishes it); absent = nobody. */
   readonly blockObserver?: BlockCacheObserver;
-  /** Speculative decoding (engine/speculative/): the proposer and its settings; absent = off. */
-  readonly speculation?: SpeculationConfig;
 }
 
 /** What the parts need from the engine core. */
@@ -51,9 +48,9 @@ export interface CoreHooks {
   /** Wakes the step loop (it may be idle when a sequence joins between steps). */
   kick(): void;
   cancel(requestId: string): void;
-  /** Submits a request as a client would (a hand-off arriving from a prefill engine). */
+  /** Submits a request as a client would (one another engine hands over). */
   submit(request: GenerateRequest): AsyncIterable<GenerateEvent>;
-  /** Throws UNAVAILABLE once the engine is stopping. */
+  /** Throws UNAVAILABLE once the engine stops. */
   checkAccepting(): void;
   closed(): boolean;
 }
@@ -63,12 +60,13 @@ export interface EngineParts {
   readonly scheduler: Scheduler;
   readonly metrics: EngineMetrics;
   readonly requests: RequestTable;
-  readonly structured: StructuredOutput;
-  readonly disaggregation: Disaggregation;
+  readonly features: RequestFeatures;
+  readonly extensions: ExtensionList;
   readonly intake: RequestIntake;
   readonly outputs: OutputProcessor;
-  readonly speculator: Speculator | null;
   readonly failures: LoopFailures;
+  /** Ends a sequence: the extensions hear of it, then the scheduler frees its blocks. */
+  readonly finishSequence: (seq: Sequence) => void;
 }
 
 export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineParts {
@@ -82,12 +80,13 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     deps.blockObserver ?? null,
     deps.runner.kvGroups ?? 0,
   );
-  const structured = new StructuredOutput(deps.tokenizer, deps.info.vocabSize, undefined, o.threads);
-  // A forked sequence (n > 1 sharing a prompt, or a beam) joins its request and copies its grammar state.
+  const chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
+  // A forked sequence (n > 1 sharing a prompt, one a feature forks or samples again) joins
+  // its request and takes the extensions' state of its parent.
   const forked = (parent: Sequence, child: Sequence): void => {
     const req = requests.get(parent.requestId);
     if (!req || parent.aborted) child.aborted = true;
-    structured.fork(parent, child);
+    extensions.fork(parent, child);
     req?.seqs.push(child);
   };
   const scheduler = new Scheduler(
@@ -100,24 +99,31 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     scheduler.add(seq);
     core.kick();
   };
-  // Late-bound: intake and outputs are built after the disaggregation that calls them.
+  const finishSequence = (seq: Sequence): void => {
+    extensions.finishing(requests.get(seq.requestId), seq);
+    scheduler.finish(seq);
+  };
+  // Late-bound: intake and outputs are built after the features that call them.
   const late: { intake?: RequestIntake; outputs?: OutputProcessor } = {};
-  const disaggregation = new Disaggregation({
-    kv: deps.runner.kv,
-    modelFingerprint: deps.info.modelFingerprint,
-    engineId: deps.info.engineId,
-    blocks,
-    structured,
-    maxSeqLen: o.maxSeqLen,
-    options: { role: o.role, leaseTtlMs: o.kvLeaseMs, transferTimeoutMs: o.kvTransferTimeoutMs },
+  const host: ExtensionHost = {
+    request: (id) => requests.get(id),
     liveRequests: () => requests.all(),
+    enqueue,
+    finishSequence,
+    forkSequence: (parent) => scheduler.forkRunning(parent),
+    afterTokens: (seq, tokens) => extensions.afterTokens(seq, tokens),
+    restartChoice: (req, index, seed) => late.outputs!.restartChoice(req, index, seed),
+    settle: (req) => late.outputs!.settle(req),
+    finish: (req) => late.outputs!.finish(req),
+    abort: (req, failure) => late.outputs!.abort(req, failure),
+    countGenerated: (tokens) => (metrics.generationTokens += tokens),
     check: (request) => late.intake!.check(request),
     submit: (request) => core.submit(request),
-    enqueue,
-    fail: (req, error) => late.outputs!.abort(req, { message: error.message, fault: error }),
     cancel: (id) => core.cancel(id),
-  });
-  // An admitted request joins the queue (a decode-side one once its KV is in); its caller's signal cancels it.
+  };
+  const features = buildRequestFeatures(deps, { host, blocks, chat });
+  const extensions = new ExtensionList(features.extensions);
+  // An admitted request joins the queue (unless an extension queues it later); its caller's signal cancels it.
   const admitted = (req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void => {
     if (signal) {
       const onAbort = () => core.cancel(req.id);
@@ -127,45 +133,35 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
         req.detachSignal = () => signal.removeEventListener('abort', onAbort);
       }
     }
-    if (req.pd?.kind === 'decode') void disaggregation.pullThenEnqueue(req, seq);
-    else enqueue(seq);
+    if (!extensions.beforeQueue(req, seq)) enqueue(seq);
   };
   const intake = new RequestIntake({
     tokenizer: deps.tokenizer,
     options: o,
     modelName: deps.info.modelName,
     chatTemplate: deps.chatTemplate,
-    chat: new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser),
-    structured,
+    chat,
     adapters: deps.adapters,
     table: requests,
     metrics,
     eos: new Set(deps.tokenizer.eosTokenIds),
+    extensions,
     waitingCount: () => scheduler.waiting.length,
     checkAccepting: () => core.checkAccepting(),
     closed: () => core.closed(),
     admitted,
     cancel: (id) => core.cancel(id),
-    disaggregation,
   });
-  const speculator = deps.speculation
-    ? speculatorFor(deps.speculation, (seq) => requests.get(seq.requestId), o.maxSeqLen, o.maxBatchSize)
-    : null;
   const outputs = new OutputProcessor({
     tokenizer: deps.tokenizer,
     maxSeqLen: o.maxSeqLen,
-    structured,
     adapters: deps.adapters,
     table: requests,
     metrics,
-    finishSequence: (seq) => {
-      disaggregation.finishing(requests.get(seq.requestId), seq);
-      speculator?.release(seq);
-      scheduler.finish(seq);
-    },
-    addSequence: enqueue, // a check answers between steps: the loop may be idle
-    forkBeam: (parent) => scheduler.forkBeam(parent),
-    disaggregation,
+    extensions,
+    finishSequence,
+    addSequence: enqueue, // a restart answers between steps: the loop may be idle
+    forked,
   });
   late.intake = intake;
   late.outputs = outputs;
@@ -180,11 +176,11 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     scheduler,
     metrics,
     requests,
-    structured,
-    disaggregation,
+    features,
+    extensions,
     intake,
     outputs,
-    speculator,
     failures,
+    finishSequence,
   };
 }

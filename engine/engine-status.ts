@@ -1,15 +1,14 @@
 /**
  * `Engine.status()`: one snapshot of the engine's state, assembled from the parts that hold
  * it (the scheduler's queues, the block pool, the request metrics, the adapters of live
- * requests, speculation's counters and split prefill/decode's role and transfers).
+ * requests) and the request features' part (request-features.ts).
  */
 import type { BlockManager } from './block-manager.js';
 import type { EngineMetrics } from './engine-metrics.js';
-import type { Disaggregation } from './kv-transfer/engine-glue.js';
 import type { RequestTable } from './live-request.js';
+import type { FeatureStatus } from './request-features.js';
 import type { Scheduler } from './scheduler.js';
 import type { Sequence } from './sequence.js';
-import type { Speculator } from './speculative/speculator.js';
 import type { EngineStatus } from './types.js';
 
 export interface StatusSources {
@@ -17,8 +16,7 @@ export interface StatusSources {
   readonly scheduler: Scheduler;
   readonly blocks: BlockManager;
   readonly requests: RequestTable;
-  readonly disaggregation: Disaggregation;
-  readonly speculator: Speculator | null;
+  readonly features: FeatureStatus;
   readonly maxBatchSize: number;
   /** Adapter slots per step (0: base model only). */
   readonly maxLora: number;
@@ -41,8 +39,7 @@ export function engineStatus(s: StatusSources): EngineStatus {
     runningLoraAdapters: adapterNames(s.requests, s.scheduler.running),
     waitingLoraAdapters: adapterNames(s.requests, s.scheduler.waiting),
     maxLora: s.maxLora,
-    ...(s.speculator ? { specDecode: s.speculator.metrics.snapshot() } : {}),
-    ...s.disaggregation.statusFields(),
+    ...s.features,
   };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The engine's one error taxonomy (TGI-router style). Every failure the engine reports is
  * an EngineError with one of these codes; the gRPC service maps codes to gRPC status codes
- * (engine/service/status-codes.ts), the gateways map them to HTTP statuses in one table
+ * (engine/grpc-status.ts), the gateways map them to HTTP statuses in one table
  * (gateways/shared/http-error.ts), and each API family words its own error body.
  */
 export type EngineErrorCode =
@@ -38,4 +38,11 @@ export class EngineError extends Error {
 
 export function invalidArgument(field: string, rule: string): EngineError {
   return new EngineError('INVALID_ARGUMENT', `${field}: ${rule}`, field, rule);
+}
+
+/** Any failure as the engine reports it: an EngineError as is, anything else GENERATION_FAILED with its message. */
+export function asEngineError(e: unknown): EngineError {
+  return e instanceof EngineError
+    ? e
+    : new EngineError('GENERATION_FAILED', `request failed: ${e instanceof Error ? e.message : String(e)}`);
 }

@@ -5,7 +5,6 @@
  * and forgets it when every choice has finished. `drain()` waits on the table.
  */
 import type { AdapterEntry } from './adapters/manager.js';
-import type { BeamSearch } from './beam-search.js';
 import type { ChoiceOutput } from './choice-output.js';
 import { invalidArgument, type EngineError } from './errors.js';
 import type { EventQueue } from './event-queue.js';
@@ -13,7 +12,6 @@ import type { RequestSpans } from './request-spans.js';
 import type { ResolvedParams } from './sampling-params.js';
 import type { Sequence } from './sequence.js';
 import type { GenerateEvent } from './types.js';
-import type { PdState } from './kv-transfer/engine-glue.js';
 
 export interface LiveRequest {
   readonly id: string;
@@ -24,17 +22,17 @@ export interface LiveRequest {
   readonly queue: EventQueue<GenerateEvent>;
   /** Its sequences: the first, then the ones a best_of fork adds. */
   readonly seqs: Sequence[];
-  /** One per best_of choice, by sequence index (beam search: the n returned beams, at the end). */
+  /** One per choice, by sequence index (an extension may replace them when the request ends). */
   readonly choices: ChoiceOutput[];
   /** A new choice output of this request (its stop rules, chat parsing and seed + index). */
   readonly makeChoice: (index: number) => ChoiceOutput;
   /**
-   * Events are held back until the request finishes: best_of > n or beam search (the best n
-   * are sent then), or outputs checked when a choice ends (structured/choice-checks.ts).
+   * Events are held back until the request finishes (RequestPlan.buffered: the best n of
+   * best_of are sent then, or what an extension decides only at the end).
    */
   readonly buffered: boolean;
-  /** Beam search's state; null when the request samples. */
-  readonly beams: BeamSearch | null;
+  /** The finish sends the best `n` choices by cumulative logprob (best_of > n). */
+  readonly rankChoices: boolean;
   firstScheduled: number;
   firstToken: number;
   cachedPromptTokens: number;
@@ -44,8 +42,6 @@ export interface LiveRequest {
   readonly adapter: AdapterEntry | null;
   /** A server fault ended it (engine/step-fault.ts): the stream ends with this error, no finish events. */
   fault?: EngineError;
-  /** Split prefill/decode (engine/kv-transfer/): its half of a request split over two engines. */
-  pd?: PdState;
 }
 
 /** Live requests by id, the ids claimed by requests still being tokenized, and drain waiters. */

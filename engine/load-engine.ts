@@ -35,6 +35,7 @@ import {
 } from './options.js';
 import { NativeRunner } from './runner.js';
 import { scratchPagesFor, startSpeculation } from './speculative/start.js';
+import type { StructuredTuning } from './structured/tuning.js';
 import { loadTokenizer } from './tokenizer/index.js';
 import { configuredParserName, selectToolParser } from './tools/registry.js';
 
@@ -56,6 +57,8 @@ export interface LoadEngineHooks {
   readonly onMemory?: (report: MemoryReport) => void;
   /** The KV-event publisher, when options.kvEvents turned it on (its bound address, idle()). */
   readonly onKvEvents?: (publisher: KvEventPublisher) => void;
+  /** Structured output's switches and mask-wait observer, read at every step (benchmarks, tests). */
+  readonly structuredTuning?: StructuredTuning;
 }
 
 export async function loadEngine(
@@ -241,6 +244,7 @@ export async function loadEngine(
     ...(adapters ? { adapters } : {}),
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
     ...(speculation ? { speculation } : {}),
+    ...(hooks.structuredTuning ? { structuredTuning: hooks.structuredTuning } : {}),
   });
   holder.core = core;
   return core;

@@ -1,154 +1,95 @@
 /**
  * The output processor (vLLM v1's): turns each step's sampled tokens into a request's
  * events — the choice's incremental text and stop conditions (choice-output.ts), the tokens
- * jump-forward appends after a sampled one, the grammar's verdict, logprobs, timings — and,
- * once every choice of a request has finished, its finish events (for best_of > n, the n
+ * an extension appends after a sampled one, logprobs, timings — and, once every choice of a
+ * request has finished and no extension holds it, its finish events (for best_of > n, the n
  * best by cumulative logprob), spans and metrics. A request cancelled or failed before that
- * ends here too (`abort`).
+ * ends here too (`abort`). The request features act through their hooks (extension.ts).
  */
 import type { AdapterManager } from './adapters/manager.js';
-import type { BeamCandidate } from './beam-search.js';
 import type { ChoiceOutput } from './choice-output.js';
 import type { EngineMetrics } from './engine-metrics.js';
-import type { EngineError } from './errors.js';
+import { asEngineError } from './errors.js';
+import type { RequestFailure } from './extension.js';
+import type { ExtensionList } from './extension-list.js';
 import type { LiveRequest, RequestTable } from './live-request.js';
 import type { EngineTokenizer } from './prompt.js';
 import type { StepOutput } from './runner.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { Sequence } from './sequence.js';
-import { StepTokens, type StepToken } from './speculative/verified.js';
-import { ChoiceChecks, resampleSeed } from './structured/choice-checks.js';
-import type { StructuredOutput } from './structured/engine-glue.js';
+import { StepTokens, type StepToken } from './step-tokens.js';
 import { mergeChatDeltas, resultAsDelta } from './tools/engine-chat.js';
 import type { ChatDelta, FinishEvent, TokenLogprob } from './types.js';
-import type { Disaggregation } from './kv-transfer/engine-glue.js';
-import { asEngineError } from './request-intake.js';
 
 export interface OutputDeps {
   readonly tokenizer: EngineTokenizer;
   /** A sequence may not grow past it (prompt + output). */
   readonly maxSeqLen: number;
-  readonly structured: StructuredOutput;
   readonly adapters: AdapterManager | undefined;
   readonly table: RequestTable;
   readonly metrics: EngineMetrics;
+  /** The request features (extension.ts). */
+  readonly extensions: ExtensionList;
   /** Ends a sequence in the scheduler (its blocks are freed). */
   finishSequence(seq: Sequence): void;
-  /** Queues a new sequence of a live request (a choice sampled again after a failed check). */
+  /** Queues a new sequence of a live request (a choice sampled again). */
   addSequence(seq: Sequence): void;
-  /** A new running beam sharing `parent`'s tokens and blocks (the scheduler's forkBeam). */
-  forkBeam(parent: Sequence): Sequence;
-  /** Split prefill/decode: stops a prefill-only request after its first token, and holds its finish until it moved on. */
-  readonly disaggregation: Pick<Disaggregation, 'afterFirstToken' | 'beforeFinalize'>;
+  /** A sequence made from another joins its request (the extensions copy their state). */
+  forked(parent: Sequence, child: Sequence): void;
 }
 
 const ms = () => performance.now();
 
 export class OutputProcessor {
-  /** Choices whose output is checked before the request finishes (structured/choice-checks.ts). */
-  private readonly checks: ChoiceChecks<LiveRequest>;
-
-  constructor(private readonly deps: OutputDeps) {
-    this.checks = new ChoiceChecks(deps.structured, {
-      isLive: (req) => deps.table.get(req.id) === req,
-      restart: (req, index, attempt) => this.restartChoice(req, index, attempt),
-      settled: (req) => this.finishIfDone(req),
-    });
-  }
+  constructor(private readonly deps: OutputDeps) {}
 
   /** A finished step's sampled tokens: streams them and finishes what they end. */
   process(batch: ScheduledBatch, out: StepOutput): void {
     const now = ms();
     const step = new StepTokens(batch, out);
-    const beamSearches = new Set<LiveRequest>();
+    const exts = this.deps.extensions;
     batch.items.forEach((item, k) => {
       if (!item.sample || item.seq.aborted) return;
       const seq = item.seq;
       const req = this.deps.table.get(seq.requestId);
       if (!req) return;
-      if (req.beams) {
-        if (req.firstToken < 0) this.firstToken(req, seq, now);
-        req.beams.report(seq, candidates(out, k));
-        beamSearches.add(req);
-        return;
-      }
       const c = req.choices[seq.index];
       if (c.reason !== null) return;
       if (req.firstToken < 0) this.firstToken(req, seq, now);
+      if (exts.takeSample(req, seq, out, k)) return;
+      const had = c.tokenIds.length;
       this.acceptTokens(req, seq, c, step, k, now);
-      if (req.pd) this.deps.disaggregation.afterFirstToken(req, c);
+      if (had === 0 && c.tokenIds.length > 0) exts.firstToken(req, c);
       if (c.reason !== null) {
         this.deps.finishSequence(seq);
-        // A choice the grammar enforced only in part is checked first (the check finishes it).
-        if (!this.checks.afterFinish(req, seq, c)) this.finishIfDone(req);
+        // An extension may hold the request open (a check of the choice's output).
+        if (!exts.choiceEnded(req, seq, c)) this.finishIfDone(req);
       }
     });
-    for (const req of beamSearches) if (this.deps.table.get(req.id) === req) this.advanceBeams(req, now);
   }
 
-  /**
-   * Once every beam of a search has reported, chooses the next beams (beam-search.ts): a beam
-   * two continuations keep is forked (its blocks shared copy-on-write), each continuing beam
-   * takes its token (and its matcher too), the rest are freed; a finished search returns its
-   * best n beams.
-   */
-  private advanceBeams(req: LiveRequest, now: number): void {
-    const beams = req.beams!;
-    if (!beams.roundComplete) return;
-    req.seqs[0].reservedSlots = 0; // its forks exist from now on
-    const step = beams.advance((parent) => this.deps.forkBeam(parent));
-    for (const { seq, token } of step.continued) {
-      seq.tokens.push(token);
-      const grammarError = this.deps.structured.afterTokens(seq, [token]);
-      if (grammarError !== null) {
-        this.abort(req, { message: grammarError });
-        return;
-      }
-    }
-    this.deps.metrics.generationTokens += step.continued.length;
-    for (const s of step.dropped) this.deps.finishSequence(s);
-    if (!beams.done) return;
-    // The returned beams, detokenized and checked for stop rules like any choice's output.
-    const results = beams.results(req.params.n).map((path, i) => {
-      const c = req.makeChoice(i);
-      path.tokens.forEach((token, j) => {
-        if (c.reason !== null) return;
-        c.accept(token, path.logprobs[j], now, j === path.tokens.length - 1);
-        if (req.params.logprobs)
-          c.logprobs.push(this.beamLogprob(token, path.logprobs[j], path.alternatives[j]));
-      });
-      return c;
-    });
-    req.choices.splice(0, req.choices.length, ...results);
+  /** An extension's hold on `req` ended: finishes it if nothing else keeps it open. */
+  settle(req: LiveRequest): void {
+    this.finishIfDone(req);
+  }
+
+  /** Finishes `req` now with the choices it holds (an extension made them). */
+  finish(req: LiveRequest): void {
     this.finalize(req);
   }
 
-  private beamLogprob(
-    token: number,
-    logprob: number,
-    alternatives: readonly BeamCandidate[] | undefined,
-  ): TokenLogprob {
-    const tok = this.deps.tokenizer;
-    const top = (alternatives ?? []).map((a) => ({
-      tokenId: a.token,
-      text: tok.tokenText(a.token),
-      logprob: a.logprob,
-    }));
-    return { tokenId: token, text: tok.tokenText(token), logprob, top };
-  }
-
-  /** Finalizes `req` once every choice has finished and no check is pending. */
+  /** Finalizes `req` once every choice has finished and no extension holds it. */
   private finishIfDone(req: LiveRequest): void {
-    if (req.choices.every((x) => x.reason !== null) && !this.checks.checking(req)) this.finalize(req);
+    if (req.choices.every((x) => x.reason !== null) && !this.deps.extensions.holds(req)) this.finalize(req);
   }
 
   /**
-   * Choice `index` of `req` failed its check: a new sequence samples it again from the prompt
-   * (its full blocks come from the prefix cache), with the seed of attempt `attempt`
-   * (choice-checks.ts), a fresh matcher and a fresh output. The request's output is held
-   * (`buffered`), so nothing of the failed attempt was sent.
+   * Samples choice `index` of `req` again from the prompt (its full blocks come from the
+   * prefix cache) with `seed`, a new sequence with the extensions' state of a fresh one and
+   * a fresh output. Only for a request whose output is held (`buffered`): nothing of the
+   * earlier attempt was sent.
    */
-  private restartChoice(req: LiveRequest, index: number, attempt: number): void {
+  restartChoice(req: LiveRequest, index: number, seed: bigint): void {
     const old = req.seqs.findLast((s) => s.index === index);
     const c = req.choices[index];
     if (!old || !c) return;
@@ -156,17 +97,15 @@ export class OutputProcessor {
       requestId: req.id,
       index,
       prompt: old.tokens.slice(0, old.promptLen),
-      sampling: { ...old.sampling, seed: resampleSeed(BigInt(c.seed), attempt) },
+      sampling: { ...old.sampling, seed },
       arrival: old.arrival,
       cacheExtra: old.cacheExtra,
     });
     seq.cachedPromptTokens = old.cachedPromptTokens;
     seq.adapterSlot = old.adapterSlot;
     seq.adapterGeneration = old.adapterGeneration;
-    const g = old.grammar;
-    if (g) this.deps.structured.attach(seq, g.key, g.jumpForward);
+    this.deps.forked(old, seq);
     req.choices[index] = c.renewed();
-    req.seqs.push(seq);
     this.deps.addSequence(seq);
   }
 
@@ -178,9 +117,9 @@ export class OutputProcessor {
   }
 
   /**
-   * The `k`-th item's tokens join choice `c`: the draft tokens the sampler accepted
-   * (speculative decoding), the sampled token, and what jump-forward appends after it. They
-   * go in one by one, so a stop condition among them ends the choice where it occurs.
+   * The `k`-th item's tokens join choice `c`: the tokens the sampler accepted before the one
+   * it sampled (step-tokens.ts), the sampled token, and what an extension appends after it.
+   * They go in one by one, so a stop condition among them ends the choice where it occurs.
    */
   private acceptTokens(
     req: LiveRequest,
@@ -210,16 +149,13 @@ export class OutputProcessor {
       early.push(p.token);
       later--;
     }
-    // Jump-forward starts from the state the last token was sampled in.
-    const a = step.accepted(k);
-    const jump = a > 0 ? (seq.draft?.jumps?.[a] ?? '') : undefined;
     const last = produced[early.length].token;
-    const forced = this.appendForced(seq, c, last, sampled, now, atLimit, jump);
+    const forced = this.appendForced(seq, c, last, sampled, now, atLimit, step.accepted(k));
     const tokens = [...early, ...forced.tokens];
-    const grammarError = this.deps.structured.afterTokens(seq, tokens);
-    if (grammarError !== null && c.reason === null) {
+    const error = this.deps.extensions.afterTokens(seq, tokens);
+    if (error !== null && c.reason === null) {
       c.reason = 'error';
-      c.error = grammarError;
+      c.error = error;
     }
     if (gapMs !== null) this.deps.metrics.interToken.observe(gapMs / 1000);
     this.deps.metrics.generationTokens += tokens.length;
@@ -237,10 +173,10 @@ export class OutputProcessor {
   }
 
   /**
-   * Jump-forward's append: after a sampled token, the tokens the grammar forces join the
-   * sequence and the choice without a sampling step. Returns the step's tokens for the choice,
-   * sampled one first, and their text and chat deltas. `atLimit` says whether the next token
-   * is the last the request may have.
+   * After a sampled token, the tokens an extension forces join the sequence and the choice
+   * without a sampling step. Returns the step's tokens for the choice, sampled one first, and
+   * their text and chat deltas. `atLimit` says whether the next token is the last the request
+   * may have; `accepted`: the tokens of the step accepted before the sampled one.
    */
   private appendForced(
     seq: Sequence,
@@ -249,11 +185,11 @@ export class OutputProcessor {
     sampled: { delta: string; chat?: ChatDelta },
     now: number,
     atLimit: () => boolean,
-    jump?: string,
+    accepted: number,
   ): { tokens: number[]; delta: string; chat: ChatDelta | undefined } {
     const out = { tokens: [token], delta: sampled.delta, chat: sampled.chat };
     if (c.reason !== null) return out;
-    for (const j of this.deps.structured.forcedAfter(seq, token, jump)) {
+    for (const j of this.deps.extensions.forcedAfter(seq, token, accepted)) {
       seq.tokens.push(j);
       out.tokens.push(j);
       const r = c.accept(j, 0, now, atLimit());
@@ -282,7 +218,7 @@ export class OutputProcessor {
    * sequences are marked aborted and those not inside the running step freed at once (the
    * step loop reaps the others after the step).
    */
-  abort(req: LiveRequest, failure?: { message: string; fault?: EngineError | undefined }): void {
+  abort(req: LiveRequest, failure?: RequestFailure): void {
     if (failure) req.fault = failure.fault;
     for (const c of req.choices) {
       if (c.reason !== null) continue;
@@ -297,13 +233,13 @@ export class OutputProcessor {
   }
 
   /**
-   * Sends the finish events (and, for best_of > n, the chosen n) and forgets the request. A
-   * request handed to another engine (split prefill/decode) finishes once the hand-off is done.
+   * Sends the finish events (and, for best_of > n, the chosen n) and forgets the request,
+   * once what the extensions hold it for (`beforeFinalize`) has settled.
    */
   private finalize(req: LiveRequest): void {
-    const handOff = req.pd && this.deps.disaggregation.beforeFinalize(req);
-    if (handOff) {
-      handOff.then(
+    const wait = this.deps.extensions.beforeFinalize(req);
+    if (wait) {
+      wait.then(
         () => this.finalizeNow(req),
         (e: unknown) => {
           req.fault = asEngineError(e);
@@ -320,8 +256,8 @@ export class OutputProcessor {
     if (!d.table.remove(req.id)) return;
     req.detachSignal();
     d.adapters?.release(req.adapter);
-    d.structured.release(req.seqs);
-    this.checks.forget(req);
+    const extra = d.extensions.finishFields(req); // asked before they let go of the request
+    d.extensions.release(req);
     const end = ms();
     const first = req.firstToken >= 0 ? req.firstToken : end;
     const scheduled = req.firstScheduled >= 0 ? req.firstScheduled : first;
@@ -331,10 +267,8 @@ export class OutputProcessor {
       decodeMs: end - first,
       ttftMs: req.firstToken >= 0 ? req.firstToken - req.arrival : 0,
     };
-    // Beam search's choices come ranked by beam score; best_of > n ranks by cumulative logprob;
-    // choices held for their checks are all sent, in order.
-    const chosen =
-      !req.beams && req.params.bestOf > req.params.n ? bestChoices(req.choices, req.params.n) : req.choices;
+    // best_of > n ranks by cumulative logprob; other held choices are all sent, in order.
+    const chosen = req.rankChoices ? bestChoices(req.choices, req.params.n) : req.choices;
     let generated = 0;
     chosen.forEach((c, j) => {
       const index = req.buffered ? j : c.index;
@@ -370,7 +304,7 @@ export class OutputProcessor {
         ...(c.error !== undefined ? { error: c.error } : {}),
         ...(chat ? { chat } : {}),
         decodeTimesMs: c.gapList,
-        ...(req.pd?.params ? { kvTransfer: req.pd.params } : {}),
+        ...extra,
       };
       if (!req.fault) req.queue.push(finish);
     });
@@ -400,16 +334,4 @@ export class OutputProcessor {
 /** best_of > n: the n choices with the highest cumulative logprob, best first. */
 function bestChoices(choices: readonly ChoiceOutput[], n: number): ChoiceOutput[] {
   return [...choices].sort((a, b) => b.cumulativeLogprob - a.cumulativeLogprob).slice(0, n);
-}
-
-/** The `k`-th item's top candidates (a beam reports them), best first. */
-function candidates(out: StepOutput, k: number): BeamCandidate[] {
-  const list: BeamCandidate[] = [];
-  const stride = out.topLogprobsStride;
-  for (let j = 0; j < stride; j++) {
-    const token = out.topLogprobIds[k * stride + j];
-    if (token < 0) break;
-    list.push({ token, logprob: out.topLogprobValues[k * stride + j] });
-  }
-  return list;
 }

@@ -3,30 +3,29 @@
  * scheduler's queue. The checks that need no tokenizer run at once (a bad request fails
  * before any work); then the prompt is tokenized off the JS thread (the tokenizer's async
  * encode runs on the libuv pool — inline, a long prompt would block every other stream's
- * tokens for milliseconds) while a constrained request's grammar compiles on the grammar
- * thread; then the request is admitted: its choices, its first sequence and its live state
- * are built and handed to the step loop. Errors, early or late, end the returned stream.
+ * tokens for milliseconds) while the extensions prepare their parts (extension.ts); then the
+ * request is admitted: its plan, shaped by the extensions, gives its choices, its first
+ * sequence and its live state, which are handed to the step loop. Errors, early or late, end
+ * the returned stream.
  */
 import { randomUUID } from 'node:crypto';
-import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
 import type { AdapterEntry, AdapterManager } from './adapters/manager.js';
 import { ChoiceOutput } from './choice-output.js';
 import { checkOutputFits } from './context-fit.js';
 import type { EngineMetrics } from './engine-metrics.js';
-import { EngineError, invalidArgument } from './errors.js';
+import { asEngineError, EngineError, invalidArgument } from './errors.js';
 import { EventQueue } from './event-queue.js';
+import type { RequestPlan } from './extension.js';
+import type { ExtensionList, RequestParts } from './extension-list.js';
 import type { LiveRequest, RequestTable } from './live-request.js';
 import type { ResolvedEngineOptions } from './options.js';
 import { checkMessages, checkTokenIds, promptTokens, type EngineTokenizer } from './prompt.js';
 import { startRequestSpans, type RequestSpans } from './request-spans.js';
 import { resolveParams, type ResolvedParams } from './sampling-params.js';
 import { Sequence, type SequenceSampling } from './sequence.js';
-import type { GrammarConstraint } from './structured/constraint.js';
-import type { StructuredOutput } from './structured/engine-glue.js';
 import { ChatOutputStream, type ChatParsing } from './tools/chat-output.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { ChatRenderExtras, ChatMessage, GenerateEvent, GenerateRequest } from './types.js';
-import type { Disaggregation, PdState } from './kv-transfer/engine-glue.js';
 
 export interface IntakeDeps {
   readonly tokenizer: EngineTokenizer;
@@ -36,12 +35,13 @@ export interface IntakeDeps {
   /** Chat template that replaces the model's own. */
   readonly chatTemplate: string | undefined;
   readonly chat: EngineChat;
-  readonly structured: StructuredOutput;
   readonly adapters: AdapterManager | undefined;
   readonly table: RequestTable;
   readonly metrics: EngineMetrics;
   /** The tokenizer's end-of-sequence ids (a choice stops on them unless ignore_eos). */
   readonly eos: ReadonlySet<number>;
+  /** The request features (extension.ts): their checks, plans and per-request state. */
+  readonly extensions: ExtensionList;
   /** Requests waiting in the scheduler's queue now. */
   waitingCount(): number;
   /** Throws UNAVAILABLE while the engine stops (drain or close). */
@@ -52,8 +52,6 @@ export interface IntakeDeps {
   admitted(req: LiveRequest, seq: Sequence, signal: AbortSignal | undefined): void;
   /** Cancels a live request whose caller stopped reading. */
   cancel(id: string): void;
-  /** Split prefill/decode: checks a request's kv_transfer and role, and gives its state. */
-  readonly disaggregation: Disaggregation;
 }
 
 /** A request that passed the checks that need no tokenizer. */
@@ -64,15 +62,8 @@ interface AcceptedRequest {
   parsing: ChatParsing | null;
   /** The adapter it names, with its prefix-cache identity; entry null = base model. */
   readonly adapter: { entry: AdapterEntry | null; cacheExtra: string };
-  readonly constraint: GrammarConstraint | null;
-  /** Its half of a split prefill/decode request; undefined for a whole request. */
-  readonly pd: PdState | undefined;
-}
-
-export function asEngineError(e: unknown): EngineError {
-  return e instanceof EngineError
-    ? e
-    : new EngineError('GENERATION_FAILED', `request failed: ${e instanceof Error ? e.message : String(e)}`);
+  /** What each extension's check returned for it. */
+  readonly parts: RequestParts;
 }
 
 const ms = () => performance.now();
@@ -101,8 +92,8 @@ export class RequestIntake {
     d.table.claim(id);
     // Parented to the span active now: the gRPC server submits inside its RPC span.
     const spans = startRequestSpans({ requestId: id, model: d.modelName, arrival });
-    // A constrained request waits for its grammar here, outside the scheduler (its own
-    // waiting state), so a slow compile never holds up the batch.
+    // A request waits for its extensions' preparation here, outside the scheduler (its own
+    // waiting state), so a slow one never holds up the batch.
     Promise.all([
       promptTokens(
         d.tokenizer,
@@ -116,14 +107,14 @@ export class RequestIntake {
           return rendered.text;
         },
       ),
-      accepted.constraint ? d.chat.compile(accepted.constraint, (c) => d.structured.compile(c)) : null,
+      ...d.extensions.prepare(accepted.parts),
     ]).then(
-      ([prompt, grammarKey]) => {
+      ([prompt]) => {
         d.table.release(id);
         // Nobody reads the stream any more: do not start the work at all.
         if (abandoned || d.closed())
           this.endUnadmitted(queue, spans, new EngineError('CANCELLED', `request '${id}' was cancelled`));
-        else this.admit(accepted, prompt, grammarKey, queue, spans, arrival, signal);
+        else this.admit(accepted, prompt, queue, spans, arrival, signal);
       },
       (e: unknown) => {
         d.table.release(id);
@@ -138,7 +129,10 @@ export class RequestIntake {
     this.accept(request);
   }
 
-  /** The checks that need no tokenizer: engine state, request shape, request id, parameters. */
+  /**
+   * The checks that need no tokenizer: engine state, request shape, request id, parameters,
+   * then each extension's, then the device's and the queue's.
+   */
   private accept(request: GenerateRequest): AcceptedRequest {
     const d = this.deps;
     d.checkAccepting();
@@ -155,18 +149,7 @@ export class RequestIntake {
     });
     d.chat.check(request.prompt);
     const adapter = this.resolveAdapter(request.adapter);
-    const constraint = d.chat.constraint(
-      request.prompt,
-      request.constraint === undefined || request.constraint === null
-        ? null
-        : d.structured.check(request.constraint),
-    );
-    // A grammar that is complete allows only the end of the output, which min_tokens would forbid.
-    if (constraint && params.minTokens > 0)
-      throw invalidArgument(
-        'params.min_tokens',
-        'must be 0 with a constraint (response_format, guided decoding or tools): the grammar decides where the output ends',
-      );
+    const parts = d.extensions.check(request, params);
     // The CUDA sampler does not take the suppressed-token list min_tokens needs (yet).
     if (params.minTokens > 0 && d.options.device?.startsWith('cuda'))
       throw new EngineError(
@@ -175,8 +158,7 @@ export class RequestIntake {
         'params.min_tokens',
       );
     this.checkQueueRoom();
-    d.disaggregation.check(request);
-    return { id, params, parsing: null, adapter, constraint, pd: d.disaggregation.stateFor(request) };
+    return { id, params, parsing: null, adapter, parts };
   }
 
   private resolveAdapter(name: string | undefined): AcceptedRequest['adapter'] {
@@ -210,18 +192,32 @@ export class RequestIntake {
     this.deps.table.wake();
   }
 
-  /** Builds a tokenized request's live state and first sequence, and hands them on. */
+  /** Builds a tokenized request's plan, live state and first sequence, and hands them on. */
   private admit(
     accepted: AcceptedRequest,
     prompt: number[],
-    grammarKey: string | null,
     queue: EventQueue<GenerateEvent>,
     spans: RequestSpans | undefined,
     arrival: number,
     signal: AbortSignal | undefined,
   ): void {
-    const { id, params, adapter } = accepted;
+    const { id, params, adapter, parts } = accepted;
     const d = this.deps;
+    const maxNew = Math.min(params.maxNewTokens, d.options.maxSeqLen - prompt.length);
+    const endTokens = this.endTokens(params);
+    const plan: RequestPlan = {
+      sampling: sequenceSampling(params, endTokens),
+      forkInto: params.bestOf > 1 ? params.bestOf : 0,
+      choices: params.bestOf,
+      // best_of > n: held back, the best n are sent at the end.
+      buffered: params.bestOf > params.n,
+      rankChoices: params.bestOf > params.n,
+      // Logprobs are asked for, or best_of ranks by cumulative logprob.
+      sampledOnly: params.logprobs || params.bestOf > params.n,
+      checkedChoices: false,
+      multiToken: true,
+      cacheExtra: adapter.cacheExtra,
+    };
     // Not rechecked: `stopping` (a request accepted before drain() still runs, and drain
     // waits for it). Rechecked: the queue bound, which other requests may have filled, and
     // the adapter, which may have been unloaded while the prompt was tokenized.
@@ -231,12 +227,7 @@ export class RequestIntake {
         throw new EngineError('NOT_FOUND', `Model ${adapter.entry.name} not found.`, 'adapter');
       }
       checkOutputFits(params, prompt.length, d.options);
-      // Beams are not resampled one by one: their outputs could not be checked.
-      if (params.beam && grammarKey !== null && d.structured.holdsOutput(grammarKey))
-        throw invalidArgument(
-          'params.use_beam_search',
-          'cannot be combined with a schema the grammar enforces only in part (checked on the document): use strict: true or sampling',
-        );
+      d.extensions.plan(plan, parts, { params, maxNew, endTokens: new Set(endTokens) });
     } catch (e) {
       this.endUnadmitted(queue, spans, asEngineError(e));
       return;
@@ -250,25 +241,16 @@ export class RequestIntake {
         d.eos,
         accepted.parsing ? new ChatOutputStream(accepted.parsing) : null,
       );
-    const maxNew = Math.min(params.maxNewTokens, d.options.maxSeqLen - prompt.length);
-    const beamOptions = params.beam ? this.beamOptions(params, maxNew) : null;
     const seq = new Sequence({
       requestId: id,
       prompt,
-      sampling: sequenceSampling(params, beamOptions, this.endTokens(params)),
+      sampling: plan.sampling,
       arrival,
-      forkInto: !beamOptions && params.bestOf > 1 ? params.bestOf : 0,
-      cacheExtra: adapter.cacheExtra,
+      forkInto: plan.forkInto,
+      cacheExtra: plan.cacheExtra,
     });
     seq.adapterGeneration = adapter.entry?.generation ?? 0; // the scheduler gives it a slot
-    if (beamOptions) {
-      seq.beam = true;
-      seq.reservedSlots = beamOptions.width - 1;
-    }
     d.adapters?.acquire(adapter.entry);
-    // Jump-forward appends tokens without a logprob: off for logprobs, best_of ranking and beams.
-    if (grammarKey !== null)
-      d.structured.attach(seq, grammarKey, !params.logprobs && params.bestOf <= params.n && !beamOptions);
     const req: LiveRequest = {
       id,
       params,
@@ -277,24 +259,18 @@ export class RequestIntake {
       arrival,
       queue,
       seqs: [seq],
-      // Beam search: placeholders until the search ends (they carry a cancel or failure).
-      choices: Array.from({ length: beamOptions ? params.n : params.bestOf }, (_, i) => makeChoice(i)),
+      choices: Array.from({ length: plan.choices }, (_, i) => makeChoice(i)),
       makeChoice,
-      // Held back: best_of > n or beams (the best n are sent), or outputs checked when a choice
-      // ends (a choice that fails is sampled again, so nothing of it may have been sent).
-      buffered:
-        params.bestOf > params.n ||
-        beamOptions !== null ||
-        (grammarKey !== null && d.structured.holdsOutput(grammarKey)),
-      beams: beamOptions ? new BeamSearch(beamOptions, seq) : null,
+      buffered: plan.buffered,
+      rankChoices: plan.rankChoices,
       firstScheduled: -1,
       firstToken: -1,
       cachedPromptTokens: 0,
       detachSignal: () => {},
       spans,
       adapter: adapter.entry,
-      ...(accepted.pd ? { pd: accepted.pd } : {}),
     };
+    d.extensions.admit(req, seq, parts, plan);
     d.table.add(req);
     d.metrics.requestsReceived++;
     d.metrics.promptTokens += prompt.length;
@@ -306,30 +282,6 @@ export class RequestIntake {
     const ends = new Set(params.stopTokenIds);
     if (!params.ignoreEos) for (const id of this.deps.eos) ends.add(id);
     return [...ends];
-  }
-
-  /** How a beam search request ends its beams and what its beams report. */
-  private beamOptions(params: ResolvedParams, maxNew: number): BeamSearchOptions {
-    const beam = params.beam!;
-    const tok = this.deps.tokenizer;
-    const endTokens = new Set(this.endTokens(params));
-    const stop = params.stop;
-    return {
-      width: beam.width,
-      lengthPenalty: beam.lengthPenalty,
-      earlyStopping: beam.earlyStopping,
-      maxNew,
-      minTokens: params.minTokens,
-      endTokens,
-      stopsAt:
-        stop.length === 0
-          ? null
-          : (tokens) => {
-              const text = tok.decode(tokens, { skipSpecialTokens: params.skipSpecialTokens });
-              return stop.some((s) => text.includes(s));
-            },
-      keepAlternatives: params.logprobs ? params.topLogprobs : 0,
-    };
   }
 
   // The prompt-side RPCs: the same tokenizer and chat rendering as a request's prompt.
@@ -364,27 +316,8 @@ export class RequestIntake {
   }
 }
 
-/**
- * The native sampler's settings of a request's first sequence (forks derive theirs from it).
- * A beam search's beams are greedy and report their top candidates instead.
- */
-function sequenceSampling(
-  params: ResolvedParams,
-  beams: BeamSearchOptions | null,
-  endTokens: readonly number[],
-): SequenceSampling {
-  if (beams) {
-    return {
-      temperature: 0,
-      topK: 0,
-      topP: 1,
-      repetitionPenalty: params.repetitionPenalty,
-      presencePenalty: params.presencePenalty,
-      frequencyPenalty: params.frequencyPenalty,
-      seed: BigInt(params.seed),
-      topLogprobs: candidatesPerBeam(beams),
-    };
-  }
+/** The native sampler's settings of a request's first sequence (forks derive theirs from it). */
+function sequenceSampling(params: ResolvedParams, endTokens: readonly number[]): SequenceSampling {
   return {
     minTokens: params.minTokens,
     endTokens: endTokens,

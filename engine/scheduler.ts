@@ -219,8 +219,8 @@ export class Scheduler {
     this.preemptions++;
   }
 
-  /** A new running beam sharing `parent`'s tokens and KV blocks (copy-on-write). */
-  forkBeam(parent: Sequence): Sequence {
+  /** A new running sequence sharing `parent`'s tokens and KV blocks copy-on-write (a beam two continuations keep). */
+  forkRunning(parent: Sequence): Sequence {
     const child = parent.forkBeam();
     this.blocks.fork(parent, child);
     child.status = 'running';

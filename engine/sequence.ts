@@ -11,8 +11,7 @@
  * FINISHED. What a finished sequence reports lives in the output processor (output-processor.ts), not here.
  */
 import type { KvSequence } from './block-manager.js';
-import type { Draft } from './speculative/draft.js';
-import type { GrammarMatcher } from './structured/grammar-backend.js';
+import type { Draft } from './step-draft.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -51,6 +50,15 @@ export interface SequenceOptions {
 
 const U64 = (1n << 64n) - 1n;
 
+/**
+ * What the step plan needs of a sequence's sampling constraint: the allowed-token mask of its
+ * next sample (one bit per token; null until computed, or on error). Structured output's
+ * matcher (engine/structured/grammar-backend.ts) is one.
+ */
+export interface SampleConstraint {
+  readonly mask: Int32Array | null;
+}
+
 export class Sequence implements KvSequence {
   status: SequenceStatus = 'waiting';
   numComputed = 0;
@@ -78,12 +86,13 @@ export class Sequence implements KvSequence {
   /** Its adapter's load generation, 0 = base model; the scheduler picks the slot from it. */
   adapterGeneration = 0;
   /**
-   * Structured output: this sequence's matcher. It depends only on the sampled tokens, which
-   * preemption and recompute keep, so it needs no restoring when the KV is recomputed.
+   * A constraint on what this sequence samples (structured output's matcher, set by that
+   * extension): the step plan reads only its mask. It depends only on the sampled tokens,
+   * which preemption and recompute keep, so it needs no restoring when the KV is recomputed.
    */
-  grammar: GrammarMatcher | null = null;
+  grammar: SampleConstraint | null = null;
   /**
-   * Speculative decoding: this step's proposal (engine/speculative/), set before the scheduler
+   * This step's draft tokens (a proposer's, engine/speculative/), set before the scheduler
    * runs and spent when the step is processed. Never part of `tokens` until verified.
    */
   draft: Draft | null = null;
@@ -110,7 +119,7 @@ export class Sequence implements KvSequence {
   }
 
   /**
-   * A beam of a beam search (beam-search.ts): its next token is chosen across its request's
+   * A beam of a beam search (engine/beam/): its next token is chosen across its request's
    * beams after each step, not sampled, so the step's sampled token is not appended.
    */
   beam = false;

@@ -10,7 +10,7 @@
 //   (`engine/scheduler.ts`, `native/src/kernels/`), checked from the repository root;
 // - a relative path (`./python-env.mjs`, `../native/native.ts`), checked from the file or
 //   the root (one that leaves the repository, such as `../shared/`, is not checked);
-// - a bare file name with one of the project's source extensions (`engine-glue.ts`,
+// - a bare file name with one of the project's source extensions (`engine-parts.ts`,
 //   `forward.cc`), which some tracked file must carry.
 // A compiled name (`.js`) also matches its TypeScript source. Paths that only exist at
 // build or run time (`build/`, `dist/`, `models/`, `node_modules/`, `native/third_party/`,

@@ -1,5 +1,5 @@
 /**
- * Beam search in the engine (engine/beam-search.ts over the paged cache) against the float
+ * Beam search in the engine (engine/beam/beam-search.ts over the paged cache) against the float
  * reference: transformers' generate(num_beams=W) on the same weights (test/reference/beams.py)
  * gives the expected beams and scores. Also: every KV block is free afterwards, a search
  * cancelled midway frees every beam at once, the prefix cache serves the prompt to a second

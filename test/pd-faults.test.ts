@@ -43,7 +43,7 @@ const finishOf = (events: GenerateEvent[]) => {
 async function proxiedPrefill(options = {}): Promise<{ engine: TestEngine; proxy: TcpProxy }> {
   const engine = await startTestEngine('prefill', options, undefined, '127.0.0.1:0');
   const proxy = new TcpProxy(engine.address);
-  engine.core.disaggregation.setListenAddress(await proxy.listen());
+  engine.core.features.disaggregation.setListenAddress(await proxy.listen());
   return { engine, proxy };
 }
 

@@ -52,7 +52,7 @@ export async function startTestEngine(
   const server = await startEngineServer(core, {
     listen: listen ?? `unix:${join(dir, 'engine.sock')}`,
     log: () => {},
-    kvTransfer: core.disaggregation,
+    kvTransfer: core.features.disaggregation,
   });
   const client = new GrpcEngineClient(server.address);
   let closed = false;

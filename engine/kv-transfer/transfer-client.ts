@@ -9,7 +9,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
-import { fromGrpcError } from '../service/status-codes.js';
+import { fromGrpcError } from '../grpc-status.js';
 import { compatToProto } from './transfer-server.js';
 import type { KvStore } from '../runner.js';
 import { compatMismatch, type KvCompat } from './types.js';

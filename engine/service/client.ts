@@ -1,7 +1,7 @@
 /**
  * The `Engine` interface over gRPC: what the gateways (and tests) hold when the engine runs
  * in another process or behind a local socket. gRPC status codes become EngineError codes
- * (status-codes.ts), so callers cannot tell this from the in-process engine.
+ * (engine/grpc-status.ts), so callers cannot tell this from the in-process engine.
  *
  * `metadata` is the hook for per-call metadata, e.g. the W3C `traceparent`/`tracestate` of
  * the caller's active span, so a trace continues into the engine.
@@ -31,7 +31,7 @@ import {
   statusFromProto,
   tokenEventFromProto,
 } from './mapping.js';
-import { fromGrpcError } from './status-codes.js';
+import { fromGrpcError } from '../grpc-status.js';
 import { decodeResultFromProto } from './kv-transfer-mapping.js';
 import { chatToolsToProto } from './tool-mapping.js';
 import type { EngineRole, RoleState } from '../pd-types.js';

@@ -16,7 +16,7 @@ import {
   statusFromProto,
   statusToProto,
 } from './mapping.js';
-import { fromGrpcError, toGrpcStatus } from './status-codes.js';
+import { fromGrpcError, toGrpcStatus } from '../grpc-status.js';
 
 function overTheWire(r: GenerateRequest): GenerateRequest {
   const bytes = pb.GenerateRequest.encode(generateRequestToProto(r)).finish();

@@ -5,7 +5,7 @@
  *
  * A client that cancels its call or goes away aborts the engine request (its KV blocks are
  * freed by the engine within one step). Engine errors become gRPC status codes in
- * status-codes.ts; undecodable request bytes become INVALID_ARGUMENT, never a crash.
+ * engine/grpc-status.ts; undecodable request bytes become INVALID_ARGUMENT, never a crash.
  */
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -16,7 +16,9 @@ import { HealthImplementation, protoPath as healthProtoPath } from 'grpc-health-
 import * as pb from '../../gen/prism/engine/v1/engine.js';
 import { EngineError } from '../errors.js';
 import type { Engine, GenerateEvent } from '../types.js';
+import type { HandOff, HandOffEncoder } from '../kv-transfer/hand-off.js';
 import { parseRole } from '../kv-transfer/roles.js';
+import { handOffFromProto, handOffToProto } from './hand-off-mapping.js';
 import { checkHandOff, decodeResultToProto } from './kv-transfer-mapping.js';
 import { grpcTarget, parseListenAddress, removeStaleSocket } from './listen-address.js';
 import {
@@ -30,7 +32,7 @@ import {
 } from './mapping.js';
 import { ENGINE_PROTO_RELATIVE, protoRoot } from './proto-files.js';
 import { chatToolsFromProto } from './tool-mapping.js';
-import { toGrpcStatus } from './status-codes.js';
+import { toGrpcStatus } from '../grpc-status.js';
 import { startRpcSpan, withSpan } from './tracing.js';
 
 const ENGINE_SERVICE_NAME = 'prism.engine.v1.Engine';
@@ -41,12 +43,15 @@ const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** After the engine drained, how long calls still open (health watches) may linger. */
 const SHUTDOWN_GRACE_MS = 2000;
 
-/** The engine-to-engine side of split prefill/decode (engine/kv-transfer/engine-glue.ts). */
+/** The engine-to-engine side of split prefill/decode (engine/kv-transfer/disaggregation.ts). */
 interface KvTransferService {
   serveTransfer(req: pb.TransferKvRequest): AsyncGenerator<pb.TransferKvChunk>;
-  acceptHandOff(req: pb.HandOffRequest): void;
-  /** Told the bound address: what other engines dial to pull this engine's KV. */
-  setListenAddress(address: string): void;
+  acceptHandOff(h: HandOff): void;
+  /**
+   * Told the bound address (what other engines dial to pull this engine's KV) and how the
+   * HandOff messages it sends are written.
+   */
+  setListenAddress(address: string, encode?: HandOffEncoder): void;
 }
 
 export interface EngineServerOptions {
@@ -266,7 +271,7 @@ function makeHandlers(
     handOff: unary('HandOff', async (req: pb.HandOffRequest): Promise<pb.HandOffResponse> => {
       if (!kv) noKv();
       checkHandOff(req);
-      kv!.acceptHandOff(req);
+      kv!.acceptHandOff(handOffFromProto(req));
       return {};
     }),
     decodeResults: serverStream('DecodeResults', (_req: pb.DecodeResultsRequest, signal) =>
@@ -392,6 +397,6 @@ export async function startEngineServer(
   };
 
   const bound = grpcTarget(address, port);
-  options.kvTransfer?.setListenAddress(bound);
+  options.kvTransfer?.setListenAddress(bound, handOffToProto);
   return { address: bound, server, shutdown };
 }

@@ -7,12 +7,13 @@
  * move: once the step is verified, the accepted tokens and the sampled one are fed to it as
  * usual, which is the rollback of everything refused.
  */
+import { matcherOf } from '../structured/grammar-backend.js';
 import type { Sequence } from '../sequence.js';
 
 export async function checkGrammarDrafts(seqs: readonly Sequence[]): Promise<void> {
   await Promise.all(
     seqs.map(async (seq) => {
-      const g = seq.grammar;
+      const g = matcherOf(seq);
       const draft = seq.draft;
       if (!g || !draft) return;
       if (g.error !== null || g.terminated) {

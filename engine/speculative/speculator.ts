@@ -23,7 +23,7 @@ import {
   type CostCurve,
   type StepCost,
 } from './adaptive-k.js';
-import type { Draft } from './draft.js';
+import type { Draft } from '../step-draft.js';
 import { SpecDecodeMetrics } from './metrics.js';
 import type { Proposer } from './proposer.js';
 import { StepCostEstimate } from './step-cost.js';

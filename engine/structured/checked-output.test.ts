@@ -49,7 +49,7 @@ const letters = {
 };
 
 test('a checked schema: every completed choice is valid, held until checked, and reproducible', async () => {
-  const resampled0 = engine.structured.resampledChoices;
+  const resampled0 = engine.features.structured.resampledChoices;
   const params = { maxNewTokens: 40, temperature: 1, seed: 11, n: 4 };
   const { events, finishes } = await run(letters, params);
   assert.equal(finishes.length, 4);
@@ -68,7 +68,7 @@ test('a checked schema: every completed choice is valid, held until checked, and
   }
   // At temperature 1 over three letters, some first attempts repeat a letter (2/9 are
   // distinct): the check sent them back.
-  assert.ok(engine.structured.resampledChoices > resampled0, 'no choice was resampled');
+  assert.ok(engine.features.structured.resampledChoices > resampled0, 'no choice was resampled');
   // The same request and seed: the same answers (attempts' seeds are derived, not random).
   const again = await run(letters, params);
   assert.deepEqual(
@@ -78,8 +78,8 @@ test('a checked schema: every completed choice is valid, held until checked, and
 });
 
 test('a choice that fails every attempt ends with an error naming the rule', async () => {
-  const failed0 = engine.structured.failedChecks;
-  const resampled0 = engine.structured.resampledChoices;
+  const failed0 = engine.features.structured.failedChecks;
+  const resampled0 = engine.features.structured.resampledChoices;
   // The grammar can only write ["a", "a"]: never unique.
   const impossible = { type: 'array', items: { const: 'a' }, minItems: 2, maxItems: 2, uniqueItems: true };
   const { events, finishes } = await run(impossible, { maxNewTokens: 20, temperature: 0 });
@@ -87,8 +87,8 @@ test('a choice that fails every attempt ends with an error naming the rule', asy
   assert.match(finishes[0]!.error ?? '', /after 3 attempts .*must NOT have duplicate items/);
   // Nothing of the failed attempts was sent.
   assert.equal(events.filter((e) => e.type === 'token').length, 0);
-  assert.equal(engine.structured.failedChecks - failed0, 1);
-  assert.equal(engine.structured.resampledChoices - resampled0, MAX_ATTEMPTS - 1);
+  assert.equal(engine.features.structured.failedChecks - failed0, 1);
+  assert.equal(engine.features.structured.resampledChoices - resampled0, MAX_ATTEMPTS - 1);
 });
 
 test('a document cut by max_tokens is not checked; exact schemas stream as before', async () => {

@@ -1,9 +1,9 @@
 /**
  * What the engine needs from a grammar library, as one interface: compile a constraint, and
  * for each sequence a matcher that takes tokens, gives the mask of the tokens allowed next,
- * rolls back, and says what the grammar forces (jump-forward). The engine (engine-glue.ts,
- * step-plan.ts) depends on this, not on a library; xgrammar on its own thread
- * (grammar-service.ts over grammar-worker.ts) is the one implementation.
+ * rolls back, and says what the grammar forces (jump-forward). The engine
+ * (structured-extension.ts, step-plan.ts) depends on this, not on a library; xgrammar on its
+ * own thread (grammar-service.ts over grammar-worker.ts) is the one implementation.
  *
  * The shape follows SGLang's `BaseGrammarBackend` / `BaseGrammarObject` (compile; per request
  * `accept_token`, `fill_vocab_mask`, `rollback`, `try_jump_forward`), with one difference that
@@ -13,6 +13,7 @@
  * there — the engine overlaps that wait with the forward pass (README.md, step 3).
  */
 import type { GrammarConstraint } from './constraint.js';
+import type { SampleConstraint, Sequence } from '../sequence.js';
 
 /** A compiled grammar, named by its cache key (the constraint's canonical text). */
 export interface CompiledGrammarRef {
@@ -28,7 +29,7 @@ export interface CompiledGrammarRef {
 }
 
 /** One sequence's position in a compiled grammar. */
-export interface GrammarMatcher {
+export interface GrammarMatcher extends SampleConstraint {
   /** The compiled grammar it walks. */
   readonly key: string;
   /** Jump-forward asked for: the matcher reports the string the grammar forces (`jump`). */
@@ -86,7 +87,14 @@ export interface GrammarBackend {
   free(m: GrammarMatcher): void;
   /** Set when the backend can serve no more calls (its thread died); a fresh one is made. */
   readonly dead: Error | null;
-  /** Per-mask computation times (ms), for the benchmark. */
-  readonly maskTimes: readonly number[];
   close(): Promise<void>;
+}
+
+/**
+ * The matcher of `seq`, or null when it is unconstrained. Only the structured-output
+ * extension sets `Sequence.grammar`, and always to one of its matchers (the core sees it as a
+ * SampleConstraint: the mask its step plan reads).
+ */
+export function matcherOf(seq: Sequence): GrammarMatcher | null {
+  return seq.grammar as GrammarMatcher | null;
 }

@@ -20,6 +20,8 @@ export interface GrammarServiceOptions {
   readonly stopTokenIds: readonly number[];
   readonly cacheSize?: number;
   readonly compileTimeoutMs?: number;
+  /** Told each mask's computation time (ms) as the grammar thread measured it (a benchmark listens). */
+  readonly onMaskTime?: (ms: number) => void;
 }
 
 /** What a matcher asks of its backend: the thread's answers to its calls. */
@@ -85,14 +87,13 @@ export class GrammarService implements GrammarBackend, MatcherPort {
   private readonly timeoutMs: number;
   /** Set when the grammar thread died (a crash in the library): every later call fails. */
   dead: Error | null = null;
-  /** Per-token mask times (ms) as the worker measured them, for the benchmark. */
-  readonly maskTimes: number[] = [];
-
   private readonly vocabSize: number;
+  private readonly onMaskTime: ((ms: number) => void) | undefined;
 
   constructor(options: GrammarServiceOptions) {
     this.timeoutMs = options.compileTimeoutMs ?? 10_000;
     this.vocabSize = options.vocabSize;
+    this.onMaskTime = options.onMaskTime;
     const init: GrammarWorkerInit = {
       tokens: options.vocab.tokens,
       vocabType: options.vocab.vocabType,
@@ -240,8 +241,7 @@ export class GrammarService implements GrammarBackend, MatcherPort {
         g.terminated = r.terminated;
         g.mask = r.stuck ? null : r.mask;
         g.jump = r.jump;
-        this.maskTimes.push(r.maskMs);
-        if (this.maskTimes.length > 100_000) this.maskTimes.splice(0, 50_000);
+        this.onMaskTime?.(r.maskMs);
       },
       (e: unknown) => {
         g.error ??= `grammar failed: ${(e as Error).message}`;

@@ -10,18 +10,25 @@ import { ensureDefaultModel } from '../default-model.js';
 import type { EngineCore } from '../engine-core.js';
 import { loadEngine } from '../load-engine.js';
 import type { Constraint, FinishEvent, GenerateEvent, GenerateRequest, SamplingParams } from '../types.js';
+import type { StructuredTuning } from './tuning.js';
 
 let engine: EngineCore;
+/** The engine's structured-output switches (the overlap test flips them). */
+const tuning: StructuredTuning = {};
 
 before(async () => {
-  engine = await loadEngine(ensureDefaultModel(), {
-    maxBatchSize: 16,
-    maxPrefillTokens: 512,
-    kvCacheBytes: 64 << 20,
-    maxSeqLen: 1024,
-    maxInputTokenLen: 600,
-    threads: 2,
-  });
+  engine = await loadEngine(
+    ensureDefaultModel(),
+    {
+      maxBatchSize: 16,
+      maxPrefillTokens: 512,
+      kvCacheBytes: 64 << 20,
+      maxSeqLen: 1024,
+      maxInputTokenLen: 600,
+      threads: 2,
+    },
+    { structuredTuning: tuning },
+  );
 });
 after(async () => {
   await engine?.close();
@@ -248,11 +255,14 @@ test('jump-forward: forced tokens are appended without sampling; text, stream, u
     assert.equal(f.usage.completionTokens, f.tokenIds.length);
     return f;
   };
-  const before = engine.structured.jumpedTokens;
+  const before = engine.features.structured.jumpedTokens;
   const on = check(await run(c, { maxNewTokens: 80, temperature: 0.8, seed: 11 }));
   assert.equal(on.reason, 'stop', on.error);
   assert.ok(new Ajv2020().validate(person, JSON.parse(on.text)), on.text);
-  assert.ok(engine.structured.jumpedTokens > before, 'keys and punctuation should have been jumped over');
+  assert.ok(
+    engine.features.structured.jumpedTokens > before,
+    'keys and punctuation should have been jumped over',
+  );
   // Some steps returned more than one token: the forced ones came with the sampled one.
   // Same seed → same document (jumps depend on the grammar, not on timing).
   assert.equal(check(await run(c, { maxNewTokens: 80, temperature: 0.8, seed: 11 })).text, on.text);
@@ -270,24 +280,24 @@ test('jump-forward: forced tokens are appended without sampling; text, stream, u
   assert.ok(stopped.text.startsWith('{"name": "'), stopped.text);
 
   // Off for logprobs (an appended token has no sampled logprob): one logprob per token.
-  const jumped = engine.structured.jumpedTokens;
+  const jumped = engine.features.structured.jumpedTokens;
   const lp = await run(c, { maxNewTokens: 40, temperature: 0, logprobs: true });
   const lps = lp.events.flatMap((e) => (e.type === 'token' ? (e.logprobs ?? []) : []));
   assert.equal(lps.length, lp.finishes[0].tokenIds.length);
-  assert.equal(engine.structured.jumpedTokens, jumped);
+  assert.equal(engine.features.structured.jumpedTokens, jumped);
 });
 
 test('masks during the forward pass: same documents as masks before the step', async () => {
   const c: Constraint = { kind: 'json_schema', schema: JSON.stringify(person) };
   const docs = async (overlap: boolean) => {
-    engine.structured.overlapMasks = overlap;
-    const late0 = engine.structured.lateSteps;
+    tuning.overlapMasks = overlap;
+    const late0 = engine.features.structured.lateSteps;
     const all = await Promise.all(
       [1, 2, 3, 4].map((seed) => run(c, { maxNewTokens: 60, temperature: 0.8, seed })),
     );
-    return { texts: all.map((r) => r.finishes[0].text), late: engine.structured.lateSteps - late0 };
+    return { texts: all.map((r) => r.finishes[0].text), late: engine.features.structured.lateSteps - late0 };
   };
-  const saved = engine.structured.overlapMasks;
+  const saved = tuning.overlapMasks;
   try {
     const before = await docs(false);
     const during = await docs(true);
@@ -297,6 +307,6 @@ test('masks during the forward pass: same documents as masks before the step', a
     for (const t of during.texts)
       if (t.endsWith('}')) assert.ok(new Ajv2020().validate(person, JSON.parse(t)), t);
   } finally {
-    engine.structured.overlapMasks = saved;
+    tuning.overlapMasks = saved;
   }
 });

@@ -17,11 +17,11 @@
  *   heuristic: at the current length, or at the length limit for "never" with a positive
  *   length penalty).
  *
- * This class only chooses; the output processor applies a step: it pushes each chosen token,
+ * This class only chooses; beam-extension.ts applies a step: it pushes each chosen token,
  * and the KV blocks of a beam that two continuations share are forked copy-on-write
  * (`fork`, called before any token is pushed) while beams no continuation keeps are freed.
  */
-import type { Sequence } from './sequence.js';
+import type { Sequence } from '../sequence.js';
 
 export interface BeamCandidate {
   readonly token: number;

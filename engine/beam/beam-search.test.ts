@@ -9,8 +9,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BeamSearch, candidatesPerBeam, type BeamSearchOptions } from './beam-search.js';
-import { Sequence, type SequenceSampling } from './sequence.js';
-import { GREEDY_SAMPLING } from './testing/greedy-sampling.js';
+import { Sequence, type SequenceSampling } from '../sequence.js';
+import { GREEDY_SAMPLING } from '../testing/greedy-sampling.js';
 
 const V = 40;
 const sampling: SequenceSampling = GREEDY_SAMPLING;

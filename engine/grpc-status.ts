@@ -4,7 +4,7 @@
  * EngineError the in-process engine would have thrown.
  */
 import { Metadata, status as Status, type ServiceError, type StatusObject } from '@grpc/grpc-js';
-import { EngineError, type EngineErrorCode } from '../errors.js';
+import { EngineError, type EngineErrorCode } from './errors.js';
 
 /** Trailing-metadata key carrying EngineError.field. */
 const ERROR_FIELD_KEY = 'prism-error-field';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ServiceError } from '@grpc/grpc-js';
-import { EngineError, invalidArgument } from '../errors.js';
-import { fromGrpcError, toGrpcStatus } from './status-codes.js';
+import { EngineError, invalidArgument } from './errors.js';
+import { fromGrpcError, toGrpcStatus } from './grpc-status.js';
 
 /** What the client sees of the status the server sent. */
 function roundTrip(err: EngineError): EngineError {

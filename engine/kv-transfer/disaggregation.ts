@@ -1,42 +1,43 @@
 /**
- * Split prefill/decode inside one engine: what the request intake, the output processor and
- * the step loop call (each one line), so the KV-transfer logic stays in this folder.
+ * Split prefill/decode inside one engine, as a request extension (engine/extension.ts), and
+ * the engine-to-engine RPCs' side of it (the gRPC server calls those).
  *
  * Prefill side — a request with `remoteDecode`:
- *   intake admits it as usual; after its first token the output processor asks
- *   `afterFirstToken` (MindIE's flow stops it there, its text as a whole engine would stream
- *   it); when its sequence finishes `finishing` leases the prompt's blocks (the engine
- *   keeps a reference on each, engine/kv-transfer/lease-table.ts) and, with a d-target,
- *   starts the hand-off, which `beforeFinalize` waits for before the finish event goes out.
- *   The finish event then carries `kvTransfer` (vLLM's kv_transfer_params, MindIE's handedTo).
+ *   intake admits it as usual (a plan of one token per step); after its first token
+ *   (`firstToken`) MindIE's flow stops it there, its text as a whole engine would stream it;
+ *   when its sequence finishes `finishing` leases the prompt's blocks (the engine keeps a
+ *   reference on each, engine/kv-transfer/lease-table.ts) and, with a d-target, starts the
+ *   hand-off, which `beforeFinalize` waits for before the finish event goes out. The finish
+ *   event then carries `kvTransfer` (vLLM's kv_transfer_params, MindIE's handedTo).
  * Decode side — a request with `remotePrefill` (llm-d) or handed off (MindIE):
- *   once tokenized, `pullThenEnqueue` takes its locally cached prefix, pulls the rest of its
- *   KV into fresh blocks (TransferKv), keys the full blocks in the prefix cache, and queues it
- *   holding those blocks; the scheduler starts it where the KV ends. With recompute allowed,
- *   a failed pull queues it without KV instead (its prompt is computed here).
+ *   once admitted, `beforeQueue` keeps it out of the scheduler while decode-pull.ts takes its
+ *   locally cached prefix, pulls the rest of its KV into fresh blocks (TransferKv), keys the
+ *   full blocks in the prefix cache, and queues it holding those blocks; the scheduler starts
+ *   it where the KV ends. With recompute allowed, a failed pull queues it without KV instead
+ *   (its prompt is computed here).
  */
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, invalidArgument } from '../errors.js';
 import type { BlockManager } from '../block-manager.js';
 import type { ChoiceOutput } from '../choice-output.js';
+import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
+import { fromGrpcError } from '../grpc-status.js';
 import type { LiveRequest } from '../live-request.js';
 import type { Sequence } from '../sequence.js';
-import type { StructuredOutput } from '../structured/engine-glue.js';
 import type { EngineRole, KvTransferParams, KvTransferSpec, RemotePrefill, RoleState } from '../pd-types.js';
-import type { DecodeResult, EngineStatus, GenerateEvent, GenerateRequest } from '../types.js';
+import type { DecodeResult, EngineStatus, FinishEvent, GenerateRequest } from '../types.js';
 import type * as pb from '../../gen/prism/engine/v1/engine.js';
-import { generateRequestFromProto, generateRequestToProto } from '../service/mapping.js';
-import { fromGrpcError } from '../service/status-codes.js';
 import { DecodeResultsHub } from './decode-results.js';
 import { LeaseTable } from './lease-table.js';
 import { decodeTargetAddress, Peers } from './peers.js';
 import { Roles, type RequestKind } from './roles.js';
-import { pullKv, type PulledHeader } from './transfer-client.js';
+import { pullThenEnqueue, type HandOffPart, type PullCounts } from './decode-pull.js';
+import type { HandOff, HandOffEncoder } from './hand-off.js';
 import { serveTransfer } from './transfer-server.js';
 import type { KvStore } from '../runner.js';
-import { hostPort, remoteTarget, type KvCompat, type KvTransferCounters } from './types.js';
+import { hostPort, type KvCompat, type KvTransferCounters } from './types.js';
 
-/** A live request's part in split prefill/decode (LiveRequest.pd). */
+/** A request's part in split prefill/decode (the extension's state of it). */
 export interface PdState {
   readonly kind: 'prefill' | 'decode';
   readonly spec: KvTransferSpec;
@@ -66,29 +67,23 @@ export interface DisaggregationDeps {
   readonly modelFingerprint: string;
   readonly engineId: string;
   readonly blocks: BlockManager;
-  readonly structured: StructuredOutput;
   readonly maxSeqLen: number;
   readonly options: DisaggregationOptions;
-  /** The live requests (their kinds decide the role status). */
-  liveRequests(): readonly LiveRequest[];
-  /** Checks a request as `generate` would, without admitting it (a hand-off's answer). */
-  check(request: GenerateRequest): void;
-  submit(request: GenerateRequest): AsyncIterable<GenerateEvent>;
-  /** Hands a sequence that may run now to the step loop. */
-  enqueue(seq: Sequence): void;
-  /** Ends a request with an error (its stream ends with it). */
-  fail(req: LiveRequest, error: EngineError): void;
-  cancel(id: string): void;
+  readonly host: ExtensionHost;
 }
 
-export class Disaggregation {
+export class Disaggregation implements RequestExtension<PdState> {
+  readonly name = 'split prefill/decode';
   readonly roles: Roles;
   readonly leases: LeaseTable;
   readonly hub: DecodeResultsHub;
   private readonly peers = new Peers();
   private address: string | undefined;
+  /** How the HandOff messages this engine sends are written (the gRPC service's mapping). */
+  private encode: HandOffEncoder | undefined;
   readonly compat: KvCompat | undefined;
-  private readonly counts = {
+  private readonly states = new WeakMap<LiveRequest, PdState>();
+  private readonly counts: PullCounts & { transfersOut: number; bytesOut: number } = {
     transfersIn: 0,
     bytesIn: 0,
     transferMsIn: 0,
@@ -101,7 +96,7 @@ export class Disaggregation {
   constructor(private readonly d: DisaggregationDeps) {
     this.roles = new Roles(d.options.role);
     this.leases = new LeaseTable((blocks) => d.blocks.unhold(blocks), d.options.leaseTtlMs);
-    this.hub = new DecodeResultsHub((id) => d.cancel(id));
+    this.hub = new DecodeResultsHub((id) => d.host.cancel(id));
     const layout = d.kv?.layout;
     this.compat = layout && {
       modelFingerprint: d.modelFingerprint,
@@ -113,16 +108,28 @@ export class Disaggregation {
     };
   }
 
-  /** Where other engines reach this one (its gRPC listen address); set once the server is bound. */
-  setListenAddress(address: string): void {
+  /**
+   * Where other engines reach this one (its gRPC listen address), once the server is bound,
+   * and how the server writes the HandOff messages this engine sends (kept when left out).
+   */
+  setListenAddress(address: string, encode?: HandOffEncoder): void {
     // A wildcard bind is reached on this machine through loopback.
     this.address = address.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '[::1]:');
+    if (encode) this.encode = encode;
   }
 
   // ------------------------------------------------------------------------- requests
 
-  /** The request's kind for the role, after checking its kv_transfer (intake's accept). */
-  check(request: GenerateRequest): RequestKind {
+  /** Checks the request's kv_transfer against the role; its state (undefined for a whole request). */
+  check(request: GenerateRequest): PdState | undefined {
+    this.checkKind(request);
+    const spec = request.kvTransfer;
+    if (!spec || this.isLocal(spec)) return undefined;
+    return { kind: spec.kind === 'remoteDecode' ? 'prefill' : 'decode', spec, request };
+  }
+
+  /** The request's kind for the role, after checking its kv_transfer. */
+  private checkKind(request: GenerateRequest): RequestKind {
     const spec = request.kvTransfer;
     if (!spec || this.isLocal(spec)) {
       this.roles.check('whole');
@@ -186,19 +193,42 @@ export class Disaggregation {
     );
   }
 
-  /** The state an admitted request carries (undefined for a whole request). */
-  stateFor(request: GenerateRequest): PdState | undefined {
-    const spec = request.kvTransfer;
-    if (!spec || this.isLocal(spec)) return undefined;
-    return { kind: spec.kind === 'remoteDecode' ? 'prefill' : 'decode', spec, request };
+  /** A prefill-side request ends at its first token: no drafts. */
+  plan(plan: RequestPlan, pd: PdState | undefined): void {
+    if (pd?.kind === 'prefill') plan.multiToken = false;
+  }
+
+  admit(req: LiveRequest, _seq: Sequence, pd: PdState | undefined): void {
+    if (pd) this.states.set(req, pd);
+  }
+
+  /** Decode side: the request's KV is pulled before it queues. */
+  beforeQueue(req: LiveRequest, seq: Sequence): boolean {
+    const pd = this.states.get(req);
+    if (pd?.kind !== 'decode') return false;
+    const controller = new AbortController();
+    pd.pull = controller;
+    const spec = pd.spec as RemotePrefill & { handOff?: HandOffPart };
+    const deps = {
+      blocks: this.d.blocks,
+      kv: this.d.kv!,
+      compat: this.compat!,
+      peers: this.peers,
+      transferTimeoutMs: this.d.options.transferTimeoutMs,
+      maxSeqLen: this.d.maxSeqLen,
+      counts: this.counts,
+      host: this.d.host,
+    };
+    void pullThenEnqueue(deps, req, spec, seq, controller.signal).finally(() => (pd.pull = undefined));
+    return true;
   }
 
   /**
    * Prefill side, after a request's first token joined its choice: in MindIE's flow the
    * request stops here (unless the token already ended it) and moves to its decode engine.
    */
-  afterFirstToken(req: LiveRequest, c: ChoiceOutput): void {
-    const pd = req.pd;
+  firstToken(req: LiveRequest, c: ChoiceOutput): void {
+    const pd = this.states.get(req);
     if (pd?.kind !== 'prefill' || pd.spec.kind !== 'remoteDecode' || pd.spec.decodeTarget === undefined)
       return;
     if (c.reason !== null || c.tokenIds.length !== 1) return;
@@ -208,7 +238,7 @@ export class Disaggregation {
 
   /** Prefill side, before a finished sequence frees its blocks: lease them if another engine continues it. */
   finishing(req: LiveRequest | undefined, seq: Sequence): void {
-    const pd = req?.pd;
+    const pd = req && this.states.get(req);
     if (!req || pd?.kind !== 'prefill' || pd.spec.kind !== 'remoteDecode' || seq.aborted) return;
     if (req.choices[seq.index]?.reason !== 'length' || seq.numComputed < seq.promptLen) return;
     const target = pd.spec.decodeTarget;
@@ -241,9 +271,16 @@ export class Disaggregation {
 
   /** Prefill side: the hand-off a request's finish waits for (once), if any. */
   beforeFinalize(req: LiveRequest): Promise<void> | undefined {
-    const wait = req.pd?.handOff;
-    if (req.pd) req.pd.handOff = undefined;
+    const pd = this.states.get(req);
+    const wait = pd?.handOff;
+    if (pd) pd.handOff = undefined;
     return wait;
+  }
+
+  /** Prefill side: where the request continues (vLLM's kv_transfer_params, MindIE's handedTo). */
+  finishFields(req: LiveRequest): Pick<FinishEvent, 'kvTransfer'> | undefined {
+    const params = this.states.get(req)?.params;
+    return params ? { kvTransfer: params } : undefined;
   }
 
   private async handOff(
@@ -254,14 +291,13 @@ export class Disaggregation {
     seq: Sequence,
   ): Promise<void> {
     const original = pd.request;
-    const request = {
-      ...original,
-      requestId: req.id,
-      params: { ...original.params, seed: req.params.seed },
-      kvTransfer: undefined,
-    };
-    const message: pb.HandOffRequest = {
-      request: generateRequestToProto(request),
+    const handOff: HandOff = {
+      request: {
+        ...original,
+        requestId: req.id,
+        params: { ...original.params, seed: req.params.seed },
+        kvTransfer: undefined,
+      },
       sourceAddress: this.address!,
       sourceEngineId: this.d.engineId,
       leaseId: req.id,
@@ -273,6 +309,8 @@ export class Disaggregation {
     };
     const client = this.peers.get(target);
     try {
+      // An engine with an address was told how to write the message with it.
+      const message = this.encode!(handOff);
       await new Promise<void>((resolve, reject) => {
         const deadline = Date.now() + this.d.options.transferTimeoutMs;
         client.handOff(message, new grpc.Metadata(), { deadline }, (err) =>
@@ -289,97 +327,9 @@ export class Disaggregation {
     if (seq.aborted) client.cancel({ requestId: req.id }, () => {});
   }
 
-  /**
-   * Decode side: pulls the KV the request's prompt needs (what this engine's prefix cache does
-   * not hold already), then queues it. Tokens the prefill engine generated join its choice
-   * first, as if sampled here (the prefill engine streamed them).
-   */
-  async pullThenEnqueue(req: LiveRequest, seq: Sequence): Promise<void> {
-    const pd = req.pd!;
-    const spec = pd.spec as RemotePrefill & { handOff?: HandOffPart };
-    const source = remoteTarget(spec.remoteHost, spec.remotePort);
-    const blocks = this.d.blocks;
-    const cached = blocks.findCachedPrefix(seq);
-    // One page per block (check() refuses other layouts): the cached blocks are their pages.
-    const cachedPages = cached.blocks.map((pages) => pages[0]);
-    blocks.hold(cachedPages);
-    if (spec.handOff) this.prime(req, seq, spec.handOff);
-    const controller = new AbortController();
-    pd.pull = controller;
-    let fresh: number[] = [];
-    const promptLen = seq.promptLen;
-    const place = (h: PulledHeader): number[] => {
-      if (h.tokenIds.length !== promptLen || h.tokenIds.some((t, i) => t !== seq.tokens[i]))
-        throw new EngineError(
-          'GENERATION_FAILED',
-          'the two engines made different prompt tokens of the request',
-        );
-      const got = blocks.takeLoose(h.numBlocks);
-      if (!got)
-        throw new EngineError(
-          'RESOURCE_EXHAUSTED',
-          `no room for the request's KV: ${h.numBlocks} blocks needed, ${blocks.freeBlocks} free`,
-        );
-      fresh = got;
-      return got;
-    };
-    try {
-      const r = await pullKv(
-        this.peers.get(source),
-        { leaseId: spec.remoteRequestId, firstBlock: cached.blocks.length },
-        { compat: this.compat!, kv: this.d.kv! },
-        place,
-        { deadlineMs: this.d.options.transferTimeoutMs, signal: controller.signal, source },
-      );
-      this.counts.transfersIn++;
-      this.counts.bytesIn += r.bytes;
-      this.counts.transferMsIn += r.ms;
-      this.counts.tokensIn += promptLen - cached.blocks.length * blocks.blockSize;
-    } catch (e) {
-      blocks.unhold([...cachedPages, ...fresh]);
-      if (seq.aborted) return; // cancelled: the request has already ended
-      this.counts.failures++;
-      const error = e instanceof EngineError ? e : new EngineError('GENERATION_FAILED', String(e));
-      const mismatch = /cannot share KV|different prompt tokens/.test(error.message);
-      if (spec.recompute && !mismatch) {
-        this.d.enqueue(seq); // computed here from its prompt (and prefix cache)
-        return;
-      }
-      this.d.fail(req, error);
-      return;
-    } finally {
-      pd.pull = undefined;
-    }
-    if (seq.aborted) {
-      blocks.unhold([...cachedPages, ...fresh]);
-      return;
-    }
-    // The sequence takes over the references: its table holds the local prefix, then the pulled blocks.
-    seq.blockTable = [...cachedPages, ...fresh];
-    seq.blockKeys = [...cached.keys];
-    // A handed-off request continues after its first token; a pulled one computes its last
-    // prompt token here (its logits give the first token), as vLLM's decode side does.
-    seq.numComputed = spec.handOff ? promptLen : promptLen - 1;
-    seq.cachedPromptTokens = Math.min(seq.numComputed, promptLen);
-    blocks.registerFull(seq);
-    this.d.enqueue(seq);
-  }
-
-  /** The prefill engine's tokens join the choice (and the grammar) without an event. */
-  private prime(req: LiveRequest, seq: Sequence, h: HandOffPart): void {
-    const c = req.choices[seq.index];
-    const now = performance.now();
-    h.outputs.forEach((t, i) => {
-      seq.tokens.push(t);
-      const atLimit = c.tokenIds.length + 1 >= req.maxNew || seq.tokens.length >= this.d.maxSeqLen;
-      c.accept(t, i === 0 ? h.firstLogprob : 0, now, atLimit);
-    });
-    this.d.structured.afterTokens(seq, [...h.outputs]);
-  }
-
   /** A cancelled request: its pull stops, and a lease under its id goes (true if there was one). */
-  cancelled(id: string, req: LiveRequest | undefined): boolean {
-    req?.pd?.pull?.abort();
+  cancel(id: string, req: LiveRequest | undefined): boolean {
+    if (req) this.states.get(req)?.pull?.abort();
     const leased = this.leases.has(id);
     this.leases.cancel(id);
     return leased;
@@ -401,10 +351,9 @@ export class Disaggregation {
   }
 
   /** HandOff: admits the request (checked as `generate` would) and sends its results to the hub. */
-  acceptHandOff(h: pb.HandOffRequest): void {
+  acceptHandOff(h: HandOff): void {
     this.hub.checkHeld();
     const { host, port } = hostPort(h.sourceAddress);
-    const base = generateRequestFromProto(h.request!);
     const spec: RemotePrefill & { handOff: HandOffPart } = {
       kind: 'remotePrefill',
       remoteEngineId: h.sourceEngineId,
@@ -416,12 +365,12 @@ export class Disaggregation {
       handOff: { outputs: h.outputTokenIds, firstLogprob: h.firstLogprob },
     };
     const request: GenerateRequest = {
-      ...base,
-      params: { ...base.params, seed: h.seed },
+      ...h.request,
+      params: { ...h.request.params, seed: h.seed },
       kvTransfer: spec,
     };
-    this.d.check(request);
-    void this.hub.forward(request.requestId!, this.d.submit(request));
+    this.d.host.check(request);
+    void this.hub.forward(request.requestId!, this.d.host.submit(request));
   }
 
   decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult> {
@@ -438,7 +387,7 @@ export class Disaggregation {
   }
 
   private liveKinds(): RequestKind[] {
-    return this.d.liveRequests().map((r) => r.pd?.kind ?? 'whole');
+    return this.d.host.liveRequests().map((r) => this.states.get(r)?.kind ?? 'whole');
   }
 
   counters(): KvTransferCounters {
@@ -446,7 +395,7 @@ export class Disaggregation {
   }
 
   /** This engine's part of `Engine.status()`: its role and the KV it moved. */
-  statusFields(): KvStatusFields {
+  status(): KvStatusFields {
     const { role, status } = this.roleState();
     const c = this.counters();
     return {
@@ -484,9 +433,3 @@ export type KvStatusFields = Pick<
   | 'kvBytesOut'
   | 'kvTransferFailures'
 >;
-
-/** A hand-off's tokens generated on the prefill engine, and the first one's logprob. */
-export interface HandOffPart {
-  readonly outputs: readonly number[];
-  readonly firstLogprob: number;
-}

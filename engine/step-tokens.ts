@@ -1,10 +1,10 @@
 /**
  * The tokens a step produced for each sequence, read out of the native result: the draft
- * tokens the sampler accepted (speculative decoding), then the token it sampled after them.
- * Without drafts that is the one sampled token, as before.
+ * tokens of the plan the sampler accepted (engine/speculative/ proposes them), then the token
+ * it sampled after them. Without drafts that is the one sampled token.
  */
-import type { StepOutput } from '../runner.js';
-import type { ScheduledBatch } from '../scheduler.js';
+import type { StepOutput } from './runner.js';
+import type { ScheduledBatch } from './scheduler.js';
 
 export interface StepToken {
   readonly token: number;

@@ -1,0 +1,100 @@
+/**
+ * The engine's request features and their order (engine/extension.ts is the interface they
+ * implement): structured output, beam search, split prefill/decode and, when configured,
+ * speculative decoding, each from its own folder. This is the one place the engine's parts
+ * meet the features by name: it builds them, lists them in the order the core calls their
+ * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
+ * that serve an engine, tests and benchmarks use.
+ *
+ * Order, where it matters: structured output checks before split prefill/decode (a bad
+ * constraint is reported first) and plans before beam search (which refuses a grammar whose
+ * output is checked); beam rounds are applied after a step before speculation learns from it,
+ * and speculation hears of a finished sequence after split prefill/decode leased its blocks.
+ */
+import { BeamSearchExtension } from './beam/beam-extension.js';
+import type { BlockManager } from './block-manager.js';
+import type { ExtensionHost, RequestExtension } from './extension.js';
+import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
+import type { EngineRole, RoleState } from './pd-types.js';
+import type { ResolvedEngineOptions } from './options.js';
+import type { EngineTokenizer } from './prompt.js';
+import type { Runner } from './runner.js';
+import { SpeculationExtension, type SpeculationConfig } from './speculative/speculation-extension.js';
+import { StructuredOutput, type StructuredStats } from './structured/structured-extension.js';
+import type { StructuredTuning } from './structured/tuning.js';
+import type { EngineChat } from './tools/engine-chat.js';
+import type { DecodeResult, EngineInfo, EngineStatus } from './types.js';
+
+/** What the engine's builder may give the features beyond the engine's own parts. */
+export interface FeatureDeps {
+  /** Speculative decoding (engine/speculative/): the proposer and its settings; absent = off. */
+  readonly speculation?: SpeculationConfig;
+  /** Structured output's switches and mask-wait observer (a benchmark's); absent = the defaults. */
+  readonly structuredTuning?: StructuredTuning;
+}
+
+/** What the features are built from. */
+export interface FeatureInputs extends FeatureDeps {
+  readonly runner: Runner;
+  readonly tokenizer: EngineTokenizer;
+  readonly options: ResolvedEngineOptions;
+  readonly info: EngineInfo;
+}
+
+/** The features' handles: what a server wires to the engine, and what tests and benchmarks read. */
+export interface FeatureHandles {
+  /** Structured output's counters. */
+  readonly structured: StructuredStats;
+  /** Split prefill/decode: the engine-to-engine RPCs the gRPC server serves. */
+  readonly disaggregation: Disaggregation;
+}
+
+/** The features' part of `Engine.status()`. */
+export type FeatureStatus = KvStatusFields & Pick<EngineStatus, 'specDecode'>;
+
+export interface RequestFeatures {
+  /** In the order the core calls their hooks. */
+  readonly extensions: readonly RequestExtension[];
+  readonly handles: FeatureHandles;
+  status(): FeatureStatus;
+  /** `Engine.setRole`: split prefill/decode's. */
+  setRole(role: EngineRole): RoleState;
+  /** `Engine.decodeResults`: split prefill/decode's. */
+  decodeResults(signal?: AbortSignal): AsyncIterable<DecodeResult>;
+}
+
+export function buildRequestFeatures(
+  inputs: FeatureInputs,
+  parts: { readonly host: ExtensionHost; readonly blocks: BlockManager; readonly chat: EngineChat },
+): RequestFeatures {
+  const { options: o, info } = inputs;
+  const { host } = parts;
+  const structured = new StructuredOutput({
+    tokenizer: inputs.tokenizer,
+    vocabSize: info.vocabSize,
+    chat: parts.chat,
+    host,
+    nativeThreads: o.threads,
+    tuning: inputs.structuredTuning,
+  });
+  const beams = new BeamSearchExtension(inputs.tokenizer, host);
+  const disaggregation = new Disaggregation({
+    kv: inputs.runner.kv,
+    modelFingerprint: info.modelFingerprint,
+    engineId: info.engineId,
+    blocks: parts.blocks,
+    maxSeqLen: o.maxSeqLen,
+    options: { role: o.role, leaseTtlMs: o.kvLeaseMs, transferTimeoutMs: o.kvTransferTimeoutMs },
+    host,
+  });
+  const speculation = inputs.speculation
+    ? new SpeculationExtension(inputs.speculation, host, o.maxSeqLen, o.maxBatchSize)
+    : null;
+  return {
+    extensions: [structured, beams, disaggregation, ...(speculation ? [speculation] : [])],
+    handles: { structured, disaggregation },
+    status: () => ({ ...(speculation?.status() ?? {}), ...disaggregation.status() }),
+    setRole: (role) => disaggregation.setRole(role),
+    decodeResults: (signal) => disaggregation.decodeResults(signal),
+  };
+}
