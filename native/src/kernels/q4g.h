@@ -8,6 +8,7 @@
 #include "kernels/internal.h"
 #include "kernels/planes.h"
 #include "kernels/prefetch_lines.h"
+#include "kernels/row_steal.h"
 
 namespace prism::kernels {
 namespace {
@@ -236,7 +237,11 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
   };
   const int threads = pool.size();
   const int64_t tiles = (W.rows + RD - 1) / RD;
-  if (tiles >= 4 * threads || n < 2 * threads) {
+  if (n == 1 && !wide && tuning.stealRows) {
+    // Decode with split=steal: each thread streams its share, the first to finish takes tiles
+    // from the back of the other's (row_steal.h).
+    stealingRowSplit(pool, W.rows, RD, [&](int64_t rb, int64_t re) { decodeRange<Kernel>(RD, W, a, rb, re, 0, y, ldy); });
+  } else if (tiles >= 4 * threads || n < 2 * threads) {
     auto task = [&](int i, int nt) {
       const int64_t rb = tiles * i / nt * RD, re = std::min(W.rows, tiles * (i + 1) / nt * RD);
       if (rb < re) range(rb, re, 0, n);
