@@ -25,6 +25,11 @@ test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter deco
   assert.ok(some !== 'help');
   assert.deepEqual(some.suite, { sizes: ['qwen1.5b'], types: ['bf16', 'q4_1'] });
   assert.throws(() => parseBenchArgs(['--suite', 'big']), /--suite must be 'sizes'; got 'big'/);
+  assert.equal((parseBenchArgs(['--suite', 'sizes']) as { llamaCppSource: string }).llamaCppSource, 'auto');
+  assert.throws(
+    () => parseBenchArgs(['--llama-cpp-source', 'yes']),
+    /--llama-cpp-source must be one of auto, build, off; got 'yes'/,
+  );
   assert.throws(() => parseBenchArgs(['--sizes', '1b']), /--sizes and --types belong to --suite sizes/);
   assert.throws(() => parseBenchArgs(['--suite', 'sizes', '--model', 'x.gguf']), /exclusive/);
   assert.throws(() => parseList('types', 'q4_0,q5_k', ['q4_0'], []), /--types takes .* got 'q5_k'/);
