@@ -166,7 +166,7 @@ export function renderSizeSuite(
     first
       ? `- Settings: ${first.threads} threads; single stream = ${first.newTokens} new tokens after a ${first.promptTokens}-token prompt; ` +
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
-        `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
+        `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
     ...kernelsLine(rows),
     ...hostLine(rows),
