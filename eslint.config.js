@@ -14,6 +14,7 @@ export default tseslint.config(
       'models/',
       'test/fixtures/generated/',
       '.venv/',
+      '.llama-cpp/',
     ],
   },
   js.configs.recommended,

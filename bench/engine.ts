@@ -21,11 +21,13 @@ import { Template } from '@huggingface/jinja';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import { commonPrefixLength, median, pairedRooflinePercent, ratio } from './stats.js';
 import { describeCommit, describeMachine } from './engine/environment.js';
+import { LlamaBenchEngine } from './engine/llama-bench.js';
+import { llamaCppBin } from './engine/llama-cpp-build.js';
 import { LlamaCppEngine } from './engine/llamacpp.js';
 import { loadNative, PrismEngine } from './engine/prism.js';
 import { CHAT_QUESTIONS, PASSAGE, tokenWindow } from './engine/prompts.js';
 import {
-  ENGINE_NAMES,
+  againstBestPeer,
   renderMarkdown,
   renderText,
   replaceDocSection,
@@ -55,6 +57,11 @@ Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) sid
 
   --model PATH          GGUF file (default: the default model, fetched when absent)
   --engine WHICH        both | prism | llama.cpp (default both; the other side's column stays empty)
+  --llama-cpp-source M  auto | build | off: llama.cpp built from source (scripts/build-llama-cpp.mjs)
+                        as a second peer beside node-llama-cpp's prebuilt, through its llama-bench
+                        and llama-batched-bench: auto (default) when a build is there
+                        (PRISM_LLAMA_CPP_BIN or .llama-cpp/), build: build it first if missing
+                        (~25 min on 2 cores), off: the prebuilt only
   --threads N           threads for both engines (default 2)
   --runs N              measured runs per measure and engine, median reported (default 3)
   --warmup N            warm-up runs per measure and engine, not reported (default 1)
@@ -65,8 +72,9 @@ Runs Prism's native core and llama.cpp (node-llama-cpp, prebuilt CPU binary) sid
   --measures LIST       comma-separated subset of single,aggregate,prefill (default all three)
   --block-size N        Prism KV block size in tokens (default 128, the engine's cacheBlockSize)
   --suite sizes         run the size suite instead of one model: random-weight GGUFs with the
-                        layer shapes of Llama-3.2-1B/3B, Qwen2.5-1.5B and two MoE models (scripts/make-size-models.py
-                        writes them into models/sizes/ once), one row per size × type; decode and
+                        layer shapes of Llama-3.2-1B/3B, Llama-3.1-8B, Qwen2.5-1.5B and two MoE
+                        models (scripts/make-size-models.py writes them into models/sizes/ once),
+                        one row per size × type; decode and
                         aggregate default to 32 new tokens and 16 sequences there
   --sizes LIST          size suite: subset of ${SIZE_NAMES.join(',')} (default ${DEFAULT_SIZES.join(',')})
   --types LIST          size suite: subset of ${TYPE_NAMES.join(',')} (default ${DEFAULT_TYPES.join(',')})
@@ -96,6 +104,7 @@ function parseMeasures(value: string | undefined): Set<MeasureName> {
 interface Args {
   modelPath?: string;
   engines: EngineName[];
+  llamaCppSource: 'auto' | 'build' | 'off';
   threads: number;
   runs: number;
   warmup: number;
@@ -126,6 +135,7 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
     options: {
       model: { type: 'string' },
       engine: { type: 'string' },
+      'llama-cpp-source': { type: 'string' },
       threads: { type: 'string' },
       runs: { type: 'string' },
       warmup: { type: 'string' },
@@ -146,9 +156,12 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
   });
   if (values.help) return 'help';
   const engine = values.engine ?? 'both';
-  if (engine !== 'both' && !(ENGINE_NAMES as readonly string[]).includes(engine)) {
-    throw new RangeError(`--engine must be one of both, ${ENGINE_NAMES.join(', ')}; got '${engine}'`);
+  if (engine !== 'both' && engine !== 'llama.cpp' && engine !== 'prism') {
+    throw new RangeError(`--engine must be one of both, llama.cpp, prism; got '${engine}'`);
   }
+  const llamaCppSource = values['llama-cpp-source'] ?? 'auto';
+  if (llamaCppSource !== 'auto' && llamaCppSource !== 'build' && llamaCppSource !== 'off')
+    throw new RangeError(`--llama-cpp-source must be one of auto, build, off; got '${llamaCppSource}'`);
   if (values.json && values.markdown)
     throw new RangeError('--json and --markdown are exclusive: pick one output');
   if (values.suite !== undefined && values.suite !== 'sizes')
@@ -166,7 +179,8 @@ export function parseBenchArgs(argv: string[]): Args | 'help' {
   return {
     suite,
     modelPath: values.model,
-    engines: engine === 'both' ? [...ENGINE_NAMES] : [engine as EngineName],
+    engines: engine === 'both' ? ['llama.cpp', 'prism'] : [engine],
+    llamaCppSource,
     threads: positiveInt('threads', values.threads, 2),
     runs: positiveInt('runs', values.runs, 3),
     warmup: positiveInt('warmup', values.warmup, 1, 0),
@@ -232,6 +246,7 @@ async function interleaved(
     runs: results,
     median: medians,
     ratio: ratio(medians.prism, medians['llama.cpp']),
+    best: againstBestPeer(medians),
     ...(read ? { readGBs: reads, readLog } : {}),
   };
 }
@@ -257,9 +272,18 @@ async function main(argv: string[]): Promise<void> {
   const args = parsed;
   const root = projectRoot();
   const command = ['npm run bench:engine', ...(argv.length ? ['--', ...argv] : [])].join(' ');
-  if (args.suite) return sizeSuite(args, args.suite, root, command);
+  const sourceBin =
+    args.llamaCppSource === 'off' || !args.engines.includes('llama.cpp')
+      ? undefined
+      : llamaCppBin(root, args.llamaCppSource === 'build');
+  log(
+    sourceBin
+      ? `llama.cpp from source: ${sourceBin}`
+      : 'llama.cpp from source: not run (no build; `npm run build:llama-cpp` or --llama-cpp-source build)',
+  );
+  if (args.suite) return sizeSuite(args, args.suite, root, command, sourceBin);
   const modelPath = args.modelPath ?? ensureDefaultModel(log);
-  const report = await benchModel(args, root, modelPath, command, true);
+  const report = await benchModel(args, root, modelPath, command, true, sourceBin);
   if (args.output === 'json') process.stdout.write(JSON.stringify(report, null, 2) + '\n');
   else if (args.output === 'markdown') process.stdout.write(renderMarkdown(report) + '\n');
   else process.stdout.write(renderText(report) + '\n');
@@ -277,6 +301,7 @@ async function sizeSuite(
   suite: { sizes: string[]; types: string[] },
   root: string,
   command: string,
+  sourceBin: string | undefined,
 ): Promise<void> {
   const models = ensureSizeModels(root, suite.sizes, suite.types, log);
   const loadAtStart = loadavg()[0];
@@ -285,7 +310,7 @@ async function sizeSuite(
     log(`== ${model.shape} ${model.type.toUpperCase()} (${relative(root, model.path)})`);
     rows.push({
       model,
-      report: await benchModel(args, root, model.path, command, false, model.bytesPerToken),
+      report: await benchModel(args, root, model.path, command, false, sourceBin, model.bytesPerToken),
     });
   }
   const body = renderSizeSuite(rows, {
@@ -315,6 +340,7 @@ async function benchModel(
   modelPath: string,
   command: string,
   withContinuations: boolean,
+  sourceBin: string | undefined,
   fileBytesPerToken?: number,
 ): Promise<EngineBenchReport> {
   const chatTokensBudget = 256; // chat prompt (system line + question) + 32 new tokens
@@ -363,6 +389,7 @@ async function benchModel(
   }
   const engines: BenchEngine[] = [];
   if (args.engines.includes('llama.cpp')) engines.push(llama);
+  if (sourceBin) engines.push(new LlamaBenchEngine({ bin: sourceBin, modelPath, threads: args.threads }));
   if (prism) engines.push(prism);
 
   try {
@@ -442,6 +469,7 @@ async function benchModel(
       const bytesPerToken: Partial<Record<EngineName, number>> = {
         prism: weightBytes,
         'llama.cpp': fileBytesPerToken ?? weightBytes,
+        'llama.cpp source': fileBytesPerToken ?? weightBytes,
       };
       // Run by run against the sustained read of its own seconds (pairedRooflinePercent).
       const percent: Partial<Record<EngineName, number>> = {};
@@ -470,12 +498,21 @@ async function benchModel(
     let continuations: Continuation[] = [];
     if (withContinuations) {
       log('greedy continuations ...');
-      continuations = await greedyContinuations(llama, engines);
+      // llama-bench generates no text: the continuations are the two engines that do.
+      continuations = await greedyContinuations(
+        llama,
+        engines.filter((e) => e.name !== 'llama.cpp source'),
+      );
     }
 
     const skipped: Partial<Record<EngineName, string>> = {};
-    for (const name of ENGINE_NAMES)
+    for (const name of ['llama.cpp', 'prism'] as const)
       if (!args.engines.includes(name)) skipped[name] = `not asked for (--engine ${args.engines[0]})`;
+    if (!sourceBin)
+      skipped['llama.cpp source'] =
+        args.llamaCppSource === 'off' || !args.engines.includes('llama.cpp')
+          ? 'not asked for'
+          : 'no build (`npm run build:llama-cpp`, or PRISM_LLAMA_CPP_BIN)';
 
     const report: EngineBenchReport = {
       date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),

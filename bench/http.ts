@@ -1,7 +1,8 @@
 /**
  * HTTP benchmark: N concurrent streaming chat clients against `prism serve` and, in the same
- * run, against llama.cpp behind an OpenAI-compatible server (bench/llama-server.ts) on the
- * same GGUF. Per concurrency level: time to first token (first non-empty content delta),
+ * run, against llama.cpp's own `llama-server` (built from source by scripts/build-llama-cpp.mjs,
+ * on demand: ~25 min on 2 cores the first time; PRISM_LLAMA_CPP_BIN names an existing build),
+ * one slot per concurrent client (`-np`), on the same GGUF. Per concurrency level: time to first token (first non-empty content delta),
  * inter-token latency (gaps between content deltas), p50/p99, and output tok/s (completion
  * tokens ÷ wall time of the level). Plus the latency the gateway adds over calling the engine's
  * gRPC API directly (1-token chat requests, alternated, paired differences).
@@ -20,7 +21,8 @@ import { createParser } from 'eventsource-parser';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
 import { GrpcEngineClient } from '../engine/service/client.js';
 import { describeCommit } from './engine/environment.js';
-import { startChild as startProcess, stopChild } from './child.js';
+import { startChild, stopChild } from './child.js';
+import { llamaCppBin } from './engine/llama-cpp-build.js';
 import { percentile } from './stats.js';
 
 interface Args {
@@ -67,9 +69,6 @@ function parse(): Args {
 }
 
 const log = (line: string): void => void process.stderr.write(`bench:http: ${line}\n`);
-
-/** A Node child (tsx) running `args`; resolves once its output matches `pattern`. */
-const startChild = (args: string[], pattern: RegExp) => startProcess(process.execPath, args, pattern);
 
 interface RequestTiming {
   ttftMs: number;
@@ -376,9 +375,9 @@ function updateDocs(body: string, args: Args): void {
     doc +=
       `\n## HTTP gateways\n\n` +
       'N concurrent streaming chat clients (`/v1/chat/completions`, `stream: true`, distinct prompts, greedy) against ' +
-      '`prism serve` (gateways → gRPC over a unix socket → engine) and against llama.cpp behind a small ' +
-      'OpenAI-compatible server (`bench/llama-server.ts`: node-llama-cpp prebuilt CPU binary, one context with one ' +
-      'sequence per concurrent request, batched by node-llama-cpp), one server at a time, same GGUF and threads. ' +
+      '`prism serve` (gateways → gRPC over a unix socket → engine) and against ' +
+      "`llama-server` (llama.cpp's own server, built from source by scripts/build-llama-cpp.mjs; one slot per " +
+      'concurrent request, `-np`, batched by llama.cpp), one server at a time, same GGUF and threads. ' +
       'TTFT = time to the first non-empty content delta; inter-token = gaps between content deltas; output tok/s = ' +
       'completion tokens ÷ wall time of the level. Gateway-added latency: 1-token chat requests through HTTP and ' +
       'straight over gRPC to the same engine, alternated; the median of the paired differences (target ≤ 1 ms).\n\n' +
@@ -395,6 +394,7 @@ async function main(): Promise<void> {
   const socket = join(tmpdir(), `prism-bench-${process.pid}.sock`);
   log('starting prism serve ...');
   const prism = await startChild(
+    process.execPath,
     [
       '--import',
       'tsx',
@@ -428,23 +428,17 @@ async function main(): Promise<void> {
     await stopChild(prism.child);
   }
   if (!args.skipLlama) {
-    log('starting the llama.cpp server ...');
+    const bin = llamaCppBin(projectRoot(), true)!;
+    log(`starting llama.cpp's llama-server (${bin}) ...`);
     const maxC = Math.max(...args.concurrency);
+    // One slot per client of the highest level, each with room for a prompt and the reply;
+    // it logs "listening on URL" once the model is loaded.
     const llama = await startChild(
-      [
-        '--import',
-        'tsx',
-        'bench/llama-server.ts',
-        '--model',
-        args.model,
-        '--parallel',
-        String(maxC),
-        '--ctx-per-seq',
-        String(256 + args.maxTokens),
-        '--threads',
-        String(args.threads),
-      ],
-      /listening (http:\/\/[^\s]+)/,
+      join(bin, 'llama-server'),
+      ['-m', args.model, '--host', '127.0.0.1', '--port', '0', '-np', String(maxC)]
+        .concat(['-c', String(maxC * (256 + args.maxTokens)), '-t', String(args.threads)])
+        .concat(['-tb', String(args.threads), '-ngl', '0', '--no-webui']),
+      /listening on (http:\/\/[^\s]+)/,
     );
     try {
       for (const c of args.concurrency) {

@@ -23,6 +23,7 @@ import {
 } from './native.js';
 import { greedyPlan } from '../bench/engine/plan.js';
 import { ensureDefaultModel } from '../engine/default-model.js';
+import { fixture } from '../test/fixtures.js';
 
 const BLOCK = 16;
 const BLOCKS = [0, 1, 2, 3];
@@ -72,8 +73,11 @@ describe('decode tuning', () => {
   }
 
   /** The logits of the prompt's last token and of NEW_TOKENS greedy decode steps after it. */
-  async function decodeLogits(decodeTuning: string): Promise<{ setting: string; logits: Float32Array[] }> {
-    const ctx = createContext(model, options(decodeTuning));
+  async function decodeLogits(
+    decodeTuning: string,
+    on: ModelHandle = model,
+  ): Promise<{ setting: string; logits: Float32Array[] }> {
+    const ctx = createContext(on, options(decodeTuning));
     try {
       const setting = contextInfo(ctx).decodeTuning!.setting;
       const logits: Float32Array[] = [];
@@ -115,6 +119,32 @@ describe('decode tuning', () => {
     }
   });
 
+  it('split=steal: the group layouts decode to the same bits whichever thread takes a row tile', async () => {
+    // With int8 activations (the rule's choice from hidden 1024 up, forced here on the small
+    // fixtures) Q4_0, Q4_1 and Q8_0 decode through q4gMatmul's tiles; the 49,152-row head
+    // gives the faster thread tiles to take from the other's share.
+    for (const name of ['llama-q4_0', 'llama-q4_1', 'llama-q8_0']) {
+      const saved = process.env.PRISM_ACTIVATIONS;
+      process.env.PRISM_ACTIVATIONS = 'int8';
+      let fixtureModel: ModelHandle;
+      try {
+        fixtureModel = await loadModel(fixture(name).path);
+      } finally {
+        if (saved === undefined) delete process.env.PRISM_ACTIVATIONS;
+        else process.env.PRISM_ACTIVATIONS = saved;
+      }
+      try {
+        const even = await decodeLogits('off', fixtureModel);
+        const steal = await decodeLogits('split=steal', fixtureModel);
+        assert.equal(steal.setting, 'prefetch=nta:1,rows=auto,idle=on,split=steal');
+        for (let s = 0; s < even.logits.length; s++)
+          assert.deepEqual(steal.logits[s], even.logits[s], `${name}: step ${s} differs from the even split`);
+      } finally {
+        disposeModel(fixtureModel);
+      }
+    }
+  });
+
   it('reports a given setting as given, in its canonical form', () => {
     const ctx = createContext(model, options('rows=8,prefetch=t1:2'));
     try {
@@ -141,6 +171,7 @@ describe('decode tuning', () => {
       ['prefetch=off:1', /prefetch=off takes no distance/],
       ['idle=maybe', /idle must be on or off/],
       ['threads=2', /unknown key 'threads'/],
+      ['split=random', /split must be even or steal; got 'random'/],
     ];
     for (const [value, message] of cases)
       assert.throws(

@@ -48,6 +48,7 @@ import {
 import { availableParallelism, homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findPython } from './pip-sdist.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cudaDir = join(root, 'native', 'cuda');
@@ -518,19 +519,6 @@ function cacheHome() {
   return process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
 }
 
-function python() {
-  for (const candidate of [process.env.PYTHON, 'python3', 'python']) {
-    if (!candidate) continue;
-    try {
-      execFileSync(candidate, ['--version'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // the next one
-    }
-  }
-  throw new Error('the CUDA compile check needs Python with pip (python3 not found)');
-}
-
 /**
  * The toolchain of native/cuda/toolchain.txt (pinned versions and sha256), unpacked once into
  * the user's cache folder. Returns its nvcc and cuBLAS header folder.
@@ -547,7 +535,7 @@ function pinnedToolchain() {
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     try {
-      const py = python();
+      const py = findPython('the CUDA compile check');
       execFileSync(
         py,
         [

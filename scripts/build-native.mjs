@@ -9,7 +9,7 @@
 // the grammar addon (prism_xgrammar.node) compiles them from the project's own source release
 // on the Python package index, fetched with pip at a pinned version and checked against a
 // pinned sha256. Skipped when that version is already unpacked.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   cpSync,
@@ -25,6 +25,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fetchSdist, findPython } from './pip-sdist.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stampFile = join(root, 'build', 'prism-configure.stamp');
@@ -35,19 +36,6 @@ const XGRAMMAR_SDIST_SHA256 = '8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc4
 /** What the addon compiles from the source release (no Python, web, tests or docs). */
 const XGRAMMAR_PARTS = ['cpp', 'include', '3rdparty/picojson', '3rdparty/dlpack', 'LICENSE', 'NOTICE'];
 
-function python() {
-  for (const candidate of [process.env.PYTHON, 'python3', 'python']) {
-    if (!candidate) continue;
-    try {
-      execFileSync(candidate, ['--version'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // try the next one
-    }
-  }
-  throw new Error('building the grammar addon needs Python with pip, to fetch xgrammar (python3 not found)');
-}
-
 function ensureXGrammarSources() {
   const thirdParty = join(root, 'native', 'third_party');
   const target = join(thirdParty, `xgrammar-${XGRAMMAR_VERSION}`);
@@ -55,38 +43,14 @@ function ensureXGrammarSources() {
   if (existsSync(complete)) return;
   const work = mkdtempSync(join(tmpdir(), 'prism-xgrammar-'));
   try {
-    const py = python();
+    const py = findPython('building the grammar addon, to fetch xgrammar,');
     console.log(`prism: fetching xgrammar ${XGRAMMAR_VERSION} (C++ sources for the grammar addon) ...`);
-    // The source release only (--no-binary for it); pip reads its metadata by installing the
-    // build backend, which must then come as wheels (--only-binary :all:) — building those
-    // from source too (cmake among them) takes many minutes.
-    execFileSync(
-      py,
-      [
-        '-m',
-        'pip',
-        'download',
-        '--no-deps',
-        '--quiet',
-        '--only-binary=:all:',
-        '--no-binary=xgrammar',
-        '-d',
-        work,
-        `xgrammar==${XGRAMMAR_VERSION}`,
-      ],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
-    );
-    const sdist = join(work, `xgrammar-${XGRAMMAR_VERSION}.tar.gz`);
-    if (!existsSync(sdist))
-      throw new Error(`pip download of xgrammar ${XGRAMMAR_VERSION} produced no source release`);
-    const sha = createHash('sha256').update(readFileSync(sdist)).digest('hex');
-    if (sha !== XGRAMMAR_SDIST_SHA256)
-      throw new Error(
-        `xgrammar-${XGRAMMAR_VERSION}.tar.gz has sha256 ${sha}, expected ${XGRAMMAR_SDIST_SHA256}`,
-      );
-    const unpacked = join(work, 'unpacked');
-    execFileSync(py, ['-m', 'tarfile', '-e', sdist, unpacked], { stdio: 'inherit' });
-    const from = join(unpacked, `xgrammar-${XGRAMMAR_VERSION}`);
+    const from = fetchSdist(py, {
+      name: 'xgrammar',
+      version: XGRAMMAR_VERSION,
+      sha256: XGRAMMAR_SDIST_SHA256,
+      work,
+    });
     const staging = join(thirdParty, `.xgrammar-${XGRAMMAR_VERSION}.partial`);
     rmSync(staging, { recursive: true, force: true });
     for (const part of XGRAMMAR_PARTS) {

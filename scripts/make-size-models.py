@@ -5,6 +5,8 @@ benchmark's size suite (`npm run bench:engine -- --suite sizes`).
 Shapes (vocabulary 32,000 for all, see below):
   1b        Llama-3.2-1B:  16 layers, hidden 2048, FFN 8192, 32 heads, 8 KV heads
   3b        Llama-3.2-3B:  28 layers, hidden 3072, FFN 8192, 24 heads, 8 KV heads
+  8b        Llama-3.1-8B:  32 layers, hidden 4096, FFN 14336, 32 heads, 8 KV heads (4.1 GB in q4_0,
+            7.6 GB in q8_0: not in the default suite)
   qwen1.5b  Qwen2.5-1.5B:  28 layers, hidden 1536, FFN 8960, 12 heads, 2 KV heads, q/k/v bias
   moe-1b-a400m  Granite-3.1-1B-A400M's shapes in a qwen3moe file (q/k norms, top-k renormalised):
             24 layers, hidden 1024, 16 heads, 8 KV heads, 32 experts of FFN 512, 8 per token
@@ -78,6 +80,8 @@ SIZES = {
                inter=8192, rope_theta=500_000.0, eps=1e-5, bias=False, seed=11),
     '3b': dict(arch='llama', name='Llama-3.2-3B', hidden=3072, layers=28, heads=24, kv_heads=8, head_dim=128,
                inter=8192, rope_theta=500_000.0, eps=1e-5, bias=False, seed=12),
+    '8b': dict(arch='llama', name='Llama-3.1-8B', hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
+               inter=14336, rope_theta=500_000.0, eps=1e-5, bias=False, seed=16),
     'qwen1.5b': dict(arch='qwen2', name='Qwen2.5-1.5B', hidden=1536, layers=28, heads=12, kv_heads=2,
                      head_dim=128, inter=8960, rope_theta=1_000_000.0, eps=1e-6, bias=True, seed=13),
     'moe-1b-a400m': dict(arch='qwen3moe', name='Granite-3.1-1B-A400M', hidden=1024, layers=24, heads=16, kv_heads=8,

@@ -32,7 +32,7 @@ export interface LlamaCppOptions {
 }
 
 /**
- * llama.cpp as both benchmarks run it (bench/engine, bench/llama-server.ts): node-llama-cpp's
+ * llama.cpp as the engine benchmark's prebuilt peer runs it: node-llama-cpp's
  * prebuilt CPU binary, never built or downloaded at run time, all layers on the CPU.
  */
 export async function loadPrebuiltLlamaModel(

@@ -4,16 +4,38 @@
  */
 import { fmt } from '../stats.js';
 
-export const ENGINE_NAMES = ['llama.cpp', 'prism'] as const;
+/**
+ * 'llama.cpp': node-llama-cpp's prebuilt binary (AMX on), the tokenizer and the continuations'
+ * peer; 'llama.cpp source': llama.cpp built from source for this host class
+ * (scripts/build-llama-cpp.mjs), measured by its own llama-bench and llama-batched-bench.
+ */
+export const ENGINE_NAMES = ['llama.cpp', 'llama.cpp source', 'prism'] as const;
 export type EngineName = (typeof ENGINE_NAMES)[number];
+/** The llama.cpp builds Prism is set against; a measure's ratio is against the faster one. */
+export const LLAMA_PEERS = ['llama.cpp', 'llama.cpp source'] as const satisfies readonly EngineName[];
+
+/** Prism's median ÷ the faster llama.cpp peer's, and which peer that is; undefined without both sides. */
+export function againstBestPeer(
+  median: Partial<Record<EngineName, number>>,
+): { peer: EngineName; ratio: number } | undefined {
+  const prism = median.prism;
+  let peer: EngineName | undefined;
+  for (const name of LLAMA_PEERS) {
+    const v = median[name];
+    if (v !== undefined && !Number.isNaN(v) && (peer === undefined || v > median[peer]!)) peer = name;
+  }
+  return prism === undefined || peer === undefined ? undefined : { peer, ratio: prism / median[peer]! };
+}
 
 export interface MeasureResult {
   readonly label: string;
   /** tok/s of every measured run (warm-up excluded), per engine that ran. */
   readonly runs: Partial<Record<EngineName, number[]>>;
   readonly median: Partial<Record<EngineName, number>>;
-  /** prism ÷ llama.cpp of the medians (NaN when one side did not run). */
+  /** prism ÷ llama.cpp (node-llama-cpp's prebuilt) of the medians (NaN when one side did not run). */
   readonly ratio: number;
+  /** prism ÷ the faster llama.cpp peer (againstBestPeer), when Prism and a peer ran. */
+  readonly best?: { readonly peer: EngineName; readonly ratio: number };
   /**
    * Single-stream decode only: per engine and run, the machine's sustained read rate (GB/s)
    * in the seconds of that run (the mean of the reads just before and just after it).
@@ -89,6 +111,12 @@ export interface EngineBenchReport {
   readonly continuations: readonly Continuation[];
 }
 
+/** The engines with a measured run, in ENGINE_NAMES order (llama.cpp and Prism always shown). */
+function enginesThatRan(report: EngineBenchReport): EngineName[] {
+  const ran = new Set(measures(report).flatMap((m) => Object.keys(m.runs)));
+  return ENGINE_NAMES.filter((e) => e !== 'llama.cpp source' || ran.has(e));
+}
+
 const ratioText = (r: number) => (Number.isNaN(r) ? '—' : `${r.toFixed(2)}×`);
 
 function measures(report: EngineBenchReport): MeasureResult[] {
@@ -99,19 +127,21 @@ function measures(report: EngineBenchReport): MeasureResult[] {
 /** Terminal rendering. */
 export function renderText(report: EngineBenchReport): string {
   const lines: string[] = [];
+  const ran = enginesThatRan(report);
+  const withSource = ran.includes('llama.cpp source');
   const header = [
     'measure (tok/s, median)',
-    'llama.cpp',
-    'prism',
+    ...ran.map((e) => e),
     'prism/llama.cpp',
-    'runs llama.cpp | prism',
+    ...(withSource ? ['prism/best peer'] : []),
+    `runs ${ran.join(' | ')}`,
   ];
   const rows = measures(report).map((m) => [
     m.label,
-    fmt(m.median['llama.cpp']),
-    fmt(m.median.prism),
+    ...ran.map((e) => fmt(m.median[e])),
     ratioText(m.ratio),
-    `${(m.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(' ') || '—'} | ${(m.runs.prism ?? []).map((v) => fmt(v)).join(' ') || '—'}`,
+    ...(withSource ? [m.best ? `${ratioText(m.best.ratio)} (${m.best.peer})` : '—'] : []),
+    ran.map((e) => (m.runs[e] ?? []).map((v) => fmt(v)).join(' ') || '—').join(' | '),
   ]);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const line = (cells: string[]) =>
@@ -129,7 +159,7 @@ export function renderText(report: EngineBenchReport): string {
     const rf = report.roofline;
     lines.push(
       `decode roofline: sustained read ${rf.bandwidthGBs.toFixed(1)} GB/s ÷ ${(rf.weightBytes / 1e6).toFixed(1)} MB/token = ${rf.tokPerSec.toFixed(0)} tok/s;` +
-        ` llama.cpp ${fmt(rf.percent['llama.cpp'])}%, prism ${fmt(rf.percent.prism)}% of the read rate of the same seconds`,
+        ` ${ran.map((e) => `${e} ${fmt(rf.percent[e])}%`).join(', ')} of the read rate of the same seconds`,
     );
   } else {
     lines.push('decode roofline: not measured (needs the Prism native core)');
@@ -186,12 +216,20 @@ export function renderMarkdown(report: EngineBenchReport): string {
   );
   out.push(`- Token ids: ${s.tokenizer}`);
   out.push('');
-  out.push('| measure (tok/s, median) | llama.cpp | Prism | Prism / llama.cpp | runs (llama.cpp; Prism) |');
-  out.push('|---|---:|---:|---:|---|');
+  const ran = enginesThatRan(report);
+  const withSource = ran.includes('llama.cpp source');
+  const title = (e: EngineName) => (e === 'prism' ? 'Prism' : e);
+  out.push(
+    `| measure (tok/s, median) | ${ran.map(title).join(' | ')} | Prism / llama.cpp |` +
+      `${withSource ? ' Prism / best peer |' : ''} runs (${ran.map(title).join('; ')}) |`,
+  );
+  out.push(`|---|${ran.map(() => '---:|').join('')}---:|${withSource ? '---|' : ''}---|`);
   for (const m of measures(report)) {
-    const runs = `${(m.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'}; ${(m.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`;
+    const runs = ran.map((e) => (m.runs[e] ?? []).map((v) => fmt(v)).join(', ') || '—').join('; ');
+    const best = m.best ? `${ratioText(m.best.ratio)} against ${m.best.peer}` : '—';
     out.push(
-      `| ${m.label} | ${fmt(m.median['llama.cpp'])} | ${fmt(m.median.prism)} | ${ratioText(m.ratio)} | ${runs} |`,
+      `| ${m.label} | ${ran.map((e) => fmt(m.median[e])).join(' | ')} | ${ratioText(m.ratio)} |` +
+        `${withSource ? ` ${best} |` : ''} ${runs} |`,
     );
   }
   out.push('');
@@ -200,8 +238,8 @@ export function renderMarkdown(report: EngineBenchReport): string {
     out.push(
       `Decode roofline: sustained read rate ${rf.bandwidthGBs.toFixed(1)} GB/s (median of the reads taken around the decode runs)` +
         ` ÷ ${(rf.weightBytes / 1e6).toFixed(1)} MB of weights per token = **${rf.tokPerSec.toFixed(0)} tok/s** single-stream` +
-        ` upper bound; run by run against the read rate of its own seconds, llama.cpp reaches` +
-        ` ${fmt(rf.percent['llama.cpp'])}% of it, Prism ${fmt(rf.percent.prism)}%.`,
+        ` upper bound; run by run against the read rate of its own seconds, ` +
+        `${ran.map((e) => `${title(e)} reaches ${fmt(rf.percent[e])}%`).join(', ')} of it.`,
     );
   } else {
     out.push('Decode roofline: not measured (it needs the Prism native core).');

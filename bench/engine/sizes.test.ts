@@ -10,7 +10,7 @@ import {
   replaceSizesSection,
 } from './sizes.js';
 import { projectRoot } from '../../engine/default-model.js';
-import type { EngineBenchReport } from './report.js';
+import { againstBestPeer, type EngineBenchReport } from './report.js';
 
 test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter decode measures', () => {
   const args = parseBenchArgs(['--suite', 'sizes']);
@@ -25,6 +25,11 @@ test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter deco
   assert.ok(some !== 'help');
   assert.deepEqual(some.suite, { sizes: ['qwen1.5b'], types: ['bf16', 'q4_1'] });
   assert.throws(() => parseBenchArgs(['--suite', 'big']), /--suite must be 'sizes'; got 'big'/);
+  assert.equal((parseBenchArgs(['--suite', 'sizes']) as { llamaCppSource: string }).llamaCppSource, 'auto');
+  assert.throws(
+    () => parseBenchArgs(['--llama-cpp-source', 'yes']),
+    /--llama-cpp-source must be one of auto, build, off; got 'yes'/,
+  );
   assert.throws(() => parseBenchArgs(['--sizes', '1b']), /--sizes and --types belong to --suite sizes/);
   assert.throws(() => parseBenchArgs(['--suite', 'sizes', '--model', 'x.gguf']), /exclusive/);
   assert.throws(() => parseList('types', 'q4_0,q5_k', ['q4_0'], []), /--types takes .* got 'q5_k'/);
@@ -32,11 +37,12 @@ test('--suite sizes: defaults to 1B and 3B in Q4_0, Q4_K, Q8_0 with shorter deco
 });
 
 test('size-suite table: roofline from the file bytes per token, ratios of the medians', () => {
-  const measure = (label: string, l: number, p: number) => ({
+  const measure = (label: string, l: number, p: number, source?: number) => ({
     label,
-    runs: { 'llama.cpp': [l], prism: [p] },
-    median: { 'llama.cpp': l, prism: p },
+    runs: { 'llama.cpp': [l], prism: [p], ...(source ? { 'llama.cpp source': [source] } : {}) },
+    median: { 'llama.cpp': l, prism: p, ...(source ? { 'llama.cpp source': source } : {}) },
     ratio: p / l,
+    best: againstBestPeer({ 'llama.cpp': l, prism: p, ...(source ? { 'llama.cpp source': source } : {}) }),
   });
   const report = {
     settings: {
@@ -49,7 +55,8 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       prefillTokens: 512,
     },
     measures: {
-      singleDecode: measure('single-stream decode', 20, 30),
+      // The source build is the faster peer here: the ratio is against it, and says so.
+      singleDecode: measure('single-stream decode', 20, 30, 24),
       prefill: measure('prefill', 80, 100),
       aggregateDecode: measure('aggregate', 40, 80),
     },
@@ -58,9 +65,9 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
       bandwidthRuns: [24, 25, 26],
       weightBytes: 500e6,
       tokPerSec: 50,
-      percent: { 'llama.cpp': 40, prism: 60 },
-      // 20 and 30 tok/s × 500 MB per token.
-      decodeGBs: { 'llama.cpp': 10, prism: 15 },
+      percent: { 'llama.cpp': 40, 'llama.cpp source': 48, prism: 60 },
+      // 20, 24 and 30 tok/s × 500 MB per token.
+      decodeGBs: { 'llama.cpp': 10, 'llama.cpp source': 12, prism: 15 },
     },
   } as unknown as EngineBenchReport;
   const model = {
@@ -78,11 +85,13 @@ test('size-suite table: roofline from the file bytes per token, ratios of the me
     command: 'cmd',
     load: '1',
   });
-  // Read rate 25 GB/s; decode GB/s 10 and 15 (llama.cpp, Prism) = 40% and 60% of it.
+  // Read rate 25 GB/s; decode GB/s 10, 12 and 15 (prebuilt, source, Prism) = 40%, 48% and 60%
+  // of it; prefill and aggregate ran without the source build: their ratios are the prebuilt's.
   assert.match(
     md,
-    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 25\.0 \| 10\.0 \| 15\.0 \| 40% \| 60% \| 20\.0 \| 30\.0 \| \*\*1\.50×\*\* \| 80\.0 \| 100\.0 \| \*\*1\.25×\*\* \| 40\.0 \| 80\.0 \| \*\*2\.00×\*\* \|/,
+    /\| Llama-3\.2-1B \| Q4_0 \| 500 \| 25\.0 \| 10\.0 \| 12\.0 \| 15\.0 \| 40% \| 48% \| 60% \| 20\.0 \| 24\.0 \| 30\.0 \| \*\*1\.25×\*\* \(source\) \| 80\.0 \| — \| 100\.0 \| \*\*1\.25×\*\* \(prebuilt\) \| 40\.0 \| — \| 80\.0 \| \*\*2\.00×\*\* \(prebuilt\) \|/,
   );
+  assert.match(md, /single-stream decode: 20\.0 \| 24\.0 \| 30\.0/);
   assert.match(md, /sustained reads, GB\/s: 24\.0, 25\.0, 26\.0/);
   assert.doesNotMatch(md, /Prism memory/);
   assert.doesNotMatch(md, /- Kernels:/); // no engine descriptions in this report

@@ -8,9 +8,17 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fmt } from '../stats.js';
-import type { EngineBenchReport, EngineName } from './report.js';
+import { ENGINE_NAMES, type EngineBenchReport, type EngineName, type MeasureResult } from './report.js';
 
-export const SIZE_NAMES = ['1b', '3b', 'qwen1.5b', 'moe-1b-a400m', 'moe-30b-a3b', 'moe-30b-a3b-l8'] as const;
+export const SIZE_NAMES = [
+  '1b',
+  '3b',
+  '8b',
+  'qwen1.5b',
+  'moe-1b-a400m',
+  'moe-30b-a3b',
+  'moe-30b-a3b-l8',
+] as const;
 export const TYPE_NAMES = [
   'q4_0',
   'q4_1',
@@ -108,11 +116,15 @@ export interface SizeRow {
   readonly report: EngineBenchReport;
 }
 
-const ENGINES: EngineName[] = ['llama.cpp', 'prism'];
+/** The size suite's columns: both llama.cpp peers (see report.ts's ENGINE_NAMES), then Prism. */
+const ENGINES: readonly EngineName[] = ENGINE_NAMES;
 
-function cell(values: Partial<Record<EngineName, number>> | undefined, ratio: number | undefined): string[] {
-  const r = ratio === undefined || Number.isNaN(ratio) ? '—' : `**${ratio.toFixed(2)}×**`;
-  return [...ENGINES.map((e) => fmt(values?.[e])), r];
+/** Each engine's median, then Prism ÷ the faster llama.cpp peer, naming it (prebuilt or source). */
+function cell(m: MeasureResult | undefined): string[] {
+  const best = m?.best;
+  const peer = best?.peer === 'llama.cpp source' ? 'source' : 'prebuilt';
+  const r = best === undefined || Number.isNaN(best.ratio) ? '—' : `**${best.ratio.toFixed(2)}×** (${peer})`;
+  return [...ENGINES.map((e) => fmt(m?.median[e])), r];
 }
 
 /**
@@ -154,7 +166,7 @@ export function renderSizeSuite(
     first
       ? `- Settings: ${first.threads} threads; single stream = ${first.newTokens} new tokens after a ${first.promptTokens}-token prompt; ` +
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
-        `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the two engines interleaved run by run, on the same file`
+        `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',
     ...kernelsLine(rows),
     ...hostLine(rows),
@@ -162,8 +174,10 @@ export function renderSizeSuite(
       "Decode GB/s: tok/s × the weight bytes the engine reads per token (Prism: its own layout; llama.cpp: the file's, every matrix but token_embd). " +
       "÷ read: the median over runs of decode GB/s ÷ the read rate of the same seconds, and in brackets the lowest run: this machine's bandwidth moves with its neighbours from second to second, so a ratio to llama.cpp alone can come from a fast minute",
     '',
-    '| shape | type | MB/token | read GB/s | decode GB/s llama.cpp | decode GB/s Prism | llama.cpp ÷ read | Prism ÷ read | decode llama.cpp | decode Prism | ratio | prefill llama.cpp | prefill Prism | ratio | aggregate llama.cpp | aggregate Prism | ratio |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    "Peers: *prebuilt* is node-llama-cpp's bundled llama.cpp (AMX on), *source* llama.cpp built from source for this host class by scripts/build-llama-cpp.mjs (AVX-512 VNNI/BF16, AMX off), measured by its llama-bench (decode, prefill) and llama-batched-bench (aggregate); each ratio is Prism ÷ the faster of the two in that measure, the bracket naming which. A '—' in the source columns: no build was found (`npm run build:llama-cpp`, or PRISM_LLAMA_CPP_BIN)",
+    '',
+    '| shape | type | MB/token | read GB/s | decode GB/s prebuilt | decode GB/s source | decode GB/s Prism | prebuilt ÷ read | source ÷ read | Prism ÷ read | decode prebuilt | decode source | decode Prism | ratio | prefill prebuilt | prefill source | prefill Prism | ratio | aggregate prebuilt | aggregate source | aggregate Prism | ratio |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { model, report } of rows) {
     const m = report.measures;
@@ -176,21 +190,19 @@ export function renderSizeSuite(
         ? `${v.toFixed(0)}%`
         : `${v.toFixed(0)}% (${low.toFixed(0)}%)`;
     };
-    const [dl, dp, dr] = cell(m.singleDecode?.median, m.singleDecode?.ratio);
     out.push(
       `| ${model.shape} | ${model.type.toUpperCase()} | ${(model.bytesPerToken / 1e6).toFixed(0)} | ${fmt(rf?.bandwidthGBs)} | ` +
-        `${fmt(rf?.decodeGBs?.['llama.cpp'])} | ${fmt(rf?.decodeGBs?.prism)} | ${share('llama.cpp')} | ${share('prism')} | ` +
-        `${dl} | ${dp} | ${dr} | ` +
-        `${cell(m.prefill?.median, m.prefill?.ratio).join(' | ')} | ${cell(m.aggregateDecode?.median, m.aggregateDecode?.ratio).join(' | ')} |`,
+        `${ENGINES.map((e) => fmt(rf?.decodeGBs?.[e])).join(' | ')} | ${ENGINES.map(share).join(' | ')} | ` +
+        `${[m.singleDecode, m.prefill, m.aggregateDecode].map((x) => cell(x).join(' | ')).join(' | ')} |`,
     );
   }
-  out.push('', 'Runs behind the medians (tok/s; llama.cpp | Prism):', '');
+  out.push('', 'Runs behind the medians (tok/s; prebuilt | source | Prism):', '');
   for (const { model, report } of rows) {
     const parts = Object.values(report.measures)
       .filter((x) => x !== undefined)
       .map(
         (x) =>
-          `${x.label}: ${(x.runs['llama.cpp'] ?? []).map((v) => fmt(v)).join(', ') || '—'} | ${(x.runs.prism ?? []).map((v) => fmt(v)).join(', ') || '—'}`,
+          `${x.label}: ${ENGINES.map((e) => (x.runs[e] ?? []).map((v) => fmt(v)).join(', ') || '—').join(' | ')}`,
       );
     const probes = report.roofline?.bandwidthRuns ?? [];
     if (probes.length > 0) parts.push(`sustained reads, GB/s: ${probes.map((v) => fmt(v)).join(', ')}`);

@@ -43,6 +43,7 @@ std::string DecodeTuning::describe() const {
   if (rows == 0) o << "auto";
   else o << static_cast<int>(rows);
   o << ",idle=" << (idlePrefetch ? "on" : "off");
+  if (stealRows) o << ",split=steal";
   return o.str();
 }
 
@@ -57,7 +58,7 @@ bool parseDecodeTuning(const std::string& text, DecodeTuning* out, std::string* 
   while (std::getline(in, item, ',')) {
     if (item.empty()) continue;
     const size_t eq = item.find('=');
-    if (eq == std::string::npos) return fail("decode tuning: '" + item + "' is not key=value (keys: prefetch, rows, idle)");
+    if (eq == std::string::npos) return fail("decode tuning: '" + item + "' is not key=value (keys: prefetch, rows, idle, split)");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "prefetch") {
       const size_t colon = value.find(':');
@@ -83,8 +84,12 @@ bool parseDecodeTuning(const std::string& text, DecodeTuning* out, std::string* 
       if (value == "on") t.idlePrefetch = true;
       else if (value == "off") t.idlePrefetch = false;
       else return fail("decode tuning: idle must be on or off; got '" + value + "'");
+    } else if (key == "split") {
+      if (value == "even") t.stealRows = false;
+      else if (value == "steal") t.stealRows = true;
+      else return fail("decode tuning: split must be even or steal; got '" + value + "'");
     } else {
-      return fail("decode tuning: unknown key '" + key + "' (keys: prefetch, rows, idle)");
+      return fail("decode tuning: unknown key '" + key + "' (keys: prefetch, rows, idle, split)");
     }
   }
   *out = t;

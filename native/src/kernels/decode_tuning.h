@@ -35,10 +35,17 @@ struct DecodeTuning {
   uint8_t rows = 0;
   // Whether pool threads prefetch the next matrix's rows into L2 while they wait.
   bool idlePrefetch = true;
+  // How a one-token matmul of the group layouts shares its row tiles among the threads:
+  // false, an even split fixed up front; true, the even split with the first thread done
+  // stealing tiles from the back of another's share (row_steal.h). Off by default until a
+  // quiet paired run shows it reads more bytes per second (bench/kernels/step_profile.cc
+  // takes two settings and alternates them).
+  bool stealRows = false;
 
   bool operator==(const DecodeTuning&) const = default;
 
-  // "prefetch=nta:1,rows=auto,idle=on" (the distance in tiles: 0.5, 1, 1.5, 2, ...).
+  // "prefetch=nta:1,rows=auto,idle=on" (the distance in tiles: 0.5, 1, 1.5, 2, ...), then
+  // ",split=steal" when stealRows is set.
   std::string describe() const;
 };
 

@@ -10,6 +10,7 @@
 #include "kernels/layout_traits.h"
 #include "kernels/planes.h"
 #include "kernels/prefetch_lines.h"
+#include "kernels/row_steal.h"
 #include "kernels/vec_avx2.h"
 #include "kernels/work_split.h"
 
@@ -214,6 +215,12 @@ void q4gMatmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, fl
       }
     }
   };
+  if (n == 1 && !wide && tuning.stealRows) {
+    // Decode with split=steal: each thread streams its share, the first to finish takes tiles
+    // from the back of the other's (row_steal.h).
+    stealingRowSplit(pool, W.rows, RD, [&](int64_t rb, int64_t re) { decodeRange<Kernel>(RD, W, a, rb, re, 0, y, ldy); });
+    return;
+  }
   splitRowsOrTokens(pool, W.rows, RD, n, nullptr, range);
 }
 
