@@ -14,6 +14,7 @@
  * and speculation hears of a finished sequence after split prefill/decode leased its blocks;
  * bad_words plans after beam search (whose beams' sampling it adds its bans to).
  */
+import { deviceCapabilities } from '../native/native.js';
 import { BadWordsExtension } from './bad-words/bad-words-extension.js';
 import { BeamSearchExtension } from './beam/beam-extension.js';
 import type { BlockManager } from './block-manager.js';
@@ -108,7 +109,7 @@ export function buildRequestFeatures(
       pooling,
       structured,
       beams,
-      new BadWordsExtension(inputs.tokenizer),
+      new BadWordsExtension(inputs.tokenizer, deviceCapabilities(info.device).minTokens, info.device),
       promptLogprobs,
       disaggregation,
       ...(speculation ? [speculation] : []),

@@ -321,17 +321,15 @@ export class RequestIntake {
 }
 
 /**
- * What the CUDA sampler does not do (yet), refused naming the field: the suppressed-token list
- * (min_tokens, bad_words), the logit bias, min-p and typical-p.
+ * Sampling fields a device's sampler may lack (CUDA's, for now), with the backend capability
+ * that serves each; refused naming the field.
  */
-/** Sampling fields a device's sampler may lack, with the backend capability that serves each. */
 const SAMPLER_FIELDS: readonly [
   field: string,
   capability: 'minTokens' | 'samplerWarpers',
   used: (p: ResolvedParams) => boolean,
 ][] = [
   ['min_tokens', 'minTokens', (p) => p.minTokens > 0],
-  ['bad_words', 'minTokens', (p) => p.badWords.length > 0],
   ['logit_bias', 'samplerWarpers', (p) => p.logitBias !== null],
   ['min_p', 'samplerWarpers', (p) => p.minP > 0],
   ['typical_p', 'samplerWarpers', (p) => p.typicalP < 1],
