@@ -91,6 +91,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
   }
 
   beforeSchedule(): Promise<void> | undefined {
+    if (this.ready.length === 0) return undefined; // every step of a generation-only load
     const live = this.ready.filter((t) => !t.seq!.aborted);
     this.ready = [];
     if (live.length === 0) return undefined;
