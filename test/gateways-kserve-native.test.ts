@@ -133,6 +133,15 @@ describe('native', () => {
       parameters: { max_new_tokens: 3 },
     });
     assert.equal(b.json.generated_text, a.json.generated_text);
+    // Fields MindIE does not define are answered and named, never dropped unseen.
+    const extra = await postJson(`${h.url}/infer`, {
+      inputs: 'Hello there',
+      max_tokens: 99,
+      parameters: { max_new_tokens: 3, frobnicate: 1 },
+    });
+    assert.equal(extra.status, 200);
+    assert.equal(extra.json.generated_text, a.json.generated_text);
+    assert.equal(extra.headers.get('x-prism-ignored-fields'), 'max_tokens, parameters.frobnicate');
     const s = await postSse(`${h.url}/infer`, {
       inputs: 'Hello there',
       stream: true,

@@ -8,9 +8,11 @@ import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid, notSupported } from '../shared/http-error.js';
+import { noteIgnoredFields, noteUnknownFields, unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema } from '../shared/schema.js';
 import { streamSse } from '../shared/stream.js';
 import {
+  mindieParameterFields,
   mindieSampling,
   parametersSchema,
   requestSignal,
@@ -83,8 +85,11 @@ export async function handleNativeInfer(
   tokenRoute: boolean,
 ): Promise<void> {
   const body = validateInfer(await readJsonBody(ctx, gw.config.maxRequestBytes));
+  // Fields MindIE does not define are answered and named (docs/api.md, "Unknown fields").
+  noteUnknownFields(ctx, body, inferSchema);
   const prompt = promptOf(body, tokenRoute);
   const params = body.parameters ?? {};
+  noteIgnoredFields(ctx, unknownKeys(params, mindieParameterFields, 'parameters'));
   assertAccepting(gw);
   const request: GenerateRequest = withMindieConstraint(
     {

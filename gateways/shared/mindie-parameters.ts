@@ -12,9 +12,8 @@ import { clientGoneSignal } from './sse.js';
 import { constraintFromFields, withConstraintField, type ConstraintFields } from './structured.js';
 
 /** MindIE/TGI-style sampling parameters carried by KServe and MindIE requests. */
-export const parametersSchema = nullable({
-  type: 'object',
-  properties: {
+/** The `parameters` fields MindIE defines (the JSON Schema's properties). */
+export const mindieParameterFields = {
     temperature: nullable({ type: 'number', exclusiveMinimum: 0 }),
     top_k: nullable({ type: 'integer', minimum: 0 }),
     top_p: nullable({ type: 'number', exclusiveMinimum: 0, maximum: 1 }),
@@ -39,8 +38,9 @@ export const parametersSchema = nullable({
     // Beam search (the platform accepts use_beam_search with best_of); the best beam is returned.
     best_of: nullable({ type: 'integer', minimum: 1, maximum: 128 }),
     ...beamSchemaProperties,
-  },
-});
+};
+
+export const parametersSchema = nullable({ type: 'object', properties: mindieParameterFields });
 
 export interface MindieParameters extends ConstraintFields, BeamFields {
   best_of?: number | null;
