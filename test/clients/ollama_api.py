@@ -3,7 +3,7 @@
 Usage: python3 test/clients/ollama_api.py BASE_URL MODEL [tools]
 Prints one JSON object: a chat, the same chat streamed, a generate (whole and streamed), a
 structured answer (format as a JSON schema), list / show / ps / version, and the errors the
-client raised (a refused pull, an unknown model, a num_ctx too large, the absent embed). With
+client raised (a refused pull, an unknown model, a num_ctx too large, embed on a generation model). With
 `tools`: a tool call, whole and streamed, and the answer to its result.
 """
 
@@ -96,7 +96,7 @@ def main() -> None:
     try:
         client.embed(model=model, input="hello")
     except ollama.ResponseError as err:
-        errors["embed"] = [err.status_code]
+        errors["embed"] = [err.status_code, err.error]
 
     print(
         json.dumps(
