@@ -1,5 +1,5 @@
 /**
- * The split prefill/decode records (engine/kv-transfer/types.ts) ⇄ their gRPC messages, both
+ * The split prefill/decode records (engine/pd-types.ts) ⇄ their gRPC messages, both
  * directions, beside mapping.ts. Shapes only; the engine checks what they ask for.
  */
 import * as pb from '../../gen/prism/engine/v1/engine.js';
