@@ -222,6 +222,8 @@ test("preprocessImage equals transformers' Idefics3ImageProcessor (PIL backend) 
     exact += maxDiff <= 1e-6 ? 1 : 0;
     grids.add(`${got.rows}x${got.cols}`);
   }
+  process.stderr.write(`  ${exact} of ${images.length} images equal to the byte\n`);
+  assert.ok(exact >= images.length - 1, `only ${exact} of ${images.length} images are exact`);
   assert.ok(
     grids.size >= 4,
     `the drawn images should split into several grids, got ${[...grids].join(', ')}`,
