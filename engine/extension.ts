@@ -157,8 +157,8 @@ export interface ExtensionHost {
   request(id: string): LiveRequest | undefined;
   /** The live requests, in admission order. */
   liveRequests(): readonly LiveRequest[];
-  /** Puts a sequence of a live request in the scheduler's queue and wakes the step loop. */
-  enqueue(seq: Sequence): void;
+  /** Puts sequences of live requests in the scheduler's queue, all of them before it wakes the step loop. */
+  enqueue(...seqs: Sequence[]): void;
   /** Ends a sequence: every `finishing` hook, then the scheduler frees its blocks. */
   finishSequence(seq: Sequence): void;
   /** A new running sequence sharing `parent`'s tokens and blocks copy-on-write (`fork` hooks run). */

@@ -17,7 +17,7 @@
 import { deviceCapabilities } from '../native/native.js';
 import { BadWordsExtension } from './bad-words/bad-words-extension.js';
 import { BeamSearchExtension } from './beam/beam-extension.js';
-import type { BlockManager } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import type { ExtensionHost, RequestExtension } from './extension.js';
 import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
 import type { EngineRole, RoleState } from './pd-types.js';
@@ -75,7 +75,7 @@ export interface RequestFeatures {
 
 export function buildRequestFeatures(
   inputs: FeatureInputs,
-  parts: { readonly host: ExtensionHost; readonly blocks: BlockManager; readonly chat: EngineChat },
+  parts: { readonly host: ExtensionHost; readonly blocks: KvPool; readonly chat: EngineChat },
 ): RequestFeatures {
   const { options: o, info } = inputs;
   const { host } = parts;

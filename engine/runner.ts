@@ -23,8 +23,12 @@ import type { KvGroupLayout } from './kv-layout.js';
 import type { ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
-/** The part of a native StepResult the engine reads. */
-export type StepOutput = Pick<
+/**
+ * The part of a native StepResult the engine reads, and `states`: per item of the batch, the
+ * state a pooling sequence's step returned instead of a sample (an encoder's pooled vector,
+ * token states or scores; engine/pooling/), undefined for the others; absent: none.
+ */
+export type StepOutput = { readonly states?: readonly (Float32Array | undefined)[] } & Pick<
   StepResult,
   | 'tokens'
   | 'logprobs'
@@ -48,6 +52,11 @@ export interface Runner {
   readonly kvBlocks: number;
   /** The KV layout's layer groups (ModelInfo.kvLayout.groups); absent: one page per block, no window. */
   readonly kvGroups?: readonly KvGroupLayout[];
+  /**
+   * false: the model keeps no KV between steps (an encoder): the engine's pool has no blocks
+   * (kv-pool.ts) and each prompt runs whole in one step. Absent: true.
+   */
+  readonly keepsKv?: boolean;
   /**
    * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
    * being computed; the step may start its forward pass and must sample only after

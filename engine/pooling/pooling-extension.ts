@@ -1,25 +1,37 @@
 /**
- * Pooling on the generation engine (engine/extension.ts): a decoder embedder's or reranker's
- * input is an ordinary request of the engine's intake and scheduler — admitted, queued and
- * prefilled in the scheduler's token budget beside every other request, chunked like any
- * prompt — that never decodes. When its prompt's last step has run, the sampled token is
- * taken (`takeSample`) and dropped; before the next schedule one pass over every such
- * sequence recomputes its last prompt token against the KV it just wrote and returns that
- * token's final-norm state (Qwen3-Embedding's last-token pooling) or its logits (Qwen3-Reranker's
- * yes/no), and the request finishes at once, its blocks freed. The recomputed position writes
- * its KV again (the same values, up to rounding); nothing else reads the sequence's blocks.
+ * Pooling on the generation engine (engine/extension.ts): each input of a pooling request is
+ * an ordinary request of the engine's intake and scheduler — admitted, queued, prioritised and
+ * packed into steps within the scheduler's token budget and batch size beside every other
+ * request — that never decodes. Two kinds of runner:
+ *
+ *  - an encoder's (encoder-runner.ts, no KV): the step that runs the whole prompt returns the
+ *    sequence's state itself (`StepOutput.states`); `takeSample` takes it with the placeholder
+ *    token, and before the next schedule the request finishes.
+ *  - a decoder's (Qwen3-Embedding, Qwen3-Reranker): the prompt is prefilled like any other,
+ *    chunked when long; when its last step has run, the sampled token is taken and dropped,
+ *    and before the next schedule one state pass over every such sequence recomputes its last
+ *    prompt token against the KV it just wrote and returns that token's final-norm state
+ *    (last-token pooling) or its logits (yes/no), and the request finishes, its blocks freed.
+ *    The recomputed position writes its KV again (the same values, up to rounding); nothing
+ *    else reads the sequence's blocks.
  */
 import { EngineError } from '../errors.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
-import type { StatePass } from '../runner.js';
-import type { Sequence } from '../sequence.js';
+import type { StatePass, StepOutput } from '../runner.js';
+import type { ScheduledBatch } from '../scheduler.js';
+import type { PooledOutput, Sequence } from '../sequence.js';
 import { greedySampling } from '../step-plan.js';
 import type { StepPlan } from '../../native/native.js';
 
-/** What a pooling request returns: the last token's hidden state, or its logits of `tokens` (in order). */
+/**
+ * What a pooling request returns: a decoder's last token's hidden state, or its logits of
+ * `tokens` (in order); or what an encoder's step computes (`step`: the runner returns it).
+ */
 export type PooledState =
-  { readonly kind: 'hidden' } | { readonly kind: 'logits'; readonly tokens: readonly number[] };
+  | { readonly kind: 'hidden' }
+  | { readonly kind: 'logits'; readonly tokens: readonly number[] }
+  | { readonly kind: 'step'; readonly pooled: PooledOutput };
 
 /** One expected pooling request: what it asks for, then its sequence, then its output. */
 export interface PoolingTicket {
@@ -33,9 +45,11 @@ export interface PoolingTicket {
 export class PoolingExtension implements RequestExtension<PoolingTicket> {
   readonly name = 'pooling';
   private readonly expected = new Map<string, PoolingTicket>();
+  /** Sequences admitted in this turn of the event loop, queued together at its end. */
+  private arriving: Sequence[] = [];
   /** Sequences whose prompt has run, waiting for the state pass. */
   private ready: PoolingTicket[] = [];
-  /** State passes run (each over every sequence whose prompt finished in one step). */
+  /** Passes that returned states: an encoder's steps, a decoder's state passes (each over every sequence whose prompt finished in one step). */
   passes = 0;
 
   constructor(
@@ -54,7 +68,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
    * its stream has ended. `forget` drops a ticket whose request never got admitted.
    */
   expect(id: string, state: PooledState): PoolingTicket {
-    if (!this.states)
+    if (state.kind !== 'step' && !this.states)
       throw new EngineError('UNIMPLEMENTED', 'pooling on the generation engine needs a CPU context');
     const ticket: PoolingTicket = { state };
     this.expected.set(id, ticket);
@@ -81,11 +95,37 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
     if (!part) return;
     part.req = req;
     part.seq = seq;
+    if (part.state.kind === 'step') seq.pooled = part.state.pooled;
   }
 
-  takeSample(req: LiveRequest, seq: Sequence): boolean {
+  /**
+   * The inputs of one request (and of requests that arrive together) are admitted one by one
+   * as the intake takes them; they join the scheduler's queue together once this turn of the
+   * event loop is over, so they share the first step instead of the first input running alone.
+   */
+  beforeQueue(req: LiveRequest, seq: Sequence): boolean {
     const t = this.expected.get(req.id);
     if (!t || t.seq !== seq) return false;
+    this.arriving.push(seq);
+    if (this.arriving.length === 1) setImmediate(() => this.queueArrived());
+    return true;
+  }
+
+  private queueArrived(): void {
+    const seqs = this.arriving;
+    this.arriving = [];
+    this.host.enqueue(...seqs.filter((seq) => !seq.aborted)); // a cancelled one never queues
+  }
+
+  /** A step's states (an encoder's) are passes too. */
+  stepOutput(_batch: ScheduledBatch, out: StepOutput): void {
+    if (out.states?.some((x) => x !== undefined)) this.passes++;
+  }
+
+  takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {
+    const t = this.expected.get(req.id);
+    if (!t || t.seq !== seq) return false;
+    if (t.state.kind === 'step') t.output = out.states?.[k];
     this.ready.push(t);
     return true;
   }
@@ -94,8 +134,17 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
     if (this.ready.length === 0) return undefined; // every step of a generation-only load
     const live = this.ready.filter((t) => !t.seq!.aborted);
     this.ready = [];
-    if (live.length === 0) return undefined;
-    return this.runPass(live);
+    // An encoder's step returned its state: it finishes now; a decoder's needs the state pass.
+    const pending = live.filter((t) => t.state.kind !== 'step');
+    for (const t of live) if (t.state.kind === 'step') this.finishStep(t);
+    if (pending.length === 0) return undefined;
+    return this.runPass(pending);
+  }
+
+  private finishStep(t: PoolingTicket): void {
+    if (t.output) return this.finish(t);
+    const fault = new EngineError('INTERNAL', 'the encoder step returned no state for a pooling input');
+    this.host.abort(t.req!, { message: fault.message, fault });
   }
 
   finishing(_req: LiveRequest | undefined, seq: Sequence): void {
@@ -130,7 +179,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
       group.forEach((t, i) => {
         const row = out.subarray(i * width, (i + 1) * width);
         t.output =
-          t.state.kind === 'hidden' ? row.slice() : Float32Array.from(t.state.tokens, (id) => row[id]!);
+          t.state.kind === 'logits' ? Float32Array.from(t.state.tokens, (id) => row[id]!) : row.slice();
         this.finish(t);
       });
     }
