@@ -22,7 +22,7 @@ import type { BlockCopy } from './block-manager.js';
 import type { KvPool } from './kv-pool.js';
 import type { Sequence } from './sequence.js';
 
-interface ScheduledSeq {
+export interface ScheduledSeq {
   readonly seq: Sequence;
   /** First position computed in this step, and how many tokens. */
   readonly start: number;
@@ -347,8 +347,15 @@ class StepBudget {
     this.tokens -= n + draft.length;
   }
 
+  /**
+   * The step's items; a pooling sequence's last chunk goes after the others, so the runner
+   * computes its state apart from the rows it samples (runner.ts) and the item indices of
+   * both stay those of the batch.
+   */
   batch(): ScheduledBatch {
-    return { items: this.items, copies: this.copies, numTokens: this.maxTokens - this.tokens };
+    const last = this.items.filter(returnsState);
+    const items = last.length === 0 ? this.items : [...this.items.filter((i) => !returnsState(i)), ...last];
+    return { items, copies: this.copies, numTokens: this.maxTokens - this.tokens };
   }
 }
 
@@ -368,6 +375,11 @@ class AdapterBudget {
 }
 
 const NO_DRAFT: readonly number[] = [];
+
+/** A pooling sequence's last chunk: its step returns the sequence's state instead of a sample. */
+export function returnsState(item: ScheduledSeq): boolean {
+  return item.sample && item.seq.pooled !== null;
+}
 
 /** Priority order: lower priority value first, then earlier arrival. */
 function goesBefore(a: Sequence, b: Sequence): boolean {

@@ -2,8 +2,8 @@
  * A decoder as a pooling backend, on the generation engine: Qwen3-Embedding's last-token
  * pooling (the final norm's output at each input's last token) and Qwen3-Reranker's yes/no
  * scoring (that token's logits of "no" and "yes"). Each input is one request of the engine's
- * own intake and scheduler (core-inputs.ts; the pooling extension takes its one token instead
- * of decoding: pooling-extension.ts), so the scheduler packs the inputs of every request into
+ * own intake and scheduler (core-inputs.ts), whose last chunk runs as a state pass that samples
+ * nothing (runner.ts, pooling-extension.ts), so the scheduler packs the inputs of every request into
  * its steps within its token budget, chunks a long one, and frees each one's KV as soon as
  * its state is out.
  */
@@ -44,14 +44,17 @@ export async function decoderPooling(
     throw e;
   }
   const info = await core.info();
-  const state: PooledState = rerank ? { kind: 'logits', tokens: o.rerankTokens! } : { kind: 'hidden' };
+  // The last token's final-norm state, or its logits of [no, yes].
+  const state: PooledState = rerank
+    ? { pooled: { output: 'scores' }, pick: o.rerankTokens! }
+    : { pooled: { output: 'pooled' } };
   const card = poolingCard(
     {
       hiddenSize: ext.hiddenSize,
       pooledDim: rerank ? 0 : ext.hiddenSize,
       pooling: o.pooling,
       labels: [],
-      // The engine's sequences hold the prompt and the one token its last step samples.
+      // The engine's sequences hold the prompt and the placeholder token its last step appends.
       maxTokens: info.maxSeqLen - 1,
       modelPath: path,
       decoder: true,

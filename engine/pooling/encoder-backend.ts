@@ -116,10 +116,7 @@ export async function loadEncoderBackend(
     tokenTypes: info.tokenTypes,
     passBudget: { maxTokens, maxInputs: o.maxBatchSize },
     inputs: coreInputs(core, {
-      stateOf: (x) => ({
-        kind: 'step',
-        pooled: { output: x.output, ...(x.typeIds ? { typeIds: x.typeIds } : {}) },
-      }),
+      stateOf: (x) => ({ pooled: { output: x.output, ...(x.typeIds ? { typeIds: x.typeIds } : {}) } }),
       maxQueued: options.maxQueued,
     }),
     status: () => core.status(),

@@ -2,43 +2,38 @@
  * Pooling on the generation engine (engine/extension.ts): each input of a pooling request is
  * an ordinary request of the engine's intake and scheduler — admitted, queued, prioritised and
  * packed into steps within the scheduler's token budget and batch size beside every other
- * request — that never decodes. Two kinds of runner:
- *
- *  - an encoder's (encoder-runner.ts, no KV): the step that runs the whole prompt returns the
- *    sequence's state itself (`StepOutput.states`); `takeSample` takes it with the placeholder
- *    token, and before the next schedule the request finishes.
- *  - a decoder's (Qwen3-Embedding, Qwen3-Reranker): the prompt is prefilled like any other,
- *    chunked when long; when its last step has run, the sampled token is taken and dropped,
- *    and before the next schedule one state pass over every such sequence recomputes its last
- *    prompt token against the KV it just wrote and returns that token's final-norm state
- *    (last-token pooling) or its logits (yes/no), and the request finishes, its blocks freed.
- *    The recomputed position writes its KV again (the same values, up to rounding); nothing
- *    else reads the sequence's blocks.
+ * request — that never decodes. Its sequence says what its last step returns
+ * (`Sequence.pooled`); the runner computes that chunk apart from the sampled rows and returns
+ * the state in the step output (`StepOutput.states`): an encoder's runner runs every prompt
+ * whole (encoder-runner.ts, no KV), a decoder's prefills it like any prompt, chunked when
+ * long, and runs its last chunk as a state pass that samples nothing and returns the last
+ * token's final-norm state (Qwen3-Embedding's last-token pooling) or its logits
+ * (Qwen3-Reranker's yes/no; runner.ts). `takeSample` takes that state with the item's
+ * placeholder token, and before the next schedule the request finishes, its blocks freed.
+ * Each prompt token is computed once; nothing is sampled for a pooling sequence.
  */
 import { EngineError } from '../errors.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
-import type { StatePass, StepOutput } from '../runner.js';
+import type { StepOutput } from '../runner.js';
 import type { ScheduledBatch } from '../scheduler.js';
 import type { PooledOutput, Sequence } from '../sequence.js';
-import { greedySampling } from '../step-plan.js';
-import type { StepPlan } from '../../native/native.js';
 
 /**
- * What a pooling request returns: a decoder's last token's hidden state, or its logits of
- * `tokens` (in order); or what an encoder's step computes (`step`: the runner returns it).
+ * What a pooling request returns: the state its last step computes (`pooled`), or of a
+ * decoder's logits those of `pick`, in order (Qwen3-Reranker's no and yes).
  */
-export type PooledState =
-  | { readonly kind: 'hidden' }
-  | { readonly kind: 'logits'; readonly tokens: readonly number[] }
-  | { readonly kind: 'step'; readonly pooled: PooledOutput };
+export interface PooledState {
+  readonly pooled: PooledOutput;
+  readonly pick?: readonly number[];
+}
 
 /** One expected pooling request: what it asks for, then its sequence, then its output. */
 export interface PoolingTicket {
   readonly state: PooledState;
   req?: LiveRequest;
   seq?: Sequence;
-  /** Set when the pass has run; the request's stream ends after it. */
+  /** Set when its last step has run; the request's stream ends after it. */
   output?: Float32Array;
 }
 
@@ -47,28 +42,25 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
   private readonly expected = new Map<string, PoolingTicket>();
   /** Sequences admitted in this turn of the event loop, queued together at its end. */
   private arriving: Sequence[] = [];
-  /** Sequences whose prompt has run, waiting for the state pass. */
+  /** Sequences whose state is out, finished before the next schedule. */
   private ready: PoolingTicket[] = [];
-  /** Passes that returned states: an encoder's steps, a decoder's state passes (each over every sequence whose prompt finished in one step). */
+  /** Steps that returned states (an encoder's passes; a decoder's steps with a state pass). */
   passes = 0;
 
   constructor(
-    private readonly states: StatePass | undefined,
-    private readonly blockSize: number,
+    /** The runner returns states (an encoder's, or a decoder's on a CPU context). */
+    private readonly canPool: boolean,
+    /** Width of a decoder's hidden state (0: none, or an encoder: its card says). */
+    readonly hiddenSize: number,
     private readonly host: ExtensionHost,
   ) {}
-
-  /** Width of the hidden state a pooling request returns; 0: this engine's runner cannot pool (not a CPU context). */
-  get hiddenSize(): number {
-    return this.states?.hiddenSize ?? 0;
-  }
 
   /**
    * Marks request `id` (not submitted yet) as a pooling one; the ticket holds its output once
    * its stream has ended. `forget` drops a ticket whose request never got admitted.
    */
   expect(id: string, state: PooledState): PoolingTicket {
-    if (state.kind !== 'step' && !this.states)
+    if (!this.canPool)
       throw new EngineError('UNIMPLEMENTED', 'pooling on the generation engine needs a CPU context');
     const ticket: PoolingTicket = { state };
     this.expected.set(id, ticket);
@@ -85,7 +77,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
 
   plan(plan: RequestPlan, part: PoolingTicket | undefined): void {
     if (!part) return;
-    // One choice, nothing streamed, its one sampled token taken: no output of its own.
+    // One choice, nothing streamed, its placeholder token taken: no output of its own.
     plan.buffered = true;
     plan.sampledOnly = false;
     plan.multiToken = false;
@@ -95,7 +87,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
     if (!part) return;
     part.req = req;
     part.seq = seq;
-    if (part.state.kind === 'step') seq.pooled = part.state.pooled;
+    seq.pooled = part.state.pooled;
   }
 
   /**
@@ -117,7 +109,6 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
     this.host.enqueue(...seqs.filter((seq) => !seq.aborted)); // a cancelled one never queues
   }
 
-  /** A step's states (an encoder's) are passes too. */
   stepOutput(_batch: ScheduledBatch, out: StepOutput): void {
     if (out.states?.some((x) => x !== undefined)) this.passes++;
   }
@@ -125,103 +116,36 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
   takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {
     const t = this.expected.get(req.id);
     if (!t || t.seq !== seq) return false;
-    if (t.state.kind === 'step') t.output = out.states?.[k];
+    const state = out.states?.[k];
+    const pick = t.state.pick;
+    if (state) t.output = pick ? Float32Array.from(pick, (id) => state[id]!) : state;
     this.ready.push(t);
     return true;
   }
 
-  beforeSchedule(): Promise<void> | undefined {
-    if (this.ready.length === 0) return undefined; // every step of a generation-only load
-    const live = this.ready.filter((t) => !t.seq!.aborted);
+  beforeSchedule(): void {
+    if (this.ready.length === 0) return; // every step of a generation-only load
+    const ready = this.ready;
     this.ready = [];
-    // An encoder's step returned its state: it finishes now; a decoder's needs the state pass.
-    const pending = live.filter((t) => t.state.kind !== 'step');
-    for (const t of live) if (t.state.kind === 'step') this.finishStep(t);
-    if (pending.length === 0) return undefined;
-    return this.runPass(pending);
-  }
-
-  private finishStep(t: PoolingTicket): void {
-    if (t.output) return this.finish(t);
-    const fault = new EngineError('INTERNAL', 'the encoder step returned no state for a pooling input');
-    this.host.abort(t.req!, { message: fault.message, fault });
+    for (const t of ready) if (!t.seq!.aborted) this.finish(t);
   }
 
   finishing(_req: LiveRequest | undefined, seq: Sequence): void {
-    this.ready = this.ready.filter((t) => t.seq !== seq);
+    if (this.ready.length > 0) this.ready = this.ready.filter((t) => t.seq !== seq);
   }
 
   release(req: LiveRequest): void {
     this.expected.delete(req.id);
   }
 
-  /** One state pass per kind of output among `tickets`; then each request finishes. */
-  private async runPass(tickets: readonly PoolingTicket[]): Promise<void> {
-    const hidden = tickets.filter((t) => t.state.kind === 'hidden');
-    const logits = tickets.filter((t) => t.state.kind === 'logits');
-    for (const group of [hidden, logits]) {
-      if (group.length === 0) continue;
-      const plan = lastTokenPlan(
-        group.map((t) => t.seq!),
-        this.blockSize,
-        this.states!.pagesPerBlock,
-      );
-      let out: Float32Array;
-      try {
-        out = await (group === hidden ? this.states!.hidden(plan) : this.states!.logits(plan));
-      } catch (e) {
-        const fault = new EngineError('INTERNAL', `pooling pass failed: ${(e as Error).message}`);
-        for (const t of group) this.host.abort(t.req!, { message: fault.message, fault });
-        continue;
-      }
-      this.passes++;
-      const width = out.length / group.length;
-      group.forEach((t, i) => {
-        const row = out.subarray(i * width, (i + 1) * width);
-        t.output =
-          t.state.kind === 'logits' ? Float32Array.from(t.state.tokens, (id) => row[id]!) : row.slice();
-        this.finish(t);
-      });
-    }
-  }
-
   private finish(t: PoolingTicket): void {
     const req = t.req!;
-    if (t.seq!.aborted) return;
+    if (!t.output) {
+      const fault = new EngineError('INTERNAL', 'the step returned no state for a pooling input');
+      return this.host.abort(req, { message: fault.message, fault });
+    }
     req.choices[0]!.reason = 'stop';
     this.host.finishSequence(t.seq!);
     this.host.finish(req);
   }
-}
-
-/**
- * The state pass's plan: each sequence's last prompt token at its position, reading the KV of
- * the tokens before it from the sequence's own blocks. Nothing is sampled.
- */
-function lastTokenPlan(seqs: readonly Sequence[], blockSize: number, pagesPerBlock: number): StepPlan {
-  const S = seqs.length;
-  const tokens = new Int32Array(S);
-  const positions = new Int32Array(S);
-  const seqTokenOffsets = Int32Array.from({ length: S + 1 }, (_, i) => i);
-  const blockTableOffsets = new Int32Array(S + 1);
-  const tables: number[] = [];
-  seqs.forEach((seq, i) => {
-    const last = seq.promptLen - 1;
-    tokens[i] = seq.tokens[last]!;
-    positions[i] = last;
-    const entries = Math.ceil(seq.promptLen / blockSize) * pagesPerBlock;
-    // A page released outside a sliding window is never read; page 0 stands in (step-plan.ts).
-    for (let j = 0; j < entries; j++) tables.push(Math.max(0, seq.blockTable[j]!));
-    blockTableOffsets[i + 1] = tables.length;
-  });
-  return {
-    tokens,
-    positions,
-    seqTokenOffsets,
-    blockTableOffsets,
-    blockTables: Int32Array.from(tables),
-    ...greedySampling(S),
-    sample: new Uint8Array(S),
-    returnLogits: 'none',
-  };
 }
