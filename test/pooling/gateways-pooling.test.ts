@@ -184,6 +184,13 @@ test('vLLM /pooling, llama.cpp /embedding, KServe v2 infer: the same vectors; me
   assert.deepEqual(k.json.outputs[0].shape, [2, 384]);
   assert.equal(k.json.outputs[0].datatype, 'FP32');
   assert.ok(cosine(k.json.outputs[0].data.slice(0, 384), v) > 0.999999);
+  // The request id has the bound a generation model's infer has.
+  const badId = await postJson(`${embed.url}/v2/models/minilm/infer`, {
+    id: 'bad id!',
+    inputs: [{ name: 'text', shape: [1], datatype: 'BYTES', data: ['hi'] }],
+  });
+  assert.equal(badId.status, 422, badId.text);
+  assert.match(badId.json.error, /\bid\b/);
   const metrics = await (await fetch(`${embed.metricsUrl}/metrics`)).text();
   const count = Number(/^prism:pooling_request_success_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
   assert.ok(count >= 4, metrics.slice(0, 300));
