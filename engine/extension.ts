@@ -59,8 +59,9 @@
  *      The features' part of `Engine.status()` is assembled in request-features.ts.
  *
  * Pooling (engine/pooling/pooling-extension.ts) plugs in so: its `check` knows the ids it was
- * told to expect, `takeSample` takes the prompt's last step, and `beforeSchedule` runs one
- * state pass over those sequences (`Runner.states`) and finishes them. The features still to
+ * told to expect, `admit` marks their sequences (`Sequence.pooled`), `beforeQueue` queues the
+ * ones admitted together at once, `takeSample` takes the state the prompt's last step returned
+ * (`StepOutput.states`), and `beforeSchedule` finishes those requests. The features still to
  * come plug in the same way, each in its own folder: images check and `prepare`
  * their encodings beside the tokenizer, `plan` adds the images' hashes to the prefix-cache key
  * (`cacheExtra`) and `beforeStep` gives the step its encoder work. Per-block image keys and
