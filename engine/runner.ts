@@ -220,5 +220,10 @@ export class NativeRunner implements Runner {
 function statePlan(batch: ScheduledBatch, blockSize: number, pagesPerBlock: number): StepPlan {
   const plan = buildStepPlan(batch, blockSize, false, pagesPerBlock);
   const S = batch.items.length;
-  return { ...plan, sample: new Uint8Array(S), topLogprobs: new Int32Array(S).fill(-1), returnLogits: 'none' };
+  return {
+    ...plan,
+    sample: new Uint8Array(S),
+    topLogprobs: new Int32Array(S).fill(-1),
+    returnLogits: 'none',
+  };
 }

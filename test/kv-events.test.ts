@@ -53,7 +53,8 @@ async function generate(ids: readonly number[], adapter?: string): Promise<void>
 /** The block manager's contents, keyed as the events key them. */
 function engineBlocks(): Map<bigint, number[]> {
   const out = new Map<bigint, number[]>();
-  for (const [key, toks] of (engine['blocks'] as BlockManager).cachedBlocks()) out.set(externalBlockHash(key), [...toks]);
+  for (const [key, toks] of (engine['blocks'] as BlockManager).cachedBlocks())
+    out.set(externalBlockHash(key), [...toks]);
   return out;
 }
 

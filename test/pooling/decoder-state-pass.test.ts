@@ -21,8 +21,10 @@ const model = ensureFixtures().find((f) => f.name === 'qwen3-embedding')!.path;
 
 async function load(options: EngineOptions): Promise<{ pooling: PoolingEngine; core: EngineCore }> {
   let core: EngineCore | undefined;
-  const pooling = await loadPoolingEngine(model, { threads: 2, kvCacheBytes: 16 << 20, ...options }, async (p, o) =>
-    (core = await loadEngine(p, o)),
+  const pooling = await loadPoolingEngine(
+    model,
+    { threads: 2, kvCacheBytes: 16 << 20, ...options },
+    async (p, o) => (core = await loadEngine(p, o)),
   );
   return { pooling, core: core! };
 }

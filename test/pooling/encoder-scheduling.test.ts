@@ -16,9 +16,17 @@ import { cosine } from './reference.js';
 let fixtures: Fixture[];
 const minilm = (options: EngineOptions): Promise<PoolingEngine> =>
   loadPoolingEngine(fixtures.find((f) => f.name === 'all-minilm-l6-v2')!.path, { threads: 2, ...options });
-const ids = (n: number, from = 1000): number[] => [101, ...Array.from({ length: n - 2 }, (_, i) => from + i), 102];
-const embed = (m: PoolingEngine, inputs: number[][], extra: { priority?: number } = {}, signal?: AbortSignal) =>
-  m.pool({ task: 'embed', inputs: inputs.map((x) => ({ ids: x })), ...extra }, signal);
+const ids = (n: number, from = 1000): number[] => [
+  101,
+  ...Array.from({ length: n - 2 }, (_, i) => from + i),
+  102,
+];
+const embed = (
+  m: PoolingEngine,
+  inputs: number[][],
+  extra: { priority?: number } = {},
+  signal?: AbortSignal,
+) => m.pool({ task: 'embed', inputs: inputs.map((x) => ({ ids: x })), ...extra }, signal);
 
 let engine: PoolingEngine;
 before(async () => {
@@ -42,7 +50,11 @@ test('N short inputs run in one encoder pass within the step budget; a long one 
   passes = engine.poolingStats().passes;
   const mixed = await embed(engine, [short[0]!, long, short[1]!]);
   // First come, first served: the long one waits for a step of its own, and nothing passes it.
-  assert.equal(engine.poolingStats().passes - passes, 3, 'a short one, the long one alone, the other short one');
+  assert.equal(
+    engine.poolingStats().passes - passes,
+    3,
+    'a short one, the long one alone, the other short one',
+  );
   const longAlone = await embed(engine, [long]);
   assert.ok(cosine(longAlone.outputs[0]!, mixed.outputs[1]!) > 0.99999, 'the long input ran whole');
   const status = await engine.status();
@@ -55,7 +67,10 @@ test('N short inputs run in one encoder pass within the step budget; a long one 
 test('a queued encoder request is cancelled before it runs; the engine goes on serving', async () => {
   const m = await minilm({ maxBatchSize: 1, maxPrefillTokens: 64 });
   try {
-    const first = embed(m, Array.from({ length: 6 }, (_, i) => ids(48, 4000 + i)));
+    const first = embed(
+      m,
+      Array.from({ length: 6 }, (_, i) => ids(48, 4000 + i)),
+    );
     const abort = new AbortController();
     const queued = embed(m, [ids(8, 5000), ids(8, 5100)], {}, abort.signal);
     // Cancelled once the first pass has run: its inputs are in the scheduler's queue then.
@@ -83,9 +98,13 @@ test('--scheduling-policy priority: a later, more urgent request runs before the
     const m = await minilm({ maxBatchSize: 1, maxPrefillTokens: 64, schedulingPolicy: policy });
     try {
       const done: string[] = [];
-      const low = embed(m, Array.from({ length: 6 }, (_, i) => ids(48, 6000 + i)), {
-        ...(policy === 'priority' ? { priority: 5 } : {}),
-      }).then(() => done.push('low'));
+      const low = embed(
+        m,
+        Array.from({ length: 6 }, (_, i) => ids(48, 6000 + i)),
+        {
+          ...(policy === 'priority' ? { priority: 5 } : {}),
+        },
+      ).then(() => done.push('low'));
       const high = embed(m, [ids(8, 7000)]).then(() => done.push('high'));
       await Promise.all([low, high]);
       return done;
@@ -113,7 +132,10 @@ test('bad scheduling fields are refused naming them; a full queue refuses a whol
     // Room for 2048 unfinished inputs (a whole request's): a second full request waits for none of it.
     const full = Array.from({ length: 2048 }, (_, i) => ids(4, 1000 + (i % 500)));
     const first = embed(m, full);
-    await assert.rejects(embed(m, full), (e: unknown) => e instanceof EngineError && e.code === 'RESOURCE_EXHAUSTED');
+    await assert.rejects(
+      embed(m, full),
+      (e: unknown) => e instanceof EngineError && e.code === 'RESOURCE_EXHAUSTED',
+    );
     assert.equal((await first).outputs.length, 2048);
   } finally {
     await m.close();
