@@ -74,6 +74,9 @@ test('bad input: 400 naming the field, never a 5xx', async () => {
     [{ input: 'a', dimensions: 1000 }, 'dimensions'],
     [{ input: 'a', encoding_format: 'int8' }, 'encoding_format'],
     [{ input: 'a', model: 'other-model' }, 'model'],
+    // vLLM's priority reaches the engine (over gRPC): refused on an engine that schedules first come, first served.
+    [{ input: 'a', priority: 3 }, 'priority'],
+    [{ input: 'a', priority: 0.5 }, 'priority'],
   ];
   for (const [body, field] of cases) {
     const r = await postJson(url, body);
