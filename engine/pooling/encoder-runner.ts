@@ -39,7 +39,9 @@ export class EncoderRunner implements Runner {
       const pooled = item.seq.pooled;
       if (!pooled || item.start !== 0 || item.numNew !== item.seq.promptLen)
         throw new Error(`encoder step: sequence ${item.seq.requestId} is not a whole pooling prompt`);
-      kinds.set(pooled.output, [...(kinds.get(pooled.output) ?? []), k]);
+      const rows = kinds.get(pooled.output);
+      if (rows) rows.push(k);
+      else kinds.set(pooled.output, [k]);
     });
     for (const [output, rows] of kinds) {
       const offsets = new Int32Array(rows.length + 1);
