@@ -59,8 +59,9 @@
  *      The features' part of `Engine.status()` is assembled in request-features.ts.
  *
  * Pooling (engine/pooling/pooling-extension.ts) plugs in so: its `check` knows the ids it was
- * told to expect, `takeSample` takes the prompt's last step, and `beforeSchedule` runs one
- * state pass over those sequences (`Runner.states`) and finishes them. The features still to
+ * told to expect, `admit` marks their sequences (`Sequence.pooled`), `beforeQueue` queues the
+ * ones admitted together at once, `takeSample` takes the state the prompt's last step returned
+ * (`StepOutput.states`), and `beforeSchedule` finishes those requests. The features still to
  * come plug in the same way, each in its own folder: images check and `prepare`
  * their encodings beside the tokenizer, `plan` adds the images' hashes to the prefix-cache key
  * (`cacheExtra`) and `beforeStep` gives the step its encoder work. Per-block image keys and
@@ -157,8 +158,8 @@ export interface ExtensionHost {
   request(id: string): LiveRequest | undefined;
   /** The live requests, in admission order. */
   liveRequests(): readonly LiveRequest[];
-  /** Puts a sequence of a live request in the scheduler's queue and wakes the step loop. */
-  enqueue(seq: Sequence): void;
+  /** Puts sequences of live requests in the scheduler's queue, all of them before it wakes the step loop. */
+  enqueue(...seqs: Sequence[]): void;
   /** Ends a sequence: every `finishing` hook, then the scheduler frees its blocks. */
   finishSequence(seq: Sequence): void;
   /** A new running sequence sharing `parent`'s tokens and blocks copy-on-write (`fork` hooks run). */
