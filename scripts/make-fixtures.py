@@ -14,6 +14,8 @@ Writes into OUT (default: test/fixtures/generated/, git-ignored):
   (SmolLM2, GPT-2-style BPE, 49,152 tokens) copied from its GGUF: llama-<type>.gguf.
 * the pooling models' fixtures (embedders, cross-encoders, the real all-MiniLM-L6-v2 and its
   GGUF twins): scripts/pooling_fixtures.py says which.
+* the vision-language fixtures (smolvlm-tiny/, a random-weight SmolVLM / Idefics3 folder with
+  its processor and tokenizer): scripts/vision_fixtures.py.
 * manifest.json, written last: the generator's own hash (so a changed generator means
   stale fixtures) and the list of fixtures.
 
@@ -670,7 +672,7 @@ ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe
 
 # The generator is this file and the modules it writes fixtures with: a change to any of them
 # makes the fixtures stale (test/fixtures.ts computes the same hash).
-GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py')
+GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py')
 
 
 def generator_hash() -> str:
@@ -759,6 +761,10 @@ def main() -> None:
     import pooling_fixtures
     fixtures += pooling_fixtures.write_pooling_fixtures(
         out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), normal, replace_path, quantize)
+    import vision_fixtures
+    fixtures += vision_fixtures.write_vision_fixtures(
+        out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), args.tokenizer_gguf, normal, hf_weights,
+        replace_path)
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}
     tmp = manifest_path.with_suffix('.json.tmp')

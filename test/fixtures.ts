@@ -30,7 +30,8 @@ export interface Fixture {
     | 'mixtral'
     | 'bert'
     | 'xlm-roberta'
-    | 'nomic-bert';
+    | 'nomic-bert'
+    | 'idefics3';
   /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
   readonly weightType: string;
   /** Output head shares the token embedding. */
@@ -39,8 +40,9 @@ export interface Fixture {
   readonly tokenizer?: 'default';
   /** A GGUF twin's float reference: the fixture (a folder of the same weights) of this name. */
   readonly reference?: string;
-  /** Pooling models (scripts/pooling_fixtures.py): an embedder, or a cross-encoder's scores. */
-  readonly task?: 'embed' | 'score';
+  /** Pooling models (scripts/pooling_fixtures.py): an embedder, or a cross-encoder's scores;
+   * vision-language models (scripts/vision_fixtures.py): 'vision'. */
+  readonly task?: 'embed' | 'score' | 'vision';
 }
 
 interface Manifest {
@@ -54,7 +56,9 @@ export const generatedDir = (): string => join(projectRoot(), 'test', 'fixtures'
 const generatorScript = (): string => join(projectRoot(), 'scripts', 'make-fixtures.py');
 /** make-fixtures.py and the modules it writes fixtures with (its GENERATOR_FILES, same order). */
 const generatorFiles = (): string[] =>
-  ['make-fixtures.py', 'pooling_fixtures.py'].map((f) => join(projectRoot(), 'scripts', f));
+  ['make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py'].map((f) =>
+    join(projectRoot(), 'scripts', f),
+  );
 
 export function pythonCommand(): string {
   return process.env.PYTHON || 'python3';
