@@ -40,6 +40,11 @@ export interface ModelInfo {
   readonly path: string;
   readonly format: 'gguf' | 'safetensors';
   readonly architecture: Architecture;
+  /**
+   * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, whose
+   * decoder is this model and whose image encoder loadVisionModel reads); absent: text only.
+   */
+  readonly vision?: 'idefics3';
   /** `general.name` for GGUF, the directory name for safetensors. */
   readonly name: string;
   readonly vocabSize: number;
