@@ -80,7 +80,13 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     deps.blockObserver ?? null,
     deps.runner.kvGroups ?? 0,
   );
-  const chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
+  const chat = new EngineChat(
+    deps.tokenizer,
+    deps.chatTemplate,
+    deps.info.architecture,
+    deps.toolParser,
+    deps.vision !== undefined,
+  );
   // A forked sequence (n > 1 sharing a prompt, one a feature forks or samples again) joins
   // its request and takes the extensions' state of its parent.
   const forked = (parent: Sequence, child: Sequence): void => {

@@ -3,6 +3,7 @@
  * (engine/tokenizer/), sizes the KV pool from the options, and wires the native runner into
  * EngineCore. This is the one place the engine core meets the native addon.
  */
+import type { ImageEncoder } from './vision/image-encoder.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -62,6 +63,8 @@ export interface LoadEngineHooks {
   readonly onKvEvents?: (publisher: KvEventPublisher) => void;
   /** Structured output's switches and mask-wait observer, read at every step (benchmarks, tests). */
   readonly structuredTuning?: StructuredTuning;
+  /** The image encoder of a vision model (tests give one until the native encoder is wired). */
+  readonly imageEncoder?: ImageEncoder;
 }
 
 export async function loadEngine(
@@ -248,6 +251,8 @@ export async function loadEngine(
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
     ...(speculation ? { speculation } : {}),
     ...(hooks.structuredTuning ? { structuredTuning: hooks.structuredTuning } : {}),
+    ...(m.vision ? { vision: m.vision } : {}),
+    ...(hooks.imageEncoder ? { imageEncoder: hooks.imageEncoder } : {}),
   });
   holder.core = core;
   return core;

@@ -298,7 +298,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
 
   std::string type = modelType(c);
   // Idefics3 (SmolVLM): its text model is a Llama under `model.text_model.*`, configured by
-  // `text_config`; the vision tower and connector beside it are native/src/vision/'s to load.
+  // `text_config`; the vision tower and connector beside it are the vision loader's (loadVisionModel).
   const bool idefics3 = type == "idefics3" || type == "Idefics3ForConditionalGeneration";
   const JsonValue* outerTie = c.get("tie_word_embeddings");
   if (idefics3) {
