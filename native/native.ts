@@ -1110,6 +1110,152 @@ export async function hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Fl
 }
 
 // ---------------------------------------------------------------------------------------
+// Vision models (native/src/vision/): a vision-language model's image side — SmolVLM /
+// Idefics3's image processor (PIL-exact resizing, tiles) and its SigLIP encoder + connector,
+// which turn an image into the embedding rows the text model takes at its image tokens.
+// ---------------------------------------------------------------------------------------
+
+/** A loaded vision encoder with its own thread pool. Freed by `disposeVisionModel` or by GC. */
+export interface VisionModelHandle {
+  readonly __brand: 'prism.VisionModel';
+}
+
+/** A prompt token of the image expansion: its text and id in the folder's tokenizer.json (-1: absent). */
+export interface VisionToken {
+  readonly text: string;
+  readonly id: number;
+}
+
+export interface VisionInfo {
+  readonly path: string;
+  readonly name: string;
+  /** config.json model_type. */
+  readonly architecture: 'idefics3' | 'smolvlm';
+  /** A tile's edge in pixels (vision_config.image_size): tiles are tileSize x tileSize. */
+  readonly tileSize: number;
+  readonly patchSize: number;
+  /** Embedding rows (and <image> tokens) per tile: (tileSize / patchSize)² / scaleFactor². */
+  readonly tokensPerTile: number;
+  readonly scaleFactor: number;
+  readonly visionHiddenSize: number;
+  readonly visionLayers: number;
+  /** Width of an embedding row: the text model's hidden size. */
+  readonly textHiddenSize: number;
+  /** Tiles one image can give at most (its split grid + the global image). */
+  readonly maxTiles: number;
+  readonly threads: number;
+  readonly weightBytes: number;
+  /** The image processor's parameters (preprocessor_config.json, processor_config.json). */
+  readonly processor: {
+    /** size.longest_edge: the image's longest edge after the first resize. */
+    readonly longestEdge: number;
+    /** max_image_size.longest_edge (= tileSize). */
+    readonly tileEdge: number;
+    readonly doImageSplitting: boolean;
+    readonly resample: 'lanczos' | 'bilinear' | 'bicubic';
+    readonly rescaleFactor: number;
+    readonly imageMean: readonly number[];
+    readonly imageStd: readonly number[];
+    /** <image> tokens per tile in the prompt (processor_config.json image_seq_len). */
+    readonly imageSeqLen: number;
+    /** preprocessImage's bounds on its input. */
+    readonly maxImageSide: number;
+    readonly maxImagePixels: number;
+  };
+  /**
+   * Idefics3Processor's expansion of one <image> as text: per row of split tiles, per tile
+   * `fakeAroundImage rowCol[r*6+c] image×imageSeqLen`, then "\n"; then "\n" `fakeAroundImage
+   * globalImage image×imageSeqLen fakeAroundImage` for the global image. A single-tile image
+   * (rows = cols = 0): `fakeAroundImage globalImage image×imageSeqLen fakeAroundImage`.
+   */
+  readonly tokens: {
+    readonly image: VisionToken;
+    readonly fakeAroundImage: VisionToken;
+    readonly globalImage: VisionToken;
+    /** 36 entries: <row_{r+1}_col_{c+1}> at r * 6 + c. */
+    readonly rowCol: readonly VisionToken[];
+  };
+}
+
+/** An image as the model's processor makes it: tiles in order (split tiles row-major, then the global image). */
+export interface PreprocessedImage {
+  /** [tileCount × 3 × tileSize × tileSize], rescaled and normalised, channel-first. */
+  readonly tiles: Float32Array;
+  readonly tileCount: number;
+  /** The split grid; 0 x 0 when the image is a single tile. */
+  readonly rows: number;
+  readonly cols: number;
+}
+
+interface VisionAddon {
+  isVisionModel(path: string): boolean;
+  loadVisionModel(dir: string, options?: { threads?: number }): Promise<VisionModelHandle>;
+  visionInfo(vision: VisionModelHandle): VisionInfo;
+  disposeVisionModel(vision: VisionModelHandle): void;
+  preprocessImage(
+    vision: VisionModelHandle,
+    rgb: Uint8Array,
+    width: number,
+    height: number,
+  ): Promise<PreprocessedImage>;
+  encodeImage(vision: VisionModelHandle, tiles: Float32Array, n: number): Promise<Float32Array>;
+}
+const vision = addon as unknown as VisionAddon;
+
+/** Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model. Never throws. */
+export function isVisionModel(path: string): boolean {
+  return vision.isVisionModel(path);
+}
+
+/**
+ * Loads the folder's image side (config, processor config, tokenizer.json's image tokens, the
+ * model.vision_model.* and model.connector.* tensors); rejects with a ModelFormatError naming
+ * the file and rule (these three functions reject, never throw). `threads`: its pool's threads (default: cores).
+ */
+export async function loadVisionModel(
+  dir: string,
+  options?: { threads?: number },
+): Promise<VisionModelHandle> {
+  return wrapNativeError(() => vision.loadVisionModel(dir, options));
+}
+
+export function visionInfo(handle: VisionModelHandle): VisionInfo {
+  return wrapNativeError(() => vision.visionInfo(handle));
+}
+
+export function disposeVisionModel(handle: VisionModelHandle): void {
+  vision.disposeVisionModel(handle);
+}
+
+/**
+ * Idefics3ImageProcessor on one image off the JS thread: `rgb` is [height × width × 3] bytes.
+ * Equal to transformers' PIL-backend pixel_values to float rounding. A size past
+ * processor.maxImageSide / maxImagePixels or a byte count other than width × height × 3
+ * rejects with a RangeError naming it.
+ */
+export async function preprocessImage(
+  handle: VisionModelHandle,
+  rgb: Uint8Array,
+  width: number,
+  height: number,
+): Promise<PreprocessedImage> {
+  return wrapNativeError(() => vision.preprocessImage(handle, rgb, width, height));
+}
+
+/**
+ * The vision encoder + connector over `n` tiles (any images' tiles, batched; at most 256 a
+ * pass) off the JS thread: [n × tokensPerTile × textHiddenSize] rows, tile by tile, in the
+ * order the prompt's <image> tokens take them. Passes on one handle run one at a time.
+ */
+export async function encodeImage(
+  handle: VisionModelHandle,
+  tiles: Float32Array,
+  n: number,
+): Promise<Float32Array> {
+  return wrapNativeError(() => vision.encodeImage(handle, tiles, n));
+}
+
+// ---------------------------------------------------------------------------------------
 // The grammar addon (prism_xgrammar.node: xgrammar's C++ core, native/grammar/)
 // ---------------------------------------------------------------------------------------
 

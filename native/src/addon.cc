@@ -337,6 +337,7 @@ void registerLoraExports(Napi::Env env, Napi::Object exports);
 void registerCudaExports(Napi::Env env, Napi::Object exports);
 void registerKvTransferExports(Napi::Env env, Napi::Object exports);
 void registerEncoderExports(Napi::Env env, Napi::Object exports);
+void registerVisionExports(Napi::Env env, Napi::Object exports);
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readGgufMetadata", Napi::Function::New(env, ReadGgufMetadata));
@@ -366,6 +367,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   registerCudaExports(env, exports);  // native/cuda/host/device_addon.cc
   registerKvTransferExports(env, exports);  // kv_transfer.cc
   registerEncoderExports(env, exports);     // encoder/encoder_addon.cc: pooling models
+  registerVisionExports(env, exports);      // vision/vision_addon.cc: vision-language models' image side
   return exports;
 }
 

@@ -54,6 +54,15 @@ std::vector<float> WeightBuilder::vec(const std::string& name, int64_t n) {
   return out;
 }
 
+std::vector<float> WeightBuilder::table(const std::string& name, int64_t cols, int64_t rows) {
+  const SourceTensor& t = get(name, {cols, rows});
+  std::vector<float> out(static_cast<size_t>(cols * rows));
+  for (int64_t r = 0; r < rows; r++) dequantizeRow(static_cast<TensorType>(t.type), t.data, cols, r, &out[r * cols]);
+  for (float v : out)
+    if (!std::isfinite(v)) fail(name, "holds a non-finite value");
+  return out;
+}
+
 LinearGroup WeightBuilder::linear(const std::vector<std::pair<std::string, int64_t>>& parts, int64_t cols) {
   LinearGroup g;
   g.inFeatures = cols;

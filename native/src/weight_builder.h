@@ -38,6 +38,8 @@ class WeightBuilder {
   bool has(const std::string& name) const { return set_.tensors.count(name) != 0; }
   // A norm or bias vector of n values (F32, F16 or BF16 in the file), as f32; all finite.
   std::vector<float> vec(const std::string& name, int64_t n);
+  // A [rows × cols] table (position / token-type embeddings) as f32 rows; all finite.
+  std::vector<float> table(const std::string& name, int64_t cols, int64_t rows);
   // One linear layer from several tensors [rows_i × cols], outputs side by side.
   LinearGroup linear(const std::vector<std::pair<std::string, int64_t>>& parts, int64_t cols);
 

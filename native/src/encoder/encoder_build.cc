@@ -21,16 +21,6 @@ void checkConfig(const EncoderConfig& c, const std::string& file) {
     bad("a sequence classifier with a sentence-transformers Pooling module is unsupported");
 }
 
-// A [rows × D] table as f32 rows.
-std::vector<float> table(WeightBuilder& b, const std::string& name, int64_t D, int64_t rows) {
-  const SourceTensor& t = b.get(name, {D, rows});
-  std::vector<float> out(static_cast<size_t>(D * rows));
-  for (int64_t r = 0; r < rows; r++) dequantizeRow(static_cast<TensorType>(t.type), t.data, D, r, &out[r * D]);
-  for (float v : out)
-    if (!std::isfinite(v)) b.fail(name, "holds a non-finite value");
-  return out;
-}
-
 std::vector<int64_t> dimsOf(const TensorSet& set, const std::string& name) {
   auto it = set.tensors.find(name);
   return it == set.tensors.end() ? std::vector<int64_t>{} : it->second.dims;
@@ -54,12 +44,12 @@ void build(EncoderModel& m, TensorSet& set, const ProgressFn& progress) {
   if (c.arch == EncoderArch::Bert) {
     const std::vector<int64_t> pos = dimsOf(set, "position_embd.weight");
     if (pos.size() == 2 && pos[0] == D && pos[1] < c.maxPositions) c.maxPositions = pos[1];  // a GGUF cut to its context
-    m.positions = table(b, "position_embd.weight", D, c.maxPositions);
+    m.positions = b.table("position_embd.weight", D, c.maxPositions);
   }
   if (b.has("token_types.weight")) {
     const std::vector<int64_t> tt = dimsOf(set, "token_types.weight");
     if (tt.size() == 2) c.typeVocab = tt[1];
-    m.tokenTypes = table(b, "token_types.weight", D, c.typeVocab);
+    m.tokenTypes = b.table("token_types.weight", D, c.typeVocab);
   } else {
     c.typeVocab = 0;
   }

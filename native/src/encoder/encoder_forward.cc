@@ -9,6 +9,7 @@
 
 #include "encoder/encoder_context.h"
 #include "encoder/encoder_math.h"
+#include "encoder/packed_attention.h"
 #include "encoder/pooling.h"
 
 namespace prism {
@@ -99,59 +100,11 @@ inline void ropeHalf(float* v, const float* cs, const float* sn, int64_t half) {
   }
 }
 
-inline float dot(const float* a, const float* b, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
-  return simd::hsum(acc);
-}
-
 }  // namespace
 
-// Bidirectional attention: one work item is (input, head); every query of the input attends
-// to every key of the input. Scores of one query are kept whole (an input is at most
-// maxTokens long), softmax in f32 with the max subtracted.
+// Bidirectional attention over each input's own tokens (encoder/packed_attention.h).
 void EncoderContext::attention(const EncoderBatch& b) {
-  const int64_t D = cfg_.hidden, hd = cfg_.headDim, H = cfg_.heads, ld = 3 * D;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int64_t longest = 0;
-  for (int32_t s = 0; s < b.S; s++) longest = std::max<int64_t>(longest, b.seqOffsets[s + 1] - b.seqOffsets[s]);
-  forRange(b.S * H, longest * longest * hd, [&](int64_t i0, int64_t i1, int thread) {
-    float* sc = attnScratch_[thread].data();
-    for (int64_t it = i0; it < i1; it++) {
-      const int64_t s = it / H, h = it % H;
-      const int64_t t0 = b.seqOffsets[s], n = b.seqOffsets[s + 1] - t0;
-      const float* K = &qkv_[t0 * ld + D + h * hd];
-      const float* V = &qkv_[t0 * ld + 2 * D + h * hd];
-      for (int64_t qi = 0; qi < n; qi++) {
-        const float* q = &qkv_[(t0 + qi) * ld + h * hd];
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n; j++) {
-          sc[j] = dot(q, K + j * ld, hd) * scale;
-          mx = std::max(mx, sc[j]);
-        }
-        const __m256 vm = _mm256_set1_ps(mx);
-        __m256 vs = _mm256_setzero_ps();
-        int64_t j = 0;
-        for (; j + 8 <= n; j += 8) {
-          const __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vm));
-          _mm256_storeu_ps(sc + j, w);
-          vs = _mm256_add_ps(vs, w);
-        }
-        float sum = simd::hsum(vs);
-        for (; j < n; j++) {
-          sc[j] = std::exp(sc[j] - mx);
-          sum += sc[j];
-        }
-        float* out = &attn_[(t0 + qi) * D + h * hd];
-        const float inv = 1.0f / sum;
-        for (int64_t i = 0; i < hd; i += 8) {
-          __m256 acc = _mm256_setzero_ps();
-          for (j = 0; j < n; j++) acc = _mm256_fmadd_ps(_mm256_set1_ps(sc[j]), _mm256_loadu_ps(V + j * ld + i), acc);
-          _mm256_storeu_ps(out + i, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
-        }
-      }
-    }
-  });
+  packedAttention(pool_, qkv_.data(), attn_.data(), b.seqOffsets, b.S, cfg_.heads, cfg_.headDim, attnScratch_);
 }
 
 void EncoderContext::layer(const EncoderLayer& L, const EncoderBatch& b) {

@@ -1,0 +1,181 @@
+// The addon's vision-model exports (see native/native.ts, "Vision models"): load an
+// Idefics3 / SmolVLM folder's image side, describe it, preprocess an RGB image into tiles
+// and encode tiles into the text model's embedding rows. Glue only: argument checks,
+// conversions and work off the JS thread (addon_glue.h); the math is in vision_encoder.cc,
+// idefics3_preprocess.cc and pil_resample.cc.
+#include <napi.h>
+
+#include <cmath>
+#include <thread>
+
+#include "addon_glue.h"
+#include "vision/idefics3_preprocess.h"
+#include "vision/vision_encoder.h"
+
+namespace prism {
+namespace {
+
+const glue::HandleKind kVisionHandle{{0x7072697301020304ull, 0x766973696f6e0001ull}, "a vision model", "vision model"};
+
+const std::shared_ptr<VisionEncoder>& visionArg(Napi::Env env, Napi::Value v) {
+  return glue::handleArg<VisionEncoder>(env, v, kVisionHandle, "vision");
+}
+
+Napi::Value IsVisionModel(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), isVisionModelPath(glue::stringArg(info, 0, "path")));
+}
+
+// loadVisionModel(dir, {threads?}) -> Promise<handle>
+Napi::Value LoadVisionModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string dir = glue::stringArg(info, 0, "dir");
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (info.Length() > 1 && !info[1].IsUndefined()) {
+    Napi::Object o = glue::objectArg(info, 1, "options");
+    if (!o.Get("threads").IsUndefined()) threads = static_cast<int>(glue::intArg(env, o.Get("threads"), "options.threads", 1, 1024));
+  }
+  return glue::Work<std::shared_ptr<VisionEncoder>>::queue(
+      env, "prism.loadVisionModel", glue::ErrorPolicy{dir + ": ", dir + ": out of memory while loading", true, false},
+      [dir, threads] { return std::make_shared<VisionEncoder>(loadVisionModel(dir), threads); },
+      [](Napi::Env e, std::shared_ptr<VisionEncoder>& enc) { return glue::wrapHandle(e, std::move(enc), kVisionHandle); });
+}
+
+Napi::Object tokenToJs(Napi::Env env, const std::string& text, int64_t id) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("text", text);
+  o.Set("id", static_cast<double>(id));
+  return o;
+}
+
+Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::shared_ptr<VisionEncoder>& enc = visionArg(env, info[0]);
+  const VisionModel& m = *enc->model();
+  const VisionConfig& c = m.cfg;
+  const ImageProcessorConfig& p = m.processor;
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("path", c.path);
+  o.Set("name", c.name);
+  o.Set("architecture", c.family);
+  o.Set("tileSize", static_cast<double>(c.tile));
+  o.Set("patchSize", static_cast<double>(c.patch));
+  o.Set("tokensPerTile", static_cast<double>(c.tokensPerTile()));
+  o.Set("scaleFactor", static_cast<double>(c.scaleFactor));
+  o.Set("visionHiddenSize", static_cast<double>(c.hidden));
+  o.Set("visionLayers", static_cast<double>(c.layers));
+  o.Set("textHiddenSize", static_cast<double>(c.textHidden));
+  o.Set("maxTiles", static_cast<double>(p.maxTiles()));
+  o.Set("threads", enc->threads());
+  o.Set("weightBytes", m.weightBytes);
+  Napi::Object proc = Napi::Object::New(env);
+  proc.Set("longestEdge", static_cast<double>(p.longestEdge));
+  proc.Set("tileEdge", static_cast<double>(p.tileEdge));
+  proc.Set("doImageSplitting", p.doImageSplitting);
+  proc.Set("resample", p.resample == 1 ? "lanczos" : p.resample == 2 ? "bilinear" : "bicubic");
+  proc.Set("rescaleFactor", p.rescaleFactor);
+  Napi::Array mean = Napi::Array::New(env, 3), stdev = Napi::Array::New(env, 3);
+  for (uint32_t i = 0; i < 3; i++) {
+    mean.Set(i, p.mean[i]);
+    stdev.Set(i, p.std[i]);
+  }
+  proc.Set("imageMean", mean);
+  proc.Set("imageStd", stdev);
+  proc.Set("imageSeqLen", static_cast<double>(p.imageSeqLen));
+  proc.Set("maxImageSide", static_cast<double>(kMaxImageSide));
+  proc.Set("maxImagePixels", static_cast<double>(kMaxImagePixels));
+  o.Set("processor", proc);
+  const VisionTokens& t = m.tokens;
+  Napi::Object tokens = Napi::Object::New(env);
+  tokens.Set("image", tokenToJs(env, t.image, c.imageTokenId));
+  tokens.Set("fakeAroundImage", tokenToJs(env, t.fakeAroundImage, t.fakeAroundImageId));
+  tokens.Set("globalImage", tokenToJs(env, t.globalImage, t.globalImageId));
+  Napi::Array rowCol = Napi::Array::New(env, 36);
+  for (uint32_t k = 0; k < 36; k++)
+    rowCol.Set(k, tokenToJs(env, "<row_" + std::to_string(k / 6 + 1) + "_col_" + std::to_string(k % 6 + 1) + ">", t.rowColIds[k]));
+  tokens.Set("rowCol", rowCol);
+  o.Set("tokens", tokens);
+  return o;
+}
+
+Napi::Value DisposeVisionModel(const Napi::CallbackInfo& info) {
+  // A running pass holds its own reference: the weights go when it finishes.
+  glue::handleBox<VisionEncoder>(info.Env(), info[0], kVisionHandle, "vision")->ptr.reset();
+  return info.Env().Undefined();
+}
+
+// preprocessImage(vision, rgb: Uint8Array, width, height) -> Promise<{tiles, tileCount, rows, cols}>
+Napi::Value PreprocessImage(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<VisionEncoder> enc = visionArg(env, info[0]);
+  if (info.Length() < 4 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(env, "rgb must be a Uint8Array");
+  Napi::Uint8Array rgb = info[1].As<Napi::Uint8Array>();
+  const int64_t width = glue::intArg(env, info[2], "width", 1, kMaxImageSide);
+  const int64_t height = glue::intArg(env, info[3], "height", 1, kMaxImageSide);
+  if (std::string why = checkImage(width, height, rgb.ElementLength()); !why.empty())
+    throw Napi::RangeError::New(env, "image: " + why);
+  const uint8_t* data = rgb.Data();
+  return glue::Work<PreprocessedImage>::queue(
+      env, "prism.preprocessImage", glue::ErrorPolicy{"preprocessImage: ", "preprocessImage: out of memory", false, true},
+      [enc, data, width, height] { return preprocessIdefics3(enc->model()->processor, data, width, height); },
+      [](Napi::Env e, PreprocessedImage& r) -> Napi::Value {
+        Napi::Float32Array tiles = Napi::Float32Array::New(e, r.tiles.size());
+        std::copy(r.tiles.begin(), r.tiles.end(), tiles.Data());
+        Napi::Object o = Napi::Object::New(e);
+        o.Set("tiles", tiles);
+        o.Set("tileCount", static_cast<double>(r.n));
+        o.Set("rows", static_cast<double>(r.rows));
+        o.Set("cols", static_cast<double>(r.cols));
+        return o;
+      },
+      {}, rgb);
+}
+
+// Tiles one pass may take: several images' tiles batched, bounded so a pass's buffers stay small.
+constexpr int64_t kMaxTilesPerPass = 256;
+
+// encodeImage(vision, tiles: Float32Array [n × 3 × T × T], n) -> Promise<Float32Array [n × tokensPerTile × textHidden]>
+Napi::Value EncodeImage(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<VisionEncoder> enc = visionArg(env, info[0]);
+  if (info.Length() < 3 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(env, "tiles must be a Float32Array");
+  Napi::Float32Array tiles = info[1].As<Napi::Float32Array>();
+  const int64_t n = glue::intArg(env, info[2], "n", 1, kMaxTilesPerPass);
+  const VisionConfig& c = enc->model()->cfg;
+  const size_t perTile = static_cast<size_t>(3 * c.tile * c.tile);
+  if (tiles.ElementLength() != static_cast<size_t>(n) * perTile)
+    throw Napi::RangeError::New(env, "tiles holds " + std::to_string(tiles.ElementLength()) + " values, not n x 3 x " +
+                                         std::to_string(c.tile) + " x " + std::to_string(c.tile) + " = " +
+                                         std::to_string(static_cast<size_t>(n) * perTile));
+  const float* data = tiles.Data();
+  for (size_t i = 0; i < tiles.ElementLength(); i++)
+    if (!std::isfinite(data[i])) throw Napi::RangeError::New(env, "tiles[" + std::to_string(i) + "] is not a finite number");
+  return glue::Work<std::vector<float>>::queue(
+      env, "prism.encodeImage", glue::ErrorPolicy{"encodeImage: ", "encodeImage: out of memory", false, true},
+      [enc, data, n] {
+        const VisionConfig& cfg = enc->model()->cfg;
+        std::vector<float> out(static_cast<size_t>(n * cfg.tokensPerTile() * cfg.textHidden));
+        enc->encode(data, n, out.data());
+        return out;
+      },
+      [](Napi::Env e, std::vector<float>& r) -> Napi::Value {
+        Napi::Float32Array out = Napi::Float32Array::New(e, r.size());
+        std::copy(r.begin(), r.end(), out.Data());
+        return out;
+      },
+      {}, tiles);
+}
+
+}  // namespace
+
+void registerVisionExports(Napi::Env env, Napi::Object exports) {
+  exports.Set("isVisionModel", Napi::Function::New(env, IsVisionModel));
+  exports.Set("loadVisionModel", Napi::Function::New(env, LoadVisionModel));
+  exports.Set("visionInfo", Napi::Function::New(env, VisionInfo));
+  exports.Set("disposeVisionModel", Napi::Function::New(env, DisposeVisionModel));
+  exports.Set("preprocessImage", Napi::Function::New(env, PreprocessImage));
+  exports.Set("encodeImage", Napi::Function::New(env, EncodeImage));
+}
+
+}  // namespace prism

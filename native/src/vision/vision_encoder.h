@@ -1,0 +1,41 @@
+// The vision encoder's forward pass over whole tiles (SigLIP as Idefics3 runs it, then the
+// connector), bound to one model with its own thread pool. Tiles are always the encoder's
+// full image_size square (Idefics3's processor resizes and splits to exactly that), so every
+// patch is real: the patch attention mask is all ones and the bucketed position ids
+// (Idefics3VisionEmbeddings) are the patch indices 0..P-1.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "thread_pool.h"
+#include "vision/vision_model.h"
+
+namespace prism {
+
+class VisionEncoder {
+ public:
+  VisionEncoder(std::shared_ptr<VisionModel> model, int threads);
+
+  // tiles: [n × 3 × T × T] normalised pixels (T = image_size), n >= 1; out: [n × tokensPerTile ×
+  // textHidden], the rows the text model takes at the image tokens' positions. One pass at a
+  // time (callers on several threads queue on a mutex).
+  void encode(const float* tiles, int64_t n, float* out);
+
+  const std::shared_ptr<VisionModel>& model() const { return model_; }
+  int threads() const { return pool_.size(); }
+
+ private:
+  void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
+
+  std::shared_ptr<VisionModel> model_;
+  std::mutex mu_;
+  ThreadPool pool_;
+  KernelScratch scratch_;
+  std::vector<std::vector<float>> scores_;  // per thread: one query's scores over a tile
+};
+
+}  // namespace prism

@@ -1,0 +1,254 @@
+// An Idefics3 / SmolVLM Hugging Face folder -> VisionModel: config.json's vision_config,
+// scale_factor, text_config.hidden_size and image_token_id; the image processor's
+// parameters (preprocessor_config.json, or processor_config.json's "image_processor" as
+// transformers 5 saves it) and image_seq_len; the image tokens' ids from tokenizer.json's
+// added tokens; the model.vision_model.* and model.connector.* tensors, every shape checked
+// (weight_builder.h). Nothing here reads the text model's weights.
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "format_error.h"
+#include "hf_files.h"
+#include "vision/vision_model.h"
+#include "weight_builder.h"
+
+namespace fs = std::filesystem;
+
+namespace prism {
+namespace {
+
+std::string stringField(const JsonValue& c, const char* key) {
+  const JsonValue* v = c.get(key);
+  return v && v->isString() ? v->str : "";
+}
+
+const JsonValue& objectField(const JsonValue& c, const std::string& file, const char* key) {
+  const JsonValue* v = c.get(key);
+  if (!v || !v->isObject()) throw FormatError(file, "", std::string("'") + key + "' must be an object");
+  return *v;
+}
+
+bool boolField(const JsonValue& c, const std::string& file, const char* key, bool fallback) {
+  const JsonValue* v = c.get(key);
+  if (!v || v->kind == JsonValue::Kind::Null) return fallback;
+  if (v->kind != JsonValue::Kind::Bool) throw FormatError(file, "", std::string("'") + key + "' must be a boolean");
+  return v->b;
+}
+
+// {"longest_edge": N} (Idefics3's size and max_image_size).
+int64_t longestEdge(const JsonValue& c, const std::string& file, const char* key, int64_t fallback) {
+  const JsonValue* v = c.get(key);
+  if (!v || v->kind == JsonValue::Kind::Null) return fallback;
+  if (!v->isObject()) throw FormatError(file, "", std::string("'") + key + "' must be an object with 'longest_edge'");
+  return configInt(*v, file, "longest_edge", 1, 4096);
+}
+
+void channelTriple(const JsonValue& c, const std::string& file, const char* key, float* out) {
+  const JsonValue* v = c.get(key);
+  if (!v || v->kind == JsonValue::Kind::Null) return;
+  if (v->isNumber()) {
+    for (int i = 0; i < 3; i++) out[i] = static_cast<float>(v->num);
+  } else if (v->isArray() && v->arr.size() == 3) {
+    for (int i = 0; i < 3; i++) {
+      if (!v->arr[i].isNumber()) throw FormatError(file, "", std::string("'") + key + "' must hold numbers");
+      out[i] = static_cast<float>(v->arr[i].num);
+    }
+  } else {
+    throw FormatError(file, "", std::string("'") + key + "' must be a number or 3 numbers");
+  }
+  if (std::string(key) == "image_std")
+    for (int i = 0; i < 3; i++)
+      if (!(out[i] > 0) || !std::isfinite(out[i])) throw FormatError(file, "", "'image_std' values must be positive");
+}
+
+void readVisionConfig(const std::string& dir, VisionConfig& cfg) {
+  const std::string file = (fs::path(dir) / "config.json").string();
+  if (!fs::exists(file)) throw FormatError(dir, "", "no config.json in the model directory");
+  const JsonValue c = readJsonFile(file);
+  if (!c.isObject()) throw FormatError(file, "", "config.json is not a JSON object");
+  const std::string type = stringField(c, "model_type");
+  if (type != "idefics3" && type != "smolvlm")
+    throw FormatError(file, "", "model_type '" + type + "' is not a vision-language model Prism reads (idefics3, smolvlm are)");
+  cfg.family = type;
+  const JsonValue& v = objectField(c, file, "vision_config");
+  cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14);
+  cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256);
+  cfg.heads = configInt(v, file, "num_attention_heads", 1, 256);
+  cfg.intermediate = configInt(v, file, "intermediate_size", 1, 1 << 17);
+  cfg.patch = configInt(v, file, "patch_size", 1, 64);
+  cfg.tile = configInt(v, file, "image_size", 1, 4096);
+  int64_t three = 3;
+  if (configInt(v, file, "num_channels", 1, 16, &three) != 3) throw FormatError(file, "", "vision_config.num_channels must be 3");
+  cfg.eps = configNum(v, file, "layer_norm_eps", 1e-6, 0, 1);
+  const std::string act = stringField(v, "hidden_act");
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act.empty()) cfg.ffn = EncoderFfn::GeluTanh;
+  else if (act == "gelu") cfg.ffn = EncoderFfn::GeluErf;
+  else throw FormatError(file, "", "vision_config.hidden_act '" + act + "' is unsupported (gelu_pytorch_tanh, gelu are)");
+  if (cfg.hidden % cfg.heads != 0) throw FormatError(file, "", "vision_config.hidden_size is not a multiple of num_attention_heads");
+  cfg.headDim = cfg.hidden / cfg.heads;
+  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
+    throw FormatError(file, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
+  if (cfg.tile % cfg.patch != 0) throw FormatError(file, "", "vision_config.image_size is not a multiple of patch_size");
+  int64_t two = 2;
+  cfg.scaleFactor = configInt(c, file, "scale_factor", 1, 16, &two);
+  if (cfg.patchesPerSide() % cfg.scaleFactor != 0)
+    throw FormatError(file, "", "scale_factor " + std::to_string(cfg.scaleFactor) + " does not divide the " +
+                                    std::to_string(cfg.patchesPerSide()) + " patches per side");
+  cfg.textHidden = configInt(objectField(c, file, "text_config"), file, "hidden_size", 8, 1 << 16);
+  cfg.imageTokenId = configInt(c, file, "image_token_id", 0, 1 << 24);
+  cfg.path = dir;
+  cfg.name = fs::path(dir).filename().string();
+  if (cfg.name.empty()) cfg.name = fs::path(dir).parent_path().filename().string();
+}
+
+void readProcessorConfig(const std::string& dir, const VisionConfig& cfg, ImageProcessorConfig& p) {
+  const std::string pre = (fs::path(dir) / "preprocessor_config.json").string();
+  const std::string proc = (fs::path(dir) / "processor_config.json").string();
+  JsonValue procJson;
+  if (fs::exists(proc)) procJson = readJsonFile(proc);
+  JsonValue preJson;
+  std::string file = pre;
+  if (fs::exists(pre)) {
+    preJson = readJsonFile(pre);
+  } else if (procJson.isObject() && procJson.get("image_processor")) {
+    file = proc;
+    preJson = *procJson.get("image_processor");
+  } else {
+    throw FormatError(dir, "", "no preprocessor_config.json (nor processor_config.json with 'image_processor')");
+  }
+  if (!preJson.isObject()) throw FormatError(file, "", "the image processor's config is not a JSON object");
+  const std::string type = stringField(preJson, "image_processor_type");
+  if (!type.empty() && type.rfind("Idefics3ImageProcessor", 0) != 0 && type.rfind("SmolVLMImageProcessor", 0) != 0)
+    throw FormatError(file, "", "image_processor_type '" + type + "' is not Idefics3's image processor");
+  p.doResize = boolField(preJson, file, "do_resize", true);
+  p.doImageSplitting = boolField(preJson, file, "do_image_splitting", true);
+  p.doRescale = boolField(preJson, file, "do_rescale", true);
+  p.doNormalize = boolField(preJson, file, "do_normalize", true);
+  p.doConvertRgb = boolField(preJson, file, "do_convert_rgb", true);
+  p.tileEdge = longestEdge(preJson, file, "max_image_size", 364);
+  p.longestEdge = longestEdge(preJson, file, "size", 4 * p.tileEdge);
+  int64_t lanczos = 1;
+  p.resample = static_cast<int>(configInt(preJson, file, "resample", 0, 5, &lanczos));
+  if (p.resample != 1 && p.resample != 2 && p.resample != 3)
+    throw FormatError(file, "", "'resample' " + std::to_string(p.resample) + " is unsupported (1 LANCZOS, 2 BILINEAR, 3 BICUBIC are)");
+  p.rescaleFactor = configNum(preJson, file, "rescale_factor", 1.0 / 255.0, 0, 1);
+  channelTriple(preJson, file, "image_mean", p.mean);
+  channelTriple(preJson, file, "image_std", p.std);
+  if (p.tileEdge != cfg.tile)
+    throw FormatError(file, "", "max_image_size.longest_edge " + std::to_string(p.tileEdge) + " differs from the encoder's image_size " +
+                                    std::to_string(cfg.tile));
+  if (!p.doResize) throw FormatError(file, "", "'do_resize': false is unsupported (tiles must be the encoder's size)");
+  const int64_t fallback = cfg.tokensPerTile();
+  p.imageSeqLen = procJson.isObject() ? configInt(procJson, proc, "image_seq_len", 1, 1 << 16, &fallback) : fallback;
+  if (p.imageSeqLen != cfg.tokensPerTile())
+    throw FormatError(proc, "", "image_seq_len " + std::to_string(p.imageSeqLen) + " differs from the encoder's " +
+                                    std::to_string(cfg.tokensPerTile()) + " tokens per tile");
+}
+
+// Ids of the image tokens among tokenizer.json's added tokens (absent file: all -1).
+void readTokenIds(const std::string& dir, VisionTokens& t) {
+  const std::string file = (fs::path(dir) / "tokenizer.json").string();
+  t.rowColIds.assign(36, -1);
+  if (!fs::exists(file)) return;
+  const JsonValue tok = readJsonFile(file);
+  const JsonValue* added = tok.isObject() ? tok.get("added_tokens") : nullptr;
+  if (!added || !added->isArray()) return;
+  static const std::regex rowCol(R"(^<row_([1-6])_col_([1-6])>$)");
+  for (const JsonValue& a : added->arr) {
+    if (!a.isObject()) continue;
+    const JsonValue* content = a.get("content");
+    const JsonValue* id = a.get("id");
+    if (!content || !content->isString() || !id || !id->isNumber() || id->num < 0 || id->num > (1 << 24)) continue;
+    const int64_t n = static_cast<int64_t>(id->num);
+    std::smatch m;
+    if (content->str == t.image) t.imageId = n;
+    else if (content->str == t.fakeAroundImage) t.fakeAroundImageId = n;
+    else if (content->str == t.globalImage) t.globalImageId = n;
+    else if (std::regex_match(content->str, m, rowCol)) t.rowColIds[(std::stoi(m[1]) - 1) * 6 + std::stoi(m[2]) - 1] = n;
+  }
+}
+
+// HF name -> the name it is built under: the vision tower's and the connector's tensors
+// without the model's prefix; the text model's are not read.
+std::string visionName(const std::string& hf) {
+  for (const char* prefix : {"model.vision_model.", "model.connector."})
+    if (hf.rfind(prefix, 0) == 0) return (std::string(prefix) == "model.connector." ? "connector." : "") + hf.substr(std::string(prefix).size());
+  return "";
+}
+
+void build(VisionModel& m, TensorSet& set) {
+  const VisionConfig& c = m.cfg;
+  const int64_t D = c.hidden, I = c.intermediate, p = c.patch;
+  // Float kernels keep f32 activations whatever this says; quantized files would use int16.
+  WeightBuilder b(set, "idefics3 vision", WeightPreparation::Cpu, ActivationPrecision::Int16,
+                  {m.weightBytes, m.maxLinearCols, m.ownedBytes});
+  // The patch embedding is a Conv2d [D, 3, p, p] with stride p: a matmul over unfolded patches.
+  const std::string patchName = "embeddings.patch_embedding.weight";
+  b.get(patchName, {p, p, 3, D});
+  set.tensors[patchName].dims = {3 * p * p, D};
+  m.patchEmbed = b.linear({{patchName, D}}, 3 * p * p);
+  m.patchBias = b.vec("embeddings.patch_embedding.bias", D);
+  m.positions = b.table("embeddings.position_embedding.weight", D, c.patchesPerTile());
+  m.layers.resize(c.layers);
+  for (int64_t l = 0; l < c.layers; l++) {
+    const std::string q = "encoder.layers." + std::to_string(l) + ".";
+    VisionLayer& L = m.layers[l];
+    L.norm1W = b.vec(q + "layer_norm1.weight", D);
+    L.norm1B = b.vec(q + "layer_norm1.bias", D);
+    L.qkv = b.linear({{q + "self_attn.q_proj.weight", D}, {q + "self_attn.k_proj.weight", D}, {q + "self_attn.v_proj.weight", D}}, D);
+    for (const char* part : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"}) {
+      const std::vector<float> v = b.vec(q + part, D);
+      L.qkvBias.insert(L.qkvBias.end(), v.begin(), v.end());
+    }
+    L.o = b.linear({{q + "self_attn.out_proj.weight", D}}, D);
+    L.oBias = b.vec(q + "self_attn.out_proj.bias", D);
+    L.norm2W = b.vec(q + "layer_norm2.weight", D);
+    L.norm2B = b.vec(q + "layer_norm2.bias", D);
+    L.up = b.linear({{q + "mlp.fc1.weight", I}}, D);
+    L.upBias = b.vec(q + "mlp.fc1.bias", I);
+    L.down = b.linear({{q + "mlp.fc2.weight", D}}, I);
+    L.downBias = b.vec(q + "mlp.fc2.bias", D);
+  }
+  m.postNormW = b.vec("post_layernorm.weight", D);
+  m.postNormB = b.vec("post_layernorm.bias", D);
+  m.projection = b.linear({{"connector.modality_projection.proj.weight", c.textHidden}}, D * c.scaleFactor * c.scaleFactor);
+}
+
+}  // namespace
+
+bool isVisionModelPath(const std::string& path) {
+  try {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) return false;
+    const std::string file = (fs::path(path) / "config.json").string();
+    if (!fs::exists(file)) return false;
+    const std::string type = stringField(readJsonFile(file), "model_type");
+    return type == "idefics3" || type == "smolvlm";
+  } catch (const std::exception&) {
+    return false;  // the loader names what is wrong with the folder
+  }
+}
+
+std::shared_ptr<VisionModel> loadVisionModel(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw FormatError(dir, "", "a vision-language model is a Hugging Face folder; this is not a directory");
+  auto m = std::make_shared<VisionModel>();
+  m->weightArena = std::make_unique<WeightArena>();
+  const WeightArenaScope arenaScope(m->weightArena.get());
+  readVisionConfig(dir, m->cfg);
+  readProcessorConfig(dir, m->cfg, m->processor);
+  readTokenIds(dir, m->tokens);
+  if (m->tokens.imageId >= 0 && m->tokens.imageId != m->cfg.imageTokenId)
+    throw FormatError(dir, "", "tokenizer.json's <image> id " + std::to_string(m->tokens.imageId) + " differs from config.json's image_token_id " +
+                                   std::to_string(m->cfg.imageTokenId));
+  TensorSet set;
+  set.file = dir;
+  for (const std::string& f : safetensorsFiles(dir)) readSafetensorsFile((fs::path(dir) / f).string(), visionName, set);
+  m->maps = set.maps;
+  build(*m, set);
+  for (const auto& map : m->maps) map->releaseResidentPages();
+  return m;
+}
+
+}  // namespace prism

@@ -1,0 +1,102 @@
+// A vision-language model's image side, SmolVLM / Idefics3: the SigLIP vision transformer
+// (patch embedding, learned positions, pre-norm layers, post LayerNorm), the connector (pixel
+// shuffle by the scale factor, then the modality projection into the text model's hidden
+// size), the image processor's parameters and the prompt's image tokens. Read from the
+// Hugging Face folder (vision_hf.cc: config.json, preprocessor_config.json /
+// processor_config.json, tokenizer.json's added tokens, the model.vision_model.* and
+// model.connector.* tensors); the text model in the same folder is the decoder's business.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "encoder/encoder_model.h"
+#include "kernels/kernels.h"
+#include "kernels/weight_memory.h"
+#include "model.h"
+
+namespace prism {
+
+struct VisionConfig {
+  std::string family = "idefics3";  // config.json model_type: idefics3 | smolvlm
+  std::string path, name;
+  int64_t hidden = 0, layers = 0, heads = 0, headDim = 0, intermediate = 0;
+  int64_t patch = 0;  // patch_size: square patches
+  int64_t tile = 0;   // image_size: the encoder's square input, one tile
+  double eps = 1e-6;
+  EncoderFfn ffn = EncoderFfn::GeluTanh;
+  int64_t scaleFactor = 1;  // the connector's pixel shuffle
+  int64_t textHidden = 0;   // the modality projection's output = the text model's hidden size
+  int64_t imageTokenId = -1;
+
+  int64_t patchesPerSide() const { return tile / patch; }
+  int64_t patchesPerTile() const { return patchesPerSide() * patchesPerSide(); }
+  int64_t tokensPerTile() const { return patchesPerTile() / (scaleFactor * scaleFactor); }
+};
+
+// Idefics3ImageProcessor's parameters (preprocessor_config.json), as its PIL backend uses them.
+struct ImageProcessorConfig {
+  bool doResize = true, doImageSplitting = true, doRescale = true, doNormalize = true, doConvertRgb = true;
+  int64_t longestEdge = 0;  // size.longest_edge: the whole image's longest edge after the first resize
+  int64_t tileEdge = 0;     // max_image_size.longest_edge: a tile's edge (= the encoder's image_size)
+  int resample = 1;         // PIL's numbering: 1 LANCZOS, 2 BILINEAR, 3 BICUBIC
+  double rescaleFactor = 1.0 / 255.0;
+  float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
+  int64_t imageSeqLen = 0;  // processor_config.json: <image> tokens per tile
+
+  // Tiles of one image at most: the split grid of a longestEdge-square image, plus the global image.
+  int64_t maxTiles() const {
+    const int64_t side = (longestEdge + tileEdge - 1) / tileEdge;
+    return doImageSplitting && side > 1 ? side * side + 1 : 1;
+  }
+};
+
+// The prompt's image tokens (Idefics3Processor): each tile is <fake_token_around_image>
+// <row_R_col_C> (or <global-img> for the global image) then imageSeqLen x <image>; ids from
+// tokenizer.json's added tokens (-1 where the folder's tokenizer lacks one).
+struct VisionTokens {
+  std::string image = "<image>", fakeAroundImage = "<fake_token_around_image>", globalImage = "<global-img>";
+  int64_t imageId = -1, fakeAroundImageId = -1, globalImageId = -1;
+  std::vector<int64_t> rowColIds;  // [6 × 6]: <row_{r+1}_col_{c+1}> at r * 6 + c
+};
+
+struct VisionLayer {
+  std::vector<float> norm1W, norm1B;  // before attention
+  LinearGroup qkv;                    // out: [q (D) | k (D) | v (D)]
+  std::vector<float> qkvBias;
+  LinearGroup o;
+  std::vector<float> oBias;
+  std::vector<float> norm2W, norm2B;  // before the MLP
+  LinearGroup up;
+  std::vector<float> upBias;
+  LinearGroup down;
+  std::vector<float> downBias;
+};
+
+struct VisionModel {
+  // First, so that it is destroyed last: the LinearWeights below hold buffers in it.
+  std::unique_ptr<WeightArena> weightArena;
+  VisionConfig cfg;
+  ImageProcessorConfig processor;
+  VisionTokens tokens;
+  std::vector<std::shared_ptr<MappedFile>> maps;
+  std::deque<std::vector<uint8_t>> ownedBytes;
+  LinearGroup patchEmbed;  // [D × 3·p·p] over a patch unfolded channel, row, column
+  std::vector<float> patchBias;
+  std::vector<float> positions;  // [patchesPerTile × D]
+  std::vector<VisionLayer> layers;
+  std::vector<float> postNormW, postNormB;
+  LinearGroup projection;  // [textHidden × D·scale²], no bias
+  double weightBytes = 0;
+  int64_t maxLinearCols = 0;
+};
+
+// Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model; never throws.
+bool isVisionModelPath(const std::string& path);
+
+// Reads the folder's vision side. Throws FormatError naming the file, tensor and rule.
+std::shared_ptr<VisionModel> loadVisionModel(const std::string& dir);
+
+}  // namespace prism
