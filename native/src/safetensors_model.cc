@@ -297,9 +297,11 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   if (!c.isObject()) throw FormatError(configPath, "", "config.json is not a JSON object");
 
   std::string type = modelType(c);
-  // Idefics3 (SmolVLM): its text model is a Llama under `model.text_model.*`, configured by
-  // `text_config`; the vision tower and connector beside it are the vision loader's (loadVisionModel).
-  const bool idefics3 = type == "idefics3" || type == "Idefics3ForConditionalGeneration";
+  // Idefics3 and SmolVLM (its renamed successor): the text model is a Llama under
+  // `model.text_model.*`, configured by `text_config`; the vision tower and connector beside
+  // it are the vision loader's (loadVisionModel).
+  const bool idefics3 = type == "idefics3" || type == "Idefics3ForConditionalGeneration" || type == "smolvlm" ||
+                        type == "SmolVLMForConditionalGeneration";
   const JsonValue* outerTie = c.get("tie_word_embeddings");
   if (idefics3) {
     const JsonValue* tc = c.get("text_config");
