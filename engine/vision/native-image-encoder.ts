@@ -1,9 +1,10 @@
 /**
  * The ImageEncoder of a vision model's folder on the native core (native.ts: loadVisionModel,
  * preprocessImage, encodeImage): each image preprocessed as its processor does (tiles, grid)
- * off the JS thread, then the tiles of every image in the call — one request's, or several
- * requests' batched — encoded together, at most `tilesPerPass` tiles a pass (the encoder's
- * budget: a pass's activations are bounded whatever the images).
+ * off the JS thread, then the tiles of every image asked for in the same turn of the event
+ * loop — one request's, or several requests' that arrived together, batched as vLLM's encoder
+ * batches them — encoded together, at most `tilesPerPass` tiles a pass (the encoder's budget:
+ * a pass's activations are bounded whatever the images).
  */
 import {
   disposeVisionModel,
@@ -41,8 +42,33 @@ export class NativeImageEncoder implements ImageEncoder {
     return new NativeImageEncoder(handle, Math.max(1, Math.min(tilesPerPass, MAX_TILES_PER_PASS)));
   }
 
-  async encode(images: readonly ImageInput[]): Promise<EncodedImage[]> {
-    const pre = await Promise.all(images.map((img) => this.preprocess(img)));
+  /** Encoder passes run so far (tests read how calls were batched). */
+  passes = 0;
+  private pending: { images: readonly ImageInput[]; done: (r: Promise<EncodedImage[]>) => void }[] = [];
+
+  /** Joins the calls of this turn of the event loop into one batch; each gets its images' part. */
+  encode(images: readonly ImageInput[]): Promise<EncodedImage[]> {
+    return new Promise((resolve) => {
+      if (this.pending.length === 0) setImmediate(() => this.flush());
+      this.pending.push({ images, done: resolve });
+    });
+  }
+
+  private flush(): void {
+    const calls = this.pending;
+    this.pending = [];
+    // An image the processor refuses fails its own call only: each call preprocesses apart.
+    const pre = calls.map((c) => Promise.all(c.images.map((img) => this.preprocess(img))));
+    const batch = Promise.allSettled(pre).then(async (settled) => {
+      const ok = settled.map((x) => (x.status === 'fulfilled' ? x.value : []));
+      const encoded = await this.encodeAll(ok.flat());
+      let at = 0;
+      return ok.map((p) => encoded.slice((at += p.length) - p.length, at));
+    });
+    calls.forEach((c, k) => c.done(pre[k]!.then(() => batch.then((b) => b[k]!))));
+  }
+
+  private async encodeAll(pre: readonly PreprocessedImage[]): Promise<EncodedImage[]> {
     const total = pre.reduce((n, p) => n + p.tileCount, 0);
     const tiles = new Float32Array(total * this.tileValues);
     let at = 0;
@@ -59,6 +85,7 @@ export class NativeImageEncoder implements ImageEncoder {
         tiles.subarray(t * this.tileValues, (t + n) * this.tileValues),
         n,
       );
+      this.passes++;
       rows.set(out, t * perTile);
     }
     let tile = 0;

@@ -17,6 +17,7 @@ import { after, before, test } from 'node:test';
 import { projectRoot } from '../../engine/default-model.js';
 import type { EngineCore } from '../../engine/engine-core.js';
 import { loadEngine } from '../../engine/load-engine.js';
+import { NativeImageEncoder } from '../../engine/vision/native-image-encoder.js';
 import type { FinishEvent, GenerateRequest, ImageInput } from '../../engine/types.js';
 import { fixture, pythonCommand } from '../fixtures.js';
 
@@ -71,11 +72,30 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
+function pixels(drawn: (typeof IMAGES)[number]): Uint8Array {
+  const rgb = new Uint8Array(drawn.width * drawn.height * 3);
+  for (let y = 0; y < drawn.height; y++)
+    for (let x = 0; x < drawn.width; x++) rgb.set(drawn.pixel(x, y), (y * drawn.width + x) * 3);
+  return rgb;
+}
+
+test("two requests' images asked for together are encoded in one pass, each as alone", async () => {
+  const encoder = await NativeImageEncoder.load(fixture('smolvlm-tiny').path, 2);
+  try {
+    const [a, b] = IMAGES.map((d) => ({ width: d.width, height: d.height, rgb: pixels(d), field: d.label }));
+    const alone = [...(await encoder.encode([a!])), ...(await encoder.encode([b!]))];
+    assert.equal(encoder.passes, 2);
+    const together = await Promise.all([encoder.encode([a!]), encoder.encode([b!])]);
+    assert.equal(encoder.passes, 3);
+    assert.deepEqual(together.flat(), alone);
+  } finally {
+    encoder.dispose();
+  }
+});
+
 for (const drawn of IMAGES) {
   test(`greedy and teacher-forced top-1 equal transformers': ${drawn.label}`, async () => {
-    const rgb = new Uint8Array(drawn.width * drawn.height * 3);
-    for (let y = 0; y < drawn.height; y++)
-      for (let x = 0; x < drawn.width; x++) rgb.set(drawn.pixel(x, y), (y * drawn.width + x) * 3);
+    const rgb = pixels(drawn);
     const rgbPath = join(work, `${drawn.width}x${drawn.height}.rgb`);
     writeFileSync(rgbPath, rgb);
     const out = execFileSync(
