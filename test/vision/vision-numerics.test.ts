@@ -10,6 +10,8 @@
  *   uint8 level (1/127.5) — where Pillow 13's pass order differs (vision/pil_resample.h);
  * - encodeImage on the reference's own pixel_values: relative error (‖prism − ref‖ / ‖ref‖
  *   over each image's rows) at most 1e-4;
+ * - preprocessImage then encodeImage from the decoded pixels: within 1e-4 of transformers'
+ *   features where the tiles are exact (2e-2 where a tile is off by a level);
  * - bad inputs are refused naming the field.
  */
 import assert from 'node:assert/strict';
@@ -277,6 +279,26 @@ test("encodeImage: image features within 1e-4 relative error of transformers' ge
     `  all images in one pass: relative error ${Math.sqrt(num / den).toExponential(3)} (worst single ${worst.toExponential(3)})\n`,
   );
   assert.ok(Math.sqrt(num / den) <= 1e-4);
+});
+
+test('preprocessImage then encodeImage: the pipeline from pixels to rows against transformers', async () => {
+  for (const [i, im] of images.entries()) {
+    const ref = refs[i]!;
+    const pre = await native.preprocessImage(vision, im.rgb, im.width, im.height);
+    const got = await native.encodeImage(vision, pre.tiles, pre.tileCount);
+    let num = 0,
+      den = 0;
+    for (let k = 0; k < got.length; k++) {
+      num += (got[k]! - ref.features[k]!) ** 2;
+      den += ref.features[k]! ** 2;
+    }
+    const rel = Math.sqrt(num / den);
+    const exact = pre.tiles.every((v, k) => Math.abs(v - ref.pixels[k]!) <= 1e-6);
+    process.stderr.write(
+      `  ${im.label}: pixels to rows relative error ${rel.toExponential(3)}${exact ? '' : ' (tiles off by a level)'}\n`,
+    );
+    assert.ok(rel <= (exact ? 1e-4 : 2e-2), `${im.label}: relative error ${rel}`);
+  }
 });
 
 test('bad inputs are refused naming the field and the rule', async () => {
