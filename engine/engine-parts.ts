@@ -85,7 +85,13 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
         deps.runner.kvGroups ?? 0,
       )
     : new NoKvPool(deps.runner.blockSize);
-  const chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
+  const chat = new EngineChat(
+    deps.tokenizer,
+    deps.chatTemplate,
+    deps.info.architecture,
+    deps.toolParser,
+    deps.vision !== undefined,
+  );
   // A forked sequence (n > 1 sharing a prompt, one a feature forks or samples again) joins
   // its request and takes the extensions' state of its parent.
   const forked = (parent: Sequence, child: Sequence): void => {

@@ -13,8 +13,10 @@
  *   1. `check(request, params)` — before any work, no tokenizer: refuse a field (throw an
  *      EngineError naming it) or return the request's part (undefined: not involved). Also run
  *      alone, without admission, to answer a request handed over by another engine.
- *   2. `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile);
- *      a rejection fails the request.
+ *   2. `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile,
+ *      an image's encoding); a rejection fails the request.
+ *      `prompt(ids, part)` — tokenized and prepared: the prompt's tokens as the model takes
+ *      them (an image's one placeholder token becomes its tiles' tokens); may refuse (throw).
  *   3. `plan(plan, part, ctx)` — tokenized: shape how the request runs (`RequestPlan`: its
  *      first sequence's sampling, forks, choices, held output, what its steps may carry);
  *      may refuse the request (throw), and changes nothing but the plan and its own part (a
@@ -130,6 +132,7 @@ export interface RequestExtension<Part = unknown> {
   readonly name: string;
   check?(request: GenerateRequest, params: ResolvedParams): Part | undefined;
   prepare?(part: Part): Promise<void>;
+  prompt?(ids: readonly number[], part: Part): number[];
   plan?(plan: RequestPlan, part: Part | undefined, ctx: PlanContext): void;
   admit?(req: LiveRequest, seq: Sequence, part: Part | undefined, plan: Readonly<RequestPlan>): void;
   beforeQueue?(req: LiveRequest, seq: Sequence): boolean;

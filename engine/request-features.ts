@@ -31,6 +31,7 @@ import { StructuredOutput, type StructuredStats } from './structured/structured-
 import type { StructuredTuning } from './structured/tuning.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { DecodeResult, EngineInfo, EngineStatus } from './types.js';
+import type { ImageEncoder } from './vision/image-encoder.js';
 import { VisionInputs } from './vision/vision-extension.js';
 
 /** What the engine's builder may give the features beyond the engine's own parts. */
@@ -39,6 +40,10 @@ export interface FeatureDeps {
   readonly speculation?: SpeculationConfig;
   /** Structured output's switches and mask-wait observer (a benchmark's); absent = the defaults. */
   readonly structuredTuning?: StructuredTuning;
+  /** The model's vision-language family (ModelInfo.vision); absent = a text-only model. */
+  readonly vision?: 'idefics3';
+  /** A vision model's image encoder (engine/vision/); absent = images are refused. */
+  readonly imageEncoder?: ImageEncoder;
 }
 
 /** What the features are built from. */
@@ -110,7 +115,13 @@ export function buildRequestFeatures(
   return {
     // Images are checked first: a request whose images this model cannot take does no other work.
     extensions: [
-      new VisionInputs(info.modelName),
+      new VisionInputs({
+        modelName: info.modelName,
+        vision: inputs.vision,
+        encoder: inputs.imageEncoder,
+        tokenizer: inputs.tokenizer,
+        maxInputTokenLen: o.maxInputTokenLen,
+      }),
       pooling,
       structured,
       beams,

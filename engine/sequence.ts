@@ -22,6 +22,15 @@ export interface PooledOutput {
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
 /** Sampling settings of one sequence, already validated (engine/sampling-params.ts). */
+/** Rows placed at prompt positions (native StepPlan's embedRows): row k is at `positions[k]`. */
+export interface PlacedRows {
+  /** Increasing prompt positions. */
+  readonly positions: Int32Array;
+  /** [positions × hidden] floats. */
+  readonly rows: Float32Array;
+  readonly hidden: number;
+}
+
 export interface SequenceSampling {
   readonly temperature: number;
   readonly topK: number;
@@ -124,6 +133,12 @@ export class Sequence implements KvSequence {
    * scores, with a pair's token types (0 for the first text, 1 for the second).
    */
   pooled: PooledOutput | null = null;
+  /**
+   * Embedding rows placed at prompt positions instead of their tokens' table rows (an image's
+   * encoder output, engine/vision/ sets it): the step plan places the rows of the positions
+   * each step computes, so a recompute after preemption places them again.
+   */
+  placed: PlacedRows | null = null;
 
   /** Request it belongs to. */
   readonly requestId: string;
