@@ -7,7 +7,7 @@
  *   encodeImage features equal to the folder's to float rounding;
  * - the text GGUF loads as the decoder (a llama GGUF of 49,280 tokens whose added tokens are
  *   single tokens) and its logits equal transformers' Idefics3 text model on the same ids;
- * - a wrong pairing is refused naming the file or option.
+ * - a wrong pairing, a truncated or altered mmproj are refused naming the file or option.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -185,4 +185,31 @@ test('a wrong pairing is refused naming the file or option', async () => {
     native.loadVisionModel(mmprojGguf, { textModel: mmprojGguf }),
     /no tokenizer\.ggml\.tokens/,
   );
+});
+
+test('a truncated or altered mmproj is refused naming the file, never a crash', async () => {
+  const bytes = readFileSync(mmprojGguf);
+  const tmp = mkdtempSync(join(tmpdir(), 'prism-mmproj-'));
+  try {
+    const bad = join(tmp, 'mmproj.gguf');
+    const refused = async (data: Uint8Array, rule: RegExp): Promise<void> => {
+      writeFileSync(bad, data);
+      await assert.rejects(native.loadVisionModel(bad, { threads: 1 }), (e: Error) => {
+        assert.ok(e.message.includes(bad), e.message);
+        assert.match(e.message, rule);
+        return true;
+      });
+    };
+    // Cuts through the header, the metadata, the tensor infos and the data.
+    for (let k = 1; k < 24; k++) await refused(bytes.subarray(0, Math.floor((bytes.length * k) / 24)), /./);
+    // Another projector type, by one byte of its value: "idefics3" -> "idefics4".
+    const at = bytes.indexOf('idefics3');
+    assert.ok(at > 0);
+    const other = Uint8Array.from(bytes);
+    other[at + 7] = '4'.charCodeAt(0);
+    await refused(other, /clip\.projector_type 'idefics4' is not a projector Prism reads/);
+    assert.equal(native.isVisionModel(bad), false);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
