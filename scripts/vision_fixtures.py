@@ -18,7 +18,7 @@ writes SmolVLM (the text model; with --mmproj the image side): smolvlm-tiny-f32.
 GGUF, the tokenizer's 49,280 tokens with the added ones as control tokens, eos
 <end_of_utterance>) and mmproj-smolvlm-tiny-f32.gguf (architecture clip, projector type
 idefics3: v.* encoder tensors, mm.model.fc.weight, the image processor's mean / std and
-longest edge), both F32.
+longest edge) in F32 and, as --outtype f16 writes it, mmproj-smolvlm-tiny-f16.gguf.
 
 Weights are drawn per tensor from numpy's PCG64 seeded by (fixture seed, tensor name), like
 the other fixtures; the text model's with make-fixtures.py's own hf_weights. The vision
@@ -201,15 +201,18 @@ def write_gguf(out: Path, name: str, arch: str, fill, publish) -> str:
     return name
 
 
-def write_mmproj_gguf(out: Path, normal, publish) -> str:
-    """The image side as convert_hf_to_gguf.py --mmproj writes SmolVLM (F32: general.file_type 0)."""
+def write_mmproj_gguf(out: Path, normal, publish, type_name: str) -> str:
+    """The image side as convert_hf_to_gguf.py --mmproj writes SmolVLM, --outtype f32 or f16
+    (F16: the matrices F16; vectors and, as its SmolVLM class forces, the embeddings F32)."""
     import gguf
     v = VISION
+    f16 = type_name == 'F16'
 
     def fill(w) -> None:
         w.add_type('mmproj')
         w.add_name(f'prism-fixture-{NAME}')
-        w.add_file_type(0)
+        w.add_file_type(1 if f16 else 0)
+        w.add_quantization_version(2)
         w.add_bool('clip.has_vision_encoder', True)
         w.add_uint32('clip.vision.projection_dim', TEXT['hidden'])
         w.add_uint32('clip.vision.image_size', v['tile'])
@@ -226,9 +229,12 @@ def write_mmproj_gguf(out: Path, normal, publish) -> str:
         w.add_bool('clip.use_gelu', True)
         w.add_uint32('clip.vision.preproc_image_size', TILES_PER_EDGE * v['tile'])
         for hf, arr in vision_weights(normal).items():
-            w.add_tensor(mmproj_name(hf), arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
+            if f16 and arr.ndim > 1 and '.embeddings.' not in hf:
+                w.add_tensor(mmproj_name(hf), arr.astype(np.float16), raw_dtype=gguf.GGMLQuantizationType.F16)
+            else:
+                w.add_tensor(mmproj_name(hf), arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
 
-    return write_gguf(out, f'mmproj-{NAME}-f32.gguf', 'clip', fill, publish)
+    return write_gguf(out, f'mmproj-{NAME}-{type_name.lower()}.gguf', 'clip', fill, publish)
 
 
 def write_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, publish) -> str:
@@ -263,6 +269,7 @@ def write_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_
         w.add_rope_freq_base(100000.0)
         w.add_layer_norm_rms_eps(1e-5)
         w.add_file_type(0)
+        w.add_quantization_version(2)
         w.add_rope_dimension_count(t['head_dim'])
         for key, value, vtype, sub in tokenizer_kvs:
             w.add_key_value(key, tokenizer_value(key, value), vtype, sub_type=sub)
@@ -283,12 +290,14 @@ def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weigh
     log(f'{NAME}/')
     text = write_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, publish)
     log(text)
-    mmproj = write_mmproj_gguf(out, normal, publish)
-    log(mmproj)
+    mmprojs = [write_mmproj_gguf(out, normal, publish, type_name) for type_name in ('F32', 'F16')]
+    for mmproj in mmprojs:
+        log(mmproj)
     # The GGUF pair's float reference is the folder of the same weights.
     return [{'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
              'tied': False, 'task': 'vision'},
             {'name': text[:-5], 'path': text, 'format': 'gguf', 'architecture': 'llama', 'weightType': 'F32',
              'tied': False, 'task': 'vision', 'reference': NAME},
-            {'name': mmproj[:-5], 'path': mmproj, 'format': 'gguf', 'architecture': 'idefics3', 'weightType': 'F32',
-             'tied': False, 'task': 'vision', 'reference': NAME}]
+            *({'name': mmproj[:-5], 'path': mmproj, 'format': 'gguf', 'architecture': 'idefics3',
+               'weightType': type_name, 'tied': False, 'task': 'vision', 'reference': NAME}
+              for mmproj, type_name in zip(mmprojs, ('F32', 'F16')))]

@@ -4,7 +4,8 @@
  *
  * - the mmproj GGUF loads as the same encoder as the folder: equal visionInfo (the image
  *   tokens' ids from the text GGUF's vocabulary), equal tiles from preprocessImage, and
- *   encodeImage features equal to the folder's to float rounding;
+ *   encodeImage features equal to the folder's to float rounding; its F16 twin within F16
+ *   rounding of them;
  * - the text GGUF loads as the decoder (a llama GGUF of 49,280 tokens whose added tokens are
  *   single tokens) and its logits equal transformers' Idefics3 text model on the same ids;
  * - a wrong pairing, a truncated or altered mmproj are refused naming the file or option.
@@ -52,6 +53,17 @@ function relativeError(a: Float32Array, ref: Float32Array): number {
   return Math.sqrt(diff / norm);
 }
 
+/** 300 x 100 RGB (a 2 x 4 split plus the global image): smooth colour with detail in it. */
+function testImage(): Uint8Array {
+  return Uint8Array.from({ length: 300 * 100 * 3 }, (_, i) => {
+    const p = Math.floor(i / 3),
+      x = p % 300,
+      y = Math.floor(p / 300),
+      c = i % 3;
+    return Math.round(127.5 + 127.5 * Math.sin(x / (9 + 4 * c) + y / 13 + c));
+  });
+}
+
 function argmax(row: Float32Array): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if (row[i] > row[best]) best = i;
@@ -86,16 +98,9 @@ test('the mmproj without its text model: the image tokens have no ids', async ()
 });
 
 test('preprocessImage then encodeImage: the mmproj’s features equal the folder’s', async () => {
-  // 300 x 100: a 2 x 4 split plus the global image; smooth colour with detail in it.
   const width = 300,
     height = 100;
-  const rgb = Uint8Array.from({ length: width * height * 3 }, (_, i) => {
-    const p = Math.floor(i / 3),
-      x = p % width,
-      y = Math.floor(p / width),
-      c = i % 3;
-    return Math.round(127.5 + 127.5 * Math.sin(x / (9 + 4 * c) + y / 13 + c));
-  });
+  const rgb = testImage();
   const pa = await native.preprocessImage(folder, rgb, width, height);
   const pb = await native.preprocessImage(mmproj, rgb, width, height);
   assert.deepEqual([pb.tileCount, pb.rows, pb.cols], [9, 2, 4]);
@@ -106,6 +111,21 @@ test('preprocessImage then encodeImage: the mmproj’s features equal the folder
   assert.equal(fb.length, 9 * 16 * 128);
   const rel = relativeError(fb, fa);
   assert.ok(rel <= 1e-6, `relative error ${rel}`);
+});
+
+test('an F16 mmproj (as --outtype f16 writes it) encodes as the F32 one to F16 rounding', async () => {
+  const half = await native.loadVisionModel(fixture('mmproj-smolvlm-tiny-f16').path, { threads: 2 });
+  try {
+    assert.ok(native.visionInfo(half).weightBytes < native.visionInfo(mmproj).weightBytes);
+    const p = await native.preprocessImage(mmproj, testImage(), 300, 100);
+    const full = await native.encodeImage(mmproj, p.tiles, p.tileCount);
+    const rel = relativeError(await native.encodeImage(half, p.tiles, p.tileCount), full);
+    // F16 weights (2^-11 relative rounding) through 2 layers and the projection: 3.5e-4
+    // measured; a wrong layout or type would be off by ~1.
+    assert.ok(rel > 0 && rel <= 3e-3, `relative error ${rel}`);
+  } finally {
+    native.disposeVisionModel(half);
+  }
 });
 
 test('the text GGUF is the decoder: its logits equal transformers’ Idefics3 text model', async () => {
