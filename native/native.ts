@@ -1145,7 +1145,7 @@ export interface VisionInfo {
   readonly maxTiles: number;
   readonly threads: number;
   readonly weightBytes: number;
-  /** The image processor's parameters (preprocessor_config.json, processor_config.json). */
+  /** The image processor's parameters (preprocessor_config.json, processor_config.json; an mmproj's clip.vision.* keys). */
   readonly processor: {
     /** size.longest_edge: the image's longest edge after the first resize. */
     readonly longestEdge: number;
@@ -1189,7 +1189,7 @@ export interface PreprocessedImage {
 
 interface VisionAddon {
   isVisionModel(path: string): boolean;
-  loadVisionModel(dir: string, options?: { threads?: number }): Promise<VisionModelHandle>;
+  loadVisionModel(path: string, options?: VisionLoadOptions): Promise<VisionModelHandle>;
   visionInfo(vision: VisionModelHandle): VisionInfo;
   disposeVisionModel(vision: VisionModelHandle): void;
   preprocessImage(
@@ -1202,21 +1202,32 @@ interface VisionAddon {
 }
 const vision = addon as unknown as VisionAddon;
 
-/** Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model. Never throws. */
+/**
+ * Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model, or an mmproj
+ * GGUF of projector type idefics3 (llama.cpp's converter's file for SmolVLM). Never throws.
+ */
 export function isVisionModel(path: string): boolean {
   return vision.isVisionModel(path);
 }
 
+export interface VisionLoadOptions {
+  /** The encoder pool's threads (default: cores). */
+  readonly threads?: number;
+  /**
+   * An mmproj GGUF only (a folder refuses it): the text GGUF whose vocabulary gives the image
+   * tokens' ids; without it they are -1 (the mmproj file holds none).
+   */
+  readonly textModel?: string;
+}
+
 /**
- * Loads the folder's image side (config, processor config, tokenizer.json's image tokens, the
- * model.vision_model.* and model.connector.* tensors); rejects with a ModelFormatError naming
- * the file and rule (these three functions reject, never throw). `threads`: its pool's threads (default: cores).
+ * Loads the image side of a folder (config, processor config, tokenizer.json's image tokens,
+ * the model.vision_model.* and model.connector.* tensors) or of an mmproj GGUF (clip.vision.*
+ * keys, v.* and mm.model.fc tensors: the same encoder); rejects with a ModelFormatError naming
+ * the file and rule (these three functions reject, never throw).
  */
-export async function loadVisionModel(
-  dir: string,
-  options?: { threads?: number },
-): Promise<VisionModelHandle> {
-  return wrapNativeError(() => vision.loadVisionModel(dir, options));
+export async function loadVisionModel(path: string, options?: VisionLoadOptions): Promise<VisionModelHandle> {
+  return wrapNativeError(() => vision.loadVisionModel(path, options));
 }
 
 export function visionInfo(handle: VisionModelHandle): VisionInfo {
