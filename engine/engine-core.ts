@@ -16,7 +16,7 @@
  */
 import type { AdapterManager } from './adapters/manager.js';
 import { listAdaptersRpc, loadAdapterRpc, unloadAdapterRpc } from './adapters/rpcs.js';
-import type { BlockManager } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import { buildEngineParts, type EngineCoreDeps } from './engine-parts.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import { engineStatus } from './engine-status.js';
@@ -51,7 +51,7 @@ const ms = () => performance.now();
 
 export class EngineCore implements Engine {
   private readonly scheduler: Scheduler;
-  private readonly blocks: BlockManager;
+  private readonly blocks: KvPool;
   private readonly metrics: EngineMetrics;
   private readonly requests: RequestTable;
   private readonly intake: RequestIntake;

@@ -10,6 +10,7 @@
 import type { AdapterManager } from './adapters/manager.js';
 import { BlockManager, type BlockCacheObserver } from './block-manager.js';
 import { EngineMetrics } from './engine-metrics.js';
+import { NoKvPool, type KvPool } from './kv-pool.js';
 import type { ExtensionHost } from './extension.js';
 import { ExtensionList } from './extension-list.js';
 import { RequestTable, type LiveRequest } from './live-request.js';
@@ -56,7 +57,7 @@ export interface CoreHooks {
 }
 
 export interface EngineParts {
-  readonly blocks: BlockManager;
+  readonly blocks: KvPool;
   readonly scheduler: Scheduler;
   readonly metrics: EngineMetrics;
   readonly requests: RequestTable;
@@ -73,14 +74,24 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
   const o = deps.options;
   const metrics = new EngineMetrics();
   const requests = new RequestTable();
-  const blocks = new BlockManager(
-    deps.runner.kvBlocks,
-    deps.runner.blockSize,
-    o.prefixCache,
-    deps.blockObserver ?? null,
-    deps.runner.kvGroups ?? 0,
+  // The KV pool is the runner's: paged blocks, or none for a model that keeps no KV (kv-pool.ts).
+  const keepsKv = deps.runner.keepsKv ?? true;
+  const blocks: KvPool = keepsKv
+    ? new BlockManager(
+        deps.runner.kvBlocks,
+        deps.runner.blockSize,
+        o.prefixCache,
+        deps.blockObserver ?? null,
+        deps.runner.kvGroups ?? 0,
+      )
+    : new NoKvPool(deps.runner.blockSize);
+  const chat = new EngineChat(
+    deps.tokenizer,
+    deps.chatTemplate,
+    deps.info.architecture,
+    deps.toolParser,
+    deps.vision !== undefined,
   );
-  const chat = new EngineChat(deps.tokenizer, deps.chatTemplate, deps.info.architecture, deps.toolParser);
   // A forked sequence (n > 1 sharing a prompt, one a feature forks or samples again) joins
   // its request and takes the extensions' state of its parent.
   const forked = (parent: Sequence, child: Sequence): void => {
@@ -90,13 +101,14 @@ export function buildEngineParts(deps: EngineCoreDeps, core: CoreHooks): EngineP
     req?.seqs.push(child);
   };
   const scheduler = new Scheduler(
-    { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras },
+    { ...o, maxAdaptersPerStep: deps.adapters?.limits.maxLoras, wholePrompts: !keepsKv },
     blocks,
     forked,
     deps.adapters,
   );
-  const enqueue = (seq: Sequence): void => {
-    scheduler.add(seq);
+  // Several at once join the queue before the loop wakes: they can share its next step.
+  const enqueue = (...seqs: Sequence[]): void => {
+    for (const seq of seqs) scheduler.add(seq);
     core.kick();
   };
   const finishSequence = (seq: Sequence): void => {

@@ -3,7 +3,7 @@
  * it (the scheduler's queues, the block pool, the request metrics, the adapters of live
  * requests) and the request features' part (request-features.ts).
  */
-import type { BlockManager } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import type { EngineMetrics } from './engine-metrics.js';
 import type { RequestTable } from './live-request.js';
 import type { FeatureStatus } from './request-features.js';
@@ -14,7 +14,7 @@ import type { EngineStatus } from './types.js';
 export interface StatusSources {
   readonly metrics: EngineMetrics;
   readonly scheduler: Scheduler;
-  readonly blocks: BlockManager;
+  readonly blocks: KvPool;
   readonly requests: RequestTable;
   readonly features: FeatureStatus;
   readonly maxBatchSize: number;

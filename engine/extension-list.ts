@@ -55,6 +55,12 @@ export class ExtensionList {
     return pending;
   }
 
+  /** The prompt's tokens once each extension with a part rewrote them (list order). */
+  prompt(ids: number[], parts: RequestParts): number[] {
+    for (const [e, part] of parts) if (e.prompt) ids = e.prompt(ids, part);
+    return ids;
+  }
+
   plan(plan: RequestPlan, parts: RequestParts, ctx: PlanContext): void {
     for (const e of this.with('plan')) e.plan(plan, parts.get(e), ctx);
   }

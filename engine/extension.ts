@@ -13,8 +13,10 @@
  *   1. `check(request, params)` — before any work, no tokenizer: refuse a field (throw an
  *      EngineError naming it) or return the request's part (undefined: not involved). Also run
  *      alone, without admission, to answer a request handed over by another engine.
- *   2. `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile);
- *      a rejection fails the request.
+ *   2. `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile,
+ *      an image's encoding); a rejection fails the request.
+ *      `prompt(ids, part)` — tokenized and prepared: the prompt's tokens as the model takes
+ *      them (an image's one placeholder token becomes its tiles' tokens); may refuse (throw).
  *   3. `plan(plan, part, ctx)` — tokenized: shape how the request runs (`RequestPlan`: its
  *      first sequence's sampling, forks, choices, held output, what its steps may carry);
  *      may refuse the request (throw), and changes nothing but the plan and its own part (a
@@ -59,8 +61,9 @@
  *      The features' part of `Engine.status()` is assembled in request-features.ts.
  *
  * Pooling (engine/pooling/pooling-extension.ts) plugs in so: its `check` knows the ids it was
- * told to expect, `takeSample` takes the prompt's last step, and `beforeSchedule` runs one
- * state pass over those sequences (`Runner.states`) and finishes them. The features still to
+ * told to expect, `admit` marks their sequences (`Sequence.pooled`), `beforeQueue` queues the
+ * ones admitted together at once, `takeSample` takes the state the prompt's last step returned
+ * (`StepOutput.states`), and `beforeSchedule` finishes those requests. The features still to
  * come plug in the same way, each in its own folder: images check and `prepare`
  * their encodings beside the tokenizer, `plan` adds the images' hashes to the prefix-cache key
  * (`cacheExtra`) and `beforeStep` gives the step its encoder work. Per-block image keys and
@@ -129,6 +132,7 @@ export interface RequestExtension<Part = unknown> {
   readonly name: string;
   check?(request: GenerateRequest, params: ResolvedParams): Part | undefined;
   prepare?(part: Part): Promise<void>;
+  prompt?(ids: readonly number[], part: Part): number[];
   plan?(plan: RequestPlan, part: Part | undefined, ctx: PlanContext): void;
   admit?(req: LiveRequest, seq: Sequence, part: Part | undefined, plan: Readonly<RequestPlan>): void;
   beforeQueue?(req: LiveRequest, seq: Sequence): boolean;
@@ -157,8 +161,8 @@ export interface ExtensionHost {
   request(id: string): LiveRequest | undefined;
   /** The live requests, in admission order. */
   liveRequests(): readonly LiveRequest[];
-  /** Puts a sequence of a live request in the scheduler's queue and wakes the step loop. */
-  enqueue(seq: Sequence): void;
+  /** Puts sequences of live requests in the scheduler's queue, all of them before it wakes the step loop. */
+  enqueue(...seqs: Sequence[]): void;
   /** Ends a sequence: every `finishing` hook, then the scheduler frees its blocks. */
   finishSequence(seq: Sequence): void;
   /** A new running sequence sharing `parent`'s tokens and blocks copy-on-write (`fork` hooks run). */

@@ -3,6 +3,8 @@
  * (engine/tokenizer/), sizes the KV pool from the options, and wires the native runner into
  * EngineCore. This is the one place the engine core meets the native addon.
  */
+import type { ImageEncoder } from './vision/image-encoder.js';
+import { NativeImageEncoder } from './vision/native-image-encoder.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -62,6 +64,8 @@ export interface LoadEngineHooks {
   readonly onKvEvents?: (publisher: KvEventPublisher) => void;
   /** Structured output's switches and mask-wait observer, read at every step (benchmarks, tests). */
   readonly structuredTuning?: StructuredTuning;
+  /** The image encoder of a vision model (tests give one until the native encoder is wired). */
+  readonly imageEncoder?: ImageEncoder;
 }
 
 export async function loadEngine(
@@ -99,6 +103,17 @@ export async function loadEngine(
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
+  // A vision-language folder's image side, unless the caller brings its own encoder.
+  let ownEncoder: NativeImageEncoder | undefined;
+  if (m.vision && !hooks.imageEncoder) {
+    try {
+      ownEncoder = await NativeImageEncoder.load(modelPath, o.threads);
+    } catch (e) {
+      disposeModel(model);
+      throw e;
+    }
+  }
+  const imageEncoder = hooks.imageEncoder ?? ownEncoder;
   o = resolveEngineOptions(options, m.contextLength);
   if (o.maxSeqLen > m.contextLength) {
     process.emitWarning(
@@ -140,6 +155,7 @@ export async function loadEngine(
     }
   } catch (e) {
     disposeModel(model);
+    ownEncoder?.dispose();
     throw e;
   }
   // An empty or unknown tool_call_parser is not an error (MindIE falls back the same way): warned.
@@ -198,6 +214,7 @@ export async function loadEngine(
   } catch (e) {
     if (ctx) disposeContext(ctx);
     disposeModel(model);
+    ownEncoder?.dispose();
     throw e;
   }
   hooks.onContext?.(ctx);
@@ -243,11 +260,14 @@ export async function loadEngine(
       void kvEvents?.close();
       disposeContext(ctx);
       disposeModel(model);
+      ownEncoder?.dispose();
     },
     ...(adapters ? { adapters } : {}),
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
     ...(speculation ? { speculation } : {}),
     ...(hooks.structuredTuning ? { structuredTuning: hooks.structuredTuning } : {}),
+    ...(m.vision ? { vision: m.vision } : {}),
+    ...(imageEncoder ? { imageEncoder } : {}),
   });
   holder.core = core;
   return core;

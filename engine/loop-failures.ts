@@ -4,7 +4,7 @@
  * loop itself (every live request fails, the process stays up), and a queue head that can
  * never fit in the KV pool (that request alone fails, with the pool's size in the message).
  */
-import type { BlockManager } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import { EngineError } from './errors.js';
 import type { LiveRequest, RequestTable } from './live-request.js';
 import type { ScheduledBatch, Scheduler } from './scheduler.js';
@@ -13,7 +13,7 @@ import { StepFaults } from './step-fault.js';
 export interface LoopFailureDeps {
   readonly requests: RequestTable;
   readonly scheduler: Scheduler;
-  readonly blocks: BlockManager;
+  readonly blocks: KvPool;
   /** Ends a request with an error event (the output processor's abort). */
   readonly abort: (req: LiveRequest, failure: { message: string; fault?: EngineError }) => void;
 }

@@ -7,8 +7,8 @@
  * hooks, assembles their part of `Engine.status()`, and gives out the handles the processes
  * that serve an engine, tests and benchmarks use.
  *
- * Order, where it matters: pooling takes its requests' one sample before any other extension
- * sees it, and finishes them before the schedule; structured output checks before split prefill/decode (a bad
+ * Order, where it matters: pooling takes its requests' states before any other extension
+ * sees their items, and finishes them before the schedule; structured output checks before split prefill/decode (a bad
  * constraint is reported first) and plans before beam search (which refuses a grammar whose
  * output is checked); beam rounds are applied after a step before speculation learns from it,
  * and speculation hears of a finished sequence after split prefill/decode leased its blocks;
@@ -17,7 +17,7 @@
 import { deviceCapabilities } from '../native/native.js';
 import { BadWordsExtension } from './bad-words/bad-words-extension.js';
 import { BeamSearchExtension } from './beam/beam-extension.js';
-import type { BlockManager } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import type { ExtensionHost, RequestExtension } from './extension.js';
 import { Disaggregation, type KvStatusFields } from './kv-transfer/disaggregation.js';
 import type { EngineRole, RoleState } from './pd-types.js';
@@ -31,6 +31,7 @@ import { StructuredOutput, type StructuredStats } from './structured/structured-
 import type { StructuredTuning } from './structured/tuning.js';
 import type { EngineChat } from './tools/engine-chat.js';
 import type { DecodeResult, EngineInfo, EngineStatus } from './types.js';
+import type { ImageEncoder } from './vision/image-encoder.js';
 import { VisionInputs } from './vision/vision-extension.js';
 
 /** What the engine's builder may give the features beyond the engine's own parts. */
@@ -39,6 +40,10 @@ export interface FeatureDeps {
   readonly speculation?: SpeculationConfig;
   /** Structured output's switches and mask-wait observer (a benchmark's); absent = the defaults. */
   readonly structuredTuning?: StructuredTuning;
+  /** The model's vision-language family (ModelInfo.vision); absent = a text-only model. */
+  readonly vision?: 'idefics3';
+  /** A vision model's image encoder (engine/vision/); absent = images are refused. */
+  readonly imageEncoder?: ImageEncoder;
 }
 
 /** What the features are built from. */
@@ -75,11 +80,16 @@ export interface RequestFeatures {
 
 export function buildRequestFeatures(
   inputs: FeatureInputs,
-  parts: { readonly host: ExtensionHost; readonly blocks: BlockManager; readonly chat: EngineChat },
+  parts: { readonly host: ExtensionHost; readonly blocks: KvPool; readonly chat: EngineChat },
 ): RequestFeatures {
   const { options: o, info } = inputs;
   const { host } = parts;
-  const pooling = new PoolingExtension(inputs.runner.states, inputs.runner.blockSize, host);
+  const runner = inputs.runner;
+  const pooling = new PoolingExtension(
+    runner.keepsKv === false || runner.states !== undefined,
+    runner.states?.hiddenSize ?? 0,
+    host,
+  );
   const structured = new StructuredOutput({
     tokenizer: inputs.tokenizer,
     vocabSize: info.vocabSize,
@@ -105,7 +115,13 @@ export function buildRequestFeatures(
   return {
     // Images are checked first: a request whose images this model cannot take does no other work.
     extensions: [
-      new VisionInputs(info.modelName),
+      new VisionInputs({
+        modelName: info.modelName,
+        vision: inputs.vision,
+        encoder: inputs.imageEncoder,
+        tokenizer: inputs.tokenizer,
+        maxInputTokenLen: o.maxInputTokenLen,
+      }),
       pooling,
       structured,
       beams,

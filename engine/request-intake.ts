@@ -204,6 +204,12 @@ export class RequestIntake {
   ): void {
     const { id, params, adapter, parts } = accepted;
     const d = this.deps;
+    try {
+      prompt = d.extensions.prompt(prompt, parts);
+    } catch (e) {
+      this.endUnadmitted(queue, spans, asEngineError(e));
+      return;
+    }
     const maxNew = Math.min(params.maxNewTokens, d.options.maxSeqLen - prompt.length);
     const endTokens = this.endTokens(params);
     const plan: RequestPlan = {

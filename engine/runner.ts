@@ -20,11 +20,15 @@ import {
   type StepResult,
 } from '../native/native.js';
 import type { KvGroupLayout } from './kv-layout.js';
-import type { ScheduledBatch } from './scheduler.js';
+import { returnsState, type ScheduledBatch } from './scheduler.js';
 import { buildStepPlan, lateMaskBuffer, lateMaskSources } from './step-plan.js';
 
-/** The part of a native StepResult the engine reads. */
-export type StepOutput = Pick<
+/**
+ * The part of a native StepResult the engine reads, and `states`: per item of the batch, the
+ * state a pooling sequence's step returned instead of a sample (an encoder's pooled vector,
+ * token states or scores; engine/pooling/), undefined for the others; absent: none.
+ */
+export type StepOutput = { readonly states?: readonly (Float32Array | undefined)[] } & Pick<
   StepResult,
   | 'tokens'
   | 'logprobs'
@@ -48,6 +52,11 @@ export interface Runner {
   readonly kvBlocks: number;
   /** The KV layout's layer groups (ModelInfo.kvLayout.groups); absent: one page per block, no window. */
   readonly kvGroups?: readonly KvGroupLayout[];
+  /**
+   * false: the model keeps no KV between steps (an encoder): the engine's pool has no blocks
+   * (kv-pool.ts) and each prompt runs whole in one step. Absent: true.
+   */
+  readonly keepsKv?: boolean;
   /**
    * `late` (structured output): the constrained sequences' masks (seq.grammar.mask) are still
    * being computed; the step may start its forward pass and must sample only after
@@ -132,7 +141,50 @@ export class NativeRunner implements Runner {
         : undefined;
   }
 
-  step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
+  /**
+   * A batch whose last items are pooling sequences' last chunks (the scheduler puts them last:
+   * `returnsState`) runs as two native calls: the sampled rows' step, then one state pass
+   * over those chunks — their prompt's last tokens computed once, nothing sampled — whose
+   * states the output carries (`states`) at their item indices.
+   */
+  async step(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
+    const first = batch.items.findIndex(returnsState);
+    if (first < 0 || !this.states) return this.sampledStep(batch, late);
+    const K = batch.items.length;
+    const sampledItems = batch.items.slice(0, first);
+    const out: StepOutput =
+      sampledItems.length > 0
+        ? await this.sampledStep({ ...batch, items: sampledItems }, late)
+        : {
+            tokens: new Int32Array(0),
+            logprobs: new Float32Array(0),
+            topLogprobsStride: 0,
+            topLogprobIds: new Int32Array(0),
+            topLogprobValues: new Float32Array(0),
+          };
+    if (sampledItems.length === 0 && batch.copies.length > 0)
+      throw new Error('a step of pooling chunks alone cannot carry block copies');
+    const states = new Array<Float32Array | undefined>(K);
+    for (const output of ['pooled', 'scores'] as const) {
+      const rows: number[] = [];
+      for (let k = first; k < K; k++) if (batch.items[k]!.seq.pooled!.output === output) rows.push(k);
+      if (rows.length === 0) continue;
+      const plan = statePlan(
+        { items: rows.map((k) => batch.items[k]!), copies: [], numTokens: 0 },
+        this.blockSize,
+        this.pagesPerBlock,
+      );
+      const got = output === 'pooled' ? await this.states.hidden(plan) : await this.states.logits(plan);
+      const width = got.length / rows.length;
+      rows.forEach((k, i) => (states[k] = got.slice(i * width, (i + 1) * width)));
+    }
+    // The pooling items' tokens are placeholders the pooling extension takes.
+    const tokens = new Int32Array(K);
+    tokens.set(out.tokens.subarray(0, first));
+    return { ...out, tokens, states };
+  }
+
+  private sampledStep(batch: ScheduledBatch, late?: LateMasks): Promise<StepOutput> {
     if (!late) return step(this.ctx, buildStepPlan(batch, this.blockSize, false, this.pagesPerBlock));
     // The forward pass starts now; the native step waits for the masks before sampling.
     const sources = lateMaskSources(batch);
@@ -162,4 +214,16 @@ export class NativeRunner implements Runner {
       return r;
     });
   }
+}
+
+/** A state pass's plan: the chunks as a step computes them, nothing sampled, no logprobs. */
+function statePlan(batch: ScheduledBatch, blockSize: number, pagesPerBlock: number): StepPlan {
+  const plan = buildStepPlan(batch, blockSize, false, pagesPerBlock);
+  const S = batch.items.length;
+  return {
+    ...plan,
+    sample: new Uint8Array(S),
+    topLogprobs: new Int32Array(S).fill(-1),
+    returnLogits: 'none',
+  };
 }

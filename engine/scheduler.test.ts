@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
+import { NoKvPool } from './kv-pool.js';
 import { Sequence, type SequenceSampling } from './sequence.js';
 import { Scheduler, type SchedulerLimits } from './scheduler.js';
 import { PagedKvSim } from './testing/paged-kv-sim.js';
@@ -366,4 +367,34 @@ test('priority policy: a higher-priority arrival preempts a lower-priority runni
     'second',
   ]);
   assert.equal(sched.preemptions, 0);
+});
+
+test('a model without KV (an encoder) admits by token budget and batch size alone, and never chunks a prompt', () => {
+  const limits = { maxBatchSize: 4, maxPrefillTokens: 32, maxPrefillBatchSize: 4, wholePrompts: true };
+  const sched = new Scheduler(limits, new NoKvPool(1));
+  const seq = (id: string, n: number, priority = 0, arrival = 0) =>
+    new Sequence({ requestId: id, prompt: range(n), sampling: greedy, arrival, priority, wholePrompt: true });
+  // Five short prompts: four fit the batch (no blocks asked for), the fifth waits for the next step.
+  for (let i = 0; i < 5; i++) sched.add(seq(`s${i}`, 6, 0, i));
+  let batch = sched.schedule();
+  assert.deepEqual(
+    batch.items.map((i) => [i.seq.requestId, i.start, i.numNew]),
+    ['s0', 's1', 's2', 's3'].map((id) => [id, 0, 6]),
+  );
+  for (const { seq: s } of batch.items) sched.finish(s);
+  // A prompt longer than what the step has left is not chunked: it waits, and then runs alone and whole.
+  sched.add(seq('long', 30, 0, 10));
+  batch = sched.schedule();
+  assert.deepEqual(
+    batch.items.map((i) => [i.seq.requestId, i.numNew]),
+    [['s4', 6]],
+  );
+  sched.finish(batch.items[0]!.seq);
+  batch = sched.schedule();
+  assert.deepEqual(
+    batch.items.map((i) => [i.seq.requestId, i.start, i.numNew]),
+    [['long', 0, 30]],
+  );
+  assert.equal(sched.blocks.freeBlocks, 0);
+  assert.equal(batch.items[0]!.seq.blockTable.length, 0, 'no blocks held');
 });

@@ -12,11 +12,17 @@
  * lowest priority (latest arrival among equals); and before each step, while the first
  * waiting sequence cannot be admitted (no running slot, or too few free blocks for its first
  * chunk), running sequences of a strictly lower priority are preempted for it.
+ *
+ * The KV pool is the runner's capability (kv-pool.ts): a model that keeps no KV (an encoder)
+ * has a pool where every sequence fits in no blocks, so it is admitted by the step's token
+ * budget and batch size alone; with `wholePrompts` a prompt is never chunked (an encoder has
+ * no KV to continue a chunk from), it waits until a step has room for all of it.
  */
-import type { BlockCopy, BlockManager } from './block-manager.js';
+import type { BlockCopy } from './block-manager.js';
+import type { KvPool } from './kv-pool.js';
 import type { Sequence } from './sequence.js';
 
-interface ScheduledSeq {
+export interface ScheduledSeq {
   readonly seq: Sequence;
   /** First position computed in this step, and how many tokens. */
   readonly start: number;
@@ -45,6 +51,8 @@ export interface SchedulerLimits {
   readonly maxAdaptersPerStep?: number;
   /** 'fcfs' (absent) or 'priority'. */
   readonly schedulingPolicy?: 'fcfs' | 'priority';
+  /** A prompt runs whole in one step or waits (a model without KV); absent: long prompts are chunked. */
+  readonly wholePrompts?: boolean;
 }
 
 /** Hands out native LoRA slots (engine/adapters/manager.ts); may rebind an idle slot. */
@@ -60,7 +68,7 @@ export class Scheduler {
 
   constructor(
     private readonly limits: SchedulerLimits,
-    readonly blocks: BlockManager,
+    readonly blocks: KvPool,
     /** Told about each sequence a fork creates (the engine tracks its output). */
     private readonly onFork: (parent: Sequence, child: Sequence) => void = () => {},
     /** Adapter slots given at admission (more adapters loaded than slots); absent = fixed slots. */
@@ -120,7 +128,7 @@ export class Scheduler {
       if (step.tokens <= 0) break;
       if (seq.status !== 'running') continue; // preempted earlier in this loop
       const n = step.chunkFor(seq.numPending);
-      if (n <= 0) continue;
+      if (n <= 0 || (this.limits.wholePrompts && n < seq.numPending)) continue;
       if (!adapters.fits(seq)) continue;
       if (seq.inPrefill && !step.prefillRoom) continue;
       let fits = true;
@@ -197,6 +205,7 @@ export class Scheduler {
       const cached = preloaded ? null : this.blocks.findCachedPrefix(seq);
       const computedAfter = cached ? cached.blocks.length * B : seq.numComputed;
       const n = step.chunkFor(seq.computeTarget - computedAfter);
+      if (this.limits.wholePrompts && n < seq.computeTarget - computedAfter) break; // a later step takes it whole
       const needed = cached
         ? Math.ceil((computedAfter + n) / B) - cached.blocks.length
         : this.blocks.blocksNeeded(seq, n);
@@ -338,8 +347,15 @@ class StepBudget {
     this.tokens -= n + draft.length;
   }
 
+  /**
+   * The step's items; a pooling sequence's last chunk goes after the others, so the runner
+   * computes its state apart from the rows it samples (runner.ts) and the item indices of
+   * both stay those of the batch.
+   */
   batch(): ScheduledBatch {
-    return { items: this.items, copies: this.copies, numTokens: this.maxTokens - this.tokens };
+    const last = this.items.filter(returnsState);
+    const items = last.length === 0 ? this.items : [...this.items.filter((i) => !returnsState(i)), ...last];
+    return { items, copies: this.copies, numTokens: this.maxTokens - this.tokens };
   }
 }
 
@@ -359,6 +375,11 @@ class AdapterBudget {
 }
 
 const NO_DRAFT: readonly number[] = [];
+
+/** A pooling sequence's last chunk: its step returns the sequence's state instead of a sample. */
+export function returnsState(item: ScheduledSeq): boolean {
+  return item.sample && item.seq.pooled !== null;
+}
 
 /** Priority order: lower priority value first, then earlier arrival. */
 function goesBefore(a: Sequence, b: Sequence): boolean {

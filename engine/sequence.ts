@@ -13,9 +13,24 @@
 import type { KvSequence } from './block-manager.js';
 import type { Draft } from './step-draft.js';
 
+/** What a pooling sequence's step returns (`Sequence.pooled`). */
+export interface PooledOutput {
+  readonly output: 'pooled' | 'tokens' | 'scores';
+  readonly typeIds?: Int32Array;
+}
+
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
 /** Sampling settings of one sequence, already validated (engine/sampling-params.ts). */
+/** Rows placed at prompt positions (native StepPlan's embedRows): row k is at `positions[k]`. */
+export interface PlacedRows {
+  /** Increasing prompt positions. */
+  readonly positions: Int32Array;
+  /** [positions × hidden] floats. */
+  readonly rows: Float32Array;
+  readonly hidden: number;
+}
+
 export interface SequenceSampling {
   readonly temperature: number;
   readonly topK: number;
@@ -112,6 +127,18 @@ export class Sequence implements KvSequence {
    * step score each of its prompt rows at the next prompt token, with `top` alternatives.
    */
   promptScores: { readonly top: number } | null = null;
+  /**
+   * What a pooling sequence's step computes instead of a sample (engine/pooling/ sets it, an
+   * encoder's runner reads it): the pooled vector, every token's state or the classifier's
+   * scores, with a pair's token types (0 for the first text, 1 for the second).
+   */
+  pooled: PooledOutput | null = null;
+  /**
+   * Embedding rows placed at prompt positions instead of their tokens' table rows (an image's
+   * encoder output, engine/vision/ sets it): the step plan places the rows of the positions
+   * each step computes, so a recompute after preemption places them again.
+   */
+  placed: PlacedRows | null = null;
 
   /** Request it belongs to. */
   readonly requestId: string;

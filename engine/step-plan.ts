@@ -133,7 +133,47 @@ export function buildStepPlan(
     ...(anyAdapter ? { adapterSlots } : {}),
     ...(anyDraft ? { draftCounts } : {}),
     ...prompt,
+    ...placedEmbeddings(batch),
   };
+}
+
+/**
+ * Placed rows (engine/vision/: an image's embeddings) of the prompt positions each sequence
+ * computes in this step, CSR by sequence; absent when no sequence of the step has any.
+ */
+function placedEmbeddings(batch: ScheduledBatch): Partial<StepPlan> {
+  const spans = batch.items.map(({ seq, start, numNew }) => {
+    const p = seq.placed;
+    if (!p) return null;
+    const from = lowerBound(p.positions, start);
+    const to = lowerBound(p.positions, start + numNew);
+    return to > from ? { p, from, to } : null;
+  });
+  if (!spans.some((x) => x)) return {};
+  const embedOffsets = new Int32Array(batch.items.length + 1);
+  spans.forEach((x, s) => (embedOffsets[s + 1] = embedOffsets[s] + (x ? x.to - x.from : 0)));
+  const n = embedOffsets[batch.items.length];
+  const hidden = spans.find((x) => x)!.p.hidden;
+  const embedPositions = new Int32Array(n);
+  const embedRows = new Float32Array(n * hidden);
+  spans.forEach((x, s) => {
+    if (!x) return;
+    embedPositions.set(x.p.positions.subarray(x.from, x.to), embedOffsets[s]);
+    embedRows.set(x.p.rows.subarray(x.from * hidden, x.to * hidden), embedOffsets[s] * hidden);
+  });
+  return { embedOffsets, embedPositions, embedRows };
+}
+
+/** The first index of the increasing `a` whose value is >= v (a.length when none). */
+function lowerBound(a: Int32Array, v: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /**

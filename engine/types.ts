@@ -484,6 +484,11 @@ export interface PoolingRequest {
   readonly requestId?: string;
   readonly task: PoolingTask;
   readonly inputs: readonly PoolingInput[];
+  /**
+   * Scheduling priority of its inputs under the engine's `priority` policy (lower first, as
+   * a generation request's `params.priority`); absent: 0. Refused unless the engine schedules by priority.
+   */
+  readonly priority?: number;
   /** The request's own name of its inputs, for errors ('input', 'inputs', 'documents'...); default 'input'. */
   readonly inputField?: string;
   /**

@@ -40,6 +40,11 @@ export interface ModelInfo {
   readonly path: string;
   readonly format: 'gguf' | 'safetensors';
   readonly architecture: Architecture;
+  /**
+   * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, whose
+   * decoder is this model and whose image encoder loadVisionModel reads); absent: text only.
+   */
+  readonly vision?: 'idefics3';
   /** `general.name` for GGUF, the directory name for safetensors. */
   readonly name: string;
   readonly vocabSize: number;
@@ -262,6 +267,17 @@ export interface StepPlan {
    * (self-speculation's draft pass); the later layers' K/V are not written. Default: all.
    */
   readonly exitLayer?: number;
+  /**
+   * Placed embeddings (an image's rows), optional, all three or none: CSR by sequence
+   * (`embedOffsets` [S+1]); per placement an absolute position among the sequence's positions
+   * in this step (increasing within it), and `embedRows` [placements × hidden] whose row k
+   * replaces that position's token-table row before layer 0 (unscaled: a model's embedding
+   * scale is its table's). The token at a placed position still counts in the penalty history.
+   * Not on a CUDA device yet (BackendCapabilities.placedEmbeddings).
+   */
+  readonly embedOffsets?: Int32Array;
+  readonly embedPositions?: Int32Array;
+  readonly embedRows?: Float32Array;
 }
 
 export interface StepResult {
@@ -521,6 +537,8 @@ export interface NativeAddon {
   quantizeForTest(type: TensorType, values: Float32Array, rows: number, cols: number): Uint8Array;
   /** Kernel test hook: dequantize `type` storage into floats. */
   dequantizeForTest(type: TensorType, data: Uint8Array, rows: number, cols: number): Float32Array;
+  /** Test hook: the token-table rows [ids × hidden] a CPU model's forward pass looks up (unscaled). */
+  embeddingRowsForTest(model: ModelHandle, ids: Int32Array): Float32Array;
   /** Kernel test hook: calls of the 4-bit int16 AMX kernel so far in this process (kernels/amx/q4xv_amx.h). */
   q4xvAmxCallsForTest(): number;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
@@ -638,6 +656,8 @@ export interface BackendCapabilities {
   readonly samplerWarpers: boolean;
   /** hiddenStep: a decoder step answering final-norm hidden states (decoder pooling). */
   readonly hiddenStates: boolean;
+  /** A plan's embedOffsets / embedPositions / embedRows: given rows in place of token rows (images). */
+  readonly placedEmbeddings: boolean;
   readonly architectures: readonly Architecture[];
   readonly tensorTypes: readonly TensorType[];
 }
@@ -922,6 +942,8 @@ export const kernelTestHooks = {
   matmul: addon.matmulForTest.bind(addon),
   quantize: addon.quantizeForTest.bind(addon),
   dequantize: addon.dequantizeForTest.bind(addon),
+  embeddingRows: (model: ModelHandle, ids: Int32Array): Float32Array =>
+    wrapNativeError(() => addon.embeddingRowsForTest(model, ids)),
   q4xvAmxCalls: addon.q4xvAmxCallsForTest.bind(addon),
 };
 
@@ -1123,7 +1145,7 @@ export interface VisionInfo {
   readonly maxTiles: number;
   readonly threads: number;
   readonly weightBytes: number;
-  /** The image processor's parameters (preprocessor_config.json, processor_config.json). */
+  /** The image processor's parameters (preprocessor_config.json, processor_config.json; an mmproj's clip.vision.* keys). */
   readonly processor: {
     /** size.longest_edge: the image's longest edge after the first resize. */
     readonly longestEdge: number;
@@ -1167,7 +1189,7 @@ export interface PreprocessedImage {
 
 interface VisionAddon {
   isVisionModel(path: string): boolean;
-  loadVisionModel(dir: string, options?: { threads?: number }): Promise<VisionModelHandle>;
+  loadVisionModel(path: string, options?: VisionLoadOptions): Promise<VisionModelHandle>;
   visionInfo(vision: VisionModelHandle): VisionInfo;
   disposeVisionModel(vision: VisionModelHandle): void;
   preprocessImage(
@@ -1180,21 +1202,32 @@ interface VisionAddon {
 }
 const vision = addon as unknown as VisionAddon;
 
-/** Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model. Never throws. */
+/**
+ * Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model, or an mmproj
+ * GGUF of projector type idefics3 (llama.cpp's converter's file for SmolVLM). Never throws.
+ */
 export function isVisionModel(path: string): boolean {
   return vision.isVisionModel(path);
 }
 
+export interface VisionLoadOptions {
+  /** The encoder pool's threads (default: cores). */
+  readonly threads?: number;
+  /**
+   * An mmproj GGUF only (a folder refuses it): the text GGUF whose vocabulary gives the image
+   * tokens' ids; without it they are -1 (the mmproj file holds none).
+   */
+  readonly textModel?: string;
+}
+
 /**
- * Loads the folder's image side (config, processor config, tokenizer.json's image tokens, the
- * model.vision_model.* and model.connector.* tensors); rejects with a ModelFormatError naming
- * the file and rule (these three functions reject, never throw). `threads`: its pool's threads (default: cores).
+ * Loads the image side of a folder (config, processor config, tokenizer.json's image tokens,
+ * the model.vision_model.* and model.connector.* tensors) or of an mmproj GGUF (clip.vision.*
+ * keys, v.* and mm.model.fc tensors: the same encoder); rejects with a ModelFormatError naming
+ * the file and rule (these three functions reject, never throw).
  */
-export async function loadVisionModel(
-  dir: string,
-  options?: { threads?: number },
-): Promise<VisionModelHandle> {
-  return wrapNativeError(() => vision.loadVisionModel(dir, options));
+export async function loadVisionModel(path: string, options?: VisionLoadOptions): Promise<VisionModelHandle> {
+  return wrapNativeError(() => vision.loadVisionModel(path, options));
 }
 
 export function visionInfo(handle: VisionModelHandle): VisionInfo {

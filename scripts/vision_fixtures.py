@@ -13,6 +13,13 @@ Shapes are small but nothing is degenerate: 64-pixel tiles of 8-pixel patches (6
 scale factor 2 (16 image tokens per tile), images resized to a 256-pixel longest edge (up to
 4 x 4 tiles plus the global image); a 2-layer GQA Llama of hidden 128.
 
+Beside the folder, its llama.cpp twin of the very same weights, as convert_hf_to_gguf.py
+writes SmolVLM (the text model; with --mmproj the image side): smolvlm-tiny-f32.gguf (a llama
+GGUF, the tokenizer's 49,280 tokens with the added ones as control tokens, eos
+<end_of_utterance>) and mmproj-smolvlm-tiny-f32.gguf (architecture clip, projector type
+idefics3: v.* encoder tensors, mm.model.fc.weight, the image processor's mean / std and
+longest edge) in F32 and, as --outtype f16 writes it, mmproj-smolvlm-tiny-f16.gguf.
+
 Weights are drawn per tensor from numpy's PCG64 seeded by (fixture seed, tensor name), like
 the other fixtures; the text model's with make-fixtures.py's own hf_weights. The vision
 weights are scaled so that attention is far from uniform (a wrong position table or patch
@@ -159,10 +166,138 @@ def write_smolvlm_tiny(out: Path, tokenizer_gguf: Path, normal, hf_weights, publ
     return out / NAME
 
 
-def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weights, publish) -> list[dict]:
+# convert_hf_to_gguf.py --mmproj's names for SmolVLM's vision tensors (gguf-py's tensor map).
+MMPROJ_LAYER_NAMES = {'self_attn.q_proj': 'attn_q', 'self_attn.k_proj': 'attn_k', 'self_attn.v_proj': 'attn_v',
+                      'self_attn.out_proj': 'attn_out', 'layer_norm1': 'ln1', 'layer_norm2': 'ln2',
+                      'mlp.fc1': 'ffn_up', 'mlp.fc2': 'ffn_down'}
+
+
+def mmproj_name(hf: str) -> str:
+    pre = 'model.vision_model.'
+    if hf.startswith(pre + 'encoder.layers.'):
+        bid, rest = hf[len(pre + 'encoder.layers.'):].split('.', 1)
+        part, kind = rest.rsplit('.', 1)
+        return f'v.blk.{bid}.{MMPROJ_LAYER_NAMES[part]}.{kind}'
+    return {pre + 'embeddings.patch_embedding.weight': 'v.patch_embd.weight',
+            pre + 'embeddings.patch_embedding.bias': 'v.patch_embd.bias',
+            pre + 'embeddings.position_embedding.weight': 'v.position_embd.weight',
+            pre + 'post_layernorm.weight': 'v.post_ln.weight', pre + 'post_layernorm.bias': 'v.post_ln.bias',
+            'model.connector.modality_projection.proj.weight': 'mm.model.fc.weight'}[hf]
+
+
+def write_gguf(out: Path, name: str, arch: str, fill, publish) -> str:
+    """A GGUF written by `fill(writer)` to a temporary file, then published as out/name."""
+    import os
+    import gguf
+    fd, tmp = tempfile.mkstemp(prefix=f'.{name}-', dir=out)
+    os.close(fd)
+    w = gguf.GGUFWriter(tmp, arch)
+    fill(w)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    publish(Path(tmp), out / name)
+    return name
+
+
+def write_mmproj_gguf(out: Path, normal, publish, type_name: str) -> str:
+    """The image side as convert_hf_to_gguf.py --mmproj writes SmolVLM, --outtype f32 or f16
+    (F16: the matrices F16; vectors and, as its SmolVLM class forces, the embeddings F32)."""
+    import gguf
+    v = VISION
+    f16 = type_name == 'F16'
+
+    def fill(w) -> None:
+        w.add_type('mmproj')
+        w.add_name(f'prism-fixture-{NAME}')
+        w.add_file_type(1 if f16 else 0)
+        w.add_quantization_version(2)
+        w.add_bool('clip.has_vision_encoder', True)
+        w.add_uint32('clip.vision.projection_dim', TEXT['hidden'])
+        w.add_uint32('clip.vision.image_size', v['tile'])
+        w.add_uint32('clip.vision.patch_size', v['patch'])
+        w.add_uint32('clip.vision.embedding_length', v['hidden'])
+        w.add_uint32('clip.vision.feed_forward_length', v['inter'])
+        w.add_uint32('clip.vision.block_count', v['layers'])
+        w.add_uint32('clip.vision.attention.head_count', v['heads'])
+        w.add_array('clip.vision.image_mean', [0.5, 0.5, 0.5])
+        w.add_array('clip.vision.image_std', [0.5, 0.5, 0.5])
+        w.add_string('clip.projector_type', 'idefics3')
+        w.add_float32('clip.vision.attention.layer_norm_epsilon', v['eps'])
+        w.add_uint32('clip.vision.projector.scale_factor', SCALE_FACTOR)
+        w.add_bool('clip.use_gelu', True)
+        w.add_uint32('clip.vision.preproc_image_size', TILES_PER_EDGE * v['tile'])
+        for hf, arr in vision_weights(normal).items():
+            if f16 and arr.ndim > 1 and '.embeddings.' not in hf:
+                w.add_tensor(mmproj_name(hf), arr.astype(np.float16), raw_dtype=gguf.GGMLQuantizationType.F16)
+            else:
+                w.add_tensor(mmproj_name(hf), arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
+
+    return write_gguf(out, f'mmproj-{NAME}-{type_name.lower()}.gguf', 'clip', fill, publish)
+
+
+def write_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, publish) -> str:
+    """The text model as convert_hf_to_gguf.py writes SmolVLM's: a llama GGUF (F32), its
+    vocabulary the SmolLM2 one plus SmolVLM's added tokens (control tokens), eos
+    <end_of_utterance>, pad <|im_end|>, SmolVLM's chat template."""
+    import gguf
+    t = TEXT
+    tensors = llama_hf_to_gguf(hf_weights(t, VOCAB), t, t['tied'])
+    eos, pad = 49152 + SMOLVLM_ADDED.index('<end_of_utterance>'), 2
+
+    def tokenizer_value(key: str, value):
+        if key == 'tokenizer.ggml.tokens':
+            return list(value) + SMOLVLM_ADDED
+        if key == 'tokenizer.ggml.token_type':
+            return list(value) + [gguf.TokenType.CONTROL] * len(SMOLVLM_ADDED)
+        if key == 'tokenizer.ggml.scores':
+            return list(value) + [0.0] * len(SMOLVLM_ADDED)
+        return {'tokenizer.ggml.eos_token_id': eos, 'tokenizer.ggml.padding_token_id': pad,
+                'tokenizer.chat_template': CHAT_TEMPLATE}.get(key, value)
+
+    def fill(w) -> None:
+        w.add_type('model')
+        w.add_name(f'prism-fixture-{NAME}')
+        w.add_vocab_size(VOCAB)
+        w.add_context_length(8192)
+        w.add_embedding_length(t['hidden'])
+        w.add_block_count(t['layers'])
+        w.add_feed_forward_length(t['inter'])
+        w.add_head_count(t['heads'])
+        w.add_head_count_kv(t['kv_heads'])
+        w.add_rope_freq_base(100000.0)
+        w.add_layer_norm_rms_eps(1e-5)
+        w.add_file_type(0)
+        w.add_quantization_version(2)
+        w.add_rope_dimension_count(t['head_dim'])
+        for key, value, vtype, sub in tokenizer_kvs:
+            w.add_key_value(key, tokenizer_value(key, value), vtype, sub_type=sub)
+        for name, arr in tensors.items():
+            w.add_tensor(name, arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
+
+    if not any(k == 'tokenizer.ggml.tokens' and len(v) == 49152 for k, v, _, _ in tokenizer_kvs):
+        raise SystemExit('make-fixtures: the default tokenizer GGUF does not hold 49152 tokens')
+    return write_gguf(out, f'{NAME}-f32.gguf', 'llama', fill, publish)
+
+
+def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weights, publish, tokenizer_kvs: list[tuple],
+                          llama_hf_to_gguf) -> list[dict]:
     """Writes every vision fixture; returns their manifest entries (make-fixtures.py's shape,
-    plus `task`: 'vision'). `normal`, `hf_weights`, `publish`: make-fixtures.py's."""
+    plus `task`: 'vision'). `normal`, `hf_weights`, `publish`, `tokenizer_kvs` (the default
+    model's tokenizer.* metadata), `llama_hf_to_gguf`: make-fixtures.py's."""
     write_smolvlm_tiny(out, tokenizer_gguf, normal, hf_weights, publish)
     log(f'{NAME}/')
+    text = write_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, publish)
+    log(text)
+    mmprojs = [write_mmproj_gguf(out, normal, publish, type_name) for type_name in ('F32', 'F16')]
+    for mmproj in mmprojs:
+        log(mmproj)
+    # The GGUF pair's float reference is the folder of the same weights.
     return [{'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
-             'tied': False, 'task': 'vision'}]
+             'tied': False, 'task': 'vision'},
+            {'name': text[:-5], 'path': text, 'format': 'gguf', 'architecture': 'llama', 'weightType': 'F32',
+             'tied': False, 'task': 'vision', 'reference': NAME},
+            *({'name': mmproj[:-5], 'path': mmproj, 'format': 'gguf', 'architecture': 'idefics3',
+               'weightType': type_name, 'tied': False, 'task': 'vision', 'reference': NAME}
+              for mmproj, type_name in zip(mmprojs, ('F32', 'F16')))]

@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureDefaultModel, projectRoot } from '../engine/default-model.js';
+import type { BlockManager } from '../engine/block-manager.js';
 import type { EngineCore } from '../engine/engine-core.js';
 import { externalBlockHash, type KvEventPublisher } from '../engine/kv-events.js';
 import { loadEngine } from '../engine/load-engine.js';
@@ -52,7 +53,8 @@ async function generate(ids: readonly number[], adapter?: string): Promise<void>
 /** The block manager's contents, keyed as the events key them. */
 function engineBlocks(): Map<bigint, number[]> {
   const out = new Map<bigint, number[]>();
-  for (const [key, toks] of engine['blocks'].cachedBlocks()) out.set(externalBlockHash(key), [...toks]);
+  for (const [key, toks] of (engine['blocks'] as BlockManager).cachedBlocks())
+    out.set(externalBlockHash(key), [...toks]);
   return out;
 }
 

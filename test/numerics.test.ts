@@ -133,8 +133,9 @@ before(() => {
   });
   const fixtures = ensureFixtures();
   // Generation models only: the pooling fixtures (task embed/score) have their own numerics
-  // test (test/pooling/encoder-numerics.test.ts) against sentence-transformers.
-  for (const f of fixtures.filter((x) => x.task === undefined)) {
+  // test (test/pooling/encoder-numerics.test.ts) against sentence-transformers. A vision
+  // fixture's text model is one (its images' numerics are test/vision/'s).
+  for (const f of fixtures.filter((x) => x.task === undefined || x.task === 'vision')) {
     const twin = f.reference === undefined ? f : fixtures.find((x) => x.name === f.reference);
     assert.ok(twin, `${f.name}: its reference fixture ${f.reference} is missing`);
     cases.push({
@@ -372,6 +373,8 @@ const LABELS = [
   'mixtral-gguf-f32',
   'mistral-window-gguf-f32',
   LONG_WINDOW,
+  // SmolVLM's (Idefics3) text model, loaded from its vision-language folder.
+  'smolvlm-tiny',
 ];
 
 for (const label of LABELS) {

@@ -5,7 +5,7 @@
  * those blocks and starts where the KV ends. A handed-off request's tokens generated on the
  * prefill engine join its choice first, as if sampled here (the prefill engine streamed them).
  */
-import type { BlockManager } from '../block-manager.js';
+import type { KvPool } from '../kv-pool.js';
 import { EngineError } from '../errors.js';
 import type { ExtensionHost } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
@@ -32,7 +32,7 @@ export interface PullCounts {
 }
 
 export interface DecodePullDeps {
-  readonly blocks: BlockManager;
+  readonly blocks: KvPool;
   readonly kv: KvStore;
   readonly compat: KvCompat;
   readonly peers: Peers;

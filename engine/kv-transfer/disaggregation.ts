@@ -20,7 +20,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { EngineError, invalidArgument } from '../errors.js';
-import type { BlockManager } from '../block-manager.js';
+import type { KvPool } from '../kv-pool.js';
 import type { ChoiceOutput } from '../choice-output.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
 import { fromGrpcError } from '../grpc-status.js';
@@ -75,7 +75,7 @@ export interface DisaggregationDeps {
   readonly kv: KvStore | undefined;
   readonly modelFingerprint: string;
   readonly engineId: string;
-  readonly blocks: BlockManager;
+  readonly blocks: KvPool;
   readonly maxSeqLen: number;
   readonly options: DisaggregationOptions;
   readonly host: ExtensionHost;

@@ -1,22 +1,35 @@
 /**
  * What the pooling engine needs of a model: its card (what it serves), the facts gateways
- * report, the budget of one step and how its inputs run. Two kinds: BERT-family encoders
- * (encoder-backend.ts), whose passes the pooling engine's own queue packs (pass-queue.ts), and
- * decoders whose last hidden state or yes/no logits pool (decoder-pooling.ts), whose inputs are
- * requests of the generation engine's intake and scheduler.
+ * report, the budget of one step and the generation engine its inputs run on. Two kinds:
+ * BERT-family encoders (encoder-backend.ts: an engine over the encoder's runner, no KV) and
+ * decoders whose last hidden state or yes/no logits pool (decoder-pooling.ts: the model's own
+ * generation engine). Either way each input is a request of that engine's intake and scheduler
+ * (core-inputs.ts).
  */
-import type { PassInput } from './pass-queue.js';
+import type { PooledOutput } from '../sequence.js';
+import type { EngineStatus } from '../types.js';
 import type { PoolingCard } from './types.js';
 
-/** Runs one request's inputs, packed with other requests' as the runner's scheduler does. */
+/** What one input computes: the pooled vector, every token's state, or the classifier's (or yes/no) logits. */
+export type PassOutput = PooledOutput['output'];
+
+/** One tokenized input, as the engine runs it. */
+export interface PassInput extends PooledOutput {
+  readonly ids: Int32Array;
+}
+
+/** How a request's inputs are scheduled. */
+export interface SubmitOptions {
+  readonly signal?: AbortSignal | undefined;
+  /** Scheduling priority under the priority policy (lower first); absent: 0. */
+  readonly priority?: number | undefined;
+}
+
+/** Runs one request's inputs, packed with other requests' by the engine's scheduler. */
 export interface InputRunner {
   /** One output per input, in order. */
-  submit(inputs: readonly PassInput[], signal?: AbortSignal): Promise<Float32Array[]>;
-  /** Inputs submitted and not finished yet. */
-  readonly waiting: number;
-  /** A pass is running. */
-  readonly busy: boolean;
-  /** Passes run so far. */
+  submit(inputs: readonly PassInput[], options?: SubmitOptions): Promise<Float32Array[]>;
+  /** Passes that returned states so far (an encoder's steps, a decoder's state passes). */
   readonly passes: number;
 }
 
@@ -31,7 +44,9 @@ export interface PoolingBackend {
   readonly tokenTypes: number;
   /** The most tokens and inputs one step takes. */
   readonly passBudget: { readonly maxTokens: number; readonly maxInputs: number };
-  /** Where the engine's requests' inputs run; `maxQueued`: inputs waiting at most. */
-  inputRunner(maxQueued: number): InputRunner;
+  /** Where the engine's requests' inputs run. */
+  readonly inputs: InputRunner;
+  /** The engine its inputs run on: its scheduler's queues and KV pool. */
+  status(): Promise<EngineStatus>;
   dispose(): Promise<void> | void;
 }

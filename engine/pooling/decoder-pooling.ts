@@ -2,24 +2,25 @@
  * A decoder as a pooling backend, on the generation engine: Qwen3-Embedding's last-token
  * pooling (the final norm's output at each input's last token) and Qwen3-Reranker's yes/no
  * scoring (that token's logits of "no" and "yes"). Each input is one request of the engine's
- * own intake and scheduler (greedy, one token, which the pooling extension takes instead of
- * decoding: pooling-extension.ts), so the scheduler packs the inputs of every request into
+ * own intake and scheduler (core-inputs.ts), whose last chunk runs as a state pass that samples
+ * nothing (runner.ts, pooling-extension.ts), so the scheduler packs the inputs of every request into
  * its steps within its token budget, chunks a long one, and frees each one's KV as soon as
  * its state is out.
  */
-import { randomUUID } from 'node:crypto';
 import type { EngineCore } from '../engine-core.js';
 import { EngineError } from '../errors.js';
 import type { PoolingSpecInfo } from '../../native/native.js';
-import type { InputRunner, PoolingBackend } from './backend.js';
+import type { PoolingBackend } from './backend.js';
 import { poolingCard, type PoolingCardOptions } from './card.js';
-import type { PassInput } from './pass-queue.js';
+import { coreInputs } from './core-inputs.js';
 import type { PooledState } from './pooling-extension.js';
 
 export interface DecoderPoolingOptions extends PoolingCardOptions {
   readonly pooling: PoolingSpecInfo;
   /** Qwen3-Reranker: the [no, yes] token ids whose logits score a pair; absent: an embedder. */
   readonly rerankTokens?: readonly [number, number];
+  /** Unfinished inputs at most (past it a request fails RESOURCE_EXHAUSTED). */
+  readonly maxQueued: number;
 }
 
 export async function decoderPooling(
@@ -43,14 +44,17 @@ export async function decoderPooling(
     throw e;
   }
   const info = await core.info();
-  const state: PooledState = rerank ? { kind: 'logits', tokens: o.rerankTokens! } : { kind: 'hidden' };
+  // The last token's final-norm state, or its logits of [no, yes].
+  const state: PooledState = rerank
+    ? { pooled: { output: 'scores' }, pick: o.rerankTokens! }
+    : { pooled: { output: 'pooled' } };
   const card = poolingCard(
     {
       hiddenSize: ext.hiddenSize,
       pooledDim: rerank ? 0 : ext.hiddenSize,
       pooling: o.pooling,
       labels: [],
-      // The engine's sequences hold the prompt and the one token its last step samples.
+      // The engine's sequences hold the prompt and the placeholder token its last step appends.
       maxTokens: info.maxSeqLen - 1,
       modelPath: path,
       decoder: true,
@@ -58,45 +62,6 @@ export async function decoderPooling(
     },
     o,
   );
-  let waiting = 0;
-  const runOne = async (input: PassInput, signal: AbortSignal | undefined): Promise<Float32Array> => {
-    const id = `pool-${randomUUID()}`;
-    const ticket = ext.expect(id, state);
-    waiting++;
-    try {
-      const events = core.generate(
-        {
-          requestId: id,
-          prompt: { kind: 'tokens', ids: Array.from(input.ids) },
-          params: { maxNewTokens: 1, temperature: 0 },
-        },
-        signal,
-      );
-      for await (const ev of events)
-        if (ev.type === 'finish' && ev.reason === 'error')
-          throw new EngineError('INTERNAL', `pooling request failed: ${ev.error ?? 'unknown error'}`);
-      if (!ticket.output) {
-        if (signal?.aborted) throw new EngineError('CANCELLED', 'the request was cancelled');
-        throw new EngineError('INTERNAL', 'a pooling request ended without its state');
-      }
-      return ticket.output;
-    } finally {
-      waiting--;
-      ext.forget(id);
-    }
-  };
-  const runner: InputRunner = {
-    submit: (inputs, signal) => Promise.all(inputs.map((x) => runOne(x, signal))),
-    get waiting() {
-      return waiting;
-    },
-    get busy() {
-      return waiting > 0;
-    },
-    get passes() {
-      return ext.passes;
-    },
-  };
   return {
     card,
     vocabSize: info.vocabSize,
@@ -105,7 +70,8 @@ export async function decoderPooling(
     contextLength: info.contextLength,
     tokenTypes: 0,
     passBudget: { maxTokens: info.maxPrefillTokens, maxInputs: info.maxBatchSize },
-    inputRunner: () => runner,
+    inputs: coreInputs(core, { stateOf: () => state, maxQueued: o.maxQueued }),
+    status: () => core.status(),
     dispose: () => core.close(),
   };
 }

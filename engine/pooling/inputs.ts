@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../errors.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { PassInput, PassOutput } from './pass-queue.js';
+import type { PassInput, PassOutput } from './backend.js';
 import type { RerankPrompt } from './rerank-prompt.js';
 import type { PoolingCard, PoolingInput, PoolingRequest } from './types.js';
 

@@ -16,6 +16,7 @@ import { loadEncoderBackend } from './encoder-backend.js';
 import { PoolingEngine } from './pooling-engine.js';
 import { RerankPrompt } from './rerank-prompt.js';
 import type { PoolingOptions } from './options.js';
+import { MAX_POOLING_INPUTS } from './validate.js';
 
 /** Whether `path` is served by the pooling engine (see the header). */
 export function isPoolingModel(path: string, options: PoolingOptions = {}): boolean {
@@ -54,9 +55,19 @@ export async function loadPoolingEngine(
       `device: pooling models run on the CPU only (asked for ${o.device})`,
       'device',
     );
+  if (o.speculative)
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `speculative: ${path} is a pooling model; it decodes no tokens, so there is nothing to speculate (leave speculative decoding off)`,
+      'speculative',
+    );
+  // Every input of a request is one request of the engine: room for a whole request's.
+  const maxQueued = Math.max(o.maxQueueSize, MAX_POOLING_INPUTS);
+  const modelName = o.modelName ?? path;
   const common = {
     maxPassTokens: o.maxPrefillTokens,
     maxPassInputs: o.maxBatchSize,
+    maxQueued,
     threads: o.threads ?? availableParallelism(),
     maxInputTokens: o.maxInputTokenLen,
     ...(p.matryoshkaDimensions !== undefined ? { matryoshkaDimensions: p.matryoshkaDimensions } : {}),
@@ -67,7 +78,7 @@ export async function loadPoolingEngine(
   let rerank: RerankPrompt | undefined;
   let backend: PoolingBackend;
   if (encoder) {
-    backend = await loadEncoderBackend(path, common);
+    backend = await loadEncoderBackend(path, tokenizer, { ...common, engine: options, modelName });
   } else {
     if (p.task === 'score' || spec.rank) rerank = await RerankPrompt.create(tokenizer, p.rerankInstruction);
     const pooling: PoolingSpecInfo =
@@ -77,7 +88,7 @@ export async function loadPoolingEngine(
         'INTERNAL',
         `${path}: a decoder pools on the generation engine; none was given to load`,
       );
-    backend = await decoderPooling(await loadCore(path, options), path, {
+    backend = await decoderPooling(await loadCore(path, { ...options, maxQueueSize: maxQueued }), path, {
       ...common,
       pooling,
       ...(rerank ? { rerankTokens: rerank.classTokens as [number, number] } : {}),
@@ -87,11 +98,11 @@ export async function loadPoolingEngine(
     backend,
     tokenizer,
     // The caller (load-engine.ts loadServedEngine) names it by the path when the options do not.
-    modelName: o.modelName ?? path,
+    modelName,
     modelPath: path,
     lowerCase: spec.doLowerCase,
     ...(rerank ? { rerank } : {}),
-    maxQueuedInputs: Math.max(o.maxQueueSize, 2048),
+    byPriority: o.schedulingPolicy === 'priority',
     device: 'cpu',
     deviceName: 'CPU',
   });

@@ -3,10 +3,11 @@
  * `Engine` the gateways hold for a generation model, whose `pool` serves embeddings, token
  * embeddings, scores and classification and whose `generate` is refused with a 400 naming the
  * model. A request is checked (validate.ts), tokenized and held to the model's limit
- * (inputs.ts), run by its backend's input runner — an encoder's pass queue that packs the
- * inputs of many requests within the step budget (pass-queue.ts), or a decoder's generation
- * engine, whose scheduler packs them as prompts (decoder-pooling.ts) — and its outputs
- * finished (outputs.ts). Nothing is decoded and no KV is kept past a request.
+ * (inputs.ts), run as requests of its backend's generation engine — whose intake and
+ * scheduler pack the inputs of many requests into steps within the step budget, by priority
+ * under the priority policy (core-inputs.ts): an encoder's own engine over its runner, no KV
+ * (encoder-backend.ts), or a decoder's generation engine (decoder-pooling.ts) — and its
+ * outputs finished (outputs.ts). Nothing is decoded and no KV is kept past a request.
  */
 import { randomUUID } from 'node:crypto';
 import { EngineError, notAGenerationModel } from '../errors.js';
@@ -28,7 +29,7 @@ import { prepareInputs, type InputContext } from './inputs.js';
 import { finishOutputs } from './outputs.js';
 import type { RerankPrompt } from './rerank-prompt.js';
 import type { PoolingRequest, PoolingResult, PoolingStats } from './types.js';
-import { validatePoolingRequest } from './validate.js';
+import { validatePoolingRequest, type PoolingLimits } from './validate.js';
 
 export interface PoolingEngineParts {
   readonly backend: PoolingBackend;
@@ -37,7 +38,8 @@ export interface PoolingEngineParts {
   readonly modelPath: string;
   readonly lowerCase: boolean;
   readonly rerank?: RerankPrompt;
-  readonly maxQueuedInputs: number;
+  /** The engine schedules by priority: a request's `priority` orders its inputs. */
+  readonly byPriority: boolean;
   readonly device: string;
   readonly deviceName: string;
 }
@@ -47,6 +49,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export class PoolingEngine implements Engine {
   private readonly queue: InputRunner;
+  private readonly limits: PoolingLimits;
   private readonly inputContext: InputContext;
   private readonly live = new Map<string, AbortController>();
   private readonly startedAt = Date.now();
@@ -59,7 +62,8 @@ export class PoolingEngine implements Engine {
 
   constructor(private readonly parts: PoolingEngineParts) {
     const b = parts.backend;
-    this.queue = b.inputRunner(parts.maxQueuedInputs);
+    this.queue = b.inputs;
+    this.limits = { card: b.card, vocabSize: b.vocabSize, byPriority: parts.byPriority };
     this.inputContext = {
       card: b.card,
       tokenizer: parts.tokenizer,
@@ -86,14 +90,10 @@ export class PoolingEngine implements Engine {
     signal?.addEventListener('abort', onAbort, { once: true });
     this.live.set(id, abort);
     try {
-      validatePoolingRequest(
-        request,
-        { card: this.parts.backend.card, vocabSize: this.parts.backend.vocabSize },
-        field,
-      );
+      validatePoolingRequest(request, this.limits, field);
       const inputs = await prepareInputs(request, this.inputContext, field);
       if (abort.signal.aborted) throw new EngineError('CANCELLED', 'the request was cancelled');
-      const outputs = await this.queue.submit(inputs, abort.signal);
+      const outputs = await this.queue.submit(inputs, { signal: abort.signal, priority: request.priority });
       const tokenCounts =
         request.task === 'score' && this.inputContext.scoreByCosine
           ? request.inputs.map((_, i) => inputs[2 * i]!.ids.length + inputs[2 * i + 1]!.ids.length)
@@ -150,25 +150,22 @@ export class PoolingEngine implements Engine {
     return { ...this.counts, passes: this.queue.passes, latency: this.latency.snapshot() };
   }
 
+  /**
+   * The engine its inputs run on — its scheduler's queues and KV pool (an encoder's has no
+   * blocks; a decoder's reports the blocks its inputs hold) — with the pooling requests
+   * counted apart: generation's counters and latencies stay at zero.
+   */
   async status(): Promise<EngineStatus> {
+    const core = await this.parts.backend.status();
     const empty = (bounds: readonly number[]) => new Histogram(bounds).snapshot();
     return {
-      running: this.queue.busy ? 1 : 0,
-      waiting: this.queue.waiting,
-      freeBlocks: 0,
-      totalBlocks: 0,
-      blockSize: 0,
-      maxBatchSize: this.parts.backend.passBudget.maxInputs,
+      ...core,
       stopping: this.stopping,
-      // Generation's counters stay at zero: pooling requests are counted apart (`pooling`).
       requestsReceived: 0,
       requestsSucceeded: 0,
       requestsFailed: 0,
       promptTokens: 0,
       generationTokens: 0,
-      prefixCacheQueries: 0,
-      prefixCacheHits: 0,
-      preemptions: 0,
       ttft: empty(BUCKETS.ttft),
       interTokenLatency: empty(BUCKETS.interToken),
       e2eLatency: empty(BUCKETS.e2e),
@@ -176,19 +173,6 @@ export class PoolingEngine implements Engine {
       generationTokensPerRequest: empty(BUCKETS.tokens),
       recentAvgTtft: 0,
       recentAvgInterToken: 0,
-      runningLoraAdapters: [],
-      waitingLoraAdapters: [],
-      maxLora: 0,
-      role: 'mixed',
-      roleStatus: 'RoleReady',
-      leasedBlocks: 0,
-      kvTransfersIn: 0,
-      kvBytesIn: 0,
-      kvTransferMsIn: 0,
-      kvTokensIn: 0,
-      kvTransfersOut: 0,
-      kvBytesOut: 0,
-      kvTransferFailures: 0,
       pooling: this.poolingStats(),
     };
   }

@@ -1,60 +1,66 @@
 /**
- * Pooling on the generation engine (engine/extension.ts): a decoder embedder's or reranker's
- * input is an ordinary request of the engine's intake and scheduler — admitted, queued and
- * prefilled in the scheduler's token budget beside every other request, chunked like any
- * prompt — that never decodes. When its prompt's last step has run, the sampled token is
- * taken (`takeSample`) and dropped; before the next schedule one pass over every such
- * sequence recomputes its last prompt token against the KV it just wrote and returns that
- * token's final-norm state (Qwen3-Embedding's last-token pooling) or its logits (Qwen3-Reranker's
- * yes/no), and the request finishes at once, its blocks freed. The recomputed position writes
- * its KV again (the same values, up to rounding); nothing else reads the sequence's blocks.
+ * Pooling on the generation engine (engine/extension.ts): each input of a pooling request is
+ * an ordinary request of the engine's intake and scheduler — admitted, queued, prioritised and
+ * packed into steps within the scheduler's token budget and batch size beside every other
+ * request — that never decodes. Its sequence says what its last step returns
+ * (`Sequence.pooled`); the runner computes that chunk apart from the sampled rows and returns
+ * the state in the step output (`StepOutput.states`): an encoder's runner runs every prompt
+ * whole (encoder-runner.ts, no KV), a decoder's prefills it like any prompt, chunked when
+ * long, and runs its last chunk as a state pass that samples nothing and returns the last
+ * token's final-norm state (Qwen3-Embedding's last-token pooling) or its logits
+ * (Qwen3-Reranker's yes/no; runner.ts). `takeSample` takes that state with the item's
+ * placeholder token, and before the next schedule the request finishes, its blocks freed.
+ * Each prompt token is computed once; nothing is sampled for a pooling sequence.
  */
 import { EngineError } from '../errors.js';
 import type { ExtensionHost, RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
-import type { StatePass } from '../runner.js';
-import type { Sequence } from '../sequence.js';
-import { greedySampling } from '../step-plan.js';
-import type { StepPlan } from '../../native/native.js';
+import type { StepOutput } from '../runner.js';
+import type { ScheduledBatch } from '../scheduler.js';
+import type { PooledOutput, Sequence } from '../sequence.js';
 
-/** What a pooling request returns: the last token's hidden state, or its logits of `tokens` (in order). */
-export type PooledState =
-  { readonly kind: 'hidden' } | { readonly kind: 'logits'; readonly tokens: readonly number[] };
+/**
+ * What a pooling request returns: the state its last step computes (`pooled`), or of a
+ * decoder's logits those of `pick`, in order (Qwen3-Reranker's no and yes).
+ */
+export interface PooledState {
+  readonly pooled: PooledOutput;
+  readonly pick?: readonly number[];
+}
 
 /** One expected pooling request: what it asks for, then its sequence, then its output. */
 export interface PoolingTicket {
   readonly state: PooledState;
   req?: LiveRequest;
   seq?: Sequence;
-  /** Set when the pass has run; the request's stream ends after it. */
+  /** Set when its last step has run; the request's stream ends after it. */
   output?: Float32Array;
 }
 
 export class PoolingExtension implements RequestExtension<PoolingTicket> {
   readonly name = 'pooling';
   private readonly expected = new Map<string, PoolingTicket>();
-  /** Sequences whose prompt has run, waiting for the state pass. */
+  /** Sequences admitted in this turn of the event loop, queued together at its end. */
+  private arriving: Sequence[] = [];
+  /** Sequences whose state is out, finished before the next schedule. */
   private ready: PoolingTicket[] = [];
-  /** State passes run (each over every sequence whose prompt finished in one step). */
+  /** Steps that returned states (an encoder's passes; a decoder's steps with a state pass). */
   passes = 0;
 
   constructor(
-    private readonly states: StatePass | undefined,
-    private readonly blockSize: number,
+    /** The runner returns states (an encoder's, or a decoder's on a CPU context). */
+    private readonly canPool: boolean,
+    /** Width of a decoder's hidden state (0: none, or an encoder: its card says). */
+    readonly hiddenSize: number,
     private readonly host: ExtensionHost,
   ) {}
-
-  /** Width of the hidden state a pooling request returns; 0: this engine's runner cannot pool (not a CPU context). */
-  get hiddenSize(): number {
-    return this.states?.hiddenSize ?? 0;
-  }
 
   /**
    * Marks request `id` (not submitted yet) as a pooling one; the ticket holds its output once
    * its stream has ended. `forget` drops a ticket whose request never got admitted.
    */
   expect(id: string, state: PooledState): PoolingTicket {
-    if (!this.states)
+    if (!this.canPool)
       throw new EngineError('UNIMPLEMENTED', 'pooling on the generation engine needs a CPU context');
     const ticket: PoolingTicket = { state };
     this.expected.set(id, ticket);
@@ -71,7 +77,7 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
 
   plan(plan: RequestPlan, part: PoolingTicket | undefined): void {
     if (!part) return;
-    // One choice, nothing streamed, its one sampled token taken: no output of its own.
+    // One choice, nothing streamed, its placeholder token taken: no output of its own.
     plan.buffered = true;
     plan.sampledOnly = false;
     plan.multiToken = false;
@@ -81,98 +87,65 @@ export class PoolingExtension implements RequestExtension<PoolingTicket> {
     if (!part) return;
     part.req = req;
     part.seq = seq;
+    seq.pooled = part.state.pooled;
   }
 
-  takeSample(req: LiveRequest, seq: Sequence): boolean {
+  /**
+   * The inputs of one request (and of requests that arrive together) are admitted one by one
+   * as the intake takes them; they join the scheduler's queue together once this turn of the
+   * event loop is over, so they share the first step instead of the first input running alone.
+   */
+  beforeQueue(req: LiveRequest, seq: Sequence): boolean {
     const t = this.expected.get(req.id);
     if (!t || t.seq !== seq) return false;
+    this.arriving.push(seq);
+    if (this.arriving.length === 1) setImmediate(() => this.queueArrived());
+    return true;
+  }
+
+  private queueArrived(): void {
+    const seqs = this.arriving;
+    this.arriving = [];
+    this.host.enqueue(...seqs.filter((seq) => !seq.aborted)); // a cancelled one never queues
+  }
+
+  stepOutput(_batch: ScheduledBatch, out: StepOutput): void {
+    if (out.states?.some((x) => x !== undefined)) this.passes++;
+  }
+
+  takeSample(req: LiveRequest, seq: Sequence, out: StepOutput, k: number): boolean {
+    const t = this.expected.get(req.id);
+    if (!t || t.seq !== seq) return false;
+    const state = out.states?.[k];
+    const pick = t.state.pick;
+    if (state) t.output = pick ? Float32Array.from(pick, (id) => state[id]!) : state;
     this.ready.push(t);
     return true;
   }
 
-  beforeSchedule(): Promise<void> | undefined {
-    if (this.ready.length === 0) return undefined; // every step of a generation-only load
-    const live = this.ready.filter((t) => !t.seq!.aborted);
+  beforeSchedule(): void {
+    if (this.ready.length === 0) return; // every step of a generation-only load
+    const ready = this.ready;
     this.ready = [];
-    if (live.length === 0) return undefined;
-    return this.runPass(live);
+    for (const t of ready) if (!t.seq!.aborted) this.finish(t);
   }
 
   finishing(_req: LiveRequest | undefined, seq: Sequence): void {
-    this.ready = this.ready.filter((t) => t.seq !== seq);
+    if (this.ready.length > 0) this.ready = this.ready.filter((t) => t.seq !== seq);
   }
 
   release(req: LiveRequest): void {
     this.expected.delete(req.id);
   }
 
-  /** One state pass per kind of output among `tickets`; then each request finishes. */
-  private async runPass(tickets: readonly PoolingTicket[]): Promise<void> {
-    const hidden = tickets.filter((t) => t.state.kind === 'hidden');
-    const logits = tickets.filter((t) => t.state.kind === 'logits');
-    for (const group of [hidden, logits]) {
-      if (group.length === 0) continue;
-      const plan = lastTokenPlan(
-        group.map((t) => t.seq!),
-        this.blockSize,
-        this.states!.pagesPerBlock,
-      );
-      let out: Float32Array;
-      try {
-        out = await (group === hidden ? this.states!.hidden(plan) : this.states!.logits(plan));
-      } catch (e) {
-        const fault = new EngineError('INTERNAL', `pooling pass failed: ${(e as Error).message}`);
-        for (const t of group) this.host.abort(t.req!, { message: fault.message, fault });
-        continue;
-      }
-      this.passes++;
-      const width = out.length / group.length;
-      group.forEach((t, i) => {
-        const row = out.subarray(i * width, (i + 1) * width);
-        t.output =
-          t.state.kind === 'hidden' ? row.slice() : Float32Array.from(t.state.tokens, (id) => row[id]!);
-        this.finish(t);
-      });
-    }
-  }
-
   private finish(t: PoolingTicket): void {
     const req = t.req!;
-    if (t.seq!.aborted) return;
+    if (!t.output) {
+      const fault = new EngineError('INTERNAL', 'the step returned no state for a pooling input');
+      return this.host.abort(req, { message: fault.message, fault });
+    }
     req.choices[0]!.reason = 'stop';
     this.host.finishSequence(t.seq!);
     this.host.finish(req);
   }
-}
-
-/**
- * The state pass's plan: each sequence's last prompt token at its position, reading the KV of
- * the tokens before it from the sequence's own blocks. Nothing is sampled.
- */
-function lastTokenPlan(seqs: readonly Sequence[], blockSize: number, pagesPerBlock: number): StepPlan {
-  const S = seqs.length;
-  const tokens = new Int32Array(S);
-  const positions = new Int32Array(S);
-  const seqTokenOffsets = Int32Array.from({ length: S + 1 }, (_, i) => i);
-  const blockTableOffsets = new Int32Array(S + 1);
-  const tables: number[] = [];
-  seqs.forEach((seq, i) => {
-    const last = seq.promptLen - 1;
-    tokens[i] = seq.tokens[last]!;
-    positions[i] = last;
-    const entries = Math.ceil(seq.promptLen / blockSize) * pagesPerBlock;
-    // A page released outside a sliding window is never read; page 0 stands in (step-plan.ts).
-    for (let j = 0; j < entries; j++) tables.push(Math.max(0, seq.blockTable[j]!));
-    blockTableOffsets[i + 1] = tables.length;
-  });
-  return {
-    tokens,
-    positions,
-    seqTokenOffsets,
-    blockTableOffsets,
-    blockTables: Int32Array.from(tables),
-    ...greedySampling(S),
-    sample: new Uint8Array(S),
-    returnLogits: 'none',
-  };
 }

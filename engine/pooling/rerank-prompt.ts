@@ -6,7 +6,7 @@
  */
 import { invalidArgument } from '../errors.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { PassInput, PassOutput } from './pass-queue.js';
+import type { PassInput, PassOutput } from './backend.js';
 
 const PREFIX =
   '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. ' +

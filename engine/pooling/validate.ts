@@ -15,7 +15,11 @@ const MAX_INPUT_CHARS = 1 << 20;
 export interface PoolingLimits {
   readonly card: PoolingCard;
   readonly vocabSize: number;
+  /** The engine schedules by priority (--scheduling-policy priority): `priority` means something. */
+  readonly byPriority: boolean;
 }
+
+const MAX_PRIORITY = 2 ** 31 - 1;
 
 /** `field`: the request's own name of its inputs ('input', 'inputs', 'documents'...). */
 export function validatePoolingRequest(req: PoolingRequest, limits: PoolingLimits, field = 'input'): void {
@@ -28,6 +32,17 @@ export function validatePoolingRequest(req: PoolingRequest, limits: PoolingLimit
           ? ''
           : ` (a ${card.tasks.includes('embed') ? 'embedding' : 'scoring'} model)`),
     );
+  }
+  if (req.priority !== undefined) {
+    const p: unknown = req.priority;
+    if (typeof p !== 'number' || !Number.isInteger(p) || Math.abs(p) > MAX_PRIORITY)
+      throw invalidArgument('priority', `must be an integer in [-${MAX_PRIORITY}, ${MAX_PRIORITY}]`);
+    // vLLM's rule, as for generation: a priority means something only to the priority policy.
+    if (p !== 0 && !limits.byPriority)
+      throw invalidArgument(
+        'priority',
+        `must be 0 unless the engine schedules by priority (--scheduling-policy priority), got ${p}`,
+      );
   }
   if (!Array.isArray(req.inputs) || req.inputs.length === 0)
     throw invalidArgument(field, 'must not be empty');

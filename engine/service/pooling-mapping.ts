@@ -47,6 +47,7 @@ export function poolingRequestToProto(r: PoolingRequest): pb.EmbedRequest {
     ...(r.dimensions !== undefined ? { dimensions: r.dimensions } : {}),
     ...(r.addSpecialTokens !== undefined ? { addSpecialTokens: r.addSpecialTokens } : {}),
     ...(r.activation !== undefined ? { activation: r.activation } : {}),
+    ...(r.priority !== undefined ? { priority: r.priority } : {}),
   };
 }
 
@@ -70,6 +71,7 @@ export function poolingRequestFromProto(r: pb.EmbedRequest): PoolingRequest {
     ...(r.dimensions !== undefined ? { dimensions: r.dimensions } : {}),
     ...(r.addSpecialTokens !== undefined ? { addSpecialTokens: r.addSpecialTokens } : {}),
     ...(r.activation !== undefined ? { activation: r.activation } : {}),
+    ...(r.priority !== undefined ? { priority: r.priority } : {}),
   };
 }
 

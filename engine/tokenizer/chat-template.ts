@@ -28,12 +28,17 @@ export interface ChatTemplateOptions {
   readonly eosToken?: string | null;
   /** Further template variables (vLLM's chat_template_kwargs); the reserved names are refused. */
   readonly variables?: Readonly<Record<string, unknown>>;
+  /**
+   * Every message's content as a list of typed parts (`{type: 'text', text}`, `{type:
+   * 'image'}`), as a vision model's processor hands its template (SmolVLM's reads no other).
+   */
+  readonly contentParts?: boolean;
 }
 
 /** What a tokenizer's applyChatTemplate takes: the render options and the template to use. */
 export interface ChatTemplateCallOptions extends Pick<
   ChatTemplateOptions,
-  'addGenerationPrompt' | 'tools' | 'variables'
+  'addGenerationPrompt' | 'tools' | 'variables' | 'contentParts'
 > {
   readonly template?: string;
 }
@@ -104,9 +109,25 @@ function toolArguments(text: string, asObject: boolean): unknown {
   return text;
 }
 
+/** A message's content as typed parts: its parts in order, or its text as one part (none when empty). */
+function partsOf(message: ChatMessage): Record<string, unknown>[] {
+  if (message.parts)
+    return message.parts.map((p) =>
+      p.type === 'image' ? { type: 'image' } : { type: 'text', text: p.text },
+    );
+  return message.content === '' ? [] : [{ type: 'text', text: message.content }];
+}
+
 /** engine ChatMessage → the dict shape Hugging Face templates read. */
-function templateMessage(message: ChatMessage, conventions: TemplateConventions): Record<string, unknown> {
-  const out: Record<string, unknown> = { role: message.role, content: message.content };
+function templateMessage(
+  message: ChatMessage,
+  conventions: TemplateConventions,
+  contentParts: boolean,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    role: message.role,
+    content: contentParts ? partsOf(message) : message.content,
+  };
   if (message.name !== undefined) out.name = message.name;
   if (message.toolCallId !== undefined) out.tool_call_id = message.toolCallId;
   if (message.reasoningContent !== undefined) out.reasoning_content = message.reasoningContent;
@@ -134,7 +155,7 @@ export function renderChatTemplate(
   try {
     return template.render({
       ...options.variables,
-      messages: messages.map((m) => templateMessage(m, conventions)),
+      messages: messages.map((m) => templateMessage(m, conventions, options.contentParts ?? false)),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: options.bosToken ?? '',
       eos_token: options.eosToken ?? '',

@@ -328,6 +328,7 @@ export class HfTokenizer implements Tokenizer {
       addGenerationPrompt: options.addGenerationPrompt,
       tools: options.tools,
       variables: options.variables,
+      contentParts: options.contentParts,
       bosToken: this.bosTokenId !== null ? (this.tokens[this.bosTokenId] ?? null) : null,
       eosToken: this.eosTokenIds.length > 0 ? (this.tokens[this.eosTokenIds[0]] ?? null) : null,
     });

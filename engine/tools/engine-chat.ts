@@ -28,6 +28,8 @@ export class EngineChat {
     configuredTemplate: string | undefined,
     architecture: string,
     family?: ToolParserFamily,
+    /** Messages reach the template as typed content parts (a vision model's template). */
+    private readonly contentParts = false,
   ) {
     this.template = configuredTemplate ?? tokenizer.chatTemplate ?? FALLBACK_CHATML_TEMPLATE;
     this.family = family ?? defaultToolParser(architecture, this.template);
@@ -99,6 +101,7 @@ export class EngineChat {
         return this.tokenizer.applyChatTemplate(messages, {
           addGenerationPrompt: prompt.addGenerationPrompt ?? true,
           template: this.template,
+          ...(this.contentParts ? { contentParts: true } : {}),
           ...(tools ? { tools } : {}),
           ...(prompt.chatTemplateKwargs ? { variables: prompt.chatTemplateKwargs } : {}),
         });

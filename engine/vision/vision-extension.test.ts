@@ -4,7 +4,13 @@ import { EngineError } from '../errors.js';
 import type { GenerateRequest, ImageInput } from '../types.js';
 import { VisionInputs } from './vision-extension.js';
 
-const vision = new VisionInputs('smol');
+const vision = new VisionInputs({
+  modelName: 'smol',
+  vision: undefined,
+  encoder: undefined,
+  tokenizer: undefined as never,
+  maxInputTokenLen: 1024,
+});
 const img = (field: string, w = 2, h = 1, bytes = w * h * 3): ImageInput => ({
   width: w,
   height: h,
@@ -66,5 +72,23 @@ test('malformed images and parts (a gRPC caller without a gateway) are told what
     { prompt: { kind: 'tokens', ids: [1, 2] }, params: {}, images: [img('')] },
     'images[0]',
     /no content part of the prompt places this image/,
+  );
+});
+
+test('a vision model without its encoder in this engine answers 501 naming the part', () => {
+  const noEncoder = new VisionInputs({
+    modelName: 'smolvlm',
+    vision: 'idefics3',
+    encoder: undefined,
+    tokenizer: undefined as never,
+    maxInputTokenLen: 1024,
+  });
+  assert.throws(
+    () => noEncoder.check(chat([img('messages[0].content[1].image_url')])),
+    (e: unknown) =>
+      e instanceof EngineError &&
+      e.code === 'UNIMPLEMENTED' &&
+      e.field === 'messages[0].content[1].image_url' &&
+      /no image encoder for smolvlm/.test(e.message),
   );
 });

@@ -1,22 +1,54 @@
 /**
- * Images in a request (engine/extension.ts's seam): `check` reads the request's decoded images
- * and the content parts that place them, before any work. The engine has no vision encoder yet
- * for any model it loads, so a request holding an image is refused here with a 400 naming the
- * image's part (`messages[0].content[1].image_url`) — a text-only model never silently drops an
- * image. The checks of the images' shape run first, so a malformed gRPC request is told what is
- * wrong with it whatever the model.
+ * Images in a request (engine/extension.ts's seam). `check` reads the request's decoded images
+ * and the content parts that place them, before any work; the checks of the images' shape run
+ * first, so a malformed gRPC request is told what is wrong with it whatever the model. A
+ * text-only model (or a vision model whose encoder this engine lacks) refuses a request
+ * holding an image with a 400 (501) naming the image's part — it never silently drops one.
+ *
+ * For a vision model (Idefics3 / SmolVLM): `prepare` encodes the request's images while the
+ * prompt is tokenized (the chat template wrote one `<image>` per image part); `prompt` writes
+ * each image's tile tokens in place of its placeholder (engine/vision/idefics3-prompt.ts) and keeps the
+ * encoder's rows for the image-token positions; `plan` adds a hash of the images' pixels to
+ * the prefix-cache key, so the same images and text reuse cached blocks and other images never
+ * do; `admit` and `fork` give the sequences the rows, which each step places at the positions
+ * it computes (step-plan.ts), a recompute after preemption too.
  */
-import { invalidArgument } from '../errors.js';
-import type { RequestExtension } from '../extension.js';
-import type { ContentPart, GenerateRequest } from '../types.js';
+import { createHash } from 'node:crypto';
+import { EngineError, invalidArgument } from '../errors.js';
+import type { RequestExtension, RequestPlan } from '../extension.js';
+import type { LiveRequest } from '../live-request.js';
+import type { EngineTokenizer } from '../prompt.js';
+import type { PlacedRows, Sequence } from '../sequence.js';
+import type { ContentPart, GenerateRequest, ImageInput } from '../types.js';
+import { expandImages, IDEFICS3_TOKENS, type Idefics3TokenIds } from './idefics3-prompt.js';
+import type { EncodedImage, ImageEncoder } from './image-encoder.js';
 import { checkImages, checkPartIndices } from './image.js';
 
-export class VisionInputs implements RequestExtension<never> {
+/** What the extension knows of the served model. */
+export interface VisionModel {
+  readonly modelName: string;
+  /** The vision-language family ('idefics3'); undefined: a text-only model. */
+  readonly vision: 'idefics3' | undefined;
+  /** The model's image encoder, when this engine has one for it. */
+  readonly encoder: ImageEncoder | undefined;
+  readonly tokenizer: EngineTokenizer;
+  readonly maxInputTokenLen: number;
+}
+
+interface ImagesPart {
+  readonly images: readonly ImageInput[];
+  encoded?: EncodedImage[];
+  hash?: string;
+  placed?: PlacedRows;
+}
+
+export class VisionInputs implements RequestExtension<ImagesPart> {
   readonly name = 'vision';
+  private ids: Promise<Idefics3TokenIds> | undefined;
 
-  constructor(private readonly modelName: string) {}
+  constructor(private readonly model: VisionModel) {}
 
-  check(request: GenerateRequest): undefined {
+  check(request: GenerateRequest): ImagesPart | undefined {
     const images = request.images ?? [];
     const prompt = request.prompt;
     const placed = new Set<number>();
@@ -37,9 +69,132 @@ export class VisionInputs implements RequestExtension<never> {
         'no content part of the prompt places this image',
       );
     }
-    throw invalidArgument(
-      images[0]!.field || 'images[0]',
-      `image input is not supported by this model: ${this.modelName} is a text-only model`,
-    );
+    const field = images[0]!.field || 'images[0]';
+    const { vision, encoder, modelName } = this.model;
+    if (vision === undefined)
+      throw invalidArgument(
+        field,
+        `image input is not supported by this model: ${modelName} is a text-only model`,
+      );
+    if (!encoder)
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        `image input: this engine has no image encoder for ${modelName} (${vision}) yet`,
+        field,
+      );
+    // The chat template places the images; a text prompt has no place to put them.
+    if (prompt.kind !== 'chat')
+      throw new EngineError(
+        'UNIMPLEMENTED',
+        'images are taken in chat messages only, not in a text prompt',
+        field,
+      );
+    // One image per part, in the order the template writes them.
+    const order = prompt.messages.flatMap((m) => (m.parts ?? []).filter((p) => p.type === 'image'));
+    if (order.some((p, k) => p.image !== k))
+      throw invalidArgument(field, 'image parts must name the request images in order, each once');
+    return { images };
   }
+
+  async prepare(part: ImagesPart): Promise<void> {
+    const encoder = this.model.encoder!;
+    part.hash = imagesHash(part.images);
+    const encoded = await encoder.encode(part.images);
+    encoded.forEach((e, i) => {
+      const tiles = e.rows * e.cols > 0 ? e.rows * e.cols + 1 : 1;
+      if (e.embeddings.length !== tiles * encoder.tokensPerTile * encoder.hidden)
+        throw new EngineError(
+          'INTERNAL',
+          `image encoder: image ${i} (${e.rows}x${e.cols} tiles) gave ${e.embeddings.length} values, ` +
+            `expected ${tiles} x ${encoder.tokensPerTile} x ${encoder.hidden}`,
+        );
+    });
+    part.encoded = encoded;
+    await this.tokenIds();
+  }
+
+  prompt(ids: readonly number[], part: ImagesPart): number[] {
+    const encoder = this.model.encoder!;
+    const encoded = part.encoded!;
+    const out = expandImages(ids, encoded, encoder.tokensPerTile, this.resolvedIds!);
+    const max = this.model.maxInputTokenLen;
+    if (out.ids.length > max)
+      throw invalidArgument(
+        'prompt',
+        `the input has ${out.ids.length} tokens with its images' ${out.positions.length} image tokens, more than ` +
+          `maxInputTokenLen (${max}); send fewer or smaller images`,
+      );
+    const rows = new Float32Array(out.positions.length * encoder.hidden);
+    let at = 0;
+    for (const e of encoded) {
+      rows.set(e.embeddings, at);
+      at += e.embeddings.length;
+    }
+    part.placed = { positions: out.positions, rows, hidden: encoder.hidden };
+    part.encoded = undefined;
+    return out.ids;
+  }
+
+  plan(plan: RequestPlan, part: ImagesPart | undefined): void {
+    // The images' identity joins the adapter's in the key of every block of the prompt.
+    if (part?.hash) plan.cacheExtra = `${plan.cacheExtra}\0images:${part.hash}`;
+  }
+
+  admit(_req: LiveRequest, seq: Sequence, part: ImagesPart | undefined): void {
+    if (part?.placed) seq.placed = part.placed;
+  }
+
+  fork(parent: Sequence, child: Sequence): void {
+    child.placed = parent.placed;
+  }
+
+  /** The ids of the processor's tokens in this tokenizer (each must be one added token). */
+  private resolvedIds: Idefics3TokenIds | undefined;
+  private tokenIds(): Promise<Idefics3TokenIds> {
+    this.ids ??= resolveTokenIds(this.model.tokenizer).then((ids) => (this.resolvedIds = ids));
+    return this.ids;
+  }
+}
+
+/** sha256 over each image's size and pixels: the prefix-cache identity of a request's images. */
+function imagesHash(images: readonly ImageInput[]): string {
+  const h = createHash('sha256');
+  for (const img of images) {
+    h.update(`${img.width}x${img.height}\0`);
+    h.update(img.rgb);
+  }
+  return h.digest('hex');
+}
+
+async function resolveTokenIds(tok: EngineTokenizer): Promise<Idefics3TokenIds> {
+  const one = async (text: string): Promise<number> => {
+    const ids = await tok.encodeAsync(text, { addSpecialTokens: false });
+    if (ids.length !== 1)
+      throw new EngineError(
+        'INTERNAL',
+        `the tokenizer has no single token for ${JSON.stringify(text)} (Idefics3 needs it)`,
+      );
+    return ids[0]!;
+  };
+  const [fake, image, global, newline] = await Promise.all(
+    [IDEFICS3_TOKENS.fake, IDEFICS3_TOKENS.image, IDEFICS3_TOKENS.global, '\n'].map(one),
+  );
+  const newlines = await tok.encodeAsync('\n\n', { addSpecialTokens: false });
+  // The grid tokens a split image may use (SmolVLM's tokenizer has them up to 6 x 6).
+  const grid = new Map<string, number>();
+  for (let r = 1; r <= 6; r++)
+    for (let c = 1; c <= 6; c++) grid.set(`${r},${c}`, await one(IDEFICS3_TOKENS.rowCol(r, c)));
+  return {
+    fake: fake!,
+    image: image!,
+    global: global!,
+    newline: newline!,
+    newlines,
+    rowCol(r, c) {
+      const id = grid.get(`${r},${c}`);
+      if (id === undefined)
+        throw invalidArgument('images', `a ${r}x${c} tile grid is more than the tokenizer's 6 x 6`);
+      return id;
+    },
+  };
 }

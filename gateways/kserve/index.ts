@@ -11,12 +11,13 @@ import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { parseJsonText, readJsonBody, readRawBody, utf8Text } from '../shared/body.js';
 import { servedModels } from '../shared/served-models.js';
 import { binaryOutputs, readInferBody, sendInferReply } from './binary.js';
+import { ID_PATTERN, inferBodySchema } from './tensor-schema.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { mindieErrorBody, mindieErrorFormat } from '../mindie/errors.js';
 import { errorBoundary } from '../shared/error-boundary.js';
 import { adapterFor, assertAccepting, servesModel, type GatewayContext } from '../shared/gateway-context.js';
 import { HttpError, invalid } from '../shared/http-error.js';
-import { compileSchema, nullable } from '../shared/schema.js';
+import { compileSchema } from '../shared/schema.js';
 import {
   mindieSampling,
   parametersSchema,
@@ -27,8 +28,6 @@ import {
 import { streamSse } from '../shared/stream.js';
 import { pdHeaderFields } from '../pd/mindie-headers.js';
 
-const ID_PATTERN = '^[a-zA-Z0-9_-]{1,256}$';
-
 /** The base model or a loaded LoRA adapter (its id is the `{model_name}` path segment). */
 async function checkModel(gw: GatewayContext, name: string): Promise<void> {
   if (!(await servesModel(gw, name)))
@@ -37,41 +36,12 @@ async function checkModel(gw: GatewayContext, name: string): Promise<void> {
 
 // ------------------------------------------------------------------------------ /infer
 
-const tensorSchema = {
-  type: 'object',
-  required: ['inputs'],
-  properties: {
-    id: { type: 'string', pattern: ID_PATTERN },
-    inputs: {
-      type: 'array',
-      minItems: 1,
-      maxItems: 1,
-      items: {
-        type: 'object',
-        required: ['name', 'shape', 'datatype', 'data'],
-        properties: {
-          name: { type: 'string' },
-          shape: { type: 'array', minItems: 1, maxItems: 2, items: { type: 'integer', minimum: 1 } },
-          datatype: { const: 'UINT32' },
-          data: { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: 4294967295 } },
-          parameters: parametersSchema,
-        },
-      },
-    },
-    outputs: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['name'],
-        properties: {
-          name: { type: 'string' },
-          parameters: nullable({ type: 'object', properties: { binary_data: { type: 'boolean' } } }),
-        },
-      },
-    },
-    parameters: parametersSchema,
-  },
-};
+const tensorSchema = inferBodySchema({
+  datatype: { const: 'UINT32' },
+  data: { type: 'integer', minimum: 0, maximum: 4294967295 },
+  inputParameters: parametersSchema,
+  parameters: parametersSchema,
+});
 
 interface TensorBody {
   id?: string;

@@ -13,6 +13,7 @@ import { invalid } from '../shared/http-error.js';
 import { runPooling } from '../shared/pooling.js';
 import { compileSchema } from '../shared/schema.js';
 import { binaryOutputs, readInferBody, sendInferReply } from './binary.js';
+import { inferBodySchema } from './tensor-schema.js';
 
 const INTEGER_TYPES = ['UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64'];
 
@@ -23,33 +24,13 @@ interface PoolingTensorBody {
   parameters?: { binary_data_output?: boolean } | null;
 }
 
-const validate = compileSchema<PoolingTensorBody>({
-  type: 'object',
-  required: ['inputs'],
-  properties: {
-    id: { type: 'string' },
-    inputs: {
-      type: 'array',
-      minItems: 1,
-      maxItems: 1,
-      items: {
-        type: 'object',
-        required: ['name', 'shape', 'datatype', 'data'],
-        properties: {
-          name: { type: 'string' },
-          shape: { type: 'array', minItems: 1, maxItems: 2, items: { type: 'integer', minimum: 1 } },
-          datatype: { enum: ['BYTES', ...INTEGER_TYPES] },
-          data: { type: 'array', minItems: 1, items: { type: ['string', 'integer'] } },
-        },
-      },
-    },
-    outputs: {
-      type: 'array',
-      items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } },
-    },
+const validate = compileSchema<PoolingTensorBody>(
+  inferBodySchema({
+    datatype: { enum: ['BYTES', ...INTEGER_TYPES] },
+    data: { type: ['string', 'integer'] },
     parameters: { type: ['object', 'null'] },
-  },
-});
+  }),
+);
 
 function inputsOf(t: PoolingTensorBody['inputs'][number]): PoolingInput[] {
   const count = t.shape.reduce((a, b) => a * b, 1);

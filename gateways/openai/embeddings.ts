@@ -2,7 +2,7 @@
  * POST /v1/embeddings (OpenAI): `input` as a string, strings, token ids or lists of token ids;
  * `dimensions` for Matryoshka models (refused otherwise, by the engine); `encoding_format`
  * float or base64 (the openai SDKs ask for base64 and decode it); usage. vLLM's extras are
- * taken too: truncate_prompt_tokens, add_special_tokens, normalize.
+ * taken too: truncate_prompt_tokens, add_special_tokens, normalize, priority.
  */
 import type { Context } from 'koa';
 import { readJsonBody } from '../shared/body.js';
@@ -13,6 +13,8 @@ import {
   runPooling,
   textsOrTokens,
   textsOrTokensSchema,
+  vllmPriority,
+  vllmPrioritySchema,
   vllmTruncation,
   vllmTruncationSchema,
   type TextsOrTokens,
@@ -29,6 +31,7 @@ const embeddingsSchema = {
     dimensions: nullable({ type: 'integer', minimum: 1 }),
     user: nullable({ type: 'string' }),
     truncate_prompt_tokens: vllmTruncationSchema,
+    priority: vllmPrioritySchema,
     add_special_tokens: nullable({ type: 'boolean' }),
     normalize: nullable({ type: 'boolean' }),
   },
@@ -40,6 +43,7 @@ interface EmbeddingsBody {
   encoding_format?: 'float' | 'base64' | null;
   dimensions?: number | null;
   truncate_prompt_tokens?: number | null;
+  priority?: number | null;
   add_special_tokens?: boolean | null;
   normalize?: boolean | null;
 }
@@ -57,6 +61,7 @@ export async function handleEmbeddings(gw: GatewayContext, ctx: Context): Promis
       inputs: textsOrTokens(body.input),
       inputField: 'input',
       ...vllmTruncation(body.truncate_prompt_tokens),
+      ...vllmPriority(body.priority),
       ...(body.dimensions != null ? { dimensions: body.dimensions } : {}),
       ...(body.add_special_tokens != null ? { addSpecialTokens: body.add_special_tokens } : {}),
       ...(body.normalize != null ? { normalize: body.normalize } : {}),

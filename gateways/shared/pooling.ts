@@ -50,6 +50,16 @@ export function teiTruncation(
 
 export const vllmTruncationSchema = { anyOf: [{ type: 'integer', minimum: -1 }, { type: 'null' }] };
 
+/** vLLM's `priority` on its pooling requests (lower first, under --scheduling-policy priority). */
+export const vllmPrioritySchema = {
+  anyOf: [{ type: 'integer', minimum: -(2 ** 31 - 1), maximum: 2 ** 31 - 1 }, { type: 'null' }],
+};
+
+/** The request's priority, when it gives one (the engine refuses a non-zero one unless it schedules by priority). */
+export function vllmPriority(value: number | null | undefined): Pick<PoolingRequest, 'priority'> {
+  return value === undefined || value === null ? {} : { priority: value };
+}
+
 /** Little-endian float32 bytes in base64 (what the openai SDKs decode). */
 export function base64Floats(v: Float32Array): string {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');

@@ -2,7 +2,8 @@
  * vLLM's pooling routes: POST /pooling (the model's pooled output of each input), /score and
  * /v1/score (text_1 against text_2: one text against many, or pairwise), /rerank, /v1/rerank
  * and /v2/rerank (a query against documents in the Jina / Cohere shape, best first, top_n),
- * /classify (label probabilities). Errors in the OpenAI shape, as vLLM answers them.
+ * /classify (label probabilities); each takes vLLM's truncate_prompt_tokens and priority.
+ * Errors in the OpenAI shape, as vLLM answers them.
  */
 import type { Context } from 'koa';
 import type { PoolingInput, PoolingTask } from '../../engine/api.js';
@@ -15,6 +16,8 @@ import {
   runPooling,
   textsOrTokens,
   textsOrTokensSchema,
+  vllmPriority,
+  vllmPrioritySchema,
   vllmTruncation,
   vllmTruncationSchema,
   type TextsOrTokens,
@@ -32,6 +35,7 @@ const poolingSchema = {
     input: textsOrTokensSchema,
     encoding_format: nullable({ enum: ['float', 'base64'] }),
     truncate_prompt_tokens: vllmTruncationSchema,
+    priority: vllmPrioritySchema,
     add_special_tokens: nullable({ type: 'boolean' }),
     dimensions: nullable({ type: 'integer', minimum: 1 }),
   },
@@ -41,6 +45,7 @@ interface PoolingBody {
   input: TextsOrTokens;
   encoding_format?: 'float' | 'base64' | null;
   truncate_prompt_tokens?: number | null;
+  priority?: number | null;
   add_special_tokens?: boolean | null;
   dimensions?: number | null;
 }
@@ -69,6 +74,7 @@ export async function handlePooling(gw: GatewayContext, ctx: Context): Promise<v
       task,
       inputs: textsOrTokens(body.input),
       ...vllmTruncation(body.truncate_prompt_tokens),
+      ...vllmPriority(body.priority),
       ...(body.add_special_tokens != null ? { addSpecialTokens: body.add_special_tokens } : {}),
       ...(body.dimensions != null ? { dimensions: body.dimensions } : {}),
       // The pooler's raw output: a classifier's logits, not probabilities.
@@ -101,6 +107,7 @@ const scoreSchema = {
     text_1: textOrTexts,
     text_2: textOrTexts,
     truncate_prompt_tokens: vllmTruncationSchema,
+    priority: vllmPrioritySchema,
   },
 };
 interface ScoreBody {
@@ -108,6 +115,7 @@ interface ScoreBody {
   text_1: string | string[];
   text_2: string | string[];
   truncate_prompt_tokens?: number | null;
+  priority?: number | null;
 }
 const validateScore = compileSchema<ScoreBody>(scoreSchema);
 
@@ -135,6 +143,7 @@ export async function handleScore(gw: GatewayContext, ctx: Context): Promise<voi
       inputs: scorePairs(body.text_1, body.text_2),
       inputField: 'text_2',
       ...vllmTruncation(body.truncate_prompt_tokens),
+      ...vllmPriority(body.priority),
     },
     'score',
   );
@@ -165,6 +174,7 @@ const rerankSchema = {
     top_n: nullable({ type: 'integer', minimum: 0 }),
     return_documents: nullable({ type: 'boolean' }),
     truncate_prompt_tokens: vllmTruncationSchema,
+    priority: vllmPrioritySchema,
     max_tokens_per_doc: nullable({ type: 'integer', minimum: 1 }),
   },
 };
@@ -175,6 +185,7 @@ interface RerankBody {
   top_n?: number | null;
   return_documents?: boolean | null;
   truncate_prompt_tokens?: number | null;
+  priority?: number | null;
   max_tokens_per_doc?: number | null;
 }
 const validateRerank = compileSchema<RerankBody>(rerankSchema);
@@ -205,6 +216,7 @@ export async function handleRerank(
       inputs: texts.map((d) => ({ pair: [body.query, d] })),
       inputField: 'documents',
       ...truncate,
+      ...vllmPriority(body.priority),
     },
     'rerank',
   );
@@ -233,12 +245,14 @@ const classifySchema = {
     model: nullable({ type: 'string' }),
     input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
     truncate_prompt_tokens: vllmTruncationSchema,
+    priority: vllmPrioritySchema,
   },
 };
 const validateClassify = compileSchema<{
   model?: string | null;
   input: string | string[];
   truncate_prompt_tokens?: number | null;
+  priority?: number | null;
 }>(classifySchema);
 
 export async function handleClassify(gw: GatewayContext, ctx: Context): Promise<void> {
@@ -247,7 +261,12 @@ export async function handleClassify(gw: GatewayContext, ctx: Context): Promise<
     gw,
     ctx,
     body.model,
-    { task: 'classify', inputs: textsOrTokens(body.input), ...vllmTruncation(body.truncate_prompt_tokens) },
+    {
+      task: 'classify',
+      inputs: textsOrTokens(body.input),
+      ...vllmTruncation(body.truncate_prompt_tokens),
+      ...vllmPriority(body.priority),
+    },
     'classify',
   );
   const labels = result.labels ?? [];

@@ -256,6 +256,24 @@ Napi::Value DequantizeForTest(const Napi::CallbackInfo& info) {
   });
 }
 
+// The token-table rows the forward pass looks up (dequantized, before any embedding scale): a
+// test places them as embedding rows and expects the logits of the prompt holding the tokens.
+Napi::Value EmbeddingRowsForTest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<Model> model = modelArg(env, info[0], "model");
+  auto ids = typedArg<Napi::Int32Array>(env, info[1], "ids", napi_int32_array, "Int32Array");
+  return guarded(env, [&]() -> Napi::Value {
+    const int64_t D = model->cfg.hidden, V = model->cfg.vocab, n = static_cast<int64_t>(ids.ElementLength());
+    auto out = Napi::Float32Array::New(env, n * D);
+    for (int64_t k = 0; k < n; k++) {
+      if (ids[k] < 0 || ids[k] >= V)
+        throw Napi::RangeError::New(env, "ids[" + std::to_string(k) + "]: token id must be in [0, " + std::to_string(V) + ")");
+      dequantizeRow(model->embedType, model->embedData, D, ids[k], out.Data() + k * D);
+    }
+    return out;
+  });
+}
+
 Napi::Value MeasureMemoryBandwidth(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int64_t bytes = intArg(env, info[0], "bytes", 1 << 20, int64_t{16} << 30);
@@ -337,6 +355,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmulForTest", Napi::Function::New(env, MatmulForTest));
   exports.Set("quantizeForTest", Napi::Function::New(env, QuantizeForTest));
   exports.Set("dequantizeForTest", Napi::Function::New(env, DequantizeForTest));
+  exports.Set("embeddingRowsForTest", Napi::Function::New(env, EmbeddingRowsForTest));
   exports.Set("q4xvAmxCallsForTest", Napi::Function::New(env, Q4xvAmxCallsForTest));
   exports.Set("measureMemoryBandwidth", Napi::Function::New(env, MeasureMemoryBandwidth));
   exports.Set("sustainedReadRate", Napi::Function::New(env, SustainedReadRate));

@@ -12,7 +12,8 @@ std::vector<TensorType> loadableTensorTypes() {
 const BackendCapabilities& cpuCapabilities() {
   static const BackendCapabilities c = [] {
     BackendCapabilities b;
-    b.lora = b.verify = b.earlyExit = b.kvTransfer = b.minTokens = b.experts = b.mixedWindows = b.hiddenStates = b.samplerWarpers = true;
+    b.lora = b.verify = b.earlyExit = b.kvTransfer = b.minTokens = b.experts = b.mixedWindows = b.hiddenStates = b.samplerWarpers =
+        b.placedEmbeddings = true;
     b.architectures = {Arch::Llama, Arch::Qwen2, Arch::Qwen3, Arch::Qwen3Moe, Arch::Gemma3, Arch::Phi3};
     b.tensorTypes = loadableTensorTypes();
     return b;
@@ -31,6 +32,7 @@ Napi::Object capabilitiesToJs(Napi::Env env, const BackendCapabilities& c) {
   o.Set("mixedWindows", c.mixedWindows);
   o.Set("hiddenStates", c.hiddenStates);
   o.Set("samplerWarpers", c.samplerWarpers);
+  o.Set("placedEmbeddings", c.placedEmbeddings);
   Napi::Array archs = Napi::Array::New(env, c.architectures.size());
   for (size_t i = 0; i < c.architectures.size(); i++) archs.Set(static_cast<uint32_t>(i), archName(c.architectures[i]));
   o.Set("architectures", archs);

@@ -22,6 +22,7 @@ struct BackendCapabilities {
   bool mixedWindows = false;  // sliding-window layers mixed with global ones (KV layer groups)
   bool samplerWarpers = false;  // a plan's logitBias, minP and typicalP
   bool hiddenStates = false;  // hiddenStep: a decoder step answering final-norm hidden states (pooling)
+  bool placedEmbeddings = false;  // a plan's embedRows: given rows in place of token rows (images)
   std::vector<Arch> architectures;
   std::vector<TensorType> tensorTypes;
 };

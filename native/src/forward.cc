@@ -140,6 +140,11 @@ void Context::embed(const StepPlanData& plan) {
         for (int64_t i = 0; i < D; i++) x_[t * D + i] *= embedScale_;
     }
   });
+  // Placed rows (an image's embeddings) replace the looked-up ones as given: the model's
+  // embedding scale belongs to its token table, not to an encoder's output (HF's merge).
+  const size_t n = plan.embedTokenRows.size();
+  for (size_t k = 0; k < n; k++)
+    std::memcpy(&x_[plan.embedTokenRows[k] * D], &plan.embedRows[k * D], D * sizeof(float));
 }
 
 void Context::ropeTables(const StepPlanData& plan) {

@@ -12,6 +12,7 @@ Napi::Object modelInfoToJs(Napi::Env env, const Model& m) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("path", c.path);
   o.Set("format", c.format);
+  if (!c.vision.empty()) o.Set("vision", c.vision);
   o.Set("architecture", archName(c.arch));
   o.Set("name", c.name);
   o.Set("vocabSize", static_cast<double>(c.vocab));

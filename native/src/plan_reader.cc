@@ -44,13 +44,52 @@ void checkOffsets(Napi::Env env, const char* field, const std::vector<int32_t>& 
     rangeError(env, field, "last offset " + std::to_string(o.back()) + " must equal " + std::to_string(total));
 }
 
+// Placed embeddings (images' rows): CSR by sequence, each placement a position of one of the
+// sequence's rows in this step (strictly increasing within the sequence) and one row of
+// `hidden` floats that replaces the token's table row before layer 0.
+void readPlacedEmbeddings(Napi::Env env, Napi::Object plan, int64_t hidden, StepPlanData& p) {
+  const auto I32 = napi_int32_array;
+  const int64_t S = static_cast<int64_t>(p.seqTokenOffsets.size()) - 1;
+  copyField(env, plan, "embedOffsets", I32, "Int32Array", S + 1, p.embedOffsets, true);
+  copyField(env, plan, "embedPositions", I32, "Int32Array", -1, p.embedPositions, true);
+  if (p.embedOffsets.empty()) {
+    if (!p.embedPositions.empty() || !plan.Get("embedRows").IsUndefined())
+      rangeError(env, "embedOffsets", "is required (length S+1) when embedPositions or embedRows is given");
+    p.embedRows.clear();
+    p.embedTokenRows.clear();
+    return;
+  }
+  if (hidden < 1) rangeError(env, "embedOffsets", "placed embeddings are not supported by this backend");
+  const int64_t n = static_cast<int64_t>(p.embedPositions.size());
+  checkOffsets(env, "embedOffsets", p.embedOffsets, n, false);
+  copyField(env, plan, "embedRows", napi_float32_array, "Float32Array", n * hidden, p.embedRows);
+  p.embedTokenRows.resize(n);
+  for (int64_t s = 0; s < S; s++) {
+    const int32_t t0 = p.seqTokenOffsets[s], first = p.positions[t0];
+    const int32_t last = p.positions[p.seqTokenOffsets[s + 1] - 1];
+    for (int32_t k = p.embedOffsets[s]; k < p.embedOffsets[s + 1]; k++) {
+      const int32_t pos = p.embedPositions[k];
+      const std::string f = "embedPositions[" + std::to_string(k) + "]";
+      if (pos < first || pos > last)
+        rangeError(env, f, "position " + std::to_string(pos) + " is not among sequence " + std::to_string(s) +
+                               "'s positions in this step [" + std::to_string(first) + ", " + std::to_string(last) + "]");
+      if (k > p.embedOffsets[s] && pos <= p.embedPositions[k - 1])
+        rangeError(env, f, "positions of one sequence's placements must increase");
+      p.embedTokenRows[k] = t0 + (pos - first);
+    }
+  }
+  for (size_t i = 0; i < p.embedRows.size(); i++)
+    if (!std::isfinite(p.embedRows[i]))
+      rangeError(env, "embedRows[" + std::to_string(i) + "]", "must be finite");
+}
+
 }  // namespace
 
 void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlanData& p) {
   const ContextOptionsData& o = ctx.options();
   readStepPlan(env, plan,
                PlanLimits{o.kvBlocks, o.blockSize, o.maxBatchTokens, o.maxSeqs, ctx.model()->cfg.vocab,
-                          ctx.kvLayout().pagesPerBlock, &ctx.lora(), ctx.model()->cfg.layers},
+                          ctx.kvLayout().pagesPerBlock, &ctx.lora(), ctx.model()->cfg.layers, ctx.model()->cfg.hidden},
                p);
 }
 
@@ -258,6 +297,7 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
       rangeError(env, "adapterSlots[" + std::to_string(s) + "]",
                  "must be -1 (base model) or a slot holding an adapter (context has " +
                      std::to_string(opt.lora ? opt.lora->slots() : 0) + " slots)");
+  readPlacedEmbeddings(env, plan, opt.hidden, p);
   p.T = static_cast<int32_t>(T);
   p.S = static_cast<int32_t>(S);
 }

@@ -15,6 +15,7 @@ struct PlanLimits {
   int64_t pagesPerBlock = 1;  // block-table entries per block (kv_layout.h)
   const LoraRunner* lora = nullptr;  // null: the context takes no adapters (every slot must be -1)
   int64_t layers = 0;                // the model's layers: the default and bound of exitLayer
+  int64_t hidden = 0;                // the model's hidden size: the width of a placed embedding row
 };
 
 void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& limits, StepPlanData& out);

@@ -120,6 +120,24 @@ std::string ggufName(const std::string& hf, Arch arch) {
   return "";
 }
 
+// An Idefics3 checkpoint's tensor name as its text model alone would have it: the decoder's
+// `model.text_model.X` is `model.X`, `lm_head` stays, the vision tower's and connector's are
+// not the decoder's ("").
+std::string textModelName(const std::string& hf) {
+  static const std::string prefix = "model.text_model.";
+  if (hf.rfind(prefix, 0) == 0) return "model." + hf.substr(prefix.size());
+  return hf.rfind("lm_head.", 0) == 0 ? hf : "";
+}
+
+// config.json's model_type, else its first architecture ("" when neither is there).
+std::string modelType(const JsonValue& c) {
+  if (const JsonValue* mt = c.get("model_type"); mt && mt->isString()) return mt->str;
+  if (const JsonValue* archs = c.get("architectures"); archs && archs->isArray() && !archs->arr.empty() &&
+                                                        archs->arr[0].isString())
+    return archs->arr[0].str;
+  return "";
+}
+
 }  // namespace
 
 void readSafetensorsFile(const std::string& path, const TensorRename& rename, TensorSet& set) {
@@ -278,12 +296,25 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   JsonValue c = readJsonFile(configPath);
   if (!c.isObject()) throw FormatError(configPath, "", "config.json is not a JSON object");
 
-  std::string type;
-  if (const JsonValue* mt = c.get("model_type"); mt && mt->isString()) type = mt->str;
-  if (type.empty())
-    if (const JsonValue* archs = c.get("architectures"); archs && archs->isArray() && !archs->arr.empty() &&
-                                                          archs->arr[0].isString())
-      type = archs->arr[0].str;
+  std::string type = modelType(c);
+  // Idefics3 and SmolVLM (its renamed successor): the text model is a Llama under
+  // `model.text_model.*`, configured by `text_config`; the vision tower and connector beside
+  // it are the vision loader's (loadVisionModel).
+  const bool idefics3 = type == "idefics3" || type == "Idefics3ForConditionalGeneration" || type == "smolvlm" ||
+                        type == "SmolVLMForConditionalGeneration";
+  const JsonValue* outerTie = c.get("tie_word_embeddings");
+  if (idefics3) {
+    const JsonValue* tc = c.get("text_config");
+    if (!tc || !tc->isObject()) throw FormatError(configPath, "", "an Idefics3 config needs a 'text_config' object");
+    JsonValue text = *tc;
+    if (!text.get("tie_word_embeddings") && outerTie) text.obj.emplace_back("tie_word_embeddings", *outerTie);
+    c = std::move(text);
+    type = modelType(c);
+    if (type.empty()) type = "llama";  // the text config's default class (Idefics3Config)
+    if (type != "llama" && type != "LlamaForCausalLM")
+      throw FormatError(configPath, "", "Idefics3 text model '" + type + "' is unsupported (llama is)");
+    cfg.vision = "idefics3";
+  }
   bool slidingAll = false;  // the config's sliding_window applies to every layer
   if (type == "llama" || type == "LlamaForCausalLM") cfg.arch = Arch::Llama;
   else if (type == "mistral" || type == "MistralForCausalLM" || type == "mixtral" || type == "MixtralForCausalLM")
@@ -298,7 +329,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
                                       "its text model (gemma3_text, Gemma3ForCausalLM) is");
   else
     throw FormatError(configPath, "", "unsupported architecture '" + type +
-                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3)");
+                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3, idefics3)");
 
   cfg.format = "safetensors";
   cfg.path = dir;
@@ -416,7 +447,11 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   set.file = dir;
   const Arch arch = cfg.arch;
   for (const std::string& f : files)
-    readSafetensorsFile((fs::path(dir) / f).string(), [arch](const std::string& hf) { return ggufName(hf, arch); }, set);
+    readSafetensorsFile((fs::path(dir) / f).string(),
+                        [arch, idefics3](const std::string& hf) {
+                          return ggufName(idefics3 ? textModelName(hf) : hf, arch);
+                        },
+                        set);
 
   if (!set.tensors.count("output.weight") && !tied && set.tensors.count("token_embd.weight"))
     throw FormatError(dir, "lm_head.weight", "missing, and tie_word_embeddings is false");

@@ -45,6 +45,11 @@ struct StepPlanData {
   // Prompt logprobs (prompt_scores.h), optional (empty = none): per token row [T] the token
   // its distribution is read at (-1: not scored), and per sequence [S] the top alternatives.
   std::vector<int32_t> promptTargets, promptTop;
+  // Placed embeddings (images), optional (empty = none): CSR by sequence [S+1], per placement
+  // its absolute position and [n × hidden] rows that replace the token's table row before layer
+  // 0. embedTokenRows (derived) is each placement's token row in the step.
+  std::vector<int32_t> embedOffsets, embedPositions, embedTokenRows;
+  std::vector<float> embedRows;
 };
 
 struct StepResultData {

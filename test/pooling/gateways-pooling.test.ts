@@ -74,6 +74,9 @@ test('bad input: 400 naming the field, never a 5xx', async () => {
     [{ input: 'a', dimensions: 1000 }, 'dimensions'],
     [{ input: 'a', encoding_format: 'int8' }, 'encoding_format'],
     [{ input: 'a', model: 'other-model' }, 'model'],
+    // vLLM's priority reaches the engine (over gRPC): refused on an engine that schedules first come, first served.
+    [{ input: 'a', priority: 3 }, 'priority'],
+    [{ input: 'a', priority: 0.5 }, 'priority'],
   ];
   for (const [body, field] of cases) {
     const r = await postJson(url, body);
@@ -184,6 +187,13 @@ test('vLLM /pooling, llama.cpp /embedding, KServe v2 infer: the same vectors; me
   assert.deepEqual(k.json.outputs[0].shape, [2, 384]);
   assert.equal(k.json.outputs[0].datatype, 'FP32');
   assert.ok(cosine(k.json.outputs[0].data.slice(0, 384), v) > 0.999999);
+  // The request id has the bound a generation model's infer has.
+  const badId = await postJson(`${embed.url}/v2/models/minilm/infer`, {
+    id: 'bad id!',
+    inputs: [{ name: 'text', shape: [1], datatype: 'BYTES', data: ['hi'] }],
+  });
+  assert.equal(badId.status, 422, badId.text);
+  assert.match(badId.json.error, /\bid\b/);
   const metrics = await (await fetch(`${embed.metricsUrl}/metrics`)).text();
   const count = Number(/^prism:pooling_request_success_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
   assert.ok(count >= 4, metrics.slice(0, 300));

@@ -49,7 +49,13 @@ def load_model(model_path: Path, overrides: dict | None = None):
             raise SystemExit(f'reference: {model_path} is a file but not a .gguf')
         model = AutoModelForCausalLM.from_pretrained(str(model_path.parent), gguf_file=model_path.name, **kwargs)
     elif (model_path / 'config.json').exists():
-        model = AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
+        # A vision-language folder (Idefics3) is run on its text alone: no pixel_values, so its
+        # logits are its text model's, which Prism loads from the same folder.
+        if 'vision_config' in json.loads((model_path / 'config.json').read_text()):
+            from transformers import AutoModelForImageTextToText
+            model = AutoModelForImageTextToText.from_pretrained(str(model_path), **kwargs)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(str(model_path), **kwargs)
     else:
         raise SystemExit(f'reference: {model_path} is neither a .gguf file nor a folder with config.json')
     model.eval()
@@ -96,7 +102,7 @@ def run_job(job: dict, models: dict, tokenizers: dict) -> None:
         ids = ids[: int(job['maxTokens'])]
     if not ids:
         raise SystemExit('reference: no tokens to run')
-    vocab = model.config.vocab_size
+    vocab = model.config.get_text_config().vocab_size
     bad = [i for i in ids if not 0 <= i < vocab]
     if bad:
         raise SystemExit(f'reference: token ids {bad[:5]} outside the vocabulary of {vocab}')

@@ -172,7 +172,8 @@ DeviceContext::~DeviceContext() {
 }
 
 PlanLimits DeviceContext::limits() const {
-  return PlanLimits{opts_.kvBlocks, opts_.blockSize, opts_.maxBatchTokens, opts_.maxSeqs, model_->host->cfg.vocab, 1, nullptr};
+  return PlanLimits{opts_.kvBlocks, opts_.blockSize, opts_.maxBatchTokens, opts_.maxSeqs, model_->host->cfg.vocab, 1, nullptr,
+                    0, model_->host->cfg.hidden};
 }
 
 uint64_t DeviceContext::kvBytes() const {
@@ -205,6 +206,8 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
     if (!can.samplerWarpers && v > 0) throw std::invalid_argument("plan.minP: min_p is not supported on a CUDA device yet");
   for (float v : p.typicalP)
     if (!can.samplerWarpers && v < 1) throw std::invalid_argument("plan.typicalP: typical_p is not supported on a CUDA device yet");
+  if (!can.placedEmbeddings && !p.embedOffsets.empty())
+    throw std::invalid_argument("plan.embedRows: placed embeddings (image inputs) are not supported on a CUDA device yet");
   if (!p.promptTargets.empty())
     throw std::invalid_argument("plan.promptLogprobTargets: prompt logprobs are not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's

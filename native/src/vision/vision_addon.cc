@@ -1,5 +1,5 @@
 // The addon's vision-model exports (see native/native.ts, "Vision models"): load an
-// Idefics3 / SmolVLM folder's image side, describe it, preprocess an RGB image into tiles
+// Idefics3 / SmolVLM folder's or mmproj GGUF's image side, describe it, preprocess an RGB image into tiles
 // and encode tiles into the text model's embedding rows. Glue only: argument checks,
 // conversions and work off the JS thread (addon_glue.h); the math is in vision_encoder.cc,
 // idefics3_preprocess.cc and pil_resample.cc.
@@ -25,18 +25,24 @@ Napi::Value IsVisionModel(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), isVisionModelPath(glue::stringArg(info, 0, "path")));
 }
 
-// loadVisionModel(dir, {threads?}) -> Promise<handle>
+// loadVisionModel(path, {threads?, textModel?}) -> Promise<handle>
 Napi::Value LoadVisionModel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  const std::string dir = glue::stringArg(info, 0, "dir");
+  const std::string dir = glue::stringArg(info, 0, "path");
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string textModel;
   if (info.Length() > 1 && !info[1].IsUndefined()) {
     Napi::Object o = glue::objectArg(info, 1, "options");
     if (!o.Get("threads").IsUndefined()) threads = static_cast<int>(glue::intArg(env, o.Get("threads"), "options.threads", 1, 1024));
+    if (!o.Get("textModel").IsUndefined()) {
+      if (!o.Get("textModel").IsString()) throw Napi::TypeError::New(env, "options.textModel must be a string");
+      textModel = o.Get("textModel").As<Napi::String>().Utf8Value();
+      if (textModel.empty()) throw Napi::TypeError::New(env, "options.textModel must be a non-empty path");
+    }
   }
   return glue::Work<std::shared_ptr<VisionEncoder>>::queue(
       env, "prism.loadVisionModel", glue::ErrorPolicy{dir + ": ", dir + ": out of memory while loading", true, false},
-      [dir, threads] { return std::make_shared<VisionEncoder>(loadVisionModel(dir), threads); },
+      [dir, threads, textModel] { return std::make_shared<VisionEncoder>(loadVisionModel(dir, textModel), threads); },
       [](Napi::Env e, std::shared_ptr<VisionEncoder>& enc) { return glue::wrapHandle(e, std::move(enc), kVisionHandle); });
 }
 

@@ -2,16 +2,14 @@
 // scale_factor, text_config.hidden_size and image_token_id; the image processor's
 // parameters (preprocessor_config.json, or processor_config.json's "image_processor" as
 // transformers 5 saves it) and image_seq_len; the image tokens' ids from tokenizer.json's
-// added tokens; the model.vision_model.* and model.connector.* tensors, every shape checked
-// (weight_builder.h). Nothing here reads the text model's weights.
+// added tokens; the model.vision_model.* and model.connector.* tensors, built (every shape
+// checked) by vision_build.cc. Nothing here reads the text model's weights.
 #include <cmath>
 #include <filesystem>
-#include <regex>
 
 #include "format_error.h"
 #include "hf_files.h"
 #include "vision/vision_model.h"
-#include "weight_builder.h"
 
 namespace fs = std::filesystem;
 
@@ -154,18 +152,12 @@ void readTokenIds(const std::string& dir, VisionTokens& t) {
   const JsonValue tok = readJsonFile(file);
   const JsonValue* added = tok.isObject() ? tok.get("added_tokens") : nullptr;
   if (!added || !added->isArray()) return;
-  static const std::regex rowCol(R"(^<row_([1-6])_col_([1-6])>$)");
   for (const JsonValue& a : added->arr) {
     if (!a.isObject()) continue;
     const JsonValue* content = a.get("content");
     const JsonValue* id = a.get("id");
     if (!content || !content->isString() || !id || !id->isNumber() || id->num < 0 || id->num > (1 << 24)) continue;
-    const int64_t n = static_cast<int64_t>(id->num);
-    std::smatch m;
-    if (content->str == t.image) t.imageId = n;
-    else if (content->str == t.fakeAroundImage) t.fakeAroundImageId = n;
-    else if (content->str == t.globalImage) t.globalImageId = n;
-    else if (std::regex_match(content->str, m, rowCol)) t.rowColIds[(std::stoi(m[1]) - 1) * 6 + std::stoi(m[2]) - 1] = n;
+    noteVisionToken(t, content->str, static_cast<int64_t>(id->num));
   }
 }
 
@@ -177,50 +169,10 @@ std::string visionName(const std::string& hf) {
   return "";
 }
 
-void build(VisionModel& m, TensorSet& set) {
-  const VisionConfig& c = m.cfg;
-  const int64_t D = c.hidden, I = c.intermediate, p = c.patch;
-  // Float kernels keep f32 activations whatever this says; quantized files would use int16.
-  WeightBuilder b(set, "idefics3 vision", WeightPreparation::Cpu, ActivationPrecision::Int16,
-                  {m.weightBytes, m.maxLinearCols, m.ownedBytes});
-  // The patch embedding is a Conv2d [D, 3, p, p] with stride p: a matmul over unfolded patches.
-  const std::string patchName = "embeddings.patch_embedding.weight";
-  b.get(patchName, {p, p, 3, D});
-  set.tensors[patchName].dims = {3 * p * p, D};
-  m.patchEmbed = b.linear({{patchName, D}}, 3 * p * p);
-  m.patchBias = b.vec("embeddings.patch_embedding.bias", D);
-  m.positions = b.table("embeddings.position_embedding.weight", D, c.patchesPerTile());
-  m.layers.resize(c.layers);
-  for (int64_t l = 0; l < c.layers; l++) {
-    const std::string q = "encoder.layers." + std::to_string(l) + ".";
-    VisionLayer& L = m.layers[l];
-    L.norm1W = b.vec(q + "layer_norm1.weight", D);
-    L.norm1B = b.vec(q + "layer_norm1.bias", D);
-    L.qkv = b.linear({{q + "self_attn.q_proj.weight", D}, {q + "self_attn.k_proj.weight", D}, {q + "self_attn.v_proj.weight", D}}, D);
-    for (const char* part : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"}) {
-      const std::vector<float> v = b.vec(q + part, D);
-      L.qkvBias.insert(L.qkvBias.end(), v.begin(), v.end());
-    }
-    L.o = b.linear({{q + "self_attn.out_proj.weight", D}}, D);
-    L.oBias = b.vec(q + "self_attn.out_proj.bias", D);
-    L.norm2W = b.vec(q + "layer_norm2.weight", D);
-    L.norm2B = b.vec(q + "layer_norm2.bias", D);
-    L.up = b.linear({{q + "mlp.fc1.weight", I}}, D);
-    L.upBias = b.vec(q + "mlp.fc1.bias", I);
-    L.down = b.linear({{q + "mlp.fc2.weight", D}}, I);
-    L.downBias = b.vec(q + "mlp.fc2.bias", D);
-  }
-  m.postNormW = b.vec("post_layernorm.weight", D);
-  m.postNormB = b.vec("post_layernorm.bias", D);
-  m.projection = b.linear({{"connector.modality_projection.proj.weight", c.textHidden}}, D * c.scaleFactor * c.scaleFactor);
-}
-
 }  // namespace
 
-bool isVisionModelPath(const std::string& path) {
+bool isVisionFolder(const std::string& path) {
   try {
-    std::error_code ec;
-    if (!fs::is_directory(path, ec)) return false;
     const std::string file = (fs::path(path) / "config.json").string();
     if (!fs::exists(file)) return false;
     const std::string type = stringField(readJsonFile(file), "model_type");
@@ -230,9 +182,7 @@ bool isVisionModelPath(const std::string& path) {
   }
 }
 
-std::shared_ptr<VisionModel> loadVisionModel(const std::string& dir) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw FormatError(dir, "", "a vision-language model is a Hugging Face folder; this is not a directory");
+std::shared_ptr<VisionModel> loadVisionFolder(const std::string& dir) {
   auto m = std::make_shared<VisionModel>();
   m->weightArena = std::make_unique<WeightArena>();
   const WeightArenaScope arenaScope(m->weightArena.get());
@@ -246,7 +196,7 @@ std::shared_ptr<VisionModel> loadVisionModel(const std::string& dir) {
   set.file = dir;
   for (const std::string& f : safetensorsFiles(dir)) readSafetensorsFile((fs::path(dir) / f).string(), visionName, set);
   m->maps = set.maps;
-  build(*m, set);
+  buildVisionWeights(*m, set);
   for (const auto& map : m->maps) map->releaseResidentPages();
   return m;
 }

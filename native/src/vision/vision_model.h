@@ -4,7 +4,8 @@
 // size), the image processor's parameters and the prompt's image tokens. Read from the
 // Hugging Face folder (vision_hf.cc: config.json, preprocessor_config.json /
 // processor_config.json, tokenizer.json's added tokens, the model.vision_model.* and
-// model.connector.* tensors); the text model in the same folder is the decoder's business.
+// model.connector.* tensors) or from llama.cpp's mmproj GGUF (vision_gguf.cc); the text
+// model (the folder's, or the text GGUF beside the mmproj) is the decoder's business.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -93,10 +94,23 @@ struct VisionModel {
   int64_t maxLinearCols = 0;
 };
 
-// Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model; never throws.
+// Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model, or an
+// mmproj GGUF of projector type idefics3; never throws.
 bool isVisionModelPath(const std::string& path);
 
-// Reads the folder's vision side. Throws FormatError naming the file, tensor and rule.
-std::shared_ptr<VisionModel> loadVisionModel(const std::string& dir);
+// Reads the image side of a folder or an mmproj GGUF. `textModel` (mmproj only, "" = none):
+// the text GGUF whose vocabulary gives the image tokens' ids (without it they are -1).
+// Throws FormatError naming the file, tensor and rule.
+std::shared_ptr<VisionModel> loadVisionModel(const std::string& path, const std::string& textModel = "");
+
+// The readers behind those two (vision_hf.cc, vision_gguf.cc) and what they share.
+bool isVisionFolder(const std::string& path);
+std::shared_ptr<VisionModel> loadVisionFolder(const std::string& dir);
+bool isVisionGguf(const std::string& path);
+std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::string& textModel);
+// The encoder's and connector's tensors, under the folder's names less their model prefix.
+void buildVisionWeights(VisionModel& m, TensorSet& set);
+// Records `id` if `text` is one of the image tokens.
+void noteVisionToken(VisionTokens& t, const std::string& text, int64_t id);
 
 }  // namespace prism

@@ -883,7 +883,11 @@ export interface EmbedRequest {
     | boolean
     | undefined;
   /** score / classify: apply the model's activation (default true); false: raw logits. */
-  activation?: boolean | undefined;
+  activation?:
+    | boolean
+    | undefined;
+  /** Scheduling priority of its inputs under the engine's priority policy (lower first). */
+  priority?: number | undefined;
 }
 
 export interface EmbedOutput {
@@ -10810,6 +10814,7 @@ function createBaseEmbedRequest(): EmbedRequest {
     dimensions: undefined,
     addSpecialTokens: undefined,
     activation: undefined,
+    priority: undefined,
   };
 }
 
@@ -10844,6 +10849,9 @@ export const EmbedRequest: MessageFns<EmbedRequest> = {
     }
     if (message.activation !== undefined) {
       writer.uint32(80).bool(message.activation);
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(88).int32(message.priority);
     }
     return writer;
   },
@@ -10941,6 +10949,14 @@ export const EmbedRequest: MessageFns<EmbedRequest> = {
             message.activation = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10985,6 +11001,7 @@ export const EmbedRequest: MessageFns<EmbedRequest> = {
         ? globalThis.Boolean(object.add_special_tokens)
         : undefined,
       activation: isSet(object.activation) ? globalThis.Boolean(object.activation) : undefined,
+      priority: isSet(object.priority) ? globalThis.Number(object.priority) : undefined,
     };
   },
 
@@ -11020,6 +11037,9 @@ export const EmbedRequest: MessageFns<EmbedRequest> = {
     if (message.activation !== undefined) {
       obj.activation = message.activation;
     }
+    if (message.priority !== undefined) {
+      obj.priority = Math.round(message.priority);
+    }
     return obj;
   },
 
@@ -11038,6 +11058,7 @@ export const EmbedRequest: MessageFns<EmbedRequest> = {
     message.dimensions = object.dimensions ?? undefined;
     message.addSpecialTokens = object.addSpecialTokens ?? undefined;
     message.activation = object.activation ?? undefined;
+    message.priority = object.priority ?? undefined;
     return message;
   },
 };

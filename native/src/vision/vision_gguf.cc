@@ -1,0 +1,153 @@
+// An mmproj GGUF as llama.cpp's converter writes SmolVLM / Idefics3 (convert_hf_to_gguf.py
+// --mmproj: general.architecture "clip", clip.projector_type "idefics3") -> VisionModel: the
+// clip.vision.* hyperparameters, the image processor's mean / std / longest edge, the v.*
+// encoder tensors and mm.model.fc.weight, renamed to the folder reader's names so that one
+// builder (vision_build.cc) checks and prepares both. The file carries no token ids: they come
+// from the text GGUF's vocabulary when the caller names it (llama.cpp takes both files too).
+#include <cmath>
+#include <regex>
+
+#include "format_error.h"
+#include "gguf.h"
+#include "vision/vision_model.h"
+
+namespace prism {
+namespace {
+
+std::string stringKey(const GgufFile& g, const std::string& key) {
+  const GgufValue* v = g.find(key);
+  return v && v->type == GgufType::STRING ? v->s : "";
+}
+
+bool boolKey(const GgufFile& g, const std::string& key, bool fallback) {
+  const GgufValue* v = g.find(key);
+  if (!v) return fallback;
+  if (v->type != GgufType::BOOL) throw FormatError(g.file->path(), "", "metadata '" + key + "' must be a boolean");
+  return v->u != 0;
+}
+
+void channelTriple(const GgufFile& g, const std::string& key, float* out, bool positive) {
+  const GgufValue* v = g.find(key);
+  if (!v) return;
+  if (v->type != GgufType::ARRAY || v->items.size() != 3)
+    throw FormatError(g.file->path(), "", "metadata '" + key + "' must be an array of 3 numbers");
+  for (int i = 0; i < 3; i++) {
+    const GgufValue& x = v->items[i];
+    if (!x.isNumber() || !std::isfinite(x.asDouble()) || (positive && !(x.asDouble() > 0)))
+      throw FormatError(g.file->path(), "", "metadata '" + key + "' must hold " + (positive ? "positive" : "finite") + " numbers");
+    out[i] = static_cast<float>(x.asDouble());
+  }
+}
+
+void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& p) {
+  const std::string& path = g.file->path();
+  const std::string arch = stringKey(g, "general.architecture");
+  if (arch != "clip") throw FormatError(path, "", "general.architecture '" + arch + "' is not an mmproj file's 'clip'");
+  const std::string proj = stringKey(g, "clip.projector_type");
+  if (proj != "idefics3")
+    throw FormatError(path, "", "clip.projector_type '" + proj + "' is not a projector Prism reads (idefics3 is)");
+  if (!boolKey(g, "clip.has_vision_encoder", false)) throw FormatError(path, "", "clip.has_vision_encoder must be true");
+  const std::string v = "clip.vision.";
+  cfg.hidden = ggufInt(g, v + "embedding_length", 8, 1 << 14);
+  cfg.layers = ggufInt(g, v + "block_count", 1, 256);
+  cfg.heads = ggufInt(g, v + "attention.head_count", 1, 256);
+  cfg.intermediate = ggufInt(g, v + "feed_forward_length", 1, 1 << 17);
+  cfg.patch = ggufInt(g, v + "patch_size", 1, 64);
+  cfg.tile = ggufInt(g, v + "image_size", 1, 4096);
+  cfg.eps = ggufNum(g, v + "attention.layer_norm_epsilon", 1e-6, 0, 1);
+  // The converter marks Idefics3's MLP as GELU, which llama.cpp runs as the tanh form (SigLIP's).
+  if (!boolKey(g, "clip.use_gelu", true)) throw FormatError(path, "", "clip.use_gelu must be true for idefics3 (SigLIP's GELU)");
+  cfg.ffn = EncoderFfn::GeluTanh;
+  if (cfg.hidden % cfg.heads != 0) throw FormatError(path, "", "embedding_length is not a multiple of attention.head_count");
+  cfg.headDim = cfg.hidden / cfg.heads;
+  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
+    throw FormatError(path, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
+  if (cfg.tile % cfg.patch != 0) throw FormatError(path, "", "clip.vision.image_size is not a multiple of patch_size");
+  cfg.scaleFactor = g.find(v + "projector.scale_factor") ? ggufInt(g, v + "projector.scale_factor", 1, 16) : 2;
+  if (cfg.patchesPerSide() % cfg.scaleFactor != 0)
+    throw FormatError(path, "", "projector.scale_factor " + std::to_string(cfg.scaleFactor) + " does not divide the " +
+                                    std::to_string(cfg.patchesPerSide()) + " patches per side");
+  cfg.textHidden = ggufInt(g, v + "projection_dim", 8, 1 << 16);
+  cfg.family = "idefics3";
+  cfg.path = path;
+  cfg.name = stringKey(g, "general.name");
+  if (cfg.name.empty()) cfg.name = path.substr(path.find_last_of('/') + 1);
+
+  // Idefics3ImageProcessor as llama.cpp runs it for this projector: LANCZOS, split into tiles,
+  // rescale by 1/255, the file's mean / std; the longest edge from preproc_image_size.
+  p.tileEdge = cfg.tile;
+  p.longestEdge = g.find(v + "preproc_image_size") ? ggufInt(g, v + "preproc_image_size", 1, 1 << 14) : 4 * cfg.tile;
+  p.resample = 1;
+  channelTriple(g, v + "image_mean", p.mean, false);
+  channelTriple(g, v + "image_std", p.std, true);
+  p.imageSeqLen = cfg.tokensPerTile();
+}
+
+// mmproj name -> the folder reader's name ("" = none of Idefics3's).
+std::string internalName(const std::string& n) {
+  static const std::regex layer(R"(^v\.blk\.(\d+)\.(attn_q|attn_k|attn_v|attn_out|ln1|ln2|ffn_up|ffn_down)\.(weight|bias)$)");
+  std::smatch m;
+  if (std::regex_match(n, m, layer)) {
+    static const std::map<std::string, std::string> part = {
+        {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"},
+        {"attn_out", "self_attn.out_proj"}, {"ln1", "layer_norm1"}, {"ln2", "layer_norm2"},
+        {"ffn_up", "mlp.fc1"}, {"ffn_down", "mlp.fc2"}};
+    return "encoder.layers." + m[1].str() + "." + part.at(m[2].str()) + "." + m[3].str();
+  }
+  static const std::map<std::string, std::string> whole = {
+      {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
+      {"v.patch_embd.bias", "embeddings.patch_embedding.bias"},
+      {"v.position_embd.weight", "embeddings.position_embedding.weight"},
+      {"v.post_ln.weight", "post_layernorm.weight"},
+      {"v.post_ln.bias", "post_layernorm.bias"},
+      {"mm.model.fc.weight", "connector.modality_projection.proj.weight"}};
+  auto it = whole.find(n);
+  return it == whole.end() ? "" : it->second;
+}
+
+// The image tokens' ids in the text GGUF's vocabulary (tokenizer.ggml.tokens).
+void readTextTokenIds(const std::string& textModel, VisionConfig& cfg, VisionTokens& t) {
+  const GgufFile text = readGguf(textModel, false);
+  const GgufValue* tokens = text.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufType::ARRAY || tokens->itemType != GgufType::STRING)
+    throw FormatError(textModel, "", "the text model has no tokenizer.ggml.tokens string array");
+  for (size_t id = 0; id < tokens->items.size(); id++) noteVisionToken(t, tokens->items[id].s, static_cast<int64_t>(id));
+  if (t.imageId < 0) throw FormatError(textModel, "", "the text model's vocabulary has no '" + t.image + "' token");
+  cfg.imageTokenId = t.imageId;
+}
+
+}  // namespace
+
+bool isVisionGguf(const std::string& path) {
+  try {
+    const GgufFile g = readGguf(path, false);
+    return stringKey(g, "general.architecture") == "clip" && stringKey(g, "clip.projector_type") == "idefics3";
+  } catch (const std::exception&) {
+    return false;  // the loader names what is wrong with the file
+  }
+}
+
+std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::string& textModel) {
+  auto m = std::make_shared<VisionModel>();
+  m->weightArena = std::make_unique<WeightArena>();
+  const WeightArenaScope arenaScope(m->weightArena.get());
+  const GgufFile g = readGguf(path, true);
+  readClipConfig(g, m->cfg, m->processor);
+  m->tokens.rowColIds.assign(36, -1);
+  if (!textModel.empty()) readTextTokenIds(textModel, m->cfg, m->tokens);
+  TensorSet set;
+  set.file = path;
+  set.maps.push_back(g.file);
+  for (const GgufTensor& t : g.tensors) {
+    const std::string name = internalName(t.name);
+    if (name.empty()) throw FormatError(path, t.name, "tensor is not part of an idefics3 encoder or projector");
+    set.tensors[name] = SourceTensor{t.type, t.dims, t.data, t.bytes};
+    set.originalNames[name] = t.name;
+  }
+  m->maps = set.maps;
+  buildVisionWeights(*m, set);
+  for (const auto& map : m->maps) map->releaseResidentPages();
+  return m;
+}
+
+}  // namespace prism
