@@ -71,6 +71,9 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(out)
 
+    # socketserver's listen backlog is 5: 256 clients connecting at once overflow it and the
+    # late ones time out connecting (fetch failed) instead of queueing as they do at the others.
+    ThreadingHTTPServer.request_queue_size = 1024
     server = ThreadingHTTPServer(('127.0.0.1', args.port), Handler)
     server.daemon_threads = True
     print(f'listening http://127.0.0.1:{server.server_address[1]}', flush=True)
