@@ -16,6 +16,7 @@ import { createServer as createHttpServer, type RequestListener, type Server } f
 import { createServer as createHttpsServer } from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
 import { DEFAULT_LIMITS, type GatewayLimits, type ListenerConfig, type TlsConfig } from '../config.js';
+import { closeIdleWithoutReset } from './idle-close.js';
 import { applyConnectionLimits, serverLimitOptions } from './limits.js';
 
 function readFile(path: string, what: string): Buffer {
@@ -140,6 +141,7 @@ export async function startListener(
     server = createHttpServer(limitOptions, handler);
   }
   applyConnectionLimits(server, limits, capConnections);
+  closeIdleWithoutReset(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err) =>
       reject(new Error(`${name} listener: cannot listen on ${cfg.host}:${cfg.port}: ${err.message}`)),
