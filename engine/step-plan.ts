@@ -142,6 +142,8 @@ export function buildStepPlan(
  * computes in this step, CSR by sequence; absent when no sequence of the step has any.
  */
 function placedEmbeddings(batch: ScheduledBatch): Partial<StepPlan> {
+  // Every decode step passes here: a batch with no image rows allocates nothing.
+  if (!batch.items.some(({ seq }) => seq.placed)) return {};
   const spans = batch.items.map(({ seq, start, numNew }) => {
     const p = seq.placed;
     if (!p) return null;
