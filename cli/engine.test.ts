@@ -12,7 +12,8 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ensureDefaultModel } from '../engine/default-model.js';
 import { connectEngine } from '../engine/service/client.js';
-import { parseEngineArgs } from './engine.js';
+import { loadConfig } from '../config/load.js';
+import { engineOptionsFromArgs, parseEngineArgs } from './engine.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'prism-cli-engine-'));
@@ -153,4 +154,19 @@ test('serves on a unix socket with a config file, then stops cleanly on SIGTERM'
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
+});
+
+test('every flag reaches the engine options: --task, --matryoshka-dimensions, --mmproj', () => {
+  const args = parseEngineArgs([
+    '--task',
+    'embed',
+    '--matryoshka-dimensions',
+    '128,64',
+    '--mmproj',
+    '/models/mmproj-SmolVLM-256M.gguf',
+  ]);
+  const o = engineOptionsFromArgs(args, loadConfig(undefined));
+  assert.deepEqual(o.pooling, { task: 'embed', matryoshkaDimensions: [64, 128] });
+  assert.equal(o.mmproj, '/models/mmproj-SmolVLM-256M.gguf');
+  assert.throws(() => parseEngineArgs(['--mmproj', '']), /--mmproj: must not be empty/);
 });

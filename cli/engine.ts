@@ -25,6 +25,7 @@ import {
 import { pdFlagOptions, pdFromFlags, pdHelp } from './pd-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import { poolingFlagOptions, poolingFromFlags, poolingHelp } from './pooling-flags.js';
+import { mmprojFromFlags, visionFlagOptions, visionHelp } from './vision-flags.js';
 import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
 import type { EngineOptions } from '../engine/options.js';
 
@@ -51,6 +52,7 @@ ${schedulingHelp}
 ${speculativeHelp}
 ${pdHelp}
 ${poolingHelp}
+${visionHelp}
   -h, --help            show this help
 
 SIGINT or SIGTERM stops it gracefully: health turns NOT_SERVING, new requests get
@@ -60,7 +62,7 @@ exit codes: 0 stopped cleanly, 1 failed to start, 2 bad arguments or config.`;
 
 class UsageError extends Error {}
 
-interface EngineArgs {
+export interface EngineArgs {
   readonly model?: string;
   readonly config?: string;
   readonly listen: string;
@@ -81,6 +83,8 @@ interface EngineArgs {
   readonly pooling?: EngineOptions['pooling'];
   /** --scheduling-policy, when given. */
   readonly schedulingPolicy?: EngineOptions['schedulingPolicy'];
+  /** --mmproj, when given. */
+  readonly mmproj?: string;
 }
 
 export function parseEngineArgs(argv: string[]): EngineArgs {
@@ -102,6 +106,7 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
         ...contextFlagOption,
         ...poolingFlagOptions,
         ...schedulingFlagOption,
+        ...visionFlagOptions,
       },
     }));
   } catch (e) {
@@ -126,7 +131,9 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
   const pd = pdFromFlags(values, (m) => new UsageError(m));
   const pooling = poolingFromFlags(values, (m) => new UsageError(m));
   const scheduling = schedulingPolicyFromFlags(values, (m) => new UsageError(m));
+  const mmproj = mmprojFromFlags(values, (m) => new UsageError(m));
   return {
+    ...mmproj,
     ...(pooling ? { pooling } : {}),
     ...scheduling,
     model: values.model,
@@ -158,6 +165,41 @@ export function parseEngineArgs(argv: string[]): EngineArgs {
           },
         }
       : {}),
+  };
+}
+
+/**
+ * The engine options of `prism engine`: the config file's, with every flag given laid over
+ * them (each flag reaches the engine, or its parse refused it). Throws a UsageError.
+ */
+export function engineOptionsFromArgs(args: EngineArgs, config: ResolvedConfig): EngineOptions {
+  const fromConfig = engineOptionsFromConfig(config);
+  const modelName =
+    fromConfig.modelName ??
+    defaultServedModelName(args.model ?? modelPathFromConfig(config) ?? DEFAULT_MODEL_FILE);
+  const kvEvents: KvEventsOptions | undefined = kvEventsFromFlags(
+    args.kvEvents ?? {},
+    fromConfig.kvEvents,
+    () => defaultKvEventsTopic(modelName),
+    (m) => new UsageError(m),
+  );
+  const speculative = speculativeFromFlags(
+    args.speculative ?? {},
+    fromConfig.speculative,
+    (m) => new UsageError(m),
+  );
+  return {
+    ...fromConfig,
+    ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
+    ...(args.pd ?? {}),
+    ...(args.schedulingPolicy !== undefined ? { schedulingPolicy: args.schedulingPolicy } : {}),
+    kvEvents,
+    ...(speculative ? { speculative } : {}),
+    ...(args.pooling ? { pooling: args.pooling } : {}),
+    ...(args.threads !== undefined ? { threads: args.threads } : {}),
+    ...(args.mmproj !== undefined ? { mmproj: args.mmproj } : {}),
+    ...(args.device !== undefined ? { device: args.device } : {}),
+    ...(args.cudaKernels !== undefined ? { cudaKernels: args.cudaKernels } : {}),
   };
 }
 
@@ -194,32 +236,7 @@ export async function run(argv: string[]): Promise<number> {
 
   let options;
   try {
-    const fromConfig = engineOptionsFromConfig(config);
-    const modelName =
-      fromConfig.modelName ??
-      defaultServedModelName(args.model ?? modelPathFromConfig(config) ?? DEFAULT_MODEL_FILE);
-    const kvEvents: KvEventsOptions | undefined = kvEventsFromFlags(
-      args.kvEvents ?? {},
-      fromConfig.kvEvents,
-      () => defaultKvEventsTopic(modelName),
-      (m) => new UsageError(m),
-    );
-    const speculative = speculativeFromFlags(
-      args.speculative ?? {},
-      fromConfig.speculative,
-      (m) => new UsageError(m),
-    );
-    options = {
-      ...fromConfig,
-      ...maxModelLenFromFlags({ 'max-model-len': args.maxModelLen }, fromConfig, (m) => new UsageError(m)),
-      ...(args.pd ?? {}),
-      ...(args.schedulingPolicy !== undefined ? { schedulingPolicy: args.schedulingPolicy } : {}),
-      kvEvents,
-      ...(speculative ? { speculative } : {}),
-      ...(args.threads !== undefined ? { threads: args.threads } : {}),
-      ...(args.device !== undefined ? { device: args.device } : {}),
-      ...(args.cudaKernels !== undefined ? { cudaKernels: args.cudaKernels } : {}),
-    };
+    options = engineOptionsFromArgs(args, config);
   } catch (e) {
     log((e as Error).message);
     return 2;

@@ -30,6 +30,7 @@ import { kvEventsFlagOptions, kvEventsFromFlags, kvEventsHelp } from './kv-event
 import { speculativeFlagOptions, speculativeFromFlags, speculativeHelp } from './speculative-flags.js';
 import { contextFlagOption, contextHelp, maxModelLenFromFlags } from './context-flags.js';
 import { schedulingFlagOption, schedulingHelp, schedulingPolicyFromFlags } from './scheduling-flags.js';
+import { mmprojFromFlags, visionFlagOptions, visionHelp } from './vision-flags.js';
 
 export const help = `usage: prism serve [options]
 
@@ -56,6 +57,7 @@ ${contextHelp}
 ${schedulingHelp}
 ${speculativeHelp}
 ${poolingHelp}
+${visionHelp}
   -h, --help            show this help
 
 Stops gracefully on SIGINT/SIGTERM or GET /stopService (management listener): new requests get
@@ -84,6 +86,7 @@ export const serveOptions = {
   ...schedulingFlagOption,
   ...pdFlagOptions,
   ...poolingFlagOptions,
+  ...visionFlagOptions,
 } as const;
 
 /** A served name that fits every family's URL rules: the file name without `.gguf`. */
@@ -156,6 +159,7 @@ export async function run(argv: string[]): Promise<number> {
       ...options,
       ...maxModelLenFromFlags(values, options, (m) => new UsageError(m)),
       ...schedulingPolicyFromFlags(values, (m) => new UsageError(m)),
+      ...mmprojFromFlags(values, (m) => new UsageError(m)),
     };
     speculative = speculativeFromFlags(values, options.speculative, (m) => new UsageError(m));
     pd = pdFromFlags(values, (m) => new UsageError(m));

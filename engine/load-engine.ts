@@ -4,7 +4,8 @@
  * EngineCore. This is the one place the engine core meets the native addon.
  */
 import type { ImageEncoder } from './vision/image-encoder.js';
-import { NativeImageEncoder } from './vision/native-image-encoder.js';
+import { loadImageEncoder } from './vision/load-image-encoder.js';
+import type { NativeImageEncoder } from './vision/native-image-encoder.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -25,7 +26,7 @@ import type { AdapterManager } from './adapters/manager.js';
 import { defaultDeviceKvBytes, requireCudaDevice, resolveCudaKernels, resolveDevice } from './device.js';
 import { EngineCore } from './engine-core.js';
 import { isPoolingModel, loadPoolingEngine } from './pooling/load.js';
-import { EngineError } from './errors.js';
+import { EngineError, invalidArgument } from './errors.js';
 import type { Engine } from './types.js';
 import { modelFingerprint } from './kv-transfer/fingerprint.js';
 import type { KvEventPublisher } from './kv-events.js';
@@ -103,11 +104,14 @@ export async function loadEngine(
     loadTokenizer(modelPath),
   ]);
   const m = modelInfo(model);
-  // A vision-language folder's image side, unless the caller brings its own encoder.
+  // A vision-language folder's image side, or a GGUF's mmproj, unless the caller brings its own encoder.
   let ownEncoder: NativeImageEncoder | undefined;
-  if (m.vision && !hooks.imageEncoder) {
+  let vision = m.vision;
+  if (!hooks.imageEncoder) {
     try {
-      ownEncoder = await NativeImageEncoder.load(modelPath, o.threads);
+      const loaded = await loadImageEncoder(modelPath, m, o);
+      ownEncoder = loaded?.encoder;
+      vision = loaded?.vision;
     } catch (e) {
       disposeModel(model);
       throw e;
@@ -255,6 +259,7 @@ export async function loadEngine(
       deviceName: ctxInfo.deviceName,
       engineId: randomUUID(),
       modelFingerprint: modelFingerprint(m),
+      images: vision !== undefined && imageEncoder !== undefined,
     },
     dispose: () => {
       void kvEvents?.close();
@@ -266,7 +271,7 @@ export async function loadEngine(
     ...(kvEvents ? { blockObserver: kvEvents } : {}),
     ...(speculation ? { speculation } : {}),
     ...(hooks.structuredTuning ? { structuredTuning: hooks.structuredTuning } : {}),
-    ...(m.vision ? { vision: m.vision } : {}),
+    ...(vision ? { vision } : {}),
     ...(imageEncoder ? { imageEncoder } : {}),
   });
   holder.core = core;
@@ -290,6 +295,11 @@ export async function loadServedEngine(
   hooks: LoadEngineHooks = {},
 ): Promise<ServedEngine> {
   if (isPoolingModel(modelPath, options.pooling)) {
+    if (options.mmproj !== undefined)
+      throw invalidArgument(
+        'mmproj',
+        `${modelPath} is served for embeddings or scores, which take no images`,
+      );
     const modelName = options.modelName ?? defaultServedModelName(modelPath);
     const core = (path: string, o: EngineOptions) => loadEngine(path, o, hooks);
     return { engine: await loadPoolingEngine(modelPath, { ...options, modelName }, core) };

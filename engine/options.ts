@@ -63,6 +63,11 @@ export interface EngineOptions {
   readonly prefixCache?: boolean;
   /** A `.jinja` file that replaces the model's own chat template. */
   readonly chatTemplatePath?: string;
+  /**
+   * llama.cpp's image side of a GGUF text model (`--mmproj`): the mmproj GGUF that
+   * `convert_hf_to_gguf.py --mmproj` writes beside it. A Hugging Face folder carries its own.
+   */
+  readonly mmproj?: string;
   /** `tool_call_parser` names by model type (config `models.<model_type>.tool_call_options`). */
   readonly toolCallParsers?: Readonly<Record<string, string>>;
   /** Threads of the native context (default: the machine's cores). */
@@ -137,6 +142,7 @@ export interface ResolvedEngineOptions {
   readonly maxN: number;
   readonly prefixCache: boolean;
   readonly chatTemplatePath: string | undefined;
+  readonly mmproj: string | undefined;
   readonly toolCallParsers: Readonly<Record<string, string>>;
   readonly threads: number | undefined;
   readonly device: string | undefined;
@@ -267,6 +273,7 @@ export function resolveEngineOptions(
     maxN,
     prefixCache: options.prefixCache ?? d.prefixCache,
     chatTemplatePath: options.chatTemplatePath,
+    mmproj: options.mmproj,
     toolCallParsers: options.toolCallParsers ?? {},
     threads,
     device: options.device,

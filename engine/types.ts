@@ -387,6 +387,8 @@ export interface EngineInfo {
   readonly modelFingerprint: string;
   /** A pooling model's card (what it serves: embed, score, ...); absent for a generation model. */
   readonly pooling?: PoolingCard;
+  /** Whether the model takes images (a vision-language model with its image encoder). */
+  readonly images: boolean;
 }
 
 /**

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { MODEL_NAME, postJson, runPythonClient, startHarness, type Harness } from './gateways-harness.js';
+import { hostileKit } from './fuzz/hostile-images.js';
 import { serveScripted } from './gateways-scripted.js';
 
 let h: Harness;
@@ -40,6 +41,7 @@ test('ollama client: chat, stream, generate, raw, format schema, list, show, ps,
   assert.equal(r.list.models[0].details.quantization_level, 'Q4_1');
   assert.equal(r.show.model_info['general.architecture'], 'llama');
   assert.equal(r.show.model_info['llama.context_length'], 8192);
+  assert.deepEqual(r.show.capabilities, ['completion', 'tools']);
   assert.equal(r.ps.models[0].context_length, 1024);
   assert.equal(typeof r.version.version, 'string');
   assert.equal(r.errors.pull[0], 501);
@@ -102,8 +104,8 @@ test('NDJSON by default; options honoured, refused or named as ignored', async (
     ],
     [{ think: 'high' }, "think: think level 'high' is not supported by this server"],
     [
-      { messages: [{ role: 'user', content: 'x', images: ['AA=='] }] },
-      'messages[0].images: images (no vision model is served) is not supported by this server',
+      { messages: [{ role: 'assistant', content: 'x', images: ['AA=='] }] },
+      'messages[0].images: images are taken in user messages only',
     ],
     [
       { messages: [{ role: 'tool', content: 'x' }] },
@@ -114,6 +116,36 @@ test('NDJSON by default; options honoured, refused or named as ignored', async (
     const r = await postJson(`${h.url}/api/chat`, { ...base, ...extra });
     assert.equal(r.status, 400, JSON.stringify(extra));
     assert.deepEqual(r.json, { error });
+  }
+  // Images are decoded and placed; this text-only model refuses them naming the image, as
+  // every API does (a vision model answers them: test/vision/vision-clients.test.ts).
+  const png = (await hostileKit()).valid.png.toString('base64');
+  const images: [string, object, RegExp][] = [
+    [
+      '/api/chat',
+      { ...base, messages: [{ role: 'user', content: 'What is this?', images: [png] }] },
+      /^messages\[0\]\.images\[0\]: image input is not supported by this model: .* text-only model$/,
+    ],
+    [
+      '/api/chat',
+      { ...base, messages: [{ role: 'user', content: 'x', images: ['AA=='] }] },
+      /^messages\[0\]\.images\[0\]: is not a decodable image/,
+    ],
+    [
+      '/api/generate',
+      { model: MODEL_NAME, stream: false, prompt: 'What is this?', images: [png] },
+      /^images\[0\]: image input is not supported by this model/,
+    ],
+    [
+      '/api/generate',
+      { model: MODEL_NAME, stream: false, prompt: 'x', raw: true, images: [png] },
+      /^images: cannot be combined with raw/,
+    ],
+  ];
+  for (const [path, body, error] of images) {
+    const r = await postJson(h.url + path, body);
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.error, error);
   }
   const suffix = await postJson(`${h.url}/api/generate`, { model: MODEL_NAME, prompt: 'a', suffix: 'b' });
   assert.equal(suffix.status, 400);

@@ -45,6 +45,7 @@ export async function serveScripted(replies: string[], chatTemplate?: string) {
     modelFingerprint: 'scripted',
     device: 'cpu',
     deviceName: 'scripted',
+    images: false,
   };
   const core = new EngineCore({
     runner: new ScriptedSim(replies, 2048, 4),

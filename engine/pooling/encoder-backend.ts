@@ -101,6 +101,7 @@ export async function loadEncoderBackend(
       deviceName: 'CPU',
       engineId: randomUUID(),
       modelFingerprint: '',
+      images: false,
     },
     dispose: () => {
       disposeEncoderContext(ctx);

@@ -198,6 +198,7 @@ export class PoolingEngine implements Engine {
       deviceName: this.parts.deviceName,
       engineId: this.engineId,
       modelFingerprint: '',
+      images: false,
       pooling: b.card,
     };
   }

@@ -19,6 +19,14 @@ import { invalidArgument } from '../errors.js';
 import type { ImageInput } from '../types.js';
 import type { EncodedImage, ImageEncoder } from './image-encoder.js';
 
+export interface NativeImageEncoderOptions {
+  readonly threads?: number;
+  /** An mmproj GGUF's text model (native.ts VisionLoadOptions.textModel). */
+  readonly textModel?: string;
+  /** The encoder's budget: most tiles a pass (at most MAX_TILES_PER_PASS). */
+  readonly tilesPerPass?: number;
+}
+
 /** The native encoder's most tiles a pass (native.ts encodeImage). */
 const MAX_TILES_PER_PASS = 256;
 
@@ -37,9 +45,25 @@ export class NativeImageEncoder implements ImageEncoder {
     this.tileValues = 3 * info.tileSize * info.tileSize;
   }
 
-  static async load(dir: string, threads?: number, tilesPerPass = 64): Promise<NativeImageEncoder> {
-    const handle = await loadVisionModel(dir, threads !== undefined ? { threads } : {});
+  /**
+   * A folder's image side, or an mmproj GGUF's with `textModel` (the GGUF text model whose
+   * vocabulary gives the image tokens' ids).
+   */
+  static async load(path: string, options: NativeImageEncoderOptions = {}): Promise<NativeImageEncoder> {
+    const { threads, textModel, tilesPerPass = 64 } = options;
+    const handle = await loadVisionModel(path, {
+      ...(threads !== undefined ? { threads } : {}),
+      ...(textModel !== undefined ? { textModel } : {}),
+    });
     return new NativeImageEncoder(handle, Math.max(1, Math.min(tilesPerPass, MAX_TILES_PER_PASS)));
+  }
+
+  /** The processor's prompt tokens the text model's vocabulary lacks (an mmproj paired with the wrong GGUF). */
+  missingTokens(): string[] {
+    const t = visionInfo(this.handle).tokens;
+    return [t.image, t.fakeAroundImage, t.globalImage, ...t.rowCol]
+      .filter((x) => x.id < 0)
+      .map((x) => x.text);
   }
 
   /** Encoder passes run so far (tests read how calls were batched). */

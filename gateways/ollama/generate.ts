@@ -152,7 +152,7 @@ async function answer(
 export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void> {
   const { body, ignored } = validateChat(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const served = resolveOllamaModel(gw, body.model);
-  const mapped = chatRequest(body, gw.info.maxSeqLen, ignored);
+  const mapped = await chatRequest(body, gw.info.maxSeqLen, ignored, gw.config.media);
   noteIgnoredFields(ctx, ignored);
   await answer(gw, ctx, 'chat', { name: body.model, served }, mapped, body.stream !== false);
 }
@@ -160,7 +160,7 @@ export async function handleChat(gw: GatewayContext, ctx: Context): Promise<void
 export async function handleGenerate(gw: GatewayContext, ctx: Context): Promise<void> {
   const { body, ignored } = validateGenerate(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const served = resolveOllamaModel(gw, body.model);
-  const mapped = generateRequest(body, gw.info.maxSeqLen, ignored);
+  const mapped = await generateRequest(body, gw.info.maxSeqLen, ignored, gw.config.media);
   noteIgnoredFields(ctx, ignored);
   await answer(gw, ctx, 'generate', { name: body.model, served }, mapped, body.stream !== false);
 }

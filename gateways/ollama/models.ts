@@ -76,7 +76,11 @@ export async function handleShow(gw: GatewayContext, ctx: Context): Promise<void
       [`${arch}.context_length`]: gw.info.contextLength,
       [`${arch}.vocab_size`]: gw.info.vocabSize,
     },
-    capabilities: ['completion', 'tools'],
+    // Ollama's names: an embedding model embeds; a generation model completes and calls tools,
+    // and one that takes images (`images`, gateways/ollama/images.ts) sees.
+    capabilities: gw.info.pooling
+      ? ['embedding']
+      : ['completion', 'tools', ...(gw.info.images ? ['vision'] : [])],
     modified_at: new Date(m.created * 1000).toISOString(),
   };
 }

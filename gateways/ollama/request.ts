@@ -2,7 +2,8 @@
  * Ollama's `/api/chat` and `/api/generate` bodies → one engine request: messages (with their
  * `thinking`, `tool_calls` and `tool_name`), `tools`, `think`, `format` (structured output),
  * `options` (options.ts), the prompt forms of `/api/generate` (`system`, `raw`). What Ollama
- * has and Prism cannot serve (images, `suffix`, Go `template`s, `context`) is a 400 naming it;
+ * has and Prism cannot serve (`suffix`, Go `template`s, `context`) is a 400 naming it; `images`
+ * are decoded here (gateways/ollama/images.ts) and placed before their message's text;
  * unknown top-level fields are accepted and named as ignored, as Ollama's server ignores them.
  */
 import type {
@@ -18,6 +19,8 @@ import { unknownKeys } from '../shared/ignored-fields.js';
 import { compileSchema, nullable } from '../shared/schema.js';
 import { schemaConstraint } from '../shared/structured.js';
 import { toolSchemaProperties } from '../openai/chat-tools.js';
+import type { MediaConfig } from '../shared/images/media-config.js';
+import { decodeOllamaImages, withChatImages } from './images.js';
 import { mapOptions } from './options.js';
 
 const common = {
@@ -45,7 +48,7 @@ const chatSchema = {
           role: { enum: ['system', 'user', 'assistant', 'tool'] },
           content: nullable({ type: 'string' }),
           thinking: nullable({ type: 'string' }),
-          images: nullable({ type: 'array', maxItems: 0 }),
+          images: nullable({ type: 'array', items: { type: 'string' } }),
           tool_name: nullable({ type: 'string' }),
           tool_calls: nullable({
             type: 'array',
@@ -80,7 +83,7 @@ const generateSchema = {
     suffix: nullable({ type: 'string', maxLength: 0 }),
     template: nullable({ type: 'string', maxLength: 0 }),
     context: nullable({ type: 'array', maxItems: 0 }),
-    images: nullable({ type: 'array', maxItems: 0 }),
+    images: nullable({ type: 'array', items: { type: 'string' } }),
   },
 };
 
@@ -99,6 +102,7 @@ interface OllamaMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content?: string | null;
   thinking?: string | null;
+  images?: string[] | null;
   tool_name?: string | null;
   tool_calls?: { function: { name: string; arguments?: Record<string, unknown> } }[] | null;
 }
@@ -112,6 +116,7 @@ export interface GenerateBody extends CommonBody {
   prompt?: string | null;
   system?: string | null;
   raw?: boolean | null;
+  images?: string[] | null;
 }
 
 const checkChat = compileSchema<ChatBody>(chatSchema);
@@ -119,7 +124,6 @@ const checkGenerate = compileSchema<GenerateBody>(generateSchema);
 
 /** What a schema rule can name better: the fields Ollama has and this server cannot serve. */
 const UNSERVED: Readonly<Record<string, string>> = {
-  images: 'images (no vision model is served)',
   suffix: 'suffix (fill-in-the-middle)',
   template: "template (Ollama's Go templates: the model's own chat template is used)",
   context: 'context (token ids of an earlier answer)',
@@ -234,8 +238,14 @@ function engineRequest(body: CommonBody, prompt: PromptInput, maxSeqLen: number,
   };
 }
 
-export function chatRequest(body: ChatBody, maxSeqLen: number, ignored: string[]): OllamaRequest {
-  const messages = chatMessages(body.messages ?? []);
+export async function chatRequest(
+  body: ChatBody,
+  maxSeqLen: number,
+  ignored: string[],
+  media: MediaConfig,
+): Promise<OllamaRequest> {
+  const sent = (body.messages ?? []).map((m) => m.images);
+  const { messages, images } = await withChatImages(chatMessages(body.messages ?? []), sent, media);
   const tools = chatTools(body);
   const prompt: PromptInput = {
     kind: 'chat',
@@ -243,15 +253,30 @@ export function chatRequest(body: ChatBody, maxSeqLen: number, ignored: string[]
     ...(tools.length > 0 ? { tools } : {}),
     ...thinkKwargs(body.think),
   };
-  return { request: engineRequest(body, prompt, maxSeqLen, ignored), loadOnly: messages.length === 0 };
+  return {
+    request: { ...engineRequest(body, prompt, maxSeqLen, ignored), ...(images.length > 0 ? { images } : {}) },
+    loadOnly: messages.length === 0,
+  };
 }
 
-/** `/api/generate`: the prompt as a user turn of the chat template, or as is with `raw`. */
-export function generateRequest(body: GenerateBody, maxSeqLen: number, ignored: string[]): OllamaRequest {
+/**
+ * `/api/generate`: the prompt as a user turn of the chat template, or as is with `raw`; its
+ * `images` go before the prompt in that turn (a raw prompt has no place for them).
+ */
+export async function generateRequest(
+  body: GenerateBody,
+  maxSeqLen: number,
+  ignored: string[],
+  media: MediaConfig,
+): Promise<OllamaRequest> {
   const text = body.prompt ?? '';
   if (body.raw === true && body.system) throw invalid('system', 'cannot be combined with raw (no template)');
   if (body.raw === true && body.think !== undefined && body.think !== null)
     throw invalid('think', 'cannot be combined with raw (no template)');
+  const sent = body.images ?? [];
+  if (body.raw === true && sent.length > 0)
+    throw invalid('images', 'cannot be combined with raw (no template places them)');
+  const { images, parts } = await decodeOllamaImages([{ images: sent, field: 'images' }], [text], media);
   const prompt: PromptInput =
     body.raw === true
       ? { kind: 'text', text }
@@ -259,9 +284,12 @@ export function generateRequest(body: GenerateBody, maxSeqLen: number, ignored: 
           kind: 'chat',
           messages: [
             ...(body.system ? [{ role: 'system' as const, content: body.system }] : []),
-            { role: 'user' as const, content: text },
+            { role: 'user' as const, content: text, ...(parts[0] ? { parts: parts[0] } : {}) },
           ],
           ...thinkKwargs(body.think),
         };
-  return { request: engineRequest(body, prompt, maxSeqLen, ignored), loadOnly: text === '' };
+  return {
+    request: { ...engineRequest(body, prompt, maxSeqLen, ignored), ...(images.length > 0 ? { images } : {}) },
+    loadOnly: text === '' && images.length === 0,
+  };
 }

@@ -104,9 +104,12 @@ export function tgiSamples(p: TgiParameters): boolean {
 
 /**
  * `inputs` as the engine's prompt: its text, and where it holds `![](URL)` images (fetched and
- * decoded here) its parts in order.
+ * decoded here) its parts in order. As in TGI, only a model that takes images reads them: for
+ * a text-only model the markdown is text like any other (TGI's router chunks `inputs` for
+ * vision-language models only).
  */
 export async function tgiPrompt(gw: GatewayContext, inputs: string): Promise<TgiPrompt> {
+  if (!gw.info.images) return { prompt: { kind: 'text', text: inputs } };
   const markdown = findMarkdownImages(inputs, 'inputs');
   if (markdown.found.length === 0) return { prompt: { kind: 'text', text: inputs } };
   const images = await loadImageParts(markdown.found, gw.config.media);

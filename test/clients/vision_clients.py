@@ -1,13 +1,17 @@
 """A vision model through unmodified clients, as their documentation sends an image: the
 official `openai` SDK (a PNG in a chat `image_url` part, a JPEG in a Responses `input_image`
 part) and huggingface_hub's `InferenceClient.chat_completion` (an `image_url` part), each a
-base64 data: URL of the picture openai_images.py draws (64 x 48: 3 x 4 tiles + the global image).
+base64 data: URL of the picture openai_images.py draws (64 x 48: 3 x 4 tiles + the global image);
+and the `ollama` client's chat with the same PNG's bytes in a message's `images`.
 
 Usage: python3 test/clients/vision_clients.py BASE_URL MODEL
 Prints one JSON object: per call its text and prompt token count.
 """
+import base64
 import json
 import sys
+
+import ollama
 
 from huggingface_hub import InferenceClient
 from openai import OpenAI
@@ -43,12 +47,19 @@ def main() -> None:
         max_tokens=6,
         temperature=0,
     )
+    png = base64.b64decode(drawn("PNG").split(",", 1)[1])
+    ol = ollama.Client(host=base_url, timeout=120).chat(
+        model=model,
+        messages=[{"role": "user", "content": "What is in this image?", "images": [png]}],
+        options={"num_predict": 6, "temperature": 0},
+    )
     print(
         json.dumps(
             {
                 "chat": {"text": chat.choices[0].message.content, "promptTokens": chat.usage.prompt_tokens},
                 "responses": {"text": responses.output_text, "promptTokens": responses.usage.input_tokens},
                 "hf": {"text": hf.choices[0].message.content, "promptTokens": hf.usage.prompt_tokens},
+                "ollama": {"text": ol.message.content, "promptTokens": ol.prompt_eval_count},
             }
         )
     )

@@ -129,6 +129,9 @@ test('TEI: /embed, /embed_all, /info; InferenceClient.feature_extraction, LangCh
     prompt: 'A man is playing a guitar.',
   });
   assert.ok(cosine(legacy.json.embedding, r.ollama.embeddings[0]) > 0.999999);
+  const show = await postJson(`${embed.url}/api/show`, { model: 'minilm' });
+  assert.equal(show.status, 200, show.text);
+  assert.deepEqual(show.json.capabilities, ['embedding']);
   assert.equal(r.cohere.results.length, 2);
   const scores = await postJson(`${rerank.url}/score`, {
     text_1: 'What is the capital of France?',

@@ -80,7 +80,7 @@ function pixels(drawn: (typeof IMAGES)[number]): Uint8Array {
 }
 
 test("two requests' images asked for together are encoded in one pass, each as alone", async () => {
-  const encoder = await NativeImageEncoder.load(fixture('smolvlm-tiny').path, 2);
+  const encoder = await NativeImageEncoder.load(fixture('smolvlm-tiny').path, { threads: 2 });
   try {
     const [a, b] = IMAGES.map((d) => ({ width: d.width, height: d.height, rgb: pixels(d), field: d.label }));
     const alone = [...(await encoder.encode([a!])), ...(await encoder.encode([b!]))];

@@ -663,7 +663,14 @@ export interface InfoResponse {
   device: string;
   deviceName: string;
   /** A pooling model's card; absent for a generation model. */
-  pooling?: PoolingCard | undefined;
+  pooling?:
+    | PoolingCard
+    | undefined;
+  /**
+   * Whether the model takes images in chat prompts (a vision-language model with its image
+   * encoder); TGI reads a text-only model's `![](url)` as text.
+   */
+  images: boolean;
 }
 
 export interface ListModelsRequest {
@@ -7719,6 +7726,7 @@ function createBaseInfoResponse(): InfoResponse {
     device: "",
     deviceName: "",
     pooling: undefined,
+    images: false,
   };
 }
 
@@ -7780,6 +7788,9 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     }
     if (message.pooling !== undefined) {
       PoolingCard.encode(message.pooling, writer.uint32(154).fork()).join();
+    }
+    if (message.images !== false) {
+      writer.uint32(160).bool(message.images);
     }
     return writer;
   },
@@ -7949,6 +7960,14 @@ export const InfoResponse: MessageFns<InfoResponse> = {
             message.pooling = PoolingCard.decode(reader, reader.uint32());
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.images = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -8042,6 +8061,7 @@ export const InfoResponse: MessageFns<InfoResponse> = {
         ? globalThis.String(object.device_name)
         : "",
       pooling: isSet(object.pooling) ? PoolingCard.fromJSON(object.pooling) : undefined,
+      images: isSet(object.images) ? globalThis.Boolean(object.images) : false,
     };
   },
 
@@ -8104,6 +8124,9 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     if (message.pooling !== undefined) {
       obj.pooling = PoolingCard.toJSON(message.pooling);
     }
+    if (message.images !== false) {
+      obj.images = message.images;
+    }
     return obj;
   },
 
@@ -8133,6 +8156,7 @@ export const InfoResponse: MessageFns<InfoResponse> = {
     message.pooling = (object.pooling !== undefined && object.pooling !== null)
       ? PoolingCard.fromPartial(object.pooling)
       : undefined;
+    message.images = object.images ?? false;
     return message;
   },
 };
