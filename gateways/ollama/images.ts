@@ -10,27 +10,29 @@ import { invalid } from '../shared/http-error.js';
 import { loadImageParts, type FoundImage } from '../shared/images/image-parts.js';
 import type { MediaConfig } from '../shared/images/media-config.js';
 
-/** One message's (or the generate prompt's) images as sent, with where they were sent. */
+/** One message's (or the generate prompt's) images as sent, where they were sent, and its text. */
 export interface SentImages {
   readonly images: readonly string[];
   /** `messages[i].images` or `images`. */
   readonly field: string;
+  /** The message's text, placed after its images. */
+  readonly text: string;
 }
 
 /**
  * The decoded images of every list in order, and each list's content parts: its images, then
- * `text` when not empty. Lists without images get no parts.
+ * its text when not empty. Lists without images get no parts.
  */
 export async function decodeOllamaImages(
   lists: readonly SentImages[],
-  texts: readonly string[],
   media: MediaConfig,
 ): Promise<{ images: readonly ImageInput[]; parts: (ContentPart[] | undefined)[] }> {
   const found: FoundImage[] = [];
   const keys = lists.map((l) =>
     l.images.map((b64, j) => {
       const field = `${l.field}[${j}]`;
-      if (typeof b64 !== 'string' || b64 === '') throw invalid(field, 'must be a base64-encoded image');
+      // The schema made each a string; an empty one is no image.
+      if (b64 === '') throw invalid(field, 'must be a base64-encoded image');
       // The decoder reads the format from the bytes, so the data: URL's declared type does not matter.
       const key = { field };
       found.push({ part: key, url: `data:image/png;base64,${b64}`, field });
@@ -40,7 +42,7 @@ export async function decodeOllamaImages(
   const loaded = await loadImageParts(found, media);
   const parts = keys.map((list, k): ContentPart[] | undefined => {
     if (list.length === 0) return undefined;
-    const text = texts[k] ?? '';
+    const text = lists[k]!.text;
     return [
       ...list.map((key): ContentPart => ({ type: 'image', image: loaded.indexOf(key)! })),
       ...(text !== '' ? [{ type: 'text' as const, text }] : []),
@@ -59,11 +61,11 @@ export async function withChatImages(
     if (list && list.length > 0 && messages[i]?.role !== 'user')
       throw invalid(`messages[${i}].images`, 'images are taken in user messages only');
   });
-  const lists = messages.map((_, i) => ({ images: sent[i] ?? [], field: `messages[${i}].images` }));
-  const { images, parts } = await decodeOllamaImages(
-    lists,
-    messages.map((m) => m.content),
-    media,
-  );
+  const lists = messages.map((m, i) => ({
+    images: sent[i] ?? [],
+    field: `messages[${i}].images`,
+    text: m.content,
+  }));
+  const { images, parts } = await decodeOllamaImages(lists, media);
   return { messages: messages.map((m, i) => (parts[i] ? { ...m, parts: parts[i] } : m)), images };
 }

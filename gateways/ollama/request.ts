@@ -276,7 +276,7 @@ export async function generateRequest(
   const sent = body.images ?? [];
   if (body.raw === true && sent.length > 0)
     throw invalid('images', 'cannot be combined with raw (no template places them)');
-  const { images, parts } = await decodeOllamaImages([{ images: sent, field: 'images' }], [text], media);
+  const { images, parts } = await decodeOllamaImages([{ images: sent, field: 'images', text }], media);
   const prompt: PromptInput =
     body.raw === true
       ? { kind: 'text', text }
