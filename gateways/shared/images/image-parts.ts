@@ -1,20 +1,28 @@
 /**
  * A request's image parts, fetched and decoded together: each family finds its parts (OpenAI
- * chat's `image_url`, Responses' `input_image`, TGI's `![](url)`) and hands them here with the
+ * chat's `image_url`, Responses' `input_image`, TGI's `![](url)`, Ollama's `images`,
+ * Anthropic's `image` blocks, MindIE's `image_url` inputs) and hands them here with the
  * field each came from; the result gives the engine's `images` and, for each part object, its
  * index there. The per-request limits (count, pixels together) are checked here, once.
  */
 import type { ContentPart, ImageInput } from '../../../engine/api.js';
 import { invalid } from '../http-error.js';
 import { decodeImage } from './decode-image.js';
-import { readImageUrl } from './image-source.js';
+import { base64Bytes, readImageUrl } from './image-source.js';
 import type { MediaConfig } from './media-config.js';
 
-/** One image part a family found: its object in the body, its URL, the field naming it. */
-export interface FoundImage {
+/**
+ * One image part a family found: its object in the body, the field naming it, and its URL
+ * (`url`: data:, file:// or http(s)) or its bare base64 text (`base64`: Anthropic's `data`).
+ */
+export type FoundImage = {
   readonly part: object;
-  readonly url: string;
   readonly field: string;
+} & ({ readonly url: string } | { readonly base64: string });
+
+async function imageBytes(f: FoundImage, media: MediaConfig): Promise<Buffer> {
+  if ('base64' in f) return base64Bytes(f.base64, f.field, media.maxImageBytes);
+  return readImageUrl(f.url, f.field, media);
 }
 
 export interface ImageParts {
@@ -30,7 +38,7 @@ export async function loadImageParts(found: readonly FoundImage[], media: MediaC
   if (found.length > media.maxImages)
     throw invalid(found[media.maxImages]!.field, `at most ${media.maxImages} images per request`);
   const images = await Promise.all(
-    found.map(async (f) => decodeImage(await readImageUrl(f.url, f.field, media), f.field, media)),
+    found.map(async (f) => decodeImage(await imageBytes(f, media), f.field, media)),
   );
   let pixels = 0;
   for (const img of images) {

@@ -1,7 +1,8 @@
 /**
  * The encoded bytes an image part's URL names: a `data:` URL (base64), a `file://` URL under
- * the allowed local media directory, or an http(s) URL when remote fetching is on. Every
- * refusal is a 400 naming the part's field; no source gives more than `maxImageBytes`.
+ * the allowed local media directory, or an http(s) URL when remote fetching is on; and those
+ * of a family's bare base64 field. Every refusal is a 400 naming the part's field; no source
+ * gives more than `maxImageBytes`.
  */
 import { open, realpath } from 'node:fs/promises';
 import { sep } from 'node:path';
@@ -39,11 +40,19 @@ function dataUrlBytes(url: string, field: string, maxBytes: number): Buffer {
       `a data: URL's type must be one of ${[...DATA_URL_TYPES].join(', ')}; got '${type}'`,
     );
   if (!header.slice(1).includes('base64')) throw invalid(field, 'a data: URL must be base64 (;base64,)');
-  const text = url.slice(comma + 1).replace(/\s+/g, '');
+  return base64Bytes(url.slice(comma + 1), field, maxBytes, "a data: URL's data");
+}
+
+/**
+ * An image's base64 text (white space ignored) as its bytes: a data: URL's data, or a family's
+ * own base64 field (Anthropic's `source.data`); `what` names the text in the refusal of bad base64.
+ */
+export function base64Bytes(base64: string, field: string, maxBytes: number, what?: string): Buffer {
+  const text = base64.replace(/\s+/g, '');
   if (Math.floor((text.length * 3) / 4) > maxBytes + 2)
     throw invalid(field, `the image is larger than ${maxBytes} bytes`);
   if (text.length % 4 !== 0 || !BASE64.test(text))
-    throw invalid(field, "a data: URL's data is not valid base64");
+    throw invalid(field, what ? `${what} is not valid base64` : 'is not valid base64');
   const bytes = Buffer.from(text, 'base64');
   if (bytes.length === 0) throw invalid(field, 'the image is empty');
   if (bytes.length > maxBytes) throw invalid(field, `the image is larger than ${maxBytes} bytes`);

@@ -168,6 +168,24 @@ test('http(s) URLs only with --image-fetch, within the byte and time limits', as
   await refusal(readImageUrl(`${base}/missing`, F, media), /HTTP 404/);
 });
 
+test("a family's bare base64 field: the same bytes as its data: URL, refused naming the field", async () => {
+  const png = await drawn('png');
+  const b64 = png.toString('base64');
+  const parts = await loadImageParts([{ part: {}, base64: b64, field: 'src.data' }], DEFAULT_MEDIA);
+  const viaUrl = await loadImageParts([{ part: {}, url: dataUrl(png), field: 'src.data' }], DEFAULT_MEDIA);
+  assert.deepEqual(parts.images, viaUrl.images);
+  await refusal(
+    loadImageParts([{ part: {}, base64: 'ab!d', field: 'src.data' }], DEFAULT_MEDIA),
+    /^src\.data: is not valid base64$/,
+    'src.data',
+  );
+  await refusal(
+    loadImageParts([{ part: {}, base64: b64, field: 'src.data' }], { ...DEFAULT_MEDIA, maxImageBytes: 10 }),
+    /larger than 10 bytes/,
+    'src.data',
+  );
+});
+
 test('per request: at most maxImages images and maxRequestPixels pixels together', async () => {
   const url = dataUrl(await drawn('png'));
   const found = [0, 1, 2].map((i) => ({ part: {}, url, field: `p${i}` }));
@@ -185,7 +203,7 @@ test('per request: at most maxImages images and maxRequestPixels pixels together
 test("TGI's ![](url): images at their places, other text (alt text included) kept", () => {
   const m = findMarkdownImages('a ![](u1) b ![x](u2) ![](u3)', 'inputs');
   assert.deepEqual(
-    m.found.map((f) => [f.url, f.field]),
+    m.found.map((f) => ['url' in f ? f.url : f.base64, f.field]),
     [
       ['u1', 'inputs.images[0]'],
       ['u3', 'inputs.images[1]'],
