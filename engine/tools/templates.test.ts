@@ -130,4 +130,32 @@ describe('templates from real tokenizer configs', () => {
     );
     assert.equal(r.parsing?.tools?.family.name, 'llama3');
   });
+
+  it("a template without tool support: a tool result's images stay in its <tool_response> turn", () => {
+    // A vision template's shape (SmolVLM's): content parts, no tools, no tool_calls.
+    const template =
+      "{% for message in messages %}{{ message['role'] }}: {% for line in message['content'] %}" +
+      "{% if line['type'] == 'text' %}{{ line['text'] }}{% else %}<image>{% endif %}{% endfor %}{% endfor %}";
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'Take a snapshot.' },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 'c1', type: 'function', function: { name: 'snap', arguments: '{}' } }],
+      },
+      {
+        role: 'tool',
+        content: 'here',
+        toolCallId: 'c1',
+        parts: [
+          { type: 'image', image: 0 },
+          { type: 'text', text: 'here' },
+        ],
+      },
+    ];
+    const out = renderToolChat({ messages }, template, defaultToolParser('llama', template), (m) =>
+      renderChatTemplate(template, m, { contentParts: true }),
+    );
+    assert.ok(out.text.endsWith('user: <tool_response>\n<image>here\n</tool_response>'), out.text);
+  });
 });

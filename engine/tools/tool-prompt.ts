@@ -81,6 +81,17 @@ function argumentsText(args: string, kind: 'json' | 'python-kwargs'): string {
   }
 }
 
+/** A tool result as the user turn a template without tool support reads, its images kept in place. */
+function toolResponseTurn(m: ChatMessage): ChatMessage {
+  const [open, close] = ['<tool_response>\n', '\n</tool_response>'];
+  const turn: ChatMessage = { role: 'user', content: `${open}${m.content}${close}` };
+  if (!m.parts) return turn;
+  return {
+    ...turn,
+    parts: [{ type: 'text', text: open }, ...m.parts, { type: 'text', text: close }],
+  };
+}
+
 /**
  * Messages for a template without tool support: the tool prompt joined to the system message
  * (or a new one), assistant calls as text, tool results as user turns in `<tool_response>`.
@@ -95,8 +106,7 @@ export function withBuiltInToolPrompt(
     ? messages.map((m) => {
         if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0)
           return { role: 'assistant', content: callsAsText(m, family) };
-        if (m.role === 'tool')
-          return { role: 'user', content: `<tool_response>\n${m.content}\n</tool_response>` };
+        if (m.role === 'tool') return toolResponseTurn(m);
         return m;
       })
     : [...messages];
