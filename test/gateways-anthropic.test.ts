@@ -2,9 +2,13 @@
  * Anthropic's Messages API: the Python `anthropic` SDK (requirements-dev.in) on the real default
  * model — create, stream, stop sequences, a forced tool call and its tool_result round trip,
  * count_tokens, errors — and, on a scripted model, thinking blocks and the event sequence.
+ * Image blocks on this text-only model: each malformed one is a 400 naming its field, and a
+ * good one is decoded and then refused by the engine, naming it (never a 5xx); served on a
+ * vision model in test/vision/vision-anthropic.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { hostileKit } from './fuzz/hostile-images.js';
 import { MODEL_NAME, postJson, runPythonClient, startHarness, type Harness } from './gateways-harness.js';
 import { serveScripted } from './gateways-scripted.js';
 import { postSse } from './gateways-sse.js';
@@ -62,8 +66,11 @@ test('anthropic SDK: create, stream, stop_sequences, tool round trip, count_toke
   assert.equal(r.count_tools, r.call.usage.input_tokens + r.call.usage.cache_read_input_tokens);
   assert.deepEqual(r.errors.not_found, ['NotFoundError', 404, 'not_found_error']);
   assert.deepEqual(r.errors.bad_temperature, ['BadRequestError', 400, 'temperature: must be <= 1']);
-  assert.equal(r.errors.image[0], 'BadRequestError');
-  assert.match(r.errors.image[2], /^messages\[0\]\.content\[0\]\.type: content block type 'image'/);
+  assert.deepEqual(r.errors.image, [
+    'BadRequestError',
+    400,
+    'messages[0].content[0].source.data: image input is not supported by this model: smollm2-test is a text-only model',
+  ]);
 });
 
 test('bad requests: 400 naming the field, in Anthropic’s error shape', async () => {
@@ -105,6 +112,147 @@ test('bad requests: 400 naming the field, in Anthropic’s error shape', async (
   const unknown = await postJson(`${h.url}/v1/messages/batches`, {});
   assert.equal(unknown.status, 404);
   assert.equal(unknown.json.error.type, 'not_found_error');
+});
+
+test('image blocks: each malformed one is a 400 naming its field; a good one is refused by the text-only model, naming it', async () => {
+  const kit = await hostileKit();
+  const b64 = (buf: Buffer) => buf.toString('base64');
+  const base64 = (media_type: string, data: string) => ({
+    type: 'image',
+    source: { type: 'base64', media_type, data },
+  });
+  const png = base64('image/png', b64(kit.valid.png));
+  const user = (content: object[]) => [{ role: 'user', content }];
+  const body = (extra: object) => ({ model: MODEL_NAME, max_tokens: 4, ...extra });
+  const textOnly = 'image input is not supported by this model: smollm2-test is a text-only model';
+  const c0 = 'messages[0].content[0]';
+  const cases: [object, string][] = [
+    [
+      { messages: user([base64('image/bmp', b64(kit.valid.png))]) },
+      `${c0}.source.media_type: must be one of image/jpeg, image/png, image/gif, image/webp; got 'image/bmp'`,
+    ],
+    [{ messages: user([base64('image/png', 'ab!d')]) }, `${c0}.source.data: is not valid base64`],
+    [{ messages: user([base64('image/png', '')]) }, `${c0}.source.data: must be base64-encoded image data`],
+    [
+      { messages: user([base64('image/png', b64(Buffer.from('not an image at all')))]) },
+      `${c0}.source.data: is not a decodable image`,
+    ],
+    [
+      { messages: user([base64('image/png', b64(kit.valid.jpeg))]) },
+      `${c0}.source.media_type: is 'image/png', but the data holds an image/jpeg image`,
+    ],
+    [
+      { messages: user([{ type: 'image', source: { type: 'blob', data: 'x' } }]) },
+      `${c0}.source.type: unknown image source type "blob" (one of 'base64', 'url')`,
+    ],
+    [
+      { messages: user([{ type: 'image', source: { type: 'file', file_id: 'file_1' } }]) },
+      `${c0}.source.type: image source 'file' (the Files API) is not supported by this server`,
+    ],
+    [{ messages: user([{ type: 'image' }]) }, `${c0}.source: is required`],
+    [
+      { messages: user([{ type: 'image', source: 'data:image/png;base64,AA==' }]) },
+      `${c0}.source: must be an object`,
+    ],
+    [
+      { messages: user([{ ...png, source: { ...png.source, url: 'x' } }]) },
+      `${c0}.source.url: is not a known field`,
+    ],
+    [{ messages: user([{ ...png, detail: 'high' }]) }, `${c0}.detail: is not a known field`],
+    [
+      {
+        messages: user([{ type: 'image', source: { type: 'url', url: 'https://example.invalid/cat.png' } }]),
+      },
+      `${c0}.source.url: http(s) URLs are refused: the server fetches images only with --image-fetch`,
+    ],
+    [
+      { messages: user([{ type: 'image', source: { type: 'url', url: 'ftp://x/cat.png' } }]) },
+      `${c0}.source.url: must be a data:, file:// or http(s) URL`,
+    ],
+    [
+      { messages: user([{ ...png, transformations: { oversized_image: 'error' } }]) },
+      `${c0}.transformations.oversized_image: 'error' (the model's image processor scales every image to its own size) is not supported by this server`,
+    ],
+    [
+      { messages: user([{ ...png, transformations: { crop: true } }]) },
+      `${c0}.transformations.crop: is not a known field`,
+    ],
+    [
+      {
+        messages: [
+          ...user([{ type: 'text', text: 'hi' }]),
+          { role: 'assistant', content: [png] },
+          ...user([{ type: 'text', text: 'and?' }]),
+        ],
+      },
+      'messages[1].content[0].type: image blocks belong to user messages (their content, or the content of a tool_result)',
+    ],
+    [
+      { system: [png], messages: user([{ type: 'text', text: 'hi' }]) },
+      'system[0].type: image blocks belong to user messages (their content, or the content of a tool_result)',
+    ],
+    [
+      {
+        messages: user([{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }]),
+      },
+      `${c0}.type: content block type 'document' is not supported by this server`,
+    ],
+    // Well formed: decoded, then refused by the engine, which has no image encoder for this model.
+    [
+      { messages: user([{ type: 'text', text: 'What is this?' }, png]) },
+      `messages[0].content[1].source.data: ${textOnly}`,
+    ],
+    [
+      {
+        messages: user([
+          { ...png, transformations: { oversized_image: 'downsize' }, cache_control: { type: 'ephemeral' } },
+        ]),
+      },
+      `${c0}.source.data: ${textOnly}`,
+    ],
+    [
+      {
+        messages: user([base64('image/gif', b64(kit.valid.gif)), base64('image/webp', b64(kit.valid.webp))]),
+      },
+      `${c0}.source.data: ${textOnly}`,
+    ],
+    [
+      {
+        messages: [
+          ...user([{ type: 'text', text: 'Take a snapshot.' }]),
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'snap', input: {} }] },
+          ...user([
+            { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'here' }, png] },
+          ]),
+        ],
+      },
+      `messages[2].content[0].content[1].source.data: ${textOnly}`,
+    ],
+  ];
+  for (const [extra, message] of cases) {
+    const res = await postJson(`${h.url}/v1/messages`, body(extra));
+    assert.equal(res.status, 400, `${JSON.stringify(extra).slice(0, 200)}: ${res.text}`);
+    assert.equal(res.json.error.type, 'invalid_request_error');
+    if (message.endsWith('is not a decodable image'))
+      assert.ok(res.json.error.message.startsWith(message), res.text);
+    else assert.equal(res.json.error.message, message);
+  }
+  // count_tokens counts no image (its tokens are the engine's tiles): refused, naming the block.
+  const count = await postJson(`${h.url}/v1/messages/count_tokens`, {
+    model: MODEL_NAME,
+    messages: user([png]),
+  });
+  assert.equal(count.status, 400, count.text);
+  assert.match(
+    count.json.error.message,
+    /^messages\[0\]\.content\[0\]\.type: counting an image block's tokens/,
+  );
+  // Text is served as before.
+  const ok = await postJson(
+    `${h.url}/v1/messages`,
+    body({ messages: user([{ type: 'text', text: 'Hello' }]) }),
+  );
+  assert.equal(ok.status, 200, ok.text);
 });
 
 test('output_config.format: the answer is a document of the schema', async () => {

@@ -1,10 +1,11 @@
 /**
  * POST /v1/messages and /v1/messages/count_tokens: Anthropic's Messages API as one engine chat
- * request (request.ts maps it in, output.ts maps the answer back).
+ * request (request.ts maps it in, images.ts finds its image blocks, output.ts maps the answer back).
  */
 import type { Context } from 'koa';
 import type { GenerateEvent, GenerateRequest } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
+import { loadImageParts } from '../shared/images/image-parts.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import {
   adapterFor,
@@ -16,6 +17,7 @@ import {
 import { clientGoneSignal, type SseWriter } from '../shared/sse.js';
 import { streamSse } from '../shared/stream.js';
 import { anthropicErrorBody } from './errors.js';
+import { findMessageImages } from './images.js';
 import { anthropicUsage, BlockStream, contentBlocks, StopSequences, stopReason } from './output.js';
 import { withConstraintField } from '../shared/structured.js';
 import {
@@ -36,21 +38,24 @@ function thinkingKwargs(body: MessagesBody): { chatTemplateKwargs?: Record<strin
 export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<void> {
   const body = validateMessages(await readJsonBody(ctx, gw.config.maxRequestBytes));
   const model = resolveModel(gw, body.model);
-  const prompt = {
-    kind: 'chat' as const,
-    messages: engineMessages(body),
-    ...engineTools(body),
-    ...thinkingKwargs(body),
-  };
+  const found = findMessageImages(body.messages);
   const params = engineParams(body);
   const constraint = engineConstraint(body);
   assertAccepting(gw);
+  const images = await loadImageParts(found, gw.config.media);
+  const prompt = {
+    kind: 'chat' as const,
+    messages: engineMessages(body, images),
+    ...engineTools(body),
+    ...thinkingKwargs(body),
+  };
   const id = newRequestId('msg');
   const request: GenerateRequest = {
     requestId: id,
     prompt,
     params,
     ...adapterFor(gw, model),
+    ...(images.images.length > 0 ? { images: images.images } : {}),
     ...(constraint ? { constraint } : {}),
   };
   withConstraintField(
@@ -114,7 +119,10 @@ export async function handleMessages(gw: GatewayContext, ctx: Context): Promise<
   });
 }
 
-/** The prompt's tokens as /v1/messages would render them (system, messages, tools). */
+/**
+ * The prompt's tokens as /v1/messages would render them (system, messages, tools). An image
+ * block is refused (400 naming it): its tokens are the tiles the engine's image processor cuts.
+ */
 export async function handleCountTokens(gw: GatewayContext, ctx: Context): Promise<void> {
   const body = validateCountTokens(await readJsonBody(ctx, gw.config.maxRequestBytes));
   await resolveServedModel(gw, body.model);

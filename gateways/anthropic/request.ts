@@ -1,21 +1,27 @@
 /**
  * An Anthropic Messages request → one engine chat request: `system` (a string or text blocks)
- * as the system message, each message's content blocks (text, tool_use, tool_result, thinking)
- * as the engine's chat messages, `tools` / `tool_choice` as the engine's tools, and the
- * sampling fields. Anthropic's API refuses fields it does not know (400), and so does this;
- * every block type it cannot serve (images, documents, server tools) is a 400 naming it.
+ * as the system message, each message's content blocks (text, image, tool_use, tool_result,
+ * thinking) as the engine's chat messages, `tools` / `tool_choice` as the engine's tools, and
+ * the sampling fields. Anthropic's API refuses fields it does not know (400), and so does this;
+ * every block type it cannot serve (documents, search results, server tools) is a 400 naming
+ * it. Image blocks (images.ts) are decoded by the shared image path before the messages are
+ * built; a user message holding one carries its parts in order, as OpenAI's image parts do.
  */
 import type {
   ChatMessage,
   ChatTool,
   ChatToolCall,
   Constraint,
+  ContentPart,
   SamplingParams,
   ToolChoice,
 } from '../../engine/api.js';
 import { invalid, notSupported } from '../shared/http-error.js';
+import type { ImageParts } from '../shared/images/image-parts.js';
 import { compileSchema } from '../shared/schema.js';
 import { schemaConstraint } from '../shared/structured.js';
+import { onlyFields, stringField, type Block } from './blocks.js';
+import { imageMisplaced } from './images.js';
 
 const cacheControl = {
   type: 'object',
@@ -112,8 +118,6 @@ const messagesSchema = {
   },
 };
 
-type Block = Record<string, unknown> & { type?: unknown };
-
 export interface MessagesBody {
   model: string;
   max_tokens: number;
@@ -158,27 +162,55 @@ const countSchema = {
 };
 export const validateCountTokens = compileSchema<MessagesBody>(countSchema);
 
-/** Fields a block may carry besides its own: prompt caching hints (the prefix cache is automatic). */
-const COMMON_BLOCK_FIELDS = ['type', 'cache_control'];
-
-function onlyFields(block: Block, allowed: readonly string[], at: string): void {
-  for (const key of Object.keys(block)) {
-    if (!COMMON_BLOCK_FIELDS.includes(key) && !allowed.includes(key))
-      throw invalid(`${at}.${key}`, 'is not a known field');
-  }
-}
-
-function stringField(block: Block, key: string, at: string): string {
-  const v = block[key];
-  if (typeof v !== 'string') throw invalid(`${at}.${key}`, 'must be a string');
-  return v;
-}
-
 /** Blocks no model here can take: refused with the block's own path. */
 function refuseBlock(type: unknown, at: string): never {
-  if (type === 'image' || type === 'document' || type === 'search_result')
+  if (type === 'document' || type === 'search_result')
     throw notSupported(`${at}.type`, `content block type '${String(type)}'`);
   throw invalid(`${at}.type`, `unknown content block type ${JSON.stringify(type)}`);
+}
+
+/**
+ * An image block's part: its image among the request's (`images`, decoded from
+ * findMessageImages' list). count_tokens reads no images (`images` undefined): an image's
+ * tokens depend on the tiles the model's processor cuts it into, which only the engine knows.
+ */
+function imagePart(block: Block, at: string, images: ImageParts | undefined): ContentPart {
+  if (images === undefined)
+    throw notSupported(
+      `${at}.type`,
+      "counting an image block's tokens (POST /v1/messages reports them in usage.input_tokens)",
+    );
+  const image = images.indexOf(block);
+  if (image === undefined) throw new Error(`${at}: an image block missing from the request's images`);
+  return { type: 'image', image };
+}
+
+/** A message's (or tool result's) text and image parts in order; text blocks join with newlines. */
+class PartList {
+  readonly parts: ContentPart[] = [];
+  private readonly texts: string[] = [];
+  private images = 0;
+
+  text(t: string): void {
+    this.parts.push({ type: 'text', text: this.texts.length > 0 ? `\n${t}` : t });
+    this.texts.push(t);
+  }
+
+  image(part: ContentPart): void {
+    this.parts.push(part);
+    this.images++;
+  }
+
+  get empty(): boolean {
+    return this.parts.length === 0;
+  }
+
+  /** The text blocks joined (`content`), and the parts when an image is among them. */
+  content(prefix = ''): { content: string; parts?: ContentPart[] } {
+    const content = prefix + this.texts.join('\n');
+    if (this.images === 0) return { content };
+    return { content, parts: prefix ? [{ type: 'text', text: prefix }, ...this.parts] : this.parts };
+  }
 }
 
 /** A text block's text (`citations` must be absent or null: none are made here). */
@@ -195,39 +227,51 @@ function systemText(system: MessagesBody['system']): string | undefined {
   if (typeof system === 'string') return system;
   return system
     .map((b, i) => {
+      if (b.type === 'image') imageMisplaced(`system[${i}]`);
       if (b.type !== 'text') refuseBlock(b.type, `system[${i}]`);
       return textOf(b, `system[${i}]`);
     })
     .join('\n');
 }
 
-/** A tool_result's content: a string or text blocks; `is_error` says it reports a failure. */
-function toolResultText(block: Block, at: string): string {
+/**
+ * A tool_result's content: a string, or text and image blocks; `is_error` says it reports a
+ * failure. Its images are the tool message's parts.
+ */
+function toolResultContent(
+  block: Block,
+  at: string,
+  images: ImageParts | undefined,
+): { content: string; parts?: ContentPart[] } {
   onlyFields(block, ['tool_use_id', 'content', 'is_error'], at);
   const content = block.content;
-  let text: string;
-  if (content === undefined) text = '';
-  else if (typeof content === 'string') text = content;
+  const list = new PartList();
+  if (content === undefined) list.text('');
+  else if (typeof content === 'string') list.text(content);
   else if (Array.isArray(content)) {
-    text = content
-      .map((b: Block, j) => {
-        if (b === null || typeof b !== 'object' || b.type !== 'text')
-          refuseBlock((b as Block | null)?.type, `${at}.content[${j}]`);
-        return textOf(b, `${at}.content[${j}]`);
-      })
-      .join('\n');
-  } else throw invalid(`${at}.content`, 'must be a string or a list of text blocks');
+    content.forEach((b: Block, j) => {
+      const inner = `${at}.content[${j}]`;
+      if (b === null || typeof b !== 'object') refuseBlock(undefined, inner);
+      if (b.type === 'image') list.image(imagePart(b, inner, images));
+      else if (b.type === 'text') list.text(textOf(b, inner));
+      else refuseBlock(b.type, inner);
+    });
+  } else throw invalid(`${at}.content`, 'must be a string or a list of text and image blocks');
   if (block.is_error !== undefined && typeof block.is_error !== 'boolean')
     throw invalid(`${at}.is_error`, 'must be a boolean');
   // The chat templates have no error flag on a tool message: the model reads it in the text.
-  return block.is_error === true ? `Error: ${text}` : text;
+  return list.content(block.is_error === true ? 'Error: ' : '');
 }
 
 /** One Anthropic message → the engine's messages (a user turn's tool results come first, as tool messages). */
-function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatMessage[] {
+function toEngineMessages(
+  m: MessagesBody['messages'][number],
+  i: number,
+  images: ImageParts | undefined,
+): ChatMessage[] {
   const at = `messages[${i}].content`;
   if (typeof m.content === 'string') return [{ role: m.role, content: m.content }];
-  const texts: string[] = [];
+  const list = new PartList();
   const reasoning: string[] = [];
   const calls: ChatToolCall[] = [];
   const results: ChatMessage[] = [];
@@ -235,7 +279,11 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
     const b = `${at}[${j}]`;
     switch (block.type) {
       case 'text':
-        texts.push(textOf(block, b));
+        list.text(textOf(block, b));
+        return;
+      case 'image':
+        if (m.role !== 'user') imageMisplaced(b);
+        list.image(imagePart(block, b, images));
         return;
       case 'tool_use': {
         if (m.role !== 'assistant')
@@ -262,7 +310,7 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
         results.push({
           role: 'tool',
           toolCallId: stringField(block, 'tool_use_id', b),
-          content: toolResultText(block, b),
+          ...toolResultContent(block, b, images),
         });
         return;
       case 'thinking':
@@ -280,10 +328,10 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
     }
   });
   const out: ChatMessage[] = [...results];
-  if (texts.length > 0 || calls.length > 0 || results.length === 0) {
+  if (!list.empty || calls.length > 0 || results.length === 0) {
     out.push({
       role: m.role,
-      content: texts.join('\n'),
+      ...list.content(),
       ...(calls.length > 0 ? { toolCalls: calls } : {}),
       ...(reasoning.length > 0 ? { reasoningContent: reasoning.join('\n') } : {}),
     });
@@ -291,8 +339,14 @@ function toEngineMessages(m: MessagesBody['messages'][number], i: number): ChatM
   return out;
 }
 
-/** The whole conversation: the system prompt, then every message's engine messages. */
-export function engineMessages(body: Pick<MessagesBody, 'system' | 'messages'>): ChatMessage[] {
+/**
+ * The whole conversation: the system prompt, then every message's engine messages; `images`:
+ * the request's decoded image blocks (absent for count_tokens, which refuses them).
+ */
+export function engineMessages(
+  body: Pick<MessagesBody, 'system' | 'messages'>,
+  images?: ImageParts,
+): ChatMessage[] {
   const system = systemText(body.system);
   const last = body.messages[body.messages.length - 1];
   if (last.role === 'assistant')
@@ -302,7 +356,7 @@ export function engineMessages(body: Pick<MessagesBody, 'system' | 'messages'>):
     );
   return [
     ...(system !== undefined ? [{ role: 'system' as const, content: system }] : []),
-    ...body.messages.flatMap(toEngineMessages),
+    ...body.messages.flatMap((m, i) => toEngineMessages(m, i, images)),
   ];
 }
 

@@ -9,6 +9,7 @@ import json
 import sys
 
 import anthropic
+from openai_images import drawn
 
 # temperature is not among the SDK's arguments any more (newer models take none); other clients send it.
 GREEDY = {"temperature": 0}
@@ -75,6 +76,8 @@ def main() -> None:
         client.messages.create(model=model, max_tokens=4, messages=messages, extra_body={"temperature": 1.5})
     except anthropic.APIStatusError as err:
         errors["bad_temperature"] = [type(err).__name__, err.status_code, err.body["error"]["message"]]
+    # A real PNG: decoded, then refused by the text-only model, naming the block's data.
+    png = drawn("PNG").split(",", 1)[1]
     try:
         client.messages.create(
             model=model,
@@ -82,7 +85,7 @@ def main() -> None:
             messages=[
                 {
                     "role": "user",
-                    "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}],
+                    "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}],
                 }
             ],
         )
