@@ -1,9 +1,12 @@
 /**
  * KServe v2, native (MindIE) and management routes on their listeners, Prometheus and JSON
- * metrics, `/versions/…` refused, and the graceful /stopService (last).
+ * metrics, `/versions/…` refused, and the graceful /stopService (last). /infer's `image_url`
+ * items on this text-only model: a malformed one is a 422 naming it, a good one is decoded and
+ * refused by the engine, naming it (served on a vision model in test/vision/vision-anthropic.test.ts).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { hostileKit } from './fuzz/hostile-images.js';
 import { MODEL_NAME, getJson, postJson, startHarness, waitIdle, type Harness } from './gateways-harness.js';
 import { postSse } from './gateways-sse.js';
 
@@ -155,9 +158,43 @@ describe('native', () => {
     const conflict = await postJson(`${h.url}/infer`, { inputs: 'x', input_id: [1] });
     assert.equal(conflict.status, 422);
     assert.match(conflict.json.error, /Input conflict/);
-    const image = await postJson(`${h.url}/infer`, { inputs: [{ type: 'image_url' }] });
-    assert.equal(image.status, 422);
-    assert.match(image.json.error, /not supported/);
+  });
+
+  test('/infer image_url items: a malformed one is a 422 naming it; a text-only model refuses a good one, naming it', async () => {
+    const png = `data:image/png;base64,${(await hostileKit()).valid.png.toString('base64')}`;
+    const text = { type: 'text', text: 'What is this?' };
+    const cases: [object[], string][] = [
+      [
+        [{ type: 'image_url' }],
+        'inputs[0].image_url: must be a URL (data:, file://, http(s)) or an absolute local path',
+      ],
+      [
+        [text, { type: 'image_url', image_url: { url: png } }],
+        'inputs[1].image_url: must be a URL (data:, file://, http(s)) or an absolute local path',
+      ],
+      [[{ type: 'text', text: 'a', image_url: png }], "inputs[0].image_url: is not a field of a 'text' item"],
+      [
+        [{ type: 'image_url', image_url: png, text: 'a' }],
+        "inputs[0].text: is not a field of a 'image_url' item",
+      ],
+      [
+        [{ type: 'image_url', image_url: 'data:image/png;base64,ab!d' }],
+        "inputs[0].image_url: a data: URL's data is not valid base64",
+      ],
+      [
+        [{ type: 'image_url', image_url: '/no/such/cat.png' }],
+        'inputs[0].image_url: file:// URLs are refused: the server was started without --allowed-local-media-path',
+      ],
+      [
+        [text, { type: 'image_url', image_url: png }],
+        'inputs[1].image_url: image input is not supported by this model: smollm2-test is a text-only model',
+      ],
+    ];
+    for (const [inputs, message] of cases) {
+      const r = await postJson(`${h.url}/infer`, { inputs, parameters: { max_new_tokens: 2 } });
+      assert.equal(r.status, 422, `${JSON.stringify(inputs).slice(0, 120)}: ${r.text}`);
+      assert.equal(r.json.error, message);
+    }
   });
 
   test('/v1/tokenizer counts tokens', async () => {

@@ -1,14 +1,16 @@
 /**
  * MindIE's self-developed inference routes (service listener): POST /infer (text, or a list of
- * text parts), POST /infer_token (token ids), and POST /v1/tokenizer (count tokens).
+ * text and image parts: inputs.ts), POST /infer_token (token ids), and POST /v1/tokenizer
+ * (count tokens).
  */
 import type { Context } from 'koa';
-import type { GenerateEvent, GenerateRequest, PromptInput } from '../../engine/api.js';
+import type { GenerateEvent, GenerateRequest, ImageInput, PromptInput } from '../../engine/api.js';
 import { readJsonBody } from '../shared/body.js';
 import { collect, events, newRequestId } from '../shared/engine-calls.js';
 import { resolveModel, adapterFor, assertAccepting, type GatewayContext } from '../shared/gateway-context.js';
-import { HttpError, invalid, notSupported } from '../shared/http-error.js';
+import { HttpError, invalid } from '../shared/http-error.js';
 import { noteIgnoredFields, noteUnknownFields, unknownKeys } from '../shared/ignored-fields.js';
+import type { FoundImage } from '../shared/images/image-parts.js';
 import { compileSchema } from '../shared/schema.js';
 import { streamSse } from '../shared/stream.js';
 import {
@@ -21,6 +23,7 @@ import {
 } from '../shared/mindie-parameters.js';
 import { pdHeaderFields } from '../pd/mindie-headers.js';
 import { mindieErrorBody } from './errors.js';
+import { checkInputs, imagesPrompt, inputItemSchema, type InputItem } from './inputs.js';
 
 /** Largest token id /infer_token accepts (MindIE's bound). */
 const MAX_TOKEN_ID = 1048576;
@@ -31,15 +34,7 @@ const inferSchema = {
     inputs: {
       anyOf: [
         { type: 'string', minLength: 1 },
-        {
-          type: 'array',
-          minItems: 1,
-          items: {
-            type: 'object',
-            required: ['type'],
-            properties: { type: { enum: ['text', 'image_url'] }, text: { type: 'string' } },
-          },
-        },
+        { type: 'array', minItems: 1, items: inputItemSchema },
       ],
     },
     input_id: { type: 'array', minItems: 1, items: { type: 'integer', minimum: 0, maximum: MAX_TOKEN_ID } },
@@ -51,7 +46,7 @@ const inferSchema = {
 };
 
 interface InferBody {
-  inputs?: string | { type: 'text' | 'image_url'; text?: string }[];
+  inputs?: string | InputItem[];
   input_id?: number[];
   stream?: boolean;
   parameters?: MindieParameters | null;
@@ -60,7 +55,8 @@ interface InferBody {
 
 const validateInfer = compileSchema<InferBody>(inferSchema);
 
-function promptOf(body: InferBody, tokenRoute: boolean): PromptInput {
+/** The prompt; for a list holding images, the images to read (checked before any is). */
+function promptOf(body: InferBody, tokenRoute: boolean): PromptInput | { readonly found: FoundImage[] } {
   if (body.inputs !== undefined && body.input_id !== undefined) throw invalid('inputs', 'Input conflict.');
   if (tokenRoute) {
     if (body.input_id === undefined) throw invalid('input_id', 'Not found inputs.');
@@ -68,15 +64,7 @@ function promptOf(body: InferBody, tokenRoute: boolean): PromptInput {
   }
   if (body.inputs === undefined) throw invalid('inputs', 'Not found inputs.');
   if (typeof body.inputs === 'string') return { kind: 'text', text: body.inputs };
-  const text = body.inputs
-    .map((part, i) => {
-      if (part.type !== 'text') throw notSupported(`inputs[${i}].type`, `multimodal input '${part.type}'`);
-      if (typeof part.text !== 'string') throw invalid(`inputs[${i}].text`, 'must be a string');
-      return part.text;
-    })
-    .join('');
-  if (text === '') throw invalid('inputs', 'must hold some text');
-  return { kind: 'text', text };
+  return checkInputs(body.inputs);
 }
 
 export async function handleNativeInfer(
@@ -87,17 +75,30 @@ export async function handleNativeInfer(
   const body = validateInfer(await readJsonBody(ctx, gw.config.maxRequestBytes));
   // Fields MindIE does not define are answered and named (docs/api.md, "Unknown fields").
   noteUnknownFields(ctx, body, inferSchema);
-  const prompt = promptOf(body, tokenRoute);
+  if (Array.isArray(body.inputs))
+    body.inputs.forEach((item, i) =>
+      noteIgnoredFields(ctx, unknownKeys(item, inputItemSchema.properties, `inputs[${i}]`)),
+    );
+  const checked = promptOf(body, tokenRoute);
   const params = body.parameters ?? {};
   noteIgnoredFields(ctx, unknownKeys(params, mindieParameterFields, 'parameters'));
   assertAccepting(gw);
+  const adapter = adapterFor(gw, resolveModel(gw, body.model));
+  const sampling = mindieSampling(params, 'parameters', body.stream === true);
+  const pd = pdHeaderFields(ctx);
+  let prompt: PromptInput;
+  let images: readonly ImageInput[] = [];
+  if ('found' in checked)
+    ({ prompt, images } = await imagesPrompt(body.inputs as InputItem[], checked.found, gw.config.media));
+  else prompt = checked;
   const request: GenerateRequest = withMindieConstraint(
     {
       requestId: newRequestId('infer'),
-      ...adapterFor(gw, resolveModel(gw, body.model)),
+      ...adapter,
       prompt,
-      params: mindieSampling(params, 'parameters', body.stream === true),
-      ...pdHeaderFields(ctx),
+      params: sampling,
+      ...(images.length > 0 ? { images } : {}),
+      ...pd,
     },
     params,
   );
