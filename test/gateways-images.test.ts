@@ -3,7 +3,8 @@
  * image part reaches the engine decoded (a file under --allowed-local-media-path and a fetched
  * URL included) and is refused there with a 400 naming the part, since the model has no vision
  * encoder (TGI's inline `![](URL)` is text to a text-only model, as in TGI); 200 hostile image parts (test/fuzz/hostile-images.ts) each get a 4xx naming their
- * part, never a 5xx, and the server still serves text afterwards; the Python `openai` SDK's image
+ * part, never a 5xx, and the server still serves text afterwards, and so do the same values as
+ * Anthropic image blocks and MindIE `image_url` items; the Python `openai` SDK's image
  * parts (chat and Responses) arrive in the shape the gateways read.
  */
 import assert from 'node:assert/strict';
@@ -152,6 +153,54 @@ test(`fuzz: ${CASES} hostile image parts each get a 4xx naming the part, never a
     messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
   });
   assert.equal(ok.status, 200, ok.text);
+});
+
+/** A hostile `image_url` value as an Anthropic image block: a data: URL as a base64 source, else a url source, else the value as the source. */
+function anthropicBlock(value: unknown): object {
+  const v = value as { url?: unknown; detail?: unknown } | null;
+  if (v === null || typeof v !== 'object' || typeof v.url !== 'string')
+    return { type: 'image', source: value };
+  const extra = v.detail !== undefined ? { detail: v.detail } : {};
+  const m = /^data:([^;,]*);base64,(.*)$/s.exec(v.url);
+  const source = m ? { type: 'base64', media_type: m[1], data: m[2] } : { type: 'url', url: v.url };
+  return { type: 'image', source, ...extra };
+}
+
+test(`fuzz: the ${CASES} hostile parts as Anthropic image blocks and MindIE image_url items: each a 4xx naming it`, async () => {
+  const rand = rng(SEED + 1);
+  const failures: string[] = [];
+  const statuses: Record<string, number> = {};
+  const cases = Array.from({ length: CASES }, (_, i) => hostileImageUrl(kit, rand, i));
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < CASES; i = next++) {
+      const value = cases[i] as { url?: unknown } | null;
+      const anthropic = await postJson(`${h.url}/v1/messages`, {
+        model: MODEL_NAME,
+        max_tokens: 4,
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'What is this?' }, anthropicBlock(value)] },
+        ],
+      });
+      const mindie = await postJson(`${h.url}/infer`, {
+        inputs: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image_url', image_url: value !== null && typeof value === 'object' ? value.url : value },
+        ],
+        parameters: { max_new_tokens: 2 },
+      });
+      for (const [family, r, status, message, prefix] of [
+        ['anthropic', anthropic, 400, anthropic.json?.error?.message, 'messages[0].content[1]'],
+        ['mindie', mindie, 422, mindie.json?.error, 'inputs[1].image_url'],
+      ] as const) {
+        statuses[`${family} ${r.status}`] = (statuses[`${family} ${r.status}`] ?? 0) + 1;
+        if (r.status !== status || typeof message !== 'string' || !message.startsWith(prefix))
+          failures.push(`${family} case ${i} (${i % 10}): ${r.status} ${r.text.slice(0, 300)}`);
+      }
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  assert.deepEqual(failures.slice(0, 10), [], JSON.stringify(statuses));
 });
 
 test('the openai SDK (Python) sends an image in chat and Responses; the refusal reaches it as a BadRequestError naming the part', async () => {
