@@ -10,7 +10,7 @@ import type { LateMasks, StepOutput } from './runner.js';
 import type { ResolvedParams } from './sampling-params.js';
 import type { ScheduledBatch } from './scheduler.js';
 import type { Sequence } from './sequence.js';
-import type { FinishEvent, GenerateRequest } from './types.js';
+import type { FinishEvent, GenerateRequest, PromptInput } from './types.js';
 
 type Hook = Exclude<keyof RequestExtension, 'name'>;
 type With<K extends Hook> = RequestExtension & Required<Pick<RequestExtension, K>>;
@@ -47,6 +47,12 @@ export class ExtensionList {
       if (part !== undefined) parts.set(e, part);
     }
     return parts;
+  }
+
+  /** The prompt as the tokenizer reads it, once each extension with a part rewrote it (list order). */
+  promptInput(prompt: PromptInput, parts: RequestParts): PromptInput {
+    for (const [e, part] of parts) if (e.promptInput) prompt = e.promptInput(prompt, part);
+    return prompt;
   }
 
   prepare(parts: RequestParts): Promise<void>[] {

@@ -13,7 +13,9 @@
  *   1. `check(request, params)` — before any work, no tokenizer: refuse a field (throw an
  *      EngineError naming it) or return the request's part (undefined: not involved). Also run
  *      alone, without admission, to answer a request handed over by another engine.
- *   2. `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile,
+ *   2. `promptInput(prompt, part)` — the prompt as the tokenizer reads it (a text prompt's
+ *      image parts become the model's image placeholder, as a chat template writes them).
+ *      `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile,
  *      an image's encoding); a rejection fails the request.
  *      `prompt(ids, part)` — tokenized and prepared: the prompt's tokens as the model takes
  *      them (an image's one placeholder token becomes its tiles' tokens); may refuse (throw).
@@ -76,7 +78,7 @@ import type { LateMasks, StepOutput } from './runner.js';
 import type { ResolvedParams } from './sampling-params.js';
 import type { ScheduledBatch } from './scheduler.js';
 import type { Sequence, SequenceSampling } from './sequence.js';
-import type { FinishEvent, GenerateEvent, GenerateRequest } from './types.js';
+import type { FinishEvent, GenerateEvent, GenerateRequest, PromptInput } from './types.js';
 
 /**
  * How an admitted request runs, built by intake after tokenizing and shaped by each
@@ -131,6 +133,7 @@ export interface RequestExtension<Part = unknown> {
   /** For errors and traces. */
   readonly name: string;
   check?(request: GenerateRequest, params: ResolvedParams): Part | undefined;
+  promptInput?(prompt: PromptInput, part: Part): PromptInput;
   prepare?(part: Part): Promise<void>;
   prompt?(ids: readonly number[], part: Part): number[];
   plan?(plan: RequestPlan, part: Part | undefined, ctx: PlanContext): void;

@@ -98,7 +98,7 @@ export class RequestIntake {
     Promise.all([
       promptTokens(
         d.tokenizer,
-        request.prompt,
+        d.extensions.promptInput(request.prompt, accepted.parts),
         accepted.params.truncate,
         d.options,
         d.chatTemplate,

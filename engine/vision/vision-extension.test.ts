@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EngineError } from '../errors.js';
-import type { GenerateRequest, ImageInput } from '../types.js';
+import type { ContentPart, GenerateRequest, ImageInput } from '../types.js';
 import { VisionInputs } from './vision-extension.js';
 
 const vision = new VisionInputs({
@@ -31,6 +31,12 @@ const chat = (images: ImageInput[], image = 0): GenerateRequest => ({
       },
     ],
   },
+  params: {},
+  images,
+});
+
+const text = (parts: ContentPart[], images: ImageInput[]): GenerateRequest => ({
+  prompt: { kind: 'text', text: '', parts },
   params: {},
   images,
 });
@@ -71,8 +77,39 @@ test('malformed images and parts (a gRPC caller without a gateway) are told what
   refused(
     { prompt: { kind: 'tokens', ids: [1, 2] }, params: {}, images: [img('')] },
     'images[0]',
+    /a token-ids prompt has no place for an image/,
+  );
+  refused(
+    { prompt: { kind: 'text', text: 'a' }, params: {}, images: [img('inputs.images[0]')] },
+    'inputs.images[0]',
     /no content part of the prompt places this image/,
   );
+  refused(
+    text(
+      [
+        { type: 'text', text: 'a' },
+        { type: 'image', image: 2 },
+      ],
+      [img('x'), img('y')],
+    ),
+    'prompt.text.parts[1].image',
+    /names image 2; the request has 2/,
+  );
+});
+
+test("a text prompt's text is its parts with the processor's <image> at each image part", () => {
+  const request = text(
+    [
+      { type: 'text', text: 'and' },
+      { type: 'image', image: 0 },
+      { type: 'text', text: ' more' },
+      { type: 'image', image: 1 },
+    ],
+    [img('inputs.images[0]'), img('inputs.images[1]')],
+  );
+  assert.deepEqual(vision.promptInput(request.prompt), { kind: 'text', text: 'and<image> more<image>' });
+  const tokens: GenerateRequest['prompt'] = { kind: 'tokens', ids: [1] };
+  assert.equal(vision.promptInput(tokens), tokens);
 });
 
 test('a vision model without its encoder in this engine answers 501 naming the part', () => {

@@ -5,8 +5,12 @@
  * text-only model (or a vision model whose encoder this engine lacks) refuses a request
  * holding an image with a 400 (501) naming the image's part — it never silently drops one.
  *
- * For a vision model (Idefics3 / SmolVLM): `prepare` encodes the request's images while the
- * prompt is tokenized (the chat template wrote one `<image>` per image part); `prompt` writes
+ * Images sit in the content parts of chat messages or of a text prompt (TGI's `![](url)`), in
+ * order, each once; a token-ids prompt has no parts, so no place for one.
+ *
+ * For a vision model (Idefics3 / SmolVLM): `promptInput` writes a text prompt's text with the
+ * processor's `<image>` at each image part (the chat template writes the same for a message's
+ * image part); `prepare` encodes the request's images while the prompt is tokenized; `prompt` writes
  * each image's tile tokens in place of its placeholder (engine/vision/idefics3-prompt.ts) and keeps the
  * encoder's rows for the image-token positions; `plan` adds a hash of the images' pixels to
  * the prefix-cache key, so the same images and text reuse cached blocks and other images never
@@ -19,7 +23,7 @@ import type { RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { PlacedRows, Sequence } from '../sequence.js';
-import type { ContentPart, GenerateRequest, ImageInput } from '../types.js';
+import type { ContentPart, GenerateRequest, ImageInput, PromptInput } from '../types.js';
 import { expandImages, IDEFICS3_TOKENS, type Idefics3TokenIds } from './idefics3-prompt.js';
 import type { EncodedImage, ImageEncoder } from './image-encoder.js';
 import { checkImages, checkPartIndices } from './image.js';
@@ -51,17 +55,18 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
   check(request: GenerateRequest): ImagesPart | undefined {
     const images = request.images ?? [];
     const prompt = request.prompt;
-    const placed = new Set<number>();
-    const place = (parts: readonly ContentPart[] | undefined, at: string): void => {
-      if (!parts) return;
-      checkPartIndices(parts, images.length, at);
-      for (const p of parts) if (p.type === 'image') placed.add(p.image);
-    };
-    if (prompt.kind === 'chat')
-      prompt.messages.forEach((m, i) => place(m.parts, `prompt.chat.messages[${i}].parts`));
-    else if (prompt.kind === 'text') place(prompt.parts, 'prompt.text.parts');
+    const lists = placingParts(prompt);
+    for (const { parts, at } of lists) checkPartIndices(parts, images.length, at);
     if (images.length === 0) return undefined;
     checkImages(images);
+    const field = images[0]!.field || 'images[0]';
+    if (prompt.kind === 'tokens')
+      throw invalidArgument(
+        field,
+        'a token-ids prompt has no place for an image: send it as a part of a text prompt or a chat message',
+      );
+    const placed = new Set<number>();
+    for (const { parts } of lists) for (const p of parts) if (p.type === 'image') placed.add(p.image);
     const unplaced = images.findIndex((_, i) => !placed.has(i));
     if (unplaced >= 0) {
       throw invalidArgument(
@@ -69,7 +74,6 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
         'no content part of the prompt places this image',
       );
     }
-    const field = images[0]!.field || 'images[0]';
     const { vision, encoder, modelName } = this.model;
     if (vision === undefined)
       throw invalidArgument(
@@ -82,18 +86,30 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
         `image input: this engine has no image encoder for ${modelName} (${vision}) yet`,
         field,
       );
-    // The chat template places the images; a text prompt has no place to put them.
-    if (prompt.kind !== 'chat')
-      throw new EngineError(
-        'UNIMPLEMENTED',
-        'images are taken in chat messages only, not in a text prompt',
-        field,
-      );
-    // One image per part, in the order the template writes them.
-    const order = prompt.messages.flatMap((m) => (m.parts ?? []).filter((p) => p.type === 'image'));
-    if (order.some((p, k) => p.image !== k))
-      throw invalidArgument(field, 'image parts must name the request images in order, each once');
+    // One image per part, in the order the prompt writes them (the encodings are placed so).
+    let next = 0;
+    for (const { parts, at } of lists)
+      parts.forEach((p, j) => {
+        if (p.type !== 'image') return;
+        if (p.image !== next)
+          throw invalidArgument(
+            `${at}[${j}].image`,
+            `names image ${p.image} where image ${next} comes next: image parts must name the request images in order, each once`,
+          );
+        next++;
+      });
     return { images };
+  }
+
+  /** A text prompt's text with the processor's `<image>` at each image part; other prompts as they are. */
+  promptInput(prompt: PromptInput): PromptInput {
+    if (prompt.kind !== 'text' || !prompt.parts) return prompt;
+    const text = prompt.parts.map((p) => (p.type === 'text' ? p.text : IDEFICS3_TOKENS.image)).join('');
+    return {
+      kind: 'text',
+      text,
+      ...(prompt.addSpecialTokens !== undefined ? { addSpecialTokens: prompt.addSpecialTokens } : {}),
+    };
   }
 
   async prepare(part: ImagesPart): Promise<void> {
@@ -154,6 +170,16 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
     this.ids ??= resolveTokenIds(this.model.tokenizer).then((ids) => (this.resolvedIds = ids));
     return this.ids;
   }
+}
+
+/** The part lists of a prompt that may place images, each with its field, in prompt order. */
+function placingParts(prompt: PromptInput): { parts: readonly ContentPart[]; at: string }[] {
+  if (prompt.kind === 'chat')
+    return prompt.messages.flatMap((m, i) =>
+      m.parts ? [{ parts: m.parts, at: `prompt.chat.messages[${i}].parts` }] : [],
+    );
+  if (prompt.kind === 'text' && prompt.parts) return [{ parts: prompt.parts, at: 'prompt.text.parts' }];
+  return [];
 }
 
 /** sha256 over each image's size and pixels: the prefix-cache identity of a request's images. */

@@ -6,12 +6,15 @@
  *  - the rows are placed at the image-token positions: the greedy output equals that of the
  *    token prompt holding, at those positions, the tokens whose table rows were placed;
  *  - the prefix cache reuses the blocks of the same image and text, never those of another image;
+ *  - a text prompt's image part (TGI's `![](url)`) is the chat's: the prompt holding the chat's
+ *    rendering as text parts around it gets the chat's ids, scores, output and cached blocks;
  *  - structured output holds with an image in the prompt.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import type { EngineCore } from '../../engine/engine-core.js';
+import { EngineError } from '../../engine/errors.js';
 import { loadEngine } from '../../engine/load-engine.js';
 import type {
   ChatMessage,
@@ -201,19 +204,80 @@ test('structured output holds with an image in the prompt', async () => {
   assert.ok(choices.includes(f.text), `got ${JSON.stringify(f.text)}`);
 });
 
-test('an image in a text prompt, or a text holding <image>, is refused', async () => {
-  await assert.rejects(
-    finish(
-      engine.generate({
-        prompt: { kind: 'text', text: 'x', parts: [{ type: 'image', image: 0 }] },
-        params: {},
-        images: [image(1)],
-      }),
-    ),
-    /chat messages only/,
+/** The chat prompt's rendering as a text prompt: its text parts around the image part. */
+async function asTextPrompt(
+  img: ImageInput,
+  text: string,
+  params: GenerateRequest['params'],
+): Promise<GenerateRequest> {
+  const [before, after, ...more] = (await engine.applyChatTemplate(messages(text), true)).split('<image>');
+  assert.equal(more.length, 0);
+  return {
+    prompt: {
+      kind: 'text',
+      text: before! + after!,
+      parts: [
+        { type: 'text', text: before! },
+        { type: 'image', image: 0 },
+        { type: 'text', text: after! },
+      ],
+    },
+    params,
+    images: [img],
+  };
+}
+
+test("a text prompt's image part is the chat's: the same prompt, scores and output, and the same cached blocks", async () => {
+  const text = 'Tell me about the picture.';
+  const params = { temperature: 0, ignoreEos: true, maxNewTokens: 6, promptLogprobs: 1 };
+  const viaText = await finish(engine.generate(await asTextPrompt(image(21), text, params)));
+  const viaChat = await finish(engine.generate(chat(image(21), text, { params })));
+  const { ids } = await expandedPrompt(text);
+  assert.deepEqual(
+    viaText.promptLogprobs!.map((p) => p.tokenId),
+    ids,
   );
+  assert.deepEqual(viaChat.promptLogprobs, viaText.promptLogprobs);
+  assert.deepEqual(viaChat.tokenIds, viaText.tokenIds);
+  // The image's hash keys a text prompt's blocks as a chat's: the same image reuses them...
+  const noLogprobs = { temperature: 0, ignoreEos: true, maxNewTokens: 6 };
+  const again = await finish(engine.generate(await asTextPrompt(image(21), text, noLogprobs)));
+  assert.ok(again.usage.cachedPromptTokens >= 16, `reused ${again.usage.cachedPromptTokens} tokens`);
+  assert.deepEqual(again.tokenIds, viaText.tokenIds);
+  // ...and another image of the same size none of them.
+  const other = await finish(engine.generate(await asTextPrompt(image(22), text, noLogprobs)));
+  assert.equal(other.usage.cachedPromptTokens, 0);
+});
+
+test('a text holding <image> itself, or image parts out of order or twice, are refused naming the field', async () => {
   await assert.rejects(
     finish(engine.generate(chat(image(1), '<image> and more'))),
     /holds 2 image placeholder tokens \(<image>\) for 1 images/,
+  );
+  const textPrompt = (...order: number[]): GenerateRequest => ({
+    prompt: {
+      kind: 'text',
+      text: 'a b',
+      parts: order.flatMap((image) => [
+        { type: 'text' as const, text: 'a ' },
+        { type: 'image' as const, image },
+      ]),
+    },
+    params: { maxNewTokens: 1 },
+    images: [image(1), image(2)],
+  });
+  const refused = (field: string, rule: RegExp) => (e: unknown) =>
+    e instanceof EngineError && e.code === 'INVALID_ARGUMENT' && e.field === field && rule.test(e.message);
+  await assert.rejects(
+    finish(engine.generate(textPrompt(1, 0))),
+    refused('prompt.text.parts[1].image', /names image 1 where image 0 comes next: .* in order, each once/),
+  );
+  await assert.rejects(
+    finish(engine.generate(textPrompt(0, 0, 1))),
+    refused('prompt.text.parts[3].image', /names image 0 where image 1 comes next/),
+  );
+  await assert.rejects(
+    finish(engine.generate({ prompt: { kind: 'tokens', ids: [5, 6] }, params: {}, images: [image(1)] })),
+    refused('messages[0].content[0].image_url', /a token-ids prompt has no place for an image/),
   );
 });
