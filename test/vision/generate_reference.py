@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""transformers' Idefics3 run on one chat with one image: the float reference of
-test/vision/vision-generate.test.ts.
+"""transformers' Idefics3 run on one chat with one image, or on a text prompt holding it: the
+float reference of test/vision/vision-generate.test.ts.
 
-  test/vision/generate_reference.py DIR RGB WIDTH HEIGHT TEXT MAX_NEW
-      RGB: raw 8-bit RGB bytes, row-major (the pixels the test hands Prism too). Renders the
-      folder's chat template with the image and TEXT, runs the processor, and prints one JSON
+  test/vision/generate_reference.py DIR RGB WIDTH HEIGHT TEXT MAX_NEW [FORM]
+      RGB: raw 8-bit RGB bytes, row-major (the pixels the test hands Prism too). FORM `chat`
+      (the default) renders the folder's chat template with the image and TEXT; FORM `text`
+      takes TEXT as the prompt itself, with the processor's `<image>` where the image goes (what
+      TGI's `![](url)` in `inputs` stands for). Runs the processor on it and prints one JSON
       line: the prompt's input_ids, the argmax of the logits at every prompt position
       (teacher-forced top-1), each next prompt token's logprob, and MAX_NEW greedily
       generated ids.
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 
-def main(model_dir: str, rgb_path: str, width: str, height: str, text: str, max_new: str) -> None:
+def main(model_dir: str, rgb_path: str, width: str, height: str, text: str, max_new: str, form: str = 'chat') -> None:
     import torch
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -27,8 +29,13 @@ def main(model_dir: str, rgb_path: str, width: str, height: str, text: str, max_
     rgb = np.frombuffer(Path(rgb_path).read_bytes(), dtype=np.uint8).reshape(h, w, 3)
     processor = AutoProcessor.from_pretrained(model_dir)
     model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32).eval()
-    messages = [{'role': 'user', 'content': [{'type': 'image'}, {'type': 'text', 'text': text}]}]
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
+    if form == 'chat':
+        messages = [{'role': 'user', 'content': [{'type': 'image'}, {'type': 'text', 'text': text}]}]
+        prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
+    elif form == 'text':
+        prompt = text
+    else:
+        raise SystemExit(f'FORM must be chat or text, got {form!r}')
     inputs = processor(text=prompt, images=[Image.fromarray(rgb, 'RGB')], return_tensors='pt')
     with torch.no_grad():
         logits = model(**inputs).logits[0]
@@ -41,6 +48,6 @@ def main(model_dir: str, rgb_path: str, width: str, height: str, text: str, max_
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 7:
+    if len(sys.argv) not in (7, 8):
         raise SystemExit(__doc__)
     main(*sys.argv[1:])

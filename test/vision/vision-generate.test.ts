@@ -6,7 +6,10 @@
  * prompt logprobs' best token against the reference's argmax), every prompt token's logprob
  * within 2e-2 of the reference's (about 5x the ~4e-3 measured, an F16 KV cache's), and the
  * greedy output equal. The two images' references score the question after them further apart
- * than that bound, so an engine that dropped the image rows would fail.
+ * than that bound, so an engine that dropped the image rows would fail. The same holds for a
+ * text prompt through the real server: TGI's `/generate` with `![](data:image/png;base64,…)`
+ * in `inputs` gets the prompt ids, prompt scores and greedy tokens transformers' processor and
+ * model give that text with `<image>` in the markdown's place.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -19,7 +22,9 @@ import type { EngineCore } from '../../engine/engine-core.js';
 import { loadEngine } from '../../engine/load-engine.js';
 import { NativeImageEncoder } from '../../engine/vision/native-image-encoder.js';
 import type { FinishEvent, GenerateRequest, ImageInput } from '../../engine/types.js';
+import sharp from 'sharp';
 import { fixture, pythonCommand } from '../fixtures.js';
+import { postJson, startHarness } from '../gateways-harness.js';
 
 const MAX_NEW = 8;
 const TEXT = 'What is in this image? Answer in one sentence.';
@@ -79,6 +84,39 @@ function pixels(drawn: (typeof IMAGES)[number]): Uint8Array {
   return rgb;
 }
 
+interface Reference {
+  ids: number[];
+  top1: number[];
+  logprobs: number[];
+  generated: number[];
+}
+
+/** transformers' run on the image and TEXT as a chat (the template's) or as the text prompt itself. */
+function reference(
+  drawn: (typeof IMAGES)[number],
+  rgb: Uint8Array,
+  text: string,
+  form: 'chat' | 'text',
+): Reference {
+  const rgbPath = join(work, `${drawn.width}x${drawn.height}.rgb`);
+  writeFileSync(rgbPath, rgb);
+  const out = execFileSync(
+    pythonCommand(),
+    [
+      join(projectRoot(), 'test', 'vision', 'generate_reference.py'),
+      fixture('smolvlm-tiny').path,
+      rgbPath,
+      String(drawn.width),
+      String(drawn.height),
+      text,
+      String(MAX_NEW),
+      form,
+    ],
+    { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' } },
+  );
+  return JSON.parse(out.trim().split('\n').at(-1)!) as Reference;
+}
+
 test("two requests' images asked for together are encoded in one pass, each as alone", async () => {
   const encoder = await NativeImageEncoder.load(fixture('smolvlm-tiny').path, { threads: 2 });
   try {
@@ -96,27 +134,7 @@ test("two requests' images asked for together are encoded in one pass, each as a
 for (const drawn of IMAGES) {
   test(`greedy and teacher-forced top-1 equal transformers': ${drawn.label}`, async () => {
     const rgb = pixels(drawn);
-    const rgbPath = join(work, `${drawn.width}x${drawn.height}.rgb`);
-    writeFileSync(rgbPath, rgb);
-    const out = execFileSync(
-      pythonCommand(),
-      [
-        join(projectRoot(), 'test', 'vision', 'generate_reference.py'),
-        fixture('smolvlm-tiny').path,
-        rgbPath,
-        String(drawn.width),
-        String(drawn.height),
-        TEXT,
-        String(MAX_NEW),
-      ],
-      { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' } },
-    );
-    const ref = JSON.parse(out.trim().split('\n').at(-1)!) as {
-      ids: number[];
-      top1: number[];
-      logprobs: number[];
-      generated: number[];
-    };
+    const ref = reference(drawn, rgb, TEXT, 'chat');
 
     const image: ImageInput = {
       width: drawn.width,
@@ -173,4 +191,51 @@ test('the two images give the question after them other scores (the rows are see
   assert.equal(tails.length, 2);
   const gap = Math.max(...tails[0]!.map((v, i) => Math.abs(v - tails[1]![i]!)));
   assert.ok(gap > 5 * LOGPROB_BOUND, `the images' references differ by ${gap} only`);
+});
+
+test("TGI's /generate with ![](data:image/png) in inputs: transformers' prompt ids, scores and greedy tokens for <image> there", async () => {
+  const drawn = IMAGES[1]!;
+  const rgb = pixels(drawn);
+  const png = await sharp(Buffer.from(rgb), {
+    raw: { width: drawn.width, height: drawn.height, channels: 3 },
+  })
+    .png()
+    .toBuffer();
+  const [before, after] = ['Look at this picture: ', '\nWhat is in it? Answer in one sentence.'];
+  const ref = reference(drawn, rgb, `${before}<image>${after}`, 'text');
+  const h = await startHarness(undefined, {
+    modelPath: fixture('smolvlm-tiny').path,
+    modelName: 'smolvlm-tiny',
+  });
+  try {
+    const r = await postJson(`${h.url}/generate`, {
+      inputs: `${before}![](data:image/png;base64,${png.toString('base64')})${after}`,
+      parameters: { max_new_tokens: MAX_NEW, details: true, decoder_input_details: true },
+    });
+    assert.equal(r.status, 200, r.text);
+    const details = r.json.details as {
+      prefill: { id: number; logprob: number | null }[];
+      tokens: { id: number }[];
+      prompt_tokens: number;
+    };
+    assert.deepEqual(
+      details.prefill.map((t) => t.id),
+      ref.ids,
+    );
+    assert.equal(details.prompt_tokens, ref.ids.length);
+    let err = 0;
+    for (let i = 1; i < ref.ids.length; i++)
+      err = Math.max(err, Math.abs(details.prefill[i]!.logprob! - ref.logprobs[i - 1]!));
+    console.log(
+      `# vision TGI inline ${drawn.label}: ${ref.ids.length} prompt tokens, logprobs max abs error ${err.toExponential(2)}`,
+    );
+    assert.ok(err < LOGPROB_BOUND, `prompt logprob error ${err}`);
+    assert.ok(ref.generated.length > 0);
+    assert.deepEqual(
+      details.tokens.map((t) => t.id),
+      ref.generated,
+    );
+  } finally {
+    await h.close();
+  }
 });
