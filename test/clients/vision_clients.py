@@ -2,7 +2,10 @@
 official `openai` SDK (a PNG in a chat `image_url` part, a JPEG in a Responses `input_image`
 part) and huggingface_hub's `InferenceClient.chat_completion` (an `image_url` part), each a
 base64 data: URL of the picture openai_images.py draws (64 x 48: 3 x 4 tiles + the global image);
-and the `ollama` client's chat with the same PNG's bytes in a message's `images`.
+the `ollama` client's chat with the same PNG's bytes in a message's `images`; and
+`InferenceClient.text_generation` (TGI's POST /, which sends the prompt as `inputs` unchanged)
+with the chat's rendering spelled as text, the PNG as an inline `![](data:...)` image where
+the template writes the image.
 
 Usage: python3 test/clients/vision_clients.py BASE_URL MODEL
 Prints one JSON object: per call its text and prompt token count.
@@ -47,6 +50,13 @@ def main() -> None:
         max_tokens=6,
         temperature=0,
     )
+    # SmolVLM's template renders the chat above so, `<image>` where the image part is.
+    tgi = InferenceClient(base_url=base_url, timeout=120).text_generation(
+        f"<|im_start|>User:![]({drawn('PNG')})What is in this image?<end_of_utterance>\nAssistant:",
+        max_new_tokens=6,
+        details=True,
+        decoder_input_details=True,
+    )
     png = base64.b64decode(drawn("PNG").split(",", 1)[1])
     ol = ollama.Client(host=base_url, timeout=120).chat(
         model=model,
@@ -60,6 +70,11 @@ def main() -> None:
                 "responses": {"text": responses.output_text, "promptTokens": responses.usage.input_tokens},
                 "hf": {"text": hf.choices[0].message.content, "promptTokens": hf.usage.prompt_tokens},
                 "ollama": {"text": ol.message.content, "promptTokens": ol.prompt_eval_count},
+                "tgi": {
+                    "text": tgi.generated_text,
+                    "promptTokens": len(tgi.details.prefill),
+                    "generatedTokens": tgi.details.generated_tokens,
+                },
             }
         )
     )
