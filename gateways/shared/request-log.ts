@@ -15,7 +15,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Middleware } from 'koa';
 import { createStream, type RotatingFileStream } from 'rotating-file-stream';
-import type { FinishEvent, GenerateRequest, PoolingRequest, PoolingResult } from '../../engine/api.js';
+import type {
+  ContentPart,
+  FinishEvent,
+  GenerateRequest,
+  PoolingRequest,
+  PoolingResult,
+} from '../../engine/api.js';
 import { IGNORED_FIELDS_STATE } from './ignored-fields.js';
 
 /** MindIE's LogConfig.logLevel words, least to most severe ('Warn' = 'Warning'). */
@@ -63,11 +69,18 @@ interface RequestRecord {
 
 const current = new AsyncLocalStorage<RequestRecord>();
 
-function promptText(request: GenerateRequest): string {
+/** Content as the log writes it: its parts in order, an image part as `[image N]` (N: its index in `images`). */
+function contentText(text: string, parts: readonly ContentPart[] | undefined): string {
+  if (!parts) return text;
+  return parts.map((p) => (p.type === 'text' ? p.text : `[image ${p.image}]`)).join('');
+}
+
+/** A request's prompt on its line: a text prompt's text, token ids, or chat messages' roles and content. */
+export function promptText(request: GenerateRequest): string {
   const p = request.prompt;
-  if (p.kind === 'text') return p.text;
+  if (p.kind === 'text') return contentText(p.text, p.parts);
   if (p.kind === 'tokens') return JSON.stringify(p.ids);
-  return JSON.stringify(p.messages.map((m) => ({ role: m.role, content: m.content })));
+  return JSON.stringify(p.messages.map((m) => ({ role: m.role, content: contentText(m.content, m.parts) })));
 }
 
 /** An engine request was started for the current HTTP request. */
