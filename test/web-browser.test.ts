@@ -4,7 +4,9 @@
  * default model, over plain HTTP and over HTTPS with mutual TLS. The page must stream an
  * answer token by token, show its stats, send the parameters the user set, keep the
  * conversation, show the server's error message, fit a phone-sized window, and the dashboard
- * must show a rising request count.
+ * must show a rising request count. On the default (text) model the image attach control is
+ * disabled, saying why; on the SmolVLM fixture (test/vision/) an attached PNG is sent as an
+ * `image_url` part and answered.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
@@ -14,9 +16,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import sharp from 'sharp';
 import { startGateway, type RunningGateway } from '../gateways/server.js';
 import { makeCa, makeCert } from './certs.js';
-import { freePortConfig, postJson, startHarness, type Harness } from './gateways-harness.js';
+import { fixture } from './fixtures.js';
+import { freePortConfig, getJson, postJson, startHarness, type Harness } from './gateways-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const execFileAsync = promisify(execFile);
@@ -29,10 +33,19 @@ declare const window: { lengths: number[]; innerWidth: number };
 declare const document: {
   activeElement: { id: string } | null;
   documentElement: { scrollWidth: number };
-  getElementById(id: string): object | null;
+  getElementById(id: string): { dispatchEvent(event: object): void } | null;
   querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>;
 };
 declare const sessionStorage: { getItem(key: string): string | null };
+declare class DataTransfer {
+  readonly items: { add(file: object): void };
+}
+declare class File {
+  constructor(bits: object[], name: string, options: { type: string });
+}
+declare class ClipboardEvent {
+  constructor(type: string, init: { clipboardData: DataTransfer; bubbles: boolean; cancelable: boolean });
+}
 declare class MutationObserver {
   constructor(callback: () => void);
   observe(target: object, options: object): void;
@@ -296,6 +309,30 @@ test(
   },
 );
 
+test(
+  'playground on a text model: the attach control is disabled saying why, and absent in raw completion',
+  LIMIT,
+  async () => {
+    const card = (await getJson(`${h.url}/v1/models/smollm2-test`)).json;
+    assert.deepEqual(card.input_modalities, ['text']);
+    assert.equal(card.max_image_bytes, undefined);
+    const { page, problems } = await openPage(`${h.url}/`);
+    await page.waitForSelector('#model option', { state: 'attached' });
+    const mode = await page.inputValue('input[name="mode"]:checked'); // an earlier test's, restored below
+    await page.check('input[name="mode"][value="completion"]');
+    assert.equal(await page.isHidden('#attach-group'), true, 'no attach control in raw completion');
+    await page.check('input[name="mode"][value="chat"]');
+    assert.equal(await page.isVisible('#attach-button'), true);
+    assert.equal(await page.isDisabled('#attach-button'), true);
+    assert.equal(await page.isDisabled('#attach'), true);
+    assert.equal(await page.textContent('#attach-help'), 'smollm2-test takes no images');
+    assert.equal(await page.getAttribute('#attach-button', 'aria-describedby'), 'attach-help');
+    await page.check(`input[name="mode"][value="${mode}"]`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  },
+);
+
 test('dashboard: the request count rises after a request; charts are drawn', LIMIT, async () => {
   const { page, problems } = await openPage(`${h.managementUrl}/dashboard?interval=300`);
   await page.locator('#requests-total', { hasText: /^\d/ }).waitFor();
@@ -512,5 +549,123 @@ test(
       'asked once: later requests carry the key',
     );
     await page.close();
+  },
+);
+
+/**
+ * Images on a vision model (the smolvlm-tiny fixture the vision tests serve): its card says it
+ * takes them, the page refuses a file of another type itself, an attached PNG shows as a
+ * removable thumbnail, goes out as an `image_url` data: URL before the text and is answered,
+ * stays in the transcript and the next turn's history; the server's refusal of an image that
+ * does not decode is shown in its own words.
+ */
+test(
+  'playground on a vision model: attach a PNG, send it, see the answer; the server refusal shown',
+  LIMIT,
+  async () => {
+    const model = 'smolvlm-tiny';
+    const vision = await startHarness(undefined, { modelPath: fixture(model).path, modelName: model });
+    try {
+      const card = (await getJson(`${vision.url}/v1/models`)).json.data[0];
+      assert.deepEqual(card.input_modalities, ['text', 'image']);
+      assert.equal(card.max_image_bytes, 20 * 1024 * 1024);
+      const png = await sharp({ create: { width: 48, height: 32, channels: 3, background: '#3a7' } })
+        .png()
+        .toBuffer();
+      const { page, problems } = await openPage(`${vision.url}/`);
+      await page.waitForSelector('#attach-button:not([disabled])');
+      assert.match((await page.textContent('#attach-help'))!, /PNG, JPEG, WebP or GIF up to 20 MiB/);
+      await page.fill('#temperature', '0');
+      await page.fill('#max_tokens', '4');
+
+      // Refused by the page: not an image type the server decodes.
+      await page.setInputFiles('#attach', {
+        name: 'notes.txt',
+        mimeType: 'text/plain',
+        buffer: Buffer.from('hi'),
+      });
+      assert.equal(
+        await page.textContent('#error'),
+        'notes.txt: not a PNG, JPEG, WebP or GIF image (text/plain)',
+      );
+      assert.equal(await page.isHidden('#attachments'), true);
+
+      // Three attached (a file picked, one pasted into the prompt, one dropped on the composer),
+      // two removed again.
+      await page.setInputFiles('#attach', { name: 'first.png', mimeType: 'image/png', buffer: png });
+      await page.waitForSelector('#attachments img[alt="Image 1: first.png"]');
+      await page.evaluate((b64) => {
+        const dt = new DataTransfer();
+        const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+        dt.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+        document
+          .getElementById('prompt')!
+          .dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+      }, png.toString('base64'));
+      await page.waitForSelector('#attachments img[alt="Image 2: pasted.png"]');
+      const dropped = await page.evaluateHandle((b64) => {
+        const dt = new DataTransfer();
+        const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+        dt.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
+        return dt;
+      }, png.toString('base64'));
+      await page.dispatchEvent('#composer', 'drop', { dataTransfer: dropped });
+      await page.waitForSelector('#attachments img[alt="Image 3: dropped.png"]');
+      await page.click('button[aria-label="Remove image first.png"]');
+      await page.click('button[aria-label="Remove image pasted.png"]');
+      assert.deepEqual(
+        await page.$$eval('#attachments img', (els) => els.map((e) => e.getAttribute('alt'))),
+        ['Image 1: dropped.png'],
+      );
+
+      const url = `data:image/png;base64,${png.toString('base64')}`;
+      await page.fill('#prompt', 'What is in this picture?');
+      const body = await sendAndWait(page, '/v1/chat/completions');
+      assert.deepEqual(body.messages, [
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url } },
+            { type: 'text', text: 'What is in this picture?' },
+          ],
+        },
+      ]);
+      await page.locator('#stats', { hasText: 'TTFT' }).waitFor();
+      assert.equal(await page.isHidden('#error'), true);
+      assert.ok((await page.textContent('#messages .message.assistant .content'))!.length > 0, 'an answer');
+      assert.equal(await page.isHidden('#attachments'), true, 'the composer is emptied of the sent image');
+      assert.equal(await page.getAttribute('#messages .message.user .thumbs img', 'src'), url);
+
+      // The next turn sends the image again, as the history holds it; a reload keeps it.
+      await page.fill('#prompt', 'And its colour?');
+      const next = await sendAndWait(page, '/v1/chat/completions');
+      assert.deepEqual((next.messages as { content: unknown }[])[0].content, body.messages[0].content);
+      assert.equal((next.messages as { content: unknown }[])[2].content, 'And its colour?');
+      assert.equal(await page.isHidden('#error'), true);
+      await page.reload();
+      await page.waitForSelector('#messages .message.user .thumbs img');
+
+      // An image the server cannot decode: its 400, verbatim.
+      await page.click('#new-conversation');
+      await page.waitForSelector('#attach-button:not([disabled])');
+      const bad = Buffer.concat([png.subarray(0, 16), Buffer.alloc(64, 0xff)]);
+      await page.setInputFiles('#attach', { name: 'broken.png', mimeType: 'image/png', buffer: bad });
+      await page.waitForSelector('#attachments img');
+      await page.fill('#prompt', 'What is this?');
+      const replied = page.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
+      await sendAndWait(page, '/v1/chat/completions');
+      const res = await replied;
+      assert.equal(res.status(), 400);
+      const message = ((await res.json()) as { error: { message: string } }).error.message;
+      assert.match(message, /^messages\[0\]\.content\[0\]\.image_url: /);
+      assert.equal(await page.textContent('#error'), message);
+      assert.deepEqual(
+        problems.filter((p) => !p.includes('status of 400')),
+        [],
+      );
+      await page.close();
+    } finally {
+      await vision.close();
+    }
   },
 );

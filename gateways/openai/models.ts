@@ -1,4 +1,10 @@
-/** GET /v1/models and /v1/models/{model}: the served base model and every loaded LoRA adapter (`parent` = base), from shared/served-models.ts. */
+/**
+ * GET /v1/models and /v1/models/{model}: the served base model and every loaded LoRA adapter
+ * (`parent` = base), from gateways/shared/served-models.ts. Besides vLLM's card, Prism says what
+ * a model takes: `input_modalities` (`["text"]`, or `["text", "image"]` for a model that takes
+ * image parts) and, for one that takes images, `max_image_bytes` (`--max-image-bytes`), so a
+ * client such as the playground can offer and bound an image upload.
+ */
 import type { Context } from 'koa';
 import type { GatewayContext } from '../shared/gateway-context.js';
 import { HttpError } from '../shared/http-error.js';
@@ -13,6 +19,8 @@ function modelCard(gw: GatewayContext, m: ServedModel): object {
     root: m.root,
     parent: m.parent,
     max_model_len: gw.info.maxSeqLen,
+    input_modalities: m.images ? ['text', 'image'] : ['text'],
+    ...(m.images ? { max_image_bytes: gw.config.media.maxImageBytes } : {}),
   };
 }
 

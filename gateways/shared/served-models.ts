@@ -15,6 +15,8 @@ export interface ServedModel {
   readonly root: string;
   /** Epoch seconds it became servable. */
   readonly created: number;
+  /** Whether it takes images (its engine's `EngineInfo.images`; an adapter: its base model's). */
+  readonly images: boolean;
 }
 
 export async function servedModels(gw: GatewayContext): Promise<ServedModel[]> {
@@ -25,18 +27,21 @@ export async function servedModels(gw: GatewayContext): Promise<ServedModel[]> {
       parent: null,
       root: gw.info.modelPath,
       created: Math.floor(gw.info.startedAt / 1000),
+      images: gw.info.images,
     },
     ...adapters.map((a) => ({
       id: a.name,
       parent: gw.info.modelName,
       root: a.path,
       created: Math.floor(a.loadedAt / 1000),
+      images: gw.info.images,
     })),
     ...(gw.peers ?? []).map((p) => ({
       id: p.modelName,
       parent: null,
       root: p.modelPath,
       created: Math.floor(p.startedAt / 1000),
+      images: p.images,
     })),
   ];
 }

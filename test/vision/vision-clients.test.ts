@@ -5,7 +5,8 @@
  * `InferenceClient.chat_completion` with an image. Each answers 200 with a prompt that holds
  * the image's tile tokens: a 64 x 48 picture splits into 3 x 4 tiles + the global image,
  * 13 × 16 image tokens, and the same picture gives the chat and InferenceClient calls the same
- * prompt; Ollama's `images` give the prompt OpenAI's image part gives; TGI's `/generate` (and
+ * prompt; Ollama's `images` give the prompt OpenAI's image part gives, and both families' model
+ * cards say the model takes images (`vision`, `input_modalities`); TGI's `/generate` (and
  * `InferenceClient.text_generation`) with `inputs` spelling the chat's rendering, the image an
  * inline `![](data:...)`, gets the chat's prompt and greedy answer. The same holds for the
  * fixture's GGUF pair served with `--mmproj`.
@@ -13,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fixture } from '../fixtures.js';
-import { postJson, runPythonClient, startHarness, type Harness } from '../gateways-harness.js';
+import { getJson, postJson, runPythonClient, startHarness, type Harness } from '../gateways-harness.js';
 import { hostileKit } from '../fuzz/hostile-images.js';
 import { postSse } from '../gateways-sse.js';
 
@@ -91,6 +92,9 @@ for (const form of ['folder', 'gguf+mmproj'] as const) {
       assert.equal(generate.json.prompt_eval_count, openai.json.usage.prompt_tokens);
       const show = await postJson(`${h.url}/api/show`, { model: MODEL });
       assert.deepEqual(show.json.capabilities, ['completion', 'tools', 'vision']);
+      // OpenAI's model card says so too (Prism's `input_modalities`, read by the playground).
+      const card = (await getJson(`${h.url}/v1/models/${MODEL}`)).json;
+      assert.deepEqual([card.input_modalities, card.max_image_bytes], [['text', 'image'], 20 * 1024 * 1024]);
     });
 
     test("TGI's inline ![](URL) is an image in place: /generate and /generate_stream get the chat's prompt and greedy answer", async () => {

@@ -1,12 +1,14 @@
 /**
  * The playground page: chat or raw completion over this listener's OpenAI API with streaming,
  * sampling settings, token view with logprobs, per-answer TTFT / tok/s / cached prompt tokens,
- * structured output and tools (with the two-step tool-result flow), conversations in local
- * storage, export as JSON or curl.
+ * structured output and tools (with the two-step tool-result flow), images attached to chat
+ * messages for a model that takes them, conversations in local storage, export as JSON or curl.
  */
 import './playground.css';
 import { addChunk, emptyAnswer } from './answer.js';
 import { apiFetch, apiKey, askApiKey, errorMessage } from './api.js';
+import { Attachments } from './attach.js';
+import { imageLimit, type ModelCard } from './image-files.js';
 import {
   chatBody,
   completionBody,
@@ -43,6 +45,11 @@ const ui = {
   messages: $<HTMLOListElement>('messages'),
   composer: $<HTMLFormElement>('composer'),
   prompt: $<HTMLTextAreaElement>('prompt'),
+  attachments: $<HTMLUListElement>('attachments'),
+  attachGroup: $<HTMLSpanElement>('attach-group'),
+  attachButton: $<HTMLButtonElement>('attach-button'),
+  attach: $<HTMLInputElement>('attach'),
+  attachHelp: $<HTMLSpanElement>('attach-help'),
   send: $<HTMLButtonElement>('send'),
   stop: $<HTMLButtonElement>('stop'),
   stats: $<HTMLOutputElement>('stats'),
@@ -71,11 +78,30 @@ const ui = {
   exportDownload: $<HTMLButtonElement>('export-download'),
 };
 
+const attachments = new Attachments(
+  {
+    group: ui.attachGroup,
+    button: ui.attachButton,
+    input: ui.attach,
+    help: ui.attachHelp,
+    list: ui.attachments,
+    dropZone: ui.composer,
+    prompt: ui.prompt,
+  },
+  {
+    onError: (message) => showError(message),
+    sentImages: () => current.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
+  },
+);
+
 let conversations = loadConversations();
 let current: Conversation =
   conversations.find((c) => c.id === currentConversationId()) ?? conversations[0] ?? newConversation();
 if (!conversations.includes(current)) conversations.unshift(current);
 let inFlight: AbortController | null = null;
+/** The `GET /v1/models` cards by id; null until the list has loaded (or when it failed). */
+let cards: Map<string, ModelCard> | null = null;
+let modelsFailed = false;
 
 // ---- settings form <-> Settings ----
 
@@ -147,6 +173,22 @@ function checkJsonFields(): void {
   check(ui.tools.value, ui.toolsStatus, 'array');
 }
 
+/** Images in chat mode, for a model whose card says it takes them (`input_modalities`). */
+function updateAttach(): void {
+  if (readSettings().mode !== 'chat') return attachments.set({ kind: 'hidden' });
+  if (!cards) {
+    const reason = modelsFailed ? 'the model list did not load' : 'reading the model list…';
+    return attachments.set({ kind: 'no-images', reason });
+  }
+  const model = ui.model.value;
+  const maxBytes = imageLimit(cards.get(model));
+  attachments.set(
+    maxBytes === null
+      ? { kind: 'no-images', reason: `${model} takes no images` }
+      : { kind: 'images', maxBytes },
+  );
+}
+
 function persist(): void {
   current.settings = readSettings();
   saveConversations(conversations, current.id);
@@ -204,6 +246,7 @@ function switchTo(c: Conversation): void {
   persist();
   current = c;
   applySettings(c.settings);
+  updateAttach();
   showError(null);
   saveConversations(conversations, current.id);
   renderAll();
@@ -310,7 +353,7 @@ async function run(): Promise<void> {
 async function send(): Promise<void> {
   if (inFlight) return;
   const text = ui.prompt.value;
-  if (!text.trim()) return;
+  if (!text.trim() && attachments.count === 0) return;
   // A settings field typed wrong (schema, tools) stops here, before the message joins the conversation.
   try {
     requestFor(readSettings());
@@ -318,7 +361,10 @@ async function send(): Promise<void> {
     if (err instanceof SettingsError) return showError(err.message);
     throw err;
   }
-  current.messages.push({ role: 'user', content: text });
+  const images = attachments.take();
+  current.messages.push(
+    images.length > 0 ? { role: 'user', content: text, images } : { role: 'user', content: text },
+  );
   ui.prompt.value = '';
   await run();
 }
@@ -376,7 +422,8 @@ async function loadModels(): Promise<void> {
   try {
     const res = await apiFetch('/v1/models');
     if (!res.ok) throw new Error(await errorMessage(res));
-    const list = (await res.json()) as { data: { id: string; parent?: string | null }[] };
+    const list = (await res.json()) as { data: ModelCard[] };
+    cards = new Map(list.data.map((m) => [m.id, m]));
     ui.model.replaceChildren(
       ...list.data.map((m) => {
         const o = document.createElement('option');
@@ -387,8 +434,10 @@ async function loadModels(): Promise<void> {
     );
     applySettings(current.settings);
   } catch (err) {
+    modelsFailed = true;
     showError(`Could not list models: ${(err as Error).message}`);
   }
+  updateAttach();
 }
 
 // ---- wiring ----
@@ -435,10 +484,15 @@ document.querySelector('.settings')!.addEventListener('input', () => {
 });
 document.querySelector('.settings')!.addEventListener('change', () => {
   persist();
+  updateAttach();
   renderMessages();
 });
-ui.model.addEventListener('change', persist);
+ui.model.addEventListener('change', () => {
+  persist();
+  updateAttach();
+});
 
 applySettings(current.settings);
+updateAttach();
 renderAll();
 void loadModels();

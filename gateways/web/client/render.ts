@@ -84,6 +84,21 @@ function toolCallsView(m: Message, options: RenderOptions): HTMLElement {
   return box;
 }
 
+/** A user message's images as sent, as thumbnails. */
+function imagesView(urls: readonly string[]): HTMLElement {
+  const list = el('ul', 'thumbs');
+  list.setAttribute('aria-label', 'Attached images');
+  urls.forEach((url, i) => {
+    const img = el('img');
+    img.src = url;
+    img.alt = `Attached image ${i + 1}`;
+    const li = el('li');
+    li.append(img);
+    list.append(li);
+  });
+  return list;
+}
+
 export function renderMessage(m: Message, options: RenderOptions): HTMLLIElement {
   const li = el('li', `message ${m.role}${m.error ? ' failed' : ''}`);
   const label =
@@ -93,6 +108,7 @@ export function renderMessage(m: Message, options: RenderOptions): HTMLLIElement
         ? 'Completion'
         : ROLE_LABEL[m.role];
   li.append(el('div', 'role', m.tool_call_id ? `${label} (${m.tool_call_id})` : label));
+  if (m.images?.length) li.append(imagesView(m.images));
   li.append(el('div', 'content', m.content ?? ''));
   if (m.tool_calls?.length) li.append(toolCallsView(m, options));
   if (m.tokens?.length) li.append(tokenView(m.tokens));

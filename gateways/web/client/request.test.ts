@@ -1,4 +1,4 @@
-/** Request bodies and curl export of the playground (pure functions; the browser test covers the page). */
+/** Request bodies, curl export and image checks of the playground (pure functions; the browser test covers the page). */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
@@ -10,6 +10,8 @@ import {
   SettingsError,
   stopStrings,
 } from './request.js';
+import { DEFAULT_MAX_IMAGE_BYTES, formatBytes, imageLimit, imageRefusal, MAX_IMAGES } from './image-files.js';
+import { DEFAULT_MEDIA } from '../../shared/images/media-config.js';
 
 const base = { ...DEFAULT_SETTINGS, model: 'm', system: 'Be brief.', seed: 7, top_k: 40, stop: 'END,\\n\\n' };
 
@@ -70,6 +72,56 @@ test('chat body: logprobs, json_schema response_format, tools and the tool-resul
   assert.deepEqual(chatBody({ ...base, responseFormat: 'json_object' }, []).response_format, {
     type: 'json_object',
   });
+});
+
+test('chat body: a message with images becomes image_url parts then its text; text-only stays a string', () => {
+  const png = 'data:image/png;base64,iVBORw0KGgo=';
+  const gif = 'data:image/gif;base64,R0lGODlh';
+  const body = chatBody({ ...base, system: '' }, [
+    { role: 'user', content: 'What is in these?', images: [png, gif] },
+    { role: 'assistant', content: 'Two pictures.' },
+    { role: 'user', content: 'And this?', images: [] },
+    { role: 'user', content: '', images: [png] },
+  ]);
+  assert.deepEqual(body.messages, [
+    {
+      role: 'user',
+      content: [
+        { type: 'image_url', image_url: { url: png } },
+        { type: 'image_url', image_url: { url: gif } },
+        { type: 'text', text: 'What is in these?' },
+      ],
+    },
+    { role: 'assistant', content: 'Two pictures.' },
+    { role: 'user', content: 'And this?' },
+    // An image sent without words: no empty text part.
+    { role: 'user', content: [{ type: 'image_url', image_url: { url: png } }] },
+  ]);
+});
+
+test('attachable images: a card with "image" among input_modalities, the types and byte limit the server holds to', () => {
+  assert.equal(imageLimit(undefined), null);
+  assert.equal(imageLimit({ id: 't', input_modalities: ['text'] }), null);
+  assert.equal(imageLimit({ id: 'old' }), null, 'a card without input_modalities offers no images');
+  assert.equal(imageLimit({ id: 'v', input_modalities: ['text', 'image'], max_image_bytes: 1000 }), 1000);
+  assert.equal(imageLimit({ id: 'v', input_modalities: ['text', 'image'] }), DEFAULT_MAX_IMAGE_BYTES);
+  // The server's own defaults (gateways/shared/images/media-config.ts).
+  assert.equal(DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MEDIA.maxImageBytes);
+  assert.equal(MAX_IMAGES, DEFAULT_MEDIA.maxImages);
+
+  for (const type of ['image/png', 'image/jpeg', 'image/webp', 'image/gif'])
+    assert.equal(imageRefusal({ name: 'a', type, size: 1000 }, 1000), null, type);
+  assert.equal(
+    imageRefusal({ name: 'scan.tiff', type: 'image/tiff', size: 10 }, 1000),
+    'scan.tiff: not a PNG, JPEG, WebP or GIF image (image/tiff)',
+  );
+  assert.match(imageRefusal({ name: 'x', type: '', size: 10 }, 1000)!, /\(unknown type\)$/);
+  assert.equal(
+    imageRefusal({ name: 'big.png', type: 'image/png', size: 21 * 1024 * 1024 }, DEFAULT_MAX_IMAGE_BYTES),
+    "big.png: 21 MiB is over the server's limit of 20 MiB per image",
+  );
+  assert.equal(formatBytes(1536), '1.5 KiB');
+  assert.equal(formatBytes(900), '900 bytes');
 });
 
 test('settings typed wrong are named, not sent', () => {

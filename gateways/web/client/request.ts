@@ -54,6 +54,8 @@ export interface AnswerStats {
 export interface Message {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string | null;
+  /** A user message's attached images as `data:` URLs, sent as `image_url` parts before its text. */
+  images?: string[];
   tool_calls?: ToolCall[];
   tool_call_id?: string;
   /** Playground-only, never sent. */
@@ -137,12 +139,20 @@ function sampling(s: Settings): Record<string, unknown> {
   return body;
 }
 
+/** A message's `content`: its text, or with images OpenAI's parts, the images first, then the text (when any). */
+function contentOf(m: Message): string | null | Record<string, unknown>[] {
+  if (!m.images?.length) return m.content;
+  const parts: Record<string, unknown>[] = m.images.map((url) => ({ type: 'image_url', image_url: { url } }));
+  if (m.content) parts.push({ type: 'text', text: m.content });
+  return parts;
+}
+
 export function chatBody(s: Settings, messages: readonly Message[], stream = true): Record<string, unknown> {
   const sent: Record<string, unknown>[] = [];
   if (s.system.trim()) sent.push({ role: 'system', content: s.system });
   for (const m of messages) {
     if (m.error) continue;
-    const out: Record<string, unknown> = { role: m.role, content: m.content };
+    const out: Record<string, unknown> = { role: m.role, content: contentOf(m) };
     if (m.tool_calls?.length) out.tool_calls = m.tool_calls;
     if (m.tool_call_id) out.tool_call_id = m.tool_call_id;
     sent.push(out);

@@ -33,10 +33,20 @@ export function loadConversations(): Conversation[] {
   }
 }
 
+/** The conversations without their messages' images (`data:` URLs, the bulk of a conversation). */
+function withoutImages(list: readonly Conversation[]): Conversation[] {
+  return list.map((c) => ({ ...c, messages: c.messages.map((m) => ({ ...m, images: undefined })) }));
+}
+
 export function saveConversations(list: readonly Conversation[], currentId: string): void {
   try {
-    localStorage.setItem(LIST, JSON.stringify(list));
     localStorage.setItem(CURRENT, currentId);
+    try {
+      localStorage.setItem(LIST, JSON.stringify(list));
+    } catch {
+      // Over the quota, images being large: the texts are kept; this page still holds the images.
+      localStorage.setItem(LIST, JSON.stringify(withoutImages(list)));
+    }
   } catch {
     // Storage full or disabled: the page keeps working, conversations just don't persist.
   }
