@@ -209,7 +209,7 @@ export function renderMarkdown(report: EngineBenchReport): string {
         : ''),
   );
   out.push(
-    `- Settings: ${s.threads} threads; single stream = ${s.newTokens} new tokens after a ${s.promptTokens}-token prompt` +
+    `- Settings: ${s.threads} ${s.threads === 1 ? 'thread' : 'threads'}; single stream = ${s.newTokens} new tokens after a ${s.promptTokens}-token prompt` +
       ` (decode only: the ${s.newTokens - 1} steps after the first token); aggregate = ${s.sequences} sequences` +
       ` × ${s.newTokens} new tokens (decode phase only); prefill = one ${s.prefillTokens}-token prompt up to its first token;` +
       ` greedy; medians of ${s.runs} runs after ${s.warmupRuns} warm-up, the two engines interleaved run by run.`,

@@ -164,7 +164,7 @@ export function renderSizeSuite(
     `- Machine: ${meta.machine}; 1-minute load average ${meta.load}`,
     `- Command: \`${meta.command}\``,
     first
-      ? `- Settings: ${first.threads} threads; single stream = ${first.newTokens} new tokens after a ${first.promptTokens}-token prompt; ` +
+      ? `- Settings: ${first.threads} ${first.threads === 1 ? 'thread' : 'threads'}; single stream = ${first.newTokens} new tokens after a ${first.promptTokens}-token prompt; ` +
         `aggregate = ${first.sequences} sequences × ${first.newTokens} new tokens; prefill = one ${first.prefillTokens}-token prompt; ` +
         `medians of ${first.runs} runs after ${first.warmupRuns} warm-up, the engines interleaved run by run, on the same file`
       : '- Settings: (no rows)',

@@ -33,9 +33,9 @@ export async function decodeOllamaImages(
       const field = `${l.field}[${j}]`;
       // The schema made each a string; an empty one is no image.
       if (b64 === '') throw invalid(field, 'must be a base64-encoded image');
-      // The decoder reads the format from the bytes, so the data: URL's declared type does not matter.
+      // Bare base64 with no declared type: the decoder reads the format from the bytes.
       const key = { field };
-      found.push({ part: key, url: `data:image/png;base64,${b64}`, field });
+      found.push({ part: key, base64: b64, field });
       return key;
     }),
   );

@@ -13,7 +13,7 @@ import type { MediaConfig } from './media-config.js';
 
 /**
  * One image part a family found: its object in the body, the field naming it, and its URL
- * (`url`: data:, file:// or http(s)) or its bare base64 text (`base64`: Anthropic's `data`).
+ * (`url`: data:, file:// or http(s)) or its bare base64 text (`base64`: Anthropic's `data`, Ollama's `images`).
  */
 export type FoundImage = {
   readonly part: object;

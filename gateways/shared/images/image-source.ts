@@ -45,7 +45,7 @@ function dataUrlBytes(url: string, field: string, maxBytes: number): Buffer {
 
 /**
  * An image's base64 text (white space ignored) as its bytes: a data: URL's data, or a family's
- * own base64 field (Anthropic's `source.data`); `what` names the text in the refusal of bad base64.
+ * own base64 field (Anthropic's `source.data`, Ollama's `images`); `what` names the text in the refusal of bad base64.
  */
 export function base64Bytes(base64: string, field: string, maxBytes: number, what?: string): Buffer {
   const text = base64.replace(/\s+/g, '');
