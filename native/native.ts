@@ -522,7 +522,8 @@ export interface NativeAddon {
    * ("amx" | "avx512" | "avx2" | "reference"; a "+int16" suffix selects int16 activations;
    * "amx" is avx512 with the AMX-served int8 layouts on the tiles for any n; "q4xv-scalar+int16" /
    * "q8xv-scalar+int16" the scalar statement of the exact-integer int16 layouts, and
-   * "q4xv-amx+int16" / "q8xv-amx+int16" their AMX-INT8 kernels for any n).
+   * "q4xv-amx+int16" / "q8xv-amx+int16" their AMX-INT8 kernels for any n; "avx2-gemm" /
+   * "avx512-gemm" that family's matmulManyTokens, whose float weights run the encoders' GEMM).
    */
   matmulForTest(
     type: TensorType,

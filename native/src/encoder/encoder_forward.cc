@@ -1,7 +1,8 @@
 // The encoder's forward pass over a packed batch: embeddings (token + position + token type,
 // LayerNorm) -> N x post-norm layers (attention over the input's own tokens, residual,
 // LayerNorm; GELU or SwiGLU FFN, residual, LayerNorm) -> the pooling head, the classifier
-// head or every token's hidden state. Matmuls on the model's kernels (kernels.h); everything
+// head or every token's hidden state. Matmuls on kernels.h's matmulManyTokens (float weights on
+// the GEMM of float_gemm.h: an input's vectors do not depend on its batch); everything
 // else per token in AVX2 (encoder_math.h).
 #include <algorithm>
 #include <cmath>
@@ -70,7 +71,7 @@ std::string EncoderContext::check(const EncoderBatch& b, EncoderOutput what) con
 }
 
 void EncoderContext::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {
-  for (const auto& part : g.parts) matmul(part.w, x, n, g.inFeatures, y + part.outOffset, ldy, pool_, scratch_);
+  for (const auto& part : g.parts) matmulManyTokens(part.w, x, n, g.inFeatures, y + part.outOffset, ldy, pool_, scratch_);
 }
 
 void EncoderContext::embed(const EncoderBatch& b) {
@@ -136,7 +137,7 @@ void EncoderContext::layer(const EncoderLayer& L, const EncoderBatch& b) {
     forRange(T, I * 4, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; t++) simd::swiglu(&ffn_[t * 3 * I], &ffn_[t * 3 * I + I], &ffn_[t * 3 * I + 2 * I], I);
     });
-    matmul(L.down.parts[0].w, ffn_.data() + 2 * I, T, 3 * I, tmp_.data(), D, pool_, scratch_);
+    matmulManyTokens(L.down.parts[0].w, ffn_.data() + 2 * I, T, 3 * I, tmp_.data(), D, pool_, scratch_);
   } else {
     linear(L.up, x_.data(), T, ffn_.data(), I);
     const float* bias = L.upBias.empty() ? nullptr : L.upBias.data();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/amx/amx.h"
+#include "kernels/isa_kernels.h"
 #include "kernels/internal.h"
 #include "kernels/layout_traits.h"
 #include "kernels/planes.h"
@@ -92,6 +93,31 @@ void runMatmul(Isa isa, AmxUse amx, const LinearWeight& W, const float* x, int64
   if (!kernel && isa >= Isa::Avx2) kernel = k.avx2.of(W.precision);
   if (kernel) kernel(W, x, n, ldx, y, ldy, pool, scratch);
   else matmulReference(W, x, n, ldx, y, ldy, pool);
+}
+
+// The float GEMM of `isa` for W's type (float_gemm.h), or null: not a float weight in the
+// file's own layout, or the reference family.
+MatmulKernel floatGemmFor(Isa isa, const LinearWeight& W) {
+  if (W.layout != Layout::Gguf || isa == Isa::Reference) return nullptr;
+  const bool wide = isa >= Isa::Avx512;
+  switch (W.type) {
+    case TensorType::F32:
+      return wide ? &IsaKernels<Isa::Avx512>::floatGemm<TensorType::F32> : &IsaKernels<Isa::Avx2>::floatGemm<TensorType::F32>;
+    case TensorType::F16:
+      return wide ? &IsaKernels<Isa::Avx512>::floatGemm<TensorType::F16> : &IsaKernels<Isa::Avx2>::floatGemm<TensorType::F16>;
+    case TensorType::BF16:
+      return wide ? &IsaKernels<Isa::Avx512>::floatGemm<TensorType::BF16>
+                  : &IsaKernels<Isa::Avx2>::floatGemm<TensorType::BF16>;
+    default:
+      return nullptr;
+  }
+}
+
+void runMatmulManyTokens(Isa isa, const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                         ThreadPool& pool, KernelScratch& scratch) {
+  if (n <= 0 || W.rows == 0) return;
+  if (MatmulKernel gemm = floatGemmFor(isa, W)) gemm(W, x, n, ldx, y, ldy, pool, scratch);
+  else runMatmul(isa, amxEnabled() ? AmxUse::Batches : AmxUse::Off, W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 }  // namespace
@@ -214,6 +240,9 @@ void KernelScratch::reserve(int64_t maxRows, int64_t maxCols, int threads) {
     need = std::max({need, q4xvActivationBytes(maxRows, maxCols) + 64 + q4xvAmxScratchBytes(maxRows, maxCols, threads),
                      q8xvActivationBytes(maxRows, maxCols) + 64 + q8xvAmxScratchBytes(threads)});
 #endif
+  // The float GEMM's packed activations (matmulManyTokens), of the wider family the CPU runs.
+  if (cpuHasAvx2()) need = std::max(need, IsaKernels<Isa::Avx2>::floatGemmScratchBytes(maxRows, maxCols, threads));
+  if (cpuHasAvx512()) need = std::max(need, IsaKernels<Isa::Avx512>::floatGemmScratchBytes(maxRows, maxCols, threads));
   if (buf_.size() < need) buf_.resize(need);
 }
 
@@ -246,6 +275,11 @@ void KernelScratch::prefetchSlice(int64_t part, int64_t parts) const {
 void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool& pool, KernelScratch& scratch) {
   runMatmul(currentIsa(), amxEnabled() ? AmxUse::Batches : AmxUse::Off, W, x, n, ldx, y, ldy, pool, scratch);
+}
+
+void matmulManyTokens(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch) {
+  runMatmulManyTokens(currentIsa(), W, x, n, ldx, y, ldy, pool, scratch);
 }
 
 namespace {
@@ -312,6 +346,11 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
     xvMatmulForTest(type, weights, rows, cols, x, n, y, isa, family);
     return;
   }
+  // "avx2-gemm" / "avx512-gemm": that family's matmulManyTokens (float weights on the GEMM).
+  const bool gemm = family.ends_with("-gemm");
+  if (gemm) family = family.substr(0, family.size() - 5);
+  if (gemm && family != "avx2" && family != "avx512")
+    throw std::invalid_argument("isa " + isa + ": the GEMM families are avx2-gemm and avx512-gemm");
   const bool amx = family == "amx";
   if (amx) {
     if (!cpuHasAmxInt8()) throw std::invalid_argument("isa amx is not supported by this CPU (or the OS refused it)");
@@ -329,7 +368,7 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
         "q4xv-amx+int16 and q8xv-amx+int16)");
   Isa wanted;
   if (!parseIsa(family, &wanted)) {
-    throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference; got '" + isa + "'");
+    throw std::invalid_argument("isa must be one of amx, avx512, avx2, reference, avx512-gemm, avx2-gemm; got '" + isa + "'");
   }
   if (wanted > bestSupportedIsa()) {
     throw std::invalid_argument("isa " + family + " is not supported by this CPU");
@@ -343,7 +382,8 @@ void matmulForTest(TensorType type, const uint8_t* weights, int64_t rows, int64_
   std::lock_guard<std::mutex> lock(mutex);
   KernelScratch scratch;
   scratch.reserve(n, cols, pool.size());
-  runMatmul(wanted, amx ? AmxUse::Always : AmxUse::Off, W, x, n, cols, y, rows, pool, scratch);
+  if (gemm) runMatmulManyTokens(wanted, W, x, n, cols, y, rows, pool, scratch);
+  else runMatmul(wanted, amx ? AmxUse::Always : AmxUse::Off, W, x, n, cols, y, rows, pool, scratch);
 }
 
 double measureMemoryBandwidth(size_t bytes, int passes, ThreadPool& pool) {

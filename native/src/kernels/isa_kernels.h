@@ -4,6 +4,7 @@
 // its family's flags (binding.gyp: *_avx512.cc apart), and explicitly instantiated there for
 // the layouts or types it serves; dispatch.cc calls one only after the CPU check.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/kernels.h"
@@ -36,6 +37,11 @@ struct IsaKernels<Isa::Avx2> {
   // F32 / F16 / BF16 rows read in place, f32 activations (matmul_avx2.cc).
   template <TensorType T>
   static MatmulFn floats;
+  // The same weights in the GEMM of many-token passes (float_gemm.h; matmulManyTokens), and
+  // the scratch it takes for n tokens of `cols`.
+  template <TensorType T>
+  static MatmulFn floatGemm;
+  static size_t floatGemmScratchBytes(int64_t n, int64_t cols, int threads);
   // Int16 activations: the file's blocks of type T read in place, and Layout::Q4X
   // (matmul_avx2.cc).
   template <TensorType T>
@@ -52,6 +58,9 @@ struct IsaKernels<Isa::Avx512> {
   static MatmulFn planes;  // planes_avx512.cc
   template <TensorType T>
   static MatmulFn floats;  // matmul_avx512.cc
+  template <TensorType T>
+  static MatmulFn floatGemm;  // matmul_avx512.cc, as the AVX2 family's
+  static size_t floatGemmScratchBytes(int64_t n, int64_t cols, int threads);
   // Int16 activations: the exact-integer layouts (q4xv_avx512.cc, q8xv_avx512.cc), which
   // hand steps of 13+ tokens to their AMX-INT8 kernels themselves (q4xv.h, q8xv.h).
   static MatmulFn q4xv;

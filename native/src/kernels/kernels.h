@@ -156,6 +156,14 @@ class KernelScratch {
 void matmul(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
             ThreadPool& pool, KernelScratch& scratch);
 
+// matmul()'s contract for the passes of many tokens at once (the encoders: BERT-family
+// embedders, the vision towers): float weights (F32 / F16 / BF16) run a GEMM on packed
+// activations (float_gemm.h) in which every output sums its columns in order, so a token's
+// result is the same whatever it is batched with, on either family; other weights run
+// matmul(). The scratch is reserve()d as for matmul().
+void matmulManyTokens(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y, int64_t ldy,
+                      ThreadPool& pool, KernelScratch& scratch);
+
 // Dequantizes row `row` of a [rows × cols] matrix of `type` at `data` into `out` (cols floats).
 // Used for embedding lookups.
 void dequantizeRow(TensorType type, const uint8_t* data, int64_t cols, int64_t row, float* out);

@@ -20,6 +20,7 @@
 // (F16C / bf16 shift); activations stay f32.
 #include <algorithm>
 
+#include "kernels/float_gemm.h"
 #include "kernels/float_tiles.h"
 #include "kernels/internal.h"
 #include "kernels/isa_kernels.h"
@@ -252,16 +253,19 @@ struct Q4XRows {
 // ---- float weights ---------------------------------------------------------------------
 
 struct ConvF32 {
+  static constexpr bool kInPlace = true;  // float_gemm.h reads the rows as they are
   static __m256 load(const uint8_t* row, int64_t k) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k); }
   static float one(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
 };
 struct ConvF16 {
+  static constexpr bool kInPlace = false;
   static __m256 load(const uint8_t* row, int64_t k) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
   }
   static float one(const uint8_t* row, int64_t k) { return f16ToF32(loadU16(row + 2 * k)); }
 };
 struct ConvBF16 {
+  static constexpr bool kInPlace = false;
   static __m256 load(const uint8_t* row, int64_t k) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
@@ -323,5 +327,23 @@ void IsaKernels<Isa::Avx2>::floats(const LinearWeight& W, const float* x, int64_
 template MatmulFn IsaKernels<Isa::Avx2>::floats<TensorType::F32>;
 template MatmulFn IsaKernels<Isa::Avx2>::floats<TensorType::F16>;
 template MatmulFn IsaKernels<Isa::Avx2>::floats<TensorType::BF16>;
+
+// The GEMM of many-token passes (float_gemm.h): 6 rows × 16 tokens = 12 accumulators, 2
+// activation vectors and the broadcast weight, of the 16 registers (4 × 24 and 3 × 32 measured
+// no faster on Zen 3, docs/benchmarks.md).
+constexpr int kGemmRows = 6, kGemmVectors = 2;
+
+template <TensorType T>
+void IsaKernels<Isa::Avx2>::floatGemm(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                                      int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
+  FloatGemm<Avx2Vec, decltype(floatConverter<T>()), kGemmRows, kGemmVectors>::run(W, x, n, ldx, y, ldy, pool, scratch);
+}
+template MatmulFn IsaKernels<Isa::Avx2>::floatGemm<TensorType::F32>;
+template MatmulFn IsaKernels<Isa::Avx2>::floatGemm<TensorType::F16>;
+template MatmulFn IsaKernels<Isa::Avx2>::floatGemm<TensorType::BF16>;
+
+size_t IsaKernels<Isa::Avx2>::floatGemmScratchBytes(int64_t n, int64_t cols, int threads) {
+  return FloatGemm<Avx2Vec, ConvF32, kGemmRows, kGemmVectors>::scratchBytes(n, cols, threads);
+}
 
 }  // namespace prism::kernels

@@ -6,6 +6,7 @@
 // (Quantized weights run the group-layout kernels, q4g_avx512.cc and planes_avx512.cc, and
 // the exact-integer int16 layouts', int16_avx512.cc; the file's blocks with int16
 // activations run the AVX2 kernels: every AVX-512 CPU has AVX2.)
+#include "kernels/float_gemm.h"
 #include "kernels/float_tiles.h"
 #include "kernels/internal.h"
 #include "kernels/isa_kernels.h"
@@ -18,10 +19,12 @@ namespace {
 
 // F32 / F16: 16 columns per step.
 struct ConvF32 {
+  static constexpr bool kInPlace = true;  // float_gemm.h reads the rows as they are
   static __m512 load(const uint8_t* row, int64_t k) { return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + k); }
   static float one(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
 };
 struct ConvF16 {
+  static constexpr bool kInPlace = false;
   static __m512 load(const uint8_t* row, int64_t k) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k)));
   }
@@ -31,6 +34,7 @@ struct ConvF16 {
 // BF16 weights widened exactly to f32 (a 16-bit shift) against f32 activations, as the AVX2
 // kernel does: the same numbers on every x86 machine.
 struct ConvBF16 {
+  static constexpr bool kInPlace = false;
   static __m512 load(const uint8_t* row, int64_t k) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * k));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -59,5 +63,22 @@ void IsaKernels<Isa::Avx512>::floats(const LinearWeight& W, const float* x, int6
 template MatmulFn IsaKernels<Isa::Avx512>::floats<TensorType::F32>;
 template MatmulFn IsaKernels<Isa::Avx512>::floats<TensorType::F16>;
 template MatmulFn IsaKernels<Isa::Avx512>::floats<TensorType::BF16>;
+
+// The GEMM of many-token passes (float_gemm.h): 6 rows × 64 tokens = 24 accumulators, 4
+// activation vectors and the broadcast weight, of the 32 registers.
+constexpr int kGemmRows = 6, kGemmVectors = 4;
+
+template <TensorType T>
+void IsaKernels<Isa::Avx512>::floatGemm(const LinearWeight& W, const float* x, int64_t n, int64_t ldx, float* y,
+                                        int64_t ldy, ThreadPool& pool, KernelScratch& scratch) {
+  FloatGemm<Avx512Vec, decltype(floatConverter<T>()), kGemmRows, kGemmVectors>::run(W, x, n, ldx, y, ldy, pool, scratch);
+}
+template MatmulFn IsaKernels<Isa::Avx512>::floatGemm<TensorType::F32>;
+template MatmulFn IsaKernels<Isa::Avx512>::floatGemm<TensorType::F16>;
+template MatmulFn IsaKernels<Isa::Avx512>::floatGemm<TensorType::BF16>;
+
+size_t IsaKernels<Isa::Avx512>::floatGemmScratchBytes(int64_t n, int64_t cols, int threads) {
+  return FloatGemm<Avx512Vec, ConvF32, kGemmRows, kGemmVectors>::scratchBytes(n, cols, threads);
+}
 
 }  // namespace prism::kernels

@@ -60,6 +60,8 @@ struct Avx2Vec {
   static constexpr int kLanes = 8;
   static F zero() { return _mm256_setzero_ps(); }
   static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static F fmadd(F a, F b, F acc) { return _mm256_fmadd_ps(a, b, acc); }
   static float sum(F v) { return hsum256(v); }
 };

@@ -28,6 +28,8 @@ struct Avx512Vec {
   static constexpr int kLanes = 16;
   static F zero() { return _mm512_setzero_ps(); }
   static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static F fmadd(F a, F b, F acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float sum(F v) { return hsum512(v); }
 };

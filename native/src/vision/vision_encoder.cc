@@ -2,7 +2,7 @@
 // is laid out) + bias + position -> N x pre-norm layers (LayerNorm, attention over the tile's
 // own patches, residual; LayerNorm, GELU MLP, residual) -> post LayerNorm -> pixel shuffle
 // (each scale x scale block of patches becomes one row, block rows outer) -> the modality
-// projection. Matmuls on the model's kernels; attention shared with the text encoders
+// projection. Matmuls on kernels.h's matmulManyTokens; attention shared with the text encoders
 // (encoder/packed_attention.h); per-row vector work in encoder_math.h.
 #include "vision/vision_encoder.h"
 
@@ -19,7 +19,7 @@ VisionEncoder::VisionEncoder(std::shared_ptr<VisionModel> model, int threads) : 
 }
 
 void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {
-  for (const auto& part : g.parts) matmul(part.w, x, n, g.inFeatures, y + part.outOffset, ldy, pool_, scratch_);
+  for (const auto& part : g.parts) matmulManyTokens(part.w, x, n, g.inFeatures, y + part.outOffset, ldy, pool_, scratch_);
 }
 
 void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
