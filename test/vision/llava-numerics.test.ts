@@ -303,6 +303,55 @@ function edited(file: string, edit: (json: Record<string, unknown>) => void): st
   return dir;
 }
 
+test("'full' keeps the class row and vision_feature_layer -1 runs every layer: still transformers' features", async () => {
+  // The same weights with other config values, both sides reading the edited folder; edited
+  // as text (a JSON round trip would turn config.json's 1.0 into 1, which transformers refuses).
+  const dir = edited('processor_config.json', (j) => (j['vision_feature_select_strategy'] = 'full'));
+  const config = readFileSync(join(dir, 'config.json'), 'utf8');
+  const changed = config
+    .replace('"vision_feature_select_strategy": "default"', '"vision_feature_select_strategy": "full"')
+    .replace('"vision_feature_layer": -2', '"vision_feature_layer": -1');
+  assert.equal(changed.match(/"full"|-1\b/g)?.length, 2, 'both config values edited');
+  writeFileSync(join(dir, 'config.json'), changed);
+  const out = mkdtempSync(join(work, 'full-'));
+  execFileSync(
+    pythonCommand(),
+    [
+      join(projectRoot(), 'test', 'vision', 'llava_reference.py'),
+      'features',
+      dir,
+      join(work, 'request.json'),
+      out,
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, HF_HUB_OFFLINE: '1', TQDM_DISABLE: '1' },
+    },
+  );
+  const meta = JSON.parse(readFileSync(join(out, 'reference.json'), 'utf8')) as {
+    images: Omit<Reference, 'pixels' | 'features'>[];
+  };
+  const full = await native.loadVisionModel(dir, { threads: 2 });
+  try {
+    assert.equal(native.visionInfo(full).tokensPerTile, 65);
+    for (const [i, im] of images.entries()) {
+      assert.deepEqual([meta.images[i]!.featureRows, meta.images[i]!.imageTokens], [65, 65], im.label);
+      const ref = floats(join(out, `${i}.features.f32`));
+      const rel = relError(await native.encodeImage(full, refs[i]!.pixels, 1), ref);
+      process.stderr.write(
+        `  ${im.label}: 'full', layer -1: features relative error ${rel.toExponential(3)}\n`,
+      );
+      assert.ok(rel <= 1e-4, `${im.label}: relative error ${rel}`);
+    }
+    // Other rows than the default's: the class row and the last layer are really used.
+    assert.ok(
+      relError((await native.encodeImage(full, refs[0]!.pixels, 1)).subarray(128), refs[0]!.features) > 1e-2,
+    );
+  } finally {
+    native.disposeVisionModel(full);
+  }
+});
+
 const vc = (j: Record<string, unknown>): Record<string, unknown> =>
   j['vision_config'] as Record<string, unknown>;
 for (const [what, file, edit, rule] of [
