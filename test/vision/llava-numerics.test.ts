@@ -12,7 +12,8 @@
  *   projector), one image a pass and all in one pass;
  * - the mmproj GGUF (F16 patch embedding and projector matrices, as llama.cpp's converter
  *   writes them; ggml's tanh GELU) gives the same rows within 1e-2;
- * - every config value the loader does not implement is refused naming its field.
+ * - 'full' and another vision_feature_layer on the same weights match transformers too;
+ * - every config value (and mmproj key) the loaders do not implement is refused naming it.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -452,5 +453,32 @@ test('an mmproj missing a key, or of another projector type, is refused naming i
     const path = join(work, `edited-${to}.gguf`);
     writeFileSync(path, copy);
     await assert.rejects(native.loadVisionModel(path), rule);
+  }
+});
+
+test('an mmproj with stacked feature layers or LLaVA-1.6 keys is refused naming the key', async () => {
+  for (const [key, value, rule] of [
+    ['clip.vision.feature_layer', '[1,2]', /clip.vision.feature_layer must hold one layer/],
+    [
+      'clip.vision.feature_layer',
+      '[7]',
+      /clip.vision.feature_layer must be an integer in \[0, block_count 2\]/,
+    ],
+    [
+      'clip.vision.image_grid_pinpoints',
+      '[64,128,128,64]',
+      /'clip.vision.image_grid_pinpoints' \(LLaVA-1.6 anyres tiling\)/,
+    ],
+    ['clip.use_silu', 'true', /clip.use_silu is unsupported/],
+  ] as const) {
+    const path = join(work, `edited-${key}-${value.length}.gguf`);
+    execFileSync(pythonCommand(), [
+      join(projectRoot(), 'test', 'vision', 'gguf_edit.py'),
+      fixture('mmproj-llava-tiny-f32').path,
+      path,
+      key,
+      value,
+    ]);
+    await assert.rejects(native.loadVisionModel(path), rule, `${key} ${value}`);
   }
 });
