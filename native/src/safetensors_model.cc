@@ -330,6 +330,17 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
       throw FormatError(configPath, "", std::string(llava ? "LLaVA" : "Idefics3") + " text_config.model_type '" + type +
                                             "' is unsupported (llama is)");
     cfg.vision = llava ? "llava" : "idefics3";
+    // llava-hf's folders write only what differs from LlamaConfig's defaults (LLaVA-1.5-7B's
+    // text_config has no hidden_size): those defaults, as transformers fills them.
+    if (llava)
+      for (const auto& [key, value] : {std::pair<const char*, double>{"hidden_size", 4096}, {"intermediate_size", 11008},
+                                       {"num_hidden_layers", 32}, {"num_attention_heads", 32}})
+        if (!c.get(key)) {
+          JsonValue v;
+          v.kind = JsonValue::Kind::Number;
+          v.num = value;
+          c.obj.emplace_back(key, v);
+        }
   }
   bool slidingAll = false;  // the config's sliding_window applies to every layer
   if (type == "llama" || type == "LlamaForCausalLM") cfg.arch = Arch::Llama;

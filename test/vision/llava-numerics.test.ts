@@ -482,3 +482,22 @@ test('an mmproj with stacked feature layers or LLaVA-1.6 keys is refused naming 
     await assert.rejects(native.loadVisionModel(path), rule, `${key} ${value}`);
   }
 });
+
+test("the folder's text model: its decoder is a Llama under language_model; a text_config without sizes takes LlamaConfig's", async () => {
+  const model = await native.loadModel(folder());
+  try {
+    const info = native.modelInfo(model);
+    assert.equal(info.vision, 'llava');
+    assert.equal(info.hiddenSize, 128);
+  } finally {
+    native.disposeModel(model);
+  }
+  // llava-hf's text_config writes only what differs from LlamaConfig: hidden_size 4096 then,
+  // which this fixture's 128-wide weights do not have (a default that was not filled in would
+  // say the key is missing instead).
+  const dir = edited(
+    'config.json',
+    (j) => delete (j['text_config'] as Record<string, unknown>)['hidden_size'],
+  );
+  await assert.rejects(native.loadModel(dir), /4096/);
+});

@@ -45,12 +45,14 @@ void readLlavaConfig(const std::string& dir, VisionConfig& cfg) {
     throw FormatError(file, "", "'image_grid_pinpoints' (LLaVA-1.6 anyres tiling) is unsupported; LLaVA-1.5 is");
   cfg.family = VisionFamily::Llava;
   cfg.modelType = "llava";
-  cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14);
-  cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256);
-  cfg.heads = configInt(v, file, "num_attention_heads", 1, 256);
-  cfg.intermediate = configInt(v, file, "intermediate_size", 1, 1 << 17);
-  cfg.patch = configInt(v, file, "patch_size", 1, 64);
-  cfg.tile = configInt(v, file, "image_size", 1, 4096);
+  // CLIPVisionConfig's defaults where the folder leaves a key out (as llava-hf's may).
+  const int64_t dHidden = 768, dInter = 3072, dLayers = 12, dHeads = 12, dPatch = 32, dImage = 224;
+  cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14, &dHidden);
+  cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256, &dLayers);
+  cfg.heads = configInt(v, file, "num_attention_heads", 1, 256, &dHeads);
+  cfg.intermediate = configInt(v, file, "intermediate_size", 1, 1 << 17, &dInter);
+  cfg.patch = configInt(v, file, "patch_size", 1, 64, &dPatch);
+  cfg.tile = configInt(v, file, "image_size", 1, 4096, &dImage);
   int64_t three = 3;
   if (configInt(v, file, "num_channels", 1, 16, &three) != 3) throw FormatError(file, "", "vision_config.num_channels must be 3");
   cfg.eps = configNum(v, file, "layer_norm_eps", 1e-5, 0, 1);
@@ -82,7 +84,8 @@ void readLlavaConfig(const std::string& dir, VisionConfig& cfg) {
   else if (pact == "gelu_pytorch_tanh" || pact == "gelu_new") cfg.projectorFfn = EncoderFfn::GeluTanh;
   else throw FormatError(file, "", "'projector_hidden_act' '" + pact + "' is unsupported (gelu, gelu_pytorch_tanh are)");
   cfg.projectorBias = boolField(c, file, "multimodal_projector_bias", true);
-  cfg.textHidden = configInt(objectField(c, file, "text_config"), file, "hidden_size", 8, 1 << 16);
+  const int64_t llamaHidden = 4096;  // LlamaConfig's default, as the text loader fills it
+  cfg.textHidden = configInt(objectField(c, file, "text_config"), file, "hidden_size", 8, 1 << 16, &llamaHidden);
   // transformers 5 writes image_token_id; older folders (llava-hf's) image_token_index.
   const char* idKey = c.get("image_token_id") ? "image_token_id" : "image_token_index";
   int64_t llava15 = 32000;
