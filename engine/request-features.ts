@@ -14,7 +14,7 @@
  * and speculation hears of a finished sequence after split prefill/decode leased its blocks;
  * bad_words plans after beam search (whose beams' sampling it adds its bans to).
  */
-import { deviceCapabilities } from '../native/native.js';
+import { deviceCapabilities, type VisionFamily } from '../native/native.js';
 import { BadWordsExtension } from './bad-words/bad-words-extension.js';
 import { BeamSearchExtension } from './beam/beam-extension.js';
 import type { KvPool } from './kv-pool.js';
@@ -41,7 +41,7 @@ export interface FeatureDeps {
   /** Structured output's switches and mask-wait observer (a benchmark's); absent = the defaults. */
   readonly structuredTuning?: StructuredTuning;
   /** The model's vision-language family (ModelInfo.vision); absent = a text-only model. */
-  readonly vision?: 'idefics3';
+  readonly vision?: VisionFamily;
   /** A vision model's image encoder (engine/vision/); absent = images are refused. */
   readonly imageEncoder?: ImageEncoder;
 }

@@ -41,10 +41,11 @@ export interface ModelInfo {
   readonly format: 'gguf' | 'safetensors';
   readonly architecture: Architecture;
   /**
-   * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, whose
+   * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, 'llava':
+   * LLaVA-1.5's, whose
    * decoder is this model and whose image encoder loadVisionModel reads); absent: text only.
    */
-  readonly vision?: 'idefics3';
+  readonly vision?: VisionFamily;
   /** `general.name` for GGUF, the directory name for safetensors. */
   readonly name: string;
   readonly vocabSize: number;
@@ -1112,9 +1113,16 @@ export async function hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Fl
 
 // ---------------------------------------------------------------------------------------
 // Vision models (native/src/vision/): a vision-language model's image side — SmolVLM /
-// Idefics3's image processor (PIL-exact resizing, tiles) and its SigLIP encoder + connector,
+// Idefics3's image processor (PIL-exact resizing, tiles) and its SigLIP encoder + connector, or
+// LLaVA-1.5's CLIPImageProcessor (resize, center crop) and its CLIP encoder + MLP projector,
 // which turn an image into the embedding rows the text model takes at its image tokens.
 // ---------------------------------------------------------------------------------------
+
+/**
+ * A vision-language family: 'idefics3' (SmolVLM: SigLIP, pixel-shuffle connector, split tiles)
+ * or 'llava' (LLaVA-1.5: CLIP cut at vision_feature_layer, MLP projector, one center crop).
+ */
+export type VisionFamily = 'idefics3' | 'llava';
 
 /** A loaded vision encoder with its own thread pool. Freed by `disposeVisionModel` or by GC. */
 export interface VisionModelHandle {
@@ -1131,7 +1139,9 @@ export interface VisionInfo {
   readonly path: string;
   readonly name: string;
   /** config.json model_type. */
-  readonly architecture: 'idefics3' | 'smolvlm';
+  readonly architecture: 'idefics3' | 'smolvlm' | 'llava';
+  /** Which encoder, preprocessing and prompt expansion the model takes (native VisionFamily). */
+  readonly family: VisionFamily;
   /** A tile's edge in pixels (vision_config.image_size): tiles are tileSize x tileSize. */
   readonly tileSize: number;
   readonly patchSize: number;
@@ -1168,6 +1178,7 @@ export interface VisionInfo {
    * `fakeAroundImage rowCol[r*6+c] image×imageSeqLen`, then "\n"; then "\n" `fakeAroundImage
    * globalImage image×imageSeqLen fakeAroundImage` for the global image. A single-tile image
    * (rows = cols = 0): `fakeAroundImage globalImage image×imageSeqLen fakeAroundImage`.
+   * LLaVA uses `image` alone (LlavaProcessor: image×imageSeqLen); its other ids are -1.
    */
   readonly tokens: {
     readonly image: VisionToken;
@@ -1204,8 +1215,9 @@ interface VisionAddon {
 const vision = addon as unknown as VisionAddon;
 
 /**
- * Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model, or an mmproj
- * GGUF of projector type idefics3 (llama.cpp's converter's file for SmolVLM). Never throws.
+ * Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM or LLaVA model, or an
+ * mmproj GGUF of projector type idefics3 or mlp (llama.cpp's files for SmolVLM, LLaVA-1.5).
+ * Never throws.
  */
 export function isVisionModel(path: string): boolean {
   return vision.isVisionModel(path);
@@ -1223,9 +1235,9 @@ export interface VisionLoadOptions {
 
 /**
  * Loads the image side of a folder (config, processor config, tokenizer.json's image tokens,
- * the model.vision_model.* and model.connector.* tensors) or of an mmproj GGUF (clip.vision.*
- * keys, v.* and mm.model.fc tensors: the same encoder); rejects with a ModelFormatError naming
- * the file and rule (these three functions reject, never throw).
+ * the vision tower's and connector's / projector's tensors) or of an mmproj GGUF (clip.vision.*
+ * keys, v.* and mm.* tensors: the same encoder); rejects with a ModelFormatError naming the
+ * file and rule (these three functions reject, never throw).
  */
 export async function loadVisionModel(path: string, options?: VisionLoadOptions): Promise<VisionModelHandle> {
   return wrapNativeError(() => vision.loadVisionModel(path, options));
@@ -1240,7 +1252,8 @@ export function disposeVisionModel(handle: VisionModelHandle): void {
 }
 
 /**
- * Idefics3ImageProcessor on one image off the JS thread: `rgb` is [height × width × 3] bytes.
+ * The family's image processor (Idefics3ImageProcessor, CLIPImageProcessor) on one image off
+ * the JS thread: `rgb` is [height × width × 3] bytes.
  * Equal to transformers' PIL-backend pixel_values to float rounding. A size past
  * processor.maxImageSide / maxImagePixels or a byte count other than width × height × 3
  * rejects with a RangeError naming it.

@@ -1,5 +1,6 @@
 """Vision-language fixtures, written by make-fixtures.py into its OUT.
 
+* llava-tiny/ and its GGUF pair: scripts/llava_fixtures.py.
 * smolvlm-tiny/: a random-weight Idefics3ForConditionalGeneration (SmolVLM's architecture:
   SigLIP vision encoder, pixel-shuffle connector, Llama text model) saved by transformers
   (config.json, model.safetensors in float32), with its processor files as Idefics3Processor
@@ -293,8 +294,11 @@ def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weigh
     mmprojs = [write_mmproj_gguf(out, normal, publish, type_name) for type_name in ('F32', 'F16')]
     for mmproj in mmprojs:
         log(mmproj)
+    import llava_fixtures
+    llava = llava_fixtures.write_llava_fixtures(out, log, tokenizer_gguf, normal, hf_weights, publish, tokenizer_kvs,
+                                                llama_hf_to_gguf, write_gguf)
     # The GGUF pair's float reference is the folder of the same weights.
-    return [{'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
+    return [*llava, {'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
              'tied': False, 'task': 'vision'},
             {'name': text[:-5], 'path': text, 'format': 'gguf', 'architecture': 'llama', 'weightType': 'F32',
              'tied': False, 'task': 'vision', 'reference': NAME},

@@ -31,7 +31,8 @@ export interface Fixture {
     | 'bert'
     | 'xlm-roberta'
     | 'nomic-bert'
-    | 'idefics3';
+    | 'idefics3'
+    | 'llava';
   /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
   readonly weightType: string;
   /** Output head shares the token embedding. */
@@ -56,7 +57,7 @@ export const generatedDir = (): string => join(projectRoot(), 'test', 'fixtures'
 const generatorScript = (): string => join(projectRoot(), 'scripts', 'make-fixtures.py');
 /** make-fixtures.py and the modules it writes fixtures with (its GENERATOR_FILES, same order). */
 const generatorFiles = (): string[] =>
-  ['make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py'].map((f) =>
+  ['make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py'].map((f) =>
     join(projectRoot(), 'scripts', f),
   );
 

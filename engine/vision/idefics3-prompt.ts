@@ -9,10 +9,12 @@
  * the ids of the pieces between them — a single newline between two rows, and the last row's
  * newline with the global image's as one `\n\n` piece (one token in SmolLM2's vocabulary).
  */
-import { invalidArgument } from '../errors.js';
+import { EngineError, invalidArgument } from '../errors.js';
+import type { EngineTokenizer } from '../prompt.js';
+import type { ImagePrompt, ImagePromptFamily } from './image-prompt.js';
 
 /** The processor's fixed token strings (Idefics3Processor's own, not the tokenizer's). */
-export const IDEFICS3_TOKENS = {
+const IDEFICS3_TOKENS = {
   fake: '<fake_token_around_image>',
   image: '<image>',
   global: '<global-img>',
@@ -83,3 +85,45 @@ export function expandImages(
   out.forEach((t, i) => t === ids.image && positions.push(i));
   return { ids: out, positions: Int32Array.from(positions) };
 }
+
+async function resolveTokenIds(tok: EngineTokenizer): Promise<Idefics3TokenIds> {
+  const one = async (text: string): Promise<number> => {
+    const ids = await tok.encodeAsync(text, { addSpecialTokens: false });
+    if (ids.length !== 1)
+      throw new EngineError(
+        'INTERNAL',
+        `the tokenizer has no single token for ${JSON.stringify(text)} (Idefics3 needs it)`,
+      );
+    return ids[0]!;
+  };
+  const [fake, image, global, newline] = await Promise.all(
+    [IDEFICS3_TOKENS.fake, IDEFICS3_TOKENS.image, IDEFICS3_TOKENS.global, '\n'].map(one),
+  );
+  const newlines = await tok.encodeAsync('\n\n', { addSpecialTokens: false });
+  // The grid tokens a split image may use (SmolVLM's tokenizer has them up to 6 x 6).
+  const grid = new Map<string, number>();
+  for (let r = 1; r <= 6; r++)
+    for (let c = 1; c <= 6; c++) grid.set(`${r},${c}`, await one(IDEFICS3_TOKENS.rowCol(r, c)));
+  return {
+    fake: fake!,
+    image: image!,
+    global: global!,
+    newline: newline!,
+    newlines,
+    rowCol(r, c) {
+      const id = grid.get(`${r},${c}`);
+      if (id === undefined)
+        throw invalidArgument('images', `a ${r}x${c} tile grid is more than the tokenizer's 6 x 6`);
+      return id;
+    },
+  };
+}
+
+/** Idefics3's side of the prompt seam (image-prompt.ts). */
+export const IDEFICS3_PROMPT: ImagePromptFamily = {
+  placeholder: IDEFICS3_TOKENS.image,
+  async load(tok: EngineTokenizer): Promise<ImagePrompt> {
+    const ids = await resolveTokenIds(tok);
+    return { expand: (prompt, images, tokensPerTile) => expandImages(prompt, images, tokensPerTile, ids) };
+  },
+};

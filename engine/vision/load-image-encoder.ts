@@ -3,24 +3,24 @@
  * folder's own, or — llama.cpp's pairing, `llama-server -m model.gguf --mmproj mmproj.gguf` —
  * the mmproj GGUF named by `mmproj` beside a GGUF text model. The pair is checked at load, so
  * a wrong file is refused before anything is served, naming `mmproj` and the rule: the mmproj
- * must be one Prism runs (SmolVLM / Idefics3's), its rows as wide as the text model's hidden
+ * must be one Prism runs (SmolVLM / Idefics3's, LLaVA-1.5's), its rows as wide as the text model's hidden
  * size, and the text model's vocabulary must hold every image token the processor writes.
  */
 import { statSync } from 'node:fs';
-import { isVisionModel } from '../../native/native.js';
+import { isVisionModel, type VisionFamily } from '../../native/native.js';
 import { invalidArgument } from '../errors.js';
 import { NativeImageEncoder } from './native-image-encoder.js';
 
 /** What of the loaded text model the pairing reads (native.ts ModelInfo). */
 export interface TextModelFacts {
   /** The folder's own vision-language family; undefined for a GGUF or a text-only folder. */
-  readonly vision?: 'idefics3';
+  readonly vision?: VisionFamily;
   readonly hiddenSize: number;
 }
 
 export interface LoadedImageEncoder {
   readonly encoder: NativeImageEncoder;
-  readonly vision: 'idefics3';
+  readonly vision: VisionFamily;
 }
 
 export async function loadImageEncoder(
@@ -47,7 +47,8 @@ export async function loadImageEncoder(
     throw invalidArgument(
       'mmproj',
       `${mmproj} is not an mmproj GGUF of a family Prism runs (general.architecture 'clip', ` +
-        `clip.projector_type 'idefics3': SmolVLM, as convert_hf_to_gguf.py --mmproj writes it)`,
+        `clip.projector_type 'idefics3': SmolVLM, as convert_hf_to_gguf.py --mmproj writes it; ` +
+        `or 'mlp': LLaVA-1.5, as llama.cpp's image-encoder converter writes it)`,
     );
   let encoder: NativeImageEncoder;
   try {
@@ -64,7 +65,7 @@ export async function loadImageEncoder(
     encoder.dispose();
     throw invalidArgument('mmproj', mismatch);
   }
-  return { encoder, vision: 'idefics3' };
+  return { encoder, vision: encoder.family };
 }
 
 function missingTokensRule(missing: readonly string[], modelPath: string): string | undefined {

@@ -7,6 +7,7 @@
  * a pass's activations are bounded whatever the images).
  */
 import {
+  type VisionFamily,
   disposeVisionModel,
   encodeImage,
   loadVisionModel,
@@ -33,6 +34,8 @@ const MAX_TILES_PER_PASS = 256;
 export class NativeImageEncoder implements ImageEncoder {
   readonly tokensPerTile: number;
   readonly hidden: number;
+  /** Which family's processor and prompt the model takes. */
+  readonly family: VisionFamily;
   private readonly tileValues: number;
 
   private constructor(
@@ -42,6 +45,7 @@ export class NativeImageEncoder implements ImageEncoder {
     const info = visionInfo(handle);
     this.tokensPerTile = info.tokensPerTile;
     this.hidden = info.textHiddenSize;
+    this.family = info.family;
     this.tileValues = 3 * info.tileSize * info.tileSize;
   }
 
@@ -61,9 +65,10 @@ export class NativeImageEncoder implements ImageEncoder {
   /** The processor's prompt tokens the text model's vocabulary lacks (an mmproj paired with the wrong GGUF). */
   missingTokens(): string[] {
     const t = visionInfo(this.handle).tokens;
-    return [t.image, t.fakeAroundImage, t.globalImage, ...t.rowCol]
-      .filter((x) => x.id < 0)
-      .map((x) => x.text);
+    // LLaVA's processor writes <image> alone.
+    const written =
+      this.family === 'llava' ? [t.image] : [t.image, t.fakeAroundImage, t.globalImage, ...t.rowCol];
+    return written.filter((x) => x.id < 0).map((x) => x.text);
   }
 
   /** Encoder passes run so far (tests read how calls were batched). */

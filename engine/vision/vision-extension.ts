@@ -8,11 +8,12 @@
  * Images sit in the content parts of chat messages or of a text prompt (TGI's `![](url)`), in
  * order, each once; a token-ids prompt has no parts, so no place for one.
  *
- * For a vision model (Idefics3 / SmolVLM): `promptInput` writes a text prompt's text with the
- * processor's `<image>` at each image part (the chat template writes the same for a message's
- * image part); `prepare` encodes the request's images while the prompt is tokenized; `prompt` writes
- * each image's tile tokens in place of its placeholder (engine/vision/idefics3-prompt.ts) and keeps the
- * encoder's rows for the image-token positions; `plan` adds a hash of the images' pixels to
+ * For a vision model (Idefics3 / SmolVLM, LLaVA-1.5): `promptInput` writes a text prompt's text
+ * with the family's placeholder (`<image>`) at each image part (the chat template writes the same
+ * for a message's image part); `prepare` encodes the request's images while the prompt is
+ * tokenized; `prompt` writes each image's tokens in place of its placeholder (the family's
+ * ImagePrompt: idefics3-prompt.ts, llava-prompt.ts) and keeps the encoder's rows for the
+ * image-token positions; `plan` adds a hash of the images' pixels to
  * the prefix-cache key, so the same images and text reuse cached blocks and other images never
  * do; `admit` and `fork` give the sequences the rows, which each step places at the positions
  * it computes (step-plan.ts), a recompute after preemption too.
@@ -23,16 +24,22 @@ import type { RequestExtension, RequestPlan } from '../extension.js';
 import type { LiveRequest } from '../live-request.js';
 import type { EngineTokenizer } from '../prompt.js';
 import type { PlacedRows, Sequence } from '../sequence.js';
+import type { VisionFamily } from '../../native/native.js';
 import type { ContentPart, GenerateRequest, ImageInput, PromptInput } from '../types.js';
-import { expandImages, IDEFICS3_TOKENS, type Idefics3TokenIds } from './idefics3-prompt.js';
+import { IDEFICS3_PROMPT } from './idefics3-prompt.js';
 import type { EncodedImage, ImageEncoder } from './image-encoder.js';
+import type { ImagePrompt, ImagePromptFamily } from './image-prompt.js';
 import { checkImages, checkPartIndices } from './image.js';
+import { LLAVA_PROMPT } from './llava-prompt.js';
+
+/** Each family's prompt side: a new family adds its row. */
+const PROMPTS: Record<VisionFamily, ImagePromptFamily> = { idefics3: IDEFICS3_PROMPT, llava: LLAVA_PROMPT };
 
 /** What the extension knows of the served model. */
 export interface VisionModel {
   readonly modelName: string;
-  /** The vision-language family ('idefics3'); undefined: a text-only model. */
-  readonly vision: 'idefics3' | undefined;
+  /** The vision-language family; undefined: a text-only model. */
+  readonly vision: VisionFamily | undefined;
   /** The model's image encoder, when this engine has one for it. */
   readonly encoder: ImageEncoder | undefined;
   readonly tokenizer: EngineTokenizer;
@@ -48,7 +55,7 @@ interface ImagesPart {
 
 export class VisionInputs implements RequestExtension<ImagesPart> {
   readonly name = 'vision';
-  private ids: Promise<Idefics3TokenIds> | undefined;
+  private imagePrompt: Promise<ImagePrompt> | undefined;
 
   constructor(private readonly model: VisionModel) {}
 
@@ -104,7 +111,8 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
   /** A text prompt's text with the processor's `<image>` at each image part; other prompts as they are. */
   promptInput(prompt: PromptInput): PromptInput {
     if (prompt.kind !== 'text' || !prompt.parts) return prompt;
-    const text = prompt.parts.map((p) => (p.type === 'text' ? p.text : IDEFICS3_TOKENS.image)).join('');
+    const placeholder = PROMPTS[this.model.vision ?? 'idefics3'].placeholder;
+    const text = prompt.parts.map((p) => (p.type === 'text' ? p.text : placeholder)).join('');
     return {
       kind: 'text',
       text,
@@ -126,13 +134,13 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
         );
     });
     part.encoded = encoded;
-    await this.tokenIds();
+    await this.loadPrompt();
   }
 
   prompt(ids: readonly number[], part: ImagesPart): number[] {
     const encoder = this.model.encoder!;
     const encoded = part.encoded!;
-    const out = expandImages(ids, encoded, encoder.tokensPerTile, this.resolvedIds!);
+    const out = this.resolvedPrompt!.expand(ids, encoded, encoder.tokensPerTile);
     const max = this.model.maxInputTokenLen;
     if (out.ids.length > max)
       throw invalidArgument(
@@ -164,11 +172,13 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
     child.placed = parent.placed;
   }
 
-  /** The ids of the processor's tokens in this tokenizer (each must be one added token). */
-  private resolvedIds: Idefics3TokenIds | undefined;
-  private tokenIds(): Promise<Idefics3TokenIds> {
-    this.ids ??= resolveTokenIds(this.model.tokenizer).then((ids) => (this.resolvedIds = ids));
-    return this.ids;
+  /** The family's prompt expansion, its token ids resolved in this tokenizer once. */
+  private resolvedPrompt: ImagePrompt | undefined;
+  private loadPrompt(): Promise<ImagePrompt> {
+    this.imagePrompt ??= PROMPTS[this.model.vision!]
+      .load(this.model.tokenizer)
+      .then((p) => (this.resolvedPrompt = p));
+    return this.imagePrompt;
   }
 }
 
@@ -190,37 +200,4 @@ function imagesHash(images: readonly ImageInput[]): string {
     h.update(img.rgb);
   }
   return h.digest('hex');
-}
-
-async function resolveTokenIds(tok: EngineTokenizer): Promise<Idefics3TokenIds> {
-  const one = async (text: string): Promise<number> => {
-    const ids = await tok.encodeAsync(text, { addSpecialTokens: false });
-    if (ids.length !== 1)
-      throw new EngineError(
-        'INTERNAL',
-        `the tokenizer has no single token for ${JSON.stringify(text)} (Idefics3 needs it)`,
-      );
-    return ids[0]!;
-  };
-  const [fake, image, global, newline] = await Promise.all(
-    [IDEFICS3_TOKENS.fake, IDEFICS3_TOKENS.image, IDEFICS3_TOKENS.global, '\n'].map(one),
-  );
-  const newlines = await tok.encodeAsync('\n\n', { addSpecialTokens: false });
-  // The grid tokens a split image may use (SmolVLM's tokenizer has them up to 6 x 6).
-  const grid = new Map<string, number>();
-  for (let r = 1; r <= 6; r++)
-    for (let c = 1; c <= 6; c++) grid.set(`${r},${c}`, await one(IDEFICS3_TOKENS.rowCol(r, c)));
-  return {
-    fake: fake!,
-    image: image!,
-    global: global!,
-    newline: newline!,
-    newlines,
-    rowCol(r, c) {
-      const id = grid.get(`${r},${c}`);
-      if (id === undefined)
-        throw invalidArgument('images', `a ${r}x${c} tile grid is more than the tokenizer's 6 x 6`);
-      return id;
-    },
-  };
 }

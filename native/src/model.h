@@ -39,7 +39,7 @@ struct ModelConfig {
   std::string name;
   std::string path;
   std::string format;  // "gguf" | "safetensors"
-  // The vision-language family whose text model this is ("idefics3"), "" for a text-only
+  // The vision-language family whose text model this is ("idefics3", "llava"), "" for a text-only
   // checkpoint: its image encoder is loaded apart (loadVisionModel).
   std::string vision;
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;

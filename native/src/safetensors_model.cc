@@ -129,6 +129,15 @@ std::string textModelName(const std::string& hf) {
   return hf.rfind("lm_head.", 0) == 0 ? hf : "";
 }
 
+// LLaVA's text model: transformers 5's model.language_model.* / lm_head.*, or the older
+// language_model.model.* / language_model.lm_head.*; the vision tower's are the vision loader's.
+std::string llavaTextName(const std::string& hf) {
+  for (const char* prefix : {"model.language_model.", "language_model.model."})
+    if (hf.rfind(prefix, 0) == 0) return "model." + hf.substr(std::string(prefix).size());
+  if (hf.rfind("language_model.lm_head.", 0) == 0) return hf.substr(std::string("language_model.").size());
+  return hf.rfind("lm_head.", 0) == 0 ? hf : "";
+}
+
 // config.json's model_type, else its first architecture ("" when neither is there).
 std::string modelType(const JsonValue& c) {
   if (const JsonValue* mt = c.get("model_type"); mt && mt->isString()) return mt->str;
@@ -302,18 +311,36 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   // it are the vision loader's (loadVisionModel).
   const bool idefics3 = type == "idefics3" || type == "Idefics3ForConditionalGeneration" || type == "smolvlm" ||
                         type == "SmolVLMForConditionalGeneration";
+  // LLaVA-1.5 (LlavaForConditionalGeneration): the same shape, its text model under
+  // model.language_model.* (llavaTextName).
+  const bool llava = type == "llava" || type == "LlavaForConditionalGeneration";
+  if (type == "llava_next" || type == "LlavaNextForConditionalGeneration")
+    throw FormatError(configPath, "", "LLaVA-1.6 (llava_next, anyres tiling) is unsupported; LLaVA-1.5 (llava) is");
   const JsonValue* outerTie = c.get("tie_word_embeddings");
-  if (idefics3) {
+  if (idefics3 || llava) {
     const JsonValue* tc = c.get("text_config");
-    if (!tc || !tc->isObject()) throw FormatError(configPath, "", "an Idefics3 config needs a 'text_config' object");
+    if (!tc || !tc->isObject())
+      throw FormatError(configPath, "", std::string("an ") + (llava ? "LLaVA" : "Idefics3") + " config needs a 'text_config' object");
     JsonValue text = *tc;
     if (!text.get("tie_word_embeddings") && outerTie) text.obj.emplace_back("tie_word_embeddings", *outerTie);
     c = std::move(text);
     type = modelType(c);
-    if (type.empty()) type = "llama";  // the text config's default class (Idefics3Config)
+    if (type.empty()) type = "llama";  // the text config's default class (Idefics3Config, LlavaConfig)
     if (type != "llama" && type != "LlamaForCausalLM")
-      throw FormatError(configPath, "", "Idefics3 text model '" + type + "' is unsupported (llama is)");
-    cfg.vision = "idefics3";
+      throw FormatError(configPath, "", std::string(llava ? "LLaVA" : "Idefics3") + " text_config.model_type '" + type +
+                                            "' is unsupported (llama is)");
+    cfg.vision = llava ? "llava" : "idefics3";
+    // llava-hf's folders write only what differs from LlamaConfig's defaults (LLaVA-1.5-7B's
+    // text_config has no hidden_size): those defaults, as transformers fills them.
+    if (llava)
+      for (const auto& [key, value] : {std::pair<const char*, double>{"hidden_size", 4096}, {"intermediate_size", 11008},
+                                       {"num_hidden_layers", 32}, {"num_attention_heads", 32}})
+        if (!c.get(key)) {
+          JsonValue v;
+          v.kind = JsonValue::Kind::Number;
+          v.num = value;
+          c.obj.emplace_back(key, v);
+        }
   }
   bool slidingAll = false;  // the config's sliding_window applies to every layer
   if (type == "llama" || type == "LlamaForCausalLM") cfg.arch = Arch::Llama;
@@ -329,7 +356,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
                                       "its text model (gemma3_text, Gemma3ForCausalLM) is");
   else
     throw FormatError(configPath, "", "unsupported architecture '" + type +
-                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3, idefics3)");
+                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3, idefics3, llava)");
 
   cfg.format = "safetensors";
   cfg.path = dir;
@@ -448,8 +475,8 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   const Arch arch = cfg.arch;
   for (const std::string& f : files)
     readSafetensorsFile((fs::path(dir) / f).string(),
-                        [arch, idefics3](const std::string& hf) {
-                          return ggufName(idefics3 ? textModelName(hf) : hf, arch);
+                        [arch, idefics3, llava](const std::string& hf) {
+                          return ggufName(idefics3 ? textModelName(hf) : llava ? llavaTextName(hf) : hf, arch);
                         },
                         set);
 

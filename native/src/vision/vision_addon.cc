@@ -1,14 +1,16 @@
 // The addon's vision-model exports (see native/native.ts, "Vision models"): load an
-// Idefics3 / SmolVLM folder's or mmproj GGUF's image side, describe it, preprocess an RGB image into tiles
-// and encode tiles into the text model's embedding rows. Glue only: argument checks,
-// conversions and work off the JS thread (addon_glue.h); the math is in vision_encoder.cc,
-// idefics3_preprocess.cc and pil_resample.cc.
+// Idefics3 / SmolVLM or LLaVA folder's or mmproj GGUF's image side, describe it, preprocess an
+// RGB image into tiles (the family's processor) and encode tiles into the text model's
+// embedding rows. Glue only: argument checks, conversions and work off the JS thread
+// (addon_glue.h); the math is in vision_encoder.cc, clip_encoder.cc, idefics3_preprocess.cc,
+// clip_preprocess.cc and pil_resample.cc.
 #include <napi.h>
 
 #include <cmath>
 #include <thread>
 
 #include "addon_glue.h"
+#include "vision/clip_preprocess.h"
 #include "vision/idefics3_preprocess.h"
 #include "vision/vision_encoder.h"
 
@@ -62,7 +64,8 @@ Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("path", c.path);
   o.Set("name", c.name);
-  o.Set("architecture", c.family);
+  o.Set("architecture", c.modelType);
+  o.Set("family", c.family == VisionFamily::Llava ? "llava" : "idefics3");
   o.Set("tileSize", static_cast<double>(c.tile));
   o.Set("patchSize", static_cast<double>(c.patch));
   o.Set("tokensPerTile", static_cast<double>(c.tokensPerTile()));
@@ -123,7 +126,11 @@ Napi::Value PreprocessImage(const Napi::CallbackInfo& info) {
   const uint8_t* data = rgb.Data();
   return glue::Work<PreprocessedImage>::queue(
       env, "prism.preprocessImage", glue::ErrorPolicy{"preprocessImage: ", "preprocessImage: out of memory", false, true},
-      [enc, data, width, height] { return preprocessIdefics3(enc->model()->processor, data, width, height); },
+      [enc, data, width, height] {
+        const VisionModel& m = *enc->model();
+        return m.cfg.family == VisionFamily::Llava ? preprocessClip(m.processor, data, width, height)
+                                                   : preprocessIdefics3(m.processor, data, width, height);
+      },
       [](Napi::Env e, PreprocessedImage& r) -> Napi::Value {
         Napi::Float32Array tiles = Napi::Float32Array::New(e, r.tiles.size());
         std::copy(r.tiles.begin(), r.tiles.end(), tiles.Data());

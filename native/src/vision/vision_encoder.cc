@@ -1,8 +1,9 @@
-// Patch embedding (a matmul over patches unfolded channel, row, column, as Conv2d's weight
-// is laid out) + bias + position -> N x pre-norm layers (LayerNorm, attention over the tile's
-// own patches, residual; LayerNorm, GELU MLP, residual) -> post LayerNorm -> pixel shuffle
-// (each scale x scale block of patches becomes one row, block rows outer) -> the modality
-// projection. Matmuls on kernels.h's matmulManyTokens; attention shared with the text encoders
+// Idefics3: patch embedding (a matmul over patches unfolded channel, row, column, as Conv2d's
+// weight is laid out) + bias + position -> N x pre-norm layers (LayerNorm, attention over the
+// tile's own patches, residual; LayerNorm, GELU MLP, residual) -> post LayerNorm -> pixel
+// shuffle (each scale x scale block of patches becomes one row, block rows outer) -> the
+// modality projection. The patch unfolding and the layers are CLIP's too (clip_encoder.cc).
+// Matmuls on kernels.h's matmulManyTokens; attention shared with the text encoders
 // (encoder/packed_attention.h); per-row vector work in encoder_math.h.
 #include "vision/vision_encoder.h"
 
@@ -12,10 +13,27 @@
 #include "encoder/packed_attention.h"
 
 namespace prism {
+namespace {
+
+// x[i] = quick_gelu(x[i] + bias[i]) in place: v·σ(1.702 v) (CLIP's activation).
+void biasQuickGelu(float* x, const float* bias, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), k = _mm256_set1_ps(-1.702f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(bias + i));
+    _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(one, simd::exp(_mm256_mul_ps(k, v)))));
+  }
+  for (; i < n; i++) {
+    const float v = x[i] + bias[i];
+    x[i] = v / (1.0f + std::exp(-1.702f * v));
+  }
+}
+
+}  // namespace
 
 VisionEncoder::VisionEncoder(std::shared_ptr<VisionModel> model, int threads) : model_(std::move(model)), pool_(threads) {
   scores_.resize(pool_.size());
-  for (auto& s : scores_) s.resize(model_->cfg.patchesPerTile());
+  for (auto& s : scores_) s.resize(model_->cfg.sequencePerTile());
 }
 
 void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {
@@ -24,15 +42,13 @@ void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, floa
 
 void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
   const std::lock_guard<std::mutex> lock(mu_);
-  const VisionModel& m = *model_;
-  const VisionConfig& c = m.cfg;
-  const int64_t p = c.patch, side = c.patchesPerSide(), P = c.patchesPerTile(), T = n * P, D = c.hidden;
-  const int64_t I = c.intermediate, K = 3 * p * p, img = c.tile, s = c.scaleFactor, W = D * s * s;
-  const float eps = static_cast<float>(c.eps);
-  scratch_.reserve(T, std::max<int64_t>(m.maxLinearCols, W), pool_.size());
-  std::vector<float> patches(static_cast<size_t>(T * K)), x(static_cast<size_t>(T * D)), h(x.size()), tmp(x.size());
-  std::vector<float> qkv(static_cast<size_t>(T * 3 * D)), attn(x.size()), ffn(static_cast<size_t>(T * I));
+  if (model_->cfg.family == VisionFamily::Llava) encodeClip(tiles, n, out);
+  else encodeIdefics3(tiles, n, out);
+}
 
+void VisionEncoder::unfoldPatches(const float* tiles, int64_t n, float* patches) {
+  const VisionConfig& c = model_->cfg;
+  const int64_t p = c.patch, side = c.patchesPerSide(), P = c.patchesPerTile(), K = 3 * p * p, img = c.tile;
   forRange(pool_, n * side, K * side, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; r++) {
       const int64_t tile = r / side, py = r % side;
@@ -44,15 +60,17 @@ void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
       }
     }
   });
-  linear(m.patchEmbed, patches.data(), T, x.data(), D);
-  forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; t++) {
-      simd::addInPlace(&x[t * D], m.patchBias.data(), D);
-      simd::addInPlace(&x[t * D], &m.positions[(t % P) * D], D);
-    }
-  });
+}
+
+void VisionEncoder::runLayers(float* x, float* h, int64_t n, int64_t S) {
+  const VisionModel& m = *model_;
+  const VisionConfig& c = m.cfg;
+  const int64_t T = n * S, D = c.hidden, I = c.intermediate;
+  const float eps = static_cast<float>(c.eps);
+  std::vector<float> qkv(static_cast<size_t>(T * 3 * D)), attn(static_cast<size_t>(T * D)), tmp(attn.size());
+  std::vector<float> ffn(static_cast<size_t>(T * I));
   std::vector<int32_t> offsets(n + 1);
-  for (int64_t i = 0; i <= n; i++) offsets[i] = static_cast<int32_t>(i * P);
+  for (int64_t i = 0; i <= n; i++) offsets[i] = static_cast<int32_t>(i * S);
   auto norm = [&](const std::vector<float>& w, const std::vector<float>& b) {
     forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; t++) enc::layerNorm(&x[t * D], w.data(), b.data(), &h[t * D], D, eps);
@@ -60,7 +78,7 @@ void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
   };
   for (const VisionLayer& L : m.layers) {
     norm(L.norm1W, L.norm1B);
-    linear(L.qkv, h.data(), T, qkv.data(), 3 * D);
+    linear(L.qkv, h, T, qkv.data(), 3 * D);
     forRange(pool_, T, 3 * D, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; t++) simd::addInPlace(&qkv[t * 3 * D], L.qkvBias.data(), 3 * D);
     });
@@ -70,18 +88,43 @@ void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
       for (int64_t t = t0; t < t1; t++) enc::addBiasResidual(&x[t * D], &tmp[t * D], L.oBias.data(), D);
     });
     norm(L.norm2W, L.norm2B);
-    linear(L.up, h.data(), T, ffn.data(), I);
+    linear(L.up, h, T, ffn.data(), I);
     const bool tanh = c.ffn == EncoderFfn::GeluTanh;
     forRange(pool_, T, I * 8, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; t++)
-        tanh ? enc::biasGeluTanh(&ffn[t * I], L.upBias.data(), I) : enc::biasGeluErf(&ffn[t * I], L.upBias.data(), I);
+      for (int64_t t = t0; t < t1; t++) {
+        float* row = &ffn[t * I];
+        if (c.quickGelu) biasQuickGelu(row, L.upBias.data(), I);
+        else if (tanh) enc::biasGeluTanh(row, L.upBias.data(), I);
+        else enc::biasGeluErf(row, L.upBias.data(), I);
+      }
     });
     linear(L.down, ffn.data(), T, tmp.data(), D);
     forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; t++) enc::addBiasResidual(&x[t * D], &tmp[t * D], L.downBias.data(), D);
     });
   }
-  norm(m.postNormW, m.postNormB);
+}
+
+void VisionEncoder::encodeIdefics3(const float* tiles, int64_t n, float* out) {
+  const VisionModel& m = *model_;
+  const VisionConfig& c = m.cfg;
+  const int64_t p = c.patch, side = c.patchesPerSide(), P = c.patchesPerTile(), T = n * P, D = c.hidden;
+  const int64_t K = 3 * p * p, s = c.scaleFactor, W = D * s * s;
+  const float eps = static_cast<float>(c.eps);
+  scratch_.reserve(T, std::max<int64_t>(m.maxLinearCols, W), pool_.size());
+  std::vector<float> patches(static_cast<size_t>(T * K)), x(static_cast<size_t>(T * D)), h(x.size());
+  unfoldPatches(tiles, n, patches.data());
+  linear(m.patchEmbed, patches.data(), T, x.data(), D);
+  forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; t++) {
+      simd::addInPlace(&x[t * D], m.patchBias.data(), D);
+      simd::addInPlace(&x[t * D], &m.positions[(t % P) * D], D);
+    }
+  });
+  runLayers(x.data(), h.data(), n, P);
+  forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; t++) enc::layerNorm(&x[t * D], m.postNormW.data(), m.postNormB.data(), &h[t * D], D, eps);
+  });
   // Idefics3Connector.pixel_shuffle: output row (i, j) of a tile is the concatenation, over
   // a in [0, s) then b in [0, s), of patch (i·s + a, j·s + b).
   const int64_t outSide = side / s, rowsPerTile = outSide * outSide;

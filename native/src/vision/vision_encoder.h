@@ -1,8 +1,9 @@
-// The vision encoder's forward pass over whole tiles (SigLIP as Idefics3 runs it, then the
-// connector), bound to one model with its own thread pool. Tiles are always the encoder's
-// full image_size square (Idefics3's processor resizes and splits to exactly that), so every
-// patch is real: the patch attention mask is all ones and the bucketed position ids
-// (Idefics3VisionEmbeddings) are the patch indices 0..P-1.
+// The vision encoder's forward pass over whole tiles, bound to one model with its own thread
+// pool: SigLIP as Idefics3 runs it, then the connector (vision_encoder.cc), or CLIP as LLaVA
+// runs it, then the MLP projector (clip_encoder.cc). Tiles are always the encoder's full
+// image_size square (both processors resize and split or crop to exactly that), so every
+// patch is real: the patch attention mask is all ones and the position ids (Idefics3's
+// bucketed ones too) are the row indices 0..P-1.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,6 +31,12 @@ class VisionEncoder {
 
  private:
   void linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy);
+  // tiles -> [n·P × 3·p·p]: each patch unfolded channel, row, column (Conv2d's weight layout).
+  void unfoldPatches(const float* tiles, int64_t n, float* patches);
+  // x: [n·S × D] rows, S per tile; runs m.layers in place (h: scratch, [n·S × D]).
+  void runLayers(float* x, float* h, int64_t n, int64_t S);
+  void encodeIdefics3(const float* tiles, int64_t n, float* out);
+  void encodeClip(const float* tiles, int64_t n, float* out);
 
   std::shared_ptr<VisionModel> model_;
   std::mutex mu_;

@@ -9,35 +9,12 @@
 
 #include "format_error.h"
 #include "gguf.h"
+#include "vision/gguf_keys.h"
 #include "vision/vision_model.h"
 
 namespace prism {
 namespace {
-
-std::string stringKey(const GgufFile& g, const std::string& key) {
-  const GgufValue* v = g.find(key);
-  return v && v->type == GgufType::STRING ? v->s : "";
-}
-
-bool boolKey(const GgufFile& g, const std::string& key, bool fallback) {
-  const GgufValue* v = g.find(key);
-  if (!v) return fallback;
-  if (v->type != GgufType::BOOL) throw FormatError(g.file->path(), "", "metadata '" + key + "' must be a boolean");
-  return v->u != 0;
-}
-
-void channelTriple(const GgufFile& g, const std::string& key, float* out, bool positive) {
-  const GgufValue* v = g.find(key);
-  if (!v) return;
-  if (v->type != GgufType::ARRAY || v->items.size() != 3)
-    throw FormatError(g.file->path(), "", "metadata '" + key + "' must be an array of 3 numbers");
-  for (int i = 0; i < 3; i++) {
-    const GgufValue& x = v->items[i];
-    if (!x.isNumber() || !std::isfinite(x.asDouble()) || (positive && !(x.asDouble() > 0)))
-      throw FormatError(g.file->path(), "", "metadata '" + key + "' must hold " + (positive ? "positive" : "finite") + " numbers");
-    out[i] = static_cast<float>(x.asDouble());
-  }
-}
+using namespace vision_keys;
 
 void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& p) {
   const std::string& path = g.file->path();
@@ -45,7 +22,7 @@ void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& 
   if (arch != "clip") throw FormatError(path, "", "general.architecture '" + arch + "' is not an mmproj file's 'clip'");
   const std::string proj = stringKey(g, "clip.projector_type");
   if (proj != "idefics3")
-    throw FormatError(path, "", "clip.projector_type '" + proj + "' is not a projector Prism reads (idefics3 is)");
+    throw FormatError(path, "", "clip.projector_type '" + proj + "' is not a projector Prism reads (idefics3, mlp are)");
   if (!boolKey(g, "clip.has_vision_encoder", false)) throw FormatError(path, "", "clip.has_vision_encoder must be true");
   const std::string v = "clip.vision.";
   cfg.hidden = ggufInt(g, v + "embedding_length", 8, 1 << 14);
@@ -68,7 +45,7 @@ void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& 
     throw FormatError(path, "", "projector.scale_factor " + std::to_string(cfg.scaleFactor) + " does not divide the " +
                                     std::to_string(cfg.patchesPerSide()) + " patches per side");
   cfg.textHidden = ggufInt(g, v + "projection_dim", 8, 1 << 16);
-  cfg.family = "idefics3";
+  cfg.modelType = "idefics3";
   cfg.path = path;
   cfg.name = stringKey(g, "general.name");
   if (cfg.name.empty()) cfg.name = path.substr(path.find_last_of('/') + 1);

@@ -9,30 +9,14 @@
 
 #include "format_error.h"
 #include "hf_files.h"
+#include "vision/hf_keys.h"
 #include "vision/vision_model.h"
 
 namespace fs = std::filesystem;
 
 namespace prism {
 namespace {
-
-std::string stringField(const JsonValue& c, const char* key) {
-  const JsonValue* v = c.get(key);
-  return v && v->isString() ? v->str : "";
-}
-
-const JsonValue& objectField(const JsonValue& c, const std::string& file, const char* key) {
-  const JsonValue* v = c.get(key);
-  if (!v || !v->isObject()) throw FormatError(file, "", std::string("'") + key + "' must be an object");
-  return *v;
-}
-
-bool boolField(const JsonValue& c, const std::string& file, const char* key, bool fallback) {
-  const JsonValue* v = c.get(key);
-  if (!v || v->kind == JsonValue::Kind::Null) return fallback;
-  if (v->kind != JsonValue::Kind::Bool) throw FormatError(file, "", std::string("'") + key + "' must be a boolean");
-  return v->b;
-}
+using namespace vision_keys;
 
 // {"longest_edge": N} (Idefics3's size and max_image_size).
 int64_t longestEdge(const JsonValue& c, const std::string& file, const char* key, int64_t fallback) {
@@ -40,24 +24,6 @@ int64_t longestEdge(const JsonValue& c, const std::string& file, const char* key
   if (!v || v->kind == JsonValue::Kind::Null) return fallback;
   if (!v->isObject()) throw FormatError(file, "", std::string("'") + key + "' must be an object with 'longest_edge'");
   return configInt(*v, file, "longest_edge", 1, 4096);
-}
-
-void channelTriple(const JsonValue& c, const std::string& file, const char* key, float* out) {
-  const JsonValue* v = c.get(key);
-  if (!v || v->kind == JsonValue::Kind::Null) return;
-  if (v->isNumber()) {
-    for (int i = 0; i < 3; i++) out[i] = static_cast<float>(v->num);
-  } else if (v->isArray() && v->arr.size() == 3) {
-    for (int i = 0; i < 3; i++) {
-      if (!v->arr[i].isNumber()) throw FormatError(file, "", std::string("'") + key + "' must hold numbers");
-      out[i] = static_cast<float>(v->arr[i].num);
-    }
-  } else {
-    throw FormatError(file, "", std::string("'") + key + "' must be a number or 3 numbers");
-  }
-  if (std::string(key) == "image_std")
-    for (int i = 0; i < 3; i++)
-      if (!(out[i] > 0) || !std::isfinite(out[i])) throw FormatError(file, "", "'image_std' values must be positive");
 }
 
 void readVisionConfig(const std::string& dir, VisionConfig& cfg) {
@@ -68,7 +34,7 @@ void readVisionConfig(const std::string& dir, VisionConfig& cfg) {
   const std::string type = stringField(c, "model_type");
   if (type != "idefics3" && type != "smolvlm")
     throw FormatError(file, "", "model_type '" + type + "' is not a vision-language model Prism reads (idefics3, smolvlm are)");
-  cfg.family = type;
+  cfg.modelType = type;
   const JsonValue& v = objectField(c, file, "vision_config");
   cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14);
   cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256);

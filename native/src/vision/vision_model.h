@@ -1,11 +1,13 @@
-// A vision-language model's image side, SmolVLM / Idefics3: the SigLIP vision transformer
-// (patch embedding, learned positions, pre-norm layers, post LayerNorm), the connector (pixel
-// shuffle by the scale factor, then the modality projection into the text model's hidden
-// size), the image processor's parameters and the prompt's image tokens. Read from the
-// Hugging Face folder (vision_hf.cc: config.json, preprocessor_config.json /
-// processor_config.json, tokenizer.json's added tokens, the model.vision_model.* and
-// model.connector.* tensors) or from llama.cpp's mmproj GGUF (vision_gguf.cc); the text
-// model (the folder's, or the text GGUF beside the mmproj) is the decoder's business.
+// A vision-language model's image side, one of two families (VisionFamily):
+// - SmolVLM / Idefics3: the SigLIP vision transformer (patch embedding, learned positions,
+//   pre-norm layers, post LayerNorm), the connector (pixel shuffle by the scale factor, then
+//   the modality projection into the text model's hidden size); read from the Hugging Face
+//   folder (vision_hf.cc) or llama.cpp's mmproj GGUF (vision_gguf.cc);
+// - LLaVA-1.5: the CLIP vision transformer (class token, patch embedding, learned positions,
+//   pre LayerNorm, pre-norm quick_gelu layers) cut at vision_feature_layer, then the MLP
+//   projector (linear, GELU, linear); read by clip_hf.cc / clip_gguf.cc.
+// With them the image processor's parameters and the prompt's image tokens. The text model
+// (the folder's, or the text GGUF beside the mmproj) is the decoder's business.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -19,9 +21,17 @@
 #include "model.h"
 
 namespace prism {
+class WeightBuilder;
+}
+
+namespace prism {
+
+// Which encoder, connector, preprocessing and prompt expansion a model takes.
+enum class VisionFamily { Idefics3, Llava };
 
 struct VisionConfig {
-  std::string family = "idefics3";  // config.json model_type: idefics3 | smolvlm
+  VisionFamily family = VisionFamily::Idefics3;
+  std::string modelType = "idefics3";  // config.json model_type: idefics3 | smolvlm | llava
   std::string path, name;
   int64_t hidden = 0, layers = 0, heads = 0, headDim = 0, intermediate = 0;
   int64_t patch = 0;  // patch_size: square patches
@@ -31,10 +41,23 @@ struct VisionConfig {
   int64_t scaleFactor = 1;  // the connector's pixel shuffle
   int64_t textHidden = 0;   // the modality projection's output = the text model's hidden size
   int64_t imageTokenId = -1;
+  // LLaVA (CLIP) only: the encoder layers run (hidden_states[featureLayers], the layers after it
+  // are never needed), whether the class token's row is kept ('full') or dropped ('default'),
+  // the layers' quick_gelu (x·σ(1.702x)) in place of ffn, and the projector's activation and biases.
+  int64_t featureLayers = 0;
+  bool keepClassToken = false;
+  bool quickGelu = false;
+  EncoderFfn projectorFfn = EncoderFfn::GeluErf;
+  bool projectorBias = true;
 
   int64_t patchesPerSide() const { return tile / patch; }
   int64_t patchesPerTile() const { return patchesPerSide() * patchesPerSide(); }
-  int64_t tokensPerTile() const { return patchesPerTile() / (scaleFactor * scaleFactor); }
+  // Rows the encoder's layers take per tile: CLIP's class token first, then the patches.
+  int64_t sequencePerTile() const { return patchesPerTile() + (family == VisionFamily::Llava ? 1 : 0); }
+  int64_t tokensPerTile() const {
+    if (family == VisionFamily::Llava) return patchesPerTile() + (keepClassToken ? 1 : 0);
+    return patchesPerTile() / (scaleFactor * scaleFactor);
+  }
 };
 
 // Idefics3ImageProcessor's parameters (preprocessor_config.json), as its PIL backend uses them.
@@ -46,6 +69,10 @@ struct ImageProcessorConfig {
   double rescaleFactor = 1.0 / 255.0;
   float mean[3] = {0.5f, 0.5f, 0.5f}, std[3] = {0.5f, 0.5f, 0.5f};
   int64_t imageSeqLen = 0;  // processor_config.json: <image> tokens per tile
+  // CLIPImageProcessor (LLaVA): resize the shortest edge to shortestEdge, then center-crop
+  // to cropHeight x cropWidth (= the encoder's image_size). One tile, never split.
+  int64_t shortestEdge = 0, cropHeight = 0, cropWidth = 0;
+  bool doCenterCrop = true;
 
   // Tiles of one image at most: the split grid of a longestEdge-square image, plus the global image.
   int64_t maxTiles() const {
@@ -89,13 +116,17 @@ struct VisionModel {
   std::vector<float> positions;  // [patchesPerTile × D]
   std::vector<VisionLayer> layers;
   std::vector<float> postNormW, postNormB;
-  LinearGroup projection;  // [textHidden × D·scale²], no bias
+  LinearGroup projection;  // Idefics3: [textHidden × D·scale²], no bias; LLaVA: linear_1 [textHidden × D]
+  // LLaVA only: the class embedding [D], pre_layrnorm, linear_1's bias and linear_2 [textHidden × textHidden] + bias.
+  std::vector<float> classEmbed, preNormW, preNormB, projectionBias;
+  LinearGroup projection2;
+  std::vector<float> projection2Bias;
   double weightBytes = 0;
   int64_t maxLinearCols = 0;
 };
 
-// Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM model, or an
-// mmproj GGUF of projector type idefics3; never throws.
+// Whether `path` is a folder whose config.json names an Idefics3 / SmolVLM / LLaVA model, or an
+// mmproj GGUF of projector type idefics3 or mlp; never throws.
 bool isVisionModelPath(const std::string& path);
 
 // Reads the image side of a folder or an mmproj GGUF. `textModel` (mmproj only, "" = none):
@@ -110,6 +141,14 @@ bool isVisionGguf(const std::string& path);
 std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::string& textModel);
 // The encoder's and connector's tensors, under the folder's names less their model prefix.
 void buildVisionWeights(VisionModel& m, TensorSet& set);
+// The pre-norm layers 0..count-1 (encoder.layers.N.*: SigLIP's and CLIP's names agree).
+void buildVisionLayers(VisionModel& m, WeightBuilder& b, int64_t count);
+// The LLaVA readers and builder (clip_hf.cc, clip_gguf.cc, clip_build.cc).
+bool isLlavaFolder(const std::string& path);
+std::shared_ptr<VisionModel> loadLlavaFolder(const std::string& dir);
+bool isLlavaGguf(const std::string& path);
+std::shared_ptr<VisionModel> loadLlavaGguf(const std::string& path, const std::string& textModel);
+void buildClipWeights(VisionModel& m, TensorSet& set);
 // Records `id` if `text` is one of the image tokens.
 void noteVisionToken(VisionTokens& t, const std::string& text, int64_t id);
 

@@ -1,0 +1,503 @@
+/**
+ * The image side of llava-tiny (scripts/llava_fixtures.py) against transformers in float
+ * (test/vision/llava_reference.py features), on images this test draws — landscape, portrait,
+ * smaller than the crop, a large photograph-like one and a square — encoded as PNG or JPEG and
+ * decoded as the gateways decode them, so both sides start from the same pixels.
+ *
+ * - preprocessImage: one 64 x 64 crop equal to CLIPImageProcessor's pixel_values (bicubic
+ *   shortest-edge resize, center crop): every image within one uint8 level (Pillow 13's pass
+ *   order, vision/pil_resample.h), all but at most one to the byte;
+ * - encodeImage on the reference's own pixel_values: relative error ≤ 1e-4 against
+ *   get_image_features (CLIP cut at vision_feature_layer -2, the class row dropped, the MLP
+ *   projector), one image a pass and all in one pass;
+ * - the mmproj GGUF (F16 patch embedding and projector matrices, as llama.cpp's converter
+ *   writes them; ggml's tanh GELU) gives the same rows within 1e-2;
+ * - 'full' and another vision_feature_layer on the same weights match transformers too;
+ * - every config value (and mmproj key) the loaders do not implement is refused naming it.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import sharp from 'sharp';
+import { projectRoot } from '../../engine/default-model.js';
+import { decodeImage } from '../../gateways/shared/images/decode-image.js';
+import { DEFAULT_MEDIA } from '../../gateways/shared/images/media-config.js';
+import * as native from '../../native/native.js';
+import { fixture, pythonCommand } from '../fixtures.js';
+
+interface Drawn {
+  readonly label: string;
+  readonly width: number;
+  readonly height: number;
+  readonly format: 'png' | 'jpeg';
+  readonly pixel: (x: number, y: number) => [number, number, number];
+}
+
+/** Hashed lattice noise, smoothly interpolated: a photograph-like texture. */
+function noise(x: number, y: number, cell: number, seed: number): number {
+  const h = (i: number, j: number): number => {
+    let v = (i * 374761393 + j * 668265263 + seed * 982451653) | 0;
+    v = Math.imul(v ^ (v >>> 13), 1274126177);
+    return ((v ^ (v >>> 16)) >>> 0) / 4294967295;
+  };
+  const i = Math.floor(x / cell),
+    j = Math.floor(y / cell);
+  const s = (t: number): number => t * t * (3 - 2 * t);
+  const u = s(x / cell - i),
+    v = s(y / cell - j);
+  return (h(i, j) * (1 - u) + h(i + 1, j) * u) * (1 - v) + (h(i, j + 1) * (1 - u) + h(i + 1, j + 1) * u) * v;
+}
+
+const DRAWN: readonly Drawn[] = [
+  {
+    label: 'gradient 300x100 PNG',
+    width: 300,
+    height: 100,
+    format: 'png',
+    pixel: (x, y) => [Math.floor((x * 255) / 299), Math.floor((y * 255) / 99), (x + 2 * y) % 256],
+  },
+  {
+    label: 'shapes 97x211 PNG',
+    width: 97,
+    height: 211,
+    format: 'png',
+    pixel: (x, y) =>
+      (x - 48) ** 2 + (y - 100) ** 2 < 35 ** 2
+        ? [230, 40, 30]
+        : Math.floor(y / 7) % 2 === 0
+          ? [20, 60, 240]
+          : [250, 250, 235],
+  },
+  {
+    label: 'noise 640x480 JPEG',
+    width: 640,
+    height: 480,
+    format: 'jpeg',
+    pixel: (x, y) =>
+      [0, 1, 2].map((c) => Math.round(255 * (0.7 * noise(x, y, 40, c) + 0.3 * noise(x, y, 6, c + 5)))) as [
+        number,
+        number,
+        number,
+      ],
+  },
+  {
+    label: 'small 23x31 PNG',
+    width: 23,
+    height: 31,
+    format: 'png',
+    pixel: (x, y) => [(x * 11) % 256, (y * 7) % 256, ((x ^ y) * 5) % 256],
+  },
+  {
+    label: 'square 128x128 JPEG',
+    width: 128,
+    height: 128,
+    format: 'jpeg',
+    pixel: (x, y) => [
+      Math.round(255 * noise(x, y, 16, 11)),
+      (x * 2) % 256,
+      Math.round(255 * noise(x, y, 5, 12)),
+    ],
+  },
+];
+
+interface Reference {
+  readonly featureRows: number;
+  readonly imageTokens: number;
+  readonly pixels: Float32Array;
+  readonly features: Float32Array;
+}
+
+const folder = (): string => fixture('llava-tiny').path;
+let work: string;
+let vision: native.VisionModelHandle;
+let images: { label: string; width: number; height: number; rgb: Uint8Array }[];
+let refs: Reference[];
+
+const floats = (path: string): Float32Array => {
+  const b = readFileSync(path);
+  return new Float32Array(b.buffer, b.byteOffset, b.length / 4);
+};
+
+function relError(got: Float32Array, ref: Float32Array): number {
+  assert.equal(got.length, ref.length);
+  let num = 0,
+    den = 0;
+  for (let k = 0; k < ref.length; k++) {
+    num += (got[k]! - ref[k]!) ** 2;
+    den += ref[k]! ** 2;
+  }
+  return Math.sqrt(num / den);
+}
+
+before(async () => {
+  work = mkdtempSync(join(tmpdir(), 'prism-llava-'));
+  images = [];
+  for (const d of DRAWN) {
+    const raw = Buffer.alloc(d.width * d.height * 3);
+    for (let y = 0; y < d.height; y++)
+      for (let x = 0; x < d.width; x++) raw.set(d.pixel(x, y), (y * d.width + x) * 3);
+    const img = sharp(raw, { raw: { width: d.width, height: d.height, channels: 3 } });
+    const encoded = await (d.format === 'png' ? img.png() : img.jpeg({ quality: 90 })).toBuffer();
+    const decoded = await decodeImage(encoded, d.label, DEFAULT_MEDIA);
+    images.push({ label: d.label, width: decoded.width, height: decoded.height, rgb: decoded.rgb });
+  }
+  const request = {
+    images: images.map((im, i) => {
+      const path = join(work, `${i}.rgb`);
+      writeFileSync(path, im.rgb);
+      return { rgb: path, width: im.width, height: im.height };
+    }),
+  };
+  writeFileSync(join(work, 'request.json'), JSON.stringify(request));
+  execFileSync(
+    pythonCommand(),
+    [
+      join(projectRoot(), 'test', 'vision', 'llava_reference.py'),
+      'features',
+      folder(),
+      join(work, 'request.json'),
+      work,
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, HF_HUB_OFFLINE: '1', TQDM_DISABLE: '1' },
+    },
+  );
+  const meta = JSON.parse(readFileSync(join(work, 'reference.json'), 'utf8')) as {
+    images: Omit<Reference, 'pixels' | 'features'>[];
+  };
+  refs = meta.images.map((m, i) => ({
+    ...m,
+    pixels: floats(join(work, `${i}.pixels.f32`)),
+    features: floats(join(work, `${i}.features.f32`)),
+  }));
+  vision = await native.loadVisionModel(folder(), { threads: 2 });
+});
+
+after(() => {
+  if (vision) native.disposeVisionModel(vision);
+  rmSync(work, { recursive: true, force: true });
+});
+
+test('visionInfo: the LLaVA family, one 64-pixel crop of 64 image tokens, the <image> id', () => {
+  const info = native.visionInfo(vision);
+  assert.equal(info.family, 'llava');
+  assert.equal(info.architecture, 'llava');
+  assert.deepEqual(
+    [
+      info.tileSize,
+      info.patchSize,
+      info.tokensPerTile,
+      info.textHiddenSize,
+      info.maxTiles,
+      info.visionHiddenSize,
+    ],
+    [64, 8, 64, 128, 1, 64],
+  );
+  assert.equal(info.processor.resample, 'bicubic');
+  assert.equal(info.processor.imageSeqLen, 64);
+  assert.equal(info.tokens.image.id, 49152);
+  // LlavaProcessor writes as many <image> tokens as the model gives rows.
+  for (const r of refs) assert.equal(r.imageTokens, r.featureRows);
+  assert.ok(refs.every((r) => r.featureRows === 64));
+});
+
+test("preprocessImage equals transformers' CLIPImageProcessor (PIL backend) within rounding", async () => {
+  let exact = 0;
+  for (const [i, im] of images.entries()) {
+    const ref = refs[i]!;
+    const got = await native.preprocessImage(vision, im.rgb, im.width, im.height);
+    assert.deepEqual([got.tileCount, got.rows, got.cols], [1, 0, 0], im.label);
+    assert.equal(got.tiles.length, ref.pixels.length, im.label);
+    let maxDiff = 0,
+      differing = 0;
+    for (let k = 0; k < ref.pixels.length; k++) {
+      const d = Math.abs(got.tiles[k]! - ref.pixels[k]!);
+      if (d > 0) differing++;
+      maxDiff = Math.max(maxDiff, d);
+    }
+    process.stderr.write(
+      `  ${im.label}: pixel_values max |diff| ${maxDiff} (${differing} of ${ref.pixels.length} differ)\n`,
+    );
+    // One uint8 level after normalising is 1 / (255 · std), at most 1 / (255 · 0.2613).
+    assert.ok(maxDiff <= 1 / (255 * 0.2613) + 1e-6, `${im.label}: pixel_values max |diff| ${maxDiff}`);
+    exact += maxDiff <= 1e-6 ? 1 : 0;
+  }
+  process.stderr.write(`  ${exact} of ${images.length} images equal to the byte\n`);
+  assert.ok(exact >= images.length - 1, `only ${exact} of ${images.length} images are exact`);
+});
+
+test("encodeImage: image features within 1e-4 relative error of transformers' get_image_features", async () => {
+  let worst = 0;
+  for (const [i, im] of images.entries()) {
+    const ref = refs[i]!;
+    const rel = relError(await native.encodeImage(vision, ref.pixels, 1), ref.features);
+    worst = Math.max(worst, rel);
+    process.stderr.write(`  ${im.label}: features relative error ${rel.toExponential(3)}\n`);
+    assert.ok(rel <= 1e-4, `${im.label}: relative error ${rel}`);
+  }
+  const all = new Float32Array(refs.reduce((n, r) => n + r.pixels.length, 0));
+  refs.forEach((r, i) => all.set(r.pixels, i * r.pixels.length));
+  const batched = await native.encodeImage(vision, all, refs.length);
+  const rel = relError(batched, Float32Array.from(refs.flatMap((r) => [...r.features])));
+  process.stderr.write(
+    `  all images in one pass: relative error ${rel.toExponential(3)} (worst single ${worst.toExponential(3)})\n`,
+  );
+  assert.ok(rel <= 1e-4);
+});
+
+test('preprocessImage then encodeImage: from decoded pixels to rows against transformers', async () => {
+  for (const [i, im] of images.entries()) {
+    const ref = refs[i]!;
+    const pre = await native.preprocessImage(vision, im.rgb, im.width, im.height);
+    const rel = relError(await native.encodeImage(vision, pre.tiles, 1), ref.features);
+    const exact = pre.tiles.every((v, k) => Math.abs(v - ref.pixels[k]!) <= 1e-6);
+    process.stderr.write(`  ${im.label}: pixels to rows relative error ${rel.toExponential(3)}\n`);
+    assert.ok(rel <= (exact ? 1e-4 : 2e-2), `${im.label}: relative error ${rel}`);
+  }
+});
+
+test("the mmproj GGUF gives the folder's rows (its F16 matrices' rounding apart)", async () => {
+  const mm = await native.loadVisionModel(fixture('mmproj-llava-tiny-f32').path, {
+    threads: 2,
+    textModel: fixture('llava-tiny-f32').path,
+  });
+  try {
+    const info = native.visionInfo(mm);
+    assert.equal(info.family, 'llava');
+    assert.equal(info.tokens.image.id, 49152);
+    assert.equal(info.tokensPerTile, 64);
+    for (const [i, im] of images.entries()) {
+      const pre = await native.preprocessImage(mm, im.rgb, im.width, im.height);
+      const folderPre = await native.preprocessImage(vision, im.rgb, im.width, im.height);
+      assert.deepEqual(pre.tiles, folderPre.tiles, `${im.label}: the mmproj's preprocessing is the folder's`);
+      const rel = relError(await native.encodeImage(mm, refs[i]!.pixels, 1), refs[i]!.features);
+      process.stderr.write(`  ${im.label}: mmproj features relative error ${rel.toExponential(3)}\n`);
+      assert.ok(rel <= 1e-2, `${im.label}: relative error ${rel}`);
+    }
+  } finally {
+    native.disposeVisionModel(mm);
+  }
+});
+
+/** A copy of the folder (weights linked) with config.json or a processor file edited. */
+function edited(file: string, edit: (json: Record<string, unknown>) => void): string {
+  const dir = mkdtempSync(join(work, 'edited-'));
+  for (const f of readdirSync(folder())) {
+    if (f.endsWith('.safetensors')) symlinkSync(join(folder(), f), join(dir, f));
+    else copyFileSync(join(folder(), f), join(dir, f));
+  }
+  const json = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
+  edit(json);
+  writeFileSync(join(dir, file), JSON.stringify(json));
+  return dir;
+}
+
+test("'full' keeps the class row and vision_feature_layer -1 runs every layer: still transformers' features", async () => {
+  // The same weights with other config values, both sides reading the edited folder; edited
+  // as text (a JSON round trip would turn config.json's 1.0 into 1, which transformers refuses).
+  const dir = edited('processor_config.json', (j) => (j['vision_feature_select_strategy'] = 'full'));
+  const config = readFileSync(join(dir, 'config.json'), 'utf8');
+  const changed = config
+    .replace('"vision_feature_select_strategy": "default"', '"vision_feature_select_strategy": "full"')
+    .replace('"vision_feature_layer": -2', '"vision_feature_layer": -1');
+  assert.equal(changed.match(/"full"|-1\b/g)?.length, 2, 'both config values edited');
+  writeFileSync(join(dir, 'config.json'), changed);
+  const out = mkdtempSync(join(work, 'full-'));
+  execFileSync(
+    pythonCommand(),
+    [
+      join(projectRoot(), 'test', 'vision', 'llava_reference.py'),
+      'features',
+      dir,
+      join(work, 'request.json'),
+      out,
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, HF_HUB_OFFLINE: '1', TQDM_DISABLE: '1' },
+    },
+  );
+  const meta = JSON.parse(readFileSync(join(out, 'reference.json'), 'utf8')) as {
+    images: Omit<Reference, 'pixels' | 'features'>[];
+  };
+  const full = await native.loadVisionModel(dir, { threads: 2 });
+  try {
+    assert.equal(native.visionInfo(full).tokensPerTile, 65);
+    for (const [i, im] of images.entries()) {
+      assert.deepEqual([meta.images[i]!.featureRows, meta.images[i]!.imageTokens], [65, 65], im.label);
+      const ref = floats(join(out, `${i}.features.f32`));
+      const rel = relError(await native.encodeImage(full, refs[i]!.pixels, 1), ref);
+      process.stderr.write(
+        `  ${im.label}: 'full', layer -1: features relative error ${rel.toExponential(3)}\n`,
+      );
+      assert.ok(rel <= 1e-4, `${im.label}: relative error ${rel}`);
+    }
+    // Other rows than the default's: the class row and the last layer are really used.
+    assert.ok(
+      relError((await native.encodeImage(full, refs[0]!.pixels, 1)).subarray(128), refs[0]!.features) > 1e-2,
+    );
+  } finally {
+    native.disposeVisionModel(full);
+  }
+});
+
+const vc = (j: Record<string, unknown>): Record<string, unknown> =>
+  j['vision_config'] as Record<string, unknown>;
+for (const [what, file, edit, rule] of [
+  [
+    'a list of feature layers',
+    'config.json',
+    (j) => (j['vision_feature_layer'] = [-2, -1]),
+    /'vision_feature_layer' as a list/,
+  ],
+  [
+    'a feature layer past the encoder',
+    'config.json',
+    (j) => (j['vision_feature_layer'] = 7),
+    /vision_feature_layer/,
+  ],
+  [
+    'another select strategy',
+    'config.json',
+    (j) => (j['vision_feature_select_strategy'] = 'cls'),
+    /'vision_feature_select_strategy' 'cls'/,
+  ],
+  [
+    'LLaVA-1.6 tiling',
+    'config.json',
+    (j) => (j['image_grid_pinpoints'] = [[64, 128]]),
+    /'image_grid_pinpoints'/,
+  ],
+  [
+    'another projector activation',
+    'config.json',
+    (j) => (j['projector_hidden_act'] = 'relu'),
+    /'projector_hidden_act' 'relu'/,
+  ],
+  [
+    'a SigLIP tower',
+    'config.json',
+    (j) => (vc(j)['model_type'] = 'siglip_vision_model'),
+    /vision_config.model_type 'siglip_vision_model'/,
+  ],
+  [
+    'another encoder activation',
+    'config.json',
+    (j) => (vc(j)['hidden_act'] = 'silu'),
+    /vision_config.hidden_act 'silu'/,
+  ],
+  [
+    'a crop unlike the encoder',
+    'preprocessor_config.json',
+    (j) => (j['crop_size'] = { height: 48, width: 48 }),
+    /'crop_size' 48x48/,
+  ],
+  [
+    'a fixed-size resize',
+    'preprocessor_config.json',
+    (j) => (j['size'] = { height: 64, width: 64 }),
+    /'size' must be \{"shortest_edge": N\}/,
+  ],
+  [
+    'no center crop',
+    'preprocessor_config.json',
+    (j) => (j['do_center_crop'] = false),
+    /'do_center_crop': false/,
+  ],
+  [
+    'another image processor',
+    'preprocessor_config.json',
+    (j) => (j['image_processor_type'] = 'SiglipImageProcessor'),
+    /image_processor_type 'SiglipImageProcessor'/,
+  ],
+  [
+    'a token count unlike the rows',
+    'processor_config.json',
+    (j) => (j['num_additional_image_tokens'] = 0),
+    /num_additional_image_tokens 0 .* write 63 image tokens; the encoder gives 64/,
+  ],
+] as const satisfies readonly (readonly [
+  string,
+  string,
+  (j: Record<string, unknown>) => unknown,
+  RegExp,
+])[]) {
+  test(`a folder with ${what} is refused naming the field`, async () => {
+    await assert.rejects(native.loadVisionModel(edited(file, edit)), rule);
+  });
+}
+
+test('an mmproj missing a key, or of another projector type, is refused naming it', async () => {
+  // The GGUF's metadata keys are edited in place in a copy: same length, another meaning.
+  const bytes = readFileSync(fixture('mmproj-llava-tiny-f32').path);
+  for (const [from, to, rule] of [
+    ['clip.vision.image_size', 'clip.vision.image_sizf', /clip.vision.image_size/],
+    ['clip.projector_type', 'clip.projector_typf', /is not a projector Prism reads/],
+  ] as const) {
+    const copy = Buffer.from(bytes);
+    const at = copy.indexOf(from);
+    assert.ok(at > 0, from);
+    copy.write(to, at, 'latin1');
+    const path = join(work, `edited-${to}.gguf`);
+    writeFileSync(path, copy);
+    await assert.rejects(native.loadVisionModel(path), rule);
+  }
+});
+
+test('an mmproj with stacked feature layers or LLaVA-1.6 keys is refused naming the key', async () => {
+  for (const [key, value, rule] of [
+    ['clip.vision.feature_layer', '[1,2]', /clip.vision.feature_layer must hold one layer/],
+    [
+      'clip.vision.feature_layer',
+      '[7]',
+      /clip.vision.feature_layer must be an integer in \[0, block_count 2\]/,
+    ],
+    [
+      'clip.vision.image_grid_pinpoints',
+      '[64,128,128,64]',
+      /'clip.vision.image_grid_pinpoints' \(LLaVA-1.6 anyres tiling\)/,
+    ],
+    ['clip.use_silu', 'true', /clip.use_silu is unsupported/],
+  ] as const) {
+    const path = join(work, `edited-${key}-${value.length}.gguf`);
+    execFileSync(pythonCommand(), [
+      join(projectRoot(), 'test', 'vision', 'gguf_edit.py'),
+      fixture('mmproj-llava-tiny-f32').path,
+      path,
+      key,
+      value,
+    ]);
+    await assert.rejects(native.loadVisionModel(path), rule, `${key} ${value}`);
+  }
+});
+
+test("the folder's text model: its decoder is a Llama under language_model; a text_config without sizes takes LlamaConfig's", async () => {
+  const model = await native.loadModel(folder());
+  try {
+    const info = native.modelInfo(model);
+    assert.equal(info.vision, 'llava');
+    assert.equal(info.hiddenSize, 128);
+  } finally {
+    native.disposeModel(model);
+  }
+  // llava-hf's text_config writes only what differs from LlamaConfig: hidden_size 4096 then,
+  // which this fixture's 128-wide weights do not have (a default that was not filled in would
+  // say the key is missing instead).
+  const dir = edited(
+    'config.json',
+    (j) => delete (j['text_config'] as Record<string, unknown>)['hidden_size'],
+  );
+  await assert.rejects(native.loadModel(dir), /4096/);
+});
