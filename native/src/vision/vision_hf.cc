@@ -67,21 +67,9 @@ void readVisionConfig(const std::string& dir, VisionConfig& cfg) {
 }
 
 void readProcessorConfig(const std::string& dir, const VisionConfig& cfg, ImageProcessorConfig& p) {
-  const std::string pre = (fs::path(dir) / "preprocessor_config.json").string();
-  const std::string proc = (fs::path(dir) / "processor_config.json").string();
-  JsonValue procJson;
-  if (fs::exists(proc)) procJson = readJsonFile(proc);
-  JsonValue preJson;
-  std::string file = pre;
-  if (fs::exists(pre)) {
-    preJson = readJsonFile(pre);
-  } else if (procJson.isObject() && procJson.get("image_processor")) {
-    file = proc;
-    preJson = *procJson.get("image_processor");
-  } else {
-    throw FormatError(dir, "", "no preprocessor_config.json (nor processor_config.json with 'image_processor')");
-  }
-  if (!preJson.isObject()) throw FormatError(file, "", "the image processor's config is not a JSON object");
+  const ProcessorFiles files = readProcessorFiles(dir);
+  const std::string &proc = files.processorFile, &file = files.file;
+  const JsonValue &procJson = files.processor, &preJson = files.settings;
   const std::string type = stringField(preJson, "image_processor_type");
   if (!type.empty() && type.rfind("Idefics3ImageProcessor", 0) != 0 && type.rfind("SmolVLMImageProcessor", 0) != 0)
     throw FormatError(file, "", "image_processor_type '" + type + "' is not Idefics3's image processor");
