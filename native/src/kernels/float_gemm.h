@@ -17,7 +17,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/internal.h"
 #include "thread_pool.h"

@@ -111,14 +111,7 @@ const GgufTensor* findTensor(const GgufFile& g, const std::string& name) {
 
 }  // namespace
 
-bool isLlavaGguf(const std::string& path) {
-  try {
-    const GgufFile g = readGguf(path, false);
-    return stringKey(g, "general.architecture") == "clip" && stringKey(g, "clip.projector_type") == "mlp";
-  } catch (const std::exception&) {
-    return false;  // the loader names what is wrong with the file
-  }
-}
+bool isLlavaGguf(const std::string& path) { return isClipGgufOf(path, "mlp"); }
 
 std::shared_ptr<VisionModel> loadLlavaGguf(const std::string& path, const std::string& textModel) {
   auto m = std::make_shared<VisionModel>();

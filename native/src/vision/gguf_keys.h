@@ -2,6 +2,7 @@
 // file and the key in its error.
 #pragma once
 #include <cmath>
+#include <exception>
 #include <string>
 
 #include "format_error.h"
@@ -31,6 +32,17 @@ inline void channelTriple(const GgufFile& g, const std::string& key, float* out,
     if (!x.isNumber() || !std::isfinite(x.asDouble()) || (positive && !(x.asDouble() > 0)))
       throw FormatError(g.file->path(), "", "metadata '" + key + "' must hold " + (positive ? "positive" : "finite") + " numbers");
     out[i] = static_cast<float>(x.asDouble());
+  }
+}
+
+// Whether `path` is an mmproj GGUF (general.architecture 'clip') of clip.projector_type
+// `projector`; never throws (the loader names what is wrong with a file).
+inline bool isClipGgufOf(const std::string& path, const char* projector) {
+  try {
+    const GgufFile g = readGguf(path, false);
+    return stringKey(g, "general.architecture") == "clip" && stringKey(g, "clip.projector_type") == projector;
+  } catch (const std::exception&) {
+    return false;
   }
 }
 

@@ -95,14 +95,7 @@ void readTextTokenIds(const std::string& textModel, VisionConfig& cfg, VisionTok
 
 }  // namespace
 
-bool isVisionGguf(const std::string& path) {
-  try {
-    const GgufFile g = readGguf(path, false);
-    return stringKey(g, "general.architecture") == "clip" && stringKey(g, "clip.projector_type") == "idefics3";
-  } catch (const std::exception&) {
-    return false;  // the loader names what is wrong with the file
-  }
-}
+bool isVisionGguf(const std::string& path) { return isClipGgufOf(path, "idefics3"); }
 
 std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::string& textModel) {
   auto m = std::make_shared<VisionModel>();
