@@ -543,6 +543,18 @@ export interface NativeAddon {
   embeddingRowsForTest(model: ModelHandle, ids: Int32Array): Float32Array;
   /** Kernel test hook: calls of the 4-bit int16 AMX kernel so far in this process (kernels/amx/q4xv_amx.h). */
   q4xvAmxCallsForTest(): number;
+  /**
+   * Kernel test hook: the encoders' bidirectional attention (encoder/packed_attention.h) on
+   * qkv [T × 3 · heads · headDim] of inputs packed at `seqOffsets`, on its own pool of
+   * `threads`, on the JS thread; returns [T × heads · headDim].
+   */
+  attentionForTest(
+    qkv: Float32Array,
+    seqOffsets: Int32Array,
+    heads: number,
+    headDim: number,
+    threads: number,
+  ): Float32Array;
   /** Streams `bytes` of memory `passes` times with all cores; returns the fastest pass in GB/s (the roofline). */
   measureMemoryBandwidth(bytes: number, passes: number): number;
   sustainedReadRate(bytes: number, passes: number, threads: number): number;
@@ -947,6 +959,7 @@ export const kernelTestHooks = {
   embeddingRows: (model: ModelHandle, ids: Int32Array): Float32Array =>
     wrapNativeError(() => addon.embeddingRowsForTest(model, ids)),
   q4xvAmxCalls: addon.q4xvAmxCallsForTest.bind(addon),
+  attention: addon.attentionForTest.bind(addon),
 };
 
 /**

@@ -74,7 +74,7 @@ class EncoderContext {
   // [maxBatchTokens × width] activations, resident only for the rows passes have used.
   LazyZeroVector<float> x_, qkv_, attn_, tmp_, ffn_;
   std::vector<float> ropeCos_, ropeSin_;          // NomicBert: [maxTokens × headDim/2]
-  std::vector<std::vector<float>> attnScratch_;  // per thread: one query's scores over a whole input
+  std::vector<std::vector<float>> attnScratch_;  // per thread: packedAttention's keys and scores for a whole input
   std::vector<float> cls_, clsHidden_;           // [maxSeqs × hidden]: the classifier's input and dense output
 };
 

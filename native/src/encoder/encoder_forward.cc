@@ -25,7 +25,7 @@ EncoderContext::EncoderContext(std::shared_ptr<EncoderModel> model, const Encode
   ffn_.resize(T * (cfg_.ffn == EncoderFfn::SwiGlu ? 3 : 1) * cfg_.intermediate);
   const int64_t longest = std::min(cfg_.maxTokens(), T);
   attnScratch_.resize(pool_.size());
-  for (auto& s : attnScratch_) s.resize(longest);
+  for (auto& s : attnScratch_) s.resize(packedAttentionScratch(longest, cfg_.headDim));
   if (cfg_.arch == EncoderArch::NomicBert) {
     const int64_t half = cfg_.headDim / 2;
     ropeCos_.resize(longest * half);

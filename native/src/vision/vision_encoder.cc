@@ -33,7 +33,7 @@ void biasQuickGelu(float* x, const float* bias, int64_t n) {
 
 VisionEncoder::VisionEncoder(std::shared_ptr<VisionModel> model, int threads) : model_(std::move(model)), pool_(threads) {
   scores_.resize(pool_.size());
-  for (auto& s : scores_) s.resize(model_->cfg.sequencePerTile());
+  for (auto& s : scores_) s.resize(packedAttentionScratch(model_->cfg.sequencePerTile(), model_->cfg.headDim));
 }
 
 void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, float* y, int64_t ldy) {

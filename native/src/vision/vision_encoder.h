@@ -42,7 +42,7 @@ class VisionEncoder {
   std::mutex mu_;
   ThreadPool pool_;
   KernelScratch scratch_;
-  std::vector<std::vector<float>> scores_;  // per thread: one query's scores over a tile
+  std::vector<std::vector<float>> scores_;  // per thread: packedAttention's keys and scores for a tile
 };
 
 }  // namespace prism
