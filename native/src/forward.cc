@@ -378,18 +378,7 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
             for (j = 0; j < n; j++) bmax = std::max(bmax, sc[j]);
             const float newMax = std::max(mx[st], bmax);
             const float corr = std::exp(mx[st] - newMax);  // 0 on the first block (exp(-inf))
-            const __m256 vm = _mm256_set1_ps(newMax);
-            __m256 vs = _mm256_setzero_ps();
-            for (j = 0; j + 8 <= n; j += 8) {
-              __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(sc + j), vm));
-              _mm256_storeu_ps(sc + j, w);
-              vs = _mm256_add_ps(vs, w);
-            }
-            float bsum = simd::hsum(vs);
-            for (; j < n; j++) {
-              sc[j] = std::exp(sc[j] - newMax);
-              bsum += sc[j];
-            }
+            const float bsum = simd::expShiftedInPlace(sc, n, newMax);
             sum[st] = sum[st] * corr + bsum;
             mx[st] = newMax;
             float* ah = acc + st * hd;

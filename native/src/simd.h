@@ -47,6 +47,25 @@ inline __m256 exp(__m256 x) {
   return _mm256_andnot_ps(underflow, out);
 }
 
+// row[j] = exp(row[j] - max) for j < n, in place; returns their sum (a softmax's numerators
+// and denominator, `max` the row's or a running maximum).
+inline float expShiftedInPlace(float* row, int64_t n, float max) {
+  const __m256 vm = _mm256_set1_ps(max);
+  __m256 vs = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 w = exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm));
+    _mm256_storeu_ps(row + j, w);
+    vs = _mm256_add_ps(vs, w);
+  }
+  float sum = hsum(vs);
+  for (; j < n; j++) {
+    row[j] = std::exp(row[j] - max);
+    sum += row[j];
+  }
+  return sum;
+}
+
 inline __m256 loadHalf8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "addon_glue.h"
 #include "encoder/encoder_context.h"
 #include "encoder/packed_attention.h"
 #include "format_error.h"
@@ -305,21 +306,14 @@ Napi::Value Encode(const Napi::CallbackInfo& info) {
 // packedAttention on its own, for tests against a reference (kernelTestHooks.attention).
 Napi::Value AttentionForTest(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  auto intArg = [&](size_t i, const char* name, int64_t lo, int64_t hi) {
-    if (!info[i].IsNumber()) throw Napi::TypeError::New(env, std::string(name) + " must be a number");
-    const double v = info[i].As<Napi::Number>().DoubleValue();
-    if (!(v >= lo && v <= hi) || v != std::floor(v))
-      throw Napi::RangeError::New(env, std::string(name) + " must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
-    return static_cast<int64_t>(v);
-  };
   if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
     throw Napi::TypeError::New(env, "qkv must be a Float32Array");
   if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
     throw Napi::TypeError::New(env, "seqOffsets must be an Int32Array");
   Napi::Float32Array qkv = info[0].As<Napi::Float32Array>();
   Napi::Int32Array offsets = info[1].As<Napi::Int32Array>();
-  const int64_t heads = intArg(2, "heads", 1, 256), headDim = intArg(3, "headDim", 8, 512);
-  const int64_t threads = intArg(4, "threads", 1, 256);
+  const int64_t heads = glue::intArg(env, info[2], "heads", 1, 256), headDim = glue::intArg(env, info[3], "headDim", 8, 512);
+  const int64_t threads = glue::intArg(env, info[4], "threads", 1, 256);
   if (headDim % 8 != 0) throw Napi::RangeError::New(env, "headDim must be a multiple of 8");
   if (offsets.ElementLength() < 2) throw Napi::RangeError::New(env, "seqOffsets needs at least 2 entries (one input)");
   const size_t S = offsets.ElementLength() - 1;
@@ -328,11 +322,13 @@ Napi::Value AttentionForTest(const Napi::CallbackInfo& info) {
   const int64_t T = offsets[S], D = heads * headDim;
   if (offsets[0] != 0 || static_cast<size_t>(T * 3 * D) != qkv.ElementLength())
     throw Napi::RangeError::New(env, "seqOffsets must run from 0 to the token count, and qkv must hold T × 3 × heads × headDim floats");
-  Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(T * D));
-  ThreadPool pool(static_cast<int>(threads));
-  std::vector<std::vector<float>> scratch(pool.size());
-  packedAttention(pool, qkv.Data(), out.Data(), offsets.Data(), static_cast<int32_t>(S), heads, headDim, scratch);
-  return out;
+  return glue::guarded(env, [&]() -> Napi::Value {
+    Napi::Float32Array out = Napi::Float32Array::New(env, static_cast<size_t>(T * D));
+    ThreadPool pool(static_cast<int>(threads));
+    std::vector<std::vector<float>> scratch(pool.size());
+    packedAttention(pool, qkv.Data(), out.Data(), offsets.Data(), static_cast<int32_t>(S), heads, headDim, scratch);
+    return out;
+  });
 }
 
 }  // namespace

@@ -53,20 +53,7 @@ void scoreTile(const float* const* q, const float* kt, int64_t ldk, int64_t hd, 
 float softmaxRow(float* row, int64_t n) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) mx = std::max(mx, row[j]);
-  const __m256 vm = _mm256_set1_ps(mx);
-  __m256 vs = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 w = simd::exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), vm));
-    _mm256_storeu_ps(row + j, w);
-    vs = _mm256_add_ps(vs, w);
-  }
-  float sum = simd::hsum(vs);
-  for (; j < n; j++) {
-    row[j] = std::exp(row[j] - mx);
-    sum += row[j];
-  }
-  return 1.0f / sum;
+  return 1.0f / simd::expShiftedInPlace(row, n, mx);
 }
 
 // o[r][d0 .. d0 + 8W) = inv[r] · Σ_j p[r][j] · V[j][d0 ..] for NQ queries: one pass over the
