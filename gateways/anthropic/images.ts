@@ -13,18 +13,6 @@ import { onlyFields, stringField, type Block } from './blocks.js';
 
 const MEDIA_TYPES: readonly string[] = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
 
-/** The media type the first bytes of base64 image data show (undefined: none of the four). */
-function sniffedType(base64: string): string | undefined {
-  const head = Buffer.from(base64.replace(/\s+/g, '').slice(0, 16), 'base64');
-  const ascii = (from: number, to: number) => head.subarray(from, to).toString('latin1');
-  if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
-    return 'image/png';
-  if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
-  if (ascii(0, 4) === 'GIF8') return 'image/gif';
-  if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'image/webp';
-  return undefined;
-}
-
 /**
  * `transformations.oversized_image`: 'downsize' (Anthropic's default) is what the model's
  * processor does to every image larger than its own size; 'error' would need that size here.
@@ -43,15 +31,18 @@ function checkTransformations(value: unknown, at: string): void {
   }
 }
 
+function isBlock(b: unknown): b is Block {
+  return b !== null && typeof b === 'object' && !Array.isArray(b);
+}
+
 /** One image block (`at`: its path) as the image the shared path reads, checked field by field. */
 function imageOf(block: Block, at: string): FoundImage {
   onlyFields(block, ['source', 'transformations'], at);
   checkTransformations(block.transformations, `${at}.transformations`);
-  const source = block.source as Block | undefined;
+  const source: unknown = block.source;
   const src = `${at}.source`;
   if (source === undefined) throw invalid(src, 'is required');
-  if (source === null || typeof source !== 'object' || Array.isArray(source))
-    throw invalid(src, 'must be an object');
+  if (!isBlock(source)) throw invalid(src, 'must be an object');
   switch (source.type) {
     case 'base64': {
       onlyFields(source, ['media_type', 'data'], src);
@@ -60,11 +51,14 @@ function imageOf(block: Block, at: string): FoundImage {
         throw invalid(`${src}.media_type`, `must be one of ${MEDIA_TYPES.join(', ')}; got '${mediaType}'`);
       const data = stringField(source, 'data', src);
       if (data === '') throw invalid(`${src}.data`, 'must be base64-encoded image data');
-      // Anthropic's API refuses data of another type than the one it is said to be.
-      const sniffed = sniffedType(data);
-      if (sniffed !== undefined && sniffed !== mediaType)
-        throw invalid(`${src}.media_type`, `is '${mediaType}', but the data holds an ${sniffed} image`);
-      return { part: block, base64: data, field: `${src}.data` };
+      // Anthropic's API refuses data of another type than the one it is said to be: the
+      // decoder checks what it finds against `media_type`.
+      return {
+        part: block,
+        base64: data,
+        field: `${src}.data`,
+        declared: { mediaType, field: `${src}.media_type` },
+      };
     }
     case 'url':
       onlyFields(source, ['url'], src);
@@ -85,10 +79,6 @@ export function imageMisplaced(at: string): never {
     `${at}.type`,
     'image blocks belong to user messages (their content, or the content of a tool_result)',
   );
-}
-
-function isBlock(b: unknown): b is Block {
-  return b !== null && typeof b === 'object' && !Array.isArray(b);
 }
 
 /**

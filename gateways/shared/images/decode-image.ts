@@ -19,7 +19,22 @@ function reason(e: unknown): string {
   return text.split('\n')[0]!.slice(0, 160);
 }
 
-export async function decodeImage(bytes: Buffer, field: string, media: MediaConfig): Promise<ImageInput> {
+/** A media type the client stated for an image (`image/png`, ...) and the field it stated it in. */
+export interface DeclaredType {
+  readonly mediaType: string;
+  readonly field: string;
+}
+
+/**
+ * `declared`: the type the bytes must hold (Anthropic's `media_type`); another format than it
+ * is a 400 naming the field that declared it.
+ */
+export async function decodeImage(
+  bytes: Buffer,
+  field: string,
+  media: MediaConfig,
+  declared?: DeclaredType,
+): Promise<ImageInput> {
   const options = { limitInputPixels: media.maxImagePixels, failOn: 'error', pages: 1 } as const;
   let meta: Metadata;
   try {
@@ -30,6 +45,11 @@ export async function decodeImage(bytes: Buffer, field: string, media: MediaConf
   }
   if (!FORMATS.has(meta.format))
     throw invalid(field, `image format '${meta.format}' is not one of png, jpeg, webp, gif`);
+  if (declared !== undefined && declared.mediaType !== `image/${meta.format}`)
+    throw invalid(
+      declared.field,
+      `is '${declared.mediaType}', but the data holds an image/${meta.format} image`,
+    );
   const { width, height } = meta;
   if (!(width > 0 && height > 0)) throw invalid(field, 'the image has no size');
   const pageHeight = meta.pageHeight ?? height;

@@ -7,17 +7,20 @@
  */
 import type { ContentPart, ImageInput } from '../../../engine/api.js';
 import { invalid } from '../http-error.js';
-import { decodeImage } from './decode-image.js';
+import { decodeImage, type DeclaredType } from './decode-image.js';
 import { base64Bytes, readImageUrl } from './image-source.js';
 import type { MediaConfig } from './media-config.js';
 
 /**
  * One image part a family found: its object in the body, the field naming it, and its URL
  * (`url`: data:, file:// or http(s)) or its bare base64 text (`base64`: Anthropic's `data`, Ollama's `images`).
+ * `declared`: a media type the client stated that the bytes must hold (Anthropic's
+ * `media_type`), checked against what the decoder finds.
  */
 export type FoundImage = {
   readonly part: object;
   readonly field: string;
+  readonly declared?: DeclaredType;
 } & ({ readonly url: string } | { readonly base64: string });
 
 async function imageBytes(f: FoundImage, media: MediaConfig): Promise<Buffer> {
@@ -38,7 +41,7 @@ export async function loadImageParts(found: readonly FoundImage[], media: MediaC
   if (found.length > media.maxImages)
     throw invalid(found[media.maxImages]!.field, `at most ${media.maxImages} images per request`);
   const images = await Promise.all(
-    found.map(async (f) => decodeImage(await imageBytes(f, media), f.field, media)),
+    found.map(async (f) => decodeImage(await imageBytes(f, media), f.field, media, f.declared)),
   );
   let pixels = 0;
   for (const img of images) {
