@@ -64,12 +64,17 @@ describe('decode tuning', () => {
     }
   });
 
-  /** The host default's setting: the constants, with 8-row tiles and a T1 prefetch on Intel AVX-512. */
+  /**
+   * The host default's setting: the constants, with a T1 prefetch on Intel AVX-512 and its
+   * class's tile height there (8 rows on family 6 model 207, 2 elsewhere; choose.cc).
+   */
   function hostDefaultSetting(): string {
     const probe = createContext(model, options('off'));
-    const intelAvx512 = hostInfo().cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
+    const cpu = hostInfo().cpu;
+    const intelAvx512 = cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
     disposeContext(probe);
-    return `prefetch=${intelAvx512 ? 't1:1,rows=8' : 'nta:1,rows=auto'},idle=on`;
+    if (!intelAvx512) return 'prefetch=nta:1,rows=auto,idle=on';
+    return `prefetch=t1:1,rows=${cpu.includes(' family 6 model 207 ') ? 8 : 2},idle=on`;
   }
 
   /** The logits of the prompt's last token and of NEW_TOKENS greedy decode steps after it. */

@@ -25,7 +25,7 @@
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
-import { openBuild, prefill } from './load-build.js';
+import { buildArg, openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1, 2, 3];
@@ -41,9 +41,7 @@ const threads = Number(process.env.THREADS ?? 2);
 
 const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
 for (const path of addonPaths) {
-  const at = path.indexOf('@');
-  const file = at < 0 ? path : path.slice(0, at);
-  const decodeTuning = at < 0 ? undefined : path.slice(at + 1);
+  const { file, decodeTuning } = buildArg(path);
   const build = await openBuild(file, modelPath, {
     kvBlocks: BLOCKS.length,
     blockSize: BLOCK,

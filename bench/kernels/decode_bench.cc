@@ -12,7 +12,7 @@
 // reported with the median of its pass-time ratios to the first setting's pass of the same
 // round (the machine's bandwidth swings hit them alike). `race [BASE]` runs the load-time
 // measurement (decode_tuning/measure.h) on these layers from the setting BASE (default: the
-// constants; the engine races from its host default, e.g. `prefetch=t1:1,rows=8` on Intel
+// constants; the engine races from its host default, e.g. `prefetch=t1:1,rows=2` on Intel
 // AVX-512) and prints its stages.
 //
 // `interleaved [SETTING]` (Q4_0, AVX-512; issue 27's layout question, q4g_interleaved.h):
@@ -21,7 +21,7 @@
 // decode, the interleaved copy and the project's read loop (sustainedReadRate, the
 // denominator of step-vs-read.ts and the size suite) over as many bytes, one pass each per
 // round in rotating order, all in wall time, with the decode tuning SETTING (default
-// `rows=8`, the Intel host default; the tiles are 8 rows). Each is reported with its
+// `rows=8`: the tiles are 8 rows). Each is reported with its
 // median rate and the median (and lowest) of its rate ÷ the read loop's in the same round.
 // DECODE_BENCH_NO_THP=1 turns transparent huge pages off for the process before the weights
 // are allocated (prctl PR_SET_THP_DISABLE): a host whose THP mode gives no huge pages.
@@ -65,6 +65,9 @@ int main(int argc, char** argv) {
   const int64_t D = argc > 4 ? std::atoll(argv[4]) : 2048, I = 8192;
   std::vector<std::string> settings;
   for (int i = 5; i < argc; ++i) settings.push_back(argv[i]);
+  // The interleaved check compares 16-token steps against the engine's VNNI row tiles, which
+  // the AMX-INT8 tiles would take over where the CPU has them (switches.h, read once).
+  if (!settings.empty() && settings[0] == "interleaved") setenv("PRISM_AMX", "0", 1);
   const char* noThp = std::getenv("DECODE_BENCH_NO_THP");
   if (noThp != nullptr && std::string(noThp) == "1") prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
   TensorType type;

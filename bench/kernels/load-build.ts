@@ -26,6 +26,16 @@ export interface BuildOptions {
   readonly decodeTuning?: string;
 }
 
+/**
+ * A build argument as the scripts take it, `FILE.node[@TUNING]`: the addon and the decode
+ * tuning (ContextOptions.decodeTuning) its context takes, so one addon can stand for several
+ * settings side by side.
+ */
+export function buildArg(arg: string): { file: string; decodeTuning?: string } {
+  const at = arg.indexOf('@');
+  return at < 0 ? { file: arg } : { file: arg.slice(0, at), decodeTuning: arg.slice(at + 1) };
+}
+
 /** The addon at `file` with the model at `modelPath` in a one-sequence context of up to 512 batch tokens. */
 export async function openBuild(
   file: string,

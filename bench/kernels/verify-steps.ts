@@ -12,12 +12,13 @@
  * rows' KV is overwritten by the next step). Output: per build and size the median step in
  * ms and that median over the 1-token step's; with several builds, the paired median ratio
  * of each build's step to the first build's. SIZES=1,2,4 (environment) picks the sizes,
- * THREADS the thread count (default 2).
+ * THREADS the thread count (default 2). A build may carry a decode tuning after an `@`, as in
+ * ab-steps.ts (the token-wide tiles take its prefetch distance).
  */
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
-import { openBuild, prefill } from './load-build.js';
+import { buildArg, openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1];
@@ -26,7 +27,7 @@ const PROMPT = 80;
 const [modelPath, roundsArg, ...addonPaths] = process.argv.slice(2);
 const rounds = Number(roundsArg);
 if (!modelPath || !Number.isInteger(rounds) || rounds < 1 || addonPaths.length < 1) {
-  process.stderr.write('usage: verify-steps.ts MODEL.gguf ROUNDS A.node [B.node ...]\n');
+  process.stderr.write('usage: verify-steps.ts MODEL.gguf ROUNDS A.node[@TUNING] [B.node[@TUNING] ...]\n');
   process.exit(2);
 }
 const threads = Number(process.env.THREADS ?? 2);
@@ -45,7 +46,13 @@ const builds: {
   times: Map<number, number[]>;
 }[] = [];
 for (const path of addonPaths) {
-  const build = await openBuild(path, modelPath, { kvBlocks: BLOCKS.length, blockSize: BLOCK, threads });
+  const { file, decodeTuning } = buildArg(path);
+  const build = await openBuild(file, modelPath, {
+    kvBlocks: BLOCKS.length,
+    blockSize: BLOCK,
+    threads,
+    decodeTuning,
+  });
   const next = await prefill(build, prompt, BLOCKS, BLOCK);
   builds.push({ path, ...build, next, times: new Map(sizes.map((n) => [n, []])) });
 }

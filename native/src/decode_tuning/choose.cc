@@ -65,16 +65,26 @@ std::string nowIso() {
 bool isKeyword(const std::string& r) { return r == "auto" || r == "measure" || r == "host" || r == "off"; }
 
 // The constants with the tile height and prefetch hint measured faster on this kind of host.
-// Intel with AVX-512 (family 6 model 207, 2 vCPUs, issue 27): 8-row decode tiles against the
-// kernels' own 4 (decode_bench, 16 1B-shaped layers, 2 threads: Q4_0 0.919-0.943, Q4_K 0.923,
-// Q8_0 0.969), and a T1 prefetch one tile ahead instead of NTA: with the prefetch actually
-// emitted (q4g.h), ab-steps on 1B Q4_0 read T1 0.762 and NTA 1.380 of the step time without
-// any prefetch, 3B T1 0.785 (docs/benchmarks.md). Other hosts keep the constants, which the
-// AMD host measured with a working prefetch (NTA one tile ahead, 29% faster than none).
+// Intel with AVX-512: a T1 prefetch one tile ahead instead of NTA (family 6 model 207, issue
+// 27: with the prefetch actually emitted (q4g.h), ab-steps on 1B Q4_0 read T1 0.762 and NTA
+// 1.380 of the step time without any prefetch, 3B T1 0.785; docs/benchmarks.md). The tile
+// height differs between the Intel classes measured:
+// - family 6 model 207 (issue 27): 8-row tiles against the kernels' own 4 (decode_bench, 16
+//   1B-shaped layers, 2 threads: Q4_0 0.919-0.943, Q4_K 0.923, Q8_0 0.969; the default
+//   model's int16 tiles: 4 rows 1.041, 2 rows 1.122 of the 8-row step time).
+// - family 6 model 167, and the Intel AVX-512 classes not measured (issue 44): 2-row tiles.
+//   decode_bench, T1 one tile ahead, time ÷ 8 rows' (4 rows, 2 rows): 3B-shaped layers Q4_0
+//   2 threads 0.891 (2 rows ÷ 4 rows 1.001), 1 thread 0.868, 0.867; 1B-shaped Q4_0 0.899,
+//   0.872; 3B Q4_1 0.930, 0.901; Q4_K 0.895, 0.873; Q8_0 0.947, 0.952. In the engine
+//   (ab-steps, 3B Q4_0, 150 paired steps) 0.901, 0.877; the default model's int16 tiles 0.996,
+//   0.990 (its A/A control 0.992). An 8-row tile's eight streams a row apart read ~12% slower
+//   here, with or without the software prefetch.
+// Other vendors keep the constants, which the AMD host measured with a working prefetch (NTA
+// one tile ahead, 29% faster than none).
 DecodeTuning hostDefaultTuning(const HostInfo& host, const std::string& isa) {
   DecodeTuning t = kDefaultDecodeTuning;
   if (host.vendor == "GenuineIntel" && isa == "avx512") {
-    t.rows = 8;
+    t.rows = host.family == 6 && host.model == 207 ? 8 : 2;
     t.hint = PrefetchHint::T1;
   }
   return t;

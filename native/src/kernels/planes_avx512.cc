@@ -237,8 +237,8 @@ struct PlaneTiles {
 template <Layout L, class Planes, class Scales>
 struct PlaneAvx512 {
   static constexpr int kDecodeRows = PlaneTiles::kDecodeRows;
-  // IQ4 takes taller decode tiles where the tuning asks for them (rows=8 is the Intel AVX-512
-  // host default): 8 accumulators + 8 dot products + the 2 unpacked vectors fit the 32
+  // IQ4 takes taller decode tiles where the tuning asks for them (rows=8, the host default on
+  // Intel family 6 model 207): 8 accumulators + 8 dot products + the 2 unpacked vectors fit the 32
   // registers, and the one-tile-ahead prefetch reaches twice as far. bench/kernels/ab-steps.ts,
   // 1B IQ4_XS, 200 paired steps, 2 threads: step time 0.967 of 4-row tiles. The other plane
   // types stay at 4 (not measured at 8).
