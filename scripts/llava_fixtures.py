@@ -26,17 +26,18 @@ always stores 4-D and projector matrices so), the rest F32.
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from vision_gguf import write_gguf, write_text_gguf
+from vision_hf import default_tokenizer, encoder_layer_weights, publish_folder, save_model, text_weights
+
 NAME = 'llava-tiny'
 VISION = dict(hidden=64, layers=3, heads=4, inter=128, patch=8, image=64, eps=1e-5, seed=51)
 FEATURE_LAYER = -2
 TEXT = dict(arch='llama', hidden=128, layers=2, heads=4, kv_heads=2, head_dim=32, inter=256, tied=False, seed=52)
-QK_GAIN = 2.0
 IMAGE_TOKEN = '<image>'
 IMAGE_TOKEN_ID = 49152
 VOCAB = 49153
@@ -72,18 +73,7 @@ def vision_weights(normal) -> dict[str, np.ndarray]:
          pre + 'post_layernorm.weight': normal(s, 'post', (d,), 0.1, 1.0),
          pre + 'post_layernorm.bias': normal(s, 'postb', (d,), 0.1)}
     for i in range(VISION['layers']):
-        q = f'{pre}encoder.layers.{i}.'
-        for part, gain in (('self_attn.q_proj', QK_GAIN), ('self_attn.k_proj', QK_GAIN),
-                           ('self_attn.v_proj', 1.0), ('self_attn.out_proj', 0.5)):
-            w[q + part + '.weight'] = normal(s, q + part, (d, d), gain / np.sqrt(d))
-            w[q + part + '.bias'] = normal(s, q + part + 'b', (d,), 0.2)
-        w[q + 'mlp.fc1.weight'] = normal(s, q + 'fc1', (inter, d), 1 / np.sqrt(d))
-        w[q + 'mlp.fc1.bias'] = normal(s, q + 'fc1b', (inter,), 0.2)
-        w[q + 'mlp.fc2.weight'] = normal(s, q + 'fc2', (d, inter), 0.5 / np.sqrt(inter))
-        w[q + 'mlp.fc2.bias'] = normal(s, q + 'fc2b', (d,), 0.2)
-        for ln in ('layer_norm1', 'layer_norm2'):
-            w[q + ln + '.weight'] = normal(s, q + ln, (d,), 0.1, 1.0)
-            w[q + ln + '.bias'] = normal(s, q + ln + 'b', (d,), 0.1)
+        w.update(encoder_layer_weights(normal, s, f'{pre}encoder.layers.{i}.', d, inter))
     h = TEXT['hidden']
     mm = 'model.multi_modal_projector.'
     w[mm + 'linear_1.weight'] = normal(s, 'mm1', (h, d), 1 / np.sqrt(d))
@@ -92,12 +82,6 @@ def vision_weights(normal) -> dict[str, np.ndarray]:
     w[mm + 'linear_2.weight'] = normal(s, 'mm2', (h, h), 1 / np.sqrt(h))
     w[mm + 'linear_2.bias'] = normal(s, 'mm2b', (h,), 0.1)
     return w
-
-
-def text_weights(hf_weights) -> dict[str, np.ndarray]:
-    """make-fixtures.py's Llama weights under LLaVA's module names (model.language_model.*, lm_head)."""
-    w = hf_weights(TEXT, VOCAB)
-    return {('model.language_model.' + k[len('model.'):]) if k.startswith('model.') else k: v for k, v in w.items()}
 
 
 def config() -> dict:
@@ -125,10 +109,7 @@ def config() -> dict:
 def write_tokenizer(dst: Path, tokenizer_gguf: Path) -> None:
     """The SmolLM2 tokenizer from the default model's GGUF, with <image> added at 49152."""
     from tokenizers import AddedToken
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_gguf.parent), gguf_file=tokenizer_gguf.name)
-    if len(tok) != 49152:
-        raise SystemExit(f'make-fixtures: the default tokenizer has {len(tok)} tokens, expected 49152')
+    tok = default_tokenizer(tokenizer_gguf)
     tok.add_special_tokens({'additional_special_tokens': [AddedToken(IMAGE_TOKEN, normalized=False, special=True)]})
     if tok.convert_tokens_to_ids(IMAGE_TOKEN) != IMAGE_TOKEN_ID:
         raise SystemExit(f'make-fixtures: {IMAGE_TOKEN} got id {tok.convert_tokens_to_ids(IMAGE_TOKEN)}')
@@ -136,19 +117,12 @@ def write_tokenizer(dst: Path, tokenizer_gguf: Path) -> None:
 
 
 def write_llava_tiny(out: Path, tokenizer_gguf: Path, normal, hf_weights, publish) -> Path:
-    import torch
     from transformers import (CLIPImageProcessorPil, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor,
                               PreTrainedTokenizerFast)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{NAME}-', dir=out))
-    weights = {**vision_weights(normal), **text_weights(hf_weights)}
-    torch.manual_seed(0)  # the module init is overwritten below; seeded so nothing is left to chance
-    model = LlavaForConditionalGeneration(LlavaConfig(**config())).to(torch.float32)
-    expected = set(model.state_dict())
-    if expected != set(weights):
-        raise SystemExit(f'make-fixtures: {NAME} tensors differ from transformers\' model: '
-                         f'missing {sorted(expected - set(weights))}, extra {sorted(set(weights) - expected)}')
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
-    model.save_pretrained(str(tmp))
+    # LLaVA's module names for the text model: model.language_model.*, lm_head.
+    weights = {**vision_weights(normal), **text_weights(hf_weights, TEXT, VOCAB, 'model.language_model.')}
+    save_model(NAME, lambda: LlavaForConditionalGeneration(LlavaConfig(**config())), weights, tmp)
     write_tokenizer(tmp, tokenizer_gguf)
     edge = VISION['image']
     image_processor = CLIPImageProcessorPil(
@@ -159,16 +133,7 @@ def write_llava_tiny(out: Path, tokenizer_gguf: Path, normal, hf_weights, publis
     LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=VISION['patch'],
                    vision_feature_select_strategy='default', num_additional_image_tokens=1,
                    chat_template=CHAT_TEMPLATE).save_pretrained(str(tmp))
-    # As llava-hf's folders are laid out: the image processor in preprocessor_config.json.
-    image_processor.save_pretrained(str(tmp))
-    processor_cfg = json.loads((tmp / 'processor_config.json').read_text())
-    processor_cfg.pop('image_processor', None)
-    (tmp / 'processor_config.json').write_text(json.dumps(processor_cfg, indent=2) + '\n')
-    for f in ('preprocessor_config.json', 'processor_config.json', 'config.json', 'model.safetensors'):
-        if not (tmp / f).exists():
-            raise SystemExit(f'make-fixtures: {NAME}/{f} was not written')
-    publish(tmp, out / NAME)
-    return out / NAME
+    return publish_folder(out, NAME, tmp, image_processor, publish)
 
 
 def feature_layers() -> int:
@@ -200,7 +165,7 @@ def mmproj_name(hf: str) -> str | None:
             'model.multi_modal_projector.linear_2.bias': 'mm.2.bias'}[hf]
 
 
-def write_mmproj_gguf(out: Path, normal, write_gguf, publish) -> str:
+def write_mmproj_gguf(out: Path, normal, publish) -> str:
     import gguf
     v = VISION
 
@@ -235,58 +200,21 @@ def write_mmproj_gguf(out: Path, normal, write_gguf, publish) -> str:
     return write_gguf(out, f'mmproj-{NAME}-f32.gguf', 'clip', fill, publish)
 
 
-def write_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, write_gguf, publish) -> str:
+def write_llava_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, publish) -> str:
     """The text model as convert_hf_to_gguf.py writes LLaVA's: a llama GGUF (F32), its
     vocabulary the SmolLM2 one plus <image> (a control token), LLaVA-1.5's chat template."""
-    import gguf
-    t = TEXT
-    tensors = llama_hf_to_gguf(hf_weights(t, VOCAB), t, t['tied'])
-
-    def tokenizer_value(key: str, value):
-        if key == 'tokenizer.ggml.tokens':
-            return list(value) + [IMAGE_TOKEN]
-        if key == 'tokenizer.ggml.token_type':
-            return list(value) + [gguf.TokenType.CONTROL]
-        if key == 'tokenizer.ggml.scores':
-            return list(value) + [0.0]
-        return CHAT_TEMPLATE if key == 'tokenizer.chat_template' else value
-
-    def fill(w) -> None:
-        w.add_type('model')
-        w.add_name(f'prism-fixture-{NAME}')
-        w.add_vocab_size(VOCAB)
-        w.add_context_length(8192)
-        w.add_embedding_length(t['hidden'])
-        w.add_block_count(t['layers'])
-        w.add_feed_forward_length(t['inter'])
-        w.add_head_count(t['heads'])
-        w.add_head_count_kv(t['kv_heads'])
-        w.add_rope_freq_base(100000.0)
-        w.add_layer_norm_rms_eps(1e-5)
-        w.add_file_type(0)
-        w.add_quantization_version(2)
-        w.add_rope_dimension_count(t['head_dim'])
-        keys = {k for k, _, _, _ in tokenizer_kvs}
-        for key, value, vtype, sub in tokenizer_kvs:
-            w.add_key_value(key, tokenizer_value(key, value), vtype, sub_type=sub)
-        if 'tokenizer.chat_template' not in keys:
-            w.add_string('tokenizer.chat_template', CHAT_TEMPLATE)
-        for name, arr in tensors.items():
-            w.add_tensor(name, arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
-
-    if not any(k == 'tokenizer.ggml.tokens' and len(v) == 49152 for k, v, _, _ in tokenizer_kvs):
-        raise SystemExit('make-fixtures: the default tokenizer GGUF does not hold 49152 tokens')
-    return write_gguf(out, f'{NAME}-f32.gguf', 'llama', fill, publish)
+    return write_text_gguf(out, NAME, TEXT, llama_hf_to_gguf(hf_weights(TEXT, VOCAB), TEXT, TEXT['tied']),
+                           tokenizer_kvs, [IMAGE_TOKEN], {'tokenizer.chat_template': CHAT_TEMPLATE}, publish)
 
 
 def write_llava_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weights, publish, tokenizer_kvs: list[tuple],
-                         llama_hf_to_gguf, write_gguf) -> list[dict]:
+                         llama_hf_to_gguf) -> list[dict]:
     """Writes the LLaVA fixtures; returns their manifest entries (vision_fixtures.py's shape)."""
     write_llava_tiny(out, tokenizer_gguf, normal, hf_weights, publish)
     log(f'{NAME}/')
-    text = write_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, write_gguf, publish)
+    text = write_llava_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, publish)
     log(text)
-    mmproj = write_mmproj_gguf(out, normal, write_gguf, publish)
+    mmproj = write_mmproj_gguf(out, normal, publish)
     log(mmproj)
     return [{'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'llava', 'weightType': 'F32',
              'tied': False, 'task': 'vision'},

@@ -16,7 +16,8 @@ Writes into OUT (default: test/fixtures/generated/, git-ignored):
   GGUF twins): scripts/pooling_fixtures.py says which.
 * the vision-language fixtures (smolvlm-tiny/, a random-weight SmolVLM / Idefics3 folder with
   its processor and tokenizer; llava-tiny/, a random-weight LLaVA-1.5 folder, and their GGUF
-  pairs): scripts/vision_fixtures.py, scripts/llava_fixtures.py.
+  pairs): scripts/vision_fixtures.py, scripts/llava_fixtures.py (with the pieces both write
+  with, scripts/vision_hf.py and scripts/vision_gguf.py).
 * manifest.json, written last: the generator's own hash (so a changed generator means
   stale fixtures) and the list of fixtures.
 
@@ -677,7 +678,8 @@ ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe
 
 # The generator is this file and the modules it writes fixtures with: a change to any of them
 # makes the fixtures stale (test/fixtures.ts computes the same hash).
-GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py')
+GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py',
+                   'vision_gguf.py', 'vision_hf.py')
 
 
 def generator_hash() -> str:

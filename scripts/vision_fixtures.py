@@ -28,18 +28,19 @@ order shows) and every layer moves the features.
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from vision_gguf import write_gguf, write_text_gguf
+from vision_hf import default_tokenizer, encoder_layer_weights, publish_folder, save_model, text_weights
 
 NAME = 'smolvlm-tiny'
 VISION = dict(hidden=64, layers=2, heads=4, inter=256, patch=8, tile=64, eps=1e-6, seed=41)
 SCALE_FACTOR = 2
 TILES_PER_EDGE = 4  # size.longest_edge = 4 tiles, as SmolVLM's 2048 = 4 x 512
 TEXT = dict(arch='llama', hidden=128, layers=2, heads=4, kv_heads=2, head_dim=32, inter=256, tied=False, seed=42)
-QK_GAIN = 2.0
 
 # SmolVLM-256M-Instruct's added tokens, in id order from 49152 (the SmolLM2 vocabulary's end).
 SMOLVLM_ADDED = (['<global-img>'] + [f'<row_{r}_col_{c}>' for r in range(1, 7) for c in range(1, 7)]
@@ -67,18 +68,7 @@ def vision_weights(normal) -> dict[str, np.ndarray]:
          pre + 'embeddings.patch_embedding.bias': normal(s, 'patchb', (d,), 0.2),
          pre + 'embeddings.position_embedding.weight': normal(s, 'pos', (n_pos, d), 0.5)}
     for i in range(VISION['layers']):
-        q = f'{pre}encoder.layers.{i}.'
-        for part, gain in (('self_attn.q_proj', QK_GAIN), ('self_attn.k_proj', QK_GAIN),
-                           ('self_attn.v_proj', 1.0), ('self_attn.out_proj', 0.5)):
-            w[q + part + '.weight'] = normal(s, q + part, (d, d), gain / np.sqrt(d))
-            w[q + part + '.bias'] = normal(s, q + part + 'b', (d,), 0.2)
-        w[q + 'mlp.fc1.weight'] = normal(s, q + 'fc1', (inter, d), 1 / np.sqrt(d))
-        w[q + 'mlp.fc1.bias'] = normal(s, q + 'fc1b', (inter,), 0.2)
-        w[q + 'mlp.fc2.weight'] = normal(s, q + 'fc2', (d, inter), 0.5 / np.sqrt(inter))
-        w[q + 'mlp.fc2.bias'] = normal(s, q + 'fc2b', (d,), 0.2)
-        for ln in ('layer_norm1', 'layer_norm2'):
-            w[q + ln + '.weight'] = normal(s, q + ln, (d,), 0.1, 1.0)
-            w[q + ln + '.bias'] = normal(s, q + ln + 'b', (d,), 0.1)
+        w.update(encoder_layer_weights(normal, s, f'{pre}encoder.layers.{i}.', d, inter))
     w[pre + 'post_layernorm.weight'] = normal(s, 'post', (d,), 0.1, 1.0)
     w[pre + 'post_layernorm.bias'] = normal(s, 'postb', (d,), 0.1)
     # The connector's projection: unit-scale rows out, like the text model's token embeddings.
@@ -86,12 +76,6 @@ def vision_weights(normal) -> dict[str, np.ndarray]:
     w['model.connector.modality_projection.proj.weight'] = normal(s, 'proj', (TEXT['hidden'], fan_in),
                                                                   1 / np.sqrt(fan_in))
     return w
-
-
-def text_weights(hf_weights) -> dict[str, np.ndarray]:
-    """make-fixtures.py's Llama weights under Idefics3's names (model.text_model.*, lm_head)."""
-    w = hf_weights(TEXT, VOCAB)
-    return {('model.text_model.' + k[len('model.'):]) if k.startswith('model.') else k: v for k, v in w.items()}
 
 
 def config() -> dict:
@@ -116,10 +100,7 @@ def config() -> dict:
 def write_tokenizer(dst: Path, tokenizer_gguf: Path) -> None:
     """The SmolLM2 tokenizer from the default model's GGUF, with SmolVLM's added tokens."""
     from tokenizers import AddedToken
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_gguf.parent), gguf_file=tokenizer_gguf.name)
-    if len(tok) != 49152:
-        raise SystemExit(f'make-fixtures: the default tokenizer has {len(tok)} tokens, expected 49152')
+    tok = default_tokenizer(tokenizer_gguf)
     tok.add_special_tokens({'additional_special_tokens': [AddedToken(t, normalized=False, special=True)
                                                           for t in SMOLVLM_ADDED]})
     for i, t in enumerate(SMOLVLM_ADDED):
@@ -132,19 +113,13 @@ def write_tokenizer(dst: Path, tokenizer_gguf: Path) -> None:
 
 
 def write_smolvlm_tiny(out: Path, tokenizer_gguf: Path, normal, hf_weights, publish) -> Path:
-    import torch
     from transformers import (Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessorPil,
                               Idefics3Processor, PreTrainedTokenizerFast)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{NAME}-', dir=out))
-    weights = {**vision_weights(normal), **text_weights(hf_weights)}
-    torch.manual_seed(0)  # the module init is overwritten below; seeded so nothing is left to chance
-    model = Idefics3ForConditionalGeneration(Idefics3Config(**config(), pad_token_id=2)).to(torch.float32)
-    expected = set(model.state_dict())
-    if expected != set(weights):
-        raise SystemExit(f'make-fixtures: {NAME} tensors differ from transformers\' model: '
-                         f'missing {sorted(expected - set(weights))}, extra {sorted(set(weights) - expected)}')
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
-    model.save_pretrained(str(tmp))
+    # Idefics3's names for the text model: model.text_model.*, lm_head.
+    weights = {**vision_weights(normal), **text_weights(hf_weights, TEXT, VOCAB, 'model.text_model.')}
+    save_model(NAME, lambda: Idefics3ForConditionalGeneration(Idefics3Config(**config(), pad_token_id=2)),
+               weights, tmp)
     write_tokenizer(tmp, tokenizer_gguf)
     tile = VISION['tile']
     image_processor = Idefics3ImageProcessorPil(
@@ -154,17 +129,7 @@ def write_smolvlm_tiny(out: Path, tokenizer_gguf: Path, normal, hf_weights, publ
     tokenizer = PreTrainedTokenizerFast.from_pretrained(str(tmp))
     Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=tokens_per_tile(),
                       chat_template=CHAT_TEMPLATE).save_pretrained(str(tmp))
-    # Laid out as SmolVLM's own folders are (and older transformers save): the image processor
-    # in preprocessor_config.json, processor_config.json holding only the processor's own keys.
-    image_processor.save_pretrained(str(tmp))
-    processor_cfg = json.loads((tmp / 'processor_config.json').read_text())
-    processor_cfg.pop('image_processor', None)
-    (tmp / 'processor_config.json').write_text(json.dumps(processor_cfg, indent=2) + '\n')
-    for f in ('preprocessor_config.json', 'processor_config.json', 'config.json', 'model.safetensors'):
-        if not (tmp / f).exists():
-            raise SystemExit(f'make-fixtures: {NAME}/{f} was not written')
-    publish(tmp, out / NAME)
-    return out / NAME
+    return publish_folder(out, NAME, tmp, image_processor, publish)
 
 
 # convert_hf_to_gguf.py --mmproj's names for SmolVLM's vision tensors (gguf-py's tensor map).
@@ -184,22 +149,6 @@ def mmproj_name(hf: str) -> str:
             pre + 'embeddings.position_embedding.weight': 'v.position_embd.weight',
             pre + 'post_layernorm.weight': 'v.post_ln.weight', pre + 'post_layernorm.bias': 'v.post_ln.bias',
             'model.connector.modality_projection.proj.weight': 'mm.model.fc.weight'}[hf]
-
-
-def write_gguf(out: Path, name: str, arch: str, fill, publish) -> str:
-    """A GGUF written by `fill(writer)` to a temporary file, then published as out/name."""
-    import os
-    import gguf
-    fd, tmp = tempfile.mkstemp(prefix=f'.{name}-', dir=out)
-    os.close(fd)
-    w = gguf.GGUFWriter(tmp, arch)
-    fill(w)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    publish(Path(tmp), out / name)
-    return name
 
 
 def write_mmproj_gguf(out: Path, normal, publish, type_name: str) -> str:
@@ -238,48 +187,15 @@ def write_mmproj_gguf(out: Path, normal, publish, type_name: str) -> str:
     return write_gguf(out, f'mmproj-{NAME}-{type_name.lower()}.gguf', 'clip', fill, publish)
 
 
-def write_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, publish) -> str:
+def write_smolvlm_text_gguf(out: Path, hf_weights, tokenizer_kvs: list[tuple], llama_hf_to_gguf, publish) -> str:
     """The text model as convert_hf_to_gguf.py writes SmolVLM's: a llama GGUF (F32), its
     vocabulary the SmolLM2 one plus SmolVLM's added tokens (control tokens), eos
     <end_of_utterance>, pad <|im_end|>, SmolVLM's chat template."""
-    import gguf
-    t = TEXT
-    tensors = llama_hf_to_gguf(hf_weights(t, VOCAB), t, t['tied'])
     eos, pad = 49152 + SMOLVLM_ADDED.index('<end_of_utterance>'), 2
-
-    def tokenizer_value(key: str, value):
-        if key == 'tokenizer.ggml.tokens':
-            return list(value) + SMOLVLM_ADDED
-        if key == 'tokenizer.ggml.token_type':
-            return list(value) + [gguf.TokenType.CONTROL] * len(SMOLVLM_ADDED)
-        if key == 'tokenizer.ggml.scores':
-            return list(value) + [0.0] * len(SMOLVLM_ADDED)
-        return {'tokenizer.ggml.eos_token_id': eos, 'tokenizer.ggml.padding_token_id': pad,
-                'tokenizer.chat_template': CHAT_TEMPLATE}.get(key, value)
-
-    def fill(w) -> None:
-        w.add_type('model')
-        w.add_name(f'prism-fixture-{NAME}')
-        w.add_vocab_size(VOCAB)
-        w.add_context_length(8192)
-        w.add_embedding_length(t['hidden'])
-        w.add_block_count(t['layers'])
-        w.add_feed_forward_length(t['inter'])
-        w.add_head_count(t['heads'])
-        w.add_head_count_kv(t['kv_heads'])
-        w.add_rope_freq_base(100000.0)
-        w.add_layer_norm_rms_eps(1e-5)
-        w.add_file_type(0)
-        w.add_quantization_version(2)
-        w.add_rope_dimension_count(t['head_dim'])
-        for key, value, vtype, sub in tokenizer_kvs:
-            w.add_key_value(key, tokenizer_value(key, value), vtype, sub_type=sub)
-        for name, arr in tensors.items():
-            w.add_tensor(name, arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
-
-    if not any(k == 'tokenizer.ggml.tokens' and len(v) == 49152 for k, v, _, _ in tokenizer_kvs):
-        raise SystemExit('make-fixtures: the default tokenizer GGUF does not hold 49152 tokens')
-    return write_gguf(out, f'{NAME}-f32.gguf', 'llama', fill, publish)
+    return write_text_gguf(out, NAME, TEXT, llama_hf_to_gguf(hf_weights(TEXT, VOCAB), TEXT, TEXT['tied']),
+                           tokenizer_kvs, SMOLVLM_ADDED,
+                           {'tokenizer.ggml.eos_token_id': eos, 'tokenizer.ggml.padding_token_id': pad,
+                            'tokenizer.chat_template': CHAT_TEMPLATE}, publish)
 
 
 def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weights, publish, tokenizer_kvs: list[tuple],
@@ -289,14 +205,14 @@ def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weigh
     model's tokenizer.* metadata), `llama_hf_to_gguf`: make-fixtures.py's."""
     write_smolvlm_tiny(out, tokenizer_gguf, normal, hf_weights, publish)
     log(f'{NAME}/')
-    text = write_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, publish)
+    text = write_smolvlm_text_gguf(out, hf_weights, tokenizer_kvs, llama_hf_to_gguf, publish)
     log(text)
     mmprojs = [write_mmproj_gguf(out, normal, publish, type_name) for type_name in ('F32', 'F16')]
     for mmproj in mmprojs:
         log(mmproj)
     import llava_fixtures
     llava = llava_fixtures.write_llava_fixtures(out, log, tokenizer_gguf, normal, hf_weights, publish, tokenizer_kvs,
-                                                llama_hf_to_gguf, write_gguf)
+                                                llama_hf_to_gguf)
     # The GGUF pair's float reference is the folder of the same weights.
     return [*llava, {'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
              'tied': False, 'task': 'vision'},

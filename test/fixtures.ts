@@ -57,9 +57,14 @@ export const generatedDir = (): string => join(projectRoot(), 'test', 'fixtures'
 const generatorScript = (): string => join(projectRoot(), 'scripts', 'make-fixtures.py');
 /** make-fixtures.py and the modules it writes fixtures with (its GENERATOR_FILES, same order). */
 const generatorFiles = (): string[] =>
-  ['make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py'].map((f) =>
-    join(projectRoot(), 'scripts', f),
-  );
+  [
+    'make-fixtures.py',
+    'pooling_fixtures.py',
+    'vision_fixtures.py',
+    'llava_fixtures.py',
+    'vision_gguf.py',
+    'vision_hf.py',
+  ].map((f) => join(projectRoot(), 'scripts', f));
 
 export function pythonCommand(): string {
   return process.env.PYTHON || 'python3';

@@ -12,51 +12,35 @@
  * request with an `image_url` part gets the engine's prompt and greedy answer.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import sharp from 'sharp';
-import { ensureDefaultModel, projectRoot } from '../../engine/default-model.js';
+import { ensureDefaultModel } from '../../engine/default-model.js';
 import type { EngineCore } from '../../engine/engine-core.js';
 import { loadEngine } from '../../engine/load-engine.js';
-import type { EngineOptions } from '../../engine/options.js';
-import type { FinishEvent, GenerateRequest } from '../../engine/types.js';
-import { fixture, pythonCommand } from '../fixtures.js';
+import type { GenerateRequest } from '../../engine/types.js';
+import { fixture } from '../fixtures.js';
 import { postJson, startHarness } from '../gateways-harness.js';
+import { drawnRgb, GRADIENT, shapes90x200, type DrawnImage } from './drawn-images.js';
+import {
+  ENGINE_OPTIONS,
+  finish,
+  generateReference,
+  imageChatRequest,
+  maxLogprobDifference,
+  promptAgreement,
+} from './image-chat.js';
+import { testMmprojRefusals } from './mmproj-refusals.js';
 
 const MAX_NEW = 8;
 const TEXT = 'What is in this image? Answer in one sentence.';
 const IMAGE_ID = 49152;
 const IMAGE_TOKENS = 64;
 const LOGPROB_BOUND = 2e-2;
-const OPTIONS: EngineOptions = { threads: 2, maxSeqLen: 1024, kvCacheBytes: 32 << 20 };
 
-const IMAGES: readonly {
-  label: string;
-  width: number;
-  height: number;
-  pixel: (x: number, y: number) => number[];
-}[] = [
-  {
-    label: 'gradient 300x100',
-    width: 300,
-    height: 100,
-    pixel: (x, y) => [Math.floor((x * 255) / 299), Math.floor((y * 255) / 99), (x + 2 * y) % 256],
-  },
-  {
-    label: 'shapes 90x200',
-    width: 90,
-    height: 200,
-    pixel: (x, y) =>
-      (x - 45) ** 2 + (y - 100) ** 2 < 900
-        ? [220, 30, 40]
-        : y > 140 && x > 20 && x < 70
-          ? [20, 40, 200]
-          : [240, 240, 230],
-  },
-];
+const IMAGES: readonly DrawnImage[] = [GRADIENT, shapes90x200(100, 140)];
 
 const folder = (): string => fixture('llava-tiny').path;
 const textGguf = (): string => fixture('llava-tiny-f32').path;
@@ -69,91 +53,25 @@ const tails: number[][] = [];
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), 'prism-llava-generate-'));
-  engine = await loadEngine(folder(), OPTIONS);
+  engine = await loadEngine(folder(), ENGINE_OPTIONS);
 });
 after(async () => {
   await engine?.close();
   rmSync(work, { recursive: true, force: true });
 });
 
-function pixels(drawn: (typeof IMAGES)[number]): Uint8Array {
-  const rgb = new Uint8Array(drawn.width * drawn.height * 3);
-  for (let y = 0; y < drawn.height; y++)
-    for (let x = 0; x < drawn.width; x++) rgb.set(drawn.pixel(x, y), (y * drawn.width + x) * 3);
-  return rgb;
-}
-
-interface Reference {
-  ids: number[];
-  top1: number[];
-  logprobs: number[];
-  generated: number[];
-}
-
-function reference(drawn: (typeof IMAGES)[number], rgb: Uint8Array): Reference {
-  const rgbPath = join(work, `${drawn.width}x${drawn.height}.rgb`);
-  writeFileSync(rgbPath, rgb);
-  const out = execFileSync(
-    pythonCommand(),
-    [
-      join(projectRoot(), 'test', 'vision', 'generate_reference.py'),
-      folder(),
-      rgbPath,
-      String(drawn.width),
-      String(drawn.height),
-      TEXT,
-      String(MAX_NEW),
-      'chat',
-    ],
-    { encoding: 'utf8', env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' } },
-  );
-  return JSON.parse(out.trim().split('\n').at(-1)!) as Reference;
-}
-
-function request(drawn: (typeof IMAGES)[number], ignoreEos = true): GenerateRequest {
-  return {
-    prompt: {
-      kind: 'chat',
-      messages: [
-        {
-          role: 'user',
-          content: TEXT,
-          parts: [
-            { type: 'image', image: 0 },
-            { type: 'text', text: TEXT },
-          ],
-        },
-      ],
-    },
-    params: { temperature: 0, ignoreEos, maxNewTokens: MAX_NEW, promptLogprobs: 1 },
-    images: [
-      { width: drawn.width, height: drawn.height, rgb: pixels(drawn), field: 'messages[0].content[0]' },
-    ],
-  };
-}
-
-async function finish(e: EngineCore, r: GenerateRequest): Promise<FinishEvent> {
-  let f: FinishEvent | undefined;
-  for await (const ev of e.generate(r)) if (ev.type === 'finish') f = ev;
-  assert.ok(f);
-  return f;
-}
+const request = (drawn: DrawnImage, ignoreEos = true): GenerateRequest =>
+  imageChatRequest({ ...drawn, rgb: drawnRgb(drawn) }, TEXT, MAX_NEW, ignoreEos);
 
 for (const drawn of IMAGES) {
   test(`greedy and teacher-forced top-1 equal transformers' LLaVA: ${drawn.label}`, async () => {
-    const ref = reference(drawn, pixels(drawn));
+    const ref = generateReference(folder(), work, drawn, drawnRgb(drawn), TEXT, MAX_NEW, 'chat');
     const f = await finish(engine, request(drawn));
     assert.ok(f.promptLogprobs);
     const ids = f.promptLogprobs.map((p) => p.tokenId);
     assert.deepEqual(ids, ref.ids);
     assert.equal(ids.filter((t) => t === IMAGE_ID).length, IMAGE_TOKENS, 'one image, 64 image tokens');
-    let agree = 0;
-    for (let i = 1; i < ref.ids.length; i++)
-      if (f.promptLogprobs[i]!.top[0]?.tokenId === ref.top1[i - 1]) agree++;
-    const rate = agree / (ref.ids.length - 1);
-    let err = 0;
-    for (let i = 1; i < ref.ids.length; i++)
-      err = Math.max(err, Math.abs(f.promptLogprobs[i]!.logprob! - ref.logprobs[i - 1]!));
+    const { top1: rate, maxError: err } = promptAgreement(f.promptLogprobs, ref);
     console.log(
       `# llava ${drawn.label}: ${ref.ids.length} prompt tokens, teacher-forced top-1 ${(100 * rate).toFixed(2)}%, ` +
         `prompt logprobs max abs error ${err.toExponential(2)}, greedy ${JSON.stringify(ref.generated)}`,
@@ -172,7 +90,7 @@ test('the two images give the question after them other scores (the rows are see
 });
 
 test('the text GGUF + mmproj pair answers an image request as the folder does', async () => {
-  const pair = await loadEngine(textGguf(), { ...OPTIONS, mmproj: mmproj() });
+  const pair = await loadEngine(textGguf(), { ...ENGINE_OPTIONS, mmproj: mmproj() });
   try {
     for (const drawn of IMAGES) {
       const [a, b] = [await finish(engine, request(drawn)), await finish(pair, request(drawn))];
@@ -181,9 +99,7 @@ test('the text GGUF + mmproj pair answers an image request as the folder does', 
         b.promptLogprobs.map((p) => p.tokenId),
         a.promptLogprobs.map((p) => p.tokenId),
       );
-      let err = 0;
-      for (let i = 1; i < a.promptLogprobs.length; i++)
-        err = Math.max(err, Math.abs(b.promptLogprobs[i]!.logprob! - a.promptLogprobs[i]!.logprob!));
+      const err = maxLogprobDifference(a.promptLogprobs, b.promptLogprobs);
       console.log(
         `# llava mmproj pair vs folder, ${drawn.label}: prompt logprobs max abs difference ${err.toExponential(2)}`,
       );
@@ -196,7 +112,7 @@ test('the text GGUF + mmproj pair answers an image request as the folder does', 
   }
 });
 
-for (const [what, model, path, rule] of [
+testMmprojRefusals(ENGINE_OPTIONS, [
   ["another model's text GGUF", ensureDefaultModel, mmproj, /vocabulary has no '<image>' token/],
   [
     "SmolVLM's mmproj beside LLaVA's text GGUF",
@@ -205,23 +121,12 @@ for (const [what, model, path, rule] of [
     /has no token for <fake_token_around_image>/,
   ],
   ['a folder with its own image side', folder, mmproj, /vision-language folder with its own image side/],
-] as const) {
-  test(`--mmproj is refused at load for ${what}, naming mmproj`, async () => {
-    await assert.rejects(
-      loadEngine(model(), { ...OPTIONS, mmproj: path() }),
-      (e: Error & { field?: string }) => {
-        assert.equal(e.field, 'mmproj');
-        assert.match(e.message, rule);
-        return true;
-      },
-    );
-  });
-}
+]);
 
 test("OpenAI chat with an image_url part through the real server: the engine's prompt and greedy answer", async () => {
   const drawn = IMAGES[0]!;
   const direct = await finish(engine, request(drawn, false));
-  const png = await sharp(Buffer.from(pixels(drawn)), {
+  const png = await sharp(Buffer.from(drawnRgb(drawn)), {
     raw: { width: drawn.width, height: drawn.height, channels: 3 },
   })
     .png()

@@ -29,159 +29,51 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import sharp from 'sharp';
 import { projectRoot } from '../../engine/default-model.js';
-import { decodeImage } from '../../gateways/shared/images/decode-image.js';
-import { DEFAULT_MEDIA } from '../../gateways/shared/images/media-config.js';
 import * as native from '../../native/native.js';
 import { fixture, pythonCommand } from '../fixtures.js';
+import { numericsImages, smoothNoise, type DecodedImage, type DrawnImage } from './drawn-images.js';
+import { featuresReference, onePassError, pixelDiff, pixelsToRows, relError } from './features-reference.js';
+import type { FeaturesReference } from './features-reference.js';
 
-interface Drawn {
-  readonly label: string;
-  readonly width: number;
-  readonly height: number;
-  readonly format: 'png' | 'jpeg';
-  readonly pixel: (x: number, y: number) => [number, number, number];
-}
+const SHAPES: DrawnImage = {
+  label: 'shapes 97x211',
+  width: 97,
+  height: 211,
+  pixel: (x, y) =>
+    (x - 48) ** 2 + (y - 100) ** 2 < 35 ** 2
+      ? [230, 40, 30]
+      : Math.floor(y / 7) % 2 === 0
+        ? [20, 60, 240]
+        : [250, 250, 235],
+};
 
-/** Hashed lattice noise, smoothly interpolated: a photograph-like texture. */
-function noise(x: number, y: number, cell: number, seed: number): number {
-  const h = (i: number, j: number): number => {
-    let v = (i * 374761393 + j * 668265263 + seed * 982451653) | 0;
-    v = Math.imul(v ^ (v >>> 13), 1274126177);
-    return ((v ^ (v >>> 16)) >>> 0) / 4294967295;
-  };
-  const i = Math.floor(x / cell),
-    j = Math.floor(y / cell);
-  const s = (t: number): number => t * t * (3 - 2 * t);
-  const u = s(x / cell - i),
-    v = s(y / cell - j);
-  return (h(i, j) * (1 - u) + h(i + 1, j) * u) * (1 - v) + (h(i, j + 1) * (1 - u) + h(i + 1, j + 1) * u) * v;
-}
+const NOISE: DrawnImage = {
+  label: 'noise 640x480',
+  width: 640,
+  height: 480,
+  pixel: (x, y) =>
+    [0, 1, 2].map((c) =>
+      Math.round(255 * (0.7 * smoothNoise(x, y, 40, c) + 0.3 * smoothNoise(x, y, 6, c + 5))),
+    ),
+};
 
-const DRAWN: readonly Drawn[] = [
-  {
-    label: 'gradient 300x100 PNG',
-    width: 300,
-    height: 100,
-    format: 'png',
-    pixel: (x, y) => [Math.floor((x * 255) / 299), Math.floor((y * 255) / 99), (x + 2 * y) % 256],
-  },
-  {
-    label: 'shapes 97x211 PNG',
-    width: 97,
-    height: 211,
-    format: 'png',
-    pixel: (x, y) =>
-      (x - 48) ** 2 + (y - 100) ** 2 < 35 ** 2
-        ? [230, 40, 30]
-        : Math.floor(y / 7) % 2 === 0
-          ? [20, 60, 240]
-          : [250, 250, 235],
-  },
-  {
-    label: 'noise 640x480 JPEG',
-    width: 640,
-    height: 480,
-    format: 'jpeg',
-    pixel: (x, y) =>
-      [0, 1, 2].map((c) => Math.round(255 * (0.7 * noise(x, y, 40, c) + 0.3 * noise(x, y, 6, c + 5)))) as [
-        number,
-        number,
-        number,
-      ],
-  },
-  {
-    label: 'small 23x31 PNG',
-    width: 23,
-    height: 31,
-    format: 'png',
-    pixel: (x, y) => [(x * 11) % 256, (y * 7) % 256, ((x ^ y) * 5) % 256],
-  },
-  {
-    label: 'square 128x128 JPEG',
-    width: 128,
-    height: 128,
-    format: 'jpeg',
-    pixel: (x, y) => [
-      Math.round(255 * noise(x, y, 16, 11)),
-      (x * 2) % 256,
-      Math.round(255 * noise(x, y, 5, 12)),
-    ],
-  },
-];
-
-interface Reference {
+/** llava_reference.py's reference.json entry for an image. */
+interface LlavaMeta {
   readonly featureRows: number;
   readonly imageTokens: number;
-  readonly pixels: Float32Array;
-  readonly features: Float32Array;
 }
 
 const folder = (): string => fixture('llava-tiny').path;
 let work: string;
 let vision: native.VisionModelHandle;
-let images: { label: string; width: number; height: number; rgb: Uint8Array }[];
-let refs: Reference[];
-
-const floats = (path: string): Float32Array => {
-  const b = readFileSync(path);
-  return new Float32Array(b.buffer, b.byteOffset, b.length / 4);
-};
-
-function relError(got: Float32Array, ref: Float32Array): number {
-  assert.equal(got.length, ref.length);
-  let num = 0,
-    den = 0;
-  for (let k = 0; k < ref.length; k++) {
-    num += (got[k]! - ref[k]!) ** 2;
-    den += ref[k]! ** 2;
-  }
-  return Math.sqrt(num / den);
-}
+let images: DecodedImage[];
+let refs: FeaturesReference<LlavaMeta>[];
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), 'prism-llava-'));
-  images = [];
-  for (const d of DRAWN) {
-    const raw = Buffer.alloc(d.width * d.height * 3);
-    for (let y = 0; y < d.height; y++)
-      for (let x = 0; x < d.width; x++) raw.set(d.pixel(x, y), (y * d.width + x) * 3);
-    const img = sharp(raw, { raw: { width: d.width, height: d.height, channels: 3 } });
-    const encoded = await (d.format === 'png' ? img.png() : img.jpeg({ quality: 90 })).toBuffer();
-    const decoded = await decodeImage(encoded, d.label, DEFAULT_MEDIA);
-    images.push({ label: d.label, width: decoded.width, height: decoded.height, rgb: decoded.rgb });
-  }
-  const request = {
-    images: images.map((im, i) => {
-      const path = join(work, `${i}.rgb`);
-      writeFileSync(path, im.rgb);
-      return { rgb: path, width: im.width, height: im.height };
-    }),
-  };
-  writeFileSync(join(work, 'request.json'), JSON.stringify(request));
-  execFileSync(
-    pythonCommand(),
-    [
-      join(projectRoot(), 'test', 'vision', 'llava_reference.py'),
-      'features',
-      folder(),
-      join(work, 'request.json'),
-      work,
-    ],
-    {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TQDM_DISABLE: '1' },
-    },
-  );
-  const meta = JSON.parse(readFileSync(join(work, 'reference.json'), 'utf8')) as {
-    images: Omit<Reference, 'pixels' | 'features'>[];
-  };
-  refs = meta.images.map((m, i) => ({
-    ...m,
-    pixels: floats(join(work, `${i}.pixels.f32`)),
-    features: floats(join(work, `${i}.features.f32`)),
-  }));
+  images = await numericsImages(SHAPES, NOISE);
+  refs = featuresReference<LlavaMeta>('llava_reference.py', folder(), images, work);
   vision = await native.loadVisionModel(folder(), { threads: 2 });
 });
 
@@ -220,13 +112,7 @@ test("preprocessImage equals transformers' CLIPImageProcessor (PIL backend) with
     const got = await native.preprocessImage(vision, im.rgb, im.width, im.height);
     assert.deepEqual([got.tileCount, got.rows, got.cols], [1, 0, 0], im.label);
     assert.equal(got.tiles.length, ref.pixels.length, im.label);
-    let maxDiff = 0,
-      differing = 0;
-    for (let k = 0; k < ref.pixels.length; k++) {
-      const d = Math.abs(got.tiles[k]! - ref.pixels[k]!);
-      if (d > 0) differing++;
-      maxDiff = Math.max(maxDiff, d);
-    }
+    const { maxDiff, differing } = pixelDiff(got.tiles, ref.pixels);
     process.stderr.write(
       `  ${im.label}: pixel_values max |diff| ${maxDiff} (${differing} of ${ref.pixels.length} differ)\n`,
     );
@@ -247,10 +133,7 @@ test("encodeImage: image features within 1e-4 relative error of transformers' ge
     process.stderr.write(`  ${im.label}: features relative error ${rel.toExponential(3)}\n`);
     assert.ok(rel <= 1e-4, `${im.label}: relative error ${rel}`);
   }
-  const all = new Float32Array(refs.reduce((n, r) => n + r.pixels.length, 0));
-  refs.forEach((r, i) => all.set(r.pixels, i * r.pixels.length));
-  const batched = await native.encodeImage(vision, all, refs.length);
-  const rel = relError(batched, Float32Array.from(refs.flatMap((r) => [...r.features])));
+  const rel = await onePassError(vision, refs, refs.length); // one tile an image
   process.stderr.write(
     `  all images in one pass: relative error ${rel.toExponential(3)} (worst single ${worst.toExponential(3)})\n`,
   );
@@ -259,10 +142,7 @@ test("encodeImage: image features within 1e-4 relative error of transformers' ge
 
 test('preprocessImage then encodeImage: from decoded pixels to rows against transformers', async () => {
   for (const [i, im] of images.entries()) {
-    const ref = refs[i]!;
-    const pre = await native.preprocessImage(vision, im.rgb, im.width, im.height);
-    const rel = relError(await native.encodeImage(vision, pre.tiles, 1), ref.features);
-    const exact = pre.tiles.every((v, k) => Math.abs(v - ref.pixels[k]!) <= 1e-6);
+    const { rel, exact } = await pixelsToRows(vision, im, refs[i]!);
     process.stderr.write(`  ${im.label}: pixels to rows relative error ${rel.toExponential(3)}\n`);
     assert.ok(rel <= (exact ? 1e-4 : 2e-2), `${im.label}: relative error ${rel}`);
   }
@@ -314,31 +194,18 @@ test("'full' keeps the class row and vision_feature_layer -1 runs every layer: s
     .replace('"vision_feature_layer": -2', '"vision_feature_layer": -1');
   assert.equal(changed.match(/"full"|-1\b/g)?.length, 2, 'both config values edited');
   writeFileSync(join(dir, 'config.json'), changed);
-  const out = mkdtempSync(join(work, 'full-'));
-  execFileSync(
-    pythonCommand(),
-    [
-      join(projectRoot(), 'test', 'vision', 'llava_reference.py'),
-      'features',
-      dir,
-      join(work, 'request.json'),
-      out,
-    ],
-    {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TQDM_DISABLE: '1' },
-    },
+  const fullRefs = featuresReference<LlavaMeta>(
+    'llava_reference.py',
+    dir,
+    images,
+    mkdtempSync(join(work, 'full-')),
   );
-  const meta = JSON.parse(readFileSync(join(out, 'reference.json'), 'utf8')) as {
-    images: Omit<Reference, 'pixels' | 'features'>[];
-  };
   const full = await native.loadVisionModel(dir, { threads: 2 });
   try {
     assert.equal(native.visionInfo(full).tokensPerTile, 65);
     for (const [i, im] of images.entries()) {
-      assert.deepEqual([meta.images[i]!.featureRows, meta.images[i]!.imageTokens], [65, 65], im.label);
-      const ref = floats(join(out, `${i}.features.f32`));
-      const rel = relError(await native.encodeImage(full, refs[i]!.pixels, 1), ref);
+      assert.deepEqual([fullRefs[i]!.featureRows, fullRefs[i]!.imageTokens], [65, 65], im.label);
+      const rel = relError(await native.encodeImage(full, refs[i]!.pixels, 1), fullRefs[i]!.features);
       process.stderr.write(
         `  ${im.label}: 'full', layer -1: features relative error ${rel.toExponential(3)}\n`,
       );

@@ -16,25 +16,16 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
+from vision_reference import load, request_images
 
 
 def features(model_dir: str, request_path: str, out_dir: str) -> None:
     import torch
-    from PIL import Image
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-    processor = AutoProcessor.from_pretrained(model_dir)
-    model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32).eval()
-    request = json.loads(Path(request_path).read_text())
+    processor, model = load(model_dir)
     out = Path(out_dir)
     results = []
     image_id = processor.tokenizer.convert_tokens_to_ids('<image>')
-    for i, spec in enumerate(request['images']):
-        w, h = int(spec['width']), int(spec['height'])
-        rgb = np.frombuffer(Path(spec['rgb']).read_bytes(), dtype=np.uint8)
-        if rgb.size != w * h * 3:
-            raise SystemExit(f'features: image {i}: {rgb.size} bytes, expected {w}x{h}x3')
-        image = Image.fromarray(rgb.reshape(h, w, 3), 'RGB')
+    for i, image in enumerate(request_images(request_path)):
         inputs = processor(text='<image>', images=[image], return_tensors='pt')
         pixels = inputs['pixel_values']
         with torch.no_grad():

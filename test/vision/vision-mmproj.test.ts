@@ -11,11 +11,12 @@ import { after, before, test } from 'node:test';
 import { ensureDefaultModel } from '../../engine/default-model.js';
 import type { EngineCore } from '../../engine/engine-core.js';
 import { loadEngine, loadServedEngine } from '../../engine/load-engine.js';
-import type { EngineOptions } from '../../engine/options.js';
-import type { FinishEvent, GenerateRequest } from '../../engine/types.js';
+import type { GenerateRequest } from '../../engine/types.js';
 import { fixture } from '../fixtures.js';
+import { drawnRgb, type DrawnImage } from './drawn-images.js';
+import { ENGINE_OPTIONS, finish, imageChatRequest, maxLogprobDifference } from './image-chat.js';
+import { testMmprojRefusals } from './mmproj-refusals.js';
 
-const OPTIONS: EngineOptions = { threads: 2, maxSeqLen: 1024, kvCacheBytes: 32 << 20 };
 const TEXT = 'Describe the picture.';
 
 let folderEngine: EngineCore;
@@ -25,8 +26,8 @@ const textGguf = (): string => fixture('smolvlm-tiny-f32').path;
 const mmproj = (): string => fixture('mmproj-smolvlm-tiny-f32').path;
 
 before(async () => {
-  folderEngine = await loadEngine(folder(), OPTIONS);
-  pairEngine = await loadEngine(textGguf(), { ...OPTIONS, mmproj: mmproj() });
+  folderEngine = await loadEngine(folder(), ENGINE_OPTIONS);
+  pairEngine = await loadEngine(textGguf(), { ...ENGINE_OPTIONS, mmproj: mmproj() });
 });
 after(async () => {
   await folderEngine?.close();
@@ -34,41 +35,13 @@ after(async () => {
 });
 
 /** 300 x 100: a 2 x 4 split plus the global image. */
-function request(): GenerateRequest {
-  const width = 300,
-    height = 100;
-  const rgb = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++)
-    for (let x = 0; x < width; x++)
-      rgb.set(
-        [Math.floor((x * 255) / 299), Math.floor((y * 255) / 99), (x * 7 + y * 3) % 256],
-        (y * width + x) * 3,
-      );
-  return {
-    prompt: {
-      kind: 'chat',
-      messages: [
-        {
-          role: 'user',
-          content: TEXT,
-          parts: [
-            { type: 'image', image: 0 },
-            { type: 'text', text: TEXT },
-          ],
-        },
-      ],
-    },
-    params: { temperature: 0, ignoreEos: true, maxNewTokens: 8, promptLogprobs: 1 },
-    images: [{ width, height, rgb, field: 'messages[0].content[0]' }],
-  };
-}
-
-async function finish(engine: EngineCore, r: GenerateRequest): Promise<FinishEvent> {
-  let f: FinishEvent | undefined;
-  for await (const e of engine.generate(r)) if (e.type === 'finish') f = e;
-  assert.ok(f);
-  return f;
-}
+const IMAGE: DrawnImage = {
+  label: 'gradient 300x100',
+  width: 300,
+  height: 100,
+  pixel: (x, y) => [Math.floor((x * 255) / 299), Math.floor((y * 255) / 99), (x * 7 + y * 3) % 256],
+};
+const request = (): GenerateRequest => imageChatRequest({ ...IMAGE, rgb: drawnRgb(IMAGE) }, TEXT, 8);
 
 test('the GGUF + mmproj pair answers an image request as the folder does', async () => {
   const [a, b] = [await finish(folderEngine, request()), await finish(pairEngine, request())];
@@ -80,9 +53,7 @@ test('the GGUF + mmproj pair answers an image request as the folder does', async
   );
   // 9 tiles of 16 image tokens each are in the prompt: the image was expanded, not dropped.
   assert.ok(ids.filter((id) => id === 49190).length === 9 * 16, 'image tokens in the prompt');
-  let err = 0;
-  for (let i = 1; i < ids.length; i++)
-    err = Math.max(err, Math.abs(b.promptLogprobs[i]!.logprob! - a.promptLogprobs[i]!.logprob!));
+  const err = maxLogprobDifference(a.promptLogprobs, b.promptLogprobs);
   console.log(
     `# mmproj pair vs folder: ${ids.length} prompt tokens, logprobs max abs difference ${err.toExponential(2)}`,
   );
@@ -91,7 +62,7 @@ test('the GGUF + mmproj pair answers an image request as the folder does', async
 });
 
 test('the GGUF without its mmproj is a text-only model: an image is refused naming its part', async () => {
-  const plain = await loadEngine(textGguf(), OPTIONS);
+  const plain = await loadEngine(textGguf(), ENGINE_OPTIONS);
   try {
     await assert.rejects(finish(plain, request()), (e: Error & { code?: string; field?: string }) => {
       assert.equal(e.code, 'INVALID_ARGUMENT');
@@ -104,27 +75,16 @@ test('the GGUF without its mmproj is a text-only model: an image is refused nami
   }
 });
 
-for (const [what, model, path, rule] of [
+testMmprojRefusals(ENGINE_OPTIONS, [
   ['a folder with its own image side', folder, mmproj, /vision-language folder with its own image side/],
   ['a file that is not an mmproj', textGguf, textGguf, /is not an mmproj GGUF of a family Prism runs/],
   ['a path that is no file', textGguf, () => '/nonexistent/mmproj.gguf', /is not a file/],
   ["another model's text GGUF", ensureDefaultModel, mmproj, /vocabulary has no '<image>' token/],
-] as const) {
-  test(`--mmproj is refused at load for ${what}, naming mmproj`, async () => {
-    await assert.rejects(
-      loadEngine(model(), { ...OPTIONS, mmproj: path() }),
-      (e: Error & { field?: string }) => {
-        assert.equal(e.field, 'mmproj');
-        assert.match(e.message, rule);
-        return true;
-      },
-    );
-  });
-}
+]);
 
 test('an mmproj beside a model served for embeddings is refused', async () => {
   await assert.rejects(
-    loadServedEngine(textGguf(), { ...OPTIONS, mmproj: mmproj(), pooling: { task: 'embed' } }),
+    loadServedEngine(textGguf(), { ...ENGINE_OPTIONS, mmproj: mmproj(), pooling: { task: 'embed' } }),
     /mmproj: .* served for embeddings or scores, which take no images/,
   );
 });

@@ -31,6 +31,18 @@ def load(model_dir: str):
     return processor, model
 
 
+def request_images(request_path: str):
+    """The images a features REQUEST names, in order, as PIL RGB images."""
+    from PIL import Image
+    request = json.loads(Path(request_path).read_text())
+    for i, spec in enumerate(request['images']):
+        w, h = int(spec['width']), int(spec['height'])
+        rgb = np.frombuffer(Path(spec['rgb']).read_bytes(), dtype=np.uint8)
+        if rgb.size != w * h * 3:
+            raise SystemExit(f'features: image {i}: {rgb.size} bytes, expected {w}x{h}x3')
+        yield Image.fromarray(rgb.reshape(h, w, 3), 'RGB')
+
+
 def check(model_dir: str) -> None:
     import torch
     from PIL import Image
@@ -55,17 +67,10 @@ def check(model_dir: str) -> None:
 
 def features(model_dir: str, request_path: str, out_dir: str) -> None:
     import torch
-    from PIL import Image
     processor, model = load(model_dir)
-    request = json.loads(Path(request_path).read_text())
     out = Path(out_dir)
     results = []
-    for i, spec in enumerate(request['images']):
-        w, h = int(spec['width']), int(spec['height'])
-        rgb = np.frombuffer(Path(spec['rgb']).read_bytes(), dtype=np.uint8)
-        if rgb.size != w * h * 3:
-            raise SystemExit(f'features: image {i}: {rgb.size} bytes, expected {w}x{h}x3')
-        image = Image.fromarray(rgb.reshape(h, w, 3), 'RGB')
+    for i, image in enumerate(request_images(request_path)):
         batch = processor.image_processor(images=[image], return_tensors='pt', return_row_col_info=True)
         pixels = batch['pixel_values']  # [1, n, 3, T, T]
         with torch.no_grad():
