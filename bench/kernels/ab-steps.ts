@@ -25,7 +25,7 @@
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
-import { buildArg, openBuild, prefill } from './load-build.js';
+import { openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1, 2, 3];
@@ -41,13 +41,7 @@ const threads = Number(process.env.THREADS ?? 2);
 
 const builds: { path: string; addon: NativeAddon; ctx: ContextHandle; next: number; times: number[] }[] = [];
 for (const path of addonPaths) {
-  const { file, decodeTuning } = buildArg(path);
-  const build = await openBuild(file, modelPath, {
-    kvBlocks: BLOCKS.length,
-    blockSize: BLOCK,
-    threads,
-    decodeTuning,
-  });
+  const build = await openBuild(path, modelPath, { kvBlocks: BLOCKS.length, blockSize: BLOCK, threads });
   const tuning = build.addon.contextInfo(build.ctx).decodeTuning;
   if (tuning)
     process.stdout.write(

@@ -22,26 +22,22 @@ export interface BuildOptions {
   readonly kvBlocks: number;
   readonly blockSize: number;
   readonly threads: number;
-  /** ContextOptions.decodeTuning; left out, the context's default. */
-  readonly decodeTuning?: string;
 }
 
 /**
- * A build argument as the scripts take it, `FILE.node[@TUNING]`: the addon and the decode
- * tuning (ContextOptions.decodeTuning) its context takes, so one addon can stand for several
- * settings side by side.
+ * The addon named by `arg` with the model at `modelPath` in a one-sequence context of up to
+ * 512 batch tokens. `arg` is a build as the scripts take it, `FILE.node[@TUNING]`: the addon
+ * and the decode tuning (ContextOptions.decodeTuning) its context takes, so one addon can
+ * stand for several settings side by side; without `@`, the context's default.
  */
-export function buildArg(arg: string): { file: string; decodeTuning?: string } {
-  const at = arg.indexOf('@');
-  return at < 0 ? { file: arg } : { file: arg.slice(0, at), decodeTuning: arg.slice(at + 1) };
-}
-
-/** The addon at `file` with the model at `modelPath` in a one-sequence context of up to 512 batch tokens. */
 export async function openBuild(
-  file: string,
+  arg: string,
   modelPath: string,
   options: BuildOptions,
 ): Promise<BuildContext> {
+  const at = arg.indexOf('@');
+  const file = at < 0 ? arg : arg.slice(0, at);
+  const decodeTuning = at < 0 ? undefined : arg.slice(at + 1);
   // Resolved against the working directory: require() alone would resolve a relative path
   // against this file.
   const addon = require(resolve(file)) as NativeAddon;
@@ -52,7 +48,7 @@ export async function openBuild(
     maxBatchTokens: 512,
     maxSeqs: 1,
     threads: options.threads,
-    ...(options.decodeTuning === undefined ? {} : { decodeTuning: options.decodeTuning }),
+    ...(decodeTuning === undefined ? {} : { decodeTuning }),
   });
   return { addon, ctx };
 }

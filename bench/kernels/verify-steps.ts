@@ -18,7 +18,7 @@
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
 import { median, nowMs } from '../stats.js';
-import { buildArg, openBuild, prefill } from './load-build.js';
+import { openBuild, prefill } from './load-build.js';
 
 const BLOCK = 128;
 const BLOCKS = [0, 1];
@@ -46,13 +46,7 @@ const builds: {
   times: Map<number, number[]>;
 }[] = [];
 for (const path of addonPaths) {
-  const { file, decodeTuning } = buildArg(path);
-  const build = await openBuild(file, modelPath, {
-    kvBlocks: BLOCKS.length,
-    blockSize: BLOCK,
-    threads,
-    decodeTuning,
-  });
+  const build = await openBuild(path, modelPath, { kvBlocks: BLOCKS.length, blockSize: BLOCK, threads });
   const next = await prefill(build, prompt, BLOCKS, BLOCK);
   builds.push({ path, ...build, next, times: new Map(sizes.map((n) => [n, []])) });
 }
