@@ -10,7 +10,9 @@
  * The two servers run one after the other (never together: the machine has 2 cores), each in
  * its own process, with the same threads and the same prompts, greedy decoding.
  *
- * Usage: npm run bench:http [-- --concurrency 1,8,32 --max-tokens 32 --json --update-docs]
+ * Usage: npm run bench:http [-- --concurrency 1,8,32 --max-tokens 32 --prompt-words N --json --update-docs]
+ * (--prompt-words: long prompts, each request's own: see promptFor; the levels number their
+ * requests one after another, so no prompt repeats and neither server's prefix cache serves one)
  */
 import http from 'node:http';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,7 @@ interface Args {
   model: string;
   concurrency: number[];
   maxTokens: number;
+  promptWords: number;
   overheadRuns: number;
   threads: number;
   json: boolean;
@@ -42,6 +45,7 @@ function parse(): Args {
       model: { type: 'string' },
       concurrency: { type: 'string', default: '1,8,32' },
       'max-tokens': { type: 'string', default: '32' },
+      'prompt-words': { type: 'string', default: '0' },
       'overhead-runs': { type: 'string', default: '40' },
       threads: { type: 'string', default: String(availableParallelism()) },
       json: { type: 'boolean', default: false },
@@ -52,7 +56,7 @@ function parse(): Args {
   });
   if (values.help) {
     process.stdout.write(
-      'usage: npm run bench:http [-- --model PATH --concurrency 1,8,32 --max-tokens N --overhead-runs N --threads N --skip-llama --json --update-docs]\n',
+      'usage: npm run bench:http [-- --model PATH --concurrency 1,8,32 --max-tokens N --prompt-words N --overhead-runs N --threads N --skip-llama --json --update-docs]\n',
     );
     process.exit(0);
   }
@@ -60,6 +64,7 @@ function parse(): Args {
     model: values.model ?? ensureDefaultModel(),
     concurrency: values.concurrency!.split(',').map(Number),
     maxTokens: Number(values['max-tokens']),
+    promptWords: Number(values['prompt-words']),
     overheadRuns: Number(values['overhead-runs']),
     threads: Number(values.threads),
     json: values.json!,
@@ -74,6 +79,7 @@ interface RequestTiming {
   ttftMs: number;
   gapsMs: number[];
   completionTokens: number;
+  promptTokens: number;
 }
 
 const topics = [
@@ -87,18 +93,42 @@ const topics = [
   'a train journey',
 ];
 
-function promptFor(i: number): { role: 'user'; content: string }[] {
-  return [{ role: 'user', content: `Write a short story about ${topics[i % topics.length]} (story ${i}).` }];
+const fillerWords = (
+  'river stone lantern harbour meadow copper violin glacier orchard festival compass ' +
+  'thunder velvet canyon beacon saffron willow marble falcon ember prairie quartz ' +
+  'tapestry monsoon cinder lagoon juniper anchor'
+).split(' ');
+
+/**
+ * Request i's messages: a short story prompt, unique per request; with `words` > 0 it first
+ * carries that many filler words in an order of its own (about 1.2 tokens each with the
+ * default model's tokenizer), so every request's prompt is long and shares no prefix past
+ * the chat template.
+ */
+function promptFor(i: number, words: number): { role: 'user'; content: string }[] {
+  const ask = `Write a short story about ${topics[i % topics.length]} (story ${i}).`;
+  if (words <= 0) return [{ role: 'user', content: ask }];
+  const notes = Array.from(
+    { length: words },
+    (_, j) => fillerWords[(i * 7 + j * ((i % 5) + 1)) % fillerWords.length],
+  );
+  return [{ role: 'user', content: `Story ${i}. Notes: ${notes.join(' ')}. ${ask}` }];
 }
 
-async function streamChat(url: string, model: string, i: number, maxTokens: number): Promise<RequestTiming> {
+async function streamChat(
+  url: string,
+  model: string,
+  i: number,
+  maxTokens: number,
+  promptWords: number,
+): Promise<RequestTiming> {
   const t0 = performance.now();
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       model,
-      messages: promptFor(i),
+      messages: promptFor(i, promptWords),
       max_tokens: maxTokens,
       temperature: 0,
       stream: true,
@@ -110,6 +140,7 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
   let last = NaN;
   const gaps: number[] = [];
   let completion = 0;
+  let promptTokens = 0;
   let chunks = 0;
   const parser = createParser({
     onEvent: (e) => {
@@ -117,9 +148,12 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
       const now = performance.now();
       const chunk = JSON.parse(e.data) as {
         choices: { delta: { content?: string } }[];
-        usage?: { completion_tokens: number } | null;
+        usage?: { completion_tokens: number; prompt_tokens: number } | null;
       };
-      if (chunk.usage) completion = chunk.usage.completion_tokens;
+      if (chunk.usage) {
+        completion = chunk.usage.completion_tokens;
+        promptTokens = chunk.usage.prompt_tokens;
+      }
       const content = chunk.choices[0]?.delta.content;
       if (!content) return;
       chunks++;
@@ -131,7 +165,7 @@ async function streamChat(url: string, model: string, i: number, maxTokens: numb
   const decoder = new TextDecoder();
   for await (const c of res.body as unknown as AsyncIterable<Uint8Array>)
     parser.feed(decoder.decode(c, { stream: true }));
-  return { ttftMs: first, gapsMs: gaps, completionTokens: completion || chunks };
+  return { ttftMs: first, gapsMs: gaps, completionTokens: completion || chunks, promptTokens };
 }
 
 interface LevelResult {
@@ -143,6 +177,26 @@ interface LevelResult {
   itlP50: number;
   itlP99: number;
   outputTokPerS: number;
+  /** The median prompt length the server reported (usage.prompt_tokens). */
+  promptTokensP50: number;
+}
+
+/** Requests a level of `concurrency` clients sends: at least 4, so that concurrency 1 has a median worth the name. */
+function levelRequests(concurrency: number): number {
+  return concurrency * Math.max(1, Math.ceil(4 / concurrency));
+}
+
+/**
+ * The first request index of each level: the levels number their requests one after another,
+ * so no level repeats an earlier level's prompt (which a prefix cache would serve).
+ */
+function levelStarts(concurrency: readonly number[]): number[] {
+  let next = 0;
+  return concurrency.map((c) => {
+    const first = next;
+    next += levelRequests(c);
+    return first;
+  });
 }
 
 async function runLevel(
@@ -151,15 +205,16 @@ async function runLevel(
   model: string,
   concurrency: number,
   maxTokens: number,
+  promptWords: number,
+  firstRequest: number,
 ): Promise<LevelResult> {
-  // At least 4 requests per level so that concurrency 1 has a median worth the name.
-  const perClient = Math.max(1, Math.ceil(4 / concurrency));
+  const perClient = levelRequests(concurrency) / concurrency;
   const timings: RequestTiming[] = [];
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, c) => {
       for (let k = 0; k < perClient; k++)
-        timings.push(await streamChat(url, model, c * perClient + k, maxTokens));
+        timings.push(await streamChat(url, model, firstRequest + c * perClient + k, maxTokens, promptWords));
     }),
   );
   const wall = (performance.now() - t0) / 1000;
@@ -174,6 +229,10 @@ async function runLevel(
     itlP50: percentile(gaps, 50),
     itlP99: percentile(gaps, 99),
     outputTokPerS: timings.reduce((s, t) => s + t.completionTokens, 0) / wall,
+    promptTokensP50: percentile(
+      timings.map((t) => t.promptTokens),
+      50,
+    ),
   };
 }
 
@@ -368,7 +427,7 @@ function updateDocs(body: string, args: Args): void {
   } catch {
     doc = '# Benchmarks\n';
   }
-  const generated = `${BEGIN}\nMeasured ${new Date().toISOString().slice(0, 10)} at commit ${describeCommit(projectRoot())}, ${args.threads} threads, max_tokens ${args.maxTokens}, greedy, model \`${args.model.split('/').pop()}\`.\n\n${body}\n${END}`;
+  const generated = `${BEGIN}\nMeasured ${new Date().toISOString().slice(0, 10)} at commit ${describeCommit(projectRoot())}, ${args.threads} threads, max_tokens ${args.maxTokens}${args.promptWords > 0 ? `, ${args.promptWords} filler words per prompt` : ''}, greedy, model \`${args.model.split('/').pop()}\`.\n\n${body}\n${END}`;
   if (doc.includes(BEGIN)) {
     doc = doc.slice(0, doc.indexOf(BEGIN)) + generated + doc.slice(doc.indexOf(END) + END.length);
   } else {
@@ -413,12 +472,13 @@ async function main(): Promise<void> {
     ],
     /service listener on (http:\/\/[^\s]+)/,
   );
+  const starts = levelStarts(args.concurrency);
   let overhead: Overhead;
   try {
     const url = prism.match[1];
-    for (const c of args.concurrency) {
+    for (const [j, c] of args.concurrency.entries()) {
       log(`prism: concurrency ${c}`);
-      levels.push(await runLevel('prism', url, 'bench', c, args.maxTokens));
+      levels.push(await runLevel('prism', url, 'bench', c, args.maxTokens, args.promptWords, starts[j]!));
       log(JSON.stringify(levels.at(-1)));
     }
     log('prism: gateway-added latency');
@@ -436,14 +496,29 @@ async function main(): Promise<void> {
     const llama = await startChild(
       join(bin, 'llama-server'),
       ['-m', args.model, '--host', '127.0.0.1', '--port', '0', '-np', String(maxC)]
-        .concat(['-c', String(maxC * (256 + args.maxTokens)), '-t', String(args.threads)])
+        .concat([
+          '-c',
+          String(maxC * (256 + 2 * args.promptWords + args.maxTokens)),
+          '-t',
+          String(args.threads),
+        ])
         .concat(['-tb', String(args.threads), '-ngl', '0', '--no-webui']),
       /listening on (http:\/\/[^\s]+)/,
     );
     try {
-      for (const c of args.concurrency) {
+      for (const [j, c] of args.concurrency.entries()) {
         log(`llama.cpp: concurrency ${c}`);
-        levels.push(await runLevel('llama.cpp', llama.match[1], 'llama.cpp', c, args.maxTokens));
+        levels.push(
+          await runLevel(
+            'llama.cpp',
+            llama.match[1],
+            'llama.cpp',
+            c,
+            args.maxTokens,
+            args.promptWords,
+            starts[j]!,
+          ),
+        );
         log(JSON.stringify(levels.at(-1)));
       }
     } finally {
