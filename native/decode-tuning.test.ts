@@ -66,7 +66,8 @@ describe('decode tuning', () => {
 
   /**
    * The host default's setting: the constants, with a T1 prefetch on Intel AVX-512 and its
-   * class's tile height there (8 rows on family 6 model 207, 2 elsewhere; choose.cc).
+   * class's tile height and split there (8 rows on family 6 model 207; 2 rows and stolen row
+   * tiles elsewhere; choose.cc).
    */
   function hostDefaultSetting(): string {
     const probe = createContext(model, options('off'));
@@ -74,7 +75,9 @@ describe('decode tuning', () => {
     const intelAvx512 = cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
     disposeContext(probe);
     if (!intelAvx512) return 'prefetch=nta:1,rows=auto,idle=on';
-    return `prefetch=t1:1,rows=${cpu.includes(' family 6 model 207 ') ? 8 : 2},idle=on`;
+    return cpu.includes(' family 6 model 207 ')
+      ? 'prefetch=t1:1,rows=8,idle=on'
+      : 'prefetch=t1:1,rows=2,idle=on,split=steal';
   }
 
   /** The logits of the prompt's last token and of NEW_TOKENS greedy decode steps after it. */

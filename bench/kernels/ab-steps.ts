@@ -21,6 +21,14 @@
  *
  *   node --import tsx bench/kernels/ab-steps.ts models/sizes/1b-q4_0.gguf 200 \
  *     build/Release/prism_native.node@off build/Release/prism_native.node@measure
+ *
+ * Steps run at positions 32 .. 511 (a 32-token prompt, then four 128-token blocks), wrapping
+ * back to 32; CONTEXT=N wraps them at N instead (CONTEXT=80: the size suite's 32-token prompt
+ * and 48 new tokens, where attention is a smaller part of a step).
+ *
+ * Each build's context holds its own copy of the weights, and where a copy lands shows: the
+ * same build twice read 0.967 and 0.980 of the first copy's step time (3B Q4_0, Xeon, 2026-12-03).
+ * Give a comparison an A/A control (`A B A B`) before reading a ratio within ±3% of 1.
  */
 import type { ContextHandle, NativeAddon } from '../../native/native.js';
 import { greedyPlan } from '../engine/plan.js';
@@ -53,7 +61,11 @@ for (const path of addonPaths) {
   builds.push({ path, ...build, next: await prefill(build, prompt, BLOCKS, BLOCK), times: [] });
 }
 
-const maxPosition = BLOCKS.length * BLOCK - 1;
+const maxPosition = Math.min(BLOCKS.length * BLOCK, Number(process.env.CONTEXT ?? Infinity)) - 1;
+if (!(maxPosition > PROMPT)) {
+  process.stderr.write(`CONTEXT must be above the ${PROMPT}-token prompt\n`);
+  process.exit(2);
+}
 for (let i = 0; i < steps; i++) {
   // Positions wrap back to just after the prompt so any step count fits the four blocks.
   const position = PROMPT + (i % (maxPosition - PROMPT));

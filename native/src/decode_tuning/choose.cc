@@ -79,12 +79,21 @@ bool isKeyword(const std::string& r) { return r == "auto" || r == "measure" || r
 //   (ab-steps, 3B Q4_0, 150 paired steps) 0.901, 0.877; the default model's int16 tiles 0.996,
 //   0.990 (its A/A control 0.992). An 8-row tile's eight streams a row apart read ~12% slower
 //   here, with or without the software prefetch.
+//   These classes also share each one-token matmul's row tiles by stealing (row_steal.h): an
+//   even split left the owner thread waiting at the joins 5-8 ms of a 73 ms pass over the 3B
+//   Q4_0 layers, the worker never. step_profile, 2 threads, 2-row tiles, steal ÷ even split,
+//   paired medians of 12-16 rounds: 1B Q4_0 0.948; 3B Q4_0 0.965, Q4_1 0.970, Q8_0 0.947, Q4_K
+//   0.942; 8B Q4_0 0.938, Q4_1 0.992. In the engine the gain is within the spread between
+//   weight copies (ab-steps, 3B Q4_0, 250 steps at the size suite's contexts, even / steal /
+//   even / steal: 1.000, 0.958, 0.980, 0.969).
 // Other vendors keep the constants, which the AMD host measured with a working prefetch (NTA
 // one tile ahead, 29% faster than none).
 DecodeTuning hostDefaultTuning(const HostInfo& host, const std::string& isa) {
   DecodeTuning t = kDefaultDecodeTuning;
   if (host.vendor == "GenuineIntel" && isa == "avx512") {
-    t.rows = host.family == 6 && host.model == 207 ? 8 : 2;
+    const bool model207 = host.family == 6 && host.model == 207;
+    t.rows = model207 ? 8 : 2;
+    t.stealRows = !model207;
     t.hint = PrefetchHint::T1;
   }
   return t;

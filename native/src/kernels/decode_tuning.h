@@ -37,9 +37,9 @@ struct DecodeTuning {
   bool idlePrefetch = true;
   // How a one-token matmul of the group layouts shares its row tiles among the threads:
   // false, an even split fixed up front; true, the even split with the first thread done
-  // stealing tiles from the back of another's share (row_steal.h). Off by default until a
-  // quiet paired run shows it reads more bytes per second (bench/kernels/step_profile.cc
-  // takes two settings and alternates them).
+  // stealing tiles from the back of another's share (row_steal.h). Off in the constants; the
+  // host default turns it on where paired runs measured it faster (decode_tuning/choose.cc:
+  // the Intel AVX-512 classes but family 6 model 207).
   bool stealRows = false;
 
   bool operator==(const DecodeTuning&) const = default;
