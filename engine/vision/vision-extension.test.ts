@@ -10,6 +10,7 @@ const vision = new VisionInputs({
   encoder: undefined,
   tokenizer: undefined as never,
   maxInputTokenLen: 1024,
+  maxPrefillTokens: 2048,
 });
 const img = (field: string, w = 2, h = 1, bytes = w * h * 3): ImageInput => ({
   width: w,
@@ -119,6 +120,7 @@ test('a vision model without its encoder in this engine answers 501 naming the p
     encoder: undefined,
     tokenizer: undefined as never,
     maxInputTokenLen: 1024,
+    maxPrefillTokens: 2048,
   });
   assert.throws(
     () => noEncoder.check(chat([img('messages[0].content[1].image_url')])),
