@@ -22,7 +22,8 @@ with the norms' 1 + w baked in, the vocabulary with the three image tokens as co
 and, with --mmproj, mmproj-gemma3-vision-tiny-f32.gguf: architecture clip, projector type
 gemma3, the clip.vision.* shape, clip.vision.projector.scale_factor 2 (written as the
 converter does when the pooling is not Gemma 3's 4), the v.* SigLIP tensors, mm.soft_emb_norm
-(stored as 1 + w) and mm.input_projection (HF's [vision hidden, text hidden]).
+(stored as 1 + w) and mm.input_projection (HF's [vision hidden, text hidden], in F16: the
+converter forces it so).
 """
 from __future__ import annotations
 
@@ -175,7 +176,10 @@ def write_mmproj_gguf(out: Path, normal, arch, publish) -> str:
             name = mmproj_name(hf)
             if name == 'mm.soft_emb_norm.weight':
                 arr = arr + 1.0  # the converter bakes Gemma's (1 + w) into the file
-            w.add_tensor(name, arr.astype(np.float32), raw_dtype=gguf.GGMLQuantizationType.F32)
+            # The converter forces the input projection to F16 whatever the output type.
+            f16 = name == 'mm.input_projection.weight'
+            w.add_tensor(name, arr.astype(np.float16 if f16 else np.float32),
+                         raw_dtype=gguf.GGMLQuantizationType.F16 if f16 else gguf.GGMLQuantizationType.F32)
 
     return write_gguf(out, f'mmproj-{NAME}-f32.gguf', 'clip', fill, publish)
 

@@ -8,7 +8,8 @@
  * - encodeImage on the reference's own pixel_values: relative error ≤ 1e-4 against
  *   get_image_features (SigLIP, post LayerNorm, 2 x 2 average pooling to 16 rows, Gemma's
  *   RMSNorm with 1 + w, the input projection), one image a pass and all in one pass;
- * - the mmproj GGUF (llama.cpp's names; the norm stored as 1 + w) gives the same rows;
+ * - the mmproj GGUF (llama.cpp's names; the norm stored as 1 + w, the input projection in F16
+ *   as the converter forces it) gives the same rows to the F16 rounding;
  * - what the loaders do not implement (pan-and-scan, the pooled head, a pooling that does not
  *   divide the grid, a prompt length other than the rows) is refused naming its field.
  */
@@ -27,6 +28,8 @@ import { featuresReference, onePassError, pixelDiff, pixelsToRows, relError } fr
 import type { FeaturesReference } from './features-reference.js';
 
 const FEATURES_BOUND = 1e-4;
+/** The mmproj's F16 input projection (llama.cpp's converter forces it): 2.5e-4 measured. */
+const MMPROJ_BOUND = 2e-3;
 
 const SHAPES: DrawnImage = {
   label: 'shapes 150x90',
@@ -132,7 +135,7 @@ test('preprocessImage then encodeImage: from decoded pixels to rows against tran
   }
 });
 
-test("the mmproj GGUF (llama.cpp's names, the norm as 1 + w) gives the folder's rows", async () => {
+test("the mmproj GGUF (llama.cpp's names, the norm as 1 + w, an F16 projection) gives the folder's rows", async () => {
   const mm = await native.loadVisionModel(fixture('mmproj-gemma3-vision-tiny-f32').path, {
     threads: 2,
     textModel: fixture('gemma3-vision-tiny-f32').path,
@@ -151,7 +154,7 @@ test("the mmproj GGUF (llama.cpp's names, the norm as 1 + w) gives the folder's 
       assert.deepEqual(pre.tiles, folderPre.tiles, `${im.label}: the mmproj's preprocessing is the folder's`);
       const rel = relError(await native.encodeImage(mm, refs[i]!.pixels, 1), refs[i]!.features);
       process.stderr.write(`  ${im.label}: mmproj features relative error ${rel.toExponential(3)}\n`);
-      assert.ok(rel <= FEATURES_BOUND, `${im.label}: relative error ${rel}`);
+      assert.ok(rel <= MMPROJ_BOUND, `${im.label}: relative error ${rel}`);
     }
   } finally {
     native.disposeVisionModel(mm);
