@@ -42,8 +42,8 @@ export interface ModelInfo {
   readonly architecture: Architecture;
   /**
    * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, 'llava':
-   * LLaVA-1.5's, whose
-   * decoder is this model and whose image encoder loadVisionModel reads); absent: text only.
+   * LLaVA-1.5's, 'gemma3': Gemma3ForConditionalGeneration's, whose decoder is this model and
+   * whose image encoder loadVisionModel reads); absent: text only.
    */
   readonly vision?: VisionFamily;
   /** `general.name` for GGUF, the directory name for safetensors. */
