@@ -55,6 +55,12 @@ export class ExtensionList {
     return prompt;
   }
 
+  /** A rendered chat prompt's text once each extension with a part rewrote it (list order). */
+  promptText(text: string, parts: RequestParts): string {
+    for (const [e, part] of parts) if (e.promptText) text = e.promptText(text, part);
+    return text;
+  }
+
   prepare(parts: RequestParts): Promise<void>[] {
     const pending: Promise<void>[] = [];
     for (const [e, part] of parts) if (e.prepare) pending.push(e.prepare(part));

@@ -15,6 +15,9 @@
  *      alone, without admission, to answer a request handed over by another engine.
  *   2. `promptInput(prompt, part)` — the prompt as the tokenizer reads it (a text prompt's
  *      image parts become the model's image placeholder, as a chat template writes them).
+ *      `promptText(text, part)` — a chat prompt's text as its template rendered it, before it
+ *      is tokenized (Gemma 3's processor expands each image's placeholder as text, so the
+ *      tokenizer sees the joined text as transformers' does).
  *      `prepare(part)` — while the prompt is tokenized off the event loop (a grammar compile,
  *      an image's encoding); a rejection fails the request.
  *      `prompt(ids, part)` — tokenized and prepared: the prompt's tokens as the model takes
@@ -134,6 +137,7 @@ export interface RequestExtension<Part = unknown> {
   readonly name: string;
   check?(request: GenerateRequest, params: ResolvedParams): Part | undefined;
   promptInput?(prompt: PromptInput, part: Part): PromptInput;
+  promptText?(text: string, part: Part): string;
   prepare?(part: Part): Promise<void>;
   prompt?(ids: readonly number[], part: Part): number[];
   plan?(plan: RequestPlan, part: Part | undefined, ctx: PlanContext): void;

@@ -121,6 +121,7 @@ export function buildRequestFeatures(
         encoder: inputs.imageEncoder,
         tokenizer: inputs.tokenizer,
         maxInputTokenLen: o.maxInputTokenLen,
+        maxPrefillTokens: o.maxPrefillTokens,
       }),
       pooling,
       structured,

@@ -105,7 +105,7 @@ export class RequestIntake {
         (chat) => {
           const rendered = d.chat.render(chat);
           accepted.parsing = rendered.parsing;
-          return rendered.text;
+          return d.extensions.promptText(rendered.text, accepted.parts);
         },
       ),
       ...d.extensions.prepare(accepted.parts),

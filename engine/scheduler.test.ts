@@ -398,3 +398,35 @@ test('a model without KV (an encoder) admits by token budget and batch size alon
   assert.equal(sched.blocks.freeBlocks, 0);
   assert.equal(batch.items[0]!.seq.blockTable.length, 0, 'no blocks held');
 });
+
+test("a prefill chunk never ends inside an image's bidirectional span, and each step names the spans it completes", () => {
+  // A 60-token prompt with images at [10, 26) and [30, 46) under a 16-token budget: without the
+  // rule the chunks would end at 16 and 32, inside both spans.
+  const bidirectional = Int32Array.from([10, 26, 30, 46]);
+  const seq = new Sequence({ requestId: 'img', prompt: range(60), sampling: greedy, arrival: 0 });
+  seq.placed = { positions: new Int32Array(0), rows: new Float32Array(0), hidden: 8, bidirectional };
+  const sched = new Scheduler(
+    { maxBatchSize: 4, maxPrefillTokens: 16, maxPrefillBatchSize: 4 },
+    new BlockManager(40, 4, false),
+    () => {},
+  );
+  sched.add(seq);
+  const chunks: [number, number][] = [];
+  const named: number[][] = [];
+  while (seq.numComputed < seq.promptLen) {
+    const batch = sched.schedule();
+    const item = batch.items[0]!;
+    chunks.push([item.start, item.start + item.numNew]);
+    const plan = buildStepPlan(batch, 4);
+    named.push(plan.bidirectionalSpans ? [...plan.bidirectionalSpans] : []);
+    sched.postprocess(batch, Int32Array.from([1]));
+  }
+  assert.deepEqual(chunks, [
+    [0, 10],
+    [10, 26],
+    [26, 30],
+    [30, 46],
+    [46, 60],
+  ]);
+  assert.deepEqual(named, [[], [10, 26], [], [30, 46], []]);
+});

@@ -127,7 +127,7 @@ export class Scheduler {
     for (const [at, seq] of order.entries()) {
       if (step.tokens <= 0) break;
       if (seq.status !== 'running') continue; // preempted earlier in this loop
-      const n = step.chunkFor(seq.numPending);
+      const n = keepSpansWhole(seq, seq.numComputed, step.chunkFor(seq.numPending), seq.numPending);
       if (n <= 0 || (this.limits.wholePrompts && n < seq.numPending)) continue;
       if (!adapters.fits(seq)) continue;
       if (seq.inPrefill && !step.prefillRoom) continue;
@@ -204,8 +204,11 @@ export class Scheduler {
       const preloaded = seq.blockTable.length > 0;
       const cached = preloaded ? null : this.blocks.findCachedPrefix(seq);
       const computedAfter = cached ? cached.blocks.length * B : seq.numComputed;
-      const n = step.chunkFor(seq.computeTarget - computedAfter);
-      if (this.limits.wholePrompts && n < seq.computeTarget - computedAfter) break; // a later step takes it whole
+      const pending = seq.computeTarget - computedAfter;
+      const room = step.chunkFor(pending);
+      const n = keepSpansWhole(seq, computedAfter, room, pending);
+      if (room > 0 && n <= 0) break; // its next image needs a step with more room
+      if (this.limits.wholePrompts && n < pending) break; // a later step takes it whole
       const needed = cached
         ? Math.ceil((computedAfter + n) / B) - cached.blocks.length
         : this.blocks.blocksNeeded(seq, n);
@@ -299,6 +302,24 @@ export class Scheduler {
       this.onFork(parent, child);
     }
   }
+}
+
+/**
+ * A chunk of `n` of the `pending` tokens from position `start`, shortened so that it never
+ * ends inside one of the sequence's bidirectional spans (Gemma 3's images: all of an image's
+ * tokens must be computed in one step, its attention sees the image's later positions): it
+ * ends before the span instead, or is 0 (wait) when it starts at or inside the span. The
+ * vision extension refuses a span longer than a step's budget, so a whole one always fits.
+ */
+function keepSpansWhole(seq: Sequence, start: number, n: number, pending: number): number {
+  const spans = seq.placed?.bidirectional;
+  if (!spans || n >= pending || n <= 0) return n;
+  const end = start + n;
+  for (let k = 0; k < spans.length; k += 2) {
+    const [a, b] = [spans[k], spans[k + 1]];
+    if (a < end && end < b) return a > start ? a - start : 0;
+  }
+  return n;
 }
 
 /**

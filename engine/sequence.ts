@@ -29,6 +29,13 @@ export interface PlacedRows {
   /** [positions × hidden] floats. */
   readonly rows: Float32Array;
   readonly hidden: number;
+  /**
+   * Prompt position spans [start, end) as pairs, increasing (Gemma 3's images): a span's
+   * tokens attend to each other both ways, so a prefill chunk never ends inside one
+   * (scheduler.ts) and each step names the spans it computes into (step-plan.ts). Absent: all
+   * causal.
+   */
+  readonly bidirectional?: Int32Array;
 }
 
 export interface SequenceSampling {

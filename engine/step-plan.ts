@@ -134,7 +134,30 @@ export function buildStepPlan(
     ...(anyDraft ? { draftCounts } : {}),
     ...prompt,
     ...placedEmbeddings(batch),
+    ...bidirectionalSpans(batch),
   };
+}
+
+/**
+ * The bidirectional spans (Gemma 3's images) that end within the positions each sequence
+ * computes in this step, CSR by sequence; absent when no sequence of the step has any (every
+ * decode step of a text model returns at the first check). A span that ended before the step
+ * needs no mention: its K/V are in the cache, and later tokens see it causally.
+ */
+function bidirectionalSpans(batch: ScheduledBatch): Partial<StepPlan> {
+  if (!batch.items.some(({ seq }) => seq.placed?.bidirectional)) return {};
+  const chosen = batch.items.map(({ seq, start, numNew }) => {
+    const spans = seq.placed?.bidirectional;
+    const picked: number[] = [];
+    if (spans)
+      for (let k = 0; k < spans.length; k += 2)
+        if (spans[k + 1] > start && spans[k + 1] <= start + numNew) picked.push(spans[k], spans[k + 1]);
+    return picked;
+  });
+  if (chosen.every((c) => c.length === 0)) return {};
+  const bidirectionalOffsets = new Int32Array(batch.items.length + 1);
+  chosen.forEach((c, s) => (bidirectionalOffsets[s + 1] = bidirectionalOffsets[s] + c.length / 2));
+  return { bidirectionalOffsets, bidirectionalSpans: Int32Array.from(chosen.flat()) };
 }
 
 /**

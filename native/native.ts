@@ -42,8 +42,8 @@ export interface ModelInfo {
   readonly architecture: Architecture;
   /**
    * The vision-language family this is the text model of ('idefics3': SmolVLM's folder, 'llava':
-   * LLaVA-1.5's, whose
-   * decoder is this model and whose image encoder loadVisionModel reads); absent: text only.
+   * LLaVA-1.5's, 'gemma3': Gemma3ForConditionalGeneration's, whose decoder is this model and
+   * whose image encoder loadVisionModel reads); absent: text only.
    */
   readonly vision?: VisionFamily;
   /** `general.name` for GGUF, the directory name for safetensors. */
@@ -279,6 +279,16 @@ export interface StepPlan {
   readonly embedOffsets?: Int32Array;
   readonly embedPositions?: Int32Array;
   readonly embedRows?: Float32Array;
+  /**
+   * Bidirectional spans (Gemma 3's images: an image's tokens attend to each other both ways),
+   * optional, both or none: CSR by sequence (`bidirectionalOffsets` [S+1]); per span a pair
+   * [start, end) of absolute positions in `bidirectionalSpans`, increasing and disjoint within
+   * a sequence. A query inside a span also sees the span's later positions; everything else
+   * stays causal. A span must end within the sequence's positions in this step (an image is
+   * never split across steps); it may start before them. Not on a CUDA device yet (refused).
+   */
+  readonly bidirectionalOffsets?: Int32Array;
+  readonly bidirectionalSpans?: Int32Array;
 }
 
 export interface StepResult {
@@ -1128,14 +1138,17 @@ export async function hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Fl
 // Vision models (native/src/vision/): a vision-language model's image side — SmolVLM /
 // Idefics3's image processor (PIL-exact resizing, tiles) and its SigLIP encoder + connector, or
 // LLaVA-1.5's CLIPImageProcessor (resize, center crop) and its CLIP encoder + MLP projector,
-// which turn an image into the embedding rows the text model takes at its image tokens.
+// or Gemma 3's Gemma3ImageProcessor (one bilinear resize) and its SigLIP encoder + pooling
+// projector, which turn an image into the embedding rows the text model takes at its image tokens.
 // ---------------------------------------------------------------------------------------
 
 /**
- * A vision-language family: 'idefics3' (SmolVLM: SigLIP, pixel-shuffle connector, split tiles)
- * or 'llava' (LLaVA-1.5: CLIP cut at vision_feature_layer, MLP projector, one center crop).
+ * A vision-language family: 'idefics3' (SmolVLM: SigLIP, pixel-shuffle connector, split tiles),
+ * 'llava' (LLaVA-1.5: CLIP cut at vision_feature_layer, MLP projector, one center crop) or
+ * 'gemma3' (Gemma 3: SigLIP, average pooling to mm_tokens_per_image rows, Gemma's RMSNorm and
+ * the input projection; one resized image; its image tokens attend to each other both ways).
  */
-export type VisionFamily = 'idefics3' | 'llava';
+export type VisionFamily = 'idefics3' | 'llava' | 'gemma3';
 
 /** A loaded vision encoder with its own thread pool. Freed by `disposeVisionModel` or by GC. */
 export interface VisionModelHandle {
@@ -1152,7 +1165,7 @@ export interface VisionInfo {
   readonly path: string;
   readonly name: string;
   /** config.json model_type. */
-  readonly architecture: 'idefics3' | 'smolvlm' | 'llava';
+  readonly architecture: 'idefics3' | 'smolvlm' | 'llava' | 'gemma3';
   /** Which encoder, preprocessing and prompt expansion the model takes (native VisionFamily). */
   readonly family: VisionFamily;
   /** A tile's edge in pixels (vision_config.image_size): tiles are tileSize x tileSize. */
@@ -1192,6 +1205,8 @@ export interface VisionInfo {
    * globalImage image×imageSeqLen fakeAroundImage` for the global image. A single-tile image
    * (rows = cols = 0): `fakeAroundImage globalImage image×imageSeqLen fakeAroundImage`.
    * LLaVA uses `image` alone (LlavaProcessor: image×imageSeqLen); its other ids are -1.
+   * Gemma 3 (Gemma3Processor): "\n\n" `startOfImage` `image`×imageSeqLen `endOfImage` "\n\n",
+   * `image` being <image_soft_token>; the Idefics3 ids are -1.
    */
   readonly tokens: {
     readonly image: VisionToken;
@@ -1199,6 +1214,9 @@ export interface VisionInfo {
     readonly globalImage: VisionToken;
     /** 36 entries: <row_{r+1}_col_{c+1}> at r * 6 + c. */
     readonly rowCol: readonly VisionToken[];
+    /** Gemma 3's <start_of_image> and <end_of_image> (-1 for the other families). */
+    readonly startOfImage: VisionToken;
+    readonly endOfImage: VisionToken;
   };
 }
 

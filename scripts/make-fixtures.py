@@ -17,7 +17,8 @@ Writes into OUT (default: test/fixtures/generated/, git-ignored):
 * the vision-language fixtures (smolvlm-tiny/, a random-weight SmolVLM / Idefics3 folder with
   its processor and tokenizer; llava-tiny/, a random-weight LLaVA-1.5 folder, and their GGUF
   pairs): scripts/vision_fixtures.py, scripts/llava_fixtures.py (with the pieces both write
-  with, scripts/vision_hf.py and scripts/vision_gguf.py).
+  with, scripts/vision_hf.py and scripts/vision_gguf.py); gemma3-vision-tiny/, a random-weight
+  Gemma 3 folder, and its GGUF pair: scripts/gemma3_vision_fixtures.py.
 * manifest.json, written last: the generator's own hash (so a changed generator means
   stale fixtures) and the list of fixtures.
 
@@ -679,7 +680,7 @@ ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe
 # The generator is this file and the modules it writes fixtures with: a change to any of them
 # makes the fixtures stale (test/fixtures.ts computes the same hash).
 GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py',
-                   'vision_gguf.py', 'vision_hf.py')
+                   'vision_gguf.py', 'vision_hf.py', 'gemma3_vision_fixtures.py')
 
 
 def generator_hash() -> str:
@@ -772,6 +773,11 @@ def main() -> None:
     fixtures += vision_fixtures.write_vision_fixtures(
         out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), args.tokenizer_gguf, normal, hf_weights,
         replace_path, tokenizer_kvs, llama_hf_to_gguf)
+    import gemma3_vision_fixtures
+    fixtures += gemma3_vision_fixtures.write_gemma3_vision_fixtures(
+        out, lambda name: print(f'make-fixtures: {name}', file=sys.stderr), args.tokenizer_gguf, normal, replace_path,
+        tokenizer_kvs, {'specs': ARCH_SPECS, 'hf_weights': arch_hf_weights, 'config': arch_config,
+                        'gguf_tensors': arch_gguf_tensors, 'write_gguf': write_arch_gguf})
 
     manifest = {'generator': generator_hash(), 'fixtures': fixtures}
     tmp = manifest_path.with_suffix('.json.tmp')

@@ -64,6 +64,7 @@ const generatorFiles = (): string[] =>
     'llava_fixtures.py',
     'vision_gguf.py',
     'vision_hf.py',
+    'gemma3_vision_fixtures.py',
   ].map((f) => join(projectRoot(), 'scripts', f));
 
 export function pythonCommand(): string {

@@ -3,7 +3,7 @@
  * folder's own, or — llama.cpp's pairing, `llama-server -m model.gguf --mmproj mmproj.gguf` —
  * the mmproj GGUF named by `mmproj` beside a GGUF text model. The pair is checked at load, so
  * a wrong file is refused before anything is served, naming `mmproj` and the rule: the mmproj
- * must be one Prism runs (SmolVLM / Idefics3's, LLaVA-1.5's), its rows as wide as the text model's hidden
+ * must be one Prism runs (SmolVLM / Idefics3's, LLaVA-1.5's, Gemma 3's), its rows as wide as the text model's hidden
  * size, and the text model's vocabulary must hold every image token the processor writes.
  */
 import { statSync } from 'node:fs';
@@ -48,7 +48,8 @@ export async function loadImageEncoder(
       'mmproj',
       `${mmproj} is not an mmproj GGUF of a family Prism runs (general.architecture 'clip', ` +
         `clip.projector_type 'idefics3': SmolVLM, as convert_hf_to_gguf.py --mmproj writes it; ` +
-        `or 'mlp': LLaVA-1.5, as llama.cpp's image-encoder converter writes it)`,
+        `'mlp': LLaVA-1.5, as llama.cpp's image-encoder converter writes it; or 'gemma3': Gemma 3, ` +
+        `as convert_hf_to_gguf.py --mmproj writes it)`,
     );
   let encoder: NativeImageEncoder;
   try {

@@ -65,9 +65,13 @@ export class NativeImageEncoder implements ImageEncoder {
   /** The processor's prompt tokens the text model's vocabulary lacks (an mmproj paired with the wrong GGUF). */
   missingTokens(): string[] {
     const t = visionInfo(this.handle).tokens;
-    // LLaVA's processor writes <image> alone.
+    // LLaVA's processor writes <image> alone; Gemma 3's brackets its soft tokens.
     const written =
-      this.family === 'llava' ? [t.image] : [t.image, t.fakeAroundImage, t.globalImage, ...t.rowCol];
+      this.family === 'llava'
+        ? [t.image]
+        : this.family === 'gemma3'
+          ? [t.image, t.startOfImage, t.endOfImage]
+          : [t.image, t.fakeAroundImage, t.globalImage, ...t.rowCol];
     return written.filter((x) => x.id < 0).map((x) => x.text);
   }
 

@@ -10,6 +10,7 @@ const vision = new VisionInputs({
   encoder: undefined,
   tokenizer: undefined as never,
   maxInputTokenLen: 1024,
+  maxPrefillTokens: 2048,
 });
 const img = (field: string, w = 2, h = 1, bytes = w * h * 3): ImageInput => ({
   width: w,
@@ -112,6 +113,29 @@ test("a text prompt's text is its parts with the processor's <image> at each ima
   assert.equal(vision.promptInput(tokens), tokens);
 });
 
+test("Gemma 3: a text prompt's and a rendered chat's <start_of_image> become Gemma3Processor's image sequence, as text", () => {
+  const gemma3 = new VisionInputs({
+    modelName: 'gemma3',
+    vision: 'gemma3',
+    encoder: { tokensPerTile: 2, hidden: 4, encode: () => Promise.resolve([]) },
+    tokenizer: undefined as never,
+    maxInputTokenLen: 1024,
+    maxPrefillTokens: 2048,
+  });
+  const request = text(
+    [
+      { type: 'text', text: 'see' },
+      { type: 'image', image: 0 },
+    ],
+    [img('inputs.images[0]')],
+  );
+  const image = '\n\n<start_of_image><image_soft_token><image_soft_token><end_of_image>\n\n';
+  assert.deepEqual(gemma3.promptInput(request.prompt), { kind: 'text', text: `see${image}` });
+  assert.equal(gemma3.promptText('user\n<start_of_image>what'), `user\n${image}what`);
+  // Other families' text is left as the template wrote it.
+  assert.equal(vision.promptText('user\n<image>what'), 'user\n<image>what');
+});
+
 test('a vision model without its encoder in this engine answers 501 naming the part', () => {
   const noEncoder = new VisionInputs({
     modelName: 'smolvlm',
@@ -119,6 +143,7 @@ test('a vision model without its encoder in this engine answers 501 naming the p
     encoder: undefined,
     tokenizer: undefined as never,
     maxInputTokenLen: 1024,
+    maxPrefillTokens: 2048,
   });
   assert.throws(
     () => noEncoder.check(chat([img('messages[0].content[1].image_url')])),

@@ -8,12 +8,13 @@
  * Images sit in the content parts of chat messages or of a text prompt (TGI's `![](url)`), in
  * order, each once; a token-ids prompt has no parts, so no place for one.
  *
- * For a vision model (Idefics3 / SmolVLM, LLaVA-1.5): `promptInput` writes a text prompt's text
- * with the family's placeholder (`<image>`) at each image part (the chat template writes the same
- * for a message's image part); `prepare` encodes the request's images while the prompt is
+ * For a vision model (Idefics3 / SmolVLM, LLaVA-1.5, Gemma 3): `promptInput` writes a text prompt's text
+ * with the family's placeholder (`<image>`; Gemma 3's `<start_of_image>`) at each image part (the
+ * chat template writes the same for a message's image part); `promptText` expands them as text
+ * where the family's processor does (Gemma 3); `prepare` encodes the request's images while the prompt is
  * tokenized; `prompt` writes each image's tokens in place of its placeholder (the family's
- * ImagePrompt: idefics3-prompt.ts, llava-prompt.ts) and keeps the encoder's rows for the
- * image-token positions; `plan` adds a hash of the images' pixels to
+ * ImagePrompt: idefics3-prompt.ts, llava-prompt.ts, gemma3-prompt.ts) and keeps the encoder's
+ * rows for the image-token positions (and Gemma 3's bidirectional spans); `plan` adds a hash of the images' pixels to
  * the prefix-cache key, so the same images and text reuse cached blocks and other images never
  * do; `admit` and `fork` give the sequences the rows, which each step places at the positions
  * it computes (step-plan.ts), a recompute after preemption too.
@@ -26,6 +27,7 @@ import type { EngineTokenizer } from '../prompt.js';
 import type { PlacedRows, Sequence } from '../sequence.js';
 import type { VisionFamily } from '../../native/native.js';
 import type { ContentPart, GenerateRequest, ImageInput, PromptInput } from '../types.js';
+import { GEMMA3_PROMPT } from './gemma3-prompt.js';
 import { IDEFICS3_PROMPT } from './idefics3-prompt.js';
 import type { EncodedImage, ImageEncoder } from './image-encoder.js';
 import type { ImagePrompt, ImagePromptFamily } from './image-prompt.js';
@@ -33,7 +35,11 @@ import { checkImages, checkPartIndices } from './image.js';
 import { LLAVA_PROMPT } from './llava-prompt.js';
 
 /** Each family's prompt side: a new family adds its row. */
-const PROMPTS: Record<VisionFamily, ImagePromptFamily> = { idefics3: IDEFICS3_PROMPT, llava: LLAVA_PROMPT };
+const PROMPTS: Record<VisionFamily, ImagePromptFamily> = {
+  idefics3: IDEFICS3_PROMPT,
+  llava: LLAVA_PROMPT,
+  gemma3: GEMMA3_PROMPT,
+};
 
 /** What the extension knows of the served model. */
 export interface VisionModel {
@@ -44,6 +50,8 @@ export interface VisionModel {
   readonly encoder: ImageEncoder | undefined;
   readonly tokenizer: EngineTokenizer;
   readonly maxInputTokenLen: number;
+  /** A step's token budget: an image whose tokens attend both ways (Gemma 3) must fit in one. */
+  readonly maxPrefillTokens: number;
 }
 
 interface ImagesPart {
@@ -115,9 +123,17 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
     const text = prompt.parts.map((p) => (p.type === 'text' ? p.text : placeholder)).join('');
     return {
       kind: 'text',
-      text,
+      text: this.promptText(text),
       ...(prompt.addSpecialTokens !== undefined ? { addSpecialTokens: prompt.addSpecialTokens } : {}),
     };
+  }
+
+  /** A rendered prompt's text with the family's text-level expansion (Gemma 3's), else as it is. */
+  promptText(text: string): string {
+    const family = this.model.vision && PROMPTS[this.model.vision];
+    return family?.expandText && this.model.encoder
+      ? family.expandText(text, this.model.encoder.tokensPerTile)
+      : text;
   }
 
   async prepare(part: ImagesPart): Promise<void> {
@@ -154,7 +170,20 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
       rows.set(e.embeddings, at);
       at += e.embeddings.length;
     }
-    part.placed = { positions: out.positions, rows, hidden: encoder.hidden };
+    const spans = out.bidirectional;
+    for (let k = 0; spans && k < spans.length; k += 2)
+      if (spans[k + 1] - spans[k] > this.model.maxPrefillTokens)
+        throw invalidArgument(
+          'images',
+          `an image takes ${spans[k + 1] - spans[k]} tokens that must be computed in one step, more than ` +
+            `maxPrefillTokens (${this.model.maxPrefillTokens}); raise maxPrefillTokens`,
+        );
+    part.placed = {
+      positions: out.positions,
+      rows,
+      hidden: encoder.hidden,
+      ...(spans ? { bidirectional: spans } : {}),
+    };
     part.encoded = undefined;
     return out.ids;
   }

@@ -313,6 +313,8 @@ inline void halfToFloat(const uint16_t* src, float* dst, int64_t n) {
 // once per item and reused kTile × group times (prefill is otherwise bound by re-reading the
 // cache). Softmax is computed online one block of positions at a time (flash-attention
 // style), so scratch is one block of K/V, one block of scores and the tile's accumulators.
+// With bidirectional spans (plan.attendEnd, Gemma 3's images) a query inside a span sees up to
+// the span's end instead of its own position; without them (attendEnd empty) that is pos + 1.
 void Context::attention(int64_t l, const StepPlanData& plan) {
   const int64_t hd = cfg_.headDim, G = cfg_.kvHeads, group = cfg_.heads / cfg_.kvHeads, bs = opts_.blockSize;
   const int64_t window = cfg_.layerWindow[l];  // 0: the whole context
@@ -321,6 +323,7 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
   int64_t maxPos = 0;
   for (int32_t t = 0; t < plan.T; t++) maxPos = std::max<int64_t>(maxPos, plan.positions[t]);
   const int64_t span = window > 0 ? std::min<int64_t>(window + kTile, maxPos + 1) : maxPos + 1;
+  const int32_t* ends = plan.attendEnd.empty() ? nullptr : plan.attendEnd.data();
   forRange(items, span * hd * group * kTile, [&](int64_t b, int64_t e, int thread) {
     float* kf = attnScratch_[thread].data();
     float* vf = kf + bs * hd;
@@ -333,7 +336,9 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
       const int32_t t0 = tiles_[it / G].first, nt = tiles_[it / G].second;
       const int32_t* table = &plan.blockTables[plan.blockTableOffsets[tokenSeq_[t0]]];
       const int64_t pos0 = plan.positions[t0];
-      const int64_t nPosMax = pos0 + nt;  // positions 0 .. pos0+nt-1
+      int64_t nPosMax = pos0 + nt;  // positions 0 .. pos0+nt-1, or up to the end of a span
+      if (ends)
+        for (int32_t qi = 0; qi < nt; qi++) nPosMax = std::max<int64_t>(nPosMax, ends[t0 + qi]);
       const int64_t states = nt * group;
       std::fill(acc, acc + states * hd, 0.0f);
       std::fill(mx, mx + states, -INFINITY);
@@ -348,11 +353,12 @@ void Context::attention(int64_t l, const StepPlanData& plan) {
         halfToFloat(kAt(l, page, g), kf, nBlk * hd);
         halfToFloat(vAt(l, page, g), vf, nBlk * hd);
         for (int64_t qi = 0; qi < nt; qi++) {
-          // Token t0+qi sees positions lo .. pos0+qi (causal within the tile), here block
-          // slots j0 .. n-1.
+          // Token t0+qi sees positions lo .. end-1 (end = pos0+qi+1: causal within the tile;
+          // or its span's end), here block slots j0 .. n-1.
           const int64_t lo = window > 0 ? pos0 + qi - window + 1 : 0;
+          const int64_t end = ends ? ends[t0 + qi] : pos0 + qi + 1;
           const int64_t j0 = std::max<int64_t>(0, lo - blk * bs);
-          const int64_t n = std::min(nBlk, pos0 + qi + 1 - blk * bs) - j0;
+          const int64_t n = std::min(nBlk, end - blk * bs) - j0;
           if (n <= 0) continue;
           const float* kb = kf + j0 * hd;
           const float* vb = vf + j0 * hd;

@@ -83,6 +83,46 @@ void readPlacedEmbeddings(Napi::Env env, Napi::Object plan, int64_t hidden, Step
       rangeError(env, "embedRows[" + std::to_string(i) + "]", "must be finite");
 }
 
+// Bidirectional spans: CSR by sequence, each span [start, end) of positions (pairs), increasing
+// and disjoint within a sequence. A span must end within the sequence's positions in this step,
+// so that the K/V of every position a query of it sees exist when attention runs (the earlier
+// ones in the cache, the rest written in this step); one that starts before the step (its head
+// computed in an earlier chunk or found in the prefix cache) is fine. attendEnd is then derived.
+void readBidirectionalSpans(Napi::Env env, Napi::Object plan, StepPlanData& p) {
+  const auto I32 = napi_int32_array;
+  const int64_t S = static_cast<int64_t>(p.seqTokenOffsets.size()) - 1;
+  copyField(env, plan, "bidirectionalOffsets", I32, "Int32Array", S + 1, p.bidiOffsets, true);
+  copyField(env, plan, "bidirectionalSpans", I32, "Int32Array", -1, p.bidiSpans, true);
+  p.attendEnd.clear();
+  if (p.bidiOffsets.empty()) {
+    if (!p.bidiSpans.empty()) rangeError(env, "bidirectionalOffsets", "is required (length S+1) when bidirectionalSpans is given");
+    return;
+  }
+  if (p.bidiSpans.size() % 2 != 0) rangeError(env, "bidirectionalSpans", "must hold [start, end) pairs");
+  checkOffsets(env, "bidirectionalOffsets", p.bidiOffsets, static_cast<int64_t>(p.bidiSpans.size() / 2), false);
+  const int64_t T = static_cast<int64_t>(p.tokens.size());
+  p.attendEnd.resize(T);
+  for (int64_t t = 0; t < T; t++) p.attendEnd[t] = p.positions[t] + 1;
+  for (int64_t s = 0; s < S; s++) {
+    const int32_t t0 = p.seqTokenOffsets[s], first = p.positions[t0];
+    const int32_t last = p.positions[p.seqTokenOffsets[s + 1] - 1];
+    int32_t previousEnd = 0;
+    for (int32_t k = p.bidiOffsets[s]; k < p.bidiOffsets[s + 1]; k++) {
+      const int32_t start = p.bidiSpans[2 * k], end = p.bidiSpans[2 * k + 1];
+      const std::string f = "bidirectionalSpans[" + std::to_string(k) + "]";
+      if (start < previousEnd || end <= start)
+        rangeError(env, f, "span [" + std::to_string(start) + ", " + std::to_string(end) +
+                               ") must be non-empty and after the sequence's previous span");
+      if (end <= first || end > last + 1)
+        rangeError(env, f, "span [" + std::to_string(start) + ", " + std::to_string(end) + ") must end within sequence " +
+                               std::to_string(s) + "'s positions in this step [" + std::to_string(first) + ", " +
+                               std::to_string(last) + "]: an image's tokens may not be split across steps");
+      previousEnd = end;
+      for (int32_t pos = std::max(start, first); pos < end; pos++) p.attendEnd[t0 + (pos - first)] = end;
+    }
+  }
+}
+
 }  // namespace
 
 void readStepPlan(Napi::Env env, Napi::Object plan, const Context& ctx, StepPlanData& p) {
@@ -298,6 +338,7 @@ void readStepPlan(Napi::Env env, Napi::Object plan, const PlanLimits& opt, StepP
                  "must be -1 (base model) or a slot holding an adapter (context has " +
                      std::to_string(opt.lora ? opt.lora->slots() : 0) + " slots)");
   readPlacedEmbeddings(env, plan, opt.hidden, p);
+  readBidirectionalSpans(env, plan, p);
   p.T = static_cast<int32_t>(T);
   p.S = static_cast<int32_t>(S);
 }

@@ -314,22 +314,26 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   // LLaVA-1.5 (LlavaForConditionalGeneration): the same shape, its text model under
   // model.language_model.* (llavaTextName).
   const bool llava = type == "llava" || type == "LlavaForConditionalGeneration";
+  // Gemma 3 with its vision tower (Gemma3ForConditionalGeneration): a gemma3_text model under
+  // the same names as LLaVA's (llavaTextName).
+  const bool gemma3 = type == "gemma3" || type == "Gemma3ForConditionalGeneration";
   if (type == "llava_next" || type == "LlavaNextForConditionalGeneration")
     throw FormatError(configPath, "", "LLaVA-1.6 (llava_next, anyres tiling) is unsupported; LLaVA-1.5 (llava) is");
   const JsonValue* outerTie = c.get("tie_word_embeddings");
-  if (idefics3 || llava) {
+  if (idefics3 || llava || gemma3) {
+    const char* family = llava ? "LLaVA" : gemma3 ? "Gemma 3" : "Idefics3";
     const JsonValue* tc = c.get("text_config");
-    if (!tc || !tc->isObject())
-      throw FormatError(configPath, "", std::string("an ") + (llava ? "LLaVA" : "Idefics3") + " config needs a 'text_config' object");
+    if (!tc || !tc->isObject()) throw FormatError(configPath, "", std::string("a ") + family + " config needs a 'text_config' object");
     JsonValue text = *tc;
     if (!text.get("tie_word_embeddings") && outerTie) text.obj.emplace_back("tie_word_embeddings", *outerTie);
     c = std::move(text);
     type = modelType(c);
-    if (type.empty()) type = "llama";  // the text config's default class (Idefics3Config, LlavaConfig)
-    if (type != "llama" && type != "LlamaForCausalLM")
-      throw FormatError(configPath, "", std::string(llava ? "LLaVA" : "Idefics3") + " text_config.model_type '" + type +
-                                            "' is unsupported (llama is)");
-    cfg.vision = llava ? "llava" : "idefics3";
+    // The text config's default class: Idefics3Config's and LlavaConfig's Llama, Gemma3Config's gemma3_text.
+    if (type.empty()) type = gemma3 ? "gemma3_text" : "llama";
+    const std::string wanted = gemma3 ? "gemma3_text" : "llama";
+    if (type != wanted && type != (gemma3 ? "Gemma3ForCausalLM" : "LlamaForCausalLM"))
+      throw FormatError(configPath, "", std::string(family) + " text_config.model_type '" + type + "' is unsupported (" + wanted + " is)");
+    cfg.vision = llava ? "llava" : gemma3 ? "gemma3" : "idefics3";
     // llava-hf's folders write only what differs from LlamaConfig's defaults (LLaVA-1.5-7B's
     // text_config has no hidden_size): those defaults, as transformers fills them.
     if (llava)
@@ -351,12 +355,9 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   else if (type == "qwen3_moe" || type == "Qwen3MoeForCausalLM") cfg.arch = Arch::Qwen3Moe;
   else if (type == "gemma3_text" || type == "Gemma3ForCausalLM") cfg.arch = Arch::Gemma3;
   else if (type == "phi3" || type == "Phi3ForCausalLM") cfg.arch = Arch::Phi3, slidingAll = true;
-  else if (type == "gemma3")
-    throw FormatError(configPath, "", "Gemma 3 with a vision tower (Gemma3ForConditionalGeneration) is unsupported; "
-                                      "its text model (gemma3_text, Gemma3ForCausalLM) is");
   else
     throw FormatError(configPath, "", "unsupported architecture '" + type +
-                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, phi3, idefics3, llava)");
+                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, gemma3, phi3, idefics3, llava)");
 
   cfg.format = "safetensors";
   cfg.path = dir;
@@ -475,8 +476,8 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   const Arch arch = cfg.arch;
   for (const std::string& f : files)
     readSafetensorsFile((fs::path(dir) / f).string(),
-                        [arch, idefics3, llava](const std::string& hf) {
-                          return ggufName(idefics3 ? textModelName(hf) : llava ? llavaTextName(hf) : hf, arch);
+                        [arch, idefics3, llava, gemma3](const std::string& hf) {
+                          return ggufName(idefics3 ? textModelName(hf) : llava || gemma3 ? llavaTextName(hf) : hf, arch);
                         },
                         set);
 

@@ -50,6 +50,11 @@ struct StepPlanData {
   // 0. embedTokenRows (derived) is each placement's token row in the step.
   std::vector<int32_t> embedOffsets, embedPositions, embedTokenRows;
   std::vector<float> embedRows;
+  // Bidirectional spans (Gemma 3's images), optional (empty = all causal): CSR by sequence
+  // [S+1], per span its positions [start, end) as a pair; a query inside a span also sees the
+  // span's later positions. attendEnd (derived, [T] or empty) is each token row's end of sight:
+  // the end of its span, else its position + 1.
+  std::vector<int32_t> bidiOffsets, bidiSpans, attendEnd;
 };
 
 struct StepResultData {

@@ -1,6 +1,6 @@
 /**
  * transformers' image features for the numerics tests: decoded images handed to a `features`
- * reference script (test/vision/vision_reference.py, llava_reference.py) and what it wrote read
+ * reference script (test/vision/vision_reference.py, llava_reference.py, gemma3_reference.py) and what it wrote read
  * back; and how the tests measure Prism's rows against it.
  */
 import assert from 'node:assert/strict';
@@ -28,7 +28,7 @@ const floats = (path: string): Float32Array => {
  * images written into `out`; then per image what the script wrote there.
  */
 export function featuresReference<Meta extends object>(
-  script: 'vision_reference.py' | 'llava_reference.py',
+  script: 'vision_reference.py' | 'llava_reference.py' | 'gemma3_reference.py',
   folder: string,
   images: readonly DecodedImage[],
   out: string,

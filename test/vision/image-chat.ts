@@ -60,7 +60,8 @@ export interface GenerateReference {
 }
 
 /** transformers' run of `folder` on the image (its RGB written into `work`) and `text`, as a
- * chat (the template's) or as the text prompt itself. */
+ * chat (the template's) or as the text prompt itself; with `script` gemma3_reference.py, Gemma
+ * 3's (form 'causal': without its bidirectional image mask). */
 export function generateReference(
   folder: string,
   work: string,
@@ -68,14 +69,15 @@ export function generateReference(
   rgb: Uint8Array,
   text: string,
   maxNewTokens: number,
-  form: 'chat' | 'text',
+  form: 'chat' | 'text' | 'causal',
+  script: 'generate_reference.py' | 'gemma3_reference.py' = 'generate_reference.py',
 ): GenerateReference {
   const rgbPath = join(work, `${drawn.width}x${drawn.height}.rgb`);
   writeFileSync(rgbPath, rgb);
   const out = execFileSync(
     pythonCommand(),
     [
-      join(projectRoot(), 'test', 'vision', 'generate_reference.py'),
+      join(projectRoot(), 'test', 'vision', script),
       folder,
       rgbPath,
       String(drawn.width),

@@ -17,15 +17,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import {
-  copyFileSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -33,6 +25,7 @@ import { projectRoot } from '../../engine/default-model.js';
 import * as native from '../../native/native.js';
 import { fixture, pythonCommand } from '../fixtures.js';
 import { numericsImages, smoothNoise, type DecodedImage, type DrawnImage } from './drawn-images.js';
+import { editedFolder } from './edited-folder.js';
 import { featuresReference, onePassError, pixelDiff, pixelsToRows, relError } from './features-reference.js';
 import type { FeaturesReference } from './features-reference.js';
 
@@ -172,17 +165,8 @@ test("the mmproj GGUF gives the folder's rows (its F16 matrices' rounding apart)
 });
 
 /** A copy of the folder (weights linked) with config.json or a processor file edited. */
-function edited(file: string, edit: (json: Record<string, unknown>) => void): string {
-  const dir = mkdtempSync(join(work, 'edited-'));
-  for (const f of readdirSync(folder())) {
-    if (f.endsWith('.safetensors')) symlinkSync(join(folder(), f), join(dir, f));
-    else copyFileSync(join(folder(), f), join(dir, f));
-  }
-  const json = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
-  edit(json);
-  writeFileSync(join(dir, file), JSON.stringify(json));
-  return dir;
-}
+const edited = (file: string, edit: (json: Record<string, unknown>) => void): string =>
+  editedFolder(folder(), work, file, edit);
 
 test("'full' keeps the class row and vision_feature_layer -1 runs every layer: still transformers' features", async () => {
   // The same weights with other config values, both sides reading the edited folder; edited

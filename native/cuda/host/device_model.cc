@@ -208,6 +208,8 @@ void DeviceContext::step(StepPlanData& p, StepResultData& out) {
     if (!can.samplerWarpers && v < 1) throw std::invalid_argument("plan.typicalP: typical_p is not supported on a CUDA device yet");
   if (!can.placedEmbeddings && !p.embedOffsets.empty())
     throw std::invalid_argument("plan.embedRows: placed embeddings (image inputs) are not supported on a CUDA device yet");
+  if (!p.attendEnd.empty())
+    throw std::invalid_argument("plan.bidirectionalSpans: bidirectional image attention (Gemma 3) is not supported on a CUDA device yet");
   if (!p.promptTargets.empty())
     throw std::invalid_argument("plan.promptLogprobTargets: prompt logprobs are not supported on a CUDA device yet");
   // Suppressed tokens (min_tokens) become mask rows of their own after the plan's: the plan's

@@ -16,6 +16,11 @@ PreprocessedImage preprocessClip(const ImageProcessorConfig& p, const uint8_t* r
   const std::vector<uint8_t> image = pilResizeRgb(rgb, width, height, w, h, static_cast<PilFilter>(p.resample));
   // The reader guarantees shortestEdge >= the crop, so the crop lies inside the image.
   const int64_t ch = p.cropHeight, cw = p.cropWidth, top = (h - ch) / 2, left = (w - cw) / 2;
+  return normalizedTile(p, image.data(), w, top, left, ch, cw);
+}
+
+PreprocessedImage normalizedTile(const ImageProcessorConfig& p, const uint8_t* image, int64_t w, int64_t top, int64_t left,
+                                 int64_t ch, int64_t cw) {
   PreprocessedImage out;
   out.n = 1;
   out.tiles.resize(static_cast<size_t>(3 * ch * cw));

@@ -14,4 +14,9 @@ namespace prism {
 // rgb: [height × width × 3] bytes, checked by checkImage. Returns one tile (rows = cols = 0).
 PreprocessedImage preprocessClip(const ImageProcessorConfig& p, const uint8_t* rgb, int64_t width, int64_t height);
 
+// The ch x cw window at (top, left) of a resized RGB image `w` pixels wide, rescaled and
+// normalised as transformers does, as one channel-first tile (CLIP's and Gemma 3's last step).
+PreprocessedImage normalizedTile(const ImageProcessorConfig& p, const uint8_t* image, int64_t w, int64_t top, int64_t left,
+                                 int64_t ch, int64_t cw);
+
 }  // namespace prism

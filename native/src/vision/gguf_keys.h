@@ -7,6 +7,8 @@
 
 #include "format_error.h"
 #include "gguf.h"
+#include "hf_files.h"
+#include "vision/vision_model.h"
 
 namespace prism::vision_keys {
 
@@ -33,6 +35,27 @@ inline void channelTriple(const GgufFile& g, const std::string& key, float* out,
       throw FormatError(g.file->path(), "", "metadata '" + key + "' must hold " + (positive ? "positive" : "finite") + " numbers");
     out[i] = static_cast<float>(x.asDouble());
   }
+}
+
+// The SigLIP tower's clip.vision.* shape (vision_gguf.cc, gemma3_gguf.cc), each bound checked.
+inline void readSiglipShape(const GgufFile& g, VisionConfig& cfg) {
+  const std::string& path = g.file->path();
+  const std::string v = "clip.vision.";
+  cfg.hidden = ggufInt(g, v + "embedding_length", 8, 1 << 14);
+  cfg.layers = ggufInt(g, v + "block_count", 1, 256);
+  cfg.heads = ggufInt(g, v + "attention.head_count", 1, 256);
+  cfg.intermediate = ggufInt(g, v + "feed_forward_length", 1, 1 << 17);
+  cfg.patch = ggufInt(g, v + "patch_size", 1, 64);
+  cfg.tile = ggufInt(g, v + "image_size", 1, 4096);
+  cfg.eps = ggufNum(g, v + "attention.layer_norm_epsilon", 1e-6, 0, 1);
+  // The converter marks SigLIP's MLP as GELU, which llama.cpp runs as the tanh form (SigLIP's).
+  if (!boolKey(g, "clip.use_gelu", true)) throw FormatError(path, "", "clip.use_gelu must be true for a SigLIP tower (its GELU)");
+  cfg.ffn = EncoderFfn::GeluTanh;
+  if (cfg.hidden % cfg.heads != 0) throw FormatError(path, "", "embedding_length is not a multiple of attention.head_count");
+  cfg.headDim = cfg.hidden / cfg.heads;
+  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
+    throw FormatError(path, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
+  if (cfg.tile % cfg.patch != 0) throw FormatError(path, "", "clip.vision.image_size is not a multiple of patch_size");
 }
 
 // Whether `path` is an mmproj GGUF (general.architecture 'clip') of clip.projector_type

@@ -7,6 +7,7 @@
 
 #include "format_error.h"
 #include "hf_files.h"
+#include "vision/vision_model.h"
 
 namespace prism::vision_keys {
 
@@ -44,6 +45,32 @@ inline void channelTriple(const JsonValue& c, const std::string& file, const cha
   if (std::string(key) == "image_std")
     for (int i = 0; i < 3; i++)
       if (!(out[i] > 0) || !std::isfinite(out[i])) throw FormatError(file, "", "'image_std' values must be positive");
+}
+
+// A SigLIP vision_config's shape (vision_hf.cc, gemma3_hf.cc), each bound checked; `d`: the
+// defaults where a key is absent (nullptr: every key required).
+struct SiglipDefaults {
+  int64_t hidden, layers, heads, intermediate, patch, image;
+};
+inline void readSiglipShape(const JsonValue& v, const std::string& file, VisionConfig& cfg, const SiglipDefaults* d) {
+  cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14, d ? &d->hidden : nullptr);
+  cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256, d ? &d->layers : nullptr);
+  cfg.heads = configInt(v, file, "num_attention_heads", 1, 256, d ? &d->heads : nullptr);
+  cfg.intermediate = configInt(v, file, "intermediate_size", 1, 1 << 17, d ? &d->intermediate : nullptr);
+  cfg.patch = configInt(v, file, "patch_size", 1, 64, d ? &d->patch : nullptr);
+  cfg.tile = configInt(v, file, "image_size", 1, 4096, d ? &d->image : nullptr);
+  int64_t three = 3;
+  if (configInt(v, file, "num_channels", 1, 16, &three) != 3) throw FormatError(file, "", "vision_config.num_channels must be 3");
+  cfg.eps = configNum(v, file, "layer_norm_eps", 1e-6, 0, 1);
+  const std::string act = stringField(v, "hidden_act");
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act.empty()) cfg.ffn = EncoderFfn::GeluTanh;
+  else if (act == "gelu") cfg.ffn = EncoderFfn::GeluErf;
+  else throw FormatError(file, "", "vision_config.hidden_act '" + act + "' is unsupported (gelu_pytorch_tanh, gelu are)");
+  if (cfg.hidden % cfg.heads != 0) throw FormatError(file, "", "vision_config.hidden_size is not a multiple of num_attention_heads");
+  cfg.headDim = cfg.hidden / cfg.heads;
+  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
+    throw FormatError(file, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
+  if (cfg.tile % cfg.patch != 0) throw FormatError(file, "", "vision_config.image_size is not a multiple of patch_size");
 }
 
 // A folder's image-processor settings: preprocessor_config.json, or processor_config.json's

@@ -1,8 +1,8 @@
 // The addon's vision-model exports (see native/native.ts, "Vision models"): load an
-// Idefics3 / SmolVLM or LLaVA folder's or mmproj GGUF's image side, describe it, preprocess an
+// Idefics3 / SmolVLM, LLaVA or Gemma 3 folder's or mmproj GGUF's image side, describe it, preprocess an
 // RGB image into tiles (the family's processor) and encode tiles into the text model's
 // embedding rows. Glue only: argument checks, conversions and work off the JS thread
-// (addon_glue.h); the math is in vision_encoder.cc, clip_encoder.cc, idefics3_preprocess.cc,
+// (addon_glue.h); the math is in vision_encoder.cc, clip_encoder.cc, gemma3_encoder.cc, idefics3_preprocess.cc, gemma3_preprocess.cc,
 // clip_preprocess.cc and pil_resample.cc.
 #include <napi.h>
 
@@ -11,6 +11,7 @@
 
 #include "addon_glue.h"
 #include "vision/clip_preprocess.h"
+#include "vision/gemma3_preprocess.h"
 #include "vision/idefics3_preprocess.h"
 #include "vision/vision_encoder.h"
 
@@ -65,7 +66,7 @@ Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   o.Set("path", c.path);
   o.Set("name", c.name);
   o.Set("architecture", c.modelType);
-  o.Set("family", c.family == VisionFamily::Llava ? "llava" : "idefics3");
+  o.Set("family", c.family == VisionFamily::Llava ? "llava" : c.family == VisionFamily::Gemma3 ? "gemma3" : "idefics3");
   o.Set("tileSize", static_cast<double>(c.tile));
   o.Set("patchSize", static_cast<double>(c.patch));
   o.Set("tokensPerTile", static_cast<double>(c.tokensPerTile()));
@@ -102,6 +103,8 @@ Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   for (uint32_t k = 0; k < 36; k++)
     rowCol.Set(k, tokenToJs(env, "<row_" + std::to_string(k / 6 + 1) + "_col_" + std::to_string(k % 6 + 1) + ">", t.rowColIds[k]));
   tokens.Set("rowCol", rowCol);
+  tokens.Set("startOfImage", tokenToJs(env, t.startOfImage, t.startOfImageId));
+  tokens.Set("endOfImage", tokenToJs(env, t.endOfImage, t.endOfImageId));
   o.Set("tokens", tokens);
   return o;
 }
@@ -128,8 +131,12 @@ Napi::Value PreprocessImage(const Napi::CallbackInfo& info) {
       env, "prism.preprocessImage", glue::ErrorPolicy{"preprocessImage: ", "preprocessImage: out of memory", false, true},
       [enc, data, width, height] {
         const VisionModel& m = *enc->model();
-        return m.cfg.family == VisionFamily::Llava ? preprocessClip(m.processor, data, width, height)
-                                                   : preprocessIdefics3(m.processor, data, width, height);
+        switch (m.cfg.family) {
+          case VisionFamily::Llava: return preprocessClip(m.processor, data, width, height);
+          case VisionFamily::Gemma3: return preprocessGemma3(m.processor, data, width, height);
+          case VisionFamily::Idefics3: break;
+        }
+        return preprocessIdefics3(m.processor, data, width, height);
       },
       [](Napi::Env e, PreprocessedImage& r) -> Napi::Value {
         Napi::Float32Array tiles = Napi::Float32Array::New(e, r.tiles.size());

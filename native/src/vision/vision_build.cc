@@ -1,5 +1,6 @@
 // The SigLIP encoder's and the connector's tensors -> VisionModel's weights, every shape
-// checked against m.cfg (weight_builder.h). Both readers (vision_hf.cc, vision_gguf.cc) name
+// checked against m.cfg (weight_builder.h); the tower's part is Gemma 3's too
+// (gemma3_build.cc). Both readers (vision_hf.cc, vision_gguf.cc) name
 // the tensors as Idefics3's HF names without their model prefix: embeddings.*,
 // encoder.layers.N.*, post_layernorm.*, connector.modality_projection.proj.weight. The layers'
 // part is CLIP's too (clip_build.cc).
@@ -32,12 +33,9 @@ void buildVisionLayers(VisionModel& m, WeightBuilder& b, int64_t count) {
   }
 }
 
-void buildVisionWeights(VisionModel& m, TensorSet& set) {
+void buildSiglipTower(VisionModel& m, WeightBuilder& b, TensorSet& set) {
   const VisionConfig& c = m.cfg;
   const int64_t D = c.hidden, p = c.patch;
-  // Float kernels keep f32 activations whatever this says; quantized files would use int16.
-  WeightBuilder b(set, "idefics3 vision", WeightPreparation::Cpu, ActivationPrecision::Int16,
-                  {m.weightBytes, m.maxLinearCols, m.ownedBytes});
   // The patch embedding is a Conv2d [D, 3, p, p] with stride p: a matmul over unfolded patches.
   const std::string patchName = "embeddings.patch_embedding.weight";
   b.get(patchName, {p, p, 3, D});
@@ -48,7 +46,15 @@ void buildVisionWeights(VisionModel& m, TensorSet& set) {
   buildVisionLayers(m, b, c.layers);
   m.postNormW = b.vec("post_layernorm.weight", D);
   m.postNormB = b.vec("post_layernorm.bias", D);
-  m.projection = b.linear({{"connector.modality_projection.proj.weight", c.textHidden}}, D * c.scaleFactor * c.scaleFactor);
+}
+
+void buildVisionWeights(VisionModel& m, TensorSet& set) {
+  const VisionConfig& c = m.cfg;
+  // Float kernels keep f32 activations whatever this says; quantized files would use int16.
+  WeightBuilder b(set, "idefics3 vision", WeightPreparation::Cpu, ActivationPrecision::Int16,
+                  {m.weightBytes, m.maxLinearCols, m.ownedBytes});
+  buildSiglipTower(m, b, set);
+  m.projection = b.linear({{"connector.modality_projection.proj.weight", c.textHidden}}, c.hidden * c.scaleFactor * c.scaleFactor);
 }
 
 }  // namespace prism

@@ -2,7 +2,7 @@
 // weight is laid out) + bias + position -> N x pre-norm layers (LayerNorm, attention over the
 // tile's own patches, residual; LayerNorm, GELU MLP, residual) -> post LayerNorm -> pixel
 // shuffle (each scale x scale block of patches becomes one row, block rows outer) -> the
-// modality projection. The patch unfolding and the layers are CLIP's too (clip_encoder.cc).
+// modality projection. The tower up to the post LayerNorm is Gemma 3's too (gemma3_encoder.cc). The patch unfolding and the layers are CLIP's too (clip_encoder.cc).
 // Matmuls on kernels.h's matmulManyTokens; attention shared with the text encoders
 // (encoder/packed_attention.h); per-row vector work in encoder_math.h.
 #include "vision/vision_encoder.h"
@@ -42,8 +42,11 @@ void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, floa
 
 void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (model_->cfg.family == VisionFamily::Llava) encodeClip(tiles, n, out);
-  else encodeIdefics3(tiles, n, out);
+  switch (model_->cfg.family) {
+    case VisionFamily::Llava: return encodeClip(tiles, n, out);
+    case VisionFamily::Gemma3: return encodeGemma3(tiles, n, out);
+    case VisionFamily::Idefics3: return encodeIdefics3(tiles, n, out);
+  }
 }
 
 void VisionEncoder::unfoldPatches(const float* tiles, int64_t n, float* patches) {
@@ -105,14 +108,14 @@ void VisionEncoder::runLayers(float* x, float* h, int64_t n, int64_t S) {
   }
 }
 
-void VisionEncoder::encodeIdefics3(const float* tiles, int64_t n, float* out) {
+void VisionEncoder::siglipTower(const float* tiles, int64_t n, std::vector<float>& x, std::vector<float>& h) {
   const VisionModel& m = *model_;
   const VisionConfig& c = m.cfg;
-  const int64_t p = c.patch, side = c.patchesPerSide(), P = c.patchesPerTile(), T = n * P, D = c.hidden;
-  const int64_t K = 3 * p * p, s = c.scaleFactor, W = D * s * s;
+  const int64_t p = c.patch, P = c.patchesPerTile(), T = n * P, D = c.hidden, K = 3 * p * p;
   const float eps = static_cast<float>(c.eps);
-  scratch_.reserve(T, std::max<int64_t>(m.maxLinearCols, W), pool_.size());
-  std::vector<float> patches(static_cast<size_t>(T * K)), x(static_cast<size_t>(T * D)), h(x.size());
+  std::vector<float> patches(static_cast<size_t>(T * K));
+  x.assign(static_cast<size_t>(T * D), 0.0f);
+  h.assign(x.size(), 0.0f);
   unfoldPatches(tiles, n, patches.data());
   linear(m.patchEmbed, patches.data(), T, x.data(), D);
   forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
@@ -125,11 +128,20 @@ void VisionEncoder::encodeIdefics3(const float* tiles, int64_t n, float* out) {
   forRange(pool_, T, D, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; t++) enc::layerNorm(&x[t * D], m.postNormW.data(), m.postNormB.data(), &h[t * D], D, eps);
   });
+}
+
+void VisionEncoder::encodeIdefics3(const float* tiles, int64_t n, float* out) {
+  const VisionModel& m = *model_;
+  const VisionConfig& c = m.cfg;
+  const int64_t side = c.patchesPerSide(), P = c.patchesPerTile(), T = n * P, D = c.hidden;
+  const int64_t s = c.scaleFactor, W = D * s * s;
+  scratch_.reserve(T, std::max<int64_t>(m.maxLinearCols, W), pool_.size());
+  std::vector<float> x, h;
+  siglipTower(tiles, n, x, h);
   // Idefics3Connector.pixel_shuffle: output row (i, j) of a tile is the concatenation, over
   // a in [0, s) then b in [0, s), of patch (i·s + a, j·s + b).
   const int64_t outSide = side / s, rowsPerTile = outSide * outSide;
-  std::vector<float>& shuffled = patches;  // T / s² rows of W = D·s² values: the same size as T × D
-  shuffled.resize(static_cast<size_t>(T * D));
+  std::vector<float>& shuffled = x;  // T / s² rows of W = D·s² values: the same size as T × D
   forRange(pool_, n * rowsPerTile, W, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; r++) {
       const int64_t tile = r / rowsPerTile, i = (r % rowsPerTile) / outSide, j = r % outSide;

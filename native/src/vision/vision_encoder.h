@@ -1,6 +1,7 @@
 // The vision encoder's forward pass over whole tiles, bound to one model with its own thread
 // pool: SigLIP as Idefics3 runs it, then the connector (vision_encoder.cc), or CLIP as LLaVA
-// runs it, then the MLP projector (clip_encoder.cc). Tiles are always the encoder's full
+// runs it, then the MLP projector (clip_encoder.cc), or SigLIP as Gemma 3 runs it, then its
+// pooling projector (gemma3_encoder.cc). Tiles are always the encoder's full
 // image_size square (both processors resize and split or crop to exactly that), so every
 // patch is real: the patch attention mask is all ones and the position ids (Idefics3's
 // bucketed ones too) are the row indices 0..P-1.
@@ -35,7 +36,10 @@ class VisionEncoder {
   void unfoldPatches(const float* tiles, int64_t n, float* patches);
   // x: [n·S × D] rows, S per tile; runs m.layers in place (h: scratch, [n·S × D]).
   void runLayers(float* x, float* h, int64_t n, int64_t S);
+  // SigLIP up to its post LayerNorm: h = [n·P × D] (x: scratch of the same size).
+  void siglipTower(const float* tiles, int64_t n, std::vector<float>& x, std::vector<float>& h);
   void encodeIdefics3(const float* tiles, int64_t n, float* out);
+  void encodeGemma3(const float* tiles, int64_t n, float* out);
   void encodeClip(const float* tiles, int64_t n, float* out);
 
   std::shared_ptr<VisionModel> model_;

@@ -22,24 +22,10 @@ void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& 
   if (arch != "clip") throw FormatError(path, "", "general.architecture '" + arch + "' is not an mmproj file's 'clip'");
   const std::string proj = stringKey(g, "clip.projector_type");
   if (proj != "idefics3")
-    throw FormatError(path, "", "clip.projector_type '" + proj + "' is not a projector Prism reads (idefics3, mlp are)");
+    throw FormatError(path, "", "clip.projector_type '" + proj + "' is not a projector Prism reads (idefics3, mlp, gemma3 are)");
   if (!boolKey(g, "clip.has_vision_encoder", false)) throw FormatError(path, "", "clip.has_vision_encoder must be true");
   const std::string v = "clip.vision.";
-  cfg.hidden = ggufInt(g, v + "embedding_length", 8, 1 << 14);
-  cfg.layers = ggufInt(g, v + "block_count", 1, 256);
-  cfg.heads = ggufInt(g, v + "attention.head_count", 1, 256);
-  cfg.intermediate = ggufInt(g, v + "feed_forward_length", 1, 1 << 17);
-  cfg.patch = ggufInt(g, v + "patch_size", 1, 64);
-  cfg.tile = ggufInt(g, v + "image_size", 1, 4096);
-  cfg.eps = ggufNum(g, v + "attention.layer_norm_epsilon", 1e-6, 0, 1);
-  // The converter marks Idefics3's MLP as GELU, which llama.cpp runs as the tanh form (SigLIP's).
-  if (!boolKey(g, "clip.use_gelu", true)) throw FormatError(path, "", "clip.use_gelu must be true for idefics3 (SigLIP's GELU)");
-  cfg.ffn = EncoderFfn::GeluTanh;
-  if (cfg.hidden % cfg.heads != 0) throw FormatError(path, "", "embedding_length is not a multiple of attention.head_count");
-  cfg.headDim = cfg.hidden / cfg.heads;
-  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
-    throw FormatError(path, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
-  if (cfg.tile % cfg.patch != 0) throw FormatError(path, "", "clip.vision.image_size is not a multiple of patch_size");
+  readSiglipShape(g, cfg);
   cfg.scaleFactor = g.find(v + "projector.scale_factor") ? ggufInt(g, v + "projector.scale_factor", 1, 16) : 2;
   if (cfg.patchesPerSide() % cfg.scaleFactor != 0)
     throw FormatError(path, "", "projector.scale_factor " + std::to_string(cfg.scaleFactor) + " does not divide the " +
@@ -62,24 +48,8 @@ void readClipConfig(const GgufFile& g, VisionConfig& cfg, ImageProcessorConfig& 
 
 // mmproj name -> the folder reader's name ("" = none of Idefics3's).
 std::string internalName(const std::string& n) {
-  static const std::regex layer(R"(^v\.blk\.(\d+)\.(attn_q|attn_k|attn_v|attn_out|ln1|ln2|ffn_up|ffn_down)\.(weight|bias)$)");
-  std::smatch m;
-  if (std::regex_match(n, m, layer)) {
-    static const std::map<std::string, std::string> part = {
-        {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"},
-        {"attn_out", "self_attn.out_proj"}, {"ln1", "layer_norm1"}, {"ln2", "layer_norm2"},
-        {"ffn_up", "mlp.fc1"}, {"ffn_down", "mlp.fc2"}};
-    return "encoder.layers." + m[1].str() + "." + part.at(m[2].str()) + "." + m[3].str();
-  }
-  static const std::map<std::string, std::string> whole = {
-      {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
-      {"v.patch_embd.bias", "embeddings.patch_embedding.bias"},
-      {"v.position_embd.weight", "embeddings.position_embedding.weight"},
-      {"v.post_ln.weight", "post_layernorm.weight"},
-      {"v.post_ln.bias", "post_layernorm.bias"},
-      {"mm.model.fc.weight", "connector.modality_projection.proj.weight"}};
-  auto it = whole.find(n);
-  return it == whole.end() ? "" : it->second;
+  if (n == "mm.model.fc.weight") return "connector.modality_projection.proj.weight";
+  return siglipTensorName(n);
 }
 
 // The image tokens' ids in the text GGUF's vocabulary (tokenizer.ggml.tokens).
@@ -94,6 +64,26 @@ void readTextTokenIds(const std::string& textModel, VisionConfig& cfg, VisionTok
 }
 
 }  // namespace
+
+std::string siglipTensorName(const std::string& n) {
+  static const std::regex layer(R"(^v\.blk\.(\d+)\.(attn_q|attn_k|attn_v|attn_out|ln1|ln2|ffn_up|ffn_down)\.(weight|bias)$)");
+  std::smatch m;
+  if (std::regex_match(n, m, layer)) {
+    static const std::map<std::string, std::string> part = {
+        {"attn_q", "self_attn.q_proj"}, {"attn_k", "self_attn.k_proj"}, {"attn_v", "self_attn.v_proj"},
+        {"attn_out", "self_attn.out_proj"}, {"ln1", "layer_norm1"}, {"ln2", "layer_norm2"},
+        {"ffn_up", "mlp.fc1"}, {"ffn_down", "mlp.fc2"}};
+    return "encoder.layers." + m[1].str() + "." + part.at(m[2].str()) + "." + m[3].str();
+  }
+  static const std::map<std::string, std::string> whole = {
+      {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
+      {"v.patch_embd.bias", "embeddings.patch_embedding.bias"},
+      {"v.position_embd.weight", "embeddings.position_embedding.weight"},
+      {"v.post_ln.weight", "post_layernorm.weight"},
+      {"v.post_ln.bias", "post_layernorm.bias"}};
+  auto it = whole.find(n);
+  return it == whole.end() ? "" : it->second;
+}
 
 bool isVisionGguf(const std::string& path) { return isClipGgufOf(path, "idefics3"); }
 

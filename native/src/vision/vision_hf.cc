@@ -36,24 +36,7 @@ void readVisionConfig(const std::string& dir, VisionConfig& cfg) {
     throw FormatError(file, "", "model_type '" + type + "' is not a vision-language model Prism reads (idefics3, smolvlm are)");
   cfg.modelType = type;
   const JsonValue& v = objectField(c, file, "vision_config");
-  cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14);
-  cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256);
-  cfg.heads = configInt(v, file, "num_attention_heads", 1, 256);
-  cfg.intermediate = configInt(v, file, "intermediate_size", 1, 1 << 17);
-  cfg.patch = configInt(v, file, "patch_size", 1, 64);
-  cfg.tile = configInt(v, file, "image_size", 1, 4096);
-  int64_t three = 3;
-  if (configInt(v, file, "num_channels", 1, 16, &three) != 3) throw FormatError(file, "", "vision_config.num_channels must be 3");
-  cfg.eps = configNum(v, file, "layer_norm_eps", 1e-6, 0, 1);
-  const std::string act = stringField(v, "hidden_act");
-  if (act == "gelu_pytorch_tanh" || act == "gelu_new" || act.empty()) cfg.ffn = EncoderFfn::GeluTanh;
-  else if (act == "gelu") cfg.ffn = EncoderFfn::GeluErf;
-  else throw FormatError(file, "", "vision_config.hidden_act '" + act + "' is unsupported (gelu_pytorch_tanh, gelu are)");
-  if (cfg.hidden % cfg.heads != 0) throw FormatError(file, "", "vision_config.hidden_size is not a multiple of num_attention_heads");
-  cfg.headDim = cfg.hidden / cfg.heads;
-  if (cfg.headDim % 8 != 0 || cfg.headDim > 512)
-    throw FormatError(file, "", "the vision head dim " + std::to_string(cfg.headDim) + " must be a multiple of 8 and at most 512");
-  if (cfg.tile % cfg.patch != 0) throw FormatError(file, "", "vision_config.image_size is not a multiple of patch_size");
+  readSiglipShape(v, file, cfg, nullptr);
   int64_t two = 2;
   cfg.scaleFactor = configInt(c, file, "scale_factor", 1, 16, &two);
   if (cfg.patchesPerSide() % cfg.scaleFactor != 0)

@@ -1,6 +1,6 @@
 // Which reader a vision-language model's path takes, by family and form: an Idefics3 / SmolVLM
 // folder (vision_hf.cc) or mmproj GGUF (vision_gguf.cc), a LLaVA folder (clip_hf.cc) or mmproj
-// GGUF (clip_gguf.cc); and the image-token naming the Idefics3 readers share.
+// GGUF (clip_gguf.cc), a Gemma 3 folder (gemma3_hf.cc) or mmproj GGUF (gemma3_gguf.cc); and the image-token naming the Idefics3 readers share.
 #include <filesystem>
 #include <regex>
 
@@ -22,8 +22,8 @@ void noteVisionToken(VisionTokens& t, const std::string& text, int64_t id) {
 
 bool isVisionModelPath(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return isVisionFolder(path) || isLlavaFolder(path);
-  return fs::is_regular_file(path, ec) && (isVisionGguf(path) || isLlavaGguf(path));
+  if (fs::is_directory(path, ec)) return isVisionFolder(path) || isLlavaFolder(path) || isGemma3Folder(path);
+  return fs::is_regular_file(path, ec) && (isVisionGguf(path) || isLlavaGguf(path) || isGemma3Gguf(path));
 }
 
 std::shared_ptr<VisionModel> loadVisionModel(const std::string& path, const std::string& textModel) {
@@ -31,10 +31,12 @@ std::shared_ptr<VisionModel> loadVisionModel(const std::string& path, const std:
   if (fs::is_directory(path, ec)) {
     if (!textModel.empty())
       throw FormatError(path, "", "textModel applies to an mmproj GGUF; a folder's tokenizer.json gives the image tokens");
+    if (isGemma3Folder(path)) return loadGemma3Folder(path);
     return isLlavaFolder(path) ? loadLlavaFolder(path) : loadVisionFolder(path);
   }
   if (!fs::is_regular_file(path, ec))
     throw FormatError(path, "", "a vision-language model is a Hugging Face folder or an mmproj GGUF; this is neither");
+  if (isGemma3Gguf(path)) return loadGemma3Gguf(path, textModel);
   return isLlavaGguf(path) ? loadLlavaGguf(path, textModel) : loadVisionGguf(path, textModel);
 }
 

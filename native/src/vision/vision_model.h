@@ -1,11 +1,15 @@
-// A vision-language model's image side, one of two families (VisionFamily):
+// A vision-language model's image side, one of three families (VisionFamily):
 // - SmolVLM / Idefics3: the SigLIP vision transformer (patch embedding, learned positions,
 //   pre-norm layers, post LayerNorm), the connector (pixel shuffle by the scale factor, then
 //   the modality projection into the text model's hidden size); read from the Hugging Face
 //   folder (vision_hf.cc) or llama.cpp's mmproj GGUF (vision_gguf.cc);
 // - LLaVA-1.5: the CLIP vision transformer (class token, patch embedding, learned positions,
 //   pre LayerNorm, pre-norm quick_gelu layers) cut at vision_feature_layer, then the MLP
-//   projector (linear, GELU, linear); read by clip_hf.cc / clip_gguf.cc.
+//   projector (linear, GELU, linear); read by clip_hf.cc / clip_gguf.cc;
+// - Gemma 3 (Gemma3ForConditionalGeneration): SigLIP as SmolVLM's (the same layers, post
+//   LayerNorm), then Gemma3MultiModalProjector (average pooling of the patch grid down to
+//   mm_tokens_per_image rows, Gemma's RMSNorm, the input projection); read by gemma3_hf.cc /
+//   gemma3_gguf.cc, built by gemma3_build.cc, run by gemma3_encoder.cc.
 // With them the image processor's parameters and the prompt's image tokens. The text model
 // (the folder's, or the text GGUF beside the mmproj) is the decoder's business.
 #pragma once
@@ -27,11 +31,11 @@ class WeightBuilder;
 namespace prism {
 
 // Which encoder, connector, preprocessing and prompt expansion a model takes.
-enum class VisionFamily { Idefics3, Llava };
+enum class VisionFamily { Idefics3, Llava, Gemma3 };
 
 struct VisionConfig {
   VisionFamily family = VisionFamily::Idefics3;
-  std::string modelType = "idefics3";  // config.json model_type: idefics3 | smolvlm | llava
+  std::string modelType = "idefics3";  // config.json model_type: idefics3 | smolvlm | llava | gemma3
   std::string path, name;
   int64_t hidden = 0, layers = 0, heads = 0, headDim = 0, intermediate = 0;
   int64_t patch = 0;  // patch_size: square patches
@@ -49,6 +53,9 @@ struct VisionConfig {
   bool quickGelu = false;
   EncoderFfn projectorFfn = EncoderFfn::GeluErf;
   bool projectorBias = true;
+  // Gemma 3 only: rows per image after the projector's pooling (mm_tokens_per_image, a square
+  // number whose side divides the patches per side).
+  int64_t mmTokens = 0;
 
   int64_t patchesPerSide() const { return tile / patch; }
   int64_t patchesPerTile() const { return patchesPerSide() * patchesPerSide(); }
@@ -56,6 +63,7 @@ struct VisionConfig {
   int64_t sequencePerTile() const { return patchesPerTile() + (family == VisionFamily::Llava ? 1 : 0); }
   int64_t tokensPerTile() const {
     if (family == VisionFamily::Llava) return patchesPerTile() + (keepClassToken ? 1 : 0);
+    if (family == VisionFamily::Gemma3) return mmTokens;
     return patchesPerTile() / (scaleFactor * scaleFactor);
   }
 };
@@ -88,6 +96,10 @@ struct VisionTokens {
   std::string image = "<image>", fakeAroundImage = "<fake_token_around_image>", globalImage = "<global-img>";
   int64_t imageId = -1, fakeAroundImageId = -1, globalImageId = -1;
   std::vector<int64_t> rowColIds;  // [6 × 6]: <row_{r+1}_col_{c+1}> at r * 6 + c
+  // Gemma 3 (Gemma3Processor): each image is "\n\n<start_of_image>" + mm_tokens_per_image x
+  // <image_soft_token> + "<end_of_image>\n\n"; `image` is then <image_soft_token>.
+  std::string startOfImage = "<start_of_image>", endOfImage = "<end_of_image>";
+  int64_t startOfImageId = -1, endOfImageId = -1;
 };
 
 struct VisionLayer {
@@ -121,6 +133,8 @@ struct VisionModel {
   std::vector<float> classEmbed, preNormW, preNormB, projectionBias;
   LinearGroup projection2;
   std::vector<float> projection2Bias;
+  // Gemma 3 only: mm_soft_emb_norm's multiplier (1 + w, as Gemma3RMSNorm applies its weight).
+  std::vector<float> softEmbNorm;
   double weightBytes = 0;
   int64_t maxLinearCols = 0;
 };
@@ -139,6 +153,9 @@ bool isVisionFolder(const std::string& path);
 std::shared_ptr<VisionModel> loadVisionFolder(const std::string& dir);
 bool isVisionGguf(const std::string& path);
 std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::string& textModel);
+// An mmproj GGUF's SigLIP tensor name (v.*, convert_hf_to_gguf.py's) -> the folder reader's
+// name less its model prefix ("" = not a SigLIP tower's); vision_gguf.cc, gemma3_gguf.cc.
+std::string siglipTensorName(const std::string& mmprojName);
 // The encoder's and connector's tensors, under the folder's names less their model prefix.
 void buildVisionWeights(VisionModel& m, TensorSet& set);
 // The pre-norm layers 0..count-1 (encoder.layers.N.*: SigLIP's and CLIP's names agree).
@@ -149,6 +166,14 @@ std::shared_ptr<VisionModel> loadLlavaFolder(const std::string& dir);
 bool isLlavaGguf(const std::string& path);
 std::shared_ptr<VisionModel> loadLlavaGguf(const std::string& path, const std::string& textModel);
 void buildClipWeights(VisionModel& m, TensorSet& set);
+// The Gemma 3 readers and builder (gemma3_hf.cc, gemma3_gguf.cc, gemma3_build.cc).
+bool isGemma3Folder(const std::string& path);
+std::shared_ptr<VisionModel> loadGemma3Folder(const std::string& dir);
+bool isGemma3Gguf(const std::string& path);
+std::shared_ptr<VisionModel> loadGemma3Gguf(const std::string& path, const std::string& textModel);
+// SigLIP's patch embedding, positions, layers and post LayerNorm (Idefics3's and Gemma 3's).
+void buildSiglipTower(VisionModel& m, WeightBuilder& b, TensorSet& set);
+void buildGemma3Weights(VisionModel& m, TensorSet& set);
 // Records `id` if `text` is one of the image tokens.
 void noteVisionToken(VisionTokens& t, const std::string& text, int64_t id);
 
