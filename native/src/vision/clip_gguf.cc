@@ -131,27 +131,15 @@ std::shared_ptr<VisionModel> loadLlavaGguf(const std::string& path, const std::s
   const bool swapFfn = down && !down->dims.empty() && down->dims[0] == m->cfg.hidden;
   m->tokens.rowColIds.assign(36, -1);
   if (!textModel.empty()) {
-    const GgufFile text = readGguf(textModel, false);
-    const GgufValue* tokens = text.find("tokenizer.ggml.tokens");
-    if (!tokens || tokens->type != GgufType::ARRAY || tokens->itemType != GgufType::STRING)
-      throw FormatError(textModel, "", "the text model has no tokenizer.ggml.tokens string array");
-    for (size_t id = 0; id < tokens->items.size(); id++)
-      if (tokens->items[id].s == m->tokens.image) m->tokens.imageId = static_cast<int64_t>(id);
+    forEachTextToken(textModel, [&](const std::string& s, int64_t id) {
+      if (s == m->tokens.image) m->tokens.imageId = id;
+    });
     if (m->tokens.imageId < 0) throw FormatError(textModel, "", "the text model's vocabulary has no '" + m->tokens.image + "' token");
     m->cfg.imageTokenId = m->tokens.imageId;
   }
-  TensorSet set;
-  set.file = path;
-  set.maps.push_back(g.file);
-  for (const GgufTensor& t : g.tensors) {
-    const std::string name = internalName(t.name, swapFfn);
-    if (name.empty()) throw FormatError(path, t.name, "tensor is not part of a LLaVA CLIP encoder or MLP projector");
-    set.tensors[name] = SourceTensor{t.type, t.dims, t.data, t.bytes};
-    set.originalNames[name] = t.name;
-  }
-  m->maps = set.maps;
-  buildClipWeights(*m, set);
-  for (const auto& map : m->maps) map->releaseResidentPages();
+  buildMmprojWeights(
+      *m, g, [swapFfn](const std::string& n) { return internalName(n, swapFfn); }, "a LLaVA CLIP encoder or MLP projector",
+      buildClipWeights);
   return m;
 }
 

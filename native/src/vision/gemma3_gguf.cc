@@ -53,17 +53,11 @@ std::string internalName(const std::string& n) {
 
 // The three image tokens' ids in the text GGUF's vocabulary (tokenizer.ggml.tokens).
 void readTextTokenIds(const std::string& textModel, VisionConfig& cfg, VisionTokens& t) {
-  const GgufFile text = readGguf(textModel, false);
-  const GgufValue* tokens = text.find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->type != GgufType::ARRAY || tokens->itemType != GgufType::STRING)
-    throw FormatError(textModel, "", "the text model has no tokenizer.ggml.tokens string array");
-  for (size_t id = 0; id < tokens->items.size(); id++) {
-    const std::string& s = tokens->items[id].s;
-    const auto i = static_cast<int64_t>(id);
+  forEachTextToken(textModel, [&](const std::string& s, int64_t i) {
     if (s == t.image) t.imageId = i;
     else if (s == t.startOfImage) t.startOfImageId = i;
     else if (s == t.endOfImage) t.endOfImageId = i;
-  }
+  });
   for (const auto& [text, id] : {std::pair{&t.image, t.imageId}, {&t.startOfImage, t.startOfImageId}, {&t.endOfImage, t.endOfImageId}})
     if (id < 0) throw FormatError(textModel, "", "the text model's vocabulary has no '" + *text + "' token");
   cfg.imageTokenId = t.imageId;
@@ -82,18 +76,7 @@ std::shared_ptr<VisionModel> loadGemma3Gguf(const std::string& path, const std::
   m->tokens.image = "<image_soft_token>";
   m->tokens.rowColIds.assign(36, -1);
   if (!textModel.empty()) readTextTokenIds(textModel, m->cfg, m->tokens);
-  TensorSet set;
-  set.file = path;
-  set.maps.push_back(g.file);
-  for (const GgufTensor& t : g.tensors) {
-    const std::string name = internalName(t.name);
-    if (name.empty()) throw FormatError(path, t.name, "tensor is not part of a Gemma 3 SigLIP tower or projector");
-    set.tensors[name] = SourceTensor{t.type, t.dims, t.data, t.bytes};
-    set.originalNames[name] = t.name;
-  }
-  m->maps = set.maps;
-  buildGemma3Weights(*m, set);
-  for (const auto& map : m->maps) map->releaseResidentPages();
+  buildMmprojWeights(*m, g, internalName, "a Gemma 3 SigLIP tower or projector", buildGemma3Weights);
   return m;
 }
 

@@ -1,5 +1,6 @@
-// The mmproj readers' shared metadata accessors (vision_gguf.cc, clip_gguf.cc): each names the
-// file and the key in its error.
+// The mmproj readers' shared metadata accessors (vision_gguf.cc, clip_gguf.cc, gemma3_gguf.cc):
+// each names the file and the key in its error; and their shared steps: the text GGUF's
+// vocabulary, the tensors renamed and built.
 #pragma once
 #include <cmath>
 #include <exception>
@@ -67,6 +68,37 @@ inline bool isClipGgufOf(const std::string& path, const char* projector) {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+// Calls note(text, id) for each token of the text GGUF's vocabulary (tokenizer.ggml.tokens): an
+// mmproj carries no token ids, so the readers find the image tokens there.
+template <class Note>
+void forEachTextToken(const std::string& textModel, Note note) {
+  const GgufFile text = readGguf(textModel, false);
+  const GgufValue* tokens = text.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufType::ARRAY || tokens->itemType != GgufType::STRING)
+    throw FormatError(textModel, "", "the text model has no tokenizer.ggml.tokens string array");
+  for (size_t id = 0; id < tokens->items.size(); id++) note(tokens->items[id].s, static_cast<int64_t>(id));
+}
+
+// The mmproj's tensors under the folder reader's names (internalName: "" = not the model's, an
+// error saying it is not part of `what`), built by `build` into m; then the file's resident pages
+// are let go, as the weights are prepared.
+template <class Rename, class Build>
+void buildMmprojWeights(VisionModel& m, const GgufFile& g, Rename internalName, const std::string& what, Build build) {
+  const std::string& path = g.file->path();
+  TensorSet set;
+  set.file = path;
+  set.maps.push_back(g.file);
+  for (const GgufTensor& t : g.tensors) {
+    const std::string name = internalName(t.name);
+    if (name.empty()) throw FormatError(path, t.name, "tensor is not part of " + what);
+    set.tensors[name] = SourceTensor{t.type, t.dims, t.data, t.bytes};
+    set.originalNames[name] = t.name;
+  }
+  m.maps = set.maps;
+  build(m, set);
+  for (const auto& map : m.maps) map->releaseResidentPages();
 }
 
 }  // namespace prism::vision_keys

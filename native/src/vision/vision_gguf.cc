@@ -54,11 +54,7 @@ std::string internalName(const std::string& n) {
 
 // The image tokens' ids in the text GGUF's vocabulary (tokenizer.ggml.tokens).
 void readTextTokenIds(const std::string& textModel, VisionConfig& cfg, VisionTokens& t) {
-  const GgufFile text = readGguf(textModel, false);
-  const GgufValue* tokens = text.find("tokenizer.ggml.tokens");
-  if (!tokens || tokens->type != GgufType::ARRAY || tokens->itemType != GgufType::STRING)
-    throw FormatError(textModel, "", "the text model has no tokenizer.ggml.tokens string array");
-  for (size_t id = 0; id < tokens->items.size(); id++) noteVisionToken(t, tokens->items[id].s, static_cast<int64_t>(id));
+  forEachTextToken(textModel, [&](const std::string& s, int64_t id) { noteVisionToken(t, s, id); });
   if (t.imageId < 0) throw FormatError(textModel, "", "the text model's vocabulary has no '" + t.image + "' token");
   cfg.imageTokenId = t.imageId;
 }
@@ -95,18 +91,7 @@ std::shared_ptr<VisionModel> loadVisionGguf(const std::string& path, const std::
   readClipConfig(g, m->cfg, m->processor);
   m->tokens.rowColIds.assign(36, -1);
   if (!textModel.empty()) readTextTokenIds(textModel, m->cfg, m->tokens);
-  TensorSet set;
-  set.file = path;
-  set.maps.push_back(g.file);
-  for (const GgufTensor& t : g.tensors) {
-    const std::string name = internalName(t.name);
-    if (name.empty()) throw FormatError(path, t.name, "tensor is not part of an idefics3 encoder or projector");
-    set.tensors[name] = SourceTensor{t.type, t.dims, t.data, t.bytes};
-    set.originalNames[name] = t.name;
-  }
-  m->maps = set.maps;
-  buildVisionWeights(*m, set);
-  for (const auto& map : m->maps) map->releaseResidentPages();
+  buildMmprojWeights(*m, g, internalName, "an idefics3 encoder or projector", buildVisionWeights);
   return m;
 }
 
