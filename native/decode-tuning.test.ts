@@ -65,16 +65,17 @@ describe('decode tuning', () => {
   });
 
   /**
-   * The host default's setting: the constants, with a T1 prefetch on Intel AVX-512 and its
-   * class's tile height and split there (8 rows on family 6 model 207; 2 rows and stolen row
-   * tiles elsewhere; choose.cc).
+   * The host default's setting: the constants, with a T1 prefetch on AVX-512 hosts and the
+   * class's tile height and split there (Intel: 8 rows on family 6 model 207, 2 rows and stolen
+   * row tiles elsewhere; AMD: the kernels' own rows and stolen row tiles; choose.cc).
    */
   function hostDefaultSetting(): string {
     const probe = createContext(model, options('off'));
     const cpu = hostInfo().cpu;
-    const intelAvx512 = cpu.startsWith('GenuineIntel') && contextInfo(probe).isa === 'avx512';
+    const avx512 = contextInfo(probe).isa === 'avx512';
     disposeContext(probe);
-    if (!intelAvx512) return 'prefetch=nta:1,rows=auto,idle=on';
+    if (avx512 && cpu.startsWith('AuthenticAMD')) return 'prefetch=t1:1,rows=auto,idle=on,split=steal';
+    if (!avx512 || !cpu.startsWith('GenuineIntel')) return 'prefetch=nta:1,rows=auto,idle=on';
     return cpu.includes(' family 6 model 207 ')
       ? 'prefetch=t1:1,rows=8,idle=on'
       : 'prefetch=t1:1,rows=2,idle=on,split=steal';
@@ -206,7 +207,7 @@ describe('decode tuning', () => {
         delete process.env.PRISM_DECODE_TUNING;
       }
     };
-    // 'host': the constants, with 8-row tiles and a T1 prefetch on Intel AVX-512 (measured faster there).
+    // 'host': the constants, with a T1 prefetch and the class's rows and split on AVX-512 hosts (measured faster there).
     const hostDefault = `host ${hostDefaultSetting()}`;
     assert.equal(sourceWith(undefined), hostDefault);
     assert.equal(sourceWith('off'), 'off prefetch=nta:1,rows=auto,idle=on');

@@ -32,8 +32,7 @@ template <int Hint>
 float readLines(const float* buf, int64_t b, int64_t e, int64_t ahead) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   const char* base = reinterpret_cast<const char*>(buf);
-  const int64_t lines = e;
-  for (int64_t k = b; k + 2 <= lines; k += 2) {
+  for (int64_t k = b; k + 2 <= e; k += 2) {
     if (ahead > 0) {
       _mm_prefetch(base + 64 * k + ahead, static_cast<_mm_hint>(Hint));
       _mm_prefetch(base + 64 * k + 64 + ahead, static_cast<_mm_hint>(Hint));

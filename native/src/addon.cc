@@ -265,10 +265,11 @@ Napi::Value EmbeddingRowsForTest(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value {
     const int64_t D = model->cfg.hidden, V = model->cfg.vocab, n = static_cast<int64_t>(ids.ElementLength());
     auto out = Napi::Float32Array::New(env, n * D);
+    const int32_t* id = ids.Data();
     for (int64_t k = 0; k < n; k++) {
-      if (ids[k] < 0 || ids[k] >= V)
+      if (id[k] < 0 || id[k] >= V)
         throw Napi::RangeError::New(env, "ids[" + std::to_string(k) + "]: token id must be in [0, " + std::to_string(V) + ")");
-      dequantizeRow(model->embedType, model->embedData, D, ids[k], out.Data() + k * D);
+      dequantizeRow(model->embedType, model->embedData, D, id[k], out.Data() + k * D);
     }
     return out;
   });

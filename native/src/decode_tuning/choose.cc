@@ -86,14 +86,24 @@ bool isKeyword(const std::string& r) { return r == "auto" || r == "measure" || r
 //   0.942; 8B Q4_0 0.938, Q4_1 0.992. In the engine the gain is within the spread between
 //   weight copies (ab-steps, 3B Q4_0, 250 steps at the size suite's contexts, even / steal /
 //   even / steal: 1.000, 0.958, 0.980, 0.969).
-// Other vendors keep the constants, which the AMD host measured with a working prefetch (NTA
-// one tile ahead, 29% faster than none).
+// AMD with AVX-512 (family 25 model 17, Zen 4, issue 44): a T1 prefetch one tile ahead, the
+// kernels' own tile height, stolen row tiles. step_profile, 2 threads, paired medians of 12
+// rounds, T1 ÷ NTA (today's constant) pass time: 3B Q4_0 0.696, Q4_1 0.570, Q8_0 0.748, Q4_K
+// 0.568; 1B Q4_0 0.713; 8B Q4_0 0.681; 1 thread 3B Q4_0 0.601 (NTA read 0.63 of the read loop
+// there, no prefetch 1.038 of NTA's time, T0 1.374 of T1's). On top of T1, 16-24 rounds:
+// steal 0.921-0.988 (3B Q4_0), 0.953 (3B Q8_0), 0.974 (3B Q4_K, 1B Q4_0), 0.964 (8B Q4_0);
+// 2 rows 1.010 and 1.163, 8 rows 0.971 and 0.998, two tiles ahead 0.969 and 1.002.
+// Other hosts (AMD with AVX2 only, not measured with the prefetch emitted) keep the constants.
 DecodeTuning hostDefaultTuning(const HostInfo& host, const std::string& isa) {
   DecodeTuning t = kDefaultDecodeTuning;
-  if (host.vendor == "GenuineIntel" && isa == "avx512") {
+  if (isa != "avx512") return t;
+  if (host.vendor == "GenuineIntel") {
     const bool model207 = host.family == 6 && host.model == 207;
     t.rows = model207 ? 8 : 2;
     t.stealRows = !model207;
+    t.hint = PrefetchHint::T1;
+  } else if (host.vendor == "AuthenticAMD") {
+    t.stealRows = true;
     t.hint = PrefetchHint::T1;
   }
   return t;

@@ -39,7 +39,7 @@ struct DecodeTuning {
   // false, an even split fixed up front; true, the even split with the first thread done
   // stealing tiles from the back of another's share (row_steal.h). Off in the constants; the
   // host default turns it on where paired runs measured it faster (decode_tuning/choose.cc:
-  // the Intel AVX-512 classes but family 6 model 207).
+  // the AVX-512 hosts but Intel family 6 model 207).
   bool stealRows = false;
 
   bool operator==(const DecodeTuning&) const = default;
