@@ -339,9 +339,17 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     cfg.vision = llava ? "llava" : llavaNext ? "llava_next" : gemma3 ? "gemma3" : "idefics3";
     // llava-hf's folders write only what differs from LlamaConfig's defaults (LLaVA-1.5-7B's
     // text_config has no hidden_size): those defaults, as transformers fills them.
-    if ((llava || llavaNext) && !mistral)
-      for (const auto& [key, value] : {std::pair<const char*, double>{"hidden_size", 4096}, {"intermediate_size", 11008},
-                                       {"num_hidden_layers", 32}, {"num_attention_heads", 32}})
+    // llava-v1.6-mistral's text_config does the same against MistralConfig's (its sliding window
+    // included: absent means 4096 there, explicit null means none).
+    using Default = std::pair<const char*, double>;
+    const std::vector<Default> llamaDefaults = {{"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+                                                {"num_attention_heads", 32}};
+    const std::vector<Default> mistralDefaults = {{"hidden_size", 4096},       {"intermediate_size", 14336},
+                                                  {"num_hidden_layers", 32},   {"num_attention_heads", 32},
+                                                  {"num_key_value_heads", 8},  {"max_position_embeddings", 131072},
+                                                  {"sliding_window", 4096}};
+    if (llava || llavaNext)
+      for (const auto& [key, value] : mistral ? mistralDefaults : llamaDefaults)
         if (!c.get(key)) {
           JsonValue v;
           v.kind = JsonValue::Kind::Number;

@@ -277,7 +277,7 @@ for (const [what, file, edit, rule] of [
   });
 }
 
-test("the folder's text model: a Llama under language_model, the llava_next family; another text model is refused", async () => {
+test("the folder's text model: a Llama or Mistral under language_model, the llava_next family; another text model is refused", async () => {
   const model = await native.loadModel(folder());
   try {
     const info = native.modelInfo(model);
@@ -285,6 +285,20 @@ test("the folder's text model: a Llama under language_model, the llava_next fami
     assert.equal(info.hiddenSize, 128);
   } finally {
     native.disposeModel(model);
+  }
+  // llava-v1.6-mistral's text_config: a Mistral, its window MistralConfig's 4096 when absent.
+  const mistral = edited('config.json', (j) => {
+    const t = j['text_config'] as Record<string, unknown>;
+    t['model_type'] = 'mistral';
+    delete t['sliding_window'];
+  });
+  const m = await native.loadModel(mistral);
+  try {
+    const info = native.modelInfo(m);
+    assert.equal(info.vision, 'llava_next');
+    assert.deepEqual(info.layerWindows, [4096, 4096]);
+  } finally {
+    native.disposeModel(m);
   }
   const dir = edited(
     'config.json',
