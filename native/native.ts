@@ -1138,17 +1138,20 @@ export async function hiddenStep(ctx: ContextHandle, plan: StepPlan): Promise<Fl
 // Vision models (native/src/vision/): a vision-language model's image side — SmolVLM /
 // Idefics3's image processor (PIL-exact resizing, tiles) and its SigLIP encoder + connector, or
 // LLaVA-1.5's CLIPImageProcessor (resize, center crop) and its CLIP encoder + MLP projector,
-// or Gemma 3's Gemma3ImageProcessor (one bilinear resize) and its SigLIP encoder + pooling
+// LLaVA-1.6's anyres tiles through the same encoder then packed with image_newline, or Gemma 3's Gemma3ImageProcessor (one bilinear resize) and its SigLIP encoder + pooling
 // projector, which turn an image into the embedding rows the text model takes at its image tokens.
 // ---------------------------------------------------------------------------------------
 
 /**
  * A vision-language family: 'idefics3' (SmolVLM: SigLIP, pixel-shuffle connector, split tiles),
- * 'llava' (LLaVA-1.5: CLIP cut at vision_feature_layer, MLP projector, one center crop) or
+ * 'llava' (LLaVA-1.5: CLIP cut at vision_feature_layer, MLP projector, one center crop),
+ * 'llava_next' (LLaVA-1.6: the same encoder on a base tile and the anyres grid's tiles, whose
+ * rows `packImageFeatures` lays out unpadded with image_newline; an image's token count depends
+ * on its size) or
  * 'gemma3' (Gemma 3: SigLIP, average pooling to mm_tokens_per_image rows, Gemma's RMSNorm and
  * the input projection; one resized image; its image tokens attend to each other both ways).
  */
-export type VisionFamily = 'idefics3' | 'llava' | 'gemma3';
+export type VisionFamily = 'idefics3' | 'llava' | 'llava_next' | 'gemma3';
 
 /** A loaded vision encoder with its own thread pool. Freed by `disposeVisionModel` or by GC. */
 export interface VisionModelHandle {
@@ -1165,7 +1168,7 @@ export interface VisionInfo {
   readonly path: string;
   readonly name: string;
   /** config.json model_type. */
-  readonly architecture: 'idefics3' | 'smolvlm' | 'llava' | 'gemma3';
+  readonly architecture: 'idefics3' | 'smolvlm' | 'llava' | 'llava_next' | 'gemma3';
   /** Which encoder, preprocessing and prompt expansion the model takes (native VisionFamily). */
   readonly family: VisionFamily;
   /** A tile's edge in pixels (vision_config.image_size): tiles are tileSize x tileSize. */
@@ -1195,6 +1198,8 @@ export interface VisionInfo {
     readonly imageStd: readonly number[];
     /** <image> tokens per tile in the prompt (processor_config.json image_seq_len). */
     readonly imageSeqLen: number;
+    /** LLaVA-1.6's image_grid_pinpoints, [height, width] pairs (empty for the other families). */
+    readonly gridPinpoints: readonly (readonly [number, number])[];
     /** preprocessImage's bounds on its input. */
     readonly maxImageSide: number;
     readonly maxImagePixels: number;
@@ -1220,7 +1225,10 @@ export interface VisionInfo {
   };
 }
 
-/** An image as the model's processor makes it: tiles in order (split tiles row-major, then the global image). */
+/**
+ * An image as the model's processor makes it: tiles in order (split tiles row-major, then the
+ * global image; LLaVA-1.6: the base tile first, then its grid row-major).
+ */
 export interface PreprocessedImage {
   /** [tileCount × 3 × tileSize × tileSize], rescaled and normalised, channel-first. */
   readonly tiles: Float32Array;
@@ -1242,6 +1250,12 @@ interface VisionAddon {
     height: number,
   ): Promise<PreprocessedImage>;
   encodeImage(vision: VisionModelHandle, tiles: Float32Array, n: number): Promise<Float32Array>;
+  packImageFeatures(
+    vision: VisionModelHandle,
+    rows: Float32Array,
+    width: number,
+    height: number,
+  ): Promise<Float32Array>;
 }
 const vision = addon as unknown as VisionAddon;
 
@@ -1309,6 +1323,22 @@ export async function encodeImage(
   n: number,
 ): Promise<Float32Array> {
   return wrapNativeError(() => vision.encodeImage(handle, tiles, n));
+}
+
+/**
+ * LLaVA-1.6 only: one image's rows as the text model takes them (pack_image_features), from
+ * encodeImage's rows of its preprocessed tiles (`rows`: [tileCount × tokensPerTile ×
+ * textHiddenSize]) and the image's original size: the base tile's rows, then the grid's patch
+ * rows unpadded, image_newline after each row. Off the JS thread; a row count unlike the
+ * size's tiles rejects with a RangeError, another family with a TypeError.
+ */
+export async function packImageFeatures(
+  handle: VisionModelHandle,
+  rows: Float32Array,
+  width: number,
+  height: number,
+): Promise<Float32Array> {
+  return wrapNativeError(() => vision.packImageFeatures(handle, rows, width, height));
 }
 
 // ---------------------------------------------------------------------------------------

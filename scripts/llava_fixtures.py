@@ -53,28 +53,29 @@ CHAT_TEMPLATE = ("{% for message in messages %}{% if message['role'] != 'system'
                  "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}")
 
 
-def patches() -> int:
-    return (VISION['image'] // VISION['patch']) ** 2
+def patches(vision: dict = VISION) -> int:
+    return (vision['image'] // vision['patch']) ** 2
 
 
 def image_tokens() -> int:
     return patches()  # 'default': the class token's row is dropped
 
 
-def vision_weights(normal) -> dict[str, np.ndarray]:
-    """The CLIP tower and projector under transformers' module names (model.vision_tower.*)."""
-    s, d, inter, p = VISION['seed'], VISION['hidden'], VISION['inter'], VISION['patch']
+def vision_weights(normal, vision: dict = VISION, text_hidden: int = TEXT['hidden']) -> dict[str, np.ndarray]:
+    """The CLIP tower and projector under transformers' module names (model.vision_tower.*);
+    `vision` and `text_hidden` give the shapes (llava_next_fixtures.py draws its own)."""
+    s, d, inter, p = vision['seed'], vision['hidden'], vision['inter'], vision['patch']
     pre = 'model.vision_tower.'
     w = {pre + 'embeddings.class_embedding': normal(s, 'cls', (d,), 0.5),
          pre + 'embeddings.patch_embedding.weight': normal(s, 'patch', (d, 3, p, p), 1 / np.sqrt(3 * p * p)),
-         pre + 'embeddings.position_embedding.weight': normal(s, 'pos', (patches() + 1, d), 0.5),
+         pre + 'embeddings.position_embedding.weight': normal(s, 'pos', (patches(vision) + 1, d), 0.5),
          pre + 'pre_layrnorm.weight': normal(s, 'pre', (d,), 0.1, 1.0),
          pre + 'pre_layrnorm.bias': normal(s, 'preb', (d,), 0.1),
          pre + 'post_layernorm.weight': normal(s, 'post', (d,), 0.1, 1.0),
          pre + 'post_layernorm.bias': normal(s, 'postb', (d,), 0.1)}
-    for i in range(VISION['layers']):
+    for i in range(vision['layers']):
         w.update(encoder_layer_weights(normal, s, f'{pre}encoder.layers.{i}.', d, inter))
-    h = TEXT['hidden']
+    h = text_hidden
     mm = 'model.multi_modal_projector.'
     w[mm + 'linear_1.weight'] = normal(s, 'mm1', (h, d), 1 / np.sqrt(d))
     w[mm + 'linear_1.bias'] = normal(s, 'mm1b', (h,), 0.2)

@@ -680,7 +680,7 @@ ARCH_GGUFS = [('gemma3', 'F32'), ('gemma3', 'Q8_0'), ('phi3', 'F32'), ('qwen3moe
 # The generator is this file and the modules it writes fixtures with: a change to any of them
 # makes the fixtures stale (test/fixtures.ts computes the same hash).
 GENERATOR_FILES = ('make-fixtures.py', 'pooling_fixtures.py', 'vision_fixtures.py', 'llava_fixtures.py',
-                   'vision_gguf.py', 'vision_hf.py', 'gemma3_vision_fixtures.py')
+                   'vision_gguf.py', 'vision_hf.py', 'gemma3_vision_fixtures.py', 'llava_next_fixtures.py')
 
 
 def generator_hash() -> str:

@@ -1,6 +1,7 @@
 """Vision-language fixtures, written by make-fixtures.py into its OUT.
 
 * llava-tiny/ and its GGUF pair: scripts/llava_fixtures.py.
+* llava-next-tiny/ (LLaVA-1.6): scripts/llava_next_fixtures.py.
 * smolvlm-tiny/: a random-weight Idefics3ForConditionalGeneration (SmolVLM's architecture:
   SigLIP vision encoder, pixel-shuffle connector, Llama text model) saved by transformers
   (config.json, model.safetensors in float32), with its processor files as Idefics3Processor
@@ -213,6 +214,8 @@ def write_vision_fixtures(out: Path, log, tokenizer_gguf: Path, normal, hf_weigh
     import llava_fixtures
     llava = llava_fixtures.write_llava_fixtures(out, log, tokenizer_gguf, normal, hf_weights, publish, tokenizer_kvs,
                                                 llama_hf_to_gguf)
+    import llava_next_fixtures
+    llava += llava_next_fixtures.write_llava_next_fixtures(out, log, tokenizer_gguf, normal, hf_weights, publish)
     # The GGUF pair's float reference is the folder of the same weights.
     return [*llava, {'name': NAME, 'path': NAME, 'format': 'safetensors', 'architecture': 'idefics3', 'weightType': 'F32',
              'tied': False, 'task': 'vision'},

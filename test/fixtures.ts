@@ -32,7 +32,8 @@ export interface Fixture {
     | 'xlm-roberta'
     | 'nomic-bert'
     | 'idefics3'
-    | 'llava';
+    | 'llava'
+    | 'llava_next';
   /** Storage type of the weight matrices: 'F32' | 'BF16' | 'F16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q4_K' | 'Q6_K'. */
   readonly weightType: string;
   /** Output head shares the token embedding. */
@@ -65,6 +66,7 @@ const generatorFiles = (): string[] =>
     'vision_gguf.py',
     'vision_hf.py',
     'gemma3_vision_fixtures.py',
+    'llava_next_fixtures.py',
   ].map((f) => join(projectRoot(), 'scripts', f));
 
 export function pythonCommand(): string {

@@ -10,8 +10,13 @@ export interface EncodedImage {
   /** Tile grid of the split image (0 × 0: too small to split, only the global image). */
   readonly rows: number;
   readonly cols: number;
-  /** [(rows × cols + 1) × tokensPerTile × hidden]: the tiles' rows, the global image's last. */
+  /**
+   * [(rows × cols + 1) × tokensPerTile × hidden]: the tiles' rows, the global image's last; for a
+   * family that packs them (LLaVA-1.6), [imageTokens × hidden] in the prompt's order.
+   */
   readonly embeddings: Float32Array;
+  /** The image's token count when it is not tiles × tokensPerTile (LLaVA-1.6: its size decides it). */
+  readonly imageTokens?: number;
 }
 
 export interface ImageEncoder {

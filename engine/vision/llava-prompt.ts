@@ -12,10 +12,11 @@ import type { ImagePrompt, ImagePromptFamily } from './image-prompt.js';
 
 const IMAGE = '<image>';
 
+/** `tokensPerImage`: one count for every image, or each image's own (LLaVA-1.6's, by its size). */
 export function expandLlavaImages(
   prompt: readonly number[],
   images: readonly EncodedImage[],
-  tokensPerImage: number,
+  tokensPerImage: number | readonly number[],
   imageId: number,
 ): { ids: number[]; positions: Int32Array } {
   const at = prompt.flatMap((t, i) => (t === imageId ? [i] : []));
@@ -27,9 +28,12 @@ export function expandLlavaImages(
     );
   const ids: number[] = [];
   const positions: number[] = [];
+  let image = 0;
   prompt.forEach((t) => {
     if (t !== imageId) return void ids.push(t);
-    for (let k = 0; k < tokensPerImage; k++) {
+    const count = typeof tokensPerImage === 'number' ? tokensPerImage : tokensPerImage[image]!;
+    image++;
+    for (let k = 0; k < count; k++) {
       positions.push(ids.length);
       ids.push(imageId);
     }
@@ -37,13 +41,18 @@ export function expandLlavaImages(
   return { ids, positions: Int32Array.from(positions) };
 }
 
+/** The tokenizer's one id for `<image>` (LLaVA-1.5's and LLaVA-1.6's placeholder). */
+export async function llavaImageId(tok: EngineTokenizer): Promise<number> {
+  const ids = await tok.encodeAsync(IMAGE, { addSpecialTokens: false });
+  if (ids.length !== 1)
+    throw new EngineError('INTERNAL', `the tokenizer has no single token for ${IMAGE} (LLaVA needs it)`);
+  return ids[0]!;
+}
+
 export const LLAVA_PROMPT: ImagePromptFamily = {
   placeholder: IMAGE,
   async load(tok: EngineTokenizer): Promise<ImagePrompt> {
-    const ids = await tok.encodeAsync(IMAGE, { addSpecialTokens: false });
-    if (ids.length !== 1)
-      throw new EngineError('INTERNAL', `the tokenizer has no single token for ${IMAGE} (LLaVA needs it)`);
-    const imageId = ids[0]!;
+    const imageId = await llavaImageId(tok);
     return {
       expand: (prompt, images, tokensPerTile) => {
         for (const [i, e] of images.entries())

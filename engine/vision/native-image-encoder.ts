@@ -4,13 +4,15 @@
  * off the JS thread, then the tiles of every image asked for in the same turn of the event
  * loop — one request's, or several requests' that arrived together, batched as vLLM's encoder
  * batches them — encoded together, at most `tilesPerPass` tiles a pass (the encoder's budget:
- * a pass's activations are bounded whatever the images).
+ * a pass's activations are bounded whatever the images). LLaVA-1.6's tile rows are then packed
+ * per image (packImageFeatures: by the image's size, unpadded, image_newline per row).
  */
 import {
   type VisionFamily,
   disposeVisionModel,
   encodeImage,
   loadVisionModel,
+  packImageFeatures,
   preprocessImage,
   visionInfo,
   type PreprocessedImage,
@@ -67,7 +69,7 @@ export class NativeImageEncoder implements ImageEncoder {
     const t = visionInfo(this.handle).tokens;
     // LLaVA's processor writes <image> alone; Gemma 3's brackets its soft tokens.
     const written =
-      this.family === 'llava'
+      this.family === 'llava' || this.family === 'llava_next'
         ? [t.image]
         : this.family === 'gemma3'
           ? [t.image, t.startOfImage, t.endOfImage]
@@ -91,7 +93,9 @@ export class NativeImageEncoder implements ImageEncoder {
     const calls = this.pending;
     this.pending = [];
     // An image the processor refuses fails its own call only: each call preprocesses apart.
-    const pre = calls.map((c) => Promise.all(c.images.map((img) => this.preprocess(img))));
+    const pre = calls.map((c) =>
+      Promise.all(c.images.map(async (img) => ({ image: img, pre: await this.preprocess(img) }))),
+    );
     const batch = Promise.allSettled(pre).then(async (settled) => {
       const ok = settled.map((x) => (x.status === 'fulfilled' ? x.value : []));
       const encoded = await this.encodeAll(ok.flat());
@@ -101,7 +105,10 @@ export class NativeImageEncoder implements ImageEncoder {
     calls.forEach((c, k) => c.done(pre[k]!.then(() => batch.then((b) => b[k]!))));
   }
 
-  private async encodeAll(pre: readonly PreprocessedImage[]): Promise<EncodedImage[]> {
+  private async encodeAll(
+    images: readonly { readonly image: ImageInput; readonly pre: PreprocessedImage }[],
+  ): Promise<EncodedImage[]> {
+    const pre = images.map((x) => x.pre);
     const total = pre.reduce((n, p) => n + p.tileCount, 0);
     const tiles = new Float32Array(total * this.tileValues);
     let at = 0;
@@ -122,11 +129,19 @@ export class NativeImageEncoder implements ImageEncoder {
       rows.set(out, t * perTile);
     }
     let tile = 0;
-    return pre.map((p) => {
+    const tileRows = pre.map((p) => {
       const embeddings = rows.subarray(tile * perTile, (tile + p.tileCount) * perTile);
       tile += p.tileCount;
       return { rows: p.rows, cols: p.cols, embeddings };
     });
+    if (this.family !== 'llava_next') return tileRows;
+    return Promise.all(
+      tileRows.map(async (e, i) => {
+        const { width, height } = images[i]!.image;
+        const embeddings = await packImageFeatures(this.handle, e.embeddings, width, height);
+        return { ...e, embeddings, imageTokens: embeddings.length / this.hidden };
+      }),
+    );
   }
 
   dispose(): void {

@@ -8,12 +8,12 @@
  * Images sit in the content parts of chat messages or of a text prompt (TGI's `![](url)`), in
  * order, each once; a token-ids prompt has no parts, so no place for one.
  *
- * For a vision model (Idefics3 / SmolVLM, LLaVA-1.5, Gemma 3): `promptInput` writes a text prompt's text
+ * For a vision model (Idefics3 / SmolVLM, LLaVA-1.5, LLaVA-1.6, Gemma 3): `promptInput` writes a text prompt's text
  * with the family's placeholder (`<image>`; Gemma 3's `<start_of_image>`) at each image part (the
  * chat template writes the same for a message's image part); `promptText` expands them as text
  * where the family's processor does (Gemma 3); `prepare` encodes the request's images while the prompt is
  * tokenized; `prompt` writes each image's tokens in place of its placeholder (the family's
- * ImagePrompt: idefics3-prompt.ts, llava-prompt.ts, gemma3-prompt.ts) and keeps the encoder's
+ * ImagePrompt: idefics3-prompt.ts, llava-prompt.ts, llava-next-prompt.ts, gemma3-prompt.ts) and keeps the encoder's
  * rows for the image-token positions (and Gemma 3's bidirectional spans); `plan` adds a hash of the images' pixels to
  * the prefix-cache key, so the same images and text reuse cached blocks and other images never
  * do; `admit` and `fork` give the sequences the rows, which each step places at the positions
@@ -32,12 +32,14 @@ import { IDEFICS3_PROMPT } from './idefics3-prompt.js';
 import type { EncodedImage, ImageEncoder } from './image-encoder.js';
 import type { ImagePrompt, ImagePromptFamily } from './image-prompt.js';
 import { checkImages, checkPartIndices } from './image.js';
+import { LLAVA_NEXT_PROMPT } from './llava-next-prompt.js';
 import { LLAVA_PROMPT } from './llava-prompt.js';
 
 /** Each family's prompt side: a new family adds its row. */
 const PROMPTS: Record<VisionFamily, ImagePromptFamily> = {
   idefics3: IDEFICS3_PROMPT,
   llava: LLAVA_PROMPT,
+  llava_next: LLAVA_NEXT_PROMPT,
   gemma3: GEMMA3_PROMPT,
 };
 
@@ -142,11 +144,12 @@ export class VisionInputs implements RequestExtension<ImagesPart> {
     const encoded = await encoder.encode(part.images);
     encoded.forEach((e, i) => {
       const tiles = e.rows * e.cols > 0 ? e.rows * e.cols + 1 : 1;
-      if (e.embeddings.length !== tiles * encoder.tokensPerTile * encoder.hidden)
+      const rows = e.imageTokens ?? tiles * encoder.tokensPerTile;
+      if (e.embeddings.length !== rows * encoder.hidden)
         throw new EngineError(
           'INTERNAL',
           `image encoder: image ${i} (${e.rows}x${e.cols} tiles) gave ${e.embeddings.length} values, ` +
-            `expected ${tiles} x ${encoder.tokensPerTile} x ${encoder.hidden}`,
+            `expected ${rows} rows x ${encoder.hidden}`,
         );
     });
     part.encoded = encoded;

@@ -314,14 +314,15 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   // LLaVA-1.5 (LlavaForConditionalGeneration): the same shape, its text model under
   // model.language_model.* (llavaTextName).
   const bool llava = type == "llava" || type == "LlavaForConditionalGeneration";
+  // LLaVA-1.6 (LlavaNextForConditionalGeneration): LLaVA's names; its text model a Llama
+  // (LlavaNextConfig's default, the Vicuna checkpoints) or a Mistral (llava-v1.6-mistral).
+  const bool llavaNext = type == "llava_next" || type == "LlavaNextForConditionalGeneration";
   // Gemma 3 with its vision tower (Gemma3ForConditionalGeneration): a gemma3_text model under
   // the same names as LLaVA's (llavaTextName).
   const bool gemma3 = type == "gemma3" || type == "Gemma3ForConditionalGeneration";
-  if (type == "llava_next" || type == "LlavaNextForConditionalGeneration")
-    throw FormatError(configPath, "", "LLaVA-1.6 (llava_next, anyres tiling) is unsupported; LLaVA-1.5 (llava) is");
   const JsonValue* outerTie = c.get("tie_word_embeddings");
-  if (idefics3 || llava || gemma3) {
-    const char* family = llava ? "LLaVA" : gemma3 ? "Gemma 3" : "Idefics3";
+  if (idefics3 || llava || llavaNext || gemma3) {
+    const char* family = llava ? "LLaVA" : llavaNext ? "LLaVA-1.6" : gemma3 ? "Gemma 3" : "Idefics3";
     const JsonValue* tc = c.get("text_config");
     if (!tc || !tc->isObject()) throw FormatError(configPath, "", std::string("a ") + family + " config needs a 'text_config' object");
     JsonValue text = *tc;
@@ -331,14 +332,24 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
     // The text config's default class: Idefics3Config's and LlavaConfig's Llama, Gemma3Config's gemma3_text.
     if (type.empty()) type = gemma3 ? "gemma3_text" : "llama";
     const std::string wanted = gemma3 ? "gemma3_text" : "llama";
-    if (type != wanted && type != (gemma3 ? "Gemma3ForCausalLM" : "LlamaForCausalLM"))
-      throw FormatError(configPath, "", std::string(family) + " text_config.model_type '" + type + "' is unsupported (" + wanted + " is)");
-    cfg.vision = llava ? "llava" : gemma3 ? "gemma3" : "idefics3";
+    const bool mistral = llavaNext && (type == "mistral" || type == "MistralForCausalLM");
+    if (type != wanted && type != (gemma3 ? "Gemma3ForCausalLM" : "LlamaForCausalLM") && !mistral)
+      throw FormatError(configPath, "", std::string(family) + " text_config.model_type '" + type + "' is unsupported (" + wanted +
+                                            (llavaNext ? ", mistral are)" : " is)"));
+    cfg.vision = llava ? "llava" : llavaNext ? "llava_next" : gemma3 ? "gemma3" : "idefics3";
     // llava-hf's folders write only what differs from LlamaConfig's defaults (LLaVA-1.5-7B's
     // text_config has no hidden_size): those defaults, as transformers fills them.
-    if (llava)
-      for (const auto& [key, value] : {std::pair<const char*, double>{"hidden_size", 4096}, {"intermediate_size", 11008},
-                                       {"num_hidden_layers", 32}, {"num_attention_heads", 32}})
+    // llava-v1.6-mistral's text_config does the same against MistralConfig's (its sliding window
+    // included: absent means 4096 there, explicit null means none).
+    using Default = std::pair<const char*, double>;
+    const std::vector<Default> llamaDefaults = {{"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_hidden_layers", 32},
+                                                {"num_attention_heads", 32}};
+    const std::vector<Default> mistralDefaults = {{"hidden_size", 4096},       {"intermediate_size", 14336},
+                                                  {"num_hidden_layers", 32},   {"num_attention_heads", 32},
+                                                  {"num_key_value_heads", 8},  {"max_position_embeddings", 131072},
+                                                  {"sliding_window", 4096}};
+    if (llava || llavaNext)
+      for (const auto& [key, value] : mistral ? mistralDefaults : llamaDefaults)
         if (!c.get(key)) {
           JsonValue v;
           v.kind = JsonValue::Kind::Number;
@@ -357,7 +368,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   else if (type == "phi3" || type == "Phi3ForCausalLM") cfg.arch = Arch::Phi3, slidingAll = true;
   else
     throw FormatError(configPath, "", "unsupported architecture '" + type +
-                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, gemma3, phi3, idefics3, llava)");
+                                          "' (supported: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma3_text, gemma3, phi3, idefics3, llava, llava_next)");
 
   cfg.format = "safetensors";
   cfg.path = dir;
@@ -476,7 +487,7 @@ void readSafetensorsModel(const std::string& dir, ModelConfig& cfg, TensorSet& s
   const Arch arch = cfg.arch;
   for (const std::string& f : files)
     readSafetensorsFile((fs::path(dir) / f).string(),
-                        [arch, idefics3, llava, gemma3](const std::string& hf) {
+                        [arch, idefics3, llava = llava || llavaNext, gemma3](const std::string& hf) {
                           return ggufName(idefics3 ? textModelName(hf) : llava || gemma3 ? llavaTextName(hf) : hf, arch);
                         },
                         set);

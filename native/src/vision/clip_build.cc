@@ -1,7 +1,8 @@
 // The CLIP encoder's and LLaVA's MLP projector's tensors -> VisionModel's weights, every shape
 // checked against m.cfg (weight_builder.h). Both LLaVA readers (clip_hf.cc, clip_gguf.cc) name
 // the tensors as transformers' CLIPVisionTransformer names them without their model prefix
-// (embeddings.*, pre_layrnorm.*, encoder.layers.N.*), the projector's as projector.linear_{1,2}.*.
+// (embeddings.*, pre_layrnorm.*, encoder.layers.N.*), the projector's as projector.linear_{1,2}.*,
+// LLaVA-1.6's image_newline as image_newline.
 // Only the layers up to vision_feature_layer are built: the features never see the others
 // (nor post_layernorm, which CLIP applies to the pooled class token only).
 #include "vision/vision_model.h"
@@ -36,6 +37,8 @@ void buildClipWeights(VisionModel& m, TensorSet& set) {
     m.projectionBias.assign(static_cast<size_t>(H), 0.0f);
     m.projection2Bias.assign(static_cast<size_t>(H), 0.0f);
   }
+  // LLaVA-1.6's row after each row of the packed tile grid (llava_next_pack.cc).
+  if (c.family == VisionFamily::LlavaNext) m.imageNewline = b.vec("image_newline", H);
 }
 
 }  // namespace prism

@@ -1,4 +1,7 @@
-// A LLaVA-1.5 Hugging Face folder (LlavaForConditionalGeneration, model_type "llava") ->
+// A LLaVA-1.5 Hugging Face folder (LlavaForConditionalGeneration, model_type "llava") or a
+// LLaVA-1.6 one (LlavaNextForConditionalGeneration, "llava_next": the same plus
+// image_grid_pinpoints, in config.json and in the image processor's file alike, and the
+// image_newline tensor) ->
 // VisionModel: config.json's vision_config (a CLIP vision model), vision_feature_layer,
 // vision_feature_select_strategy, projector_hidden_act, multimodal_projector_bias,
 // text_config.hidden_size and the image token id; CLIPImageProcessor's parameters
@@ -7,9 +10,10 @@
 // encoder gives rows; the <image> id from tokenizer.json's added tokens; the vision tower's
 // and projector's tensors under transformers 5's names (model.vision_tower.vision_model.*,
 // model.multi_modal_projector.*) or the older ones without "model.". Any value this reader
-// does not implement (a list of feature layers, LLaVA-1.6's image_grid_pinpoints, another
-// activation) is refused naming its field.
+// does not implement (a list of feature layers, image_grid_pinpoints on a LLaVA-1.5 folder,
+// another activation, LLaVA-1.6 with the 'full' strategy) is refused naming its field.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "format_error.h"
@@ -23,13 +27,41 @@ namespace prism {
 namespace {
 using namespace vision_keys;
 
-bool isLlavaType(const std::string& t) { return t == "llava" || t == "LlavaForConditionalGeneration"; }
+bool isLlavaNextType(const std::string& t) { return t == "llava_next" || t == "LlavaNextForConditionalGeneration"; }
+bool isLlavaType(const std::string& t) { return t == "llava" || t == "LlavaForConditionalGeneration" || isLlavaNextType(t); }
 
 std::string folderType(const JsonValue& c) {
   const std::string t = stringField(c, "model_type");
   if (!t.empty()) return t;
   const JsonValue* a = c.get("architectures");
   return a && a->isArray() && !a->arr.empty() && a->arr[0].isString() ? a->arr[0].str : "";
+}
+
+// LlavaNextConfig's and LlavaNextImageProcessor's default image_grid_pinpoints.
+const std::vector<std::array<int64_t, 2>> kDefaultPinpoints = {{336, 672}, {672, 336}, {672, 672}, {1008, 336}, {336, 1008}};
+
+// image_grid_pinpoints: [[height, width], ...], each side a multiple of the tile (the padded
+// image is split into whole tiles; transformers' split would leave partial ones).
+std::vector<std::array<int64_t, 2>> readPinpoints(const JsonValue& c, const std::string& file, int64_t tile) {
+  const JsonValue* v = c.get("image_grid_pinpoints");
+  if (!v || v->kind == JsonValue::Kind::Null) return kDefaultPinpoints;
+  const std::string rule = "'image_grid_pinpoints' must be a list of 1 to 64 [height, width] pairs of integers, each a multiple of "
+                           "the tile " + std::to_string(tile) + " and at most 8192";
+  if (!v->isArray() || v->arr.empty() || v->arr.size() > 64) throw FormatError(file, "", rule);
+  std::vector<std::array<int64_t, 2>> out;
+  for (const JsonValue& pair : v->arr) {
+    if (!pair.isArray() || pair.arr.size() != 2) throw FormatError(file, "", rule);
+    std::array<int64_t, 2> hw{};
+    for (size_t k = 0; k < 2; k++) {
+      const JsonValue& x = pair.arr[k];
+      if (!x.isNumber() || x.num != std::floor(x.num) || x.num < static_cast<double>(tile) || x.num > 8192 ||
+          static_cast<int64_t>(x.num) % tile != 0)
+        throw FormatError(file, "", rule);
+      hw[k] = static_cast<int64_t>(x.num);
+    }
+    out.push_back(hw);
+  }
+  return out;
 }
 
 void readLlavaConfig(const std::string& dir, VisionConfig& cfg) {
@@ -41,12 +73,16 @@ void readLlavaConfig(const std::string& dir, VisionConfig& cfg) {
   const std::string vtype = stringField(v, "model_type");
   if (vtype != "clip_vision_model")
     throw FormatError(file, "", "vision_config.model_type '" + vtype + "' is unsupported (clip_vision_model is)");
-  if (c.get("image_grid_pinpoints"))
-    throw FormatError(file, "", "'image_grid_pinpoints' (LLaVA-1.6 anyres tiling) is unsupported; LLaVA-1.5 is");
-  cfg.family = VisionFamily::Llava;
-  cfg.modelType = "llava";
-  // CLIPVisionConfig's defaults where the folder leaves a key out (as llava-hf's may).
-  const int64_t dHidden = 768, dInter = 3072, dLayers = 12, dHeads = 12, dPatch = 32, dImage = 224;
+  const bool next = isLlavaNextType(folderType(c));
+  if (!next && c.get("image_grid_pinpoints"))
+    throw FormatError(file, "", "'image_grid_pinpoints' (LLaVA-1.6 anyres tiling) on a model_type 'llava' folder is unsupported; "
+                                "LLaVA-1.6 is model_type 'llava_next'");
+  cfg.family = next ? VisionFamily::LlavaNext : VisionFamily::Llava;
+  cfg.modelType = next ? "llava_next" : "llava";
+  // Where the folder leaves a key out (as llava-hf's may): CLIPVisionConfig's defaults, or the
+  // CLIP-L/336 ones LlavaNextConfig fills its vision_config with.
+  const int64_t dHidden = next ? 1024 : 768, dInter = next ? 4096 : 3072, dLayers = next ? 24 : 12, dHeads = next ? 16 : 12,
+                dPatch = next ? 14 : 32, dImage = next ? 336 : 224;
   cfg.hidden = configInt(v, file, "hidden_size", 8, 1 << 14, &dHidden);
   cfg.layers = configInt(v, file, "num_hidden_layers", 1, 256, &dLayers);
   cfg.heads = configInt(v, file, "num_attention_heads", 1, 256, &dHeads);
@@ -79,6 +115,12 @@ void readLlavaConfig(const std::string& dir, VisionConfig& cfg) {
   if (strategy != "default" && strategy != "full")
     throw FormatError(file, "", "'vision_feature_select_strategy' '" + strategy + "' is unsupported (default, full are)");
   cfg.keepClassToken = strategy == "full";
+  // pack_image_features lays each tile's rows out as its side x side patches: with the class
+  // row kept they do not line up (transformers' view fails or mixes rows).
+  if (next && cfg.keepClassToken)
+    throw FormatError(file, "", "'vision_feature_select_strategy' 'full' is unsupported for llava_next (default is: "
+                                "pack_image_features lays out the patch rows only)");
+  if (next) cfg.gridPinpoints = readPinpoints(c, file, cfg.tile);
   const std::string pact = c.get("projector_hidden_act") ? stringField(c, "projector_hidden_act") : "gelu";
   if (pact == "gelu") cfg.projectorFfn = EncoderFfn::GeluErf;
   else if (pact == "gelu_pytorch_tanh" || pact == "gelu_new") cfg.projectorFfn = EncoderFfn::GeluTanh;
@@ -114,9 +156,10 @@ void readClipProcessor(const std::string& dir, const VisionConfig& cfg, ImagePro
   const ProcessorFiles files = readProcessorFiles(dir);
   const std::string &proc = files.processorFile, &file = files.file;
   const JsonValue &procJson = files.processor, &preJson = files.settings;
-  const std::string type = stringField(preJson, "image_processor_type");
-  if (!type.empty() && type.rfind("CLIPImageProcessor", 0) != 0)
-    throw FormatError(file, "", "image_processor_type '" + type + "' is unsupported (CLIPImageProcessor is)");
+  const bool next = cfg.family == VisionFamily::LlavaNext;
+  const std::string type = stringField(preJson, "image_processor_type"), wanted = next ? "LlavaNextImageProcessor" : "CLIPImageProcessor";
+  if (!type.empty() && type.rfind(wanted, 0) != 0)
+    throw FormatError(file, "", "image_processor_type '" + type + "' is unsupported (" + wanted + " is)");
   if (!boolField(preJson, file, "do_resize", true))
     throw FormatError(file, "", "'do_resize': false is unsupported (the encoder takes image_size squares)");
   const JsonValue* size = preJson.get("size");
@@ -155,6 +198,15 @@ void readClipProcessor(const std::string& dir, const VisionConfig& cfg, ImagePro
   p.doImageSplitting = false;
   p.tileEdge = cfg.tile;
   p.longestEdge = cfg.tile;
+  if (next) {
+    // The processor tiles by its own pinpoints, the model packs by config.json's: they must agree.
+    // (do_pad only pads a batch's images to one tile count: one image at a time, nothing to pad.)
+    if (readPinpoints(preJson, file, cfg.tile) != cfg.gridPinpoints)
+      throw FormatError(file, "", "'image_grid_pinpoints' differs from config.json's: the tiles would not be the grid the model packs");
+    int64_t most = 0;
+    for (const auto& [h, w] : cfg.gridPinpoints) most = std::max(most, (h / cfg.tile) * (w / cfg.tile));
+    p.maxTilesOverride = most + 1;
+  }
   // LlavaProcessor writes (crop / patch_size)² + num_additional_image_tokens image tokens,
   // less one for 'default': it must be the encoder's rows, or the prompt and rows disagree.
   p.imageSeqLen = cfg.tokensPerTile();
@@ -167,6 +219,10 @@ void readClipProcessor(const std::string& dir, const VisionConfig& cfg, ImagePro
                                      ? stringField(procJson, "vision_feature_select_strategy")
                                      : (cfg.keepClassToken ? "full" : "default");
     const int64_t written = (cfg.tile / pp) * (cfg.tile / pp) + extra - (strategy == "default" ? 1 : 0);
+    // LlavaNextProcessor counts the grid's features in patches of its patch_size too.
+    if (next && pp != cfg.patch)
+      throw FormatError(proc, "", "patch_size " + std::to_string(pp) + " differs from vision_config.patch_size " +
+                                      std::to_string(cfg.patch) + ": the prompt's image token count would not be the model's rows");
     if (written != cfg.tokensPerTile())
       throw FormatError(proc, "", "patch_size " + std::to_string(pp) + ", num_additional_image_tokens " + std::to_string(extra) +
                                       " and vision_feature_select_strategy '" + strategy + "' write " + std::to_string(written) +
@@ -200,6 +256,7 @@ std::string clipName(const std::string& hf) {
     if (hf.rfind(prefix, 0) == 0) return hf.substr(std::string(prefix).size());
   for (const char* prefix : {"model.multi_modal_projector.", "multi_modal_projector."})
     if (hf.rfind(prefix, 0) == 0) return "projector." + hf.substr(std::string(prefix).size());
+  if (hf == "image_newline" || hf == "model.image_newline") return "image_newline";  // LLaVA-1.6
   return "";
 }
 

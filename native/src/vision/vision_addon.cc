@@ -1,9 +1,9 @@
 // The addon's vision-model exports (see native/native.ts, "Vision models"): load an
-// Idefics3 / SmolVLM, LLaVA or Gemma 3 folder's or mmproj GGUF's image side, describe it, preprocess an
-// RGB image into tiles (the family's processor) and encode tiles into the text model's
-// embedding rows. Glue only: argument checks, conversions and work off the JS thread
+// Idefics3 / SmolVLM, LLaVA-1.5, LLaVA-1.6 or Gemma 3 folder's or mmproj GGUF's image side, describe it,
+// preprocess an RGB image into tiles (the family's processor), encode tiles into the text model's
+// embedding rows and (LLaVA-1.6) pack an image's tile rows into its image rows. Glue only: argument checks, conversions and work off the JS thread
 // (addon_glue.h); the math is in vision_encoder.cc, clip_encoder.cc, gemma3_encoder.cc, idefics3_preprocess.cc, gemma3_preprocess.cc,
-// clip_preprocess.cc and pil_resample.cc.
+// clip_preprocess.cc, llava_next_preprocess.cc, llava_next_pack.cc and pil_resample.cc.
 #include <napi.h>
 
 #include <cmath>
@@ -13,6 +13,8 @@
 #include "vision/clip_preprocess.h"
 #include "vision/gemma3_preprocess.h"
 #include "vision/idefics3_preprocess.h"
+#include "vision/llava_next_pack.h"
+#include "vision/llava_next_preprocess.h"
 #include "vision/vision_encoder.h"
 
 namespace prism {
@@ -56,6 +58,16 @@ Napi::Object tokenToJs(Napi::Env env, const std::string& text, int64_t id) {
   return o;
 }
 
+const char* familyName(VisionFamily f) {
+  switch (f) {
+    case VisionFamily::Llava: return "llava";
+    case VisionFamily::LlavaNext: return "llava_next";
+    case VisionFamily::Gemma3: return "gemma3";
+    case VisionFamily::Idefics3: break;
+  }
+  return "idefics3";
+}
+
 Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const std::shared_ptr<VisionEncoder>& enc = visionArg(env, info[0]);
@@ -66,7 +78,7 @@ Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   o.Set("path", c.path);
   o.Set("name", c.name);
   o.Set("architecture", c.modelType);
-  o.Set("family", c.family == VisionFamily::Llava ? "llava" : c.family == VisionFamily::Gemma3 ? "gemma3" : "idefics3");
+  o.Set("family", familyName(c.family));
   o.Set("tileSize", static_cast<double>(c.tile));
   o.Set("patchSize", static_cast<double>(c.patch));
   o.Set("tokensPerTile", static_cast<double>(c.tokensPerTile()));
@@ -91,6 +103,14 @@ Napi::Value VisionInfo(const Napi::CallbackInfo& info) {
   proc.Set("imageMean", mean);
   proc.Set("imageStd", stdev);
   proc.Set("imageSeqLen", static_cast<double>(p.imageSeqLen));
+  Napi::Array pinpoints = Napi::Array::New(env, c.gridPinpoints.size());
+  for (uint32_t i = 0; i < c.gridPinpoints.size(); i++) {
+    Napi::Array hw = Napi::Array::New(env, 2);
+    hw.Set(0u, static_cast<double>(c.gridPinpoints[i][0]));
+    hw.Set(1u, static_cast<double>(c.gridPinpoints[i][1]));
+    pinpoints.Set(i, hw);
+  }
+  proc.Set("gridPinpoints", pinpoints);
   proc.Set("maxImageSide", static_cast<double>(kMaxImageSide));
   proc.Set("maxImagePixels", static_cast<double>(kMaxImagePixels));
   o.Set("processor", proc);
@@ -133,6 +153,7 @@ Napi::Value PreprocessImage(const Napi::CallbackInfo& info) {
         const VisionModel& m = *enc->model();
         switch (m.cfg.family) {
           case VisionFamily::Llava: return preprocessClip(m.processor, data, width, height);
+          case VisionFamily::LlavaNext: return preprocessLlavaNext(m.cfg, m.processor, data, width, height);
           case VisionFamily::Gemma3: return preprocessGemma3(m.processor, data, width, height);
           case VisionFamily::Idefics3: break;
         }
@@ -187,6 +208,43 @@ Napi::Value EncodeImage(const Napi::CallbackInfo& info) {
       {}, tiles);
 }
 
+// packImageFeatures(vision, rows: Float32Array, width, height) -> Promise<Float32Array>: LLaVA-1.6's
+// image rows (llava_next_pack.h) from encodeImage's rows of one image's preprocessed tiles.
+Napi::Value PackImageFeatures(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::shared_ptr<VisionEncoder> enc = visionArg(env, info[0]);
+  const VisionModel& m = *enc->model();
+  if (m.cfg.family != VisionFamily::LlavaNext)
+    throw Napi::TypeError::New(env, std::string("packImageFeatures: a ") + familyName(m.cfg.family) +
+                                        " model's tile rows are its image rows (LLaVA-1.6 packs them)");
+  if (info.Length() < 4 || !info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(env, "rows must be a Float32Array");
+  Napi::Float32Array rows = info[1].As<Napi::Float32Array>();
+  const int64_t width = glue::intArg(env, info[2], "width", 1, kMaxImageSide);
+  const int64_t height = glue::intArg(env, info[3], "height", 1, kMaxImageSide);
+  const UnpaddedGrid g = unpaddedGrid(m.cfg, width, height);
+  const size_t expected = static_cast<size_t>((1 + g.rows * g.cols) * m.cfg.tokensPerTile() * m.cfg.textHidden);
+  if (rows.ElementLength() != expected)
+    throw Napi::RangeError::New(env, "rows holds " + std::to_string(rows.ElementLength()) + " values; a " + std::to_string(width) +
+                                         "x" + std::to_string(height) + " image's " + std::to_string(1 + g.rows * g.cols) +
+                                         " tiles give " + std::to_string(expected));
+  const float* data = rows.Data();
+  return glue::Work<std::vector<float>>::queue(
+      env, "prism.packImageFeatures", glue::ErrorPolicy{"packImageFeatures: ", "packImageFeatures: out of memory", false, true},
+      [enc, data, width, height] {
+        const VisionModel& model = *enc->model();
+        std::vector<float> out(static_cast<size_t>(llavaNextRows(model.cfg, width, height) * model.cfg.textHidden));
+        packLlavaNext(model, data, width, height, out.data());
+        return out;
+      },
+      [](Napi::Env e, std::vector<float>& r) -> Napi::Value {
+        Napi::Float32Array out = Napi::Float32Array::New(e, r.size());
+        std::copy(r.begin(), r.end(), out.Data());
+        return out;
+      },
+      {}, rows);
+}
+
 }  // namespace
 
 void registerVisionExports(Napi::Env env, Napi::Object exports) {
@@ -196,6 +254,7 @@ void registerVisionExports(Napi::Env env, Napi::Object exports) {
   exports.Set("disposeVisionModel", Napi::Function::New(env, DisposeVisionModel));
   exports.Set("preprocessImage", Napi::Function::New(env, PreprocessImage));
   exports.Set("encodeImage", Napi::Function::New(env, EncodeImage));
+  exports.Set("packImageFeatures", Napi::Function::New(env, PackImageFeatures));
 }
 
 }  // namespace prism

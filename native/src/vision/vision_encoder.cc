@@ -43,7 +43,8 @@ void VisionEncoder::linear(const LinearGroup& g, const float* x, int64_t n, floa
 void VisionEncoder::encode(const float* tiles, int64_t n, float* out) {
   const std::lock_guard<std::mutex> lock(mu_);
   switch (model_->cfg.family) {
-    case VisionFamily::Llava: return encodeClip(tiles, n, out);
+    case VisionFamily::Llava:
+    case VisionFamily::LlavaNext: return encodeClip(tiles, n, out);
     case VisionFamily::Gemma3: return encodeGemma3(tiles, n, out);
     case VisionFamily::Idefics3: return encodeIdefics3(tiles, n, out);
   }

@@ -6,6 +6,10 @@
 // - LLaVA-1.5: the CLIP vision transformer (class token, patch embedding, learned positions,
 //   pre LayerNorm, pre-norm quick_gelu layers) cut at vision_feature_layer, then the MLP
 //   projector (linear, GELU, linear); read by clip_hf.cc / clip_gguf.cc;
+// - LLaVA-1.6 (LLaVA-NeXT): the same CLIP and projector on every anyres tile (the image
+//   resized into the best of image_grid_pinpoints, padded, split, plus the whole image as a
+//   base tile; llava_next_preprocess.cc), then the tiles' rows laid out as the grid, unpadded
+//   and closed by image_newline per row (llava_next_pack.cc); read by clip_hf.cc;
 // - Gemma 3 (Gemma3ForConditionalGeneration): SigLIP as SmolVLM's (the same layers, post
 //   LayerNorm), then Gemma3MultiModalProjector (average pooling of the patch grid down to
 //   mm_tokens_per_image rows, Gemma's RMSNorm, the input projection); read by gemma3_hf.cc /
@@ -13,6 +17,7 @@
 // With them the image processor's parameters and the prompt's image tokens. The text model
 // (the folder's, or the text GGUF beside the mmproj) is the decoder's business.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -31,11 +36,11 @@ class WeightBuilder;
 namespace prism {
 
 // Which encoder, connector, preprocessing and prompt expansion a model takes.
-enum class VisionFamily { Idefics3, Llava, Gemma3 };
+enum class VisionFamily { Idefics3, Llava, Gemma3, LlavaNext };
 
 struct VisionConfig {
   VisionFamily family = VisionFamily::Idefics3;
-  std::string modelType = "idefics3";  // config.json model_type: idefics3 | smolvlm | llava | gemma3
+  std::string modelType = "idefics3";  // config.json model_type: idefics3 | smolvlm | llava | llava_next | gemma3
   std::string path, name;
   int64_t hidden = 0, layers = 0, heads = 0, headDim = 0, intermediate = 0;
   int64_t patch = 0;  // patch_size: square patches
@@ -56,13 +61,18 @@ struct VisionConfig {
   // Gemma 3 only: rows per image after the projector's pooling (mm_tokens_per_image, a square
   // number whose side divides the patches per side).
   int64_t mmTokens = 0;
+  // LLaVA-1.6 only: image_grid_pinpoints, the resolutions an image may be tiled at, as
+  // {height, width} pairs (each a multiple of the tile).
+  std::vector<std::array<int64_t, 2>> gridPinpoints;
 
+  // CLIP and the MLP projector per tile: LLaVA-1.5's and LLaVA-1.6's.
+  bool isClip() const { return family == VisionFamily::Llava || family == VisionFamily::LlavaNext; }
   int64_t patchesPerSide() const { return tile / patch; }
   int64_t patchesPerTile() const { return patchesPerSide() * patchesPerSide(); }
   // Rows the encoder's layers take per tile: CLIP's class token first, then the patches.
-  int64_t sequencePerTile() const { return patchesPerTile() + (family == VisionFamily::Llava ? 1 : 0); }
+  int64_t sequencePerTile() const { return patchesPerTile() + (isClip() ? 1 : 0); }
   int64_t tokensPerTile() const {
-    if (family == VisionFamily::Llava) return patchesPerTile() + (keepClassToken ? 1 : 0);
+    if (isClip()) return patchesPerTile() + (keepClassToken ? 1 : 0);
     if (family == VisionFamily::Gemma3) return mmTokens;
     return patchesPerTile() / (scaleFactor * scaleFactor);
   }
@@ -82,8 +92,11 @@ struct ImageProcessorConfig {
   int64_t shortestEdge = 0, cropHeight = 0, cropWidth = 0;
   bool doCenterCrop = true;
 
-  // Tiles of one image at most: the split grid of a longestEdge-square image, plus the global image.
+  // Tiles of one image at most: the split grid of a longestEdge-square image, plus the global image
+  // (LLaVA-1.6: maxTilesOverride, its largest pinpoint's grid plus the base tile).
+  int64_t maxTilesOverride = 0;
   int64_t maxTiles() const {
+    if (maxTilesOverride > 0) return maxTilesOverride;
     const int64_t side = (longestEdge + tileEdge - 1) / tileEdge;
     return doImageSplitting && side > 1 ? side * side + 1 : 1;
   }
@@ -135,6 +148,8 @@ struct VisionModel {
   std::vector<float> projection2Bias;
   // Gemma 3 only: mm_soft_emb_norm's multiplier (1 + w, as Gemma3RMSNorm applies its weight).
   std::vector<float> softEmbNorm;
+  // LLaVA-1.6 only: image_newline [textHidden], the row closing each row of the tile grid.
+  std::vector<float> imageNewline;
   double weightBytes = 0;
   int64_t maxLinearCols = 0;
 };
